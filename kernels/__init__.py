@@ -1,0 +1,9 @@
+"""The transpose kernels of ``layouts``: one pass over the records, driven by a copy plan.
+
+``kernels.plan`` defines the copy plan, the one contract between the ``layouts``
+package (which derives plans from a Layout) and the backends. ``kernels.cpu`` runs
+plans with Numba on the CPU. Every backend exposes the same host functions:
+``aos_to_soa`` and ``soa_to_aos``.
+"""
+
+__all__ = ["plan"]

@@ -1,0 +1,692 @@
+"""CPU backend: AoS <-> SoA in one pass over the records, with Numba.
+
+The records are cut into one chunk per thread (chunk starts are multiples of 64 rows,
+so no two threads share a byte of a bitmap). Inside a chunk, rows go in blocks of
+about 32 KiB: a block is read from memory once, and every column's values for those
+rows are written while the block is still in cache. Byte swaps, bit-packing of
+booleans, sentinel nulls, time-unit scaling and string trimming happen inside that
+pass. Variable-length strings are written per chunk at a worst-case position and
+moved together afterwards (a pass over the string bytes only, not the records).
+
+Host functions: :func:`aos_to_soa` and :func:`soa_to_aos`. Both run a copy plan (see
+:mod:`kernels.plan`) and return ``None`` or the first fault as ``(row, op, code)``.
+The inner functions are compiled once and cached on disk (``cache=True``): the plan
+is data, so a new layout costs no compilation.
+"""
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from numba import njit
+
+from ._memory import bswap16, bswap32, bswap64, load8, load16, load32, load64
+from ._memory import store8, store16, store32, store64
+from .plan import (
+    COUNT, DATA, E_INEXACT, E_NULL, E_RANGE, E_TOO_LONG, E_UTF, ELEM0, F_TRUNCATE, F_UTF8,
+    FLAGS, K_BOOL, K_BYTES, K_CIVIL, K_COPY, K_CSTR, K_SCALE, K_UTF32, KIND, N_BITS, N_NAN,
+    N_NONE, NAT, NULLS, OFFS, OFFSETS, P1, P2, SENT, SWAP, VALID, WIDTH,
+)
+
+__all__ = ["aos_to_soa", "soa_to_aos", "default_threads"]
+
+BLOCK_BYTES = 32 * 1024
+ROW_ALIGN = 64
+MIN_CHUNK_BYTES = 1 << 20
+I32_MIN, I32_MAX = -(2**31), 2**31 - 1
+I64_MAX = 2**63 - 1
+
+_jit = njit(nogil=True, cache=True)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@_jit
+def _load(addr, width):
+    """Load 1/2/4/8 bytes as an int64 holding the raw (zero-extended) bits."""
+    if width == 8:
+        return np.int64(load64(addr))
+    if width == 4:
+        return np.int64(load32(addr))
+    if width == 2:
+        return np.int64(load16(addr))
+    return np.int64(load8(addr))
+
+
+@_jit
+def _store(addr, width, value):
+    if width == 8:
+        store64(addr, value)
+    elif width == 4:
+        store32(addr, value)
+    elif width == 2:
+        store16(addr, value)
+    else:
+        store8(addr, value)
+
+
+@_jit
+def _swap(value, width):
+    if width == 8:
+        return np.int64(bswap64(value))
+    if width == 4:
+        return np.int64(bswap32(value))
+    if width == 2:
+        return np.int64(bswap16(value))
+    return value
+
+
+@_jit
+def _is_nan(bits, width):
+    if width == 8:
+        e, m = 0x7FF0000000000000, 0x000FFFFFFFFFFFFF
+    elif width == 4:
+        e, m = 0x7F800000, 0x007FFFFF
+    else:
+        e, m = 0x7C00, 0x03FF
+    return (bits & e) == e and (bits & m) != 0
+
+
+@_jit
+def _memset0(addr, nbytes):
+    i = 0
+    while i + 8 <= nbytes:
+        store64(addr + i, 0)
+        i += 8
+    while i < nbytes:
+        store8(addr + i, 0)
+        i += 1
+
+
+@_jit
+def _memcpy(dst, src, nbytes):
+    """Copy forward; safe for overlapping ranges when dst <= src."""
+    i = 0
+    while i + 8 <= nbytes:
+        store64(dst + i, load64(src + i))
+        i += 8
+    while i < nbytes:
+        store8(dst + i, load8(src + i))
+        i += 1
+
+
+@_jit
+def _get_bit(bitmap, i):
+    return (load8(bitmap + (i >> 3)) >> (i & 7)) & 1
+
+
+@_jit
+def _set_bit(bitmap, i):
+    a = bitmap + (i >> 3)
+    store8(a, load8(a) | (1 << (i & 7)))
+
+
+@_jit
+def _clear_bits(bitmap, i0, i1):
+    """Zero the bytes holding bits [i0, i1); i0 is a multiple of 8."""
+    _memset0(bitmap + (i0 >> 3), ((i1 + 7) >> 3) - (i0 >> 3))
+
+
+@_jit
+def _days_from_civil(y, m, d):
+    """Days since 1970-01-01 of a proleptic Gregorian date."""
+    y -= 1 if m <= 2 else 0
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+@_jit
+def _civil_from_days(z):
+    z += 719468
+    era = z // 146097
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    d = doy - (153 * mp + 2) // 5 + 1
+    m = mp + 3 if mp < 10 else mp - 9
+    y = yoe + era * 400 + (1 if m <= 2 else 0)
+    return y, m, d
+
+
+@_jit
+def _utf8_valid(addr, n):
+    i = 0
+    while i < n:
+        b = load8(addr + i)
+        if b < 0x80:
+            i += 1
+            continue
+        if 0xC2 <= b <= 0xDF:
+            need, lo, hi = 1, 0x80, 0xBF
+        elif 0xE0 <= b <= 0xEF:
+            need = 2
+            lo = 0xA0 if b == 0xE0 else 0x80
+            hi = 0x9F if b == 0xED else 0xBF
+        elif 0xF0 <= b <= 0xF4:
+            need = 3
+            lo = 0x90 if b == 0xF0 else 0x80
+            hi = 0x8F if b == 0xF4 else 0xBF
+        else:
+            return False
+        if i + need >= n:
+            return False
+        c1 = load8(addr + i + 1)
+        if c1 < lo or c1 > hi:
+            return False
+        for t in range(2, need + 1):
+            ct = load8(addr + i + t)
+            if ct < 0x80 or ct > 0xBF:
+                return False
+        i += need + 1
+    return True
+
+
+@_jit
+def _offset_at(offsets, i, ow):
+    if ow == 8:
+        return np.int64(load64(offsets + i * 8))
+    return np.int64(np.int32(load32(offsets + i * 4)))
+
+
+@_jit
+def _set_offset(offsets, i, ow, value):
+    if ow == 8:
+        store64(offsets + i * 8, value)
+    else:
+        store32(offsets + i * 4, value)
+
+
+# --------------------------------------------------------------- AoS -> SoA, per op
+
+
+@_jit
+def _fwd_copy(src, stride, b0, b1, op, offs):
+    w, c, dst = op[WIDTH], op[COUNT], op[DATA]
+    swap = op[SWAP] != 0
+    for k in range(c):
+        base = src + offs[op[OFFS] + k]
+        if w == 8:
+            if swap:
+                for r in range(b0, b1):
+                    store64(dst + (r * c + k) * 8, bswap64(load64(base + r * stride)))
+            else:
+                for r in range(b0, b1):
+                    store64(dst + (r * c + k) * 8, load64(base + r * stride))
+        elif w == 4:
+            if swap:
+                for r in range(b0, b1):
+                    store32(dst + (r * c + k) * 4, bswap32(load32(base + r * stride)))
+            else:
+                for r in range(b0, b1):
+                    store32(dst + (r * c + k) * 4, load32(base + r * stride))
+        elif w == 2:
+            if swap:
+                for r in range(b0, b1):
+                    store16(dst + (r * c + k) * 2, bswap16(load16(base + r * stride)))
+            else:
+                for r in range(b0, b1):
+                    store16(dst + (r * c + k) * 2, load16(base + r * stride))
+        else:
+            for r in range(b0, b1):
+                store8(dst + r * c + k, load8(base + r * stride))
+    if op[VALID] != 0:
+        # Sentinels: compare the native values just written (still in cache).
+        valid, mode, sent = op[VALID], op[NULLS], op[SENT]
+        _clear_bits(valid, b0 * c, b1 * c)
+        for i in range(b0 * c, b1 * c):
+            v = _load(dst + i * w, w)
+            null = v == sent if mode == N_BITS else _is_nan(v, w)
+            if not null:
+                _set_bit(valid, i)
+
+
+@_jit
+def _fwd_bytes(src, stride, b0, b1, op, offs):
+    n, c, dst = op[WIDTH], op[COUNT], op[DATA]
+    for k in range(c):
+        base = src + offs[op[OFFS] + k]
+        if n == 16:
+            for r in range(b0, b1):
+                d = dst + (r * c + k) * 16
+                store64(d, load64(base + r * stride))
+                store64(d + 8, load64(base + r * stride + 8))
+        elif n == 8:
+            for r in range(b0, b1):
+                store64(dst + (r * c + k) * 8, load64(base + r * stride))
+        else:
+            for r in range(b0, b1):
+                _memcpy(dst + (r * c + k) * n, base + r * stride, n)
+
+
+@_jit
+def _fwd_bool(src, stride, b0, b1, op, offs):
+    c, dst = op[COUNT], op[DATA]
+    if c == 1:
+        base = src + offs[op[OFFS]]
+        r = b0
+        while r < b1:
+            byte = 0
+            for t in range(min(8, b1 - r)):
+                if load8(base + (r + t) * stride) != 0:
+                    byte |= 1 << t
+            store8(dst + (r >> 3), byte)
+            r += 8
+        return
+    _clear_bits(dst, b0 * c, b1 * c)
+    for k in range(c):
+        base = src + offs[op[OFFS] + k]
+        for r in range(b0, b1):
+            if load8(base + r * stride) != 0:
+                _set_bit(dst, r * c + k)
+
+
+@_jit
+def _fwd_time(src, stride, b0, b1, op, offs, civil):
+    """datetime64/timedelta64 counts -> Arrow counts: NaT -> null, checked scaling."""
+    c, dst, valid, f, ow = op[COUNT], op[DATA], op[VALID], op[P1], op[P2]
+    swap = op[SWAP] != 0
+    lim = I64_MAX // f
+    _clear_bits(valid, b0 * c, b1 * c)
+    for k in range(c):
+        base = src + offs[op[OFFS] + k]
+        for r in range(b0, b1):
+            i = r * c + k
+            v = np.int64(load64(base + r * stride))
+            if swap:
+                v = np.int64(bswap64(v))
+            if v == NAT:
+                _store(dst + i * ow, ow, 0)
+                continue
+            if civil:
+                if v > (1 << 40) or v < -(1 << 40):
+                    return r, E_RANGE
+                months = v * f
+                res = _days_from_civil(1970 + months // 12, months % 12 + 1, 1)
+            else:
+                if v > lim or v < -lim:
+                    return r, E_RANGE
+                res = v * f
+            if ow == 4 and (res < I32_MIN or res > I32_MAX):
+                return r, E_RANGE
+            _store(dst + i * ow, ow, res)
+            _set_bit(valid, i)
+    return -1, 0
+
+
+@_jit
+def _fwd_string(src, stride, r0, b0, b1, op, offs):
+    """S<n> trimmed at the first NUL, or U<n> as UTF-8, into chunk-local var data."""
+    n, c, per, ow = op[WIDTH], op[COUNT], op[P1], op[P2]
+    data = op[DATA] + r0 * c * per
+    offsets, utf32 = op[OFFSETS], op[KIND] == K_UTF32
+    swap, check = op[SWAP] != 0, (op[FLAGS] & F_UTF8) != 0
+    for r in range(b0, b1):
+        for k in range(c):
+            i = r * c + k
+            pos = 0 if i == r0 * c else _offset_at(offsets, i, ow)
+            if i == 0:
+                _set_offset(offsets, 0, ow, 0)
+            s = src + r * stride + offs[op[OFFS] + k]
+            out = data + pos
+            if not utf32:
+                length = 0
+                while length < n and load8(s + length) != 0:
+                    length += 1
+                _memcpy(out, s, length)
+                if check and not _utf8_valid(out, length):
+                    return r, E_UTF
+            else:
+                ncp = n // 4
+                while ncp > 0 and load32(s + (ncp - 1) * 4) == 0:
+                    ncp -= 1
+                length = 0
+                for t in range(ncp):
+                    cp = np.int64(load32(s + t * 4))
+                    if swap:
+                        cp = np.int64(bswap32(cp))
+                    if cp < 0x80:
+                        store8(out + length, cp)
+                        length += 1
+                    elif cp < 0x800:
+                        store8(out + length, 0xC0 | (cp >> 6))
+                        store8(out + length + 1, 0x80 | (cp & 0x3F))
+                        length += 2
+                    elif cp < 0x10000:
+                        if 0xD800 <= cp <= 0xDFFF:
+                            return r, E_UTF
+                        store8(out + length, 0xE0 | (cp >> 12))
+                        store8(out + length + 1, 0x80 | ((cp >> 6) & 0x3F))
+                        store8(out + length + 2, 0x80 | (cp & 0x3F))
+                        length += 3
+                    elif cp <= 0x10FFFF:
+                        store8(out + length, 0xF0 | (cp >> 18))
+                        store8(out + length + 1, 0x80 | ((cp >> 12) & 0x3F))
+                        store8(out + length + 2, 0x80 | ((cp >> 6) & 0x3F))
+                        store8(out + length + 3, 0x80 | (cp & 0x3F))
+                        length += 4
+                    else:
+                        return r, E_UTF
+            _set_offset(offsets, i + 1, ow, pos + length)
+    return -1, 0
+
+
+@_jit
+def _forward_rows(src, stride, r0, r1, ops, offs, err):
+    """Convert records [r0, r1) of one chunk, block by block; the first fault goes to err."""
+    block = max(ROW_ALIGN, (BLOCK_BYTES // stride) // ROW_ALIGN * ROW_ALIGN)
+    b0 = r0
+    while b0 < r1:
+        b1 = min(b0 + block, r1)
+        for j in range(ops.shape[0]):
+            op = ops[j]
+            kind = op[KIND]
+            row, code = -1, 0
+            if kind == K_COPY:
+                _fwd_copy(src, stride, b0, b1, op, offs)
+            elif kind == K_BYTES:
+                _fwd_bytes(src, stride, b0, b1, op, offs)
+            elif kind == K_BOOL:
+                _fwd_bool(src, stride, b0, b1, op, offs)
+            elif kind == K_SCALE or kind == K_CIVIL:
+                row, code = _fwd_time(src, stride, b0, b1, op, offs, kind == K_CIVIL)
+            else:
+                row, code = _fwd_string(src, stride, r0, b0, b1, op, offs)
+            if code != 0:
+                err[0], err[1], err[2] = row, j, code
+                return
+        b0 = b1
+
+
+@_jit
+def _compact_strings(op, starts):
+    """Move each chunk's strings next to the previous chunk's and fix the offsets."""
+    c, per, ow = op[COUNT], op[P1], op[P2]
+    data, offsets = op[DATA], op[OFFSETS]
+    total = 0
+    for ci in range(starts.shape[0] - 1):
+        i0, i1 = starts[ci] * c, starts[ci + 1] * c
+        size = _offset_at(offsets, i1, ow)
+        if total != i0 * per:
+            _memcpy(data + total, data + i0 * per, size)
+        if total != 0:
+            for i in range(i0 + 1, i1 + 1):
+                _set_offset(offsets, i, ow, _offset_at(offsets, i, ow) + total)
+        total += size
+    return total
+
+
+# --------------------------------------------------------------- SoA -> AoS, per op
+
+
+@_jit
+def _rev_copy(dst, itemsize, b0, b1, op, offs):
+    w, c, src, e0 = op[WIDTH], op[COUNT], op[DATA], op[ELEM0]
+    swap = op[SWAP] != 0
+    valid, mode, fill = op[VALID], op[NULLS], op[SENT]
+    for k in range(c):
+        base = dst + offs[op[OFFS] + k]
+        if valid != 0:
+            for r in range(b0, b1):
+                i = e0 + r * c + k
+                if _get_bit(valid, i):
+                    v = _load(src + i * w, w)
+                elif mode != N_NONE:
+                    v = fill
+                else:
+                    return r, E_NULL
+                _store(base + r * itemsize, w, _swap(v, w) if swap else v)
+        elif w == 8:
+            if swap:
+                for r in range(b0, b1):
+                    store64(base + r * itemsize, bswap64(load64(src + (e0 + r * c + k) * 8)))
+            else:
+                for r in range(b0, b1):
+                    store64(base + r * itemsize, load64(src + (e0 + r * c + k) * 8))
+        elif w == 4:
+            if swap:
+                for r in range(b0, b1):
+                    store32(base + r * itemsize, bswap32(load32(src + (e0 + r * c + k) * 4)))
+            else:
+                for r in range(b0, b1):
+                    store32(base + r * itemsize, load32(src + (e0 + r * c + k) * 4))
+        elif w == 2:
+            if swap:
+                for r in range(b0, b1):
+                    store16(base + r * itemsize, bswap16(load16(src + (e0 + r * c + k) * 2)))
+            else:
+                for r in range(b0, b1):
+                    store16(base + r * itemsize, load16(src + (e0 + r * c + k) * 2))
+        else:
+            for r in range(b0, b1):
+                store8(base + r * itemsize, load8(src + e0 + r * c + k))
+    return -1, 0
+
+
+@_jit
+def _rev_bytes(dst, itemsize, b0, b1, op, offs):
+    n, c, src, e0, valid = op[WIDTH], op[COUNT], op[DATA], op[ELEM0], op[VALID]
+    for k in range(c):
+        base = dst + offs[op[OFFS] + k]
+        for r in range(b0, b1):
+            i = e0 + r * c + k
+            if valid != 0 and not _get_bit(valid, i):
+                return r, E_NULL
+            _memcpy(base + r * itemsize, src + i * n, n)
+    return -1, 0
+
+
+@_jit
+def _rev_bool(dst, itemsize, b0, b1, op, offs):
+    c, src, e0, valid = op[COUNT], op[DATA], op[ELEM0], op[VALID]
+    for k in range(c):
+        base = dst + offs[op[OFFS] + k]
+        for r in range(b0, b1):
+            i = e0 + r * c + k
+            if valid != 0 and not _get_bit(valid, i):
+                return r, E_NULL
+            store8(base + r * itemsize, _get_bit(src, i))
+    return -1, 0
+
+
+@_jit
+def _rev_time(dst, itemsize, b0, b1, op, offs, civil):
+    c, src, e0, valid, f, ow = op[COUNT], op[DATA], op[ELEM0], op[VALID], op[P1], op[P2]
+    swap = op[SWAP] != 0
+    for k in range(c):
+        base = dst + offs[op[OFFS] + k]
+        for r in range(b0, b1):
+            i = e0 + r * c + k
+            if valid != 0 and not _get_bit(valid, i):
+                v = NAT
+            else:
+                v = _load(src + i * ow, ow)
+                if ow == 4:
+                    v = np.int64(np.int32(v))
+                if civil:
+                    y, m, d = _civil_from_days(v)
+                    if d != 1 or (f == 12 and m != 1):
+                        return r, E_INEXACT
+                    v = ((y - 1970) * 12 + m - 1) // f
+                else:
+                    if v % f != 0:
+                        return r, E_INEXACT
+                    v = v // f
+                    if v == NAT:
+                        return r, E_RANGE
+            store64(base + r * itemsize, np.int64(bswap64(v)) if swap else v)
+    return -1, 0
+
+
+@_jit
+def _rev_string(dst, itemsize, b0, b1, op, offs):
+    """binary/string -> S<n> (NUL padded) or UTF-8 -> U<n> (UTF-32, NUL padded)."""
+    n, c, data, offsets, e0, ow = op[WIDTH], op[COUNT], op[DATA], op[OFFSETS], op[ELEM0], op[P2]
+    valid, utf32 = op[VALID], op[KIND] == K_UTF32
+    swap, truncate = op[SWAP] != 0, (op[FLAGS] & F_TRUNCATE) != 0
+    for k in range(c):
+        base = dst + offs[op[OFFS] + k]
+        for r in range(b0, b1):
+            i = e0 + r * c + k
+            if valid != 0 and not _get_bit(valid, i):
+                return r, E_NULL
+            start = _offset_at(offsets, i, ow)
+            length = _offset_at(offsets, i + 1, ow) - start
+            s, out = data + start, base + r * itemsize
+            if not utf32:
+                if length > n:
+                    if not truncate:
+                        return r, E_TOO_LONG
+                    length = n
+                _memcpy(out, s, length)
+                _memset0(out + length, n - length)
+                continue
+            ncp, t = 0, 0
+            while t < length:
+                b = np.int64(load8(s + t))
+                if b < 0x80:
+                    cp, need = b, 0
+                elif b >= 0xF0:
+                    cp, need = b & 0x07, 3
+                elif b >= 0xE0:
+                    cp, need = b & 0x0F, 2
+                elif b >= 0xC0:
+                    cp, need = b & 0x1F, 1
+                else:
+                    return r, E_UTF
+                if t + need >= length:
+                    return r, E_UTF
+                for u in range(1, need + 1):
+                    cb = np.int64(load8(s + t + u))
+                    if cb & 0xC0 != 0x80:
+                        return r, E_UTF
+                    cp = (cp << 6) | (cb & 0x3F)
+                t += need + 1
+                if ncp * 4 >= n:
+                    if not truncate:
+                        return r, E_TOO_LONG
+                    break
+                store32(out + ncp * 4, np.int64(bswap32(cp)) if swap else cp)
+                ncp += 1
+            _memset0(out + ncp * 4, n - ncp * 4)
+    return -1, 0
+
+
+@_jit
+def _reverse_rows(dst, itemsize, r0, r1, ops, offs, zero, err):
+    """Write records [r0, r1) of one chunk from the columns; the first fault goes to err."""
+    block = max(ROW_ALIGN, (BLOCK_BYTES // itemsize) // ROW_ALIGN * ROW_ALIGN)
+    b0 = r0
+    while b0 < r1:
+        b1 = min(b0 + block, r1)
+        if zero:
+            _memset0(dst + b0 * itemsize, (b1 - b0) * itemsize)
+        for j in range(ops.shape[0]):
+            op = ops[j]
+            kind = op[KIND]
+            if kind == K_COPY:
+                row, code = _rev_copy(dst, itemsize, b0, b1, op, offs)
+            elif kind == K_BYTES:
+                row, code = _rev_bytes(dst, itemsize, b0, b1, op, offs)
+            elif kind == K_BOOL:
+                row, code = _rev_bool(dst, itemsize, b0, b1, op, offs)
+            elif kind == K_SCALE or kind == K_CIVIL:
+                row, code = _rev_time(dst, itemsize, b0, b1, op, offs, kind == K_CIVIL)
+            else:
+                row, code = _rev_string(dst, itemsize, b0, b1, op, offs)
+            if code != 0:
+                err[0], err[1], err[2] = row, j, code
+                return
+        b0 = b1
+
+
+# --------------------------------------------------------------------- host side
+
+_pool = None
+
+
+def default_threads():
+    """Threads the CPU kernels use: the CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _chunk_starts(n, itemsize, threads):
+    """Row starts of the chunks (multiples of ROW_ALIGN), with n appended."""
+    threads = default_threads() if threads is None else threads
+    if threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
+    by_size = max(1, n * itemsize // MIN_CHUNK_BYTES)
+    parts = min(threads, by_size)
+    step = -(-n // parts)
+    step = -(-step // ROW_ALIGN) * ROW_ALIGN
+    return np.array(list(range(0, n, step)) + [n], dtype=np.int64) if n else np.zeros(1, np.int64)
+
+
+def _run_chunks(fn, starts, args):
+    """Call fn(*args[:2], r0, r1, *args[2:], err) on every chunk, in parallel threads."""
+    global _pool
+    nchunks = starts.shape[0] - 1
+    errs = np.full((max(nchunks, 1), 3), -1, dtype=np.int64)
+    head, tail = args[:2], args[2:]
+
+    def one(ci):
+        fn(*head, starts[ci], starts[ci + 1], *tail, errs[ci])
+
+    if nchunks == 1:
+        one(0)
+    elif nchunks > 1:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=default_threads(), thread_name_prefix="layouts")
+        list(_pool.map(one, range(nchunks)))
+    bad = errs[errs[:, 2] > 0]
+    if len(bad):
+        row, op, code = bad[np.argmin(bad[:, 0])]
+        return int(row), int(op), int(code)
+    return None
+
+
+def aos_to_soa(src, stride, n, ops, offs, *, threads=None):
+    """Scatter ``n`` records at address ``src`` into the column buffers named by ``ops``.
+
+    Parameters
+    ----------
+    src : int
+        Address of the first record.
+    stride : int
+        Bytes from one record to the next (the itemsize for contiguous records).
+    n : int
+        Number of records.
+    ops, offs : numpy.ndarray
+        The copy plan (see :mod:`kernels.plan`).
+    threads : int, optional
+        Threads to use; defaults to :func:`default_threads`.
+
+    Returns
+    -------
+    None, or ``(row, op, code)`` of the first value that could not be converted.
+    String columns' offsets are final on return (``None``) only.
+    """
+    starts = _chunk_starts(n, stride, threads)
+    fault = _run_chunks(_forward_rows, starts, (src, stride, ops, offs))
+    if fault is None and n:
+        for j in range(ops.shape[0]):
+            if ops[j, KIND] in (K_CSTR, K_UTF32):
+                _compact_strings(ops[j], starts)
+    return fault
+
+
+def soa_to_aos(dst, itemsize, n, ops, offs, *, zero=True, threads=None):
+    """Gather ``n`` records into the contiguous buffer at address ``dst`` from the columns.
+
+    ``zero=True`` clears each record first, so padding bytes come out as zeros.
+    Returns ``None`` or ``(row, op, code)`` of the first value that could not be written.
+    """
+    starts = _chunk_starts(n, itemsize, threads)
+    return _run_chunks(_reverse_rows, starts, (dst, itemsize, ops, offs, zero))

@@ -1,0 +1,17 @@
+"""layouts: records between AoS (structs, structured arrays) and SoA (Arrow columns).
+
+>>> import numpy as np, layouts as lo
+>>> a = np.zeros(3, dtype=[("ts", "<i8"), ("px", ">f8")])
+>>> soa = lo.AoS(a).to_soa()
+>>> soa.to_arrow().num_rows
+3
+"""
+
+from ._errors import ConversionError, LayoutError
+from ._layout import Field, Layout
+
+__all__ = ["Layout", "Field", "LayoutError", "ConversionError"]
+from ._aos import AoS
+from ._soa import Column, SoA
+
+__all__ += ["AoS", "SoA", "Column"]

@@ -1,0 +1,178 @@
+"""AoS: records in one buffer (array of structures)."""
+
+import numpy as np
+
+from ._backends import kernels_for
+from ._errors import LayoutError
+from ._faults import forward_error
+from ._layout import Layout
+from ._plan import Arena, forward_ops
+
+__all__ = ["AoS", "as_layout"]
+
+
+def as_layout(layout):
+    """A Layout from a Layout, a NumPy dtype, or anything ``numpy.dtype`` accepts."""
+    return layout if isinstance(layout, Layout) else Layout.from_dtype(layout)
+
+
+class AoS:
+    """Records one after another in one buffer, described by a :class:`Layout`.
+
+    Parameters
+    ----------
+    obj : numpy structured array, or any object with the buffer protocol
+        The records: a structured array (a 1-D strided view is fine), ``bytes``,
+        ``bytearray``, ``memoryview``, ``mmap`` or a ``numpy.memmap``. Nothing is copied.
+    layout : Layout or numpy.dtype, optional
+        Required for raw buffers; for a structured array it must match its dtype.
+
+    Examples
+    --------
+    >>> import numpy as np, layouts as lo
+    >>> raw = bytes(32)
+    >>> aos = lo.AoS(raw, layout=np.dtype([("a", "<i8"), ("b", "<f8")]))
+    >>> len(aos), aos.layout.itemsize
+    (2, 16)
+    """
+
+    device = "cpu"
+
+    def __init__(self, obj, layout=None):
+        if isinstance(obj, AoS):
+            obj = obj.array
+        layout = None if layout is None else as_layout(layout)
+        if isinstance(obj, np.ndarray) and obj.dtype.names is not None:
+            if layout is None:
+                layout = Layout.from_dtype(obj.dtype)
+            elif obj.dtype != layout.dtype:
+                raise LayoutError(
+                    f"the array's dtype {obj.dtype} differs from the layout's {layout.dtype}; "
+                    f"pass layout=None to use the array's own, or view the array as layout.dtype"
+                )
+            array = _records(obj)
+        else:
+            if layout is None:
+                raise LayoutError(
+                    f"AoS of a raw {type(obj).__name__} needs layout=: a Layout or a structured dtype"
+                )
+            array = _from_buffer(obj, layout)
+        self.layout, self.array = layout, array
+
+    def __len__(self):
+        return self.array.shape[0]
+
+    @property
+    def nbytes(self):
+        """Bytes of record data (length * itemsize)."""
+        return len(self) * self.layout.itemsize
+
+    def __repr__(self):
+        return f"<AoS {len(self)} records x {self.layout.itemsize} bytes on {self.device}>"
+
+    def __array__(self, dtype=None, copy=None):
+        if copy:
+            return self.array.astype(dtype or self.array.dtype, copy=True)
+        return self.array if dtype is None else self.array.astype(dtype, copy=False)
+
+    def to_numpy(self):
+        """The records as a NumPy structured array (a view, no copy)."""
+        return self.array
+
+    def to_soa(self, *, nulls=None, out=None, threads=None, device=None):
+        """Transpose the records into Arrow columns, in one pass over them.
+
+        Parameters
+        ----------
+        nulls : dict, optional
+            Sentinel values per leaf name that mean "missing", e.g.
+            ``{"qty": -1, "px": float("nan")}``: those values become nulls (an Arrow
+            validity bitmap), in the same pass. datetime64 ``NaT`` is always null.
+        out : SoA, optional
+            An SoA made earlier by ``to_soa`` with the same layout and ``nulls`` keys and
+            at least as many records: its arena is reused (no allocation). The result
+            shares that arena, so earlier exports of ``out`` see the new values.
+        threads : int, optional
+            CPU threads to use (default: all this process may use).
+        device : {"cpu"}, optional
+            Where to convert; defaults to where the records are.
+
+        Returns
+        -------
+        SoA
+            Columns in one 64-byte-aligned arena.
+        """
+        from ._soa import SoA
+
+        nulls = dict(nulls or {})
+        unknown = set(nulls) - set(self.layout.names)
+        if unknown:
+            raise LayoutError(f"nulls names {sorted(unknown)}, which are not leaf fields; leaves are {self.layout.names}")
+        backend = kernels_for(device or self.device)
+        n = len(self)
+        if out is None:
+            arena = Arena(self.layout, n, frozenset(nulls))
+            memory = arena.allocate()
+        else:
+            arena, memory = _reusable(out, self.layout, n, frozenset(nulls))
+        ops, offs = forward_ops(arena, memory.ctypes.data, nulls)
+        src = self.array.__array_interface__["data"][0]
+        fault = backend.aos_to_soa(src, self.array.strides[0] if n else 1, n, ops, offs, threads=threads)
+        if fault is not None:
+            raise forward_error(self.layout, self.array, fault)
+        return SoA._from_arena(self.layout, n, arena, memory, nulls)
+
+
+def _records(arr):
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    elif arr.ndim > 1:
+        if not arr.flags.c_contiguous:
+            raise LayoutError(
+                f"a {arr.ndim}-D structured array must be C-contiguous to be read as records; "
+                f"use np.ascontiguousarray(a).reshape(-1)"
+            )
+        arr = arr.reshape(-1)
+    if arr.shape[0] > 1 and arr.strides[0] < arr.dtype.itemsize:
+        raise LayoutError(
+            f"records overlap or run backwards (stride {arr.strides[0]}, itemsize "
+            f"{arr.dtype.itemsize}); use np.ascontiguousarray(a)"
+        )
+    return arr
+
+
+def _from_buffer(obj, layout):
+    if isinstance(obj, np.ndarray) and not obj.flags.c_contiguous:
+        raise LayoutError("a raw record buffer must be C-contiguous; use np.ascontiguousarray(buf)")
+    try:
+        view = memoryview(obj)
+    except TypeError as err:
+        raise LayoutError(
+            f"AoS takes a structured array or an object with the buffer protocol, got "
+            f"{type(obj).__name__}"
+        ) from err
+    size, itemsize = view.nbytes, layout.itemsize
+    if size % itemsize:
+        raise LayoutError(
+            f"a buffer of {size} bytes is not a whole number of {itemsize}-byte records: "
+            f"{size // itemsize} records and {size % itemsize} bytes left over; pass the "
+            f"buffer cut to a multiple of the record size"
+        )
+    return np.frombuffer(view.cast("B") if view.ndim != 1 or view.format != "B" else view, dtype=layout.dtype)
+
+
+def _reusable(out, layout, n, nullable):
+    """The arena of ``out`` if it can take n records of layout with these nulls."""
+    arena = getattr(out, "_arena", None)
+    if arena is None:
+        raise LayoutError("out= must be an SoA made by AoS.to_soa (one that owns an arena)")
+    if arena.layout != layout:
+        raise LayoutError(f"out= has layout {arena.layout!r}; these records have {layout!r}")
+    if arena.nullable != nullable:
+        raise LayoutError(
+            f"out= was made with nulls for {sorted(arena.nullable)}; this call asks for "
+            f"{sorted(nullable)}: pass the same nulls keys"
+        )
+    if arena.capacity < n:
+        raise LayoutError(f"out= holds {arena.capacity} records; these are {n}: pass a larger out")
+    return arena, out._memory

@@ -1,0 +1,57 @@
+"""Turn a kernel fault ``(row, op, code)`` into an error that names the field and the fix."""
+
+import numpy as np
+
+from kernels import plan as P
+
+from ._errors import ConversionError
+
+
+def _record_value(array, field, row):
+    """The leaf's value(s) in one record of a structured array, read with NumPy."""
+    raw = np.frombuffer(array[row : row + 1].tobytes(), dtype=np.uint8)
+    vals = [raw[o : o + field.width].view(field.dtype)[0] for o in field.element_offsets()]
+    return vals[0] if len(vals) == 1 else vals
+
+
+def forward_error(layout, array, fault):
+    """The ConversionError for a fault while converting records to columns."""
+    row, op, code = fault
+    f = layout.fields[op]
+    where = f"field {f.name!r} ({f.dtype.str} at offset {f.offset}), record {row}"
+    value = _record_value(array, f, row)
+    if code == P.E_RANGE:
+        msg = (f"{where}: value {value!r} does not fit Arrow {f.arrow_type}; "
+               f"store the field in a finer-grained datetime64 unit (e.g. M8[s]) or fix the value")
+    elif code == P.E_UTF and f.kind == "cstr":
+        msg = (f"{where}: {value!r} is not valid UTF-8; map the field to bytes with "
+               f"bytes_as={{{f.name!r}: 'binary'}} (or 'fixed')")
+    elif code == P.E_UTF:
+        msg = f"{where}: {value!r} holds a value that is not a Unicode code point; fix the record"
+    else:  # pragma: no cover - the forward kernels raise only the codes above
+        msg = f"{where}: conversion failed (code {code})"
+    return ConversionError(msg)
+
+
+def reverse_error(layout, columns, fault, fills):
+    """The ConversionError for a fault while writing columns back into records."""
+    row, op, code = fault
+    f = layout.fields[op]
+    col = columns[op].to_array()
+    value = col[row * f.count : (row + 1) * f.count].to_pylist() if f.count > 1 else col[row * f.count].as_py()
+    where = f"column {f.name!r}, row {row}"
+    target = f"field {f.name!r} ({f.dtype.str} at offset {f.offset})"
+    if code == P.E_NULL:
+        msg = (f"{where} is null and {target} cannot hold a null; pass fill={{{f.name!r}: value}} "
+               f"to write a value in its place")
+    elif code == P.E_TOO_LONG:
+        msg = (f"{where}: {value!r} is longer than {target}; pass truncate=True to cut it to "
+               f"{f.width if f.kind != 'utf32' else f.width // 4} {'bytes' if f.kind != 'utf32' else 'characters'}")
+    elif code == P.E_INEXACT:
+        msg = (f"{where}: {value!r} is not a whole number of the unit of {target}; "
+               f"use a finer datetime64 unit for the field")
+    elif code == P.E_RANGE:
+        msg = f"{where}: {value!r} does not fit {target}"
+    else:
+        msg = f"{where}: {value!r} is not valid UTF-8 and cannot be written to {target}"
+    return ConversionError(msg)

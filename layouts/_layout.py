@@ -1,0 +1,424 @@
+"""Layout: an immutable description of one record type, and its Arrow view."""
+
+import re
+import sys
+from dataclasses import dataclass, field, replace
+from typing import NamedTuple
+
+import numpy as np
+import pyarrow as pa
+
+from ._errors import LayoutError
+
+__all__ = ["Layout", "Field"]
+
+_NATIVE = "<" if sys.byteorder == "little" else ">"
+_BYTES_MODES = ("fixed", "binary", "string")
+_VOID_MODES = ("error", "bytes", "skip")
+
+# datetime64/timedelta64 units: Arrow unit they map to, and the factor to it.
+_EXACT_UNITS = {"s": ("s", 1), "ms": ("ms", 1), "us": ("us", 1), "ns": ("ns", 1)}
+_SECONDS = {"m": 60, "h": 3600, "D": 86400, "W": 604800}
+
+
+@dataclass(frozen=True)
+class Field:
+    """One leaf field of a record: where its bytes are and what they become in Arrow.
+
+    Attributes
+    ----------
+    path : tuple of str
+        Names from the top of the record down to the leaf; complex fields end in
+        ``"re"``/``"im"``.
+    offset : int
+        Byte offset of the leaf's first element within the record.
+    width : int
+        Bytes of one element.
+    dtype : numpy.dtype
+        The element as stored in the record, byte order included.
+    arrow_type : pyarrow.DataType
+        The Arrow type of one element (sub-arrays wrap it in ``fixed_size_list``).
+    byteorder : str
+        ``"little"``, ``"big"`` or ``"|"`` where byte order does not apply.
+    shape : tuple of int
+        Sub-array shape, enclosing sub-arrays included (``()`` for a scalar).
+    strides : tuple of int
+        Byte step of each ``shape`` dimension within the record.
+    kind : str
+        How the pass converts it: ``copy``, ``bytes``, ``bool``, ``scale``, ``civil``,
+        ``cstr`` or ``utf32``.
+    factor : int
+        Scale factor (``scale``: Arrow value = record value * factor; ``civil``: months
+        per record unit).
+    """
+
+    path: tuple
+    offset: int
+    width: int
+    dtype: np.dtype
+    arrow_type: pa.DataType
+    byteorder: str
+    shape: tuple = ()
+    strides: tuple = ()
+    kind: str = "copy"
+    factor: int = 1
+
+    @property
+    def name(self):
+        """The dotted path, ``"quote.px"``."""
+        return ".".join(self.path)
+
+    @property
+    def count(self):
+        """Elements of this leaf in one record."""
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def swapped(self):
+        """True if the record stores the leaf in non-native byte order."""
+        return self.byteorder != "|" and self.dtype.byteorder not in ("=", "|", _NATIVE)
+
+    def element_offsets(self):
+        """Byte offset within the record of every element, in row-major order."""
+        offs = np.array([self.offset], dtype=np.int64)
+        for n, step in zip(self.shape, self.strides):
+            offs = (offs[:, None] + np.arange(n, dtype=np.int64) * step).ravel()
+        return offs
+
+
+class _Node(NamedTuple):
+    """The tree of the record, for Arrow nesting: a struct or a leaf, maybe in sub-arrays."""
+
+    name: str
+    shape: tuple
+    children: tuple  # of _Node; empty for a leaf
+    leaf: int  # index into Layout.fields, -1 for a struct
+
+
+@dataclass(frozen=True)
+class Layout:
+    """An immutable, hashable description of one record type.
+
+    Build it with :meth:`from_dtype`. ``layout.dtype`` is the record (AoS) view,
+    ``layout.schema`` the Arrow (SoA) view, ``layout.fields`` the leaf fields, and
+    ``print(layout)`` shows offsets, sizes, types and padding holes.
+
+    Mappings
+    --------
+    - integers, floats (float16 included), bool (bit-packed in Arrow): the same type.
+    - ``S<n>``: ``fixed_size_binary(n)``, the exact bytes (``bytes_as="fixed"``), or
+      ``binary``/``string`` cut at the first NUL like a C string (``"binary"``,
+      ``"string"``; the bytes after the NUL are not kept). ``U<n>``: ``string``
+      (trailing NULs dropped, as NumPy does).
+    - ``datetime64``: ``timestamp`` for s/ms/us/ns, ``timestamp[s]`` for minutes and hours,
+      ``date32`` for days, weeks, months and years; ``timedelta64``: ``duration``, in
+      seconds for minutes to weeks. Multiples (``M8[10s]``) are scaled. Units Arrow cannot
+      hold exactly (ps, fs, as; timedelta months and years) stay ``int64`` counts, with the
+      NumPy type in the field's metadata (``layouts.dtype``). ``NaT`` is null.
+    - complex: ``struct<re, im>`` of the float type of each half.
+    - sub-arrays: nested ``fixed_size_list``; nested records: ``struct`` (or, with
+      ``flatten=True``, top-level columns named ``"outer.inner"``).
+    - unnamed ``V<n>`` fields (NumPy names them ``f0``, ``f1``...) are padding;
+      named ones need ``void_as="bytes"`` (``fixed_size_binary``) or ``"skip"``.
+
+    Examples
+    --------
+    >>> import numpy as np, layouts as lo
+    >>> L = lo.Layout.from_dtype(np.dtype([("ts", "<i8"), ("px", ">f8")]))
+    >>> [f.name for f in L.fields], L.itemsize
+    (['ts', 'px'], 16)
+    """
+
+    dtype: np.dtype
+    bytes_as: tuple = "fixed"  # normalised to ((leaf name, mode), ...) for every S<n> leaf
+    flatten: bool = False
+    void_as: str = "error"
+    fields: tuple = field(default=(), compare=False, repr=False)
+    _tree: tuple = field(default=(), compare=False, repr=False)
+
+    def __post_init__(self):
+        try:
+            dtype = np.dtype(self.dtype)
+        except TypeError as err:
+            raise LayoutError(f"cannot make a NumPy dtype of {self.dtype!r}: {err}") from err
+        if dtype.names is None:
+            raise LayoutError(
+                f"Layout.from_dtype needs a structured dtype with named fields, got {dtype}; "
+                f"wrap it as np.dtype([('value', {dtype.str!r})])"
+            )
+        if self.void_as not in _VOID_MODES:
+            raise LayoutError(f"void_as must be one of {_VOID_MODES}, got {self.void_as!r}")
+        if not isinstance(self.flatten, bool):
+            raise LayoutError(f"flatten must be True or False, got {self.flatten!r}")
+        spec = dict(self.bytes_as) if isinstance(self.bytes_as, tuple) else self.bytes_as
+        builder = _Builder(spec, self.void_as)
+        tree = builder.walk(dtype, 0, (), (), ())
+        builder.check_unused_modes()
+        modes = tuple((f.name, builder.bytes_mode(f.name)) for f in builder.fields if f.dtype.kind == "S")
+        for name, value in (("dtype", dtype), ("bytes_as", modes), ("fields", tuple(builder.fields)),
+                            ("_tree", tree)):
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def from_dtype(cls, dtype, *, bytes_as="fixed", flatten=False, void_as="error"):
+        """Describe the records of a NumPy structured dtype.
+
+        Parameters
+        ----------
+        dtype : numpy.dtype or anything ``numpy.dtype`` accepts
+            A structured dtype (with named fields).
+        bytes_as : {"fixed", "binary", "string"} or dict
+            Arrow type of ``S<n>`` fields; a dict maps leaf names to modes (others fixed).
+        flatten : bool
+            Nested records become top-level ``"a.b"`` columns instead of ``struct``.
+        void_as : {"error", "bytes", "skip"}
+            What named ``V<n>`` fields become.
+        """
+        return cls(dtype, bytes_as, flatten, void_as)
+
+    def replace(self, **changes):
+        """A new Layout with other options: ``bytes_as``, ``flatten`` or ``void_as``."""
+        opts = {"bytes_as": dict(self.bytes_as), "flatten": self.flatten, "void_as": self.void_as}
+        unknown = set(changes) - set(opts)
+        if unknown:
+            raise TypeError(f"Layout.replace() takes bytes_as, flatten, void_as; got {sorted(unknown)}")
+        opts.update(changes)
+        return Layout.from_dtype(self.dtype, **opts)
+
+    # ------------------------------------------------------------------ views
+    @property
+    def itemsize(self):
+        """Bytes per record."""
+        return self.dtype.itemsize
+
+    @property
+    def alignment(self):
+        """Alignment NumPy requires for the record."""
+        return self.dtype.alignment
+
+    @property
+    def names(self):
+        """Dotted names of the leaf fields, in record order."""
+        return [f.name for f in self.fields]
+
+    def __getitem__(self, name):
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(f"no leaf field {name!r} in this layout; leaves are {self.names}")
+
+    @property
+    def holes(self):
+        """``(offset, size)`` of every run of record bytes no field covers (padding)."""
+        covered = np.zeros(self.itemsize, dtype=bool)
+        for f in self.fields:
+            for off in f.element_offsets():
+                covered[off : off + f.width] = True
+        holes, start = [], None
+        for i, c in enumerate(list(covered) + [True]):
+            if not c and start is None:
+                start = i
+            elif c and start is not None:
+                holes.append((start, i - start))
+                start = None
+        return tuple(holes)
+
+    @property
+    def schema(self):
+        """The Arrow schema of the SoA view."""
+        return pa.schema(self._arrow_fields())
+
+    def __arrow_c_schema__(self):
+        return self.schema.__arrow_c_schema__()
+
+    def _arrow_fields(self, leaf_types=None):
+        """Top-level Arrow fields; ``leaf_types`` overrides leaves' element types by index."""
+        types = leaf_types or [f.arrow_type for f in self.fields]
+        if self.flatten:
+            return [self._leaf_field(f.name, f, types[i], f.shape) for i, f in enumerate(self.fields)]
+        return [self._node_field(node, types) for node in self._tree]
+
+    def _leaf_field(self, name, leaf, arrow_type, shape):
+        meta = None
+        if leaf.dtype.kind in "mM" and leaf.arrow_type == pa.int64():
+            meta = {"layouts.dtype": str(leaf.dtype)}
+        return pa.field(name, _wrap(arrow_type, shape), metadata=meta)
+
+    def _node_field(self, node, types):
+        if node.leaf >= 0:
+            return self._leaf_field(node.name, self.fields[node.leaf], types[node.leaf], node.shape)
+        struct = pa.struct([self._node_field(c, types) for c in node.children])
+        return pa.field(node.name, _wrap(struct, node.shape))
+
+    def __str__(self):
+        rows = []
+        for f in self.fields:
+            shape = f" {f.shape}" if f.shape else ""
+            arrow = _wrap(f.arrow_type, f.shape)
+            rows.append((f.offset, f.width * f.count, f.name, f.dtype.str + shape, str(arrow)))
+        for off, size in self.holes:
+            rows.append((off, size, "(padding)", "", ""))
+        rows.sort(key=lambda r: (r[0], r[2] == "(padding)"))
+        pad = sum(size for _, size in self.holes)
+        share = 100.0 * pad / self.itemsize if self.itemsize else 0.0
+        head = ("offset", "size", "field", "numpy", "arrow")
+        cells = [tuple(str(c) for c in r) for r in [head] + rows]
+        widths = [max(len(r[i]) for r in cells) for i in range(5)]
+        lines = [
+            f"Layout: {self.itemsize} bytes per record, alignment {self.alignment}, "
+            f"{len(self.fields)} leaf fields, {pad} padding bytes ({share:.1f}%)"
+        ]
+        for r in cells:
+            lines.append(
+                f"  {r[0]:>{widths[0]}}  {r[1]:>{widths[1]}}  {r[2]:<{widths[2]}}  "
+                f"{r[3]:<{widths[3]}}  {r[4]}".rstrip()
+            )
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return f"Layout({self.dtype!r}, flatten={self.flatten})"
+
+
+def _wrap(arrow_type, shape):
+    for n in reversed(shape):
+        arrow_type = pa.list_(arrow_type, n)
+    return arrow_type
+
+
+def _strides(shape, itemsize):
+    steps, step = [], itemsize
+    for n in reversed(shape):
+        steps.append(step)
+        step *= n
+    return tuple(reversed(steps))
+
+
+class _Builder:
+    """Walks a structured dtype once, collecting leaves and the Arrow tree."""
+
+    def __init__(self, bytes_as, void_as):
+        if isinstance(bytes_as, str):
+            self.default, self.modes = bytes_as, {}
+        elif isinstance(bytes_as, dict):
+            self.default, self.modes = "fixed", dict(bytes_as)
+        else:
+            raise LayoutError(f"bytes_as must be a str or a dict, got {type(bytes_as).__name__}")
+        for mode in [self.default, *self.modes.values()]:
+            if mode not in _BYTES_MODES:
+                raise LayoutError(f"bytes_as modes are {_BYTES_MODES}, got {mode!r}")
+        self.void_as = void_as
+        self.fields = []
+        self.used = set()
+
+    def bytes_mode(self, name):
+        self.used.add(name)
+        return self.modes.get(name, self.default)
+
+    def check_unused_modes(self):
+        unknown = set(self.modes) - self.used
+        if unknown:
+            raise LayoutError(f"bytes_as names {sorted(unknown)}, which are not S<n> fields of the record")
+
+    def walk(self, dtype, base, path, shape, strides):
+        nodes = []
+        for index, name in enumerate(dtype.names):
+            fdt, foff = dtype.fields[name][:2]
+            elem, own = fdt.subdtype if fdt.subdtype else (fdt, ())
+            sub = (
+                base + foff,
+                path + (name,),
+                shape + tuple(own),
+                strides + _strides(own, elem.itemsize),
+            )
+            if elem.names is not None:
+                nodes.append(_Node(name, tuple(own), self.walk(elem, *sub), -1))
+            elif elem.kind == "c":
+                nodes.append(_Node(name, tuple(own), self.complex_parts(elem, *sub), -1))
+            elif elem.kind == "V" and re.fullmatch(f"f{index}", name):
+                continue  # NumPy's name for an unnamed field: padding
+            elif elem.kind == "V" and self.void_as == "skip":
+                continue
+            else:
+                nodes.append(_Node(name, tuple(own), (), self.leaf(elem, *sub)))
+        return tuple(nodes)
+
+    def complex_parts(self, elem, offset, path, shape, strides):
+        if elem.itemsize > 16:
+            raise LayoutError(
+                f"field {'.'.join(path)!r} at offset {offset} is {elem}: Arrow has no float "
+                f"type for its halves; convert it to complex128 first"
+            )
+        half = np.dtype(f"{elem.byteorder}f{elem.itemsize // 2}")
+        return tuple(
+            _Node(part, (), (), self.leaf(half, offset + i * half.itemsize, path + (part,), shape, strides))
+            for i, part in enumerate(("re", "im"))
+        )
+
+    def leaf(self, elem, offset, path, shape, strides):
+        name = ".".join(path)
+        kind, arrow, factor = _leaf_mapping(elem, name, offset, self)
+        if elem.byteorder == "|" or elem.itemsize == 1 or kind in ("bytes", "cstr", "bool"):
+            order = "|"
+        else:
+            order = "little" if elem.byteorder.replace("=", _NATIVE) == "<" else "big"
+        self.fields.append(Field(path, offset, elem.itemsize, elem, arrow, order, shape, strides, kind, factor))
+        return len(self.fields) - 1
+
+
+def _leaf_mapping(elem, name, offset, builder):
+    """(kind, Arrow type, factor) of one scalar element, or a LayoutError naming it."""
+    k, w = elem.kind, elem.itemsize
+
+    def unsupported(why, fix):
+        return LayoutError(f"field {name!r} at offset {offset} has dtype {elem.str}: {why}; {fix}")
+
+    if k in "iu":
+        return "copy", (pa.int8, pa.int16, pa.int32, pa.int64)[w.bit_length() - 1]() if k == "i" else (
+            pa.uint8, pa.uint16, pa.uint32, pa.uint64)[w.bit_length() - 1](), 1
+    if k == "f":
+        if w not in (2, 4, 8):
+            raise unsupported(f"Arrow has no {8 * w}-bit float", "convert it to float64 first")
+        return "copy", {2: pa.float16, 4: pa.float32, 8: pa.float64}[w](), 1
+    if k == "b":
+        return "bool", pa.bool_(), 1
+    if k in "mM":
+        return _time_mapping(elem, unsupported)
+    if k == "S":
+        if w == 0:
+            raise unsupported("a zero-length string holds nothing", "drop the field")
+        mode = builder.bytes_mode(name)
+        if mode == "fixed":
+            return "bytes", pa.binary(w), 1
+        return "cstr", pa.binary() if mode == "binary" else pa.string(), 1
+    if k == "U":
+        if w == 0:
+            raise unsupported("a zero-length string holds nothing", "drop the field")
+        return "utf32", pa.string(), 1
+    if k == "V":
+        if builder.void_as == "bytes":
+            return "bytes", pa.binary(w), 1
+        raise unsupported(
+            "raw void bytes have no Arrow mapping",
+            "pass void_as='bytes' (fixed_size_binary) or void_as='skip' (treat as padding)",
+        )
+    raise unsupported(
+        "Python objects are pointers, not record data", "store the values in a fixed-size type"
+    )
+
+
+def _time_mapping(elem, unsupported):
+    unit, count = np.datetime_data(elem)
+    if unit == "generic":
+        raise unsupported("a datetime without a unit holds only NaT", "give it a unit, e.g. M8[s]")
+    stamp = elem.kind == "M"
+    if unit in _EXACT_UNITS:
+        arrow = pa.timestamp(unit) if stamp else pa.duration(unit)
+        return ("copy" if count == 1 else "scale"), arrow, count
+    if unit in _SECONDS and (stamp and unit in "mh" or not stamp):
+        return "scale", pa.timestamp("s") if stamp else pa.duration("s"), _SECONDS[unit] * count
+    if stamp and unit in "DW":
+        return "scale", pa.date32(), (7 if unit == "W" else 1) * count
+    if stamp and unit in "MY":
+        return "civil", pa.date32(), (12 if unit == "Y" else 1) * count
+    # ps, fs, as; timedelta months and years: no exact Arrow unit, keep the counts.
+    return "copy", pa.int64(), 1

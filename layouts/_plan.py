@@ -1,0 +1,219 @@
+"""Copy plans: how a Layout's leaves map onto column buffers, in the form kernels read.
+
+An :class:`Arena` places every column buffer of an SoA (validity, offsets, values) at a
+64-byte-aligned offset of one allocation. :func:`forward_ops` and :func:`reverse_ops`
+turn a Layout plus buffer addresses into the int64 op table of :mod:`kernels.plan`.
+"""
+
+import math
+
+import numpy as np
+import pyarrow as pa
+
+from kernels import plan as P
+
+from ._errors import ConversionError
+
+ALIGN = 64
+KIND_CODES = {
+    "copy": P.K_COPY, "bytes": P.K_BYTES, "bool": P.K_BOOL, "scale": P.K_SCALE,
+    "civil": P.K_CIVIL, "cstr": P.K_CSTR, "utf32": P.K_UTF32,
+}
+_VAR = ("cstr", "utf32")
+_I32_MAX = 2**31 - 1
+
+
+def arrow_width(field):
+    """Bytes of one Arrow value of a fixed-width leaf (0 for bit-packed or var-length)."""
+    if field.kind in ("bool",) + _VAR:
+        return 0
+    if field.kind == "bytes" or field.kind == "copy":
+        return field.width
+    return field.arrow_type.bit_width // 8
+
+
+def has_time_nulls(field):
+    """Leaves whose NaT becomes null: every datetime64/timedelta64 leaf."""
+    return field.dtype.kind in "mM"
+
+
+def native_dtype(field):
+    """The leaf's NumPy type in native byte order (what Arrow holds for ``copy`` leaves)."""
+    return field.dtype.newbyteorder("=") if field.dtype.byteorder not in "|=" else field.dtype
+
+
+def null_bits(field, value, what):
+    """Raw native bits of ``value`` in the leaf's type, and the null mode it asks for.
+
+    ``what`` names the argument (``nulls`` or ``fill``) for the error message.
+    """
+    where = f"{what}[{field.name!r}]"
+    if field.kind != "copy":
+        raise ConversionError(
+            f"{where}: field {field.name!r} ({field.dtype.str} at offset {field.offset}) is "
+            f"converted as {field.kind!r}; {what} values apply to numeric and datetime fields only"
+        )
+    dt = native_dtype(field)
+    if dt.kind == "f" and isinstance(value, float) and math.isnan(value):
+        return P.N_NAN, _bits(np.array(value, dtype=dt))
+    try:
+        arr = np.array(value, dtype=dt)
+        same = arr == np.array(value) if dt.kind not in "mM" else (arr == value) | (np.isnat(arr) & (str(value) == "NaT"))
+    except (OverflowError, ValueError, TypeError) as err:
+        raise ConversionError(f"{where}={value!r} does not fit field {field.name!r} of type {dt}: {err}") from err
+    if not bool(same):
+        raise ConversionError(
+            f"{where}={value!r} is not exactly representable as {dt} (field {field.name!r} at "
+            f"offset {field.offset}); give a value of that type"
+        )
+    return P.N_BITS, _bits(arr)
+
+
+def _bits(arr):
+    return int(arr.reshape(1).view(f"u{arr.dtype.itemsize}")[0])
+
+
+class Arena:
+    """Where each leaf's buffers go in one allocation, for ``capacity`` records.
+
+    Parameters
+    ----------
+    layout : Layout
+    capacity : int
+        Records the arena can hold.
+    nullable : frozenset of str
+        Leaves that get a validity bitmap (sentinel nulls); datetime leaves always do.
+    """
+
+    def __init__(self, layout, capacity, nullable=frozenset()):
+        self.layout, self.capacity, self.nullable = layout, capacity, frozenset(nullable)
+        self.buffers = []  # per leaf: dict of name -> (offset, size)
+        self.offset_width = []
+        pos = 0
+
+        def put(size):
+            nonlocal pos
+            start = pos
+            pos += -(-size // ALIGN) * ALIGN
+            return start, size
+
+        for f in layout.fields:
+            n = capacity * f.count
+            bufs = {}
+            if has_time_nulls(f) or f.name in self.nullable:
+                bufs["validity"] = put(-(-n // 8))
+            ow = 0
+            if f.kind in _VAR:
+                ow = 8 if n * f.width > _I32_MAX else 4
+                bufs["offsets"] = put((n + 1) * ow)
+                bufs["data"] = put(n * f.width)
+            elif f.kind == "bool":
+                bufs["data"] = put(-(-n // 8))
+            else:
+                bufs["data"] = put(n * arrow_width(f))
+            self.buffers.append(bufs)
+            self.offset_width.append(ow)
+        self.nbytes = pos
+
+    def arrow_type(self, i):
+        """Arrow type of leaf i's elements here (large_* where offsets need 64 bits)."""
+        t = self.layout.fields[i].arrow_type
+        if self.offset_width[i] == 8:
+            return pa.large_string() if t == pa.string() else pa.large_binary()
+        return t
+
+    def allocate(self):
+        """A new uint8 array of ``nbytes`` whose first byte is 64-byte aligned."""
+        raw = np.empty(self.nbytes + ALIGN, dtype=np.uint8)
+        skip = -raw.ctypes.data % ALIGN
+        return raw[skip : skip + self.nbytes]
+
+
+def _offsets_table(layout):
+    starts, tables = [], []
+    pos = 0
+    for f in layout.fields:
+        starts.append(pos)
+        offs = f.element_offsets()
+        tables.append(offs)
+        pos += len(offs)
+    return starts, (np.concatenate(tables) if tables else np.zeros(0, np.int64))
+
+
+def _base_row(field, starts, i):
+    row = np.zeros(P.NCOLS, dtype=np.int64)
+    row[P.KIND] = KIND_CODES[field.kind]
+    row[P.WIDTH] = field.width
+    row[P.SWAP] = int(field.swapped)
+    row[P.COUNT] = field.count
+    row[P.OFFS] = starts[i]
+    row[P.P1] = field.factor if field.kind in ("scale", "civil") else field.width
+    if field.kind in ("scale", "civil"):
+        row[P.P2] = field.arrow_type.bit_width // 8
+    if field.dtype.kind in "mM" and field.kind == "copy":
+        row[P.NULLS], row[P.SENT] = P.N_BITS, P.NAT
+    return row
+
+
+def forward_ops(arena, base, sentinels):
+    """Op table for AoS -> SoA into an arena at address ``base``.
+
+    ``sentinels`` maps leaf names to values that become nulls.
+    """
+    layout = arena.layout
+    starts, offs = _offsets_table(layout)
+    ops = np.zeros((len(layout.fields), P.NCOLS), dtype=np.int64)
+    for i, f in enumerate(layout.fields):
+        row = _base_row(f, starts, i)
+        bufs = arena.buffers[i]
+        row[P.DATA] = base + bufs["data"][0]
+        if "validity" in bufs:
+            row[P.VALID] = base + bufs["validity"][0]
+        if "offsets" in bufs:
+            row[P.OFFSETS] = base + bufs["offsets"][0]
+            row[P.P2] = arena.offset_width[i]
+            if f.arrow_type == pa.string() and f.kind == "cstr":
+                row[P.FLAGS] |= P.F_UTF8
+        if f.name in sentinels:
+            row[P.NULLS], row[P.SENT] = null_bits(f, sentinels[f.name], "nulls")
+        ops[i] = row
+    return ops, offs
+
+
+def reverse_ops(layout, columns, fills, truncate):
+    """Op table for SoA -> AoS from per-leaf column buffers.
+
+    ``columns`` holds, per leaf, a :class:`ColumnBuffers`; ``fills`` maps leaf names
+    to the value written where the column is null.
+    """
+    starts, offs = _offsets_table(layout)
+    ops = np.zeros((len(layout.fields), P.NCOLS), dtype=np.int64)
+    for i, (f, col) in enumerate(zip(layout.fields, columns)):
+        row = _base_row(f, starts, i)
+        row[P.KIND] = KIND_CODES[col.kind]
+        row[P.DATA] = col.data.address if col.data is not None else 0
+        row[P.VALID] = col.validity.address if col.validity is not None else 0
+        row[P.ELEM0] = col.offset
+        if col.offsets is not None:
+            row[P.OFFSETS] = col.offsets.address
+            row[P.P2] = 8 if pa.types.is_large_binary(col.type) or pa.types.is_large_string(col.type) else 4
+        if f.name in fills:
+            row[P.NULLS], row[P.SENT] = null_bits(f, fills[f.name], "fill")
+        if truncate:
+            row[P.FLAGS] |= P.F_TRUNCATE
+        ops[i] = row
+    return ops, offs
+
+
+class ColumnBuffers:
+    """The Arrow buffers of one leaf column (element level, before fixed_size_list)."""
+
+    __slots__ = ("type", "length", "validity", "offsets", "data", "offset", "kind")
+
+    def __init__(self, type, length, validity, offsets, data, offset=0, kind="copy"):
+        self.type, self.length, self.offset, self.kind = type, length, offset, kind
+        self.validity, self.offsets, self.data = validity, offsets, data
+
+    def to_array(self):
+        bufs = [self.validity, self.data] if self.offsets is None else [self.validity, self.offsets, self.data]
+        return pa.Array.from_buffers(self.type, self.length, bufs, null_count=-1, offset=self.offset)

@@ -1,0 +1,261 @@
+"""SoA: the records as Arrow columns (structure of arrays), and its column objects."""
+
+import numpy as np
+import pyarrow as pa
+
+from ._aos import AoS, as_layout
+from ._backends import kernels_for
+from ._errors import LayoutError
+from ._faults import reverse_error
+from ._plan import ColumnBuffers, native_dtype, reverse_ops
+
+__all__ = ["SoA", "Column"]
+
+
+class SoA:
+    """Records as Arrow columns: one buffer per leaf field (plus validity and offsets).
+
+    Made by :meth:`AoS.to_soa` (the columns live in one arena, each buffer at a
+    64-byte-aligned offset: relocatable, no pointers inside) or by :meth:`from_arrow`
+    (the columns borrow the Arrow buffers). Exports are zero-copy: :meth:`to_arrow`,
+    the Arrow PyCapsule interface, and ``soa["name"]`` columns.
+
+    Examples
+    --------
+    >>> import numpy as np, layouts as lo
+    >>> a = np.array([(1, 2.5), (2, 3.5)], dtype=[("qty", "<i4"), ("px", "<f8")])
+    >>> soa = lo.AoS(a).to_soa()
+    >>> np.asarray(soa["px"]).tolist()
+    [2.5, 3.5]
+    >>> bool((soa.to_aos().to_numpy() == a).all())
+    True
+    """
+
+    device = "cpu"
+
+    def __init__(self, layout, length, columns, *, fills=None, arena=None, memory=None):
+        self.layout, self._length, self._columns = layout, length, tuple(columns)
+        self._fills = dict(fills or {})
+        self._arena, self._memory = arena, memory
+
+    @classmethod
+    def _from_arena(cls, layout, n, arena, memory, fills):
+        def buf(i, name):
+            spec = arena.buffers[i].get(name)
+            return None if spec is None else pa.py_buffer(memory[spec[0] : spec[0] + spec[1]])
+
+        columns = [
+            ColumnBuffers(arena.arrow_type(i), n * f.count, buf(i, "validity"), buf(i, "offsets"),
+                          buf(i, "data"), 0, f.kind)
+            for i, f in enumerate(layout.fields)
+        ]
+        return cls(layout, n, columns, fills=fills, arena=arena, memory=memory)
+
+    @classmethod
+    def from_arrow(cls, obj, layout, *, fill=None, truncate=False):
+        """Columns from Arrow data, bound for a record layout (checked, not yet written).
+
+        Parameters
+        ----------
+        obj : pyarrow.Table, pyarrow.RecordBatch, or an Arrow PyCapsule producer
+            Anything with ``__arrow_c_stream__`` or ``__arrow_c_array__`` (polars,
+            pandas, DuckDB results...). Columns are found by name; extra ones are ignored.
+        layout : Layout or numpy.dtype
+        fill : dict, optional
+            Leaf name -> value written where that column is null. A null with no fill
+            value is an error (datetime64 fields take NaT).
+        truncate : bool
+            Cut strings longer than their ``S<n>``/``U<n>`` field instead of failing.
+
+        Columns whose Arrow type equals the field's are used without a copy. Other
+        numeric types are cast only when no value changes; else ConversionError.
+        """
+        from ._arrow_in import columns_from_arrow
+
+        layout = as_layout(layout)
+        length, columns, fills = columns_from_arrow(obj, layout, dict(fill or {}))
+        soa = cls(layout, length, columns, fills=fills)
+        soa._truncate = truncate
+        return soa
+
+    # --------------------------------------------------------------- properties
+    def __len__(self):
+        return self._length
+
+    @property
+    def arena(self):
+        """The uint8 array holding every column buffer, or None (columns from Arrow)."""
+        return self._memory
+
+    @property
+    def nbytes(self):
+        """Bytes of the arena (or of the borrowed buffers)."""
+        if self._memory is not None:
+            return self._memory.nbytes
+        return sum(b.size for c in self._columns for b in (c.validity, c.offsets, c.data) if b is not None)
+
+    @property
+    def schema(self):
+        """The Arrow schema of these columns."""
+        return pa.schema(self.layout._arrow_fields([c.type for c in self._columns]))
+
+    def __arrow_c_schema__(self):
+        return self.schema.__arrow_c_schema__()
+
+    def __repr__(self):
+        return f"<SoA {len(self)} records, {len(self._columns)} leaf columns on {self.device}>"
+
+    # ------------------------------------------------------------------ exports
+    def to_record_batch(self):
+        """A pyarrow.RecordBatch over the same buffers (no copy)."""
+        schema = self.schema
+        leaves = iter(c.to_array() for c in self._columns)
+        arrays = [_assemble(f.type, self._length, leaves) for f in schema]
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+    def to_arrow(self):
+        """A pyarrow.Table whose buffers point into this SoA's memory (no copy).
+
+        The table keeps the memory alive. Booleans are bit-packed as Arrow wants;
+        sentinel values stay in the buffers under a null.
+        """
+        return pa.Table.from_batches([self.to_record_batch()])
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        return self.to_arrow().__arrow_c_stream__(requested_schema)
+
+    def __arrow_c_array__(self, requested_schema=None):
+        return self.to_record_batch().__arrow_c_array__(requested_schema)
+
+    def __getitem__(self, name):
+        for i, f in enumerate(self.layout.fields):
+            if f.name == name:
+                return Column(self, i)
+        raise KeyError(f"no leaf column {name!r}; columns are {self.layout.names}")
+
+    @property
+    def columns(self):
+        """Names of the leaf columns (``soa[name]`` gives one)."""
+        return self.layout.names
+
+    # ------------------------------------------------------------------ back
+    def to_aos(self, *, out=None, threads=None, device=None):
+        """Write the columns back as records, in one pass; returns an :class:`AoS`.
+
+        Padding bytes (holes no field covers) come out as zeros. Nulls are written as
+        the sentinel or fill value they came with (NaT for datetimes); a null with no
+        such value raises ConversionError, and nothing is returned.
+
+        Parameters
+        ----------
+        out : numpy.ndarray or AoS, optional
+            A writable C-contiguous array of ``layout.dtype`` (or of bytes) with room
+            for the records; filled in place.
+        """
+        backend = kernels_for(device or self.device)
+        n, itemsize = self._length, self.layout.itemsize
+        if out is None:
+            records = np.empty(n, dtype=self.layout.dtype)
+        else:
+            records = _writable_records(out, self.layout, n)
+        ops, offs = reverse_ops(self.layout, self._columns, self._fills, getattr(self, "_truncate", False))
+        dst = records.__array_interface__["data"][0]
+        fault = backend.soa_to_aos(dst, itemsize, n, ops, offs, zero=bool(self.layout.holes), threads=threads)
+        if fault is not None:
+            raise reverse_error(self.layout, self._columns, fault, self._fills)
+        return AoS(records, self.layout)
+
+
+def _assemble(arrow_type, length, leaves):
+    """Wrap leaf arrays (in depth-first order) into the fixed_size_list/struct tree."""
+    if pa.types.is_fixed_size_list(arrow_type):
+        child = _assemble(arrow_type.value_type, length * arrow_type.list_size, leaves)
+        return pa.Array.from_buffers(arrow_type, length, [None], children=[child])
+    if pa.types.is_struct(arrow_type):
+        children = [_assemble(arrow_type.field(i).type, length, leaves) for i in range(arrow_type.num_fields)]
+        return pa.Array.from_buffers(arrow_type, length, [None], children=children)
+    return next(leaves)
+
+
+def _writable_records(out, layout, n):
+    arr = out.array if isinstance(out, AoS) else out
+    if not isinstance(arr, np.ndarray) or not arr.flags.writeable or not arr.flags.c_contiguous:
+        raise LayoutError("out= must be a writable, C-contiguous NumPy array (or an AoS over one)")
+    if arr.nbytes < n * layout.itemsize:
+        raise LayoutError(f"out= has {arr.nbytes} bytes; {n} records of {layout.itemsize} bytes need {n * layout.itemsize}")
+    return arr.reshape(-1).view(np.uint8)[: n * layout.itemsize].view(layout.dtype)
+
+
+class Column:
+    """One leaf column of an SoA.
+
+    ``numpy.asarray(col)`` is a view of the column's values (no copy) for integers,
+    floats, timestamps/durations and fixed-size bytes, shaped ``(length, *sub-array
+    shape)``; ``__dlpack__`` hands the same memory to PyTorch or CuPy. Bit-packed
+    booleans, ``date32`` and var-length strings have no NumPy equivalent: converting
+    them copies, and ``copy=False`` refuses. Under a null the view shows the raw value
+    (the sentinel); see :attr:`null_count` and :meth:`to_arrow`.
+    """
+
+    def __init__(self, soa, index):
+        self._soa, self._index = soa, index
+        self.field = soa.layout.fields[index]
+        self._buffers = soa._columns[index]
+
+    @property
+    def name(self):
+        return self.field.name
+
+    def __len__(self):
+        return len(self._soa)
+
+    def __repr__(self):
+        return f"<Column {self.name!r}: {len(self)} x {self._buffers.type}>"
+
+    @property
+    def null_count(self):
+        """Nulls among the column's elements."""
+        return self._buffers.to_array().null_count
+
+    def to_arrow(self):
+        """The column as a pyarrow.Array (fixed_size_list for sub-arrays), no copy."""
+        from ._layout import _wrap
+
+        arr = self._buffers.to_array()
+        return _assemble(_wrap(arr.type, self.field.shape), len(self), iter([arr]))
+
+    def __arrow_c_array__(self, requested_schema=None):
+        return self.to_arrow().__arrow_c_array__(requested_schema)
+
+    def _view_dtype(self):
+        f, t = self.field, self._buffers.type
+        if self._buffers.kind in ("copy", "bytes") and f.kind in ("copy", "bytes"):
+            return native_dtype(f)
+        if pa.types.is_timestamp(t) or pa.types.is_duration(t):
+            return np.dtype(f"{'M' if pa.types.is_timestamp(t) else 'm'}8[{t.unit}]")
+        return None
+
+    def to_numpy(self, copy=None):
+        """The values as a NumPy array; a view unless the Arrow storage forbids one."""
+        shape = (len(self),) + self.field.shape
+        dt = self._view_dtype()
+        b = self._buffers
+        if dt is not None:
+            view = np.frombuffer(b.data, dtype=dt, count=b.length, offset=b.offset * dt.itemsize)
+            return view.reshape(shape).copy() if copy else view.reshape(shape)
+        if copy is False:
+            raise ValueError(
+                f"column {self.name!r} is {b.type} in Arrow, which NumPy cannot view without a "
+                f"copy; call with copy=None or use to_arrow()"
+            )
+        return b.to_array().to_numpy(zero_copy_only=False).reshape(shape)
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.to_numpy(copy=copy)
+        return arr if dtype is None else arr.astype(dtype, copy=bool(copy))
+
+    def __dlpack__(self, **kwargs):
+        return self.to_numpy(copy=False).__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return (1, 0)  # kDLCPU
