@@ -46,3 +46,4 @@ load8, store8, _ = _accessors(8)
 load16, store16, bswap16 = _accessors(16)
 load32, store32, bswap32 = _accessors(32)
 load64, store64, bswap64 = _accessors(64)
+

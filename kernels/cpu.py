@@ -472,6 +472,10 @@ def _rev_bytes(dst, itemsize, b0, b1, op, offs):
     n, c, src, e0, valid = op[WIDTH], op[COUNT], op[DATA], op[ELEM0], op[VALID]
     for k in range(c):
         base = dst + offs[op[OFFS] + k]
+        if valid == 0 and n == 8:
+            for r in range(b0, b1):
+                store64(base + r * itemsize, load64(src + (e0 + r * c + k) * 8))
+            continue
         for r in range(b0, b1):
             i = e0 + r * c + k
             if valid != 0 and not _get_bit(valid, i):
@@ -485,6 +489,14 @@ def _rev_bool(dst, itemsize, b0, b1, op, offs):
     c, src, e0, valid = op[COUNT], op[DATA], op[ELEM0], op[VALID]
     for k in range(c):
         base = dst + offs[op[OFFS] + k]
+        if valid == 0 and c == 1 and e0 == 0:
+            r = b0
+            while r < b1:
+                byte = load8(src + (r >> 3))
+                for t in range(min(8, b1 - r)):
+                    store8(base + (r + t) * itemsize, (byte >> t) & 1)
+                r += 8
+            continue
         for r in range(b0, b1):
             i = e0 + r * c + k
             if valid != 0 and not _get_bit(valid, i):
