@@ -145,7 +145,7 @@ def _cast(arr, target, name, field):
             same = pc.or_(same, pc.and_(pc.is_nan(arr), pc.is_nan(back)))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return out  # no comparison kernel (nested, binary): the safe cast is the check
-    if not pc.all(same).as_py():
+    if pc.all(same).as_py() is False:
         row = pc.index(same, False).as_py()
         raise ConversionError(
             f"column {name!r} row {row}: {arr[row].as_py()!r} ({arr.type}) becomes "
