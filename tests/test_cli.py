@@ -1,0 +1,15 @@
+import subprocess
+import sys
+
+from layouts._cli import main
+
+
+def test_demo_runs_and_round_trips(capsys):
+    assert main(["demo", "--records", "2000"]) == 0
+    out = capsys.readouterr().out
+    assert "48 bytes per record" in out and "round trip bit-exact: True" in out and "qty nulls: 40" in out
+
+
+def test_module_entry_point_and_bad_argument():
+    run = subprocess.run([sys.executable, "-m", "layouts", "demo", "--records", "-3"], capture_output=True, text=True)
+    assert run.returncode == 2 and "--records must be >= 0, got -3" in run.stderr

@@ -1,0 +1,34 @@
+"""Compiled kernels are reused: no compile for a new layout, none in a new process."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+import layouts as lo
+from kernels import cpu
+
+
+def test_new_layout_compiles_nothing():
+    lo.AoS(np.zeros(10, [("a", "<i4")])).to_soa().to_aos()
+    before = (len(cpu._forward_rows.signatures), len(cpu._reverse_rows.signatures))
+    other = np.zeros(100, [("x", ">f8", (2, 2)), ("s", "U3"), ("t", "M8[D]")])
+    lo.AoS(other).to_soa().to_aos()
+    assert (len(cpu._forward_rows.signatures), len(cpu._reverse_rows.signatures)) == before
+
+
+def test_new_process_loads_kernels_from_disk(tmp_path):
+    script = textwrap.dedent("""
+        import numpy as np, layouts as lo
+        from kernels import cpu
+        lo.AoS(np.zeros(3, [("a", "<i8"), ("b", "?")])).to_soa().to_aos()
+        print(sum(cpu._forward_rows.stats.cache_hits.values()), sum(cpu._forward_rows.stats.cache_misses.values()))
+    """)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    run = lambda: subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    first = run().stdout.split()
+    second = run().stdout.split()
+    assert first == ["0", "1"]  # compiled and saved
+    assert second == ["1", "0"]  # loaded, not compiled
