@@ -1,6 +1,7 @@
 """Turn a kernel fault ``(row, op, code)`` into an error that names the field and the fix."""
 
 import numpy as np
+import pyarrow as pa
 
 from kernels import plan as P
 
@@ -33,12 +34,22 @@ def forward_error(layout, array, fault):
     return ConversionError(msg)
 
 
+def _arrow_value(column, row, count):
+    """The column's value(s) for one record, as Python objects or, where Python's
+    datetime cannot hold them, as the raw integers Arrow stores."""
+    part = column.slice(row * count, count)
+    try:
+        values = part.to_pylist()
+    except (OverflowError, ValueError):
+        values = part.view(pa.int64() if part.type.bit_width == 64 else pa.int32()).to_pylist()
+    return values if count > 1 else values[0]
+
+
 def reverse_error(layout, columns, fault, fills):
     """The ConversionError for a fault while writing columns back into records."""
     row, op, code = fault
     f = layout.fields[op]
-    col = columns[op].to_array()
-    value = col[row * f.count : (row + 1) * f.count].to_pylist() if f.count > 1 else col[row * f.count].as_py()
+    value = _arrow_value(columns[op].to_array(), row, f.count)
     where = f"column {f.name!r}, row {row}"
     target = f"field {f.name!r} ({f.dtype.str} at offset {f.offset})"
     if code == P.E_NULL:

@@ -1,0 +1,75 @@
+"""Every remaining user-facing error, matched by its text."""
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import layouts as lo
+
+from conftest import TICK, ticks
+
+
+def test_record_array_shapes():
+    a = ticks(8)
+    with pytest.raises(lo.LayoutError, match=r"records overlap or run backwards \(stride -48, itemsize 48\)"):
+        lo.AoS(a[::-1])
+    with pytest.raises(lo.LayoutError, match="a 2-D structured array must be C-contiguous"):
+        lo.AoS(a.reshape(2, 4)[:, ::2])
+    assert len(lo.AoS(a.reshape(2, 4))) == 8
+    with pytest.raises(lo.LayoutError, match="a raw record buffer must be C-contiguous"):
+        lo.AoS(np.zeros(200, np.uint8)[::2], layout=TICK)
+    with pytest.raises(lo.LayoutError, match="AoS takes a structured array or an object with the buffer protocol, got int"):
+        lo.AoS(5, layout=TICK)
+
+
+def test_out_arguments():
+    soa = lo.AoS(ticks(100)).to_soa(nulls={"qty": -1})
+    with pytest.raises(lo.LayoutError, match=r"out= was made with nulls for \['qty'\]; this call asks for \[\]"):
+        lo.AoS(ticks(10)).to_soa(out=soa)
+    with pytest.raises(lo.LayoutError, match="out= holds 100 records; these are 200"):
+        lo.AoS(ticks(200)).to_soa(nulls={"qty": -1}, out=soa)
+    with pytest.raises(lo.LayoutError, match="out= has layout"):
+        lo.AoS(np.zeros(3, [("a", "<i4")])).to_soa(out=soa)
+    with pytest.raises(lo.LayoutError, match="out= must be an SoA made by AoS.to_soa"):
+        lo.AoS(ticks(3)).to_soa(out=np.zeros(3, TICK))
+    with pytest.raises(lo.LayoutError, match="out= must be a writable, C-contiguous NumPy array"):
+        soa.to_aos(out=np.zeros(100, TICK)[::2])
+    with pytest.raises(lo.LayoutError, match="out= has 480 bytes; 100 records of 48 bytes need 4800"):
+        soa.to_aos(out=np.zeros(10, TICK))
+
+
+def test_layout_option_values():
+    with pytest.raises(lo.LayoutError, match=r"void_as must be one of \('error', 'bytes', 'skip'\), got 'zero'"):
+        lo.Layout.from_dtype(TICK, void_as="zero")
+    with pytest.raises(lo.LayoutError, match="flatten must be True or False, got 'yes'"):
+        lo.Layout.from_dtype(TICK, flatten="yes")
+    with pytest.raises(lo.LayoutError, match="bytes_as must be a str or a dict, got list"):
+        lo.Layout.from_dtype(TICK, bytes_as=["fixed"])
+    with pytest.raises(lo.LayoutError, match="device must be one of"):
+        lo.AoS(ticks(1)).to_soa(device="tpu")
+    with pytest.raises(KeyError, match="no leaf field 'zz' in this layout"):
+        lo.Layout.from_dtype(TICK)["zz"]
+
+
+def test_arrow_shapes_that_do_not_match():
+    nested = np.dtype([("q", [("bid", "<f8"), ("ask", "<f8")]), ("p", "<f4", (2,))])
+    good = lo.AoS(np.zeros(2, nested)).to_soa().to_arrow()
+    with pytest.raises(lo.ConversionError, match=r"column 'q' has no child 'ask' \(it has \['bid'\]\)"):
+        lo.SoA.from_arrow(good.set_column(0, "q", pa.StructArray.from_arrays([pa.array([1.0, 2.0])], ["bid"])), nested)
+    with pytest.raises(lo.ConversionError, match="column 'q' has Arrow type double; the layout needs struct"):
+        lo.SoA.from_arrow(good.set_column(0, "q", pa.array([1.0, 2.0])), nested)
+    three = pa.array([[1, 2, 3], [4, 5, 6]], pa.list_(pa.float32(), 3))
+    with pytest.raises(lo.ConversionError, match="column 'p' holds lists of 3; the field is a sub-array of 2"):
+        lo.SoA.from_arrow(good.set_column(1, "p", three), nested)
+    as_lists = good.set_column(1, "p", pa.array([[1, 2], [3, 4]], pa.list_(pa.float32())))
+    assert lo.SoA.from_arrow(as_lists, nested).to_aos().array["p"].tolist() == [[1, 2], [3, 4]]
+    with pytest.raises(lo.ConversionError, match=r"fill\['s'\]=5 is not a binary value"):
+        lo.SoA.from_arrow(pa.table({"s": pa.array([b"a", None])}), np.dtype([("s", "S2")]), fill={"s": 5})
+    filled = lo.SoA.from_arrow(pa.table({"s": pa.array([b"a", None])}), np.dtype([("s", "S2")]), fill={"s": b"zz"})
+    assert filled.to_aos().array["s"].tolist() == [b"a", b"zz"]
+
+
+def test_value_that_collides_with_nat():
+    secs = pa.table({"t": pa.array([0, -(2**63) + 1], pa.timestamp("s"))})
+    with pytest.raises(lo.ConversionError, match=r"column 't', row 1: .* is not a whole number of the unit"):
+        lo.SoA.from_arrow(secs, np.dtype([("t", "<M8[m]")])).to_aos()
