@@ -45,7 +45,7 @@ def _arrow_value(column, row, count):
     return values if count > 1 else values[0]
 
 
-def reverse_error(layout, columns, fault, fills):
+def reverse_error(layout, columns, fault):
     """The ConversionError for a fault while writing columns back into records."""
     row, op, code = fault
     f = layout.fields[op]

@@ -33,9 +33,9 @@ class SoA:
 
     device = "cpu"
 
-    def __init__(self, layout, length, columns, *, fills=None, arena=None, memory=None):
+    def __init__(self, layout, length, columns, *, fills=None, truncate=False, arena=None, memory=None):
         self.layout, self._length, self._columns = layout, length, tuple(columns)
-        self._fills = dict(fills or {})
+        self._fills, self._truncate = dict(fills or {}), truncate
         self._arena, self._memory = arena, memory
 
     @classmethod
@@ -74,9 +74,7 @@ class SoA:
 
         layout = as_layout(layout)
         length, columns, fills = columns_from_arrow(obj, layout, dict(fill or {}))
-        soa = cls(layout, length, columns, fills=fills)
-        soa._truncate = truncate
-        return soa
+        return cls(layout, length, columns, fills=fills, truncate=truncate)
 
     # --------------------------------------------------------------- properties
     def __len__(self):
@@ -158,11 +156,11 @@ class SoA:
             records = np.empty(n, dtype=self.layout.dtype)
         else:
             records = _writable_records(out, self.layout, n)
-        ops, offs = reverse_ops(self.layout, self._columns, self._fills, getattr(self, "_truncate", False))
+        ops, offs = reverse_ops(self.layout, self._columns, self._fills, self._truncate)
         dst = records.__array_interface__["data"][0]
         fault = backend.soa_to_aos(dst, itemsize, n, ops, offs, zero=bool(self.layout.holes), threads=threads)
         if fault is not None:
-            raise reverse_error(self.layout, self._columns, fault, self._fills)
+            raise reverse_error(self.layout, self._columns, fault)
         return AoS(records, self.layout)
 
 

@@ -69,7 +69,7 @@ def test_arrow_shapes_that_do_not_match():
     assert filled.to_aos().array["s"].tolist() == [b"a", b"zz"]
 
 
-def test_value_that_collides_with_nat():
+def test_extreme_timestamp_is_named_in_the_message():
     secs = pa.table({"t": pa.array([0, -(2**63) + 1], pa.timestamp("s"))})
     with pytest.raises(lo.ConversionError, match=r"column 't', row 1: .* is not a whole number of the unit"):
         lo.SoA.from_arrow(secs, np.dtype([("t", "<M8[m]")])).to_aos()
