@@ -1,5 +1,6 @@
 """Layout: an immutable description of one record type, and its Arrow view."""
 
+import functools
 import re
 import sys
 from dataclasses import dataclass, field, replace
@@ -207,9 +208,11 @@ class Layout:
                 return f
         raise KeyError(f"no leaf field {name!r} in this layout; leaves are {self.names}")
 
-    @property
+    @functools.cached_property
     def holes(self):
-        """``(offset, size)`` of every run of record bytes no field covers (padding)."""
+        """``(offset, size)`` of every run of record bytes no field covers (padding).
+
+        Computed once per Layout: ``to_aos`` asks on every call."""
         covered = np.zeros(self.itemsize, dtype=bool)
         for f in self.fields:
             for off in f.element_offsets():
