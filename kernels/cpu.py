@@ -23,9 +23,10 @@ from numba import njit
 from ._memory import bswap16, bswap32, bswap64, load8, load16, load32, load64
 from ._memory import store8, store16, store32, store64
 from .plan import (
-    COUNT, DATA, E_INEXACT, E_NULL, E_RANGE, E_TOO_LONG, E_UTF, ELEM0, F_TRUNCATE, F_UTF8,
-    FLAGS, K_BOOL, K_BYTES, K_CIVIL, K_COPY, K_CSTR, K_SCALE, K_UTF32, KIND, N_BITS, N_NAN,
-    N_NONE, NAT, NULLS, OFFS, OFFSETS, P1, P2, SENT, SWAP, VALID, WIDTH,
+    COUNT, DATA, E_INEXACT, E_NULL, E_RANGE, E_TOO_LONG, E_UTF, ELEM0, F_SIGNED, F_TRUNCATE,
+    F_UTF8, FLAGS, K_BITS, K_BOOL, K_BYTES, K_CIVIL, K_COPY, K_CSTR, K_ENUM, K_SCALE, K_UTF32,
+    KIND, N_BITS, N_NAN, N_NONE, NAT, NULLS, OFFS, OFFSETS, P1, P2, P3, SENT, SWAP, TABLE, VALID,
+    WIDTH,
 )
 
 __all__ = ["aos_to_soa", "soa_to_aos", "default_threads"]
@@ -75,6 +76,32 @@ def _swap(value, width):
     if width == 2:
         return np.int64(bswap16(value))
     return value
+
+
+@_jit
+def _low_bits(value, nbits):
+    """The low ``nbits`` of value, zero-extended (all 64 bits when nbits == 64)."""
+    if nbits >= 64:
+        return value
+    return value & ((np.int64(1) << nbits) - 1)
+
+
+@_jit
+def _sign_extend(value, nbits):
+    """Read the low ``nbits`` of value as a two's complement number."""
+    if nbits >= 64:
+        return value
+    value = _low_bits(value, nbits)
+    if (value >> (nbits - 1)) & 1:
+        value -= np.int64(1) << nbits
+    return value
+
+
+@_jit
+def _load_word(addr, width, swap):
+    """A 1/2/4/8-byte word in native order, as int64 raw bits."""
+    v = _load(addr, width)
+    return _swap(v, width) if swap else v
 
 
 @_jit
@@ -286,6 +313,47 @@ def _fwd_bool(src, stride, b0, b1, op, offs):
 
 
 @_jit
+def _fwd_bits(src, stride, b0, b1, op, offs):
+    """C bit-field: load its container word, shift, mask, sign-extend; store the value."""
+    w, c, dst = op[WIDTH], op[COUNT], op[DATA]
+    swap, shift, nbits, outw = op[SWAP] != 0, op[P1], op[P2], op[P3]
+    signed = (op[FLAGS] & F_SIGNED) != 0
+    if outw == 0:
+        _clear_bits(dst, b0 * c, b1 * c)
+    for k in range(c):
+        base = src + offs[op[OFFS] + k]
+        for r in range(b0, b1):
+            v = _load_word(base + r * stride, w, swap) >> shift
+            v = _sign_extend(v, nbits) if signed else _low_bits(v, nbits)
+            if outw == 0:
+                if v != 0:
+                    _set_bit(dst, r * c + k)
+            else:
+                _store(dst + (r * c + k) * outw, outw, v)
+
+
+@_jit
+def _fwd_enum(src, stride, b0, b1, op, offs):
+    """C enum value -> index of its enumerator in the ascending value table, or -1."""
+    w, c, dst, table, size = op[WIDTH], op[COUNT], op[DATA], op[TABLE], op[P2]
+    swap, signed = op[SWAP] != 0, (op[FLAGS] & F_SIGNED) != 0
+    for k in range(c):
+        base = src + offs[op[OFFS] + k]
+        for r in range(b0, b1):
+            v = _load_word(base + r * stride, w, swap)
+            v = _sign_extend(v, 8 * w) if signed else _low_bits(v, 8 * w)
+            lo, hi = 0, size
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if np.int64(load64(table + mid * 8)) < v:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            found = lo < size and np.int64(load64(table + lo * 8)) == v
+            store32(dst + (r * c + k) * 4, lo if found else -1)
+
+
+@_jit
 def _fwd_time(src, stride, b0, b1, op, offs, civil):
     """datetime64/timedelta64 counts -> Arrow counts: NaT -> null, checked scaling."""
     c, dst, valid, f, ow = op[COUNT], op[DATA], op[VALID], op[P1], op[P2]
@@ -394,6 +462,10 @@ def _forward_rows(src, stride, r0, r1, ops, offs, err):
                 _fwd_bool(src, stride, b0, b1, op, offs)
             elif kind == K_SCALE or kind == K_CIVIL:
                 row, code = _fwd_time(src, stride, b0, b1, op, offs, kind == K_CIVIL)
+            elif kind == K_BITS:
+                _fwd_bits(src, stride, b0, b1, op, offs)
+            elif kind == K_ENUM:
+                _fwd_enum(src, stride, b0, b1, op, offs)
             else:
                 row, code = _fwd_string(src, stride, r0, b0, b1, op, offs)
             if code != 0:
@@ -506,6 +578,66 @@ def _rev_bool(dst, itemsize, b0, b1, op, offs):
 
 
 @_jit
+def _column_value(op, i):
+    """``(True, value)`` of element i of a K_BITS/K_ENUM column, or ``(False, fill)`` if null."""
+    valid, outw = op[VALID], op[P3]
+    if valid != 0 and not _get_bit(valid, i):
+        return False, op[SENT]
+    if outw == 0:
+        return True, np.int64(_get_bit(op[DATA], i))
+    v = _load(op[DATA] + i * outw, outw)
+    return True, v
+
+
+@_jit
+def _rev_bits(dst, itemsize, b0, b1, op, offs):
+    """Value -> C bit-field: range-checked, merged into its container word in place."""
+    w, c, e0 = op[WIDTH], op[COUNT], op[ELEM0]
+    swap, shift, nbits, outw = op[SWAP] != 0, op[P1], op[P2], op[P3]
+    signed = (op[FLAGS] & F_SIGNED) != 0
+    field = _low_bits(np.int64(-1), nbits) << shift
+    for k in range(c):
+        base = dst + offs[op[OFFS] + k]
+        for r in range(b0, b1):
+            ok, v = _column_value(op, e0 + r * c + k)
+            if not ok and op[NULLS] == N_NONE:
+                return r, E_NULL
+            if outw != 0 and signed:
+                v = _sign_extend(v, 8 * outw)
+            if nbits < 64:
+                if signed and (v < -(np.int64(1) << (nbits - 1)) or v >= (np.int64(1) << (nbits - 1))):
+                    return r, E_RANGE
+                if not signed and (v < 0 or v >= (np.int64(1) << nbits)):
+                    return r, E_RANGE
+            a = base + r * itemsize
+            word = (_load_word(a, w, swap) & ~field) | ((_low_bits(v, nbits) << shift) & field)
+            _store(a, w, _swap(word, w) if swap else word)
+    return -1, 0
+
+
+@_jit
+def _rev_enum(dst, itemsize, b0, b1, op, offs):
+    """Dictionary index -> the value of its entry (from TABLE), stored as the C enum."""
+    w, c, e0, table, size = op[WIDTH], op[COUNT], op[ELEM0], op[TABLE], op[P2]
+    swap = op[SWAP] != 0
+    for k in range(c):
+        base = dst + offs[op[OFFS] + k]
+        for r in range(b0, b1):
+            ok, idx = _column_value(op, e0 + r * c + k)
+            if ok:
+                idx = np.int64(np.int32(idx))
+                if idx < 0 or idx >= size:
+                    return r, E_RANGE
+                v = np.int64(load64(table + idx * 8))
+            elif op[NULLS] != N_NONE:
+                v = idx  # the fill value, already an enum value
+            else:
+                return r, E_NULL
+            _store(base + r * itemsize, w, _swap(v, w) if swap else v)
+    return -1, 0
+
+
+@_jit
 def _rev_time(dst, itemsize, b0, b1, op, offs, civil):
     c, src, e0, valid, f, ow = op[COUNT], op[DATA], op[ELEM0], op[VALID], op[P1], op[P2]
     swap = op[SWAP] != 0
@@ -608,6 +740,10 @@ def _reverse_rows(dst, itemsize, r0, r1, ops, offs, zero, err):
                 row, code = _rev_bool(dst, itemsize, b0, b1, op, offs)
             elif kind == K_SCALE or kind == K_CIVIL:
                 row, code = _rev_time(dst, itemsize, b0, b1, op, offs, kind == K_CIVIL)
+            elif kind == K_BITS:
+                row, code = _rev_bits(dst, itemsize, b0, b1, op, offs)
+            elif kind == K_ENUM:
+                row, code = _rev_enum(dst, itemsize, b0, b1, op, offs)
             else:
                 row, code = _rev_string(dst, itemsize, b0, b1, op, offs)
             if code != 0:

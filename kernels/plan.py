@@ -17,14 +17,21 @@ OFFSETS   address of the var-length offsets, 0 for fixed-width columns.
 NULLS     ``N_NONE``, ``N_BITS`` (null where the raw bits equal SENT) or ``N_NAN``.
 SENT      the sentinel (AoS -> SoA) or fill value (SoA -> AoS), as native raw bits.
 P1        kind parameter: scale factor (K_SCALE, K_CIVIL); max bytes per value (K_CSTR,
-          K_UTF32).
-P2        kind parameter: bytes of one Arrow value (K_SCALE); offset width 4/8 (strings).
+          K_UTF32); shift of the bit-field in its container word, once loaded in
+          native order (K_BITS).
+P2        kind parameter: bytes of one Arrow value (K_SCALE); offset width 4/8 (strings);
+          bits of the bit-field (K_BITS); entries in TABLE (K_ENUM).
 ELEM0     first element of the Arrow column (its array offset), SoA -> AoS only.
-FLAGS     ``F_UTF8`` (check UTF-8), ``F_TRUNCATE`` (cut strings that do not fit).
+FLAGS     ``F_UTF8`` (check UTF-8), ``F_TRUNCATE`` (cut strings that do not fit),
+          ``F_SIGNED`` (the bit-field or enum value is signed).
+P3        bytes of one Arrow value for K_BITS (0: bit-packed boolean) and K_ENUM indices.
+TABLE     K_ENUM: address of an int64 table. AoS -> SoA: the enumerator values in
+          ascending order (dictionary index = position); SoA -> AoS: the value of each
+          dictionary entry.
 """
 
-KIND, WIDTH, SWAP, COUNT, OFFS, DATA, VALID, OFFSETS, NULLS, SENT, P1, P2, ELEM0, FLAGS = range(14)
-NCOLS = 14
+KIND, WIDTH, SWAP, COUNT, OFFS, DATA, VALID, OFFSETS, NULLS, SENT, P1, P2, ELEM0, FLAGS, P3, TABLE = range(16)
+NCOLS = 16
 
 # Kinds of leaf conversion.
 K_COPY = 0  # fixed-width 1/2/4/8-byte value, raw bits, optional byte swap
@@ -34,6 +41,8 @@ K_SCALE = 3  # int64 count of a time unit <-> count of another unit (times P1), 
 K_CIVIL = 4  # datetime64[M] (P1=1) or [Y] (P1=12) <-> date32 days, NaT <-> null
 K_CSTR = 5  # S<n> trimmed at the first NUL <-> binary/string
 K_UTF32 = 6  # U<n> (UTF-32, trailing NULs dropped) <-> UTF-8 string
+K_BITS = 7  # C bit-field: WIDTH-byte container word, shift P1, P2 bits <-> integer/bool column
+K_ENUM = 8  # C enum value <-> int32 dictionary index (-1 marks a value with no enumerator)
 
 # How nulls are recognised (AoS -> SoA) or written back (SoA -> AoS).
 N_NONE = 0
@@ -43,6 +52,7 @@ N_NAN = 2
 # Flags.
 F_UTF8 = 1
 F_TRUNCATE = 2
+F_SIGNED = 4
 
 # Error codes a kernel reports as (row, op, code).
 E_RANGE = 1  # a value does not fit the destination type

@@ -1,6 +1,7 @@
 """AoS: records in one buffer (array of structures)."""
 
 import numpy as np
+import pyarrow as pa
 
 from ._backends import kernels_for
 from ._errors import LayoutError
@@ -115,12 +116,35 @@ class AoS:
             memory = arena.allocate()
         else:
             arena, memory = _reusable(out, self.layout, n, frozenset(nulls))
-        ops, offs = forward_ops(arena, memory.ctypes.data, nulls)
+        ops, offs, keep = forward_ops(arena, memory.ctypes.data, nulls)
         src = self.array.__array_interface__["data"][0]
         fault = backend.aos_to_soa(src, self.array.strides[0] if n else 1, n, ops, offs, threads=threads)
+        del keep
         if fault is not None:
             raise forward_error(self.layout, self.array, fault)
-        return SoA._from_arena(self.layout, n, arena, memory, nulls)
+        dictionaries = {i: _enum_dictionary(f, arena, memory, self.array)
+                        for i, f in enumerate(self.layout.fields) if f.kind == "enum"}
+        return SoA._from_arena(self.layout, n, arena, memory, nulls, dictionaries)
+
+
+def _enum_dictionary(field, arena, memory, records):
+    """The dictionary of an enum column just written: the enumerator names, then the
+    text of every value that has no enumerator (the kernel marked those -1), so that
+    no value is lost; their indices are set here."""
+    i = arena.layout.fields.index(field)
+    start, size = arena.buffers[i]["data"]
+    idx = memory[start : start + size].view(np.int32)[: len(records) * field.count]
+    names = [name for _, name in field.enum]
+    bad = np.flatnonzero(idx < 0)
+    if len(bad):
+        rows, k = np.divmod(bad, field.count)
+        raw = np.ascontiguousarray(records[rows]).view(np.uint8).reshape(len(rows), -1)
+        cols = field.element_offsets()[k][:, None] + np.arange(field.width)
+        values = np.take_along_axis(raw, cols, axis=1).copy().view(field.dtype).ravel()
+        extra, inverse = np.unique(values, return_inverse=True)
+        idx[bad] = len(names) + inverse.ravel()
+        names += [str(int(v)) for v in extra]
+    return pa.array(names, type=pa.string())
 
 
 def _records(arr):

@@ -6,6 +6,7 @@ import pyarrow.compute as pc
 from ._errors import ConversionError, LayoutError
 from ._plan import ColumnBuffers
 
+_FILLED = ("copy", "bits", "enum")  # kinds whose kernels write a fill value under a null
 _STRINGISH = (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_string, pa.types.is_large_string)
 
 
@@ -101,10 +102,12 @@ def _leaf(arr, field, fill, fills):
             kind = "cstr"
             if not any(test(arr.type) for test in _STRINGISH):
                 arr = _cast(arr, pa.binary(), name, field)
+    elif kind == "enum":
+        arr, kind = _enum_column(arr, field)
     elif arr.type != field.arrow_type:
         arr = _cast(arr, field.arrow_type, name, field)
     if arr.null_count:
-        if name in fill and kind == "copy":
+        if name in fill and kind in _FILLED:
             fills[name] = fill[name]
         elif name in fill:
             try:
@@ -118,14 +121,35 @@ def _leaf(arr, field, fill, fills):
                 f"but field {name!r} ({field.dtype.str} at offset {field.offset}) cannot hold a null; "
                 f"pass fill={{{name!r}: value}} to write a value in their place"
             )
-    elif name in fill and kind == "copy":
+    elif name in fill and kind in _FILLED:
         fills[name] = fill[name]
+    if kind == "enum":
+        return ColumnBuffers(arr.type, len(arr), *arr.buffers()[:1], None, arr.buffers()[1], arr.offset,
+                             kind, arr.dictionary)
     bufs = arr.buffers()
     if len(bufs) == 3:
         validity, offsets, data = bufs
     else:
         (validity, data), offsets = bufs, None
     return ColumnBuffers(arr.type, len(arr), validity, offsets, data, arr.offset, kind)
+
+
+def _enum_column(arr, field):
+    """An enum leaf's column as ``(array, kind)``: dictionary-encoded names with int32
+    indices (kind ``enum``; entries are enumerator names or numbers, checked when
+    written), or plain integers (kind ``copy``: the values themselves)."""
+    if pa.types.is_integer(arr.type):
+        return _cast(arr, pa.from_numpy_dtype(field.dtype.newbyteorder("=")), field.name, field), "copy"
+    if any(test(arr.type) for test in _STRINGISH):
+        arr = pc.dictionary_encode(arr)
+    if not pa.types.is_dictionary(arr.type):
+        raise ConversionError(
+            f"column {field.name!r} has Arrow type {arr.type}; C enum field {field.name!r} takes "
+            f"enumerator names (dictionary or string) or integers"
+        )
+    if arr.type.index_type != pa.int32():
+        arr = pa.DictionaryArray.from_arrays(_cast(arr.indices, pa.int32(), field.name, None), arr.dictionary)
+    return arr, "enum"
 
 
 def _cast(arr, target, name, field):

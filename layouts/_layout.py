@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from ._errors import LayoutError
 
-__all__ = ["Layout", "Field"]
+__all__ = ["Layout", "Field", "CInfo"]
 
 _NATIVE = "<" if sys.byteorder == "little" else ">"
 _BYTES_MODES = ("fixed", "binary", "string")
@@ -47,10 +47,20 @@ class Field:
         Byte step of each ``shape`` dimension within the record.
     kind : str
         How the pass converts it: ``copy``, ``bytes``, ``bool``, ``scale``, ``civil``,
-        ``cstr`` or ``utf32``.
+        ``cstr``, ``utf32``, ``bits`` (a C bit-field) or ``enum`` (a C enum as a
+        dictionary).
     factor : int
         Scale factor (``scale``: Arrow value = record value * factor; ``civil``: months
         per record unit).
+    bits : tuple
+        For ``bits``: ``(shift, nbits, signed, first_bit)``. The bit-field is read as
+        the ``width``-byte word at ``offset`` (``dtype``, byte order included), shifted
+        right by ``shift`` and cut to ``nbits``; ``first_bit`` is where it starts in
+        memory, counted from the word's first byte.
+    enum : tuple
+        For C enums: ``((value, name), ...)`` in ascending value order.
+    ctype : str
+        The C declaration of the field (layouts from C only).
     """
 
     path: tuple
@@ -63,6 +73,9 @@ class Field:
     strides: tuple = ()
     kind: str = "copy"
     factor: int = 1
+    bits: tuple = ()
+    enum: tuple = ()
+    ctype: str = ""
 
     @property
     def name(self):
@@ -85,6 +98,35 @@ class Field:
         for n, step in zip(self.shape, self.strides):
             offs = (offs[:, None] + np.arange(n, dtype=np.int64) * step).ravel()
         return offs
+
+    def bit_spans(self):
+        """``(first bit, end bit)`` within the record of every element's storage."""
+        if self.bits:
+            first, nbits = self.bits[3], self.bits[1]
+            return [(8 * o + first, 8 * o + first + nbits) for o in self.element_offsets()]
+        return [(8 * o, 8 * (o + self.width)) for o in self.element_offsets()]
+
+
+@dataclass(frozen=True)
+class CInfo:
+    """What a Layout made from C declarations knows beyond its NumPy dtype.
+
+    Every tuple is keyed by leaf name, so the whole is hashable and comparable.
+    ``bits`` rows are ``(name, shift, nbits, signed, first_bit, value dtype)``;
+    ``enums`` rows ``(name, ((value, enumerator), ...))``; ``ctypes`` rows
+    ``(name, C declaration)``.
+    """
+
+    name: str
+    source: str = "<string>"
+    ctypes: tuple = ()
+    bits: tuple = ()
+    enums: tuple = ()
+    enum_as: str = "dictionary"
+
+    def __post_init__(self):
+        if self.enum_as not in ("dictionary", "int"):
+            raise LayoutError(f"enum_as must be 'dictionary' or 'int', got {self.enum_as!r}")
 
 
 class _Node(NamedTuple):
@@ -134,6 +176,7 @@ class Layout:
     bytes_as: tuple = "fixed"  # normalised to ((leaf name, mode), ...) for every S<n> leaf
     flatten: bool = False
     void_as: str = "error"
+    c: CInfo = None  # set by Layout.from_c
     fields: tuple = field(default=(), compare=False, repr=False)
     _tree: tuple = field(default=(), compare=False, repr=False)
 
@@ -152,7 +195,7 @@ class Layout:
         if not isinstance(self.flatten, bool):
             raise LayoutError(f"flatten must be True or False, got {self.flatten!r}")
         spec = dict(self.bytes_as) if isinstance(self.bytes_as, tuple) else self.bytes_as
-        builder = _Builder(spec, self.void_as)
+        builder = _Builder(spec, self.void_as, self.c)
         tree = builder.walk(dtype, 0, (), (), ())
         builder.check_unused_modes()
         modes = tuple((f.name, builder.bytes_mode(f.name)) for f in builder.fields if f.dtype.kind == "S")
@@ -177,14 +220,26 @@ class Layout:
         """
         return cls(dtype, bytes_as, flatten, void_as)
 
+    @classmethod
+    def from_c(cls, source, name=None, **options):
+        """Describe a C struct (or union) from its declarations, offsets exactly as the C
+        compiler lays them out. See :func:`layouts.from_c` for the options."""
+        from ._cdecl import from_c
+
+        return from_c(source, name, **options)
+
     def replace(self, **changes):
-        """A new Layout with other options: ``bytes_as``, ``flatten`` or ``void_as``."""
+        """A new Layout with other options: ``bytes_as``, ``flatten``, ``void_as``, and
+        ``enum_as`` for layouts from C."""
         opts = {"bytes_as": dict(self.bytes_as), "flatten": self.flatten, "void_as": self.void_as}
+        c = self.c
+        if "enum_as" in changes and c is not None:
+            c = replace(c, enum_as=changes.pop("enum_as"))
         unknown = set(changes) - set(opts)
         if unknown:
-            raise TypeError(f"Layout.replace() takes bytes_as, flatten, void_as; got {sorted(unknown)}")
+            raise TypeError(f"Layout.replace() takes bytes_as, flatten, void_as, enum_as; got {sorted(unknown)}")
         opts.update(changes)
-        return Layout.from_dtype(self.dtype, **opts)
+        return Layout(self.dtype, opts["bytes_as"], opts["flatten"], opts["void_as"], c)
 
     # ------------------------------------------------------------------ views
     @property
@@ -215,8 +270,8 @@ class Layout:
         Computed once per Layout: ``to_aos`` asks on every call."""
         covered = np.zeros(self.itemsize, dtype=bool)
         for f in self.fields:
-            for off in f.element_offsets():
-                covered[off : off + f.width] = True
+            for b0, b1 in f.bit_spans():
+                covered[b0 // 8 : -(-b1 // 8)] = True
         holes, start = [], None
         for i, c in enumerate(list(covered) + [True]):
             if not c and start is None:
@@ -225,6 +280,19 @@ class Layout:
                 holes.append((start, i - start))
                 start = None
         return tuple(holes)
+
+    @functools.cached_property
+    def aliases(self):
+        """Pairs of leaf names whose bits overlap (union members), in record order."""
+        owner = np.full(8 * self.itemsize, -1, dtype=np.int64)
+        pairs = []
+        for i, f in enumerate(self.fields):
+            for b0, b1 in f.bit_spans():
+                for j in np.unique(owner[b0:b1]):
+                    if j >= 0 and (self.fields[j].name, f.name) not in pairs:
+                        pairs.append((self.fields[j].name, f.name))
+                owner[b0:b1] = i
+        return tuple(pairs)
 
     @property
     def schema(self):
@@ -253,32 +321,66 @@ class Layout:
         struct = pa.struct([self._node_field(c, types) for c in node.children])
         return pa.field(node.name, _wrap(struct, node.shape))
 
-    def __str__(self):
+    def describe(self):
+        """The record as data: size, alignment, every leaf and padding hole, in offset order.
+
+        Leaves are dicts with ``name``, ``offset``, ``size`` (bytes of all its elements),
+        ``bit_offset``/``bit_size`` (bit-fields: first bit within the byte at ``offset``,
+        and bits), ``ctype`` (layouts from C), ``numpy`` and ``arrow``; holes are
+        ``{"name": None, "offset", "size"}``. ``layouts inspect --json`` prints this.
+        """
         rows = []
         for f in self.fields:
-            shape = f" {f.shape}" if f.shape else ""
-            arrow = _wrap(f.arrow_type, f.shape)
-            rows.append((f.offset, f.width * f.count, f.name, f.dtype.str + shape, str(arrow)))
-        for off, size in self.holes:
-            rows.append((off, size, "(padding)", "", ""))
-        rows.sort(key=lambda r: (r[0], r[2] == "(padding)"))
+            row = {"name": f.name, "offset": int(f.offset), "size": f.width * f.count,
+                   "bit_offset": None, "bit_size": None, "ctype": f.ctype or None,
+                   "numpy": f.dtype.str + (f" {f.shape}" if f.shape else ""),
+                   "arrow": str(_wrap(f.arrow_type, f.shape))}
+            if f.bits:
+                first, nbits = f.bits[3], f.bits[1]
+                row.update(offset=int(f.offset) + first // 8, bit_offset=first % 8, bit_size=nbits,
+                           size=-(-(first % 8 + nbits) // 8), numpy=f"{f.dtype.str} bits")
+            rows.append(row)
+        rows += [{"name": None, "offset": off, "size": size} for off, size in self.holes]
+        rows.sort(key=lambda r: (r["offset"], r.get("bit_offset") or 0, r["name"] is None))
         pad = sum(size for _, size in self.holes)
-        share = 100.0 * pad / self.itemsize if self.itemsize else 0.0
-        head = ("offset", "size", "field", "numpy", "arrow")
-        cells = [tuple(str(c) for c in r) for r in [head] + rows]
-        widths = [max(len(r[i]) for r in cells) for i in range(5)]
+        return {
+            "name": self.c.name if self.c else None,
+            "size": self.itemsize,
+            "alignment": self.alignment,
+            "fields": rows,
+            "padding_bytes": pad,
+            "padding_share": pad / self.itemsize if self.itemsize else 0.0,
+        }
+
+    def __str__(self):
+        d = self.describe()
+        with_c = self.c is not None
+        head = ("offset", "size", "field") + (("C type",) if with_c else ()) + ("numpy", "arrow")
+        cells = [head]
+        for r in d["fields"]:
+            if r["name"] is None:
+                cells.append((str(r["offset"]), str(r["size"]), "(padding)") + (("",) if with_c else ()) + ("", ""))
+                continue
+            off, size = str(r["offset"]), str(r["size"])
+            if r["bit_size"] is not None:
+                off, size = f"{r['offset']}:{r['bit_offset']}", f"{r['bit_size']} bits"
+            cells.append((off, size, r["name"]) + ((r["ctype"] or "",) if with_c else ()) + (r["numpy"], r["arrow"]))
+        widths = [max(len(row[i]) for row in cells) for i in range(len(head))]
+        title = f"{d['name']}: " if d["name"] else "Layout: "
         lines = [
-            f"Layout: {self.itemsize} bytes per record, alignment {self.alignment}, "
-            f"{len(self.fields)} leaf fields, {pad} padding bytes ({share:.1f}%)"
+            f"{title}{self.itemsize} bytes per record, alignment {self.alignment}, "
+            f"{len(self.fields)} leaf fields, {d['padding_bytes']} padding bytes "
+            f"({100 * d['padding_share']:.1f}%)"
         ]
-        for r in cells:
-            lines.append(
-                f"  {r[0]:>{widths[0]}}  {r[1]:>{widths[1]}}  {r[2]:<{widths[2]}}  "
-                f"{r[3]:<{widths[3]}}  {r[4]}".rstrip()
-            )
+        for row in cells:
+            parts = [f"{row[0]:>{widths[0]}}", f"{row[1]:>{widths[1]}}"]
+            parts += [f"{c:<{w}}" for c, w in zip(row[2:-1], widths[2:-1])] + [row[-1]]
+            lines.append(("  " + "  ".join(parts)).rstrip())
         return "\n".join(lines)
 
     def __repr__(self):
+        if self.c is not None:
+            return f"Layout.from_c({self.c.name!r} from {self.c.source}, {self.itemsize} bytes)"
         return f"Layout({self.dtype!r}, flatten={self.flatten})"
 
 
@@ -299,7 +401,7 @@ def _strides(shape, itemsize):
 class _Builder:
     """Walks a structured dtype once, collecting leaves and the Arrow tree."""
 
-    def __init__(self, bytes_as, void_as):
+    def __init__(self, bytes_as, void_as, c=None):
         if isinstance(bytes_as, str):
             self.default, self.modes = bytes_as, {}
         elif isinstance(bytes_as, dict):
@@ -310,6 +412,10 @@ class _Builder:
             if mode not in _BYTES_MODES:
                 raise LayoutError(f"bytes_as modes are {_BYTES_MODES}, got {mode!r}")
         self.void_as = void_as
+        self.c_types = dict(c.ctypes) if c else {}
+        self.c_bits = {row[0]: row[1:] for row in c.bits} if c else {}
+        self.c_enums = dict(c.enums) if c else {}
+        self.enum_as = c.enum_as if c else "int"
         self.fields = []
         self.used = set()
 
@@ -359,12 +465,21 @@ class _Builder:
 
     def leaf(self, elem, offset, path, shape, strides):
         name = ".".join(path)
-        kind, arrow, factor = _leaf_mapping(elem, name, offset, self)
+        bits, enum = (), tuple(self.c_enums.get(name, ()))
+        if name in self.c_bits:
+            shift, nbits, signed, first, value = self.c_bits[name]
+            kind, factor, bits = "bits", 1, (shift, nbits, signed, first)
+            arrow = _leaf_mapping(np.dtype(value), name, offset, self)[1]
+        elif enum and self.enum_as == "dictionary":
+            kind, arrow, factor = "enum", pa.dictionary(pa.int32(), pa.string()), 1
+        else:
+            kind, arrow, factor = _leaf_mapping(elem, name, offset, self)
         if elem.byteorder == "|" or elem.itemsize == 1 or kind in ("bytes", "cstr", "bool"):
             order = "|"
         else:
             order = "little" if elem.byteorder.replace("=", _NATIVE) == "<" else "big"
-        self.fields.append(Field(path, offset, elem.itemsize, elem, arrow, order, shape, strides, kind, factor))
+        self.fields.append(Field(path, offset, elem.itemsize, elem, arrow, order, shape, strides, kind,
+                                 factor, bits, enum, self.c_types.get(name, "")))
         return len(self.fields) - 1
 
 

@@ -17,7 +17,7 @@ from ._errors import ConversionError
 ALIGN = 64
 KIND_CODES = {
     "copy": P.K_COPY, "bytes": P.K_BYTES, "bool": P.K_BOOL, "scale": P.K_SCALE,
-    "civil": P.K_CIVIL, "cstr": P.K_CSTR, "utf32": P.K_UTF32,
+    "civil": P.K_CIVIL, "cstr": P.K_CSTR, "utf32": P.K_UTF32, "bits": P.K_BITS, "enum": P.K_ENUM,
 }
 _VAR = ("cstr", "utf32")
 _I32_MAX = 2**31 - 1
@@ -29,6 +29,10 @@ def arrow_width(field):
         return 0
     if field.kind == "bytes" or field.kind == "copy":
         return field.width
+    if field.kind == "enum":
+        return 4  # int32 dictionary indices
+    if field.arrow_type == pa.bool_():
+        return 0  # a bit-field read as a bit-packed boolean
     return field.arrow_type.bit_width // 8
 
 
@@ -48,12 +52,14 @@ def null_bits(field, value, what):
     ``what`` names the argument (``nulls`` or ``fill``) for the error message.
     """
     where = f"{what}[{field.name!r}]"
-    if field.kind != "copy":
+    if field.kind == "enum":
+        return P.N_BITS, _enum_value(field, value, where)
+    if field.kind != "copy" and field.kind != "bits":
         raise ConversionError(
             f"{where}: field {field.name!r} ({field.dtype.str} at offset {field.offset}) is "
             f"converted as {field.kind!r}; {what} values apply to numeric and datetime fields only"
         )
-    dt = native_dtype(field)
+    dt = native_dtype(field) if field.kind == "copy" else np.dtype(field.arrow_type.to_pandas_dtype())
     if dt.kind == "f" and isinstance(value, float) and math.isnan(value):
         return P.N_NAN, _bits(np.array(value, dtype=dt))
     try:
@@ -71,6 +77,31 @@ def null_bits(field, value, what):
 
 def _bits(arr):
     return int(arr.reshape(1).view(f"u{arr.dtype.itemsize}")[0])
+
+
+def _enum_value(field, value, where):
+    """The integer a C enum field stores for an enumerator name or a number."""
+    names = {name: v for v, name in field.enum}
+    if isinstance(value, str) and value in names:
+        return names[value]
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ConversionError(
+            f"{where}={value!r} is neither an enumerator of field {field.name!r} "
+            f"({', '.join(names)}) nor an integer"
+        ) from None
+    info = np.iinfo(field.dtype)
+    if not info.min <= number <= info.max:
+        raise ConversionError(f"{where}={value!r} does not fit field {field.name!r} ({field.dtype.str})")
+    return number
+
+
+def enum_table(field, dictionary):
+    """int64 value of each entry of an enum column's dictionary (names or numbers)."""
+    where = f"column {field.name!r}"
+    return np.array([_enum_value(field, v, f"{where}: dictionary entry") for v in dictionary.to_pylist()],
+                    dtype=np.int64)
 
 
 class Arena:
@@ -107,7 +138,7 @@ class Arena:
                 ow = 8 if n * f.width > _I32_MAX else 4
                 bufs["offsets"] = put((n + 1) * ow)
                 bufs["data"] = put(n * f.width)
-            elif f.kind == "bool":
+            elif arrow_width(f) == 0:  # bit-packed booleans
                 bufs["data"] = put(-(-n // 8))
             else:
                 bufs["data"] = put(n * arrow_width(f))
@@ -152,19 +183,33 @@ def _base_row(field, starts, i):
         row[P.P2] = field.arrow_type.bit_width // 8
     if field.dtype.kind in "mM" and field.kind == "copy":
         row[P.NULLS], row[P.SENT] = P.N_BITS, P.NAT
+    if field.kind == "bits":
+        shift, nbits, signed, _ = field.bits
+        row[P.P1], row[P.P2], row[P.P3] = shift, nbits, arrow_width(field)
+        row[P.FLAGS] |= P.F_SIGNED if signed else 0
+    if field.kind == "enum":
+        row[P.P3] = 4
+        row[P.FLAGS] |= P.F_SIGNED if field.dtype.kind == "i" else 0
     return row
 
 
 def forward_ops(arena, base, sentinels):
     """Op table for AoS -> SoA into an arena at address ``base``.
 
-    ``sentinels`` maps leaf names to values that become nulls.
+    ``sentinels`` maps leaf names to values that become nulls. Returns ``(ops, offs,
+    keep)``: ``keep`` holds the lookup tables the ops point to; keep it until the pass
+    is done.
     """
     layout = arena.layout
     starts, offs = _offsets_table(layout)
     ops = np.zeros((len(layout.fields), P.NCOLS), dtype=np.int64)
+    keep = []
     for i, f in enumerate(layout.fields):
         row = _base_row(f, starts, i)
+        if f.kind == "enum":
+            table = np.array([v for v, _ in f.enum], dtype=np.int64)
+            keep.append(table)
+            row[P.TABLE], row[P.P2] = table.ctypes.data, len(table)
         bufs = arena.buffers[i]
         row[P.DATA] = base + bufs["data"][0]
         if "validity" in bufs:
@@ -177,20 +222,26 @@ def forward_ops(arena, base, sentinels):
         if f.name in sentinels:
             row[P.NULLS], row[P.SENT] = null_bits(f, sentinels[f.name], "nulls")
         ops[i] = row
-    return ops, offs
+    return ops, offs, keep
 
 
 def reverse_ops(layout, columns, fills, truncate):
     """Op table for SoA -> AoS from per-leaf column buffers.
 
     ``columns`` holds, per leaf, a :class:`ColumnBuffers`; ``fills`` maps leaf names
-    to the value written where the column is null.
+    to the value written where the column is null. Returns ``(ops, offs, keep)`` as
+    :func:`forward_ops` does.
     """
     starts, offs = _offsets_table(layout)
     ops = np.zeros((len(layout.fields), P.NCOLS), dtype=np.int64)
+    keep = []
     for i, (f, col) in enumerate(zip(layout.fields, columns)):
         row = _base_row(f, starts, i)
         row[P.KIND] = KIND_CODES[col.kind]
+        if col.kind == "enum":
+            table = enum_table(f, col.dictionary)
+            keep.append(table)
+            row[P.TABLE], row[P.P2] = table.ctypes.data, len(table)
         row[P.DATA] = col.data.address if col.data is not None else 0
         row[P.VALID] = col.validity.address if col.validity is not None else 0
         row[P.ELEM0] = col.offset
@@ -202,18 +253,23 @@ def reverse_ops(layout, columns, fills, truncate):
         if truncate:
             row[P.FLAGS] |= P.F_TRUNCATE
         ops[i] = row
-    return ops, offs
+    return ops, offs, keep
 
 
 class ColumnBuffers:
     """The Arrow buffers of one leaf column (element level, before fixed_size_list)."""
 
-    __slots__ = ("type", "length", "validity", "offsets", "data", "offset", "kind")
+    __slots__ = ("type", "length", "validity", "offsets", "data", "offset", "kind", "dictionary")
 
-    def __init__(self, type, length, validity, offsets, data, offset=0, kind="copy"):
+    def __init__(self, type, length, validity, offsets, data, offset=0, kind="copy", dictionary=None):
         self.type, self.length, self.offset, self.kind = type, length, offset, kind
         self.validity, self.offsets, self.data = validity, offsets, data
+        self.dictionary = dictionary  # enum columns: the entries the int32 indices point to
 
     def to_array(self):
+        if self.dictionary is not None:
+            return pa.DictionaryArray.from_buffers(
+                self.type, self.length, [self.validity, self.data], self.dictionary, null_count=-1,
+                offset=self.offset)
         bufs = [self.validity, self.data] if self.offsets is None else [self.validity, self.offsets, self.data]
         return pa.Array.from_buffers(self.type, self.length, bufs, null_count=-1, offset=self.offset)

@@ -39,14 +39,15 @@ class SoA:
         self._arena, self._memory = arena, memory
 
     @classmethod
-    def _from_arena(cls, layout, n, arena, memory, fills):
+    def _from_arena(cls, layout, n, arena, memory, fills, dictionaries=None):
         def buf(i, name):
             spec = arena.buffers[i].get(name)
             return None if spec is None else pa.py_buffer(memory[spec[0] : spec[0] + spec[1]])
 
+        dictionaries = dictionaries or {}
         columns = [
             ColumnBuffers(arena.arrow_type(i), n * f.count, buf(i, "validity"), buf(i, "offsets"),
-                          buf(i, "data"), 0, f.kind)
+                          buf(i, "data"), 0, f.kind, dictionaries.get(i))
             for i, f in enumerate(layout.fields)
         ]
         return cls(layout, n, columns, fills=fills, arena=arena, memory=memory)
@@ -152,13 +153,22 @@ class SoA:
         """
         backend = kernels_for(device or self.device)
         n, itemsize = self._length, self.layout.itemsize
+        if self.layout.aliases:
+            a, b = self.layout.aliases[0]
+            raise LayoutError(
+                f"fields {a!r} and {b!r} share bytes of the record (union members), so writing "
+                f"records back would write those bytes twice; keep one member per union, e.g. "
+                f"Layout.from_c(..., unions={{{a.rpartition('.')[0] or a!r}: {a.rpartition('.')[2]!r}}})"
+            )
         if out is None:
             records = np.empty(n, dtype=self.layout.dtype)
         else:
             records = _writable_records(out, self.layout, n)
-        ops, offs = reverse_ops(self.layout, self._columns, self._fills, self._truncate)
+        ops, offs, keep = reverse_ops(self.layout, self._columns, self._fills, self._truncate)
         dst = records.__array_interface__["data"][0]
-        fault = backend.soa_to_aos(dst, itemsize, n, ops, offs, zero=bool(self.layout.holes), threads=threads)
+        zero = bool(self.layout.holes) or any(f.kind == "bits" for f in self.layout.fields)
+        fault = backend.soa_to_aos(dst, itemsize, n, ops, offs, zero=zero, threads=threads)
+        del keep
         if fault is not None:
             raise reverse_error(self.layout, self._columns, fault)
         return AoS(records, self.layout)
