@@ -123,6 +123,7 @@ class CInfo:
     bits: tuple = ()
     enums: tuple = ()
     enum_as: str = "dictionary"
+    alignment: int = 1
 
     def __post_init__(self):
         if self.enum_as not in ("dictionary", "int"):
@@ -249,8 +250,8 @@ class Layout:
 
     @property
     def alignment(self):
-        """Alignment NumPy requires for the record."""
-        return self.dtype.alignment
+        """Alignment of the record: the C compiler's for layouts from C, else NumPy's."""
+        return self.c.alignment if self.c is not None else self.dtype.alignment
 
     @property
     def names(self):
