@@ -89,15 +89,25 @@ def from_c(source, name=None, *, byteorder="native", pack=None, unions=None, poi
         raise LayoutError(f"pointers must be 'error' or 'int', got {pointers!r}")
     if pack is not None and (not isinstance(pack, int) or pack < 1 or pack & (pack - 1)):
         raise LayoutError(f"pack must be a power of two (1, 2, 4, 8, 16), got {pack!r}")
-    text, filename = _source(source)
-    pre = _preprocess(text, filename, preprocessor, include_dirs, defines or {})
-    clean, attrs = _lift_attributes(pre.text)
-    program = _Program(clean, attrs, pre, pack)
+    program = _parse(source, pack, include_dirs, defines, preprocessor)
     kind, node, label = program.find(name)
     types = _Types(program, pointers)
     ctype = types.of_record(kind, node, label)
     return _Extract(types, byteorder, dict(unions or {}), label).layout(
-        ctype, filename, enum_as=enum_as, bytes_as=bytes_as, flatten=flatten)
+        ctype, program.pre.main, enum_as=enum_as, bytes_as=bytes_as, flatten=flatten)
+
+
+def record_names(source, *, include_dirs=(), defines=None, preprocessor="auto"):
+    """Names of the structs and unions the source itself defines (not its includes), in
+    source order, one name per record (its typedef name where it has no tag)."""
+    return _parse(source, None, include_dirs, defines, preprocessor).names()
+
+
+def _parse(source, pack, include_dirs, defines, preprocessor):
+    text, filename = _source(source)
+    pre = _preprocess(text, filename, preprocessor, include_dirs, defines or {})
+    clean, attrs = _lift_attributes(pre.text)
+    return _Program(clean, attrs, pre, pack)
 
 
 # --------------------------------------------------------------------------- source
@@ -402,8 +412,11 @@ class _Program:
             tree = c_parser.CParser().parse(text, filename="<pre>")
         except c_parser.ParseError as err:
             m = re.match(r"<pre>:(\d+):(\d+): (.*)", str(err))
-            where = pre.where(int(m.group(1)), int(m.group(2))) if m else pre.main
-            raise LayoutError(f"{where}: C syntax error {m.group(3) if m else err}") from None
+            if m:
+                raise LayoutError(f"{pre.where(int(m.group(1)), int(m.group(2)))}: C syntax error {m.group(3)}") from None
+            raise LayoutError(
+                f"{pre.main}: C syntax error: {str(err).replace('<pre>: ', '')} (is a type name used "
+                f"before its typedef or #include?)") from None
         self.typedefs, self.tags, self.constants = {}, {}, {}
         self.pack_of, self.records = {}, []
         self.default_pack = pack
@@ -456,8 +469,17 @@ class _Program:
                 value = self.const(e.value, f"enumerator {e.name}") if e.value is not None else value + 1
                 self.constants[e.name] = value
 
-    def find(self, name):
-        """``(kind, node, label)`` of the record ``name`` (see :func:`from_c`)."""
+    def names(self):
+        """One name per record defined in the main source, in source order."""
+        named = self._named()
+        first = {}
+        for label, (_, node) in named.items():  # tags come before typedef names
+            first.setdefault(id(node), label)
+        order = sorted(first.items(), key=lambda kv: next(
+            (n.coord.line, n.coord.column) for _, n in named.values() if id(n) == kv[0]))
+        return [label for _, label in order]
+
+    def _named(self):
         ast = self.ast_mod
         named = {}
         for key, node in self.tags.items():
@@ -470,6 +492,11 @@ class _Program:
                 node = target if target.decls is not None else self.tags.get((kind, target.name))
                 if node is not None:
                     named[tname] = (kind, node)
+        return named
+
+    def find(self, name):
+        """``(kind, node, label)`` of the record ``name`` (see :func:`from_c`)."""
+        named = self._named()
         if name is None:
             distinct = {id(n): k for k, (_, n) in named.items()}
             if len(distinct) == 1:
@@ -700,6 +727,7 @@ class _Types:
         record = label or f"{kind} {node.name or '(anonymous)'}"
         attrs = self.p.attrs.for_type(node.coord)
         fields, members = [], []
+        explicit_align = set()
         for decl in node.decls:
             if not isinstance(decl, self.ast.Decl):
                 continue
@@ -718,7 +746,12 @@ class _Types:
                                         decl.type, None)
             else:
                 member = self.of(decl.type, where, f"{record}.{name}")
-                member = self._aligned(member, self.p.attrs.for_decl(decl.coord), where)
+                member_attrs = self.p.attrs.for_decl(decl.coord)
+                if "packed" in attrs and "aligned" in member_attrs:
+                    # GCC: packed members get alignment 1, but an explicit aligned(n) still holds.
+                    member_attrs = {**member_attrs, "packed": None}
+                    explicit_align.add(name)
+                member = self._aligned(member, member_attrs, where)
             bits = -1
             if decl.bitsize is not None:
                 bits = self.p.const(decl.bitsize, f"the width of bit-field {name!r}")
@@ -727,6 +760,19 @@ class _Types:
         self._check_attrs(attrs, record, self.p.where(node))
         pack = self.p.pack_of.get(key)
         flags = (_SF_PACKED,) if "packed" in attrs or pack == 1 else ((0, pack) if pack else ())
+        if pack and pack > 1 and "packed" not in attrs and any(b >= 0 for _, _, b in fields):
+            raise LayoutError(
+                f"{self.p.where(node)}: {record} has bit-fields under #pragma pack({pack}), which GCC "
+                f"places differently from cffi's layout engine (the one layouts uses); layouts does "
+                f"not model it: use pack 1 or __attribute__((packed)), or no pragma, for this record")
+        if explicit_align and "packed" in attrs:
+            if any(b >= 0 for _, _, b in fields):
+                raise LayoutError(
+                    f"{self.p.where(node)}: {record} is packed and mixes bit-fields with aligned() members, "
+                    f"which layouts does not model; describe the record without one of them")
+            fields = [(n, t if n in explicit_align else self._aligned(t, {"packed": None}, ""), b)
+                      for n, t, b in fields]
+            flags = (0, pack) if pack and pack > 1 else ()
         try:
             self.b.complete_struct_or_union(ctype, [(n, t, b) for n, t, b in fields], None, -1, -1, *flags)
             if "aligned" in attrs:
