@@ -45,14 +45,19 @@ _jit = njit(nogil=True, cache=True)
 
 @_jit
 def _load(addr, width):
-    """Load 1/2/4/8 bytes as an int64 holding the raw (zero-extended) bits."""
+    """Load 1 to 8 bytes (little-endian order for odd widths) as an int64 of raw bits."""
     if width == 8:
         return np.int64(load64(addr))
     if width == 4:
         return np.int64(load32(addr))
     if width == 2:
         return np.int64(load16(addr))
-    return np.int64(load8(addr))
+    if width == 1:
+        return np.int64(load8(addr))
+    v = np.int64(0)
+    for i in range(width):  # 3, 5, 6, 7 bytes: a bit-field word at the end of a record
+        v |= np.int64(load8(addr + i)) << (8 * i)
+    return v
 
 
 @_jit
@@ -63,8 +68,11 @@ def _store(addr, width, value):
         store32(addr, value)
     elif width == 2:
         store16(addr, value)
-    else:
+    elif width == 1:
         store8(addr, value)
+    else:
+        for i in range(width):
+            store8(addr + i, (value >> (8 * i)) & 0xFF)
 
 
 @_jit
@@ -75,7 +83,12 @@ def _swap(value, width):
         return np.int64(bswap32(value))
     if width == 2:
         return np.int64(bswap16(value))
-    return value
+    if width == 1:
+        return value
+    v = np.int64(0)
+    for i in range(width):
+        v |= ((value >> (8 * i)) & 0xFF) << (8 * (width - 1 - i))
+    return v
 
 
 @_jit

@@ -47,42 +47,7 @@ _IGNORED_TOKENS = re.compile(r"\b(__extension__|__restrict__|__restrict|__inline
 def from_c(source, name=None, *, byteorder="native", pack=None, unions=None, pointers="error",
            enum_as="dictionary", bytes_as="fixed", flatten=False, include_dirs=(), defines=None,
            preprocessor="auto"):
-    """A Layout of a C struct or union, laid out as this machine's C compiler does.
-
-    Parameters
-    ----------
-    source : str or os.PathLike
-        C declarations as text, or the path of a header or source file.
-    name : str, optional
-        ``"struct tick"``, ``"tick"`` (a struct, union or typedef name) or
-        ``"union u"``. Optional when the source defines exactly one struct or union.
-    byteorder : {"native", "little", "big"}
-        Byte order the records were written in. Sizes and offsets stay this machine's
-        ABI; every multi-byte field (bit-field words included, with big-endian bit
-        numbering for ``"big"``) is swapped during the conversion.
-    pack : int, optional
-        Maximum alignment of every member, as ``#pragma pack(n)`` around the whole
-        source (``pack=1``: no padding anywhere). ``#pragma pack`` and
-        ``__attribute__((packed))`` in the source are honoured either way.
-    unions : dict, optional
-        Which members of a union become columns: ``{"u": "f"}`` or ``{"u": ["f", "i"]}``,
-        keyed by the union's field path, or for an anonymous union by the path of one of
-        its members. By default every member becomes a column over the same bytes;
-        writing records back then needs exactly one member per union.
-    pointers : {"error", "int"}
-        Pointer fields are addresses in another process: an error, or an unsigned
-        integer column of the pointer's width.
-    enum_as : {"dictionary", "int"}
-        Enum fields as Arrow dictionaries of enumerator names (values with no
-        enumerator appear as their number), or as plain integers.
-    bytes_as, flatten
-        As in :meth:`Layout.from_dtype` (``char name[n]`` is an ``S<n>`` field).
-    include_dirs, defines
-        ``-I`` directories and ``-D`` macros for the C preprocessor.
-    preprocessor : "auto", True, False or str
-        ``"auto"`` runs ``cpp`` when one is found and otherwise the built-in subset;
-        True requires it; False never runs it; a string names the program.
-    """
+    """Layout of a C record: see :meth:`layouts.Layout.from_c`, which documents it."""
     if byteorder not in _BYTEORDERS:
         raise LayoutError(f"byteorder must be one of {sorted(_BYTEORDERS)}, got {byteorder!r}")
     if pointers not in ("error", "int"):
@@ -372,12 +337,13 @@ def _attach(attrs, toks, i, end, items, pos):
     marks = None  # token indices that name the struct/union/enum the attribute belongs to
     if prev in _TAGGED:  # struct __attribute__((packed)) [tag] {
         j = end + 1
-        marks = [i - 1, j, j + 1] if ident(j) else [i - 1, j]
+        marks = [i - 1, j] + ([j + 1] if ident(j) and word(j + 1) == "{" else [])
     elif word(i - 2) in _TAGGED and ident(i - 1) and nxt == "{":  # struct tag __attribute__ {
         marks = [i - 2, i - 1, end + 1]
-    elif prev == "}":  # struct { ... } __attribute__((packed))
+    elif prev == "}":  # struct [tag] { ... } __attribute__((packed))
         brace = _match_back(toks, i - 1)
-        marks = [brace, brace - 1, brace - 2]
+        marks = [brace] + ([brace - 1, brace - 2] if ident(brace - 1) and word(brace - 2) in _TAGGED
+                           else [brace - 1] if word(brace - 1) in _TAGGED else [])
     if marks is not None:
         for j in marks:
             if 0 <= j < len(toks):
@@ -748,10 +714,11 @@ class _Types:
                 member = self.of(decl.type, where, f"{record}.{name}")
                 member_attrs = self.p.attrs.for_decl(decl.coord)
                 if "packed" in attrs and "aligned" in member_attrs:
-                    # GCC: packed members get alignment 1, but an explicit aligned(n) still holds.
+                    # GCC: packed members get alignment 1, but an explicit aligned(n) still
+                    # holds (capped by #pragma pack).
                     member_attrs = {**member_attrs, "packed": None}
                     explicit_align.add(name)
-                member = self._aligned(member, member_attrs, where)
+                member = self._aligned(member, member_attrs, where, self.p.pack_of.get(key))
             bits = -1
             if decl.bitsize is not None:
                 bits = self.p.const(decl.bitsize, f"the width of bit-field {name!r}")
@@ -760,7 +727,12 @@ class _Types:
         self._check_attrs(attrs, record, self.p.where(node))
         pack = self.p.pack_of.get(key)
         flags = (_SF_PACKED,) if "packed" in attrs or pack == 1 else ((0, pack) if pack else ())
-        if pack and pack > 1 and "packed" not in attrs and any(b >= 0 for _, _, b in fields):
+        if (_SF_PACKED,) == flags and any(b == 0 for _, _, b in fields):
+            raise LayoutError(
+                f"{self.p.where(node)}: {record} is packed and has a zero-width bit-field (':0'), "
+                f"which GCC aligns differently from cffi's layout engine (the one layouts uses); "
+                f"layouts does not model it: remove the ':0' or the packing for this record")
+        if pack and pack > 1 and any(b >= 0 for _, _, b in fields):
             raise LayoutError(
                 f"{self.p.where(node)}: {record} has bit-fields under #pragma pack({pack}), which GCC "
                 f"places differently from cffi's layout engine (the one layouts uses); layouts does "
@@ -801,9 +773,9 @@ class _Types:
             raise LayoutError(f"{where}: {record} uses __attribute__(({bad[0]})), which layouts "
                               f"does not model; describe the record without it")
 
-    def _aligned(self, ctype, attrs, where):
+    def _aligned(self, ctype, attrs, where, cap=None):
         """A member's type under ``aligned(n)``/``packed``: a cffi wrapper of the same size
-        with the alignment GCC gives the member."""
+        with the alignment GCC gives the member (at most ``cap``, a ``#pragma pack``)."""
         if not attrs:
             return ctype
         self._check_attrs(attrs, "the field", where)
@@ -812,6 +784,8 @@ class _Types:
             align = 1
         if "aligned" in attrs:
             align = max(align, _alignment(attrs["aligned"], self.p, None))
+        if cap:
+            align = min(align, cap)
         if align == self.b.alignof(ctype):
             return ctype
         wrapper = self.b.new_struct_type(f"__aligned_{align}")
@@ -980,7 +954,11 @@ class _Extract:
         p = 8 * field.offset + field.bitshift
         first_byte, last_byte = p // 8, (p + nbits - 1) // 8
         span = last_byte - first_byte + 1
+        # The word the kernels load: a power of two where the record has room, else the
+        # exact span (a 3-byte word at the end of a 3-byte record).
         width = next((w for w in (1, 2, 4, 8) if w >= span), None)
+        if width is not None and width > record_size:
+            width = span
         if width is None or (p % 8) + nbits > 64:
             raise LayoutError(
                 f"{where}: bit-field {leaf!r} ({nbits} bits at bit {p % 8} of byte {first_byte}) spans "
@@ -991,7 +969,10 @@ class _Extract:
         big = self.order == ">" or (self.order == "=" and sys.byteorder == "big")
         shift = 8 * width - first - nbits if big else first
         signed = value.kind == "i"
-        self.bits.append((leaf, shift, nbits, signed, first, value.str if value.kind != "b" else "?"))
+        order = "|" if width == 1 else ("big" if big else "little")
+        self.bits.append((leaf, shift, nbits, signed, first, value.str if value.kind != "b" else "?", order))
+        if width not in (1, 2, 4, 8):
+            return np.dtype(f"V{width}"), start
         container = np.dtype(f"u{width}")
         return (container.newbyteorder(self.order) if width > 1 else container), start
 

@@ -90,7 +90,7 @@ class Field:
     @property
     def swapped(self):
         """True if the record stores the leaf in non-native byte order."""
-        return self.byteorder != "|" and self.dtype.byteorder not in ("=", "|", _NATIVE)
+        return self.byteorder not in ("|", sys.byteorder)
 
     def element_offsets(self):
         """Byte offset within the record of every element, in row-major order."""
@@ -112,7 +112,7 @@ class CInfo:
     """What a Layout made from C declarations knows beyond its NumPy dtype.
 
     Every tuple is keyed by leaf name, so the whole is hashable and comparable.
-    ``bits`` rows are ``(name, shift, nbits, signed, first_bit, value dtype)``;
+    ``bits`` rows are ``(name, shift, nbits, signed, first_bit, value dtype, byte order)``;
     ``enums`` rows ``(name, ((value, enumerator), ...))``; ``ctypes`` rows
     ``(name, C declaration)``.
     """
@@ -143,7 +143,7 @@ class _Node(NamedTuple):
 class Layout:
     """An immutable, hashable description of one record type.
 
-    Build it with :meth:`from_dtype`. ``layout.dtype`` is the record (AoS) view,
+    Build it with :meth:`from_dtype` or, from C declarations, :meth:`from_c`. ``layout.dtype`` is the record (AoS) view,
     ``layout.schema`` the Arrow (SoA) view, ``layout.fields`` the leaf fields, and
     ``print(layout)`` shows offsets, sizes, types and padding holes.
 
@@ -223,8 +223,67 @@ class Layout:
 
     @classmethod
     def from_c(cls, source, name=None, **options):
-        """Describe a C struct (or union) from its declarations, offsets exactly as the C
-        compiler lays them out. See :func:`layouts.from_c` for the options."""
+        """A Layout of a C struct or union, laid out as this machine's C compiler does.
+
+        Parameters
+        ----------
+        source : str or os.PathLike
+            C declarations as text, or the path of a header or source file.
+        name : str, optional
+            ``"struct tick"``, ``"tick"`` (a struct, union or typedef name) or
+            ``"union u"``. Optional when the source defines exactly one struct or union.
+        byteorder : {"native", "little", "big"}
+            Byte order the records were written in. Sizes and offsets stay this machine's
+            ABI; every multi-byte field (bit-field words included, with big-endian bit
+            numbering for ``"big"``) is swapped during the conversion.
+        pack : int, optional
+            Maximum alignment of every member, as ``#pragma pack(n)`` around the whole
+            source (``pack=1``: no padding anywhere). ``#pragma pack`` and
+            ``__attribute__((packed))`` in the source are honoured either way.
+        unions : dict, optional
+            Which members of a union become columns: ``{"u": "f"}`` or ``{"u": ["f", "i"]}``,
+            keyed by the union's field path, or for an anonymous union by the path of one of
+            its members. By default every member becomes a column over the same bytes;
+            writing records back then needs exactly one member per union.
+        pointers : {"error", "int"}
+            Pointer fields are addresses in another process: an error, or an unsigned
+            integer column of the pointer's width.
+        enum_as : {"dictionary", "int"}
+            Enum fields as Arrow dictionaries of enumerator names (values with no
+            enumerator appear as their number), or as plain integers.
+        bytes_as, flatten
+            As in :meth:`Layout.from_dtype` (``char name[n]`` is an ``S<n>`` field).
+        include_dirs, defines
+            ``-I`` directories and ``-D`` macros for the C preprocessor.
+        preprocessor : "auto", True, False or str
+            ``"auto"`` runs ``cpp`` when one is found and otherwise the built-in subset;
+            True requires it; False never runs it; a string names the program.
+
+        Mappings
+        --------
+        Integers, floats and ``_Bool`` as in :meth:`from_dtype` (plain ``char`` is
+        this platform's ``int8``/``uint8``); ``char name[n]``: ``S<n>``; arrays:
+        sub-arrays; structs: nested records (anonymous members are lifted into their
+        parent, as in C). A bit-field is its own column of its declared type (``int
+        a:3`` is ``int32``, signed; ``_Bool b:1`` is ``bool``), read with shift and
+        mask in the pass, and written back with a range check. An enum is a
+        ``dictionary<int32, string>`` of enumerator names, in value order.
+
+        Limits, each an error saying so rather than a guess: packed bit-fields that
+        straddle the storage unit of the field before them, packed records that mix
+        bit-fields with ``aligned`` members or have a ``:0`` bit-field, and bit-fields under ``#pragma pack(n)``
+        with n > 1 (cffi's engine does not place those as GCC does); bit-fields that
+        span more than 8 bytes; ``mode``/``vector_size``/``scalar_storage_order``
+        attributes. ``__attribute__((aligned))`` written after one of several
+        declarators in one declaration applies to that declarator only.
+
+        Examples
+        --------
+        >>> import layouts as lo
+        >>> L = lo.Layout.from_c("struct s { char c; unsigned a:3, b:5; double d; };")
+        >>> [(f.name, f.offset, str(f.arrow_type)) for f in L.fields]
+        [('c', 0, 'int8'), ('a', 1, 'uint32'), ('b', 1, 'uint32'), ('d', 8, 'double')]
+        """
         from ._cdecl import from_c
 
         return from_c(source, name, **options)
@@ -444,6 +503,8 @@ class _Builder:
                 nodes.append(_Node(name, tuple(own), self.walk(elem, *sub), -1))
             elif elem.kind == "c":
                 nodes.append(_Node(name, tuple(own), self.complex_parts(elem, *sub), -1))
+            elif elem.kind == "V" and ".".join(sub[1]) in self.c_bits:
+                nodes.append(_Node(name, tuple(own), (), self.leaf(elem, *sub)))  # a 3/5/6/7-byte bit-field word
             elif elem.kind == "V" and re.fullmatch(f"f{index}", name):
                 continue  # NumPy's name for an unnamed field: padding
             elif elem.kind == "V" and self.void_as == "skip":
@@ -468,14 +529,16 @@ class _Builder:
         name = ".".join(path)
         bits, enum = (), tuple(self.c_enums.get(name, ()))
         if name in self.c_bits:
-            shift, nbits, signed, first, value = self.c_bits[name]
+            shift, nbits, signed, first, value, order = self.c_bits[name]
             kind, factor, bits = "bits", 1, (shift, nbits, signed, first)
             arrow = _leaf_mapping(np.dtype(value), name, offset, self)[1]
         elif enum and self.enum_as == "dictionary":
             kind, arrow, factor = "enum", pa.dictionary(pa.int32(), pa.string()), 1
         else:
             kind, arrow, factor = _leaf_mapping(elem, name, offset, self)
-        if elem.byteorder == "|" or elem.itemsize == 1 or kind in ("bytes", "cstr", "bool"):
+        if bits:
+            pass  # the bit-field word's byte order, from the C layout
+        elif elem.byteorder == "|" or elem.itemsize == 1 or kind in ("bytes", "cstr", "bool"):
             order = "|"
         else:
             order = "little" if elem.byteorder.replace("=", _NATIVE) == "<" else "big"

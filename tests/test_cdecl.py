@@ -18,12 +18,13 @@ TICK_H = """
 #include <stdint.h>
 #define NSYM 8
 enum side { BUY = 1, SELL = 2, SIDE_ALIAS = 2 };
+enum { NQ = 2 };
 typedef uint32_t u32;
 struct quote { double px; int32_t qty; };   /* a nested struct */
 typedef struct tick {
     int64_t ts;
     char sym[NSYM];
-    struct quote q[2];
+    struct quote q[NQ];
     enum side side;
     u32 a:3, b:5;
     signed int s:4;
@@ -137,10 +138,10 @@ def test_random_declarations_match_the_compiler(source):
         layout = lo.Layout.from_c(source, "struct r")
     except lo.LayoutError as err:
         # The documented limits (packed bit-fields that straddle the previous field's
-        # storage unit; packed records mixing bit-fields and aligned members; bit-fields
-        # under #pragma pack(n > 1)) must say so, never guess.
+        # storage unit; packed records mixing bit-fields and aligned members, or with a
+        # ':0' bit-field; bit-fields under #pragma pack(n > 1)) must say so, never guess.
         assert re.search(r"straddles the storage unit|mixes bit-fields with aligned\(\)|"
-                         r"bit-fields under #pragma pack", str(err)), err
+                         r"bit-fields under #pragma pack|zero-width bit-field", str(err)), err
         return
     if not layout.fields:
         return
@@ -213,6 +214,19 @@ def test_bit_fields_round_trip_and_reject_values_that_do_not_fit():
         lo.SoA.from_arrow(bad, layout).to_aos()
 
 
+@pytest.mark.parametrize("byteorder", ["little", "big"])
+def test_bit_field_words_of_odd_width_at_the_end_of_a_record(byteorder):
+    # 6-byte records: the word holding the 33-bit field (bytes 1-5) cannot be 8 bytes wide.
+    layout = lo.Layout.from_c("struct r { char c; long long m : 33; } __attribute__((packed));",
+                              byteorder=byteorder)
+    assert layout.itemsize == 6 and layout["m"].width == 5 and layout["m"].offset == 1
+    table = pa.table({"c": pa.array([1, -2, 3], pa.int8()), "m": pa.array([-(2**32), 2**32 - 1, 77], pa.int64())})
+    aos = lo.SoA.from_arrow(table, layout).to_aos()
+    assert aos.to_soa().to_arrow().equals(table)
+    word = int.from_bytes(aos.array.tobytes()[7:12], byteorder)
+    assert (word >> (7 if byteorder == "big" else 0)) & (2**33 - 1) == 2**32 - 1
+
+
 def test_big_endian_records_and_bit_fields():
     # An IPv4 header as it is on the wire: version 4, IHL 5; flags DF, fragment offset 0,
     # then MF with fragment offset 5. Big-endian machines declare the nibble fields
@@ -272,6 +286,15 @@ def test_unions_give_one_column_per_member_and_writing_back_needs_a_choice():
         lo.Layout.from_c(src, unions={"u": "g"})
     with pytest.raises(lo.LayoutError, match=r"unions= names \['w'\], which are not unions of struct v"):
         lo.Layout.from_c(src, unions={"w": "f"})
+
+
+def test_a_header_that_needs_a_preprocessor_on_a_machine_without_one(monkeypatch):
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    with pytest.raises(lo.LayoutError, match=r"<string>:2: #if needs a C preprocessor, and none \(cpp, gcc"):
+        lo.Layout.from_c("struct a { int x; };\n#if 1\n#endif\n")
+    with pytest.raises(lo.LayoutError, match=r"preprocessor=True but no C preprocessor"):
+        lo.Layout.from_c("struct a { int x; };", preprocessor=True)
+    assert lo.Layout.from_c("#define N 2\nstruct a { int x[N]; };").itemsize == 8
 
 
 def test_pack_argument_and_mini_preprocessor_without_cpp():
