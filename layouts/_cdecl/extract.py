@@ -1,0 +1,170 @@
+"""A laid-out cffi record type -> NumPy dtype + CInfo -> Layout."""
+
+import platform
+import sys
+
+import numpy as np
+
+from .._errors import LayoutError
+from .._layout import CInfo, Layout
+
+BYTEORDERS = {"native": "=", "little": "<", "big": ">"}
+_CHAR_SIGNED = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686", "x86")
+
+
+class Extract:
+    """A cffi record type -> NumPy dtype + CInfo -> Layout."""
+
+    def __init__(self, types, byteorder, unions, label):
+        self.t, self.order = types, BYTEORDERS[byteorder]
+        self.unions, self.label = unions, label
+        self.used_unions = set()
+        self.ctypes, self.bits, self.enums = [], [], []
+
+    def layout(self, ctype, filename, enum_as, bytes_as, flatten):
+        dtype = self.record(ctype, ())
+        unknown = set(self.unions) - self.used_unions
+        if unknown:
+            raise LayoutError(f"unions= names {sorted(unknown)}, which are not unions of {self.label}")
+        if not dtype.names:
+            raise LayoutError(f"{self.label} has no fields that hold data")
+        info = CInfo(self.label, filename, tuple(self.ctypes), tuple(self.bits), tuple(self.enums), enum_as,
+                     self.t.b.alignof(ctype))
+        return Layout(dtype, bytes_as, flatten, "error", info)
+
+    def record(self, ctype, path):
+        """Structured dtype of a struct/union; leaves' C facts go to self.ctypes/bits/enums."""
+        b = self.t.b
+        names, formats, offsets = [], [], []
+        keep = self._union_keep(ctype, path) if ctype.kind == "union" else None
+        for name, member, spelling, where in self.t.members.get(ctype, []):
+            field = dict(ctype.fields)[name]
+            if keep is not None and name not in keep and name not in self.t.anonymous:
+                continue
+            if name in self.t.anonymous:
+                sub = self.record(field.type, path)
+                for n in sub.names:
+                    fdt, off = sub.fields[n][:2]
+                    names.append(n)
+                    formats.append(fdt)
+                    offsets.append(field.offset + off)
+                continue
+            leaf = ".".join(path + (name,))
+            self.ctypes.append((leaf, spelling))
+            if field.bitsize >= 0:
+                if field.bitsize == 0:
+                    continue
+                fmt, off = self.bitfield(leaf, field, member, b.sizeof(ctype), where)
+            else:
+                fmt, off = self.member(field.type, path + (name,), where), field.offset
+            names.append(name)
+            formats.append(fmt)
+            offsets.append(off)
+        return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": b.sizeof(ctype)})
+
+    def _union_keep(self, ctype, path):
+        member_names = [m[0] for m in self.t.members.get(ctype, [])]
+        keys = [".".join(path)] if path and not path[-1].startswith("__anonymous_") else []
+        keys += [".".join(path[:-1] + (m,)) if path and path[-1].startswith("__anonymous_") else m
+                 for m in member_names]
+        for key in keys:
+            if key in self.unions:
+                self.used_unions.add(key)
+                chosen = self.unions[key]
+                chosen = [chosen] if isinstance(chosen, str) else list(chosen)
+                missing = [c for c in chosen if c not in member_names]
+                if missing:
+                    raise LayoutError(f"unions[{key!r}] names {missing}; the union's members are {member_names}")
+                return set(chosen)
+        return None
+
+    def member(self, ctype, path, where):
+        """NumPy dtype of a non-bit-field member."""
+        name = ".".join(path)
+        ctype = self.t.unwrap.get(ctype, ctype)
+        shape = []
+        while ctype.kind == "array":
+            shape.append(ctype.length)
+            ctype = ctype.item
+        ctype = self.t.unwrap.get(ctype, ctype)
+        if ctype.kind in ("struct", "union"):
+            base = self.record(ctype, path)
+        elif ctype.kind == "primitive" and ctype.cname == "char" and shape:
+            base, shape = np.dtype(f"S{shape[-1]}"), shape[:-1]
+        else:
+            base = self.scalar(ctype, name, where)
+        if shape and 0 in shape:
+            return np.dtype((np.void, 0))
+        return np.dtype((base, tuple(shape))) if shape else base
+
+    def scalar(self, ctype, name, where):
+        b = self.t.b
+        if ctype in self.t.enums:
+            enumerators, dtype = self.t.enums[ctype]
+            self.enums.append((name, enumerators))
+            return dtype.newbyteorder(self.order) if dtype.itemsize > 1 else dtype
+        if ctype in self.t.pointer_types:
+            return np.dtype(f"u{b.sizeof(ctype)}").newbyteorder(self.order)
+        if ctype.kind != "primitive":
+            raise LayoutError(f"{where}: field {name!r} has type {ctype.cname}, which holds no data")
+        dtype = _numpy_of(ctype.cname, b.sizeof(ctype))
+        if dtype is None:
+            raise LayoutError(
+                f"{where}: field {name!r} is {ctype.cname} ({b.sizeof(ctype)} bytes here): no NumPy/Arrow "
+                f"type holds it exactly; store it as double, or describe it as char[{b.sizeof(ctype)}] "
+                f"to keep the raw bytes"
+            )
+        return dtype.newbyteorder(self.order) if dtype.itemsize > 1 else dtype
+
+    def bitfield(self, leaf, field, member, record_size, where):
+        """Container word dtype and offset of a bit-field; records its CInfo row."""
+        b = self.t.b
+        value_type = field.type
+        if value_type in self.t.enums:
+            value = self.t.enums[value_type][1]
+        else:
+            value = _numpy_of(value_type.cname, b.sizeof(value_type))
+        nbits = field.bitsize
+        # The field's first bit, counted from the record's start. GCC allocates bit-fields
+        # at the same bit numbers on big-endian targets; only the numbering differs (bit 0
+        # is then the most significant bit of byte 0), which the shift below accounts for.
+        p = 8 * field.offset + field.bitshift
+        first_byte, last_byte = p // 8, (p + nbits - 1) // 8
+        span = last_byte - first_byte + 1
+        # The word the kernels load: a power of two where the record has room, else the
+        # exact span (a 3-byte word at the end of a 3-byte record).
+        width = next((w for w in (1, 2, 4, 8) if w >= span), None)
+        if width is not None and width > record_size:
+            width = span
+        if width is None or (p % 8) + nbits > 64:
+            raise LayoutError(
+                f"{where}: bit-field {leaf!r} ({nbits} bits at bit {p % 8} of byte {first_byte}) spans "
+                f"{span} bytes; layouts reads bit-fields through one 8-byte word at most"
+            )
+        start = min(first_byte, record_size - width)
+        first = p - 8 * start  # bit offset within the word, in memory order
+        big = self.order == ">" or (self.order == "=" and sys.byteorder == "big")
+        shift = 8 * width - first - nbits if big else first
+        signed = value.kind == "i"
+        order = "|" if width == 1 else ("big" if big else "little")
+        self.bits.append((leaf, shift, nbits, signed, first, value.str if value.kind != "b" else "?", order))
+        if width not in (1, 2, 4, 8):
+            return np.dtype(f"V{width}"), start
+        container = np.dtype(f"u{width}")
+        return (container.newbyteorder(self.order) if width > 1 else container), start
+
+
+def _numpy_of(cname, size):
+    """NumPy dtype of a cffi primitive type name, or None if none holds it exactly."""
+    if cname == "_Bool":
+        return np.dtype("?")
+    if cname in ("float", "double"):
+        return np.dtype(f"f{size}")
+    if cname == "long double":
+        return np.dtype("f8") if size == 8 else None
+    if cname == "char":
+        return np.dtype("i1" if _CHAR_SIGNED else "u1")
+    if cname in ("wchar_t", "char16_t", "char32_t"):
+        return np.dtype(f"{'i' if cname == 'wchar_t' else 'u'}{size}")
+    unsigned = cname.startswith("unsigned") or cname.startswith("uint") or cname in ("size_t", "uintptr_t")
+    return np.dtype(f"{'u' if unsigned else 'i'}{size}")

@@ -1,0 +1,127 @@
+"""Read C declarations and preprocess them, keeping where every line came from."""
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from .._errors import LayoutError
+
+
+def read_source(source):
+    """``(text, filename)`` of a path or of declarations given as text."""
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source
+                                           and not re.search(r"[;{}]", source)):
+        path = Path(source)
+        if not path.is_file():
+            raise LayoutError(
+                f"no such header file: {str(path)!r}; pass C declarations as text or the path of a "
+                f"file that exists"
+            )
+        return path.read_text(errors="replace"), str(path)
+    if not isinstance(source, str):
+        raise LayoutError(f"source must be C declarations (str) or a file path, got {type(source).__name__}")
+    return source, "<string>"
+
+
+class Preprocessed:
+    """Preprocessed text whose line i came from ``origin[i]`` = (file, line)."""
+
+    def __init__(self, text, origin, main):
+        self.text, self.origin, self.main = text, origin, main
+
+    def where(self, line, col=None):
+        file, orig = self.origin[line - 1] if 0 < line <= len(self.origin) else (self.main, line)
+        return f"{file}:{orig}" + (f":{col}" if col else "")
+
+    def in_main(self, line):
+        return 0 < line <= len(self.origin) and self.origin[line - 1][0] == self.main
+
+
+def _find_cpp(preprocessor):
+    if isinstance(preprocessor, str) and preprocessor != "auto":
+        found = shutil.which(preprocessor)
+        if not found:
+            raise LayoutError(f"preprocessor {preprocessor!r} was not found on PATH")
+        return [found] if "cpp" in Path(found).name else [found, "-E"]
+    for prog, args in (("cpp", []), ("gcc", ["-E"]), ("cc", ["-E"]), ("clang", ["-E"])):
+        found = shutil.which(prog)
+        if found:
+            return [found, *args]
+    return None
+
+
+def preprocess(text, filename, preprocessor, include_dirs, defines):
+    cpp = None if preprocessor is False else _find_cpp(preprocessor)
+    if cpp is None and preprocessor is True:
+        raise LayoutError("preprocessor=True but no C preprocessor (cpp, gcc, cc, clang) is on PATH")
+    if cpp is None:
+        return _mini_preprocess(text, filename, defines)
+    main = filename
+    args = [*cpp, "-x", "c", "-std=gnu11"]
+    args += [f"-I{d}" for d in include_dirs]
+    args += [f"-D{k}" if v is None else f"-D{k}={v}" for k, v in defines.items()]
+    if filename == "<string>":
+        args += ["-I", os.getcwd(), "-"]
+    else:
+        args += ["-I", str(Path(filename).parent), filename]
+    run = subprocess.run(args, input=text if filename == "<string>" else None, capture_output=True,
+                         text=True, errors="replace")
+    if run.returncode != 0:
+        first = next((ln for ln in run.stderr.splitlines() if "error" in ln), run.stderr.strip())
+        raise LayoutError(f"the C preprocessor failed: {first.replace('<stdin>', '<string>')}")
+    lines, origin = [], []
+    file, line = main, 1
+    marker = re.compile(r'#\s*(\d+)\s+"((?:[^"\\]|\\.)*)"')
+    for raw in run.stdout.split("\n"):
+        m = marker.match(raw)
+        if m:
+            line, file = int(m.group(1)), m.group(2)
+            file = main if file in ("<stdin>", filename) else file
+            lines.append("")
+            origin.append((file, line))
+            continue
+        lines.append(raw)
+        origin.append((file, line))
+        line += 1
+    return Preprocessed("\n".join(lines), origin, main)
+
+
+def _mini_preprocess(text, filename, defines):
+    """Comments, object-like #define constants and #pragma; anything else needs cpp."""
+    text = re.sub(r"/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group()), text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    macros = {k: "1" if v is None else str(v) for k, v in defines.items()}
+    out = []
+    for number, line in enumerate(text.split("\n"), 1):
+        stripped = line.strip()
+        if not stripped.startswith("#"):
+            out.append(expand(line, macros))
+            continue
+        m = re.match(r"#\s*(\w+)\s*(.*)", stripped)
+        directive = m.group(1) if m else ""
+        if directive == "define" and re.match(r"[A-Za-z_]\w*(\s|$)", m.group(2)):
+            key, _, value = m.group(2).partition(" ")
+            macros[key] = expand(value.strip(), macros) or "1"
+            out.append("")
+        elif directive == "pragma":
+            out.append(line)
+        else:
+            raise LayoutError(
+                f"{filename}:{number}: {stripped.split()[0]} needs a C preprocessor, and none "
+                f"(cpp, gcc, cc, clang) is on PATH; install one (e.g. the cpp or gcc package) or "
+                f"pass the declarations with the directives already expanded"
+            )
+    return Preprocessed("\n".join(out), [(filename, i + 1) for i in range(len(out))], filename)
+
+
+def expand(line, macros):
+    if not macros:
+        return line
+    for _ in range(16):
+        new = re.sub(r"\b[A-Za-z_]\w*\b", lambda m: macros.get(m.group(), m.group()), line)
+        if new == line:
+            break
+        line = new
+    return line
