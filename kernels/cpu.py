@@ -24,7 +24,7 @@ from ._memory import bswap16, bswap32, bswap64, load8, load16, load32, load64
 from ._memory import store8, store16, store32, store64
 from .plan import (
     COUNT, DATA, E_INEXACT, E_NULL, E_RANGE, E_TOO_LONG, E_UTF, ELEM0, F_SIGNED, F_TRUNCATE,
-    F_UTF8, FLAGS, K_BITS, K_BOOL, K_BYTES, K_CIVIL, K_COPY, K_CSTR, K_ENUM, K_SCALE, K_UTF32,
+    F_DENSE, F_UTF8, FLAGS, K_BITS, K_BOOL, K_BYTES, K_CIVIL, K_COPY, K_CSTR, K_ENUM, K_SCALE, K_UTF32,
     KIND, N_BITS, N_NONE, NAT, NULLS, OFFS, OFFSETS, P1, P2, P3, SENT, SWAP, TABLE, VALID,
     WIDTH,
 )
@@ -326,44 +326,74 @@ def _fwd_bool(src, stride, b0, b1, op, offs):
 
 
 @_jit
+def _word_rows(base, stride, b0, b1, w, swap, out):
+    """The w-byte word at ``base + r * stride`` for rows [b0, b1), native order, into out."""
+    if w == 4:
+        for r in range(b0, b1):
+            v = np.int64(load32(base + r * stride))
+            out[r - b0] = np.int64(bswap32(v)) if swap else v
+    elif w == 2:
+        for r in range(b0, b1):
+            v = np.int64(load16(base + r * stride))
+            out[r - b0] = np.int64(bswap16(v)) if swap else v
+    elif w == 1:
+        for r in range(b0, b1):
+            out[r - b0] = np.int64(load8(base + r * stride))
+    else:
+        for r in range(b0, b1):
+            out[r - b0] = _load_word(base + r * stride, w, swap)
+
+
+@_jit
 def _fwd_bits(src, stride, b0, b1, op, offs):
     """C bit-field: load its container word, shift, mask, sign-extend; store the value."""
     w, c, dst = op[WIDTH], op[COUNT], op[DATA]
     swap, shift, nbits, outw = op[SWAP] != 0, op[P1], op[P2], op[P3]
     signed = (op[FLAGS] & F_SIGNED) != 0
+    up, down = np.uint64(64 - shift - nbits), np.uint64(64 - nbits)  # top bit to bit 63, then back
+    words = np.empty(b1 - b0, dtype=np.int64)
     if outw == 0:
         _clear_bits(dst, b0 * c, b1 * c)
     for k in range(c):
-        base = src + offs[op[OFFS] + k]
-        for r in range(b0, b1):
-            v = _load_word(base + r * stride, w, swap) >> shift
-            v = _sign_extend(v, nbits) if signed else _low_bits(v, nbits)
-            if outw == 0:
+        _word_rows(src + offs[op[OFFS] + k], stride, b0, b1, w, swap, words)
+        for t in range(b1 - b0):
+            u = np.uint64(words[t]) << up
+            v = (np.int64(u) >> down) if signed else np.int64(u >> down)
+            i = (b0 + t) * c + k
+            if outw == 4:
+                store32(dst + i * 4, v)
+            elif outw == 0:
                 if v != 0:
-                    _set_bit(dst, r * c + k)
+                    _set_bit(dst, i)
             else:
-                _store(dst + (r * c + k) * outw, outw, v)
+                _store(dst + i * outw, outw, v)
 
 
 @_jit
 def _fwd_enum(src, stride, b0, b1, op, offs):
-    """C enum value -> index of its enumerator in the ascending value table, or -1."""
+    """C enum value -> dictionary index: a dense table lookup (F_DENSE) or a binary
+    search of the ascending values; -1 where no enumerator has the value."""
     w, c, dst, table, size = op[WIDTH], op[COUNT], op[DATA], op[TABLE], op[P2]
-    swap, signed = op[SWAP] != 0, (op[FLAGS] & F_SIGNED) != 0
+    swap, signed, lo = op[SWAP] != 0, (op[FLAGS] & F_SIGNED) != 0, op[P1]
+    dense = (op[FLAGS] & F_DENSE) != 0
+    words = np.empty(b1 - b0, dtype=np.int64)
     for k in range(c):
-        base = src + offs[op[OFFS] + k]
-        for r in range(b0, b1):
-            v = _load_word(base + r * stride, w, swap)
-            v = _sign_extend(v, 8 * w) if signed else _low_bits(v, 8 * w)
-            lo, hi = 0, size
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if np.int64(load64(table + mid * 8)) < v:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            found = lo < size and np.int64(load64(table + lo * 8)) == v
-            store32(dst + (r * c + k) * 4, lo if found else -1)
+        _word_rows(src + offs[op[OFFS] + k], stride, b0, b1, w, swap, words)
+        for t in range(b1 - b0):
+            v = _sign_extend(words[t], 8 * w) if signed else _low_bits(words[t], 8 * w)
+            if dense:
+                j = v - lo
+                idx = np.int64(load64(table + j * 8)) if 0 <= j < size else -1
+            else:
+                a, b = 0, size
+                while a < b:
+                    mid = (a + b) >> 1
+                    if np.int64(load64(table + mid * 8)) < v:
+                        a = mid + 1
+                    else:
+                        b = mid
+                idx = a if a < size and np.int64(load64(table + a * 8)) == v else -1
+            store32(dst + ((b0 + t) * c + k) * 4, idx)
 
 
 @_jit
@@ -591,61 +621,94 @@ def _rev_bool(dst, itemsize, b0, b1, op, offs):
 
 
 @_jit
-def _column_value(op, i):
-    """``(True, value)`` of element i of a K_BITS/K_ENUM column, or ``(False, fill)`` if null."""
-    valid, outw = op[VALID], op[P3]
-    if valid != 0 and not _get_bit(valid, i):
-        return False, op[SENT]
-    if outw == 0:
-        return True, np.int64(_get_bit(op[DATA], i))
-    v = _load(op[DATA] + i * outw, outw)
-    return True, v
+def _column_values(op, c, k, b0, b1, out):
+    """Element k of rows [b0, b1) of a K_BITS/K_ENUM column as int64 (sign-extended when
+    F_SIGNED) into out; a null takes the fill value. Returns the first row with a null
+    and no fill, or -1."""
+    valid, outw, data, e0 = op[VALID], op[P3], op[DATA], op[ELEM0]
+    signed = (op[FLAGS] & F_SIGNED) != 0
+    if outw == 4 and signed:
+        for r in range(b0, b1):
+            out[r - b0] = np.int64(np.int32(load32(data + (e0 + r * c + k) * 4)))
+    elif outw == 4:
+        for r in range(b0, b1):
+            out[r - b0] = np.int64(load32(data + (e0 + r * c + k) * 4))
+    else:
+        for r in range(b0, b1):
+            i = e0 + r * c + k
+            v = np.int64(_get_bit(data, i)) if outw == 0 else _load(data + i * outw, outw)
+            out[r - b0] = _sign_extend(v, 8 * outw) if signed and outw != 0 else v
+    if valid != 0:
+        for r in range(b0, b1):
+            if not _get_bit(valid, e0 + r * c + k):
+                if op[NULLS] == N_NONE:
+                    return r
+                out[r - b0] = op[SENT]
+    return -1
 
 
 @_jit
 def _rev_bits(dst, itemsize, b0, b1, op, offs):
     """Value -> C bit-field: range-checked, merged into its container word in place."""
-    w, c, e0 = op[WIDTH], op[COUNT], op[ELEM0]
-    swap, shift, nbits, outw = op[SWAP] != 0, op[P1], op[P2], op[P3]
+    w, c = op[WIDTH], op[COUNT]
+    swap, shift, nbits = op[SWAP] != 0, op[P1], op[P2]
     signed = (op[FLAGS] & F_SIGNED) != 0
     field = _low_bits(np.int64(-1), nbits) << shift
+    if nbits == 64:
+        lo, hi = np.int64(-(2**63)), np.int64(2**63 - 1)
+    elif signed:
+        lo, hi = -(np.int64(1) << (nbits - 1)), (np.int64(1) << (nbits - 1)) - 1
+    else:
+        lo, hi = np.int64(0), (np.int64(1) << nbits) - 1
+    values = np.empty(b1 - b0, dtype=np.int64)
     for k in range(c):
+        row = _column_values(op, c, k, b0, b1, values)
+        if row >= 0:
+            return row, E_NULL
+        bad = False
+        for t in range(b1 - b0):
+            bad |= (values[t] < lo) | (values[t] > hi)
+        if bad:
+            for t in range(b1 - b0):
+                if values[t] < lo or values[t] > hi:
+                    return b0 + t, E_RANGE
         base = dst + offs[op[OFFS] + k]
-        for r in range(b0, b1):
-            ok, v = _column_value(op, e0 + r * c + k)
-            if not ok and op[NULLS] == N_NONE:
-                return r, E_NULL
-            if outw != 0 and signed:
-                v = _sign_extend(v, 8 * outw)
-            if nbits < 64:
-                if signed and (v < -(np.int64(1) << (nbits - 1)) or v >= (np.int64(1) << (nbits - 1))):
-                    return r, E_RANGE
-                if not signed and (v < 0 or v >= (np.int64(1) << nbits)):
-                    return r, E_RANGE
-            a = base + r * itemsize
-            word = (_load_word(a, w, swap) & ~field) | ((_low_bits(v, nbits) << shift) & field)
-            _store(a, w, _swap(word, w) if swap else word)
+        for t in range(b1 - b0):
+            a = base + (b0 + t) * itemsize
+            bits = (values[t] << shift) & field
+            if w == 4 and not swap:
+                store32(a, (np.int64(load32(a)) & ~field) | bits)
+            elif w == 4:
+                store32(a, bswap32((np.int64(bswap32(load32(a))) & ~field) | bits))
+            elif w == 2 and swap:
+                store16(a, bswap16((np.int64(bswap16(load16(a))) & ~field) | bits))
+            elif w == 1:
+                store8(a, (np.int64(load8(a)) & ~field) | bits)
+            else:
+                word = (_load_word(a, w, swap) & ~field) | bits
+                _store(a, w, _swap(word, w) if swap else word)
     return -1, 0
 
 
 @_jit
 def _rev_enum(dst, itemsize, b0, b1, op, offs):
     """Dictionary index -> the value of its entry (from TABLE), stored as the C enum."""
-    w, c, e0, table, size = op[WIDTH], op[COUNT], op[ELEM0], op[TABLE], op[P2]
-    swap = op[SWAP] != 0
+    w, c, table, size = op[WIDTH], op[COUNT], op[TABLE], op[P2]
+    swap, valid = op[SWAP] != 0, op[VALID]
+    idx = np.empty(b1 - b0, dtype=np.int64)
     for k in range(c):
         base = dst + offs[op[OFFS] + k]
-        for r in range(b0, b1):
-            ok, idx = _column_value(op, e0 + r * c + k)
-            if ok:
-                idx = np.int64(np.int32(idx))
-                if idx < 0 or idx >= size:
-                    return r, E_RANGE
-                v = np.int64(load64(table + idx * 8))
-            elif op[NULLS] != N_NONE:
-                v = idx  # the fill value, already an enum value
+        row = _column_values(op, c, k, b0, b1, idx)
+        if row >= 0:
+            return row, E_NULL
+        for t in range(b1 - b0):
+            r = b0 + t
+            if valid != 0 and not _get_bit(valid, op[ELEM0] + r * c + k):
+                v = idx[t]  # the fill value, already an enum value
+            elif idx[t] < 0 or idx[t] >= size:
+                return r, E_RANGE
             else:
-                return r, E_NULL
+                v = np.int64(load64(table + idx[t] * 8))
             _store(base + r * itemsize, w, _swap(v, w) if swap else v)
     return -1, 0
 

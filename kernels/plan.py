@@ -18,7 +18,7 @@ NULLS     ``N_NONE``, ``N_BITS`` (null where the raw bits equal SENT) or ``N_NAN
 SENT      the sentinel (AoS -> SoA) or fill value (SoA -> AoS), as native raw bits.
 P1        kind parameter: scale factor (K_SCALE, K_CIVIL); max bytes per value (K_CSTR,
           K_UTF32); shift of the bit-field in its container word, once loaded in
-          native order (K_BITS).
+          native order (K_BITS); first value of a dense K_ENUM table.
 P2        kind parameter: bytes of one Arrow value (K_SCALE); offset width 4/8 (strings);
           bits of the bit-field (K_BITS); entries in TABLE (K_ENUM).
 ELEM0     first element of the Arrow column (its array offset), SoA -> AoS only.
@@ -26,7 +26,8 @@ FLAGS     ``F_UTF8`` (check UTF-8), ``F_TRUNCATE`` (cut strings that do not fit)
           ``F_SIGNED`` (the bit-field or enum value is signed).
 P3        bytes of one Arrow value for K_BITS (0: bit-packed boolean) and K_ENUM indices.
 TABLE     K_ENUM: address of an int64 table. AoS -> SoA: the enumerator values in
-          ascending order (dictionary index = position); SoA -> AoS: the value of each
+          ascending order (dictionary index = position), or with F_DENSE the dictionary
+          index (-1: none) of each value from P1 on; SoA -> AoS: the value of each
           dictionary entry.
 """
 
@@ -53,6 +54,7 @@ N_NAN = 2
 F_UTF8 = 1
 F_TRUNCATE = 2
 F_SIGNED = 4
+F_DENSE = 8  # K_ENUM, AoS -> SoA: TABLE holds the index of every value P1 .. P1 + P2 - 1
 
 # Error codes a kernel reports as (row, op, code).
 E_RANGE = 1  # a value does not fit the destination type

@@ -102,8 +102,8 @@ def _leaf(arr, field, fill, fills):
             kind = "cstr"
             if not any(test(arr.type) for test in _STRINGISH):
                 arr = _cast(arr, pa.binary(), name, field)
-    elif kind == "enum":
-        arr, kind = _enum_column(arr, field)
+    elif kind == "enum" or (field.enum and not pa.types.is_integer(arr.type)):
+        arr, kind = _enum_column(arr, field)  # names are welcome even with enum_as="int"
     elif arr.type != field.arrow_type:
         arr = _cast(arr, field.arrow_type, name, field)
     if arr.null_count:

@@ -52,8 +52,13 @@ def null_bits(field, value, what):
     ``what`` names the argument (``nulls`` or ``fill``) for the error message.
     """
     where = f"{what}[{field.name!r}]"
-    if field.kind == "enum":
+    if field.enum:
         return P.N_BITS, _enum_value(field, value, where)
+    if field.kind == "bits" and isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        _, nbits, signed, _ = field.bits
+        lo, hi = (-(2 ** (nbits - 1)), 2 ** (nbits - 1) - 1) if signed else (0, 2**nbits - 1)
+        if not lo <= value <= hi:
+            raise ConversionError(f"{where}={value!r} does not fit the {nbits}-bit field {field.name!r} ({lo}..{hi})")
     if field.kind != "copy" and field.kind != "bits":
         raise ConversionError(
             f"{where}: field {field.name!r} ({field.dtype.str} at offset {field.offset}) is "
@@ -95,6 +100,19 @@ def _enum_value(field, value, where):
     if not info.min <= number <= info.max:
         raise ConversionError(f"{where}={value!r} does not fit field {field.name!r} ({field.dtype.str})")
     return number
+
+
+def _enum_lookup(field, dense_limit=1 << 16):
+    """``(table, first value, dense)`` for AoS -> SoA of an enum: the index of every value
+    from the smallest to the largest enumerator where that range is small, else the
+    ascending values for a binary search."""
+    values = np.array([v for v, _ in field.enum], dtype=np.int64)
+    lo, hi = int(values[0]), int(values[-1])
+    if hi - lo < dense_limit:
+        table = np.full(hi - lo + 1, -1, dtype=np.int64)
+        table[values - lo] = np.arange(len(values))
+        return table, lo, True
+    return values, 0, False
 
 
 def enum_table(field, dictionary):
@@ -187,7 +205,7 @@ def _base_row(field, starts, i):
         shift, nbits, signed, _ = field.bits
         row[P.P1], row[P.P2], row[P.P3] = shift, nbits, arrow_width(field)
         row[P.FLAGS] |= P.F_SIGNED if signed else 0
-    if field.kind == "enum":
+    if field.enum:
         row[P.P3] = 4
         row[P.FLAGS] |= P.F_SIGNED if field.dtype.kind == "i" else 0
     return row
@@ -207,9 +225,10 @@ def forward_ops(arena, base, sentinels):
     for i, f in enumerate(layout.fields):
         row = _base_row(f, starts, i)
         if f.kind == "enum":
-            table = np.array([v for v, _ in f.enum], dtype=np.int64)
+            table, row[P.P1], dense = _enum_lookup(f)
             keep.append(table)
             row[P.TABLE], row[P.P2] = table.ctypes.data, len(table)
+            row[P.FLAGS] |= P.F_DENSE if dense else 0
         bufs = arena.buffers[i]
         row[P.DATA] = base + bufs["data"][0]
         if "validity" in bufs:

@@ -270,6 +270,27 @@ def test_enums_as_dictionary_or_int_and_unknown_values_stay_visible():
         lo.SoA.from_arrow(pa.table({"c": ["PURPLE"], "k": pa.array([1], pa.int16())}), layout).to_aos()
 
 
+@pytest.mark.parametrize("span", [10, 10**6])  # a dense lookup table, and a binary search
+def test_enum_lookup_for_dense_and_sparse_values(span):
+    src = f"enum e {{ LOW = -{span}, MID = 0, HIGH = {span} }}; struct p {{ enum e c[2]; }};"
+    layout = lo.Layout.from_c(src)
+    raw = np.array([[-span, span], [0, 7], [span + 1, -span]], dtype="<i4")
+    soa = lo.AoS(raw.tobytes(), layout).to_soa()
+    assert soa.to_arrow().column("c").to_pylist() == [["LOW", "HIGH"], ["MID", "7"], [str(span + 1), "LOW"]]
+    assert soa.to_aos().array.tobytes() == raw.tobytes()
+
+
+def test_nulls_in_bit_field_and_enum_columns_need_a_fill():
+    layout = lo.Layout.from_c("enum color { RED, GREEN }; struct p { unsigned a:3; enum color c; };")
+    table = pa.table({"a": pa.array([1, None, 3], pa.uint32()), "c": pa.array(["RED", "GREEN", None])})
+    with pytest.raises(lo.ConversionError, match=r"column 'a' has 1 nulls \(first at row 1\).*pass fill=\{'a': value\}"):
+        lo.SoA.from_arrow(table, layout).to_aos()
+    out = lo.SoA.from_arrow(table, layout, fill={"a": 7, "c": "GREEN"}).to_aos().to_soa().to_arrow()
+    assert out.to_pydict() == {"a": [1, 7, 3], "c": ["RED", "GREEN", "GREEN"]}
+    with pytest.raises(lo.ConversionError, match=r"fill\['a'\]=9 does not fit the 3-bit field 'a' \(0\.\.7\)"):
+        lo.SoA.from_arrow(table, layout, fill={"a": 9, "c": 0}).to_aos()
+
+
 def test_unions_give_one_column_per_member_and_writing_back_needs_a_choice():
     src = "struct v { int tag; union { float f; unsigned int bits; unsigned char b[4]; } u; };"
     layout = lo.Layout.from_c(src)
