@@ -12,6 +12,7 @@ from ._layout import Field, Layout
 
 __all__ = ["Layout", "Field", "LayoutError", "ConversionError"]
 from ._aos import AoS
+from ._files import read_records
 from ._soa import Column, SoA
 
-__all__ += ["AoS", "SoA", "Column"]
+__all__ += ["AoS", "SoA", "Column", "read_records"]

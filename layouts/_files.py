@@ -1,0 +1,99 @@
+"""Legacy record files: memory-mapped, checked against the record size."""
+
+import io
+import mmap
+import os
+import stat
+import warnings
+
+import numpy as np
+
+from ._aos import AoS, as_layout
+from ._errors import LayoutError
+
+__all__ = ["read_records"]
+
+_TRAILING = ("error", "ignore")
+
+
+def read_records(source, layout, offset=0, count=None, *, trailing="error"):
+    """The records of a binary file as an :class:`AoS`, memory-mapped (nothing is read).
+
+    Parameters
+    ----------
+    source : str, os.PathLike or file object
+        A file path, or an open binary file: a real file is mapped, any other file
+        object (``io.BytesIO``, a pipe) is read.
+    layout : Layout or numpy.dtype
+        The record type, e.g. ``Layout.from_c(header, "struct tick")``.
+    offset : int
+        Bytes of file header before the first record.
+    count : int, optional
+        Records to take (default: all after ``offset``).
+    trailing : {"error", "ignore"}
+        What to do when the bytes after ``offset`` are not a whole number of records:
+        a LayoutError stating the sizes (default), or a warning saying how many bytes
+        at the end were skipped.
+    """
+    layout = as_layout(layout)
+    if trailing not in _TRAILING:
+        raise LayoutError(f"trailing must be one of {_TRAILING}, got {trailing!r}")
+    if not isinstance(offset, int) or offset < 0:
+        raise LayoutError(f"offset must be a non-negative number of bytes, got {offset!r}")
+    if count is not None and (not isinstance(count, int) or count < 0):
+        raise LayoutError(f"count must be a non-negative number of records, got {count!r}")
+    name, size, mapped, data = _open(source)
+    itemsize = layout.itemsize
+    if offset > size:
+        raise LayoutError(f"{name} is {size} bytes, shorter than the {offset}-byte header offset")
+    whole, left = divmod(size - offset, itemsize)
+    if count is not None:
+        if count > whole:
+            raise LayoutError(
+                f"{name} holds {whole} whole records of {itemsize} bytes after offset {offset}; "
+                f"count={count} asks for more"
+            )
+        whole, left = count, 0
+    if left:
+        message = (f"{name} is {size} bytes: after the {offset}-byte header that is {whole} records of "
+                   f"{itemsize} bytes and {left} bytes left over")
+        if trailing == "error":
+            raise LayoutError(
+                f"{message}; check the layout (record size {itemsize}) and the header offset, or pass "
+                f"trailing='ignore' to skip the partial record"
+            )
+        warnings.warn(f"{message}; skipped those {left} bytes", stacklevel=2)
+    nbytes = whole * itemsize
+    if data is not None:  # a stream, already read
+        return AoS(memoryview(data)[offset : offset + nbytes], layout)
+    if nbytes == 0:
+        return AoS(b"", layout)
+    return AoS(np.memmap(mapped, dtype=layout.dtype, mode="r", offset=offset, shape=(whole,)), layout)
+
+
+def _open(source):
+    """``(name, size in bytes, path or file to map, bytes read from a stream)``; offsets
+    count from the start of the file, or of the stream's remaining bytes."""
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        try:
+            return path, os.path.getsize(path), path, None
+        except OSError as err:
+            raise LayoutError(f"cannot read records from {path!r}: {err.strerror}") from None
+    if not hasattr(source, "read"):
+        raise LayoutError(f"read_records takes a path or a binary file object, got {type(source).__name__}")
+    name = str(getattr(source, "name", type(source).__name__))
+    try:
+        fd = source.fileno()
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise io.UnsupportedOperation("not a regular file")  # a pipe or a terminal: read it
+        size = st.st_size
+        if size:
+            mmap.mmap(fd, 0, access=mmap.ACCESS_READ).close()  # a regular file: it maps
+        return name, size, source, None
+    except (OSError, io.UnsupportedOperation, ValueError, AttributeError):
+        data = source.read()
+        if isinstance(data, str):
+            raise LayoutError(f"{name} is open in text mode; open it with 'rb'") from None
+        return name, len(data), None, data

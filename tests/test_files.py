@@ -1,0 +1,86 @@
+"""read_records: memory-mapped legacy files, header offsets, partial records, streams."""
+
+import io
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import layouts as lo
+from cprobe import CC, run_c
+
+HEADER = "#include <stdint.h>\nstruct rec { int64_t id; double x; uint16_t flags:4, kind:12; char tag[6]; };\n"
+WRITER = HEADER + r"""
+#include <stdio.h>
+#include <string.h>
+int main(int argc, char **argv) {
+    FILE *f = fopen(argv[1], "wb");
+    fwrite("HDR16bytes......", 1, 16, f);             /* a 16-byte file header */
+    for (int i = 0; i < 500; i++) {
+        struct rec r; memset(&r, 0, sizeof r);
+        r.id = 1000 + i; r.x = i / 4.0; r.flags = i % 16; r.kind = (i * 37) % 4096;
+        snprintf(r.tag, sizeof r.tag, "t%d", i % 1000);
+        fwrite(&r, sizeof r, 1, f);
+    }
+    fclose(f);
+    printf("%zu\n", sizeof(struct rec));
+    return 0;
+}
+"""
+
+
+@pytest.fixture
+def c_file(tmp_path):
+    if CC is None:
+        pytest.skip("no C compiler on this machine")
+    path = tmp_path / "recs.bin"
+    size = int(run_c(WRITER, str(path)))
+    return path, lo.Layout.from_c(HEADER, "struct rec", bytes_as="string"), size
+
+
+def test_a_file_written_by_c_is_mapped_not_read(c_file):
+    path, layout, size = c_file
+    assert layout.itemsize == size
+    aos = lo.read_records(path, layout, offset=16)
+    assert isinstance(aos.array, np.memmap) and len(aos) == 500
+    t = aos.to_soa().to_arrow()
+    assert t.column("id").to_pylist() == list(range(1000, 1500))
+    assert t.column("kind").to_pylist()[:3] == [0, 37, 74] and t.column("tag").to_pylist()[-1] == "t499"
+    part = lo.read_records(path, layout, offset=16 + 10 * size, count=5)
+    assert part.to_soa().to_arrow().column("id").to_pylist() == [1010, 1011, 1012, 1013, 1014]
+    with open(path, "rb") as f:  # an open file maps too
+        assert isinstance(lo.read_records(f, layout, offset=16).array, np.memmap)
+
+
+def test_sizes_that_do_not_add_up_are_named(c_file):
+    path, layout, size = c_file
+    total = 16 + 500 * size
+    with pytest.raises(lo.LayoutError, match=rf"recs.bin is {total} bytes: after the 0-byte header that is "
+                                             rf"{total // size} records of {size} bytes and {total % size} bytes "
+                                             rf"left over; check the layout"):
+        lo.read_records(path, layout)
+    with pytest.warns(UserWarning, match=rf"{total % size} bytes left over; skipped those"):
+        aos = lo.read_records(path, layout, trailing="ignore")
+    assert len(aos) == total // size
+    with pytest.raises(lo.LayoutError, match=r"holds 500 whole records of .* count=501 asks for more"):
+        lo.read_records(path, layout, offset=16, count=501)
+    with pytest.raises(lo.LayoutError, match=rf"shorter than the {total + 1}-byte header offset"):
+        lo.read_records(path, layout, offset=total + 1)
+    with pytest.raises(lo.LayoutError, match=r"cannot read records from '.*nope.bin': No such file"):
+        lo.read_records(path.parent / "nope.bin", layout)
+
+
+def test_streams_and_empty_files(tmp_path):
+    dtype = np.dtype([("a", "<i4"), ("b", "<f4")])
+    data = np.array([(1, 0.5), (2, 1.5)], dtype).tobytes()
+    assert lo.read_records(io.BytesIO(data), dtype).to_soa().to_arrow().column("a").to_pylist() == [1, 2]
+    empty = tmp_path / "empty.bin"
+    empty.write_bytes(b"")
+    assert len(lo.read_records(empty, dtype)) == 0
+    code = ("import sys, numpy as np, layouts as lo; "
+            "print(lo.read_records(sys.stdin.buffer, np.dtype([('a', '<i4'), ('b', '<f4')])).to_numpy()['a'].sum())")
+    run = subprocess.run([sys.executable, "-c", code], input=data, capture_output=True)
+    assert run.stdout.strip() == b"3"
+    with pytest.raises(lo.LayoutError, match=r"open it with 'rb'"):
+        lo.read_records(io.StringIO("text"), dtype)
