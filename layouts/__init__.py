@@ -12,7 +12,8 @@ from ._layout import Field, Layout
 
 __all__ = ["Layout", "Field", "LayoutError", "ConversionError"]
 from ._aos import AoS
+from ._convert import ConvertResult, convert
 from ._files import read_records
 from ._soa import Column, SoA
 
-__all__ += ["AoS", "SoA", "Column", "read_records"]
+__all__ += ["AoS", "SoA", "Column", "read_records", "convert", "ConvertResult"]

@@ -7,7 +7,8 @@ from layouts._cli import main
 def test_demo_runs_and_round_trips(capsys):
     assert main(["demo", "--records", "2000"]) == 0
     out = capsys.readouterr().out
-    assert "48 bytes per record" in out and "round trip bit-exact: True" in out and "qty nulls: 40" in out
+    assert "struct tick: 48 bytes per record" in out and "44:1  7 bits  venue" in out
+    assert "records -> Parquet: 2,000 records" in out and "qty nulls: 40; round trip bit-exact: True" in out
 
 
 def test_module_entry_point_and_bad_argument():

@@ -1,0 +1,344 @@
+"""Streaming file conversion: legacy records <-> Parquet / Feather / Arrow IPC, chunk by chunk.
+
+Records -> Arrow: a reader thread fills staging buffers from the file (``readinto``)
+while the main thread converts the previous chunk and hands its batch to pyarrow's
+writer; a bounded queue keeps at most a few chunks in memory whatever the file size.
+Arrow -> records: batches from pyarrow's readers go through ``SoA.to_aos`` into one
+reused buffer that is appended to the output.
+
+Output is atomic: everything is written to a temporary file beside the destination and
+renamed over it only when complete; on an error or Ctrl-C the temporary file is removed,
+and a killed process leaves the destination as it was (absent or the old file).
+"""
+
+import os
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from ._aos import AoS, as_layout
+from ._errors import LayoutError
+from ._soa import SoA
+
+__all__ = ["convert", "ConvertResult", "FORMATS"]
+
+FORMATS = ("parquet", "feather", "arrow", "records")
+_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".feather": "feather", ".arrow": "arrow",
+             ".ipc": "arrow", ".arrows": "arrow"}
+DEFAULT_CHUNK = 64 << 20
+
+
+@dataclass(frozen=True)
+class ConvertResult:
+    """What :func:`convert` did: records, bytes read and written, seconds, output path."""
+
+    records: int
+    bytes_in: int
+    bytes_out: int
+    seconds: float
+    dst: str
+
+    @property
+    def gbps(self):
+        """Record bytes per second, in GB/s."""
+        return self.bytes_in / self.seconds / 1e9 if self.seconds else float("inf")
+
+    def __str__(self):
+        return (f"{self.records:,} records, {self.bytes_in / 1e6:,.1f} MB in, {self.bytes_out / 1e6:,.1f} MB "
+                f"out, {self.seconds:.2f} s, {self.gbps:.2f} GB/s -> {self.dst}")
+
+
+def output_format(dst, format=None):
+    """The format named, or the one the destination's suffix implies (else ``records``)."""
+    if format is not None:
+        if format not in FORMATS:
+            raise LayoutError(f"format must be one of {FORMATS}, got {format!r}")
+        return format
+    return _SUFFIXES.get(Path(dst).suffix.lower(), "records")
+
+
+def convert(src, layout, dst, *, format=None, device=None, chunk_bytes=DEFAULT_CHUNK, compression=None,
+            overwrite=False, offset=0, trailing="error", nulls=None, fill=None, truncate=False,
+            overlap=True, threads=None, progress=None):
+    """Convert a file chunk by chunk, in bounded memory, writing the output atomically.
+
+    Parameters
+    ----------
+    src : str, os.PathLike or binary file object
+        Legacy records (after ``offset`` header bytes) when ``format`` is an Arrow
+        format; a Parquet or Arrow IPC (Feather) file when ``format="records"``.
+    layout : Layout or numpy.dtype
+        The record type (e.g. ``Layout.from_c(header, "struct tick")``).
+    dst : str or os.PathLike
+        Output path. An existing file is refused unless ``overwrite=True``.
+    format : {"parquet", "feather", "arrow", "records"}, optional
+        Output format; by default from ``dst``'s suffix (``.parquet``, ``.feather``,
+        ``.arrow``/``.ipc``; anything else writes records). ``feather`` and ``arrow`` are
+        both the Arrow IPC file format; ``feather`` compresses with LZ4 by default.
+    device : {"cpu"}, optional
+        Where the conversion runs.
+    chunk_bytes : int
+        Bytes of records per chunk (a Parquet row group or an IPC record batch).
+    compression : str, optional
+        Parquet codec (default ``"snappy"``; ``"none"`` for none) or IPC codec
+        (``"lz4"``, ``"zstd"``; default none for ``arrow``).
+    trailing : {"error", "ignore"}
+        A partial record at the end of the input: an error, or skipped with a warning.
+    nulls, fill, truncate
+        As in :meth:`AoS.to_soa` and :meth:`SoA.from_arrow`.
+    overlap : bool
+        Read chunk k+1 while chunk k converts (records -> Arrow). ``False`` runs the same
+        chunks one after another, for comparison.
+    progress : callable, optional
+        Called as ``progress(records_done, bytes_done, bytes_total)`` after each chunk
+        (``bytes_total`` is None for a stream).
+
+    Returns
+    -------
+    ConvertResult
+    """
+    layout = as_layout(layout)
+    fmt = output_format(dst, format)
+    if chunk_bytes < 1:
+        raise LayoutError(f"chunk_bytes must be positive, got {chunk_bytes}")
+    dst = Path(dst)
+    if dst.exists() and not overwrite:
+        raise LayoutError(f"{dst} exists; pass overwrite=True (--overwrite) to replace it")
+    if dst.is_dir():
+        raise LayoutError(f"{dst} is a directory; give a file path for the output")
+    if not dst.parent.is_dir():
+        raise LayoutError(f"the directory of {dst} does not exist")
+    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.layouts-tmp")
+    t0 = time.perf_counter()
+    try:
+        if fmt == "records":
+            records, bytes_in = _arrow_to_records(src, layout, tmp, chunk_bytes, fill, truncate, threads,
+                                                  device, progress)
+        else:
+            records, bytes_in = _records_to_arrow(src, layout, tmp, fmt, chunk_bytes, compression, offset,
+                                                  trailing, nulls, overlap, threads, device, progress)
+        os.replace(tmp, dst)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return ConvertResult(records, bytes_in, dst.stat().st_size, time.perf_counter() - t0, str(dst))
+
+
+# ----------------------------------------------------------------- records -> Arrow
+
+
+class _Reader:
+    """Fills staging buffers from a binary file in a thread (or inline when serial)."""
+
+    def __init__(self, f, rows, itemsize, limit, overlap, depth=2):
+        self.f, self.rows, self.itemsize, self.limit = f, rows, itemsize, limit
+        self.free = queue.Queue()
+        for _ in range(depth + 1):
+            self.free.put(np.empty(rows * itemsize, dtype=np.uint8))
+        self.full = queue.Queue(maxsize=depth)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="layouts-reader", daemon=True) if overlap else None
+        if self.thread:
+            self.thread.start()
+
+    def _fill(self):
+        """The next ``(buffer, nbytes)``, ``(None, 0)`` at the end, or an exception."""
+        buf = self.free.get()
+        want = buf.nbytes if self.limit is None else min(buf.nbytes, self.limit)
+        got, view = 0, memoryview(buf)
+        while got < want:
+            n = self.f.readinto(view[got:want])
+            if not n:
+                break
+            got += n
+        if self.limit is not None:
+            self.limit -= got
+        if got == 0:
+            self.free.put(buf)
+            return None, 0
+        return buf, got
+
+    def _run(self):
+        try:
+            while not self.stop.is_set():
+                item = self._fill()
+                self.full.put(item)
+                if item[0] is None:
+                    return
+        except BaseException as err:  # noqa: BLE001 - handed to the consumer
+            self.full.put((err, 0))
+
+    def __iter__(self):
+        while True:
+            buf, n = self.full.get() if self.thread else self._fill()
+            if isinstance(buf, BaseException):
+                raise buf
+            if buf is None:
+                return
+            yield buf, n
+            self.free.put(buf)
+
+    def close(self):
+        self.stop.set()
+        while self.thread is not None and self.thread.is_alive():
+            try:
+                self.full.get_nowait()
+            except queue.Empty:
+                pass
+            self.free.put(np.empty(0, dtype=np.uint8))
+            self.thread.join(timeout=0.1)
+
+
+def _open_records(src, offset):
+    """``(binary file, bytes after offset or None, name, close?)``."""
+    if isinstance(src, (str, os.PathLike)):
+        try:
+            f = open(src, "rb", buffering=0)
+        except OSError as err:
+            raise LayoutError(f"cannot read records from {os.fspath(src)!r}: {err.strerror}") from None
+        size = os.fstat(f.fileno()).st_size
+        if offset > size:
+            f.close()
+            raise LayoutError(f"{src} is {size} bytes, shorter than the {offset}-byte header offset")
+        f.seek(offset)
+        return f, size - offset, os.fspath(src), True
+    if not hasattr(src, "readinto"):
+        raise LayoutError(f"convert takes a path or a binary file object, got {type(src).__name__}")
+    skipped = 0
+    while skipped < offset:
+        chunk = src.read(min(offset - skipped, 1 << 20))
+        if not chunk:
+            raise LayoutError(f"the input ended after {skipped} bytes, inside the {offset}-byte header")
+        skipped += len(chunk)
+    return src, None, str(getattr(src, "name", "the input")), False
+
+
+def _partial(name, size, itemsize, whole, left, trailing):
+    message = (f"{name} has {size} bytes of records: {whole} records of {itemsize} bytes and {left} bytes "
+               f"left over")
+    if trailing == "error":
+        raise LayoutError(f"{message}; check the layout (record size {itemsize}) and the header offset, or "
+                          f"pass trailing='ignore' to skip the partial record")
+    import warnings
+
+    warnings.warn(f"{message}; skipped those {left} bytes", stacklevel=4)
+
+
+def _records_to_arrow(src, layout, tmp, fmt, chunk_bytes, compression, offset, trailing, nulls, overlap,
+                      threads, device, progress):
+    if trailing not in ("error", "ignore"):
+        raise LayoutError(f"trailing must be 'error' or 'ignore', got {trailing!r}")
+    itemsize = layout.itemsize
+    f, size, name, close = _open_records(src, offset)
+    try:
+        limit = None
+        if size is not None:
+            whole, left = divmod(size, itemsize)
+            if left:
+                _partial(name, size, itemsize, whole, left, trailing)
+            limit = whole * itemsize
+        rows = max(1, chunk_bytes // itemsize)
+        reader = _Reader(f, rows, itemsize, limit, overlap)
+        writer, out, done, nbytes = None, None, 0, 0
+        try:
+            for buf, n in reader:
+                whole, left = divmod(n, itemsize)
+                if left:  # only a stream can end inside a record
+                    _partial(name, nbytes + n, itemsize, done + whole, left, trailing)
+                if not whole:
+                    break
+                aos = AoS(buf[: whole * itemsize], layout)
+                soa = aos.to_soa(nulls=nulls, threads=threads, device=device,
+                                 out=out if out is not None and whole <= len(out) else None)
+                out = soa if out is None else out
+                batch = soa.to_record_batch()
+                if writer is None:
+                    writer = _writer(tmp, fmt, batch.schema, compression)
+                _write(writer, fmt, batch)
+                done, nbytes = done + whole, nbytes + whole * itemsize
+                if progress is not None:
+                    progress(done, nbytes, limit)
+            if writer is None:  # no records: an empty file with the schema
+                soa = AoS(b"", layout).to_soa(nulls=nulls)
+                writer = _writer(tmp, fmt, soa.schema, compression)
+            writer.close()
+        finally:
+            reader.close()
+    finally:
+        if close:
+            f.close()
+    return done, nbytes
+
+
+def _writer(path, fmt, schema, compression):
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        codec = "snappy" if compression is None else compression
+        return pq.ParquetWriter(path, schema, compression=codec)
+    codec = ("lz4" if fmt == "feather" else None) if compression is None else compression
+    codec = None if codec in ("none", "uncompressed") else codec
+    options = pa.ipc.IpcWriteOptions(compression=codec)
+    return pa.ipc.new_file(str(path), schema, options=options)
+
+
+def _write(writer, fmt, batch):
+    if fmt == "parquet":
+        writer.write_batch(batch, row_group_size=batch.num_rows)
+    else:
+        writer.write_batch(batch)
+
+
+# ----------------------------------------------------------------- Arrow -> records
+
+
+def _arrow_batches(src, rows):
+    """Record batches of a Parquet or Arrow IPC (file or stream) input."""
+    path = os.fspath(src) if isinstance(src, (str, os.PathLike)) else None
+    head = b""
+    if path is not None:
+        try:
+            with open(path, "rb") as f:
+                head = f.read(8)
+        except OSError as err:
+            raise LayoutError(f"cannot read {path!r}: {err.strerror}") from None
+    if head[:4] == b"PAR1":
+        import pyarrow.parquet as pq
+
+        return pq.ParquetFile(path).iter_batches(batch_size=rows)
+    try:
+        if head[:6] == b"ARROW1":
+            reader = pa.ipc.open_file(path)
+            return (reader.get_batch(i) for i in range(reader.num_record_batches))
+        return iter(pa.ipc.open_stream(path if path is not None else src))
+    except pa.ArrowInvalid as err:
+        raise LayoutError(
+            f"{path or 'the input'} is neither Parquet nor Arrow IPC ({err}); to write records, the "
+            f"input must be one of those"
+        ) from None
+
+
+def _arrow_to_records(src, layout, tmp, chunk_bytes, fill, truncate, threads, device, progress):
+    rows = max(1, chunk_bytes // layout.itemsize)
+    done, buffer = 0, None
+    with open(tmp, "wb") as out:
+        for batch in _arrow_batches(src, rows):
+            for start in range(0, batch.num_rows, rows):
+                part = batch.slice(start, rows)
+                soa = SoA.from_arrow(part, layout, fill=fill, truncate=truncate)
+                if buffer is None or len(buffer) < part.num_rows:
+                    buffer = np.empty(max(rows, part.num_rows), dtype=layout.dtype)
+                try:
+                    soa.to_aos(out=buffer, threads=threads, device=device)
+                except (LayoutError, ValueError) as err:
+                    raise type(err)(f"records {done} to {done + part.num_rows}: {err}") from err
+                out.write(memoryview(buffer.view(np.uint8))[: part.num_rows * layout.itemsize])
+                done += part.num_rows
+                if progress is not None:
+                    progress(done, done * layout.itemsize, None)
+    return done, done * layout.itemsize

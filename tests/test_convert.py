@@ -1,0 +1,198 @@
+"""convert: streaming file conversion both ways, bounded memory, atomic output, the command."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import layouts as lo
+from conftest import TICK, ticks
+from layouts._cli import main
+
+FORMATS = ["parquet", "feather", "arrow"]
+
+
+@pytest.fixture
+def tick_file(tmp_path):
+    a = ticks(20_000)
+    path = tmp_path / "ticks.bin"
+    a.tofile(path)
+    return path, a
+
+
+def read(path, fmt):
+    return pq.read_table(path) if fmt == "parquet" else pa.ipc.open_file(path).read_all()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_records_to_arrow_files_and_back_in_chunks(tick_file, tmp_path, fmt):
+    path, a = tick_file
+    dst = tmp_path / f"out.{fmt}"
+    result = lo.convert(path, TICK, dst, chunk_bytes=100_000, nulls={"qty": -1})
+    assert (result.records, result.bytes_in) == (20_000, a.nbytes)
+    table = read(dst, fmt)
+    assert table.equals(lo.AoS(a).to_soa(nulls={"qty": -1}).to_arrow())
+    assert len(table.to_batches()) == -(-a.nbytes // (100_000 // TICK.itemsize * TICK.itemsize))
+    back = tmp_path / "back.bin"
+    lo.convert(dst, TICK, back, chunk_bytes=77_777, fill={"qty": -1})
+    assert back.read_bytes() == lo.AoS(a).to_soa().to_aos().array.tobytes()
+
+
+def test_outputs_are_read_by_polars_and_duckdb(tick_file, tmp_path):
+    import duckdb
+    import polars as pl
+
+    path, a = tick_file
+    lo.convert(path, TICK, tmp_path / "t.parquet", chunk_bytes=1 << 16)
+    lo.convert(path, TICK, tmp_path / "t.arrow", chunk_bytes=1 << 16)
+    assert pl.read_parquet(tmp_path / "t.parquet")["qty"].sum() == a["qty"].sum()
+    assert pl.read_ipc(tmp_path / "t.arrow")["px"].sum() == pytest.approx(a["px"].sum())
+    rows = duckdb.sql(f"select count(*), sum(qty) from '{tmp_path / 't.parquet'}'").fetchall()
+    assert rows == [(20_000, int(a["qty"].sum()))]
+
+
+def test_overlapped_and_serial_runs_write_the_same_file(tick_file, tmp_path):
+    path, _ = tick_file
+    lo.convert(path, TICK, tmp_path / "a.arrow", chunk_bytes=50_000, overlap=True)
+    lo.convert(path, TICK, tmp_path / "b.arrow", chunk_bytes=50_000, overlap=False)
+    assert read(tmp_path / "a.arrow", "arrow").equals(read(tmp_path / "b.arrow", "arrow"))
+
+
+def test_peak_memory_is_bounded_by_the_chunks_not_the_file(tmp_path):
+    path = tmp_path / "big.bin"
+    ticks(1_000_000).tofile(path)  # 48 MB, 48 chunks of 1 MB
+    code = f"""
+import tracemalloc, json, numpy as np, pyarrow as pa, layouts as lo
+dtype = np.dtype({TICK.descr!r}, align=True)
+np.zeros(100, dtype).tofile({str(tmp_path / 'warm.bin')!r})  # load the kernels before measuring
+lo.convert({str(tmp_path / 'warm.bin')!r}, dtype, {str(tmp_path / 'warm.arrow')!r})
+tracemalloc.start()
+lo.convert({str(path)!r}, np.dtype({TICK.descr!r}, align=True), {str(tmp_path / 'big.arrow')!r},
+           chunk_bytes=1 << 20)
+print(json.dumps({{"numpy_peak": tracemalloc.get_traced_memory()[1],
+                  "arrow_peak": pa.default_memory_pool().max_memory()}}))
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": os.getcwd()})
+    peaks = json.loads(run.stdout)
+    assert peaks["numpy_peak"] < 8 << 20, peaks  # a few 1 MB chunks, not 48 MB
+    assert peaks["arrow_peak"] < 8 << 20, peaks
+
+
+def test_existing_output_is_refused_and_a_failure_leaves_it_untouched(tick_file, tmp_path):
+    path, a = tick_file
+    dst = tmp_path / "out.parquet"
+    dst.write_bytes(b"old")
+    with pytest.raises(lo.LayoutError, match=r"out.parquet exists; pass overwrite=True"):
+        lo.convert(path, TICK, dst)
+    bad = a.copy()
+    bad["sym"][15_000] = b"\xff\xfe"  # not UTF-8, in a late chunk
+    bad.tofile(tmp_path / "bad.bin")
+    layout = lo.Layout.from_dtype(TICK, bytes_as={"sym": "string"})
+    with pytest.raises(lo.ConversionError, match=r"record 15000|not valid UTF-8"):
+        lo.convert(tmp_path / "bad.bin", layout, dst, chunk_bytes=100_000, overwrite=True)
+    assert dst.read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.bin", "out.parquet", "ticks.bin"]
+
+    def interrupt(records, nbytes, total):
+        if records > 5000:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        lo.convert(path, TICK, tmp_path / "new.arrow", chunk_bytes=50_000, progress=interrupt)
+    assert not (tmp_path / "new.arrow").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.bin", "out.parquet", "ticks.bin"]
+
+
+def test_a_killed_process_leaves_no_partial_output(tmp_path):
+    path = tmp_path / "big.bin"
+    ticks(400_000).tofile(path)
+    marker = tmp_path / "started"
+    code = f"""
+import time, numpy as np, layouts as lo, pathlib
+def slow(records, nbytes, total):
+    pathlib.Path({str(marker)!r}).touch()
+    time.sleep(0.5)
+lo.convert({str(path)!r}, np.dtype({TICK.descr!r}, align=True), {str(tmp_path / 'out.parquet')!r},
+           chunk_bytes=1 << 20, progress=slow)
+"""
+    proc = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": os.getcwd()})
+    for _ in range(600):
+        if marker.exists():
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert marker.exists() and not (tmp_path / "out.parquet").exists()
+
+
+def test_partial_records_and_header_offsets(tmp_path):
+    dtype = np.dtype([("a", "<i4"), ("b", "<f4")])
+    data = np.arange(10, dtype="<i8").view(dtype).tobytes()
+    (tmp_path / "p.bin").write_bytes(b"HEAD" + data + b"xyz")
+    with pytest.raises(lo.LayoutError, match=r"p.bin has 83 bytes of records: 10 records of 8 bytes and 3 bytes left over"):
+        lo.convert(tmp_path / "p.bin", dtype, tmp_path / "p.arrow", offset=4)
+    with pytest.warns(UserWarning, match="skipped those 3 bytes"):
+        result = lo.convert(tmp_path / "p.bin", dtype, tmp_path / "p.arrow", offset=4, trailing="ignore")
+    assert result.records == 10 and read(tmp_path / "p.arrow", "arrow").column("a").to_pylist() == list(range(10))
+
+
+def test_reverse_errors_name_the_records(tmp_path):
+    pq.write_table(pa.table({"a": pa.array([1, None], pa.int32()), "b": pa.array([1.0, 2.0], pa.float32())}),
+                   tmp_path / "n.parquet")
+    with pytest.raises(lo.ConversionError, match=r"column 'a' has 1 nulls \(first at row 1\)"):
+        lo.convert(tmp_path / "n.parquet", np.dtype([("a", "<i4"), ("b", "<f4")]), tmp_path / "n.bin")
+    assert not (tmp_path / "n.bin").exists()
+    (tmp_path / "junk.bin").write_bytes(b"not arrow at all")
+    with pytest.raises(lo.LayoutError, match=r"junk.bin is neither Parquet nor Arrow IPC"):
+        lo.convert(tmp_path / "junk.bin", np.dtype([("a", "<i4")]), tmp_path / "j.bin")
+
+
+# ---------------------------------------------------------------------- command
+
+
+def test_convert_command_with_a_c_header_and_stdin(tmp_path, capsys):
+    header = tmp_path / "rec.h"
+    header.write_text("#include <stdint.h>\nstruct rec { int32_t id; float x; uint16_t f:3, g:13; };\n")
+    layout = lo.Layout.from_c(header, "struct rec")
+    table = pa.table({"id": pa.array(range(1000), pa.int32()), "x": pa.array(np.ones(1000, np.float32)),
+                      "f": pa.array(np.arange(1000) % 8, pa.uint16()),
+                      "g": pa.array(np.arange(1000) % 8192, pa.uint16())})
+    raw = lo.SoA.from_arrow(table, layout).to_aos().array.tobytes()
+    (tmp_path / "rec.bin").write_bytes(raw)
+    assert main(["convert", str(tmp_path / "rec.bin"), "--struct", f"{header}:struct rec",
+                 "--to", str(tmp_path / "rec.parquet"), "--chunk", "4k"]) == 0
+    assert capsys.readouterr().out.startswith("converted 1,000 records, 0.0 MB in")
+    assert pq.read_table(tmp_path / "rec.parquet").equals(table)
+    assert main(["convert", str(tmp_path / "rec.parquet"), "--struct", str(header), "--to",
+                 str(tmp_path / "back.bin")]) == 0
+    assert (tmp_path / "back.bin").read_bytes() == raw
+    run = subprocess.run([sys.executable, "-m", "layouts", "convert", "-", "--dtype", "[('id','<i4'),('x','<f4'),('w','<u4')]",
+                          "--to", str(tmp_path / "stdin.arrow"), "--quiet"], input=raw, capture_output=True)
+    assert run.returncode == 0, run.stderr
+    assert read(tmp_path / "stdin.arrow", "arrow").column("id").to_pylist() == list(range(1000))
+
+
+def test_convert_command_errors_are_one_line(tmp_path):
+    (tmp_path / "a.bin").write_bytes(b"1234567")
+    (tmp_path / "a.arrow").write_bytes(b"old")
+    cases = [
+        (["--dtype", "[('a','<i4')]", "--to", str(tmp_path / "a.arrow")], "a.arrow exists; pass overwrite=True"),
+        (["--dtype", "[('a','<i4')]", "--to", str(tmp_path / "b.arrow")], "7 bytes of records: 1 records of 4 bytes and 3 bytes left over"),
+        (["--dtype", "nonsense", "--to", str(tmp_path / "b.arrow")], "--dtype 'nonsense' is not a NumPy structured dtype"),
+        (["--dtype", "[('a','<i4')]", "--to", str(tmp_path / "b.arrow"), "--device", "cuda", "--trailing", "ignore"],
+         "device='cuda' is not available"),
+    ]
+    for extra, message in cases:
+        run = subprocess.run([sys.executable, "-m", "layouts", "convert", str(tmp_path / "a.bin"), *extra],
+                             capture_output=True, text=True)
+        assert run.returncode == 1 and message in run.stderr and "Traceback" not in run.stderr, run.stderr
+        assert len(run.stderr.strip().splitlines()) == 1 or "UserWarning" in run.stderr
+    assert (tmp_path / "a.arrow").read_bytes() == b"old" and not (tmp_path / "b.arrow").exists()
