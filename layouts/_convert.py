@@ -15,6 +15,7 @@ import os
 import queue
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -234,45 +235,144 @@ def _records_to_arrow(src, layout, tmp, fmt, chunk_bytes, compression, offset, t
     if trailing not in ("error", "ignore"):
         raise LayoutError(f"trailing must be 'error' or 'ignore', got {trailing!r}")
     itemsize = layout.itemsize
+    rows = max(1, chunk_bytes // itemsize)
     f, size, name, close = _open_records(src, offset)
     try:
-        limit = None
         if size is not None:
             whole, left = divmod(size, itemsize)
             if left:
                 _partial(name, size, itemsize, whole, left, trailing)
-            limit = whole * itemsize
-        rows = max(1, chunk_bytes // itemsize)
-        reader = _Reader(f, rows, itemsize, limit, overlap)
-        writer, out, done, nbytes = None, None, 0, 0
-        try:
-            for buf, n in reader:
-                whole, left = divmod(n, itemsize)
-                if left:  # only a stream can end inside a record
-                    _partial(name, nbytes + n, itemsize, done + whole, left, trailing)
-                if not whole:
-                    break
-                aos = AoS(buf[: whole * itemsize], layout)
-                soa = aos.to_soa(nulls=nulls, threads=threads, device=device,
-                                 out=out if out is not None and whole <= len(out) else None)
-                out = soa if out is None else out
-                batch = soa.to_record_batch()
-                if writer is None:
-                    writer = _writer(tmp, fmt, batch.schema, compression)
-                _write(writer, fmt, batch)
-                done, nbytes = done + whole, nbytes + whole * itemsize
+            chunks = _mapped_chunks(f, offset, whole, rows, layout, overlap)
+            total = whole * itemsize
+        else:
+            chunks = _stream_chunks(f, rows, layout, name, trailing, overlap)
+            total = None
+        with _Pipeline(tmp, fmt, compression, overlap) as pipe:
+            for aos in chunks:
+                soa = aos.to_soa(nulls=nulls, threads=threads, device=device, out=pipe.arena(len(aos)))
+                pipe.write(soa)
                 if progress is not None:
-                    progress(done, nbytes, limit)
-            if writer is None:  # no records: an empty file with the schema
-                soa = AoS(b"", layout).to_soa(nulls=nulls)
-                writer = _writer(tmp, fmt, soa.schema, compression)
-            writer.close()
-        finally:
-            reader.close()
+                    progress(pipe.records, pipe.records * itemsize, total)
+            if pipe.records == 0:  # no records: an empty file with the schema
+                pipe.write(AoS(b"", layout).to_soa(nulls=nulls, out=pipe.arena(0)))
     finally:
         if close:
             f.close()
-    return done, nbytes
+    return pipe.records, pipe.records * itemsize
+
+
+def _mapped_chunks(f, offset, whole, rows, layout, overlap):
+    """AoS chunks over a memory map of a regular file; with ``overlap`` a thread reads
+    (faults in) the pages of chunk k+1 while chunk k converts."""
+    if whole == 0:
+        return
+    records = np.memmap(f, dtype=layout.dtype, mode="r", offset=offset, shape=(whole,))
+    raw = records.view(np.uint8) if records.dtype.itemsize else None
+    pool = ThreadPoolExecutor(1, thread_name_prefix="layouts-reader") if overlap else None
+
+    def touch(start):
+        part = raw[start * layout.itemsize : (start + rows) * layout.itemsize]
+        return int(part[::4096].sum())  # one byte a page: the reads happen here
+
+    try:
+        ahead = pool.submit(touch, 0) if pool else None
+        for start in range(0, whole, rows):
+            if ahead is not None:
+                ahead.result()
+                ahead = pool.submit(touch, start + rows) if start + rows < whole else None
+            yield AoS(records[start : start + rows], layout)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+
+def _stream_chunks(f, rows, layout, name, trailing, overlap):
+    """AoS chunks of a stream, read into staging buffers by a :class:`_Reader`."""
+    itemsize, done = layout.itemsize, 0
+    reader = _Reader(f, rows, itemsize, None, overlap)
+    try:
+        for buf, n in reader:
+            whole, left = divmod(n, itemsize)
+            if left:  # a stream ends inside a record
+                _partial(name, done * itemsize + n, itemsize, done + whole, left, trailing)
+            if not whole:
+                return
+            done += whole
+            yield AoS(buf[: whole * itemsize], layout)
+    finally:
+        reader.close()
+
+
+class _Pipeline:
+    """Writes converted chunks with pyarrow's writer, in a thread when ``overlap`` is set:
+    chunk k is written while chunk k+1 converts. Two arenas take turns, so a chunk's
+    buffers stay untouched until its batch is written."""
+
+    def __init__(self, path, fmt, compression, overlap):
+        self.path, self.fmt, self.compression = path, fmt, compression
+        self.records, self.writer, self.error = 0, None, None
+        self.slots = [None, None]
+        self.free = queue.Queue()
+        for i in range(len(self.slots)):
+            self.free.put(i)
+        self.todo = queue.Queue(maxsize=1)
+        self.current = None
+        self.thread = threading.Thread(target=self._run, name="layouts-writer", daemon=True) if overlap else None
+        if self.thread:
+            self.thread.start()
+
+    def arena(self, n):
+        """An SoA to reuse for the next chunk of n records (None: allocate one)."""
+        self.current = self.free.get()
+        if self.error is not None:
+            raise self.error
+        soa = self.slots[self.current]
+        return soa if soa is not None and soa._arena.capacity >= n else None
+
+    def write(self, soa):
+        """Write a chunk converted into (or in place of) the arena :meth:`arena` gave."""
+        slot, self.current = self.current, None
+        self.slots[slot] = soa  # the slot's own arena, or a new, larger one
+        self.records += len(soa)
+        batch = soa.to_record_batch()
+        if self.thread is None:
+            self._write(batch)
+            self.free.put(slot)
+        else:
+            self.todo.put((batch, slot))
+            if self.error is not None:
+                raise self.error
+
+    def _write(self, batch):
+        if self.writer is None:
+            self.writer = _writer(self.path, self.fmt, batch.schema, self.compression)
+        _write(self.writer, self.fmt, batch)
+
+    def _run(self):
+        while True:
+            item = self.todo.get()
+            if item is None:
+                return
+            batch, slot = item
+            try:
+                if self.error is None:
+                    self._write(batch)
+            except BaseException as err:  # noqa: BLE001 - raised in the converting thread
+                self.error = err
+            self.free.put(slot)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, tb):
+        if self.thread is not None:
+            self.todo.put(None)
+            self.thread.join()
+        if self.writer is not None:
+            self.writer.close()
+        if kind is None and self.error is not None:
+            raise self.error
+        return False
 
 
 def _writer(path, fmt, schema, compression):

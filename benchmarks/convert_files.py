@@ -1,0 +1,116 @@
+"""``convert`` of a multi-GB legacy file to Arrow IPC and Parquet, against reading it once.
+
+    python -m benchmarks.convert_files                     # 2.16 GB (45M records), 3 repeats
+    python -m benchmarks.convert_files --records 2000000 --repeat 1 --dir /tmp
+
+The file holds records of the foundation's 48-byte tick dtype. In the same run it times:
+reading the file once into a reused buffer (the disk / page-cache ceiling), and
+``convert`` to Arrow IPC (uncompressed) and to Parquet (uncompressed), each overlapped
+(a reader thread fills chunk k+1 while chunk k converts) and serial (same chunks, one
+after another). Medians, as GB/s of record bytes and as a ratio to the read.
+"""
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from datetime import datetime, timezone
+
+import numpy as np
+
+import layouts as lo
+
+from .convert_cpu import DTYPE, machine, records
+
+
+def write_file(path, n, block=5_000_000):
+    with open(path, "wb") as f:
+        for start in range(0, n, block):
+            part = records(min(block, n - start))
+            part["ts"] += start
+            part.tofile(f)
+
+
+def read_once(path, chunk):
+    buf = np.empty(chunk, dtype=np.uint8)
+    view, total = memoryview(buf), 0
+    with open(path, "rb", buffering=0) as f:
+        while True:
+            n = f.readinto(view)
+            if not n:
+                return total
+            total += n
+
+
+def timed(fn, repeat):
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def run(n, repeat, directory, chunk):
+    path = os.path.join(directory, "layouts-bench.bin")
+    write_file(path, n)
+    nbytes = os.path.getsize(path)
+    rows = []
+    try:
+        read_once(path, chunk)  # page cache warm, as for every conversion after it
+        ceiling = timed(lambda: read_once(path, chunk), repeat)
+        rows.append({"name": "read the file once (ceiling)", "seconds": ceiling})
+        for fmt, compression in (("arrow", "none"), ("parquet", "none")):
+            dst = os.path.join(directory, f"layouts-bench.{fmt}")
+            for overlap in (True, False):
+                def one():
+                    lo.convert(path, DTYPE, dst, format=fmt, compression=compression, chunk_bytes=chunk,
+                               overlap=overlap)
+
+                def fresh():  # a new output each time: replacing a GB file costs its unlink
+                    if os.path.exists(dst):
+                        os.unlink(dst)
+
+                fresh()
+                one()  # warm: kernels
+                times = []
+                for _ in range(repeat):
+                    fresh()
+                    t0 = time.perf_counter()
+                    one()
+                    times.append(time.perf_counter() - t0)
+                rows.append({"name": f"convert -> {fmt} ({'overlapped' if overlap else 'serial'})",
+                             "seconds": float(np.median(times))})
+            os.unlink(dst)
+    finally:
+        os.unlink(path)
+    for r in rows:
+        r["GB/s"] = nbytes / r["seconds"] / 1e9
+        r["x_read"] = ceiling / r["seconds"]
+    return nbytes, rows
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--records", type=int, default=45_000_000)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--chunk", type=int, default=64 << 20, help="bytes per chunk")
+    p.add_argument("--dir", default=tempfile.gettempdir(), help="where the file and outputs go")
+    p.add_argument("--json", help="also write the results to this JSON file")
+    args = p.parse_args(argv)
+    nbytes, rows = run(args.records, args.repeat, args.dir, args.chunk)
+    info = machine()
+    print(f"{args.records:,} records x {DTYPE.itemsize} bytes = {nbytes / 1e9:.2f} GB, chunks of "
+          f"{args.chunk >> 20} MiB, median of {args.repeat}; {info['cpu']}, {info['cores']} cores")
+    for r in rows:
+        print(f"| {r['name']:<32} | {r['GB/s']:6.2f} GB/s | {r['x_read']:5.2f} x read |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": info,
+                       "records": args.records, "bytes": nbytes, "chunk": args.chunk, "repeat": args.repeat,
+                       "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
