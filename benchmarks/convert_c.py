@@ -11,16 +11,12 @@ would write with NumPy: per-field ``astype`` to native order plus shift and mask
 bit-fields (no dictionary for the enum).
 """
 
-import argparse
-import json
-from datetime import datetime, timezone
-
 import numpy as np
 import pyarrow as pa
 
 import layouts as lo
 
-from .convert_cpu import machine, median_seconds
+from .convert_cpu import arguments, machine, median_seconds, save_json
 
 HEADER = """
 #include <stdint.h>
@@ -84,11 +80,8 @@ def run(n, repeat, threads):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--records", type=int, default=10_000_000)
-    p.add_argument("--repeat", type=int, default=7)
+    p = arguments(__doc__)
     p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--json", help="also write the results to this JSON file")
     args = p.parse_args(argv)
     layout, rows = run(args.records, args.repeat, args.threads)
     info = machine()
@@ -96,10 +89,7 @@ def main(argv=None):
           f"{args.repeat}; {info['cpu']}, {info['cores']} cores")
     for r in rows:
         print(f"| {r['name']:<30} | {r['GB/s']:6.2f} GB/s | {r['x_copy']:5.2f} x copy |")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": info,
-                       "records": args.records, "repeat": args.repeat, "header": HEADER, "rows": rows}, f, indent=1)
+    save_json(args.json, info, records=args.records, repeat=args.repeat, header=HEADER, rows=rows)
 
 
 if __name__ == "__main__":

@@ -144,12 +144,26 @@ def machine():
             "layouts": lo.__version__ if hasattr(lo, "__version__") else "dev"}
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--records", type=int, default=10_000_000)
-    p.add_argument("--repeat", type=int, default=7)
-    p.add_argument("--threads", type=int, default=None)
+def arguments(doc, records=10_000_000, repeat=7):
+    """The options every benchmark takes: --records, --repeat, --json."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--records", type=int, default=records)
+    p.add_argument("--repeat", type=int, default=repeat)
     p.add_argument("--json", help="also write the results to this JSON file")
+    return p
+
+
+def save_json(path, info, **fields):
+    """Write the results with the date and the machine, if a path was given."""
+    if path:
+        with open(path, "w") as f:
+            json.dump({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": info,
+                       **fields}, f, indent=1)
+
+
+def main(argv=None):
+    p = arguments(__doc__)
+    p.add_argument("--threads", type=int, default=None)
     args = p.parse_args(argv)
     rows, first_call = run(args.records, args.repeat, args.threads)
     info = machine()
@@ -162,10 +176,7 @@ def main(argv=None):
         gbs = f"{r['GB/s']:.2f}" if r["GB/s"] else "-"
         ratio = f"{r['x_copy']:.2f}" if r["x_copy"] else "-"
         print(f"| {r['group']:<10} | {r['name']:<36} | {gbs:>6} | {ratio:>6} | {r['note']}".rstrip())
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": info,
-                       "records": args.records, "repeat": args.repeat, "first_call_s": first_call, "rows": rows}, f, indent=1)
+    save_json(args.json, info, records=args.records, repeat=args.repeat, first_call_s=first_call, rows=rows)
 
 
 if __name__ == "__main__":

@@ -10,18 +10,15 @@ reading the file once into a reused buffer (the disk / page-cache ceiling), and
 after another). Medians, as GB/s of record bytes and as a ratio to the read.
 """
 
-import argparse
-import json
 import os
 import tempfile
 import time
-from datetime import datetime, timezone
 
 import numpy as np
 
 import layouts as lo
 
-from .convert_cpu import DTYPE, machine, records
+from .convert_cpu import DTYPE, arguments, machine, median_seconds, records, save_json
 
 
 def write_file(path, n, block=5_000_000):
@@ -43,15 +40,6 @@ def read_once(path, chunk):
             total += n
 
 
-def timed(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
-
-
 def run(n, repeat, directory, chunk):
     path = os.path.join(directory, "layouts-bench.bin")
     write_file(path, n)
@@ -59,7 +47,7 @@ def run(n, repeat, directory, chunk):
     rows = []
     try:
         read_once(path, chunk)  # page cache warm, as for every conversion after it
-        ceiling = timed(lambda: read_once(path, chunk), repeat)
+        ceiling = median_seconds(lambda: read_once(path, chunk), repeat)
         rows.append({"name": "read the file once (ceiling)", "seconds": ceiling})
         for fmt, compression in (("arrow", "none"), ("parquet", "none")):
             dst = os.path.join(directory, f"layouts-bench.{fmt}")
@@ -92,12 +80,9 @@ def run(n, repeat, directory, chunk):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--records", type=int, default=45_000_000)
-    p.add_argument("--repeat", type=int, default=3)
+    p = arguments(__doc__, records=45_000_000, repeat=3)
     p.add_argument("--chunk", type=int, default=64 << 20, help="bytes per chunk")
     p.add_argument("--dir", default=tempfile.gettempdir(), help="where the file and outputs go")
-    p.add_argument("--json", help="also write the results to this JSON file")
     args = p.parse_args(argv)
     nbytes, rows = run(args.records, args.repeat, args.dir, args.chunk)
     info = machine()
@@ -105,11 +90,8 @@ def main(argv=None):
           f"{args.chunk >> 20} MiB, median of {args.repeat}; {info['cpu']}, {info['cores']} cores")
     for r in rows:
         print(f"| {r['name']:<32} | {r['GB/s']:6.2f} GB/s | {r['x_read']:5.2f} x read |")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": info,
-                       "records": args.records, "bytes": nbytes, "chunk": args.chunk, "repeat": args.repeat,
-                       "rows": rows}, f, indent=1)
+    save_json(args.json, info, records=args.records, bytes=nbytes, chunk=args.chunk, repeat=args.repeat,
+              rows=rows)
 
 
 if __name__ == "__main__":
