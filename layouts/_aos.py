@@ -122,16 +122,15 @@ class AoS:
         del keep
         if fault is not None:
             raise forward_error(self.layout, self.array, fault)
-        dictionaries = {i: _enum_dictionary(f, arena, memory, self.array)
+        dictionaries = {i: _enum_dictionary(i, f, arena, memory, self.array)
                         for i, f in enumerate(self.layout.fields) if f.kind == "enum"}
         return SoA._from_arena(self.layout, n, arena, memory, nulls, dictionaries)
 
 
-def _enum_dictionary(field, arena, memory, records):
+def _enum_dictionary(i, field, arena, memory, records):
     """The dictionary of an enum column just written: the enumerator names, then the
     text of every value that has no enumerator (the kernel marked those -1), so that
     no value is lost; their indices are set here."""
-    i = arena.layout.fields.index(field)
     start, size = arena.buffers[i]["data"]
     idx = memory[start : start + size].view(np.int32)[: len(records) * field.count]
     names = [name for _, name in field.enum]

@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from ._aos import AoS, as_layout
 from ._errors import LayoutError
+from ._files import partial_record
 from ._soa import SoA
 
 __all__ = ["convert", "ConvertResult", "FORMATS"]
@@ -134,10 +135,10 @@ def convert(src, layout, dst, *, format=None, device=None, chunk_bytes=DEFAULT_C
 
 
 class _Reader:
-    """Fills staging buffers from a binary file in a thread (or inline when serial)."""
+    """Fills staging buffers from a stream in a thread (or inline when serial)."""
 
-    def __init__(self, f, rows, itemsize, limit, overlap, depth=2):
-        self.f, self.rows, self.itemsize, self.limit = f, rows, itemsize, limit
+    def __init__(self, f, rows, itemsize, overlap, depth=2):
+        self.f, self.rows, self.itemsize = f, rows, itemsize
         self.free = queue.Queue()
         for _ in range(depth + 1):
             self.free.put(np.empty(rows * itemsize, dtype=np.uint8))
@@ -150,15 +151,13 @@ class _Reader:
     def _fill(self):
         """The next ``(buffer, nbytes)``, ``(None, 0)`` at the end, or an exception."""
         buf = self.free.get()
-        want = buf.nbytes if self.limit is None else min(buf.nbytes, self.limit)
+        want = buf.nbytes
         got, view = 0, memoryview(buf)
         while got < want:
             n = self.f.readinto(view[got:want])
             if not n:
                 break
             got += n
-        if self.limit is not None:
-            self.limit -= got
         if got == 0:
             self.free.put(buf)
             return None, 0
@@ -220,14 +219,8 @@ def _open_records(src, offset):
 
 
 def _partial(name, size, itemsize, whole, left, trailing):
-    message = (f"{name} has {size} bytes of records: {whole} records of {itemsize} bytes and {left} bytes "
-               f"left over")
-    if trailing == "error":
-        raise LayoutError(f"{message}; check the layout (record size {itemsize}) and the header offset, or "
-                          f"pass trailing='ignore' to skip the partial record")
-    import warnings
-
-    warnings.warn(f"{message}; skipped those {left} bytes", stacklevel=4)
+    partial_record(f"{name} has {size} bytes of records: {whole} records of {itemsize} bytes and {left} bytes "
+                   f"left over", itemsize, left, trailing, stacklevel=5)
 
 
 def _records_to_arrow(src, layout, tmp, fmt, chunk_bytes, compression, offset, trailing, nulls, overlap,
@@ -289,7 +282,7 @@ def _mapped_chunks(f, offset, whole, rows, layout, overlap):
 def _stream_chunks(f, rows, layout, name, trailing, overlap):
     """AoS chunks of a stream, read into staging buffers by a :class:`_Reader`."""
     itemsize, done = layout.itemsize, 0
-    reader = _Reader(f, rows, itemsize, None, overlap)
+    reader = _Reader(f, rows, itemsize, overlap)
     try:
         for buf, n in reader:
             whole, left = divmod(n, itemsize)

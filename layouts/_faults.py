@@ -62,9 +62,8 @@ def reverse_error(layout, columns, fault):
         msg = (f"{where}: {value!r} is not a whole number of the unit of {target}; "
                f"use a finer datetime64 unit for the field")
     elif code == P.E_RANGE and f.kind == "bits":
-        _, nbits, signed, _ = f.bits
-        lo, hi = (-(2 ** (nbits - 1)), 2 ** (nbits - 1) - 1) if signed else (0, 2**nbits - 1)
-        msg = (f"{where}: {value!r} does not fit the {nbits}-bit field {f.name!r} ({lo}..{hi}) at "
+        lo, hi = f.bit_range()
+        msg = (f"{where}: {value!r} does not fit the {f.bits[1]}-bit field {f.name!r} ({lo}..{hi}) at "
                f"byte {f.offset}; fix the value, or widen the bit-field in the C declaration")
     elif code == P.E_RANGE and f.kind == "enum":
         msg = f"{where}: dictionary index of {value!r} is outside the column's dictionary"

@@ -55,20 +55,25 @@ def read_records(source, layout, offset=0, count=None, *, trailing="error"):
             )
         whole, left = count, 0
     if left:
-        message = (f"{name} is {size} bytes: after the {offset}-byte header that is {whole} records of "
-                   f"{itemsize} bytes and {left} bytes left over")
-        if trailing == "error":
-            raise LayoutError(
-                f"{message}; check the layout (record size {itemsize}) and the header offset, or pass "
-                f"trailing='ignore' to skip the partial record"
-            )
-        warnings.warn(f"{message}; skipped those {left} bytes", stacklevel=2)
+        partial_record(f"{name} is {size} bytes: after the {offset}-byte header that is {whole} records of "
+                       f"{itemsize} bytes and {left} bytes left over", itemsize, left, trailing)
     nbytes = whole * itemsize
     if data is not None:  # a stream, already read
         return AoS(memoryview(data)[offset : offset + nbytes], layout)
     if nbytes == 0:
         return AoS(b"", layout)
     return AoS(np.memmap(mapped, dtype=layout.dtype, mode="r", offset=offset, shape=(whole,)), layout)
+
+
+def partial_record(message, itemsize, left, trailing, stacklevel=3):
+    """Bytes after the last whole record: a LayoutError (``trailing="error"``) or a warning
+    that they were skipped (``"ignore"``). ``message`` states the sizes."""
+    if trailing == "error":
+        raise LayoutError(
+            f"{message}; check the layout (record size {itemsize}) and the header offset, or pass "
+            f"trailing='ignore' to skip the partial record"
+        )
+    warnings.warn(f"{message}; skipped those {left} bytes", stacklevel=stacklevel)
 
 
 def _open(source):

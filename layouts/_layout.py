@@ -99,6 +99,11 @@ class Field:
             offs = (offs[:, None] + np.arange(n, dtype=np.int64) * step).ravel()
         return offs
 
+    def bit_range(self):
+        """``(lowest, highest)`` value a bit-field holds."""
+        _, nbits, signed, _ = self.bits
+        return (-(2 ** (nbits - 1)), 2 ** (nbits - 1) - 1) if signed else (0, 2**nbits - 1)
+
     def bit_spans(self):
         """``(first bit, end bit)`` within the record of every element's storage."""
         if self.bits:
@@ -536,12 +541,9 @@ class _Builder:
             kind, arrow, factor = "enum", pa.dictionary(pa.int32(), pa.string()), 1
         else:
             kind, arrow, factor = _leaf_mapping(elem, name, offset, self)
-        if bits:
-            pass  # the bit-field word's byte order, from the C layout
-        elif elem.byteorder == "|" or elem.itemsize == 1 or kind in ("bytes", "cstr", "bool"):
-            order = "|"
-        else:
-            order = "little" if elem.byteorder.replace("=", _NATIVE) == "<" else "big"
+        if not bits:  # a bit-field word's byte order comes from the C layout
+            order = "|" if elem.byteorder == "|" or elem.itemsize == 1 or kind in ("bytes", "cstr", "bool") \
+                else ("little" if elem.byteorder.replace("=", _NATIVE) == "<" else "big")
         self.fields.append(Field(path, offset, elem.itemsize, elem, arrow, order, shape, strides, kind,
                                  factor, bits, enum, self.c_types.get(name, "")))
         return len(self.fields) - 1

@@ -55,10 +55,10 @@ def null_bits(field, value, what):
     if field.enum:
         return P.N_BITS, _enum_value(field, value, where)
     if field.kind == "bits" and isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        _, nbits, signed, _ = field.bits
-        lo, hi = (-(2 ** (nbits - 1)), 2 ** (nbits - 1) - 1) if signed else (0, 2**nbits - 1)
+        lo, hi = field.bit_range()
         if not lo <= value <= hi:
-            raise ConversionError(f"{where}={value!r} does not fit the {nbits}-bit field {field.name!r} ({lo}..{hi})")
+            raise ConversionError(
+                f"{where}={value!r} does not fit the {field.bits[1]}-bit field {field.name!r} ({lo}..{hi})")
     if field.kind != "copy" and field.kind != "bits":
         raise ConversionError(
             f"{where}: field {field.name!r} ({field.dtype.str} at offset {field.offset}) is "

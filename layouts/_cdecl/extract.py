@@ -37,7 +37,7 @@ class Extract:
         b = self.t.b
         names, formats, offsets = [], [], []
         keep = self._union_keep(ctype, path) if ctype.kind == "union" else None
-        for name, member, spelling, where in self.t.members.get(ctype, []):
+        for name, _, spelling, where in self.t.members.get(ctype, []):
             field = dict(ctype.fields)[name]
             if keep is not None and name not in keep and name not in self.t.anonymous:
                 continue
@@ -54,7 +54,7 @@ class Extract:
             if field.bitsize >= 0:
                 if field.bitsize == 0:
                     continue
-                fmt, off = self.bitfield(leaf, field, member, b.sizeof(ctype), where)
+                fmt, off = self.bitfield(leaf, field, b.sizeof(ctype), where)
             else:
                 fmt, off = self.member(field.type, path + (name,), where), field.offset
             names.append(name)
@@ -116,7 +116,7 @@ class Extract:
             )
         return dtype.newbyteorder(self.order) if dtype.itemsize > 1 else dtype
 
-    def bitfield(self, leaf, field, member, record_size, where):
+    def bitfield(self, leaf, field, record_size, where):
         """Container word dtype and offset of a bit-field; records its CInfo row."""
         b = self.t.b
         value_type = field.type
