@@ -196,3 +196,40 @@ def test_convert_command_errors_are_one_line(tmp_path):
         assert run.returncode == 1 and message in run.stderr and "Traceback" not in run.stderr, run.stderr
         assert len(run.stderr.strip().splitlines()) == 1 or "UserWarning" in run.stderr
     assert (tmp_path / "a.arrow").read_bytes() == b"old" and not (tmp_path / "b.arrow").exists()
+
+
+def test_bad_arguments_are_named(tmp_path):
+    dtype = np.dtype([("a", "<i4")])
+    (tmp_path / "a.bin").write_bytes(bytes(8))
+    src = tmp_path / "a.bin"
+    cases = [
+        (dict(dst=tmp_path / "x.arrow", format="csv"), r"format must be one of \('parquet', 'feather', 'arrow', 'records'\), got 'csv'"),
+        (dict(dst=tmp_path / "x.arrow", chunk_bytes=0), r"chunk_bytes must be positive, got 0"),
+        (dict(dst=tmp_path, overwrite=True), r"is a directory; give a file path for the output"),
+        (dict(dst=tmp_path / "no" / "x.arrow"), r"the directory of .*x.arrow does not exist"),
+        (dict(dst=tmp_path / "x.arrow", trailing="drop"), r"trailing must be 'error' or 'ignore', got 'drop'"),
+        (dict(dst=tmp_path / "x.arrow", offset=9), r"a.bin is 8 bytes, shorter than the 9-byte header offset"),
+    ]
+    for kwargs, message in cases:
+        dst = kwargs.pop("dst")
+        with pytest.raises(lo.LayoutError, match=message):
+            lo.convert(src, dtype, dst, **kwargs)
+    with pytest.raises(lo.LayoutError, match=r"cannot read records from '.*nope.bin': No such file"):
+        lo.convert(tmp_path / "nope.bin", dtype, tmp_path / "x.arrow")
+    with pytest.raises(lo.LayoutError, match=r"convert takes a path or a binary file object, got int"):
+        lo.convert(3, dtype, tmp_path / "x.arrow")
+    import io
+
+    with pytest.raises(lo.LayoutError, match=r"the input ended after 8 bytes, inside the 16-byte header"):
+        lo.convert(io.BytesIO(bytes(8)), dtype, tmp_path / "x.arrow", offset=16)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.bin"]
+
+
+def test_command_argument_errors(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["convert", "x.bin", "--dtype", "[('a','<i4')]", "--to", "x.arrow", "--chunk", "lots"])
+    assert exit_.value.code == 2 and "expected a size like 64M, 1G or 65536, got 'lots'" in capsys.readouterr().err
+    empty = tmp_path / "empty.h"
+    empty.write_text("typedef int counter;\n")
+    assert main(["inspect", str(empty)]) == 1
+    assert f"layouts inspect: error: {empty} defines no struct or union" in capsys.readouterr().err
