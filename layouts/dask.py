@@ -1,0 +1,203 @@
+"""Record files as Dask DataFrames: many files, or files larger than one machine.
+
+Each partition is one byte range of one file, cut on record boundaries; its task reads
+that range and nothing else, and transposes it with this library's one-pass kernel.
+
+>>> import layouts.dask as ld                                      # doctest: +SKIP
+>>> df = ld.read_records("ticks/*.bin", layout, blocksize="128MiB")  # doctest: +SKIP
+>>> df[df.qty > 100].px.mean().compute()                          # doctest: +SKIP
+
+Needs the ``dask`` extra (``pip install 'layouts[dask]'``); nothing here imports Dask
+until it is called.
+"""
+
+import numpy as np
+
+from ._aos import AoS, as_layout
+from ._errors import LayoutError
+from ._files import _TRAILING, partial_record
+
+__all__ = ["read_records", "byte_ranges", "read_range"]
+
+DEVICES = ("cpu", "cuda")
+
+
+def read_records(paths, layout, *, blocksize="128MiB", offset=0, trailing="error", nulls=None,
+                 device="cpu", storage_options=None):
+    """Record files as a lazy ``dask.dataframe.DataFrame``, one partition per byte range.
+
+    Parameters
+    ----------
+    paths : str, os.PathLike or list of them
+        Files, glob patterns (``"data/*.bin"``) or fsspec URLs (``"s3://bucket/*.bin"``).
+        Every worker must be able to open them (a shared file system on a cluster).
+    layout : Layout or numpy.dtype
+        The record type, e.g. ``Layout.from_c(header, "struct tick")``.
+    blocksize : int or str
+        Target bytes per partition (``"64MiB"``), rounded down to whole records.
+    offset : int
+        Bytes of header at the start of every file, before its first record.
+    trailing : {"error", "ignore"}
+        A file whose bytes after ``offset`` are not a whole number of records is an error
+        stating its sizes (default), or a warning and the partial record is skipped.
+    nulls : dict, optional
+        Sentinel values that mean "missing", as in :meth:`AoS.to_soa`.
+    device : {"cpu", "cuda"}
+        ``"cpu"``: partitions are pandas DataFrames of ``pandas.ArrowDtype`` columns over
+        the Arrow buffers. ``"cuda"``: cuDF DataFrames (needs cuDF and dask-cudf).
+    storage_options : dict, optional
+        Passed to fsspec to open the files (credentials for remote stores).
+
+    Returns
+    -------
+    dask.dataframe.DataFrame
+        Indexed by record number across all files in order, with known divisions, so
+        ``df.loc[i]`` finds record ``i`` without reading other partitions.
+    """
+    dd, fsspec = _require_dask()
+    from dask.utils import parse_bytes
+
+    layout = as_layout(layout)
+    if trailing not in _TRAILING:
+        raise LayoutError(f"trailing must be one of {_TRAILING}, got {trailing!r}")
+    if device not in DEVICES:
+        raise LayoutError(f"device must be one of {DEVICES}, got {device!r}")
+    size = blocksize
+    if isinstance(size, str):
+        try:
+            size = parse_bytes(size)
+        except ValueError:
+            pass
+    if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size <= 0:
+        raise LayoutError(f"blocksize must be a positive number of bytes or a size like '64MiB', got {blocksize!r}")
+    nulls = dict(nulls or {})
+    unknown = set(nulls) - set(layout.names)
+    if unknown:
+        raise LayoutError(f"nulls names {sorted(unknown)}, which are not leaf fields; leaves are {layout.names}")
+    if device == "cuda":
+        _require_cudf()
+
+    fs, _, names = fsspec.core.get_fs_token_paths(paths, mode="rb", storage_options=storage_options or {})
+    if not names:
+        raise LayoutError(f"no files match {paths!r}; check the path or glob pattern")
+    sizes = [fs.size(name) for name in names]
+    parts = byte_ranges(names, sizes, layout.itemsize, size, offset=offset, trailing=trailing)
+    options = (layout, dict(nulls), device)
+    meta = _frame(_empty_table(layout, nulls), 0, device)
+    if not parts:  # files with no records: one empty partition, same columns
+        return dd.from_map(_empty_part, [options], meta=meta, enforce_metadata=False)
+    first_rows = [p[3] for p in parts]
+    divisions = (*first_rows, first_rows[-1] + (parts[-1][2] - parts[-1][1]) // layout.itemsize - 1)
+    return dd.from_map(
+        _Task(fs, options), parts, meta=meta, divisions=divisions, label="layouts-read-records",
+        enforce_metadata=False,
+    )
+
+
+def byte_ranges(names, sizes, itemsize, blocksize, *, offset=0, trailing="error"):
+    """``[(name, start, stop, first_row)]``: each file after its ``offset`` header, cut
+    into ranges of whole records of about ``blocksize`` bytes (at least one record);
+    ``first_row`` counts records across all files. Files with no records give no range."""
+    per_block = max(1, int(blocksize) // itemsize) * itemsize
+    parts, row = [], 0
+    for name, size in zip(names, sizes):
+        if offset > size:
+            raise LayoutError(f"{name} is {size} bytes, shorter than the {offset}-byte header offset")
+        whole, left = divmod(size - offset, itemsize)
+        if left:
+            partial_record(f"{name} is {size} bytes: after the {offset}-byte header that is {whole} "
+                           f"records of {itemsize} bytes and {left} bytes left over",
+                           itemsize, left, trailing, stacklevel=4)
+        end = offset + whole * itemsize
+        for start in range(offset, end, per_block):
+            stop = min(start + per_block, end)
+            parts.append((name, start, stop, row))
+            row += (stop - start) // itemsize
+    return parts
+
+
+def read_range(f, start, stop):
+    """Exactly bytes ``[start, stop)`` of an open binary file, as a NumPy byte array."""
+    out = np.empty(stop - start, np.uint8)
+    f.seek(start)
+    view, got = memoryview(out), 0
+    while got < len(out):
+        n = f.readinto(view[got:])
+        if not n:
+            raise LayoutError(
+                f"{getattr(f, 'path', f)} ended at byte {start + got}, before the end of the "
+                f"byte range [{start}, {stop}) planned from its size; was the file cut short "
+                f"after read_records listed it?"
+            )
+        got += n
+    return out
+
+
+class _Task:
+    """One partition: read a byte range, transpose it, wrap the columns as a frame."""
+
+    def __init__(self, fs, options):
+        self.fs, self.options = fs, options
+
+    def __call__(self, part):
+        name, start, stop, first_row = part
+        layout, nulls, device = self.options
+        if _is_local(self.fs):  # map just this range: the kernel reads the page cache directly
+            raw = np.memmap(name, np.uint8, mode="r", offset=start, shape=(stop - start,))
+        else:
+            with self.fs.open(name, "rb") as f:
+                raw = read_range(f, start, stop)
+        table = AoS(raw, layout).to_soa(nulls=nulls, threads=1).to_arrow()
+        return _frame(table, first_row, device)
+
+
+def _is_local(fs):
+    protocols = (fs.protocol,) if isinstance(fs.protocol, str) else fs.protocol
+    return "file" in protocols
+
+
+def _empty_part(options):
+    layout, nulls, device = options
+    return _frame(_empty_table(layout, nulls), 0, device)
+
+
+def _empty_table(layout, nulls):
+    return AoS(b"", layout).to_soa(nulls=nulls).to_arrow()
+
+
+def _frame(table, first_row, device):
+    """A partition over the Arrow buffers: ArrowDtype pandas (no copy) or cuDF."""
+    import pandas as pd
+
+    index = pd.RangeIndex(first_row, first_row + table.num_rows)
+    if device == "cuda":
+        cudf = _require_cudf()
+        frame = cudf.DataFrame.from_arrow(table)
+        frame.index = cudf.RangeIndex(index.start, index.stop)
+        return frame
+    frame = table.to_pandas(types_mapper=pd.ArrowDtype)
+    frame.index = index
+    return frame
+
+
+def _require_dask():
+    try:
+        import dask.dataframe as dd
+        import fsspec
+    except ImportError as err:
+        raise ImportError(
+            f"layouts.dask needs Dask's DataFrame ({err.name} is missing): pip install 'layouts[dask]'"
+        ) from None
+    return dd, fsspec
+
+
+def _require_cudf():
+    try:
+        import cudf
+        import dask_cudf  # noqa: F401  (registers cuDF partitions with Dask)
+    except ImportError as err:
+        raise ImportError(
+            f"device='cuda' partitions need cuDF and dask-cudf ({err.name} is missing): install "
+            f"them from RAPIDS for your CUDA version, e.g. pip install cudf-cu12 dask-cudf-cu12"
+        ) from None
+    return cudf
