@@ -196,12 +196,24 @@ def _add_c_options(p):
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
 
 
+def bench(argv):
+    """``layouts bench``: the benchmark suite of ``benchmarks/`` (``python -m benchmarks``)."""
+    from benchmarks.__main__ import main as suite
+
+    return suite(argv)
+
+
 def main(argv=None):
     from layouts import ConversionError, LayoutError
     from layouts._convert import DEFAULT_CHUNK, FORMATS
 
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["bench"]:  # the suite parses its own options
+        return bench(argv[1:])
     parser = argparse.ArgumentParser(prog="layouts", description="Records between AoS and Arrow SoA.")
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("bench", add_help=False,
+                   help="reductions AoS vs SoA, conversion, break-even: tables, JSON, PNG (--full, --help)")
     p = sub.add_parser("demo", help="write a legacy file and its C header, convert it to Parquet and back")
     p.add_argument("--records", type=int, default=1_000_000, help="how many records (default 1,000,000)")
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")

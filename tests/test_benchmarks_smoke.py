@@ -24,3 +24,48 @@ def test_benchmark_runs_small(module, extra, tmp_path):
     assert result["records"] == 20000 and result["machine"]["cores"] >= 1
     assert all(row["GB/s"] > 0 for row in result["rows"])
     assert not list(tmp_path.glob("layouts-bench*"))  # the benchmark cleans up after itself
+
+
+def test_dask_scale_runs_small(tmp_path):
+    pytest.importorskip("distributed")
+    out = tmp_path / "result.json"
+    run = subprocess.run([sys.executable, "-m", "benchmarks.dask_scale", "--records", "40000", "--repeat", "1",
+                          "--blocksize", "256KiB", "--dir", str(tmp_path), "--json", str(out)],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    result = json.loads(out.read_text())
+    assert [r["workers"] for r in result["rows"]] == [0, 1, 1, 2, 2]
+    assert all(r["seconds"] > 0 for r in result["rows"]) and "speedup" in result["rows"][3]
+    assert not list(tmp_path.glob("layouts-dask-bench*"))
+
+
+def test_layouts_bench_writes_tables_json_and_png(tmp_path, capsys):
+    from layouts._cli import main
+
+    from benchmarks.reductions import FIELDS, OPS
+
+    out, png = tmp_path / "bench.json", tmp_path / "bench.png"
+    assert main(["bench", "--records", "3000", "--repeat", "1", "--itemsizes", "16,64", "--cpu-only",
+                 "--json", str(out), "--plot", str(png)]) == 0
+    text = capsys.readouterr().out
+    assert "| cpu | 64 | f8 | sum |" in text and "Break-even" in text and f"wrote {png}" in text
+    result = json.loads(out.read_text())
+    assert result["machine"]["cores"] >= 1 and result["machine"]["gpu"] is None and result["date"]
+    methods = {(r["layout"], r["method"]) for r in result["rows"]}
+    assert {("AoS", "numpy"), ("AoS", "kernel"), ("SoA", "numpy"), ("SoA", "kernel"), ("SoA", "pyarrow")} <= methods
+    assert len(result["rows"]) == 2 * len(FIELDS) * len(OPS) * len(methods)
+    assert all(r["useful GB/s"] > 0 and r["touched GB/s"] >= r["useful GB/s"] for r in result["rows"])
+    assert len(result["ratios"]) == 2 * len(FIELDS) * len(OPS)
+    assert {(b["itemsize"], b["field"]) for b in result["break_even"]} == {(s, f) for s in (16, 64) for f in FIELDS.values()}
+    assert all(b["reductions to break even"] is None or b["reductions to break even"] >= 1 for b in result["break_even"])
+    assert {c["method"] for c in result["conversions"]} == {
+        "np.copy (ceiling)", "layouts to_soa().to_arrow()", "numpy per-field ascontiguousarray"}
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_layouts_bench_options(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "layouts", "bench", "--itemsizes", "10,20"], cwd=tmp_path,
+                         capture_output=True, text=True)
+    assert run.returncode == 1 and "--itemsizes takes record sizes that are multiples of 16" in run.stderr
+    run = subprocess.run([sys.executable, "-m", "layouts", "bench", "--help"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0 and "--full" in run.stdout
