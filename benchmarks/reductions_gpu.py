@@ -37,7 +37,7 @@ class GPU:
         offset, dtype = OFFSETS[name]
         x = THRESHOLDS[name]
         device_records = cp.asarray(records.view(np.uint8).reshape(-1))
-        matrix, column = cuda_reduce.field_matrix(device_records, offset, dtype)
+        matrix, column = cuda_reduce.field_matrix(device_records, records.dtype.itemsize, offset, dtype)
         soa_column = cp.ascontiguousarray(matrix[:, column])
         return {("AoS", "numba cuda kernel"): kernel_ops(cuda.as_cuda_array(matrix), column, x),
                 ("SoA", "cupy"): cupy_ops(soa_column, x),

@@ -52,17 +52,15 @@ def _count_greater(a, col, x, out):
     cuda.atomic.add(out, 0, c)
 
 
-def field_matrix(records, offset, dtype):
-    """View record bytes (a 1-D device or host array of ``n * itemsize`` bytes) as the
-    ``(n, itemsize // width)`` array of the field's type and the field's column."""
+def field_matrix(raw, itemsize, offset, dtype):
+    """View record bytes (a 1-D uint8 array of ``n * itemsize`` bytes, on the device or
+    the host) as the ``(n, itemsize // width)`` array of the field's type, and the
+    field's column in it."""
     dtype = np.dtype(dtype)
     width = dtype.itemsize
-    n_bytes = records.shape[0] * records.dtype.itemsize
-    itemsize = records.dtype.itemsize if records.dtype.names else n_bytes // max(len(records), 1)
     if offset % width or itemsize % width:
         raise ValueError(f"a field of {width} bytes at offset {offset} of a {itemsize}-byte record is not "
                          f"aligned to its width; this kernel reads aligned fields only")
-    raw = records.view(np.uint8).reshape(-1) if records.dtype.names else records
     return raw.view(dtype).reshape(-1, itemsize // width), offset // width
 
 

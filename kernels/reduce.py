@@ -12,7 +12,7 @@ from numba import njit
 
 from .cpu import _chunk_starts, default_threads
 
-__all__ = ["column_sum", "column_mean", "column_min", "column_max", "count_greater", "REDUCTIONS"]
+__all__ = ["column_sum", "column_mean", "column_min", "column_max", "count_greater"]
 
 _jit = njit(nogil=True, cache=True)
 
@@ -42,26 +42,15 @@ def _sum_float(a, r0, r1):
 
 
 @_jit
-def _min(a, r0, r1):
+def _extreme(a, r0, r1, largest):
+    """The smallest (or largest) value of rows r0..r1; a NaN wins, as in NumPy."""
     m = a[r0]
     for i in range(r0 + 1, r1):
         v = a[i]
-        if v < m or v != v:  # NaN wins, as in NumPy
+        if v != v:
+            return v
+        if (v > m) if largest else (v < m):
             m = v
-            if m != m:
-                break
-    return m
-
-
-@_jit
-def _max(a, r0, r1):
-    m = a[r0]
-    for i in range(r0 + 1, r1):
-        v = a[i]
-        if v > m or v != v:
-            m = v
-            if m != m:
-                break
     return m
 
 
@@ -108,12 +97,12 @@ def column_mean(a, threads=None):
 
 
 def column_min(a, threads=None):
-    parts = _chunks(_min, _nonempty(a, "min"), threads)
+    parts = _chunks(_extreme, _nonempty(a, "min"), threads, False)
     return np.min(np.array(parts, dtype=a.dtype))
 
 
 def column_max(a, threads=None):
-    parts = _chunks(_max, _nonempty(a, "max"), threads)
+    parts = _chunks(_extreme, _nonempty(a, "max"), threads, True)
     return np.max(np.array(parts, dtype=a.dtype))
 
 
@@ -126,6 +115,3 @@ def _nonempty(a, what):
     if len(a) == 0:
         raise ValueError(f"{what} of an empty column has no value")
     return a
-
-
-REDUCTIONS = {"sum": column_sum, "mean": column_mean, "min": column_min, "max": column_max}
