@@ -1,7 +1,7 @@
 """The reduction and conversion suite with its report: ``python -m benchmarks``, or
 ``layouts bench``.
 
-    layouts bench                    # quick: 1,000,000 records per shape, about a minute
+    layouts bench                    # quick: 1,000,000 records per shape (12 s on a 2-core VM)
     layouts bench --full             # 10,000,000 records per shape, median of 7
     layouts bench --json r.json --plot r.png
 

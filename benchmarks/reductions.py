@@ -17,13 +17,14 @@ Throughput is reported two ways: useful bytes (records x field width) and bytes 
 """
 
 import math
-import time
 
 import numpy as np
 import pyarrow.compute as pc
 
 import layouts as lo
 from kernels import reduce as kr
+
+from .convert_cpu import median_seconds
 
 ITEMSIZES = (16, 32, 64, 128, 256)
 FIELDS = {"f8": "px", "i4": "qty", "u1": "b"}  # width label -> field name
@@ -90,16 +91,11 @@ def touched_bytes(layout, itemsize, width, n):
 
 
 def timed(fn, repeat, sync=None):
-    """Median seconds of ``repeat`` calls after one warm-up call (compile, caches)."""
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        if sync:
-            sync()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+    """Median seconds of ``repeat`` calls after one warm-up call (compile, caches);
+    ``sync`` waits for a device's queued work inside the timed region."""
+    run = fn if sync is None else (lambda: (fn(), sync()))
+    run()
+    return median_seconds(run, repeat)
 
 
 def reduction_rows(n, repeat, gpu=None, itemsizes=ITEMSIZES):

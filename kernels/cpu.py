@@ -853,9 +853,16 @@ def _chunk_starts(n, itemsize, threads):
     return np.array(list(range(0, n, step)) + [n], dtype=np.int64) if n else np.zeros(1, np.int64)
 
 
+def thread_pool():
+    """The kernels' one pool of worker threads, made on first use."""
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=default_threads(), thread_name_prefix="layouts")
+    return _pool
+
+
 def _run_chunks(fn, starts, args):
     """Call fn(*args[:2], r0, r1, *args[2:], err) on every chunk, in parallel threads."""
-    global _pool
     nchunks = starts.shape[0] - 1
     errs = np.full((max(nchunks, 1), 3), -1, dtype=np.int64)
     head, tail = args[:2], args[2:]
@@ -866,9 +873,7 @@ def _run_chunks(fn, starts, args):
     if nchunks == 1:
         one(0)
     elif nchunks > 1:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=default_threads(), thread_name_prefix="layouts")
-        list(_pool.map(one, range(nchunks)))
+        list(thread_pool().map(one, range(nchunks)))
     bad = errs[errs[:, 2] > 0]
     if len(bad):
         row, op, code = bad[np.argmin(bad[:, 0])]

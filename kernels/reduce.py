@@ -10,34 +10,18 @@ Integers sum into int64 (uint64 for unsigned), floats into float64.
 import numpy as np
 from numba import njit
 
-from .cpu import _chunk_starts, default_threads
+from .cpu import _chunk_starts, thread_pool
 
 __all__ = ["column_sum", "column_mean", "column_min", "column_max", "count_greater"]
 
 _jit = njit(nogil=True, cache=True)
 
 
-@_jit
-def _sum_int(a, r0, r1):
-    acc = np.int64(0)
-    for i in range(r0, r1):
-        acc += np.int64(a[i])
-    return acc
-
-
-@_jit
-def _sum_uint(a, r0, r1):
-    acc = np.uint64(0)
-    for i in range(r0, r1):
-        acc += np.uint64(a[i])
-    return acc
-
-
 @njit(nogil=True, cache=True, fastmath={"reassoc", "contract"})
-def _sum_float(a, r0, r1):
-    acc = 0.0  # reassociation lets the loop use vector lanes: a different rounding order from NumPy's
-    for i in range(r0, r1):
-        acc += np.float64(a[i])
+def _sum(a, r0, r1, zero):
+    acc = zero  # the accumulator's type; reassociation lets float sums use vector lanes
+    for i in range(r0, r1):  # (a different rounding order from NumPy's pairwise sum)
+        acc += a[i]
     return acc
 
 
@@ -62,23 +46,15 @@ def _count_greater(a, r0, r1, x):
     return c
 
 
-_pool = None
-
-
 def _chunks(fn, a, threads, *extra):
     """``fn(a, r0, r1, *extra)`` on one chunk of rows per thread; the partial results."""
-    global _pool
     if a.ndim != 1:
         raise ValueError(f"reductions take a 1-D column or field view, got shape {a.shape}")
     starts = _chunk_starts(len(a), a.strides[0] if len(a) else 1, threads)
     spans = [(int(r0), int(r1)) for r0, r1 in zip(starts[:-1], starts[1:]) if r1 > r0]
     if len(spans) <= 1:
         return [fn(a, *span, *extra) for span in spans]
-    if _pool is None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        _pool = ThreadPoolExecutor(max_workers=default_threads(), thread_name_prefix="layouts-reduce")
-    return list(_pool.map(lambda span: fn(a, *span, *extra), spans))
+    return list(thread_pool().map(lambda span: fn(a, *span, *extra), spans))
 
 
 def column_sum(a, threads=None):
@@ -86,9 +62,8 @@ def column_sum(a, threads=None):
     kind = a.dtype.kind
     if kind == "b":
         a = a.view(np.uint8)
-    fn, acc = ((_sum_float, np.float64) if kind == "f" else
-               (_sum_uint, np.uint64) if kind in "bu" else (_sum_int, np.int64))
-    return np.array(_chunks(fn, a, threads), dtype=acc).sum(dtype=acc)
+    acc = np.float64 if kind == "f" else np.uint64 if kind in "bu" else np.int64
+    return np.array(_chunks(_sum, a, threads, acc(0)), dtype=acc).sum(dtype=acc)
 
 
 def column_mean(a, threads=None):

@@ -9,7 +9,16 @@ from ._faults import forward_error
 from ._layout import Layout
 from ._plan import Arena, forward_ops
 
-__all__ = ["AoS", "as_layout"]
+__all__ = ["AoS", "as_layout", "checked_nulls"]
+
+
+def checked_nulls(layout, nulls):
+    """``nulls`` as a dict, after checking that it names leaf fields of ``layout``."""
+    nulls = dict(nulls or {})
+    unknown = set(nulls) - set(layout.names)
+    if unknown:
+        raise LayoutError(f"nulls names {sorted(unknown)}, which are not leaf fields; leaves are {layout.names}")
+    return nulls
 
 
 def as_layout(layout):
@@ -105,10 +114,7 @@ class AoS:
         """
         from ._soa import SoA
 
-        nulls = dict(nulls or {})
-        unknown = set(nulls) - set(self.layout.names)
-        if unknown:
-            raise LayoutError(f"nulls names {sorted(unknown)}, which are not leaf fields; leaves are {self.layout.names}")
+        nulls = checked_nulls(self.layout, nulls)
         backend = kernels_for(device or self.device)
         n = len(self)
         if out is None:

@@ -36,33 +36,47 @@ def read_records(source, layout, offset=0, count=None, *, trailing="error"):
         at the end were skipped.
     """
     layout = as_layout(layout)
-    if trailing not in _TRAILING:
-        raise LayoutError(f"trailing must be one of {_TRAILING}, got {trailing!r}")
+    check_trailing(trailing)
     if not isinstance(offset, int) or offset < 0:
         raise LayoutError(f"offset must be a non-negative number of bytes, got {offset!r}")
     if count is not None and (not isinstance(count, int) or count < 0):
         raise LayoutError(f"count must be a non-negative number of records, got {count!r}")
     name, size, mapped, data = _open(source)
     itemsize = layout.itemsize
-    if offset > size:
-        raise LayoutError(f"{name} is {size} bytes, shorter than the {offset}-byte header offset")
-    whole, left = divmod(size - offset, itemsize)
-    if count is not None:
+    if count is None:
+        whole = whole_records(name, size, offset, itemsize, trailing)
+    else:
+        whole = whole_records(name, size, offset, itemsize, "ignore", quiet=True)
         if count > whole:
             raise LayoutError(
                 f"{name} holds {whole} whole records of {itemsize} bytes after offset {offset}; "
                 f"count={count} asks for more"
             )
-        whole, left = count, 0
-    if left:
-        partial_record(f"{name} is {size} bytes: after the {offset}-byte header that is {whole} records of "
-                       f"{itemsize} bytes and {left} bytes left over", itemsize, left, trailing)
+        whole = count
     nbytes = whole * itemsize
     if data is not None:  # a stream, already read
         return AoS(memoryview(data)[offset : offset + nbytes], layout)
     if nbytes == 0:
         return AoS(b"", layout)
     return AoS(np.memmap(mapped, dtype=layout.dtype, mode="r", offset=offset, shape=(whole,)), layout)
+
+
+def check_trailing(trailing):
+    if trailing not in _TRAILING:
+        raise LayoutError(f"trailing must be one of {_TRAILING}, got {trailing!r}")
+
+
+def whole_records(name, size, offset, itemsize, trailing, *, quiet=False, stacklevel=3):
+    """Whole records in a file of ``size`` bytes after an ``offset``-byte header. A header
+    longer than the file is an error; a partial record at the end follows ``trailing``
+    (see :func:`partial_record`), or is passed over silently with ``quiet=True``."""
+    if offset > size:
+        raise LayoutError(f"{name} is {size} bytes, shorter than the {offset}-byte header offset")
+    whole, left = divmod(size - offset, itemsize)
+    if left and not quiet:
+        partial_record(f"{name} is {size} bytes: after the {offset}-byte header that is {whole} records of "
+                       f"{itemsize} bytes and {left} bytes left over", itemsize, left, trailing, stacklevel + 1)
+    return whole
 
 
 def partial_record(message, itemsize, left, trailing, stacklevel=3):

@@ -13,9 +13,9 @@ until it is called.
 
 import numpy as np
 
-from ._aos import AoS, as_layout
+from ._aos import AoS, as_layout, checked_nulls
 from ._errors import LayoutError
-from ._files import _TRAILING, partial_record
+from ._files import check_trailing, whole_records
 
 __all__ = ["read_records", "byte_ranges", "read_range"]
 
@@ -58,8 +58,7 @@ def read_records(paths, layout, *, blocksize="128MiB", offset=0, trailing="error
     from dask.utils import parse_bytes
 
     layout = as_layout(layout)
-    if trailing not in _TRAILING:
-        raise LayoutError(f"trailing must be one of {_TRAILING}, got {trailing!r}")
+    check_trailing(trailing)
     if device not in DEVICES:
         raise LayoutError(f"device must be one of {DEVICES}, got {device!r}")
     size = blocksize
@@ -70,10 +69,7 @@ def read_records(paths, layout, *, blocksize="128MiB", offset=0, trailing="error
             pass
     if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size <= 0:
         raise LayoutError(f"blocksize must be a positive number of bytes or a size like '64MiB', got {blocksize!r}")
-    nulls = dict(nulls or {})
-    unknown = set(nulls) - set(layout.names)
-    if unknown:
-        raise LayoutError(f"nulls names {sorted(unknown)}, which are not leaf fields; leaves are {layout.names}")
+    nulls = checked_nulls(layout, nulls)
     if device == "cuda":
         _require_cudf()
 
@@ -82,7 +78,7 @@ def read_records(paths, layout, *, blocksize="128MiB", offset=0, trailing="error
         raise LayoutError(f"no files match {paths!r}; check the path or glob pattern")
     sizes = [fs.size(name) for name in names]
     parts = byte_ranges(names, sizes, layout.itemsize, size, offset=offset, trailing=trailing)
-    options = (layout, dict(nulls), device)
+    options = (layout, nulls, device)
     meta = _frame(_empty_table(layout, nulls), 0, device)
     if not parts:  # files with no records: one empty partition, same columns
         return dd.from_map(_empty_part, [options], meta=meta, enforce_metadata=False)
@@ -101,14 +97,7 @@ def byte_ranges(names, sizes, itemsize, blocksize, *, offset=0, trailing="error"
     per_block = max(1, int(blocksize) // itemsize) * itemsize
     parts, row = [], 0
     for name, size in zip(names, sizes):
-        if offset > size:
-            raise LayoutError(f"{name} is {size} bytes, shorter than the {offset}-byte header offset")
-        whole, left = divmod(size - offset, itemsize)
-        if left:
-            partial_record(f"{name} is {size} bytes: after the {offset}-byte header that is {whole} "
-                           f"records of {itemsize} bytes and {left} bytes left over",
-                           itemsize, left, trailing, stacklevel=4)
-        end = offset + whole * itemsize
+        end = offset + whole_records(name, size, offset, itemsize, trailing, stacklevel=4) * itemsize
         for start in range(offset, end, per_block):
             stop = min(start + per_block, end)
             parts.append((name, start, stop, row))

@@ -207,3 +207,12 @@ def test_partitions_are_arrow_buffers_from_one_pass(tmp_path):
     arena = lo.read_records(path, LAYOUT).to_soa()
     assert abs(addresses[1] - addresses[0]) == abs(arena["px"].to_arrow().buffers()[1].address
                                                     - arena["ts"].to_arrow().buffers()[1].address)
+
+
+def test_a_file_cut_short_after_planning_is_an_error():
+    import io
+
+    with pytest.raises(lo.LayoutError, match=r"ended at byte 30, before the end of the byte range \[10, 50\) "
+                                             r"planned from its size; was the file cut short"):
+        ld.read_range(io.BytesIO(bytes(30)), 10, 50)
+    assert ld.read_range(io.BytesIO(bytes(range(60))), 10, 50).tolist() == list(range(10, 50))
