@@ -2,18 +2,26 @@
 
 from ._errors import LayoutError
 
-DEVICES = ("cpu",)
+DEVICES = ("cpu", "cuda")
+
+
+def check_device(device, default):
+    """``device``, or ``default`` (where the data is) when None, after checking the name."""
+    device = default if device is None else device
+    if device not in DEVICES:
+        raise LayoutError(f"device must be one of {DEVICES}, got {device!r}")
+    return device
 
 
 def kernels_for(device):
     """The kernel module (``aos_to_soa``/``soa_to_aos`` host functions) for a device."""
-    if device == "cpu":
+    if check_device(device, "cpu") == "cpu":
         from kernels import cpu
 
         return cpu
-    if device == "cuda":
-        raise LayoutError(
-            "device='cuda' is not available in this version of layouts: only the CPU backend "
-            "is installed; use device='cpu'"
-        )
-    raise LayoutError(f"device must be one of {DEVICES}, got {device!r}")
+    from . import _device
+
+    _device.cuda()  # the memory pool first, and a clear error without a GPU
+    from kernels import cuda
+
+    return cuda

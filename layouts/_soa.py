@@ -4,7 +4,7 @@ import numpy as np
 import pyarrow as pa
 
 from ._aos import AoS, as_layout
-from ._backends import kernels_for
+from ._backends import check_device, kernels_for
 from ._errors import LayoutError
 from ._faults import reverse_error
 from ._plan import ColumnBuffers, native_dtype, reverse_ops
@@ -31,10 +31,10 @@ class SoA:
     True
     """
 
-    device = "cpu"
-
-    def __init__(self, layout, length, columns, *, fills=None, truncate=False, arena=None, memory=None):
+    def __init__(self, layout, length, columns, *, fills=None, truncate=False, arena=None, memory=None,
+                 device="cpu"):
         self.layout, self._length, self._columns = layout, length, tuple(columns)
+        self.device = device
         self._fills, self._truncate = dict(fills or {}), truncate
         self._arena, self._memory = arena, memory
 
@@ -90,7 +90,7 @@ class SoA:
     def nbytes(self):
         """Bytes of the arena (or of the borrowed buffers)."""
         if self._memory is not None:
-            return self._memory.nbytes
+            return self._memory.shape[0]
         return sum(b.size for c in self._columns for b in (c.validity, c.offsets, c.data) if b is not None)
 
     @property
@@ -107,6 +107,7 @@ class SoA:
     # ------------------------------------------------------------------ exports
     def to_record_batch(self):
         """A pyarrow.RecordBatch over the same buffers (no copy)."""
+        self._on_host("to_arrow")
         schema = self.schema
         leaves = iter(c.to_array() for c in self._columns)
         arrays = [_assemble(f.type, self._length, leaves) for f in schema]
@@ -125,6 +126,46 @@ class SoA:
 
     def __arrow_c_array__(self, requested_schema=None):
         return self.to_record_batch().__arrow_c_array__(requested_schema)
+
+    def _on_host(self, what):
+        if self.device != "cpu":
+            raise LayoutError(
+                f"SoA.{what}: the columns are on the GPU; use .to_device('cpu') first (one copy), or keep "
+                f"them there with .to_cudf(), a column's __cuda_array_interface__/__dlpack__, or "
+                f"__arrow_c_device_array__()")
+
+    def __arrow_c_device_array__(self, requested_schema=None, **kwargs):
+        """The Arrow C Device Data Interface: ``(schema capsule, device array capsule)``
+        over this SoA's buffers, no copy; device type CUDA for GPU columns, CPU
+        otherwise. The buffers stay alive until the consumer releases the array."""
+        from ._c_device import export_device_array
+
+        if requested_schema is not None:
+            raise NotImplementedError("__arrow_c_device_array__ exports the columns' own schema only")
+        return export_device_array(self)
+
+    def to_device(self, device):
+        """The columns on ``device`` (``"cpu"`` or ``"cuda"``): ``self`` if they are
+        there, else a copy made in one transfer (to the GPU: into one device arena)."""
+        device = check_device(device, self.device)
+        if device == self.device:
+            return self
+        from . import _gpu
+
+        return _gpu.soa_to_device(self) if device == "cuda" else _gpu.soa_to_host(self)
+
+    def to_cudf(self):
+        """A ``cudf.DataFrame`` over the same device memory (no copy; see :mod:`layouts._cudf`)."""
+        from ._cudf import to_cudf
+
+        return to_cudf(self.to_device("cuda") if self.device != "cuda" else self)
+
+    @classmethod
+    def from_cudf(cls, df, layout, *, fill=None, truncate=False):
+        """Columns of a ``cudf.DataFrame``, bound for a record layout, on the GPU."""
+        from ._cudf import from_cudf
+
+        return from_cudf(cls, df, as_layout(layout), dict(fill or {}), truncate)
 
     def __getitem__(self, name):
         for i, f in enumerate(self.layout.fields):
@@ -151,7 +192,7 @@ class SoA:
             A writable C-contiguous array of ``layout.dtype`` (or of bytes) with room
             for the records; filled in place.
         """
-        backend = kernels_for(device or self.device)
+        device = check_device(device, self.device)
         n, itemsize = self._length, self.layout.itemsize
         if self.layout.aliases:
             a, b = self.layout.aliases[0]
@@ -160,6 +201,15 @@ class SoA:
                 f"records back would write those bytes twice; keep one member per union, e.g. "
                 f"Layout.from_c(..., unions={{{a.rpartition('.')[0] or a!r}: {a.rpartition('.')[2]!r}}})"
             )
+        if device == "cuda":
+            from . import _gpu
+
+            if out is not None:
+                raise LayoutError("out= is for records on the CPU; on the GPU to_aos allocates from the pool")
+            return _gpu.reverse(self.to_device("cuda"))
+        if self.device != "cpu":
+            return self.to_device("cpu").to_aos(out=out, threads=threads)
+        backend = kernels_for(device)
         if out is None:
             records = np.empty(n, dtype=self.layout.dtype)
         else:
@@ -221,14 +271,24 @@ class Column:
         return f"<Column {self.name!r}: {len(self)} x {self._buffers.type}>"
 
     @property
+    def device(self):
+        return self._soa.device
+
+    @property
     def null_count(self):
         """Nulls among the column's elements."""
+        if self.device != "cpu":
+            return self._host().null_count
         return self._buffers.to_array().null_count
+
+    def _host(self):
+        return self._soa.to_device("cpu")[self.name]
 
     def to_arrow(self):
         """The column as a pyarrow.Array (fixed_size_list for sub-arrays), no copy."""
         from ._layout import _wrap
 
+        self._soa._on_host("Column.to_arrow")
         arr = self._buffers.to_array()
         return _assemble(_wrap(arr.type, self.field.shape), len(self), iter([arr]))
 
@@ -245,6 +305,10 @@ class Column:
 
     def to_numpy(self, copy=None):
         """The values as a NumPy array; a view unless the Arrow storage forbids one."""
+        if self.device != "cpu":
+            raise TypeError(
+                f"column {self.name!r} is on the GPU; NumPy cannot view it: use cupy.asarray(col) (no copy) "
+                f"or soa.to_device('cpu')")
         shape = (len(self),) + self.field.shape
         dt = self._view_dtype()
         b = self._buffers
@@ -262,8 +326,26 @@ class Column:
         arr = self.to_numpy(copy=copy)
         return arr if dtype is None else arr.astype(dtype, copy=bool(copy))
 
+    @property
+    def __cuda_array_interface__(self):
+        """The values on the GPU, for CuPy, Numba and PyTorch (no copy; already
+        synchronised, so ``stream`` is None). Nulls are not described: see null_count."""
+        if self.device != "cuda":
+            raise AttributeError(f"column {self.name!r} is on the CPU; it has __array_interface__ via numpy.asarray")
+        from ._gpu import column_interface
+
+        return column_interface(self)
+
     def __dlpack__(self, **kwargs):
+        if self.device == "cuda":
+            from ._device import _cupy
+
+            return _cupy().asarray(self).__dlpack__(**kwargs)
         return self.to_numpy(copy=False).__dlpack__(**kwargs)
 
     def __dlpack_device__(self):
+        if self.device == "cuda":
+            from ._gpu import dlpack_device
+
+            return dlpack_device()
         return (1, 0)  # kDLCPU

@@ -1,0 +1,852 @@
+"""CUDA backend: AoS <-> SoA on an NVIDIA GPU, with Numba CUDA, driven by the same copy
+plan as :mod:`kernels.cpu`.
+
+One thread block converts one *tile* of records at a time (a multiple of 32 rows):
+
+1. **Stage.** The tile's record bytes are read as 4-byte words, consecutive threads
+   reading consecutive words (coalesced, aligned, whatever the itemsize and the field
+   alignment; packed records too), into shared memory. Where the record is a whole
+   number of words and that number is even, each record's slot gets one spare word, so
+   the slot stride is odd and threads reading the same field of consecutive records hit
+   different banks.
+2. **Scatter.** For each column, consecutive threads take consecutive elements, so the
+   stores into the column are coalesced. Byte swaps, bit-field extraction, enum lookups,
+   time-unit scaling and sentinel nulls happen here; booleans and validity bitmaps are
+   built one output byte (8 rows) per thread, so no two threads share a byte.
+3. **Strings.** The same pass trims each ``S<n>``/``U<n>`` value and writes its length
+   (UTF-8 checked); a scan turns lengths into Arrow offsets; a third kernel copies the
+   bytes to their offsets.
+
+SoA -> AoS is the mirror: the tile is cleared, every column's elements are merged into
+it with shared-memory atomic ORs (bit-fields sharing a container word need no
+read-modify-write), then the tile leaves as whole words, coalesced. Records larger than
+the shared-memory budget are converted in place in global memory the same way.
+
+Addresses in the plan are byte offsets into the arena (``DATA``, ``VALID``,
+``OFFSETS``) and element offsets into one int64 ``tables`` array (``TABLE``). Faults
+are reported as the smallest ``(row, op)`` with a fault, packed into one int64 that
+every thread lowers with an atomic min.
+
+Host functions: :func:`aos_to_soa` and :func:`soa_to_aos`, like the CPU module's.
+Kernels are compiled once per argument types (a plan is data, so every layout shares
+them) and run under ``NUMBA_ENABLE_CUDASIM=1`` without a GPU. Imported only when used.
+"""
+
+import numpy as np
+from numba import cuda, int64, uint32
+
+from .plan import (
+    COUNT, DATA, E_INEXACT, E_NULL, E_RANGE, E_TOO_LONG, E_UTF, ELEM0, F_DENSE, F_SIGNED, F_TRUNCATE,
+    F_UTF8, FLAGS, K_BITS, K_BOOL, K_BYTES, K_CIVIL, K_COPY, K_CSTR, K_ENUM, K_SCALE, K_UTF32, KIND,
+    N_BITS, N_NONE, NAT, NULLS, OFFS, OFFSETS, P1, P2, P3, SENT, SWAP, TABLE, VALID, WIDTH,
+)
+
+__all__ = ["aos_to_soa", "soa_to_aos", "tile_shape", "KERNELS"]
+
+THREADS = 256
+TILE_BYTES = 16 * 1024  # shared memory per block: several blocks fit on one SM
+MAX_TILE_BYTES = 48 * 1024  # the default per-block limit; larger records skip staging
+MAX_BLOCKS = 65535
+NO_FAULT = 2**63 - 1
+I32_MIN, I32_MAX = -(2**31), 2**31 - 1
+I64_MAX = 2**63 - 1
+
+_dev = cuda.jit(device=True)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@_dev
+def _mask(nbits):
+    """The low ``nbits`` bits set (all 64 when nbits >= 64)."""
+    if nbits >= 64:
+        return int64(-1)
+    return (int64(1) << nbits) - int64(1)
+
+
+@_dev
+def _shr(v, k):
+    """Logical right shift of an int64 by 0 <= k < 64."""
+    return (v >> k) & _mask(64 - k)
+
+
+@_dev
+def _get(words, wb, p, w):
+    """The ``w`` (1..8) bytes at byte ``p`` of the words from word ``wb`` on, as int64
+    raw bits (the first byte lowest)."""
+    q = wb + (p >> 2)
+    s = (p & 3) * 8
+    v = int64(words[q]) >> s
+    got = 32 - s
+    if got < 8 * w:
+        v |= int64(words[q + 1]) << got
+        got += 32
+        if got < 8 * w:
+            v |= int64(words[q + 2]) << got
+    return v & _mask(8 * w)
+
+
+@_dev
+def _put(words, wb, p, w, v):
+    """OR the low ``w`` (1..8) bytes of v into the words at byte ``p`` (atomically)."""
+    v = v & _mask(8 * w)
+    q = wb + (p >> 2)
+    s = (p & 3) * 8
+    part = (v << s) & 0xFFFFFFFF
+    if part != 0:
+        cuda.atomic.or_(words, q, uint32(part))
+    got = 32 - s
+    while got < 8 * w:
+        q += 1
+        part = _shr(v, got) & 0xFFFFFFFF
+        if part != 0:
+            cuda.atomic.or_(words, q, uint32(part))
+        got += 32
+
+
+@_dev
+def _swap(v, w):
+    """Reverse the order of the low ``w`` bytes of v."""
+    out = int64(0)
+    for i in range(w):
+        out |= (_shr(v, 8 * i) & 0xFF) << (8 * (w - 1 - i))
+    return out
+
+
+@_dev
+def _sign_extend(v, nbits):
+    if nbits >= 64:
+        return v
+    v = v & _mask(nbits)
+    if (v >> (nbits - 1)) & 1:
+        v -= int64(1) << nbits
+    return v
+
+
+@_dev
+def _load(a8, a16, a32, a64, addr, w):
+    """``w`` (1, 2, 4, 8, or any width for unaligned bytes) bytes of the arena at a byte
+    address, as int64 raw bits."""
+    if w == 8 and addr % 8 == 0:
+        return int64(a64[addr >> 3])
+    if w == 4 and addr % 4 == 0:
+        return int64(a32[addr >> 2])
+    if w == 2 and addr % 2 == 0:
+        return int64(a16[addr >> 1])
+    v = int64(0)
+    for i in range(w):
+        v |= int64(a8[addr + i]) << (8 * i)
+    return v
+
+
+@_dev
+def _store(a8, a16, a32, a64, addr, w, v):
+    if w == 8 and addr % 8 == 0:
+        a64[addr >> 3] = v
+    elif w == 4 and addr % 4 == 0:
+        a32[addr >> 2] = v & 0xFFFFFFFF
+    elif w == 2 and addr % 2 == 0:
+        a16[addr >> 1] = v & 0xFFFF
+    else:
+        for i in range(w):
+            a8[addr + i] = _shr(v, 8 * i) & 0xFF
+
+
+@_dev
+def _bit(a8, bitmap, i):
+    return (int64(a8[bitmap + (i >> 3)]) >> (i & 7)) & 1
+
+
+@_dev
+def _is_nan(bits, width):
+    if width == 8:
+        e, m = int64(0x7FF0000000000000), int64(0x000FFFFFFFFFFFFF)
+    elif width == 4:
+        e, m = int64(0x7F800000), int64(0x007FFFFF)
+    else:
+        e, m = int64(0x7C00), int64(0x03FF)
+    return (bits & e) == e and (bits & m) != 0
+
+
+@_dev
+def _fault(err, row, j, code, nops):
+    cuda.atomic.min(err, 0, (int64(row) * nops + j) * 8 + code)
+
+
+@_dev
+def _days_from_civil(y, m, d):
+    if m <= 2:
+        y -= 1
+    era = y // 400
+    yoe = y - era * 400
+    mm = m - 3 if m > 2 else m + 9
+    doy = (153 * mm + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+@_dev
+def _civil_from_days(z):
+    z += 719468
+    era = z // 146097
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    d = doy - (153 * mp + 2) // 5 + 1
+    m = mp + 3 if mp < 10 else mp - 9
+    y = yoe + era * 400
+    if m <= 2:
+        y += 1
+    return y, m, d
+
+
+@_dev
+def _offset_at(a32, a64, offsets, i, ow):
+    if ow == 8:
+        return int64(a64[(offsets >> 3) + i])
+    v = int64(a32[(offsets >> 2) + i])
+    return v - (int64(1) << 32) if v >= 2**31 else v
+
+
+@_dev
+def _set_offset(a32, a64, offsets, i, ow, v):
+    if ow == 8:
+        a64[(offsets >> 3) + i] = v
+    else:
+        a32[(offsets >> 2) + i] = v & 0xFFFFFFFF
+
+
+@_dev
+def _utf8_length(cp):
+    """Bytes of the UTF-8 encoding of a code point; 0 if it has none."""
+    if cp < 0x80:
+        return 1
+    if cp < 0x800:
+        return 2
+    if cp < 0x10000:
+        return 0 if 0xD800 <= cp <= 0xDFFF else 3
+    return 4 if cp <= 0x10FFFF else 0
+
+
+# ------------------------------------------------------------- AoS -> SoA, one tile
+
+
+@_dev
+def _element(op, offs, e, r0, slot):
+    """(element index in the column, byte of the element in the tile) of local element e."""
+    c = op[COUNT]
+    r = r0 + e // c
+    k = e % c
+    return r * c + k, (r - r0) * slot + offs[op[OFFS] + k]
+
+
+@_dev
+def _forward_value(words, wb, op, offs, e, r0, slot):
+    """The element's native value (raw bits) for K_COPY, K_BITS and K_ENUM words."""
+    i, p = _element(op, offs, e, r0, slot)
+    w = op[WIDTH]
+    v = _get(words, wb, p, w)
+    if op[SWAP] != 0:
+        v = _swap(v, w)
+    if op[KIND] == K_BITS:
+        shift, nbits = op[P1], op[P2]
+        u = v << (64 - shift - nbits)
+        v = (u >> (64 - nbits)) if (op[FLAGS] & F_SIGNED) != 0 else _shr(u, 64 - nbits)
+    return v
+
+
+@_dev
+def _is_valid(words, wb, op, offs, e, r0, slot):
+    """Whether local element e of a column with a validity bitmap is not null."""
+    i, p = _element(op, offs, e, r0, slot)
+    w = op[WIDTH]
+    if op[KIND] == K_SCALE or op[KIND] == K_CIVIL:
+        v = _get(words, wb, p, 8)
+        return (_swap(v, 8) if op[SWAP] != 0 else v) != NAT
+    v = _forward_value(words, wb, op, offs, e, r0, slot)
+    if op[NULLS] == N_BITS:
+        return v != op[SENT]
+    return not _is_nan(v, w)
+
+
+@_dev
+def _fwd_time(a8, a16, a32, a64, words, wb, op, offs, e, r0, slot, err, j, nops):
+    i, p = _element(op, offs, e, r0, slot)
+    c, dst, f, ow = op[COUNT], op[DATA], op[P1], op[P2]
+    v = _get(words, wb, p, 8)
+    if op[SWAP] != 0:
+        v = _swap(v, 8)
+    r = r0 + e // c
+    if v == NAT:
+        _store(a8, a16, a32, a64, dst + i * ow, ow, int64(0))
+        return
+    if op[KIND] == K_CIVIL:
+        if v > (int64(1) << 40) or v < -(int64(1) << 40):
+            _fault(err, r, j, E_RANGE, nops)
+            return
+        months = v * f
+        res = _days_from_civil(1970 + months // 12, months % 12 + 1, int64(1))
+    else:
+        lim = I64_MAX // f
+        if v > lim or v < -lim:
+            _fault(err, r, j, E_RANGE, nops)
+            return
+        res = v * f
+    if ow == 4 and (res < I32_MIN or res > I32_MAX):
+        _fault(err, r, j, E_RANGE, nops)
+        return
+    _store(a8, a16, a32, a64, dst + i * ow, ow, res)
+
+
+@_dev
+def _fwd_enum_index(v, op, tables):
+    w, size, lo = op[WIDTH], op[P2], op[P1]
+    v = _sign_extend(v, 8 * w) if (op[FLAGS] & F_SIGNED) != 0 else v & _mask(8 * w)
+    t0 = op[TABLE]
+    if (op[FLAGS] & F_DENSE) != 0:
+        j = v - lo
+        return tables[t0 + j] if 0 <= j < size else int64(-1)
+    a, b = int64(0), size
+    while a < b:
+        mid = (a + b) >> 1
+        if tables[t0 + mid] < v:
+            a = mid + 1
+        else:
+            b = mid
+    return a if a < size and tables[t0 + a] == v else int64(-1)
+
+
+@_dev
+def _string_length(words, wb, op, offs, e, r0, slot):
+    """UTF-8 bytes of one S<n>/U<n> element after trimming; -1 if not valid text."""
+    i, p = _element(op, offs, e, r0, slot)
+    n = op[WIDTH]
+    if op[KIND] == K_CSTR:
+        length = 0
+        while length < n and _get(words, wb, p + length, 1) != 0:
+            length += 1
+        if (op[FLAGS] & F_UTF8) != 0 and not _utf8_valid(words, wb, p, length):
+            return -1
+        return length
+    ncp = n // 4
+    while ncp > 0 and _get(words, wb, p + (ncp - 1) * 4, 4) == 0:
+        ncp -= 1
+    length = 0
+    for t in range(ncp):
+        cp = _get(words, wb, p + t * 4, 4)
+        if op[SWAP] != 0:
+            cp = _swap(cp, 4)
+        bytes_ = _utf8_length(cp)
+        if bytes_ == 0:
+            return -1
+        length += bytes_
+    return length
+
+
+@_dev
+def _utf8_valid(words, wb, p, n):
+    i = 0
+    while i < n:
+        b = _get(words, wb, p + i, 1)
+        if b < 0x80:
+            i += 1
+            continue
+        if 0xC2 <= b <= 0xDF:
+            need, lo, hi = 1, 0x80, 0xBF
+        elif 0xE0 <= b <= 0xEF:
+            need = 2
+            lo = 0xA0 if b == 0xE0 else 0x80
+            hi = 0x9F if b == 0xED else 0xBF
+        elif 0xF0 <= b <= 0xF4:
+            need = 3
+            lo = 0x90 if b == 0xF0 else 0x80
+            hi = 0x8F if b == 0xF4 else 0xBF
+        else:
+            return False
+        if i + need >= n:
+            return False
+        c1 = _get(words, wb, p + i + 1, 1)
+        if c1 < lo or c1 > hi:
+            return False
+        for t in range(2, need + 1):
+            ct = _get(words, wb, p + i + t, 1)
+            if ct < 0x80 or ct > 0xBF:
+                return False
+        i += need + 1
+    return True
+
+
+@_dev
+def _forward_tile(words, wb, slot, r0, r1, ops, offs, a8, a16, a32, a64, tables, err):
+    """Scatter records [r0, r1) from their bytes (``words`` from word ``wb``, one record
+    every ``slot`` bytes) into the columns."""
+    tid, nt = cuda.threadIdx.x, cuda.blockDim.x
+    nops = ops.shape[0]
+    for j in range(nops):
+        op = ops[j]
+        kind, w, c, dst = op[KIND], op[WIDTH], op[COUNT], op[DATA]
+        total = (r1 - r0) * c
+        e0 = r0 * c  # a multiple of 8: tiles start at multiples of 32 rows
+        if kind == K_BOOL or (kind == K_BITS and op[P3] == 0):
+            for b in range(tid, (total + 7) >> 3, nt):  # one output byte per thread
+                byte = 0
+                for t in range(min(8, total - 8 * b)):
+                    e = 8 * b + t
+                    if kind == K_BOOL:
+                        _, p = _element(op, offs, e, r0, slot)
+                        bit = _get(words, wb, p, 1) != 0
+                    else:
+                        bit = _forward_value(words, wb, op, offs, e, r0, slot) != 0
+                    if bit:
+                        byte |= 1 << t
+                a8[dst + (e0 >> 3) + b] = byte
+        elif kind == K_CSTR or kind == K_UTF32:
+            ow = op[P2]
+            for e in range(tid, total, nt):
+                i, _ = _element(op, offs, e, r0, slot)
+                length = _string_length(words, wb, op, offs, e, r0, slot)
+                if length < 0:
+                    _fault(err, r0 + e // c, j, E_UTF, nops)
+                    length = 0
+                if i == 0:
+                    _set_offset(a32, a64, op[OFFSETS], 0, ow, int64(0))
+                _set_offset(a32, a64, op[OFFSETS], i + 1, ow, length)  # a length until the scan
+        else:
+            for e in range(tid, total, nt):
+                i, p = _element(op, offs, e, r0, slot)
+                if kind == K_COPY:
+                    _store(a8, a16, a32, a64, dst + i * w, w, _forward_value(words, wb, op, offs, e, r0, slot))
+                elif kind == K_BYTES:
+                    piece = 8 if w % 8 == 0 else (4 if w % 4 == 0 else (2 if w % 2 == 0 else 1))
+                    for q in range(0, w, piece):
+                        _store(a8, a16, a32, a64, dst + i * w + q, piece, _get(words, wb, p + q, piece))
+                elif kind == K_BITS:
+                    outw = op[P3]
+                    _store(a8, a16, a32, a64, dst + i * outw, outw, _forward_value(words, wb, op, offs, e, r0, slot))
+                elif kind == K_ENUM:
+                    idx = _fwd_enum_index(_forward_value(words, wb, op, offs, e, r0, slot), op, tables)
+                    _store(a8, a16, a32, a64, dst + i * 4, 4, idx)
+                else:
+                    _fwd_time(a8, a16, a32, a64, words, wb, op, offs, e, r0, slot, err, j, nops)
+        if op[VALID] != 0:
+            for b in range(tid, (total + 7) >> 3, nt):
+                byte = 0
+                for t in range(min(8, total - 8 * b)):
+                    if _is_valid(words, wb, op, offs, 8 * b + t, r0, slot):
+                        byte |= 1 << t
+                a8[op[VALID] + (e0 >> 3) + b] = byte
+
+
+# ------------------------------------------------------------- SoA -> AoS, one tile
+
+
+@_dev
+def _reverse_value(a8, a16, a32, a64, op, i):
+    """Element i of a K_BITS/K_ENUM column as int64 (sign-extended when F_SIGNED)."""
+    outw, data = op[P3], op[DATA]
+    if outw == 0:
+        return _bit(a8, data, i)
+    v = _load(a8, a16, a32, a64, data + i * outw, outw)
+    return _sign_extend(v, 8 * outw) if (op[FLAGS] & F_SIGNED) != 0 else v
+
+
+@_dev
+def _rev_string(a8, a16, a32, a64, words, wb, op, i, p, r, err, j, nops):
+    n, data, ow = op[WIDTH], op[DATA], op[P2]
+    truncate = (op[FLAGS] & F_TRUNCATE) != 0
+    start = _offset_at(a32, a64, op[OFFSETS], i, ow)
+    length = _offset_at(a32, a64, op[OFFSETS], i + 1, ow) - start
+    s = data + start
+    if op[KIND] == K_CSTR:
+        if length > n:
+            if not truncate:
+                _fault(err, r, j, E_TOO_LONG, nops)
+                return
+            length = n
+        for t0 in range(0, length, 8):
+            m = min(8, length - t0)
+            _put(words, wb, p + t0, m, _load(a8, a16, a32, a64, s + t0, m))
+        return
+    ncp, t = 0, 0
+    while t < length:
+        b = int64(a8[s + t])
+        if b < 0x80:
+            cp, need = b, 0
+        elif b >= 0xF0:
+            cp, need = b & 0x07, 3
+        elif b >= 0xE0:
+            cp, need = b & 0x0F, 2
+        elif b >= 0xC0:
+            cp, need = b & 0x1F, 1
+        else:
+            _fault(err, r, j, E_UTF, nops)
+            return
+        if t + need >= length:
+            _fault(err, r, j, E_UTF, nops)
+            return
+        for u in range(1, need + 1):
+            cb = int64(a8[s + t + u])
+            if cb & 0xC0 != 0x80:
+                _fault(err, r, j, E_UTF, nops)
+                return
+            cp = (cp << 6) | (cb & 0x3F)
+        t += need + 1
+        if ncp * 4 >= n:
+            if not truncate:
+                _fault(err, r, j, E_TOO_LONG, nops)
+            return
+        _put(words, wb, p + ncp * 4, 4, _swap(cp, 4) if op[SWAP] != 0 else cp)
+        ncp += 1
+
+
+@_dev
+def _rev_time(a8, a16, a32, a64, op, i, r, err, j, nops):
+    f, ow = op[P1], op[P2]
+    v = _load(a8, a16, a32, a64, op[DATA] + i * ow, ow)
+    if ow == 4:
+        v = _sign_extend(v, 32)
+    if op[KIND] == K_CIVIL:
+        y, m, d = _civil_from_days(v)
+        if d != 1 or (f == 12 and m != 1):
+            _fault(err, r, j, E_INEXACT, nops)
+            return False, v
+        return True, ((y - 1970) * 12 + m - 1) // f
+    if v % f != 0:
+        _fault(err, r, j, E_INEXACT, nops)
+        return False, v
+    v = v // f
+    if v == NAT:
+        _fault(err, r, j, E_RANGE, nops)
+        return False, v
+    return True, v
+
+
+@_dev
+def _reverse_tile(words, wb, slot, r0, r1, ops, offs, a8, a16, a32, a64, tables, err):
+    """Merge every column's elements of records [r0, r1) into the cleared tile."""
+    tid, nt = cuda.threadIdx.x, cuda.blockDim.x
+    nops = ops.shape[0]
+    for j in range(nops):
+        op = ops[j]
+        kind, w, c, e_first = op[KIND], op[WIDTH], op[COUNT], op[ELEM0]
+        valid, data = op[VALID], op[DATA]
+        fillable = (kind == K_COPY or kind == K_BITS or kind == K_ENUM) and op[NULLS] != N_NONE
+        for e in range(tid, (r1 - r0) * c, nt):
+            r = r0 + e // c
+            k = e % c
+            i = e_first + r * c + k
+            p = (r - r0) * slot + offs[op[OFFS] + k]
+            null = valid != 0 and _bit(a8, valid, i) == 0
+            if null and not fillable and not (kind == K_SCALE or kind == K_CIVIL):
+                _fault(err, r, j, E_NULL, nops)
+                continue
+            if kind == K_COPY:
+                v = op[SENT] if null else _load(a8, a16, a32, a64, data + i * w, w)
+                _put(words, wb, p, w, _swap(v, w) if op[SWAP] != 0 else v)
+            elif kind == K_BYTES:
+                piece = 8 if w % 8 == 0 else (4 if w % 4 == 0 else (2 if w % 2 == 0 else 1))
+                for q in range(0, w, piece):
+                    _put(words, wb, p + q, piece, _load(a8, a16, a32, a64, data + i * w + q, piece))
+            elif kind == K_BOOL:
+                _put(words, wb, p, 1, _bit(a8, data, i))
+            elif kind == K_BITS:
+                shift, nbits = op[P1], op[P2]
+                v = op[SENT] if null else _reverse_value(a8, a16, a32, a64, op, i)
+                if nbits == 64:
+                    lo, hi = -I64_MAX - 1, I64_MAX
+                elif (op[FLAGS] & F_SIGNED) != 0:
+                    lo, hi = -(int64(1) << (nbits - 1)), (int64(1) << (nbits - 1)) - 1
+                else:
+                    lo, hi = int64(0), (int64(1) << nbits) - 1
+                if v < lo or v > hi:
+                    _fault(err, r, j, E_RANGE, nops)
+                    continue
+                bits = (v << shift) & (_mask(nbits) << shift)
+                _put(words, wb, p, w, _swap(bits, w) if op[SWAP] != 0 else bits)
+            elif kind == K_ENUM:
+                if null:
+                    v = op[SENT]  # the fill value, already an enum value
+                else:
+                    idx = _reverse_value(a8, a16, a32, a64, op, i)
+                    if idx < 0 or idx >= op[P2]:
+                        _fault(err, r, j, E_RANGE, nops)
+                        continue
+                    v = tables[op[TABLE] + idx]
+                _put(words, wb, p, w, _swap(v, w) if op[SWAP] != 0 else v)
+            elif kind == K_SCALE or kind == K_CIVIL:
+                ok, v = True, int64(NAT)
+                if not null:
+                    ok, v = _rev_time(a8, a16, a32, a64, op, i, r, err, j, nops)
+                if ok:
+                    _put(words, wb, p, 8, _swap(v, 8) if op[SWAP] != 0 else v)
+            else:
+                _rev_string(a8, a16, a32, a64, words, wb, op, i, p, r, err, j, nops)
+
+
+# ------------------------------------------------------------------------- kernels
+
+
+@_dev
+def _slot_word(i, stride, slot):
+    """Shared-memory word of the tile's i-th record word (spare word per slot if padded)."""
+    if slot == stride:
+        return i
+    per = stride >> 2
+    return (i // per) * (slot >> 2) + i % per
+
+
+@cuda.jit
+def _forward(rec, n, stride, slot, rows, staged, ops, offs, a8, a16, a32, a64, tables, err):
+    tile = cuda.shared.array(0, dtype=uint32)
+    tid, nt = cuda.threadIdx.x, cuda.blockDim.x
+    for t in range(cuda.blockIdx.x, (n + rows - 1) // rows, cuda.gridDim.x):
+        r0 = t * rows
+        r1 = min(r0 + rows, n)
+        g0 = (r0 * stride) >> 2
+        if staged:
+            for i in range(tid, ((r1 - r0) * stride + 3) >> 2, nt):
+                tile[_slot_word(i, stride, slot)] = rec[g0 + i]
+            cuda.syncthreads()
+            _forward_tile(tile, 0, slot, r0, r1, ops, offs, a8, a16, a32, a64, tables, err)
+            cuda.syncthreads()
+        else:
+            _forward_tile(rec, g0, stride, r0, r1, ops, offs, a8, a16, a32, a64, tables, err)
+
+
+@cuda.jit
+def _reverse(rec, n, stride, slot, rows, staged, ops, offs, a8, a16, a32, a64, tables, err):
+    tile = cuda.shared.array(0, dtype=uint32)
+    tid, nt = cuda.threadIdx.x, cuda.blockDim.x
+    for t in range(cuda.blockIdx.x, (n + rows - 1) // rows, cuda.gridDim.x):
+        r0 = t * rows
+        r1 = min(r0 + rows, n)
+        g0 = (r0 * stride) >> 2
+        nwords = ((r1 - r0) * stride + 3) >> 2
+        if staged:
+            for i in range(tid, ((r1 - r0) * slot + 3) >> 2, nt):
+                tile[i] = 0
+            cuda.syncthreads()
+            _reverse_tile(tile, 0, slot, r0, r1, ops, offs, a8, a16, a32, a64, tables, err)
+            cuda.syncthreads()
+            for i in range(tid, nwords, nt):
+                rec[g0 + i] = tile[_slot_word(i, stride, slot)]
+            cuda.syncthreads()
+        else:
+            for i in range(tid, nwords, nt):
+                rec[g0 + i] = 0
+            cuda.syncthreads()
+            _reverse_tile(rec, g0, stride, r0, r1, ops, offs, a8, a16, a32, a64, tables, err)
+            cuda.syncthreads()
+
+
+@cuda.jit
+def _scan_blocks(a32, a64, offsets, ow, count, sums):
+    """Inclusive scan of ``count`` values after the first offset, one run of blockDim
+    values per block; each block's total goes to sums."""
+    buf = cuda.shared.array(1024, dtype=int64)
+    tid, nt = cuda.threadIdx.x, cuda.blockDim.x
+    i = cuda.blockIdx.x * nt + tid
+    buf[tid] = _offset_at(a32, a64, offsets, i + 1, ow) if i < count else int64(0)
+    cuda.syncthreads()
+    step = 1
+    while step < nt:
+        add = buf[tid - step] if tid >= step else int64(0)
+        cuda.syncthreads()
+        buf[tid] += add
+        cuda.syncthreads()
+        step *= 2
+    if i < count:
+        _set_offset(a32, a64, offsets, i + 1, ow, buf[tid])
+    if tid == nt - 1:
+        sums[cuda.blockIdx.x] = buf[tid]
+
+
+@cuda.jit
+def _scan_sums(sums):
+    """Exclusive scan of the block totals, in place (one thread: a few thousand values)."""
+    if cuda.grid(1) == 0:
+        total = int64(0)
+        for b in range(sums.shape[0]):
+            v = sums[b]
+            sums[b] = total
+            total += v
+
+
+@cuda.jit
+def _scan_add(a32, a64, offsets, ow, count, sums, nt_scan):
+    i = cuda.grid(1)
+    if i < count:
+        before = sums[i // nt_scan]
+        if before != 0:
+            _set_offset(a32, a64, offsets, i + 1, ow, _offset_at(a32, a64, offsets, i + 1, ow) + before)
+
+
+@cuda.jit
+def _copy_strings(rec, n, stride, op, offs, a8, a16, a32, a64):
+    """Write each trimmed S<n>/U<n> element at its final offset, one element a thread."""
+    c, per_n, ow = op[COUNT], op[WIDTH], op[P2]
+    for i in range(cuda.grid(1), n * c, cuda.gridsize(1)):
+        r = i // c
+        p = r * stride + offs[op[OFFS] + i % c]
+        start = _offset_at(a32, a64, op[OFFSETS], i, ow)
+        length = _offset_at(a32, a64, op[OFFSETS], i + 1, ow) - start
+        pos = op[DATA] + start
+        if op[KIND] == K_CSTR:
+            for t in range(length):
+                a8[pos + t] = _get(rec, 0, p + t, 1)
+            continue
+        out = 0
+        t = 0
+        while out < length and t < per_n // 4:
+            cp = _get(rec, 0, p + t * 4, 4)
+            if op[SWAP] != 0:
+                cp = _swap(cp, 4)
+            t += 1
+            if cp < 0x80:
+                a8[pos + out] = cp
+                out += 1
+            elif cp < 0x800:
+                a8[pos + out] = 0xC0 | (cp >> 6)
+                a8[pos + out + 1] = 0x80 | (cp & 0x3F)
+                out += 2
+            elif cp < 0x10000:
+                a8[pos + out] = 0xE0 | (cp >> 12)
+                a8[pos + out + 1] = 0x80 | ((cp >> 6) & 0x3F)
+                a8[pos + out + 2] = 0x80 | (cp & 0x3F)
+                out += 3
+            else:
+                a8[pos + out] = 0xF0 | (cp >> 18)
+                a8[pos + out + 1] = 0x80 | ((cp >> 12) & 0x3F)
+                a8[pos + out + 2] = 0x80 | ((cp >> 6) & 0x3F)
+                a8[pos + out + 3] = 0x80 | (cp & 0x3F)
+                out += 4
+
+
+def _signatures():
+    """Argument types of every kernel as the host functions launch them."""
+    from numba import types as t
+
+    u8, u16, u32, i64 = t.uint8[::1], t.uint16[::1], t.uint32[::1], t.int64[::1]
+    arena = (u8, u16, u32, i64)
+    tile = (u32, t.int64, t.int64, t.int64, t.int64, t.boolean, t.int64[:, ::1], i64, *arena, i64, i64)
+    return {
+        "forward": (_forward, tile),
+        "reverse": (_reverse, tile),
+        "scan_blocks": (_scan_blocks, (u32, i64, t.int64, t.int64, t.int64, i64)),
+        "scan_sums": (_scan_sums, (i64,)),
+        "scan_add": (_scan_add, (u32, i64, t.int64, t.int64, t.int64, i64, t.int64)),
+        "copy_strings": (_copy_strings, (u32, t.int64, t.int64, i64, i64, *arena)),
+    }
+
+
+KERNELS = _signatures
+"""Every kernel of this module with its argument types (the PTX compile test walks this)."""
+
+
+# --------------------------------------------------------------------- host side
+
+
+def tile_shape(stride):
+    """(rows per tile, bytes per record slot in shared memory, staged) for a stride."""
+    words = stride // 4
+    slot = stride + 4 if stride % 4 == 0 and words % 2 == 0 else stride
+    rows = max(32, (TILE_BYTES // slot) // 32 * 32)
+    if rows * slot + 8 > MAX_TILE_BYTES:
+        return 32, stride, False
+    return rows, slot, True
+
+
+def _views(arena):
+    return arena.view(np.uint8), arena.view(np.uint16), arena.view(np.uint32), arena.view(np.int64)
+
+
+def _launch(kernel, n_tiles, shared, args):
+    blocks = max(1, min(n_tiles, MAX_BLOCKS))
+    kernel[blocks, THREADS, 0, shared](*args)
+
+
+def _first_fault(err, nops):
+    key = int(err.copy_to_host()[0])
+    if key == NO_FAULT:
+        return None
+    code = key % 8
+    row, op = divmod(key // 8, nops)
+    return row, op, code
+
+
+def _scan(arena_views, op_row, count):
+    """Turn the lengths after the first offset into offsets (inclusive scan in place)."""
+    _, _, a32, a64 = arena_views
+    ow, offsets = int(op_row[P2]), int(op_row[OFFSETS])
+    nt = 1024
+    nblocks = max(1, -(-count // nt))
+    sums = cuda.device_array(nblocks, dtype=np.int64)
+    _scan_blocks[nblocks, nt](a32, a64, offsets, ow, count, sums)
+    _scan_sums[1, 1](sums)
+    _scan_add[nblocks, nt](a32, a64, offsets, ow, count, sums, nt)
+
+
+def aos_to_soa(rec, stride, n, ops, offs, arena, tables):
+    """Scatter ``n`` records into the columns of a device arena.
+
+    Parameters
+    ----------
+    rec : device array of uint32
+        The record bytes as words: at least ``ceil(n * stride / 4)`` of them, the
+        first record at word 0.
+    stride : int
+        Bytes from one record to the next.
+    ops, offs : numpy.ndarray
+        The copy plan, with ``DATA``/``VALID``/``OFFSETS`` as byte offsets in the arena
+        and ``TABLE`` as element offsets in ``tables``.
+    arena : device array of uint8
+        Where the columns go (64-byte aligned).
+    tables : device array of int64
+        The enum lookup tables the plan points into (may be empty).
+
+    Returns
+    -------
+    None, or ``(row, op, code)`` of the first value that could not be converted.
+    """
+    if n == 0:
+        return None
+    views = _views(arena)
+    d_ops, d_offs = cuda.to_device(np.ascontiguousarray(ops)), cuda.to_device(offs)
+    err = cuda.to_device(np.array([NO_FAULT], dtype=np.int64))
+    rows, slot, staged = tile_shape(stride)
+    shared = rows * slot + 8 if staged else 0
+    _launch(_forward, -(-n // rows), shared,
+            (rec, n, stride, slot, rows, staged, d_ops, d_offs, *views, tables, err))
+    fault = _first_fault(err, ops.shape[0])
+    if fault is not None:
+        return fault
+    for j in range(ops.shape[0]):
+        if ops[j, KIND] in (K_CSTR, K_UTF32):
+            count = n * int(ops[j, COUNT])
+            _scan(views, ops[j], count)
+            d_op = cuda.to_device(np.ascontiguousarray(ops[j]))
+            _copy_strings[max(1, min(-(-count // THREADS), MAX_BLOCKS)), THREADS](
+                rec, n, stride, d_op, d_offs, *views)
+    cuda.synchronize()
+    return None
+
+
+def soa_to_aos(rec, itemsize, n, ops, offs, arena, tables):
+    """Gather ``n`` records into ``rec`` (device uint32 words, at least
+    ``ceil(n * itemsize / 4)``) from the columns of a device arena.
+
+    Padding bytes come out as zeros. Returns ``None`` or ``(row, op, code)`` of the
+    first value that could not be written.
+    """
+    if n == 0:
+        return None
+    views = _views(arena)
+    d_ops, d_offs = cuda.to_device(np.ascontiguousarray(ops)), cuda.to_device(offs)
+    err = cuda.to_device(np.array([NO_FAULT], dtype=np.int64))
+    rows, slot, staged = tile_shape(itemsize)
+    shared = rows * slot + 8 if staged else 0
+    _launch(_reverse, -(-n // rows), shared,
+            (rec, n, itemsize, slot, rows, staged, d_ops, d_offs, *views, tables, err))
+    return _first_fault(err, ops.shape[0])

@@ -1,0 +1,167 @@
+"""AoS and SoA on a GPU: conversions with :mod:`kernels.cuda`, moves between host and
+device, and the per-column device exports (``__cuda_array_interface__``, DLPack).
+
+A device SoA keeps every column buffer in one device allocation (its arena); its
+:class:`ColumnBuffers` hold :class:`Span` objects (byte offset and size in the arena)
+instead of Arrow buffers. Imported only when data goes to a GPU.
+"""
+
+import numpy as np
+import pyarrow as pa
+
+from kernels import plan as P
+
+from . import _device
+from ._backends import kernels_for
+from ._errors import LayoutError
+from ._faults import forward_error, reverse_error
+from ._plan import ALIGN, Arena, ColumnBuffers, forward_ops, reverse_ops
+
+__all__ = ["Span", "forward", "reverse", "soa_to_host", "soa_to_device", "column_interface"]
+
+
+class Span:
+    """A buffer inside a device arena: ``address`` is its byte offset there."""
+
+    __slots__ = ("address", "size")
+
+    def __init__(self, address, size):
+        self.address, self.size = address, size
+
+
+def _device_tables(ops, keep):
+    """Copy the enum tables the plan points at into one device int64 array and make
+    the plan's TABLE entries element offsets into it."""
+    rows = [j for j in range(ops.shape[0]) if ops[j, P.KIND] == P.K_ENUM]
+    parts, pos = [np.zeros(1, np.int64)], 1
+    for j, table in zip(rows, keep):
+        ops[j, P.TABLE] = pos
+        parts.append(table)
+        pos += len(table)
+    return _device.to_device(np.concatenate(parts)).view(np.int64)[:pos]
+
+
+def forward(aos, nulls, out=None):
+    """AoS -> SoA on the GPU for records already in device memory."""
+    from ._aos import _enum_dictionary, _reusable
+    from ._soa import SoA
+
+    layout, n = aos.layout, len(aos)
+    if out is None:
+        arena = Arena(layout, n, frozenset(nulls))
+        memory = _device.empty(arena.nbytes)
+    else:
+        arena, memory = _reusable(out, layout, n, frozenset(nulls), "cuda")
+    ops, offs, keep = forward_ops(arena, 0, nulls)
+    tables = _device_tables(ops, keep)
+    rec = _device.words(aos.array, n * layout.itemsize)
+    fault = kernels_for("cuda").aos_to_soa(rec, layout.itemsize, n, ops, offs, memory, tables)
+    if fault is not None:
+        raise forward_error(layout, aos.to_device("cpu").array, fault)
+    dictionaries = {}
+    for i, f in enumerate(layout.fields):
+        if f.kind == "enum":
+            start, size = arena.buffers[i]["data"]
+            idx = _device.to_host(memory[start:], size).view(np.int32)[: n * f.count]
+            names, changed = _enum_dictionary(f, idx, lambda: aos.to_device("cpu").array)
+            if changed:
+                memory[start : start + idx.nbytes].copy_to_device(idx.view(np.uint8))
+            dictionaries[i] = names
+    columns = [_spans(arena, i, n, dictionaries.get(i)) for i in range(len(layout.fields))]
+    return SoA(layout, n, columns, fills=nulls, arena=arena, memory=memory, device="cuda")
+
+
+def _spans(arena, i, n, dictionary):
+    f = arena.layout.fields[i]
+
+    def span(name):
+        spec = arena.buffers[i].get(name)
+        return None if spec is None else Span(*spec)
+
+    return ColumnBuffers(arena.arrow_type(i), n * f.count, span("validity"), span("offsets"),
+                         span("data"), 0, f.kind, dictionary)
+
+
+def reverse(soa):
+    """SoA -> AoS on the GPU: records in a new device allocation."""
+    from ._aos import AoS
+
+    layout, n = soa.layout, len(soa)
+    ops, offs, keep = reverse_ops(layout, soa._columns, soa._fills, soa._truncate)
+    tables = _device_tables(ops, keep)
+    nbytes = n * layout.itemsize
+    out = _device.empty(nbytes)
+    fault = kernels_for("cuda").soa_to_aos(out.view(np.uint32), layout.itemsize, n, ops, offs, soa._memory, tables)
+    if fault is not None:
+        raise reverse_error(layout, soa_to_host(soa)._columns, fault)
+    return AoS(out[:nbytes], layout)
+
+
+def soa_to_host(soa):
+    """Copy a device SoA's arena to host memory in one transfer; columns view it."""
+    from ._soa import SoA
+
+    mem = soa._memory
+    raw = np.empty(mem.shape[0] + ALIGN, dtype=np.uint8)
+    skip = -raw.ctypes.data % ALIGN
+    host = _device.to_host(mem, out=raw[skip : skip + mem.shape[0]])
+
+    def buf(span):
+        return None if span is None else pa.py_buffer(host[span.address : span.address + span.size])
+
+    columns = [ColumnBuffers(c.type, c.length, buf(c.validity), buf(c.offsets), buf(c.data), c.offset,
+                             c.kind, c.dictionary) for c in soa._columns]
+    return SoA(soa.layout, len(soa), columns, fills=soa._fills, truncate=soa._truncate,
+               arena=soa._arena, memory=host if soa._arena is not None else None)
+
+
+def soa_to_device(soa):
+    """Copy a host SoA to one device arena (one transfer). An SoA made by ``to_soa``
+    goes as it is; columns borrowed from Arrow are packed at 64-byte-aligned offsets."""
+    from ._soa import SoA
+
+    if soa._memory is not None:
+        base, host = soa._memory.ctypes.data, soa._memory
+        place = {}
+    else:
+        sizes = [b.size for c in soa._columns for b in (c.validity, c.offsets, c.data) if b is not None]
+        host = np.zeros(max(ALIGN, sum(-(-s // ALIGN) * ALIGN for s in sizes)), dtype=np.uint8)
+        base, place, pos = host.ctypes.data, {}, 0
+        for c in soa._columns:
+            for b in (c.validity, c.offsets, c.data):
+                if b is not None and id(b) not in place:
+                    host[pos : pos + b.size] = np.frombuffer(b, dtype=np.uint8)
+                    place[id(b)] = pos
+                    pos += -(-b.size // ALIGN) * ALIGN
+    memory = _device.to_device(host)
+
+    def span(b):
+        if b is None:
+            return None
+        return Span(place[id(b)] if id(b) in place else b.address - base, b.size)
+
+    columns = [ColumnBuffers(c.type, c.length, span(c.validity), span(c.offsets), span(c.data), c.offset,
+                             c.kind, c.dictionary) for c in soa._columns]
+    return SoA(soa.layout, len(soa), columns, fills=soa._fills, truncate=soa._truncate,
+               arena=soa._arena, memory=memory, device="cuda")
+
+
+def column_interface(column):
+    """``__cuda_array_interface__`` (version 3) of a device column of fixed-width values."""
+    dt = column._view_dtype()
+    b = column._buffers
+    if dt is None:
+        raise AttributeError(
+            f"column {column.name!r} is {b.type} in Arrow (bit-packed, date32 or var-length), which has "
+            f"no __cuda_array_interface__; use soa.to_cudf() or soa.__arrow_c_device_array__()")
+    if dt.kind in "mM":
+        dt = np.dtype("<i8")  # CuPy and Numba take the counts; the unit is the Arrow type's
+    ptr = _device.pointer(column._soa._memory) + b.data.address + b.offset * dt.itemsize
+    return {"shape": (len(column),) + column.field.shape, "typestr": dt.str, "descr": [("", dt.str)],
+            "data": (ptr, False), "strides": None, "version": 3, "stream": None}
+
+
+def dlpack_device():
+    if _device.simulated():
+        return (2, 0)
+    return (2, _device.cuda().get_current_device().id)  # kDLCUDA
