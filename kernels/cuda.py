@@ -32,6 +32,8 @@ Kernels are compiled once per argument types (a plan is data, so every layout sh
 them) and run under ``NUMBA_ENABLE_CUDASIM=1`` without a GPU. Imported only when used.
 """
 
+import os
+
 import numpy as np
 from numba import cuda, int64, uint32
 
@@ -43,7 +45,9 @@ from .plan import (
 
 __all__ = ["aos_to_soa", "soa_to_aos", "tile_shape", "KERNELS"]
 
-THREADS = 256
+SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+THREADS = 32 if SIMULATED else 256  # the simulator runs each thread as a Python thread
+SCAN_THREADS = 32 if SIMULATED else 1024
 TILE_BYTES = 16 * 1024  # shared memory per block: several blocks fit on one SM
 MAX_TILE_BYTES = 48 * 1024  # the default per-block limit; larger records skip staging
 MAX_BLOCKS = 65535
@@ -780,7 +784,7 @@ def _scan(arena_views, op_row, count):
     """Turn the lengths after the first offset into offsets (inclusive scan in place)."""
     _, _, a32, a64 = arena_views
     ow, offsets = int(op_row[P2]), int(op_row[OFFSETS])
-    nt = 1024
+    nt = SCAN_THREADS
     nblocks = max(1, -(-count // nt))
     sums = cuda.device_array(nblocks, dtype=np.int64)
     _scan_blocks[nblocks, nt](a32, a64, offsets, ow, count, sums)

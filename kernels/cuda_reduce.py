@@ -88,3 +88,15 @@ def reduce_field(a, col, op, x=0, blocks=None):
         _count_greater[blocks, THREADS](a, col, a.dtype.type(x), out)
         return int(out.copy_to_host()[0])
     raise ValueError(f"op must be one of {OPS}, got {op!r}")
+
+
+def signatures():
+    """Argument types of the kernels as :func:`reduce_field` launches them on a float64
+    field of records (the PTX compile test walks these)."""
+    from numba import types as t
+
+    a = t.float64[:, :]
+    return {"sum": (_sum, (a, t.int64, t.float64, t.float64[::1])),
+            "min": (_min, (a, t.int64, t.float64, t.float64[::1])),
+            "max": (_max, (a, t.int64, t.float64, t.float64[::1])),
+            "count_greater": (_count_greater, (a, t.int64, t.float64, t.int64[::1]))}

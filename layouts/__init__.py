@@ -16,4 +16,12 @@ from ._convert import ConvertResult, convert
 from ._files import read_records
 from ._soa import Column, SoA
 
-__all__ += ["AoS", "SoA", "Column", "read_records", "convert", "ConvertResult"]
+__all__ += ["AoS", "SoA", "Column", "read_records", "convert", "ConvertResult", "memory_stats"]
+
+
+def memory_stats():
+    """What the GPU memory pool holds (see :func:`layouts._device.pool_stats`); imports
+    nothing GPU-related that is not loaded already."""
+    from ._device import pool_stats
+
+    return pool_stats()

@@ -82,8 +82,10 @@ def convert(src, layout, dst, *, format=None, device=None, chunk_bytes=DEFAULT_C
         Output format; by default from ``dst``'s suffix (``.parquet``, ``.feather``,
         ``.arrow``/``.ipc``; anything else writes records). ``feather`` and ``arrow`` are
         both the Arrow IPC file format; ``feather`` compresses with LZ4 by default.
-    device : {"cpu"}, optional
-        Where the conversion runs.
+    device : {"cpu", "cuda"}, optional
+        Where the conversion runs. With ``"cuda"`` each chunk goes to the GPU in one
+        transfer, converts there and comes back in one transfer (not yet overlapped with
+        CUDA streams).
     chunk_bytes : int
         Bytes of records per chunk (a Parquet row group or an IPC record batch).
     compression : str, optional
@@ -242,7 +244,11 @@ def _records_to_arrow(src, layout, tmp, fmt, chunk_bytes, compression, offset, t
             total = None
         with _Pipeline(tmp, fmt, compression, overlap) as pipe:
             for aos in chunks:
-                soa = aos.to_soa(nulls=nulls, threads=threads, device=device, out=pipe.arena(len(aos)))
+                out = pipe.arena(len(aos))
+                if device == "cuda":  # one transfer each way; overlap with CUDA streams is not built yet
+                    soa = aos.to_soa(nulls=nulls, device="cuda").to_device("cpu")
+                else:
+                    soa = aos.to_soa(nulls=nulls, threads=threads, device=device, out=out)
                 pipe.write(soa)
                 if progress is not None:
                     progress(pipe.records, pipe.records * itemsize, total)
@@ -427,7 +433,10 @@ def _arrow_to_records(src, layout, tmp, chunk_bytes, fill, truncate, threads, de
                 if buffer is None or len(buffer) < part.num_rows:
                     buffer = np.empty(max(rows, part.num_rows), dtype=layout.dtype)
                 try:
-                    soa.to_aos(out=buffer, threads=threads, device=device)
+                    if device == "cuda":
+                        buffer[: part.num_rows] = soa.to_aos(device="cuda").to_device("cpu").to_numpy()
+                    else:
+                        soa.to_aos(out=buffer, threads=threads, device=device)
                 except (LayoutError, ValueError) as err:
                     raise type(err)(f"records {done} to {done + part.num_rows}: {err}") from err
                 out.write(memoryview(buffer.view(np.uint8))[: part.num_rows * layout.itemsize])

@@ -3,7 +3,8 @@ device, and the per-column device exports (``__cuda_array_interface__``, DLPack)
 
 A device SoA keeps every column buffer in one device allocation (its arena); its
 :class:`ColumnBuffers` hold :class:`Span` objects (byte offset and size in the arena)
-instead of Arrow buffers. Imported only when data goes to a GPU.
+instead of Arrow buffers. The buffers start at byte ``HEAD`` of the allocation, since
+address 0 means "no buffer" in a copy plan. Imported only when data goes to a GPU.
 """
 
 import numpy as np
@@ -18,6 +19,8 @@ from ._faults import forward_error, reverse_error
 from ._plan import ALIGN, Arena, ColumnBuffers, forward_ops, reverse_ops
 
 __all__ = ["Span", "forward", "reverse", "soa_to_host", "soa_to_device", "column_interface"]
+
+HEAD = ALIGN
 
 
 class Span:
@@ -49,10 +52,10 @@ def forward(aos, nulls, out=None):
     layout, n = aos.layout, len(aos)
     if out is None:
         arena = Arena(layout, n, frozenset(nulls))
-        memory = _device.empty(arena.nbytes)
+        memory = _device.empty(HEAD + arena.nbytes)
     else:
         arena, memory = _reusable(out, layout, n, frozenset(nulls), "cuda")
-    ops, offs, keep = forward_ops(arena, 0, nulls)
+    ops, offs, keep = forward_ops(arena, HEAD, nulls)
     tables = _device_tables(ops, keep)
     rec = _device.words(aos.array, n * layout.itemsize)
     fault = kernels_for("cuda").aos_to_soa(rec, layout.itemsize, n, ops, offs, memory, tables)
@@ -62,6 +65,7 @@ def forward(aos, nulls, out=None):
     for i, f in enumerate(layout.fields):
         if f.kind == "enum":
             start, size = arena.buffers[i]["data"]
+            start += HEAD
             idx = _device.to_host(memory[start:], size).view(np.int32)[: n * f.count]
             names, changed = _enum_dictionary(f, idx, lambda: aos.to_device("cpu").array)
             if changed:
@@ -76,7 +80,7 @@ def _spans(arena, i, n, dictionary):
 
     def span(name):
         spec = arena.buffers[i].get(name)
-        return None if spec is None else Span(*spec)
+        return None if spec is None else Span(HEAD + spec[0], spec[1])
 
     return ColumnBuffers(arena.arrow_type(i), n * f.count, span("validity"), span("offsets"),
                          span("data"), 0, f.kind, dictionary)
@@ -112,7 +116,7 @@ def soa_to_host(soa):
     columns = [ColumnBuffers(c.type, c.length, buf(c.validity), buf(c.offsets), buf(c.data), c.offset,
                              c.kind, c.dictionary) for c in soa._columns]
     return SoA(soa.layout, len(soa), columns, fills=soa._fills, truncate=soa._truncate,
-               arena=soa._arena, memory=host if soa._arena is not None else None)
+               arena=soa._arena, memory=host[HEAD:] if soa._arena is not None else None)
 
 
 def soa_to_device(soa):
@@ -121,12 +125,13 @@ def soa_to_device(soa):
     from ._soa import SoA
 
     if soa._memory is not None:
-        base, host = soa._memory.ctypes.data, soa._memory
-        place = {}
+        host = np.zeros(HEAD + soa._memory.nbytes, dtype=np.uint8)
+        host[HEAD:] = soa._memory
+        base, place = soa._memory.ctypes.data - HEAD, {}
     else:
         sizes = [b.size for c in soa._columns for b in (c.validity, c.offsets, c.data) if b is not None]
-        host = np.zeros(max(ALIGN, sum(-(-s // ALIGN) * ALIGN for s in sizes)), dtype=np.uint8)
-        base, place, pos = host.ctypes.data, {}, 0
+        host = np.zeros(HEAD + sum(-(-s // ALIGN) * ALIGN for s in sizes), dtype=np.uint8)
+        base, place, pos = host.ctypes.data, {}, HEAD
         for c in soa._columns:
             for b in (c.validity, c.offsets, c.data):
                 if b is not None and id(b) not in place:

@@ -1,9 +1,29 @@
-"""Shared fixtures: the backends to run on, and the foundation's example record."""
+"""Shared fixtures: the backends to run on, and the foundation's example record.
+
+Without a GPU (no /dev/nvidia0, as in CI) the CUDA backend runs in Numba's CUDA
+simulator: ``NUMBA_ENABLE_CUDASIM=1`` is set here, before anything imports
+``numba.cuda``. Tests marked ``cuda`` need the real thing and skip. With a GPU the
+``cuda`` backend runs on it; ``NUMBA_ENABLE_CUDASIM=1`` in the environment forces
+the simulator anyway.
+"""
+
+import os
 
 import numpy as np
 import pytest
 
-DEVICES = ["cpu"]  # the CUDA backend joins here, with the `cuda` marker
+REAL_GPU = os.path.exists("/dev/nvidia0") and os.environ.get("NUMBA_ENABLE_CUDASIM", "0") in ("", "0")
+if not REAL_GPU:
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+
+DEVICES = ["cpu", "cuda"]
+
+
+def pytest_collection_modifyitems(config, items):
+    skip = pytest.mark.skip(reason="needs a real NVIDIA GPU (the CUDA simulator stands in elsewhere)")
+    for item in items:
+        if item.get_closest_marker("cuda") is not None and not REAL_GPU:
+            item.add_marker(skip)
 
 
 @pytest.fixture(params=DEVICES)

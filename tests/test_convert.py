@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import layouts as lo
-from conftest import TICK, ticks
+from conftest import REAL_GPU, TICK, ticks
 from layouts._cli import main
 
 FORMATS = ["parquet", "feather", "arrow"]
@@ -187,12 +187,14 @@ def test_convert_command_errors_are_one_line(tmp_path):
         (["--dtype", "[('a','<i4')]", "--to", str(tmp_path / "a.arrow")], "a.arrow exists; pass overwrite=True"),
         (["--dtype", "[('a','<i4')]", "--to", str(tmp_path / "b.arrow")], "7 bytes of records: 1 records of 4 bytes and 3 bytes left over"),
         (["--dtype", "nonsense", "--to", str(tmp_path / "b.arrow")], "--dtype 'nonsense' is not a NumPy structured dtype"),
-        (["--dtype", "[('a','<i4')]", "--to", str(tmp_path / "b.arrow"), "--device", "cuda", "--trailing", "ignore"],
-         "device='cuda' is not available"),
     ]
+    if not REAL_GPU:
+        cases.append((["--dtype", "[('a','<i4')]", "--to", str(tmp_path / "b.arrow"), "--device", "cuda",
+                       "--trailing", "ignore"], "no usable CUDA GPU and driver were found"))
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
     for extra, message in cases:
         run = subprocess.run([sys.executable, "-m", "layouts", "convert", str(tmp_path / "a.bin"), *extra],
-                             capture_output=True, text=True)
+                             capture_output=True, text=True, env=env)
         assert run.returncode == 1 and message in run.stderr and "Traceback" not in run.stderr, run.stderr
         assert len(run.stderr.strip().splitlines()) == 1 or "UserWarning" in run.stderr
     assert (tmp_path / "a.arrow").read_bytes() == b"old" and not (tmp_path / "b.arrow").exists()

@@ -1,0 +1,286 @@
+"""The CUDA backend against the CPU backend, bit for bit, in Numba's CUDA simulator
+(or on a GPU when there is one): hypothesis-generated layouts (NumPy dtypes and C
+declarations with bit-fields and enums), tile boundaries, records too large to stage,
+nulls and fills, faults, device inputs and moves, zero-copy column exports."""
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import layouts as lo
+from conftest import REAL_GPU, TICK, ticks
+from kernels import cuda as kc
+from oracle import struct_dtypes
+from test_cdecl import c_records
+from test_roundtrip import random_records, zero_holes
+
+SIM = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def _bits(buf, nbits):
+    raw = np.frombuffer(buf, dtype=np.uint8)[: (nbits + 7) // 8].copy()
+    if nbits % 8:
+        raw[-1] &= (1 << (nbits % 8)) - 1
+    return raw.tobytes()
+
+
+def used_bytes(soa):
+    """Every leaf's buffers, cut to the bytes that carry data (values under nulls too)."""
+    out = []
+    for c in soa.to_device("cpu")._columns:
+        arr, n = c.to_array(), c.length
+        bufs = arr.buffers()
+        leaf = []
+        if bufs[0] is not None:
+            leaf.append(_bits(bufs[0], n))
+        if c.offsets is not None:
+            ow = 8 if pa.types.is_large_binary(c.type) or pa.types.is_large_string(c.type) else 4
+            offsets = np.frombuffer(bufs[1], dtype=f"<i{ow}")[: n + 1]
+            leaf += [offsets.tobytes(), np.frombuffer(bufs[2], np.uint8)[: offsets[-1]].tobytes()]
+        elif c.type == pa.bool_():
+            leaf.append(_bits(bufs[1], n))
+        else:
+            width = arr.type.index_type.bit_width // 8 if c.dictionary is not None else c.type.bit_width // 8
+            leaf.append(np.frombuffer(bufs[1], np.uint8)[: n * width].tobytes())
+            if c.dictionary is not None:
+                leaf.append(c.dictionary.to_pylist())
+        out.append(leaf)
+    return out
+
+
+def records_bytes(aos):
+    host = aos.to_device("cpu")
+    return host.array.view(np.uint8).reshape(-1).tobytes()
+
+
+def both(arr, layout, **kw):
+    """(CPU SoA, GPU SoA) of the same records."""
+    return lo.AoS(arr, layout).to_soa(**kw), lo.AoS(arr, layout).to_soa(device="cuda", **kw)
+
+
+@SIM
+@given(dtype=struct_dtypes(), n=st.integers(0, 24), seed=st.integers(0, 2**32 - 1),
+       bytes_as=st.sampled_from(["fixed", "binary"]))
+def test_numpy_layouts_match_the_cpu_bit_for_bit(dtype, n, seed, bytes_as):
+    layout = lo.Layout.from_dtype(dtype, bytes_as=bytes_as)
+    arr = random_records(dtype, layout, n, seed)
+    cpu, gpu = both(arr, layout)
+    assert gpu.device == "cuda"
+    assert used_bytes(gpu) == used_bytes(cpu)
+    back = gpu.to_aos()
+    assert back.device == "cuda"
+    assert records_bytes(back) == records_bytes(cpu.to_aos()) == zero_holes(arr, layout).tobytes()
+
+
+@SIM
+@given(source=c_records(), n=st.integers(1, 24), seed=st.integers(0, 2**32 - 1))
+def test_c_layouts_with_bit_fields_match_the_cpu(source, n, seed):
+    try:
+        layout = lo.Layout.from_c(source, "struct r")
+    except lo.LayoutError:
+        return  # the documented refusals, tested in test_cdecl
+    if not layout.fields:
+        return
+    raw = np.random.default_rng(seed).integers(0, 256, n * layout.itemsize, dtype=np.uint8)
+    arr = raw.view(layout.dtype)
+    for f in layout.fields:  # floats and bools may hold any bits; datetimes are not made by C
+        assert f.kind in ("copy", "bits", "bool", "bytes", "cstr", "enum"), f
+    cpu, gpu = both(arr, layout)
+    assert used_bytes(gpu) == used_bytes(cpu)
+    if not layout.aliases:
+        assert records_bytes(gpu.to_aos()) == records_bytes(cpu.to_aos())
+
+
+ENUMS = """
+enum side { BUY = 1, SELL = -2, HOLD = 1000000 };
+struct r { unsigned a : 3; int s : 5; enum side side; unsigned long long big : 40; _Bool f : 1;
+           char name[6]; short v[2][3]; } __attribute__((packed));
+"""
+
+
+def test_enums_bit_fields_and_packed_records_across_tiles():
+    layout = lo.Layout.from_c(ENUMS, "struct r", byteorder="big")
+    rows, slot, staged = kc.tile_shape(layout.itemsize)
+    n = 2 * rows + 37  # three tiles, the last one short
+    rng = np.random.default_rng(3)
+    arr = rng.integers(0, 256, n * layout.itemsize, dtype=np.uint8).view(layout.dtype)
+    arr["side"] = rng.choice([1, -2, 1000000, 7], n)  # 7 has no enumerator
+    cpu, gpu = both(arr, layout)
+    assert used_bytes(gpu) == used_bytes(cpu)
+    assert "7" in gpu.to_device("cpu")._columns[2].dictionary.to_pylist()
+    assert records_bytes(gpu.to_aos()) == records_bytes(cpu.to_aos())
+
+
+@pytest.mark.parametrize("itemsize", [8, 12, 13, 48, 2000])
+def test_slot_padding_and_unstaged_records(itemsize):
+    """Even word counts get a spare word per slot; records too big for shared memory
+    convert in global memory; both give the CPU's bytes."""
+    dtype = np.dtype({"names": ["a", "b", "c"], "formats": ["<i2", ">i2", "S3"],
+                      "offsets": [0, 2, itemsize - 3], "itemsize": itemsize})
+    rows, slot, staged = kc.tile_shape(itemsize)
+    assert staged == (itemsize != 2000) and (slot != itemsize) == (itemsize in (8, 48))
+    arr = random_records(dtype, lo.Layout.from_dtype(dtype), 70, itemsize)
+    cpu, gpu = both(arr, dtype)
+    assert used_bytes(gpu) == used_bytes(cpu)
+    assert records_bytes(gpu.to_aos()) == records_bytes(cpu.to_aos())
+
+
+def test_nulls_fills_and_strings():
+    dtype = np.dtype([("q", "<i4"), ("px", ">f8"), ("t", ">M8[us]"), ("d", "<M8[M]"), ("s", "S4"), ("u", ">U2"),
+                      ("b", "?", (3,))])
+    a = np.zeros(90, dtype)
+    a["q"] = np.arange(90) % 7 - 1
+    a["px"] = np.where(np.arange(90) % 5 == 0, np.nan, np.arange(90) / 4)
+    a["t"] = np.where(np.arange(90) % 4 == 0, np.datetime64("NaT"), np.datetime64("2024-01-01T00:00:00", "us"))
+    a["d"] = np.datetime64("2023-05", "M")
+    a["s"] = [b"ab", b"abcd", b"", b"\xc3\xa9"] * 22 + [b"x", b"y"]
+    a["u"] = ["\u00e9", "\U0001f600", "", "ab"] * 22 + ["z", "w"]
+    a["b"] = np.arange(270).reshape(90, 3) % 3 == 0
+    layout = lo.Layout.from_dtype(dtype, bytes_as="string")
+    nulls = {"q": -1, "px": float("nan")}
+    cpu, gpu = both(a, layout, nulls=nulls)
+    assert used_bytes(gpu) == used_bytes(cpu)
+    assert gpu["q"].null_count == cpu["q"].null_count == 13
+    assert records_bytes(gpu.to_aos()) == records_bytes(cpu.to_aos())
+    # Arrow in, records out on the GPU: fills, truncation and the CPU's bytes
+    table = pa.table({"q": pa.array([1, None, 3], pa.int32()), "px": [0.5, 1.5, None],
+                      "t": pa.array([None, 5, 6], pa.timestamp("us")), "d": pa.array([19478, 19478, 0], pa.date32()),
+                      "s": [b"toolong", b"ok", b""], "u": ["abc", "d", ""], "b": [[True, False, True]] * 3})
+    src = lo.SoA.from_arrow(table, layout, fill={"q": -1, "px": 0.0}, truncate=True)
+    on_gpu = src.to_device("cuda")
+    assert on_gpu.device == "cuda" and on_gpu.to_device("cpu").to_arrow().equals(src.to_arrow())
+    assert records_bytes(on_gpu.to_aos()) == records_bytes(src.to_aos())
+
+
+def fault(fn):
+    with pytest.raises(lo.ConversionError) as err:
+        fn()
+    return str(err.value)
+
+
+def test_faults_give_the_cpu_message():
+    over = np.zeros(40, [("t", "<M8[D]")])
+    over["t"][17] = np.datetime64(2**40, "D")
+    layout = lo.Layout.from_dtype(over.dtype)
+    msg = fault(lambda: lo.AoS(over).to_soa(device="cuda"))
+    assert msg == fault(lambda: lo.AoS(over).to_soa()) and "record 17" in msg
+    bad = np.zeros(40, [("s", "S3")])
+    bad["s"][9] = b"\xff"
+    layout = lo.Layout.from_dtype(bad.dtype, bytes_as="string")
+    assert fault(lambda: lo.AoS(bad, layout).to_soa(device="cuda")) == fault(lambda: lo.AoS(bad, layout).to_soa())
+    cases = [
+        (pa.table({"a": ["ok", "too long"]}), np.dtype([("a", "S3")]), {}),
+        (pa.table({"a": pa.array([19478, 19479], pa.date32())}), np.dtype([("a", "<M8[M]")]), {}),
+        (pa.table({"a": pa.array([1, 300], pa.int32())}), lo.Layout.from_c("struct r { int a : 8; };", "struct r"), {}),
+    ]
+    for table, layout, fill in cases:
+        src = lo.SoA.from_arrow(table, layout, fill=fill)
+        assert fault(lambda: src.to_device("cuda").to_aos()) == fault(lambda: src.to_aos())
+
+
+def test_device_inputs_convert_where_they_are():
+    from numba import cuda
+
+    a = ticks(100)
+    dev = cuda.to_device(a)
+    aos = lo.AoS(dev)  # the structured dtype gives the layout
+    assert aos.device == "cuda" and len(aos) == 100 and aos.layout == lo.Layout.from_dtype(TICK)
+    soa = aos.to_soa()
+    assert soa.device == "cuda"
+    assert soa.to_device("cpu").to_arrow().equals(lo.AoS(a).to_soa().to_arrow())
+    raw = lo.AoS(cuda.to_device(a.view(np.uint8)), layout=TICK)
+    assert raw.to_device("cpu").to_numpy().tobytes() == a.tobytes()
+    assert lo.AoS(a).to_device("cuda").to_soa(device="cpu").device == "cpu"
+    with pytest.raises(lo.LayoutError, match=r"a device buffer of 100 bytes is not a whole number of 48-byte"):
+        lo.AoS(cuda.to_device(np.zeros(100, np.uint8)), layout=TICK)
+    with pytest.raises(lo.LayoutError, match="AoS of device memory .* needs layout="):
+        lo.AoS(cuda.to_device(np.zeros(96, np.uint8)))
+
+
+def test_device_arena_reuse_and_misuse_messages():
+    a, b = ticks(120, seed=1), ticks(80, seed=2)
+    first = lo.AoS(a).to_soa(device="cuda")
+    arena = first.arena
+    again = lo.AoS(b).to_soa(device="cuda", out=first)
+    assert again.arena is arena and len(again) == 80
+    assert again.to_device("cpu").to_arrow().equals(lo.AoS(b).to_soa().to_arrow())
+    with pytest.raises(lo.LayoutError, match="out= is on cpu; these records convert on cuda"):
+        lo.AoS(a).to_soa(device="cuda", out=lo.AoS(a).to_soa())
+    with pytest.raises(lo.LayoutError, match=r"SoA.to_arrow: the columns are on the GPU; use .to_device\('cpu'\)"):
+        first.to_arrow()
+    with pytest.raises(TypeError, match="column 'px' is on the GPU"):
+        np.asarray(first["px"])
+    with pytest.raises(lo.LayoutError, match=r"AoS.to_numpy: the records are on the GPU"):
+        lo.AoS(a).to_device("cuda").to_numpy()
+
+
+def test_column_exports_point_into_the_arena():
+    from layouts import _device
+
+    soa = lo.AoS(ticks(64)).to_soa(device="cuda")
+    base = _device.pointer(soa.arena)
+    offsets = {}
+    for name in ("ts", "px", "pos"):
+        cai = soa[name].__cuda_array_interface__
+        offsets[name] = cai["data"][0] - base
+        assert cai["version"] == 3 and cai["stream"] is None
+    assert offsets["ts"] % 64 == 0 and 0 <= offsets["px"] < soa.nbytes
+    assert soa["pos"].__cuda_array_interface__["shape"] == (64, 3)
+    assert soa["px"].__dlpack_device__()[0] == 2  # kDLCUDA
+    assert not hasattr(soa["flag"], "__cuda_array_interface__")  # bit-packed: no CAI
+    assert not hasattr(lo.AoS(ticks(2)).to_soa()["px"], "__cuda_array_interface__")
+    stats = lo.memory_stats()
+    assert stats["allocator"] in ("simulator", "cupy", "rmm", "numba") and stats["arenas"] >= 1
+
+
+def test_every_kernel_compiles_to_ptx_for_sm90():
+    """Type errors surface without hardware: numba-cuda compiles each kernel to PTX."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    run = subprocess.run([sys.executable, "-m", "kernels.ptx", "--cc", "9.0"], cwd=root, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    for name in ("forward", "reverse", "scan_blocks", "scan_sums", "scan_add", "copy_strings", "reduce_sum"):
+        assert f"{name}: " in run.stdout, run.stdout
+
+
+@pytest.mark.cuda
+def test_cupy_and_torch_take_columns_without_a_copy():
+    cupy = pytest.importorskip("cupy")
+    soa = lo.AoS(ticks(1000)).to_soa(device="cuda")
+    px = cupy.asarray(soa["px"])
+    assert px.data.ptr == soa["px"].__cuda_array_interface__["data"][0]
+    assert np.array_equal(cupy.asnumpy(px), ticks(1000)["px"])
+    from_dlpack = cupy.from_dlpack(soa["qty"])
+    assert from_dlpack.data.ptr == soa["qty"].__cuda_array_interface__["data"][0]
+    torch = pytest.importorskip("torch")
+    t = torch.from_dlpack(soa["ts"])
+    assert t.data_ptr() == soa["ts"].__cuda_array_interface__["data"][0]
+
+
+@pytest.mark.cuda
+def test_numba_and_cupy_share_one_pool():
+    cupy = pytest.importorskip("cupy")
+    from numba import cuda
+
+    lo.AoS(ticks(10)).to_soa(device="cuda")
+    stats = lo.memory_stats()
+    assert stats["allocator"] in ("cupy", "rmm")
+    if stats["allocator"] == "cupy":
+        used = cupy.get_default_memory_pool().used_bytes()
+        keep = cuda.device_array(1 << 20, dtype=np.uint8)  # Numba's allocation, from CuPy's pool
+        assert cupy.get_default_memory_pool().used_bytes() >= used + (1 << 20)
+        del keep
+
+
+def test_real_gpu_flag_matches_the_simulator_setting():
+    import os
+
+    assert REAL_GPU == (os.environ.get("NUMBA_ENABLE_CUDASIM") in ("0", "", None))
