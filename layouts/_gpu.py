@@ -14,7 +14,6 @@ from kernels import plan as P
 
 from . import _device
 from ._backends import kernels_for
-from ._errors import LayoutError
 from ._faults import forward_error, reverse_error
 from ._plan import ALIGN, Arena, ColumnBuffers, forward_ops, reverse_ops
 

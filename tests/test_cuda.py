@@ -102,7 +102,7 @@ struct r { unsigned a : 3; int s : 5; enum side side; unsigned long long big : 4
 
 def test_enums_bit_fields_and_packed_records_across_tiles():
     layout = lo.Layout.from_c(ENUMS, "struct r", byteorder="big")
-    rows, slot, staged = kc.tile_shape(layout.itemsize)
+    rows = kc.tile_shape(layout.itemsize)[0]
     n = 2 * rows + 37  # three tiles, the last one short
     rng = np.random.default_rng(3)
     arr = rng.integers(0, 256, n * layout.itemsize, dtype=np.uint8).view(layout.dtype)
@@ -119,7 +119,7 @@ def test_slot_padding_and_unstaged_records(itemsize):
     convert in global memory; both give the CPU's bytes."""
     dtype = np.dtype({"names": ["a", "b", "c"], "formats": ["<i2", ">i2", "S3"],
                       "offsets": [0, 2, itemsize - 3], "itemsize": itemsize})
-    rows, slot, staged = kc.tile_shape(itemsize)
+    _, slot, staged = kc.tile_shape(itemsize)
     assert staged == (itemsize != 2000) and (slot != itemsize) == (itemsize in (8, 48))
     arr = random_records(dtype, lo.Layout.from_dtype(dtype), 70, itemsize)
     cpu, gpu = both(arr, dtype)
@@ -177,7 +177,7 @@ def test_faults_give_the_cpu_message():
     ]
     for table, layout, fill in cases:
         src = lo.SoA.from_arrow(table, layout, fill=fill)
-        assert fault(lambda: src.to_device("cuda").to_aos()) == fault(lambda: src.to_aos())
+        assert fault(lambda src=src: src.to_device("cuda").to_aos()) == fault(src.to_aos)
 
 
 def test_device_inputs_convert_where_they_are():
@@ -284,3 +284,31 @@ def test_real_gpu_flag_matches_the_simulator_setting():
     import os
 
     assert REAL_GPU == (os.environ.get("NUMBA_ENABLE_CUDASIM") in ("0", "", None))
+
+
+def test_cudf_missing_names_the_extra():
+    try:
+        import cudf  # noqa: F401
+    except ImportError:
+        soa = lo.AoS(ticks(4)).to_soa(device="cuda")
+        with pytest.raises(ImportError, match=r"need cuDF: pip install 'layouts\[cudf\]'"):
+            soa.to_cudf()
+        with pytest.raises(ImportError, match=r"need cuDF"):
+            lo.SoA.from_cudf(object(), TICK)
+    else:
+        pytest.skip("cuDF is installed here")
+
+
+@pytest.mark.cuda
+def test_to_cudf_wraps_the_arena_and_from_cudf_comes_back():
+    cudf = pytest.importorskip("cudf")
+    dtype = np.dtype([("ts", "<i8"), ("px", "<f8"), ("qty", "<i4")])
+    a = np.zeros(1000, dtype)
+    a["ts"], a["px"], a["qty"] = np.arange(1000), np.arange(1000) / 8, np.arange(1000) % 9 - 1
+    soa = lo.AoS(a).to_soa(device="cuda", nulls={"qty": -1})
+    df = soa.to_cudf()
+    assert isinstance(df, cudf.DataFrame) and df["qty"].null_count == int((a["qty"] == -1).sum())
+    assert df["px"].data.ptr == soa["px"].__cuda_array_interface__["data"][0]  # no copy
+    assert df["px"].to_numpy().tolist() == a["px"].tolist()
+    back = lo.SoA.from_cudf(df, dtype, fill={"qty": -1}).to_aos().to_device("cpu").to_numpy()
+    assert (back == a).all()
