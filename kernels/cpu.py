@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numba import njit
 
+from . import _scalar
 from ._memory import bswap16, bswap32, bswap64, load8, load16, load32, load64
 from ._memory import store8, store16, store32, store64
 from .plan import (
@@ -168,29 +169,10 @@ def _clear_bits(bitmap, i0, i1):
     _memset0(bitmap + (i0 >> 3), ((i1 + 7) >> 3) - (i0 >> 3))
 
 
-@_jit
-def _days_from_civil(y, m, d):
-    """Days since 1970-01-01 of a proleptic Gregorian date."""
-    y -= 1 if m <= 2 else 0
-    era = y // 400
-    yoe = y - era * 400
-    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
-    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return era * 146097 + doe - 719468
-
-
-@_jit
-def _civil_from_days(z):
-    z += 719468
-    era = z // 146097
-    doe = z - era * 146097
-    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
-    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-    mp = (5 * doy + 2) // 153
-    d = doy - (153 * mp + 2) // 5 + 1
-    m = mp + 3 if mp < 10 else mp - 9
-    y = yoe + era * 400 + (1 if m <= 2 else 0)
-    return y, m, d
+_days_from_civil = _jit(_scalar.days_from_civil)
+_civil_from_days = _jit(_scalar.civil_from_days)
+_utf8_lead = _jit(_scalar.utf8_lead)
+_utf8_start = _jit(_scalar.utf8_start)
 
 
 @_jit
@@ -201,19 +183,8 @@ def _utf8_valid(addr, n):
         if b < 0x80:
             i += 1
             continue
-        if 0xC2 <= b <= 0xDF:
-            need, lo, hi = 1, 0x80, 0xBF
-        elif 0xE0 <= b <= 0xEF:
-            need = 2
-            lo = 0xA0 if b == 0xE0 else 0x80
-            hi = 0x9F if b == 0xED else 0xBF
-        elif 0xF0 <= b <= 0xF4:
-            need = 3
-            lo = 0x90 if b == 0xF0 else 0x80
-            hi = 0x8F if b == 0xF4 else 0xBF
-        else:
-            return False
-        if i + need >= n:
+        need, lo, hi = _utf8_lead(b)
+        if need < 0 or i + need >= n:
             return False
         c1 = load8(addr + i + 1)
         if c1 < lo or c1 > hi:
@@ -767,18 +738,8 @@ def _rev_string(dst, itemsize, b0, b1, op, offs):
                 continue
             ncp, t = 0, 0
             while t < length:
-                b = np.int64(load8(s + t))
-                if b < 0x80:
-                    cp, need = b, 0
-                elif b >= 0xF0:
-                    cp, need = b & 0x07, 3
-                elif b >= 0xE0:
-                    cp, need = b & 0x0F, 2
-                elif b >= 0xC0:
-                    cp, need = b & 0x1F, 1
-                else:
-                    return r, E_UTF
-                if t + need >= length:
+                cp, need = _utf8_start(np.int64(load8(s + t)))
+                if need < 0 or t + need >= length:
                     return r, E_UTF
                 for u in range(1, need + 1):
                     cb = np.int64(load8(s + t + u))

@@ -37,6 +37,7 @@ import os
 import numpy as np
 from numba import cuda, int64, uint32
 
+from . import _scalar
 from .plan import (
     COUNT, DATA, E_INEXACT, E_NULL, E_RANGE, E_TOO_LONG, E_UTF, ELEM0, F_DENSE, F_SIGNED, F_TRUNCATE,
     F_UTF8, FLAGS, K_BITS, K_BOOL, K_BYTES, K_CIVIL, K_COPY, K_CSTR, K_ENUM, K_SCALE, K_UTF32, KIND,
@@ -178,32 +179,10 @@ def _fault(err, row, j, code, nops):
     cuda.atomic.min(err, 0, (int64(row) * nops + j) * 8 + code)
 
 
-@_dev
-def _days_from_civil(y, m, d):
-    if m <= 2:
-        y -= 1
-    era = y // 400
-    yoe = y - era * 400
-    mm = m - 3 if m > 2 else m + 9
-    doy = (153 * mm + 2) // 5 + d - 1
-    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return era * 146097 + doe - 719468
-
-
-@_dev
-def _civil_from_days(z):
-    z += 719468
-    era = z // 146097
-    doe = z - era * 146097
-    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
-    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-    mp = (5 * doy + 2) // 153
-    d = doy - (153 * mp + 2) // 5 + 1
-    m = mp + 3 if mp < 10 else mp - 9
-    y = yoe + era * 400
-    if m <= 2:
-        y += 1
-    return y, m, d
+_days_from_civil = _dev(_scalar.days_from_civil)
+_civil_from_days = _dev(_scalar.civil_from_days)
+_utf8_lead = _dev(_scalar.utf8_lead)
+_utf8_start = _dev(_scalar.utf8_start)
 
 
 @_dev
@@ -357,19 +336,8 @@ def _utf8_valid(words, wb, p, n):
         if b < 0x80:
             i += 1
             continue
-        if 0xC2 <= b <= 0xDF:
-            need, lo, hi = 1, 0x80, 0xBF
-        elif 0xE0 <= b <= 0xEF:
-            need = 2
-            lo = 0xA0 if b == 0xE0 else 0x80
-            hi = 0x9F if b == 0xED else 0xBF
-        elif 0xF0 <= b <= 0xF4:
-            need = 3
-            lo = 0x90 if b == 0xF0 else 0x80
-            hi = 0x8F if b == 0xF4 else 0xBF
-        else:
-            return False
-        if i + need >= n:
+        need, lo, hi = _utf8_lead(b)
+        if need < 0 or i + need >= n:
             return False
         c1 = _get(words, wb, p + i + 1, 1)
         if c1 < lo or c1 > hi:
@@ -475,19 +443,8 @@ def _rev_string(a8, a16, a32, a64, words, wb, op, i, p, r, err, j, nops):
         return
     ncp, t = 0, 0
     while t < length:
-        b = int64(a8[s + t])
-        if b < 0x80:
-            cp, need = b, 0
-        elif b >= 0xF0:
-            cp, need = b & 0x07, 3
-        elif b >= 0xE0:
-            cp, need = b & 0x0F, 2
-        elif b >= 0xC0:
-            cp, need = b & 0x1F, 1
-        else:
-            _fault(err, r, j, E_UTF, nops)
-            return
-        if t + need >= length:
+        cp, need = _utf8_start(int64(a8[s + t]))
+        if need < 0 or t + need >= length:
             _fault(err, r, j, E_UTF, nops)
             return
         for u in range(1, need + 1):
@@ -601,14 +558,19 @@ def _slot_word(i, stride, slot):
     return (i // per) * (slot >> 2) + i % per
 
 
+@_dev
+def _tile_rows(t, rows, n, stride):
+    """(first row, end row, first record word) of tile t."""
+    r0 = t * rows
+    return r0, min(r0 + rows, n), (r0 * stride) >> 2
+
+
 @cuda.jit
 def _forward(rec, n, stride, slot, rows, staged, ops, offs, a8, a16, a32, a64, tables, err):
     tile = cuda.shared.array(0, dtype=uint32)
     tid, nt = cuda.threadIdx.x, cuda.blockDim.x
     for t in range(cuda.blockIdx.x, (n + rows - 1) // rows, cuda.gridDim.x):
-        r0 = t * rows
-        r1 = min(r0 + rows, n)
-        g0 = (r0 * stride) >> 2
+        r0, r1, g0 = _tile_rows(t, rows, n, stride)
         if staged:
             for i in range(tid, ((r1 - r0) * stride + 3) >> 2, nt):
                 tile[_slot_word(i, stride, slot)] = rec[g0 + i]
@@ -624,9 +586,7 @@ def _reverse(rec, n, stride, slot, rows, staged, ops, offs, a8, a16, a32, a64, t
     tile = cuda.shared.array(0, dtype=uint32)
     tid, nt = cuda.threadIdx.x, cuda.blockDim.x
     for t in range(cuda.blockIdx.x, (n + rows - 1) // rows, cuda.gridDim.x):
-        r0 = t * rows
-        r1 = min(r0 + rows, n)
-        g0 = (r0 * stride) >> 2
+        r0, r1, g0 = _tile_rows(t, rows, n, stride)
         nwords = ((r1 - r0) * stride + 3) >> 2
         if staged:
             for i in range(tid, ((r1 - r0) * slot + 3) >> 2, nt):

@@ -92,7 +92,7 @@ def _install_pool(numba_cuda):
 def _set_numba_manager(numba_cuda, manager):
     from numba.cuda.cudadrv import driver
 
-    current = driver._memory_manager
+    current = getattr(driver, "_memory_manager", None)
     if current is not None and current.__name__ != "NumbaCUDAMemoryManager":
         return  # someone (cuDF, the user) already chose Numba's allocator: keep it
     numba_cuda.set_memory_manager(manager)
