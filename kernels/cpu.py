@@ -865,10 +865,13 @@ def aos_to_soa(src, stride, n, ops, offs, *, threads=None):
     """
     starts = _chunk_starts(n, stride, threads)
     fault = _run_chunks(_forward_rows, starts, (src, stride, ops, offs))
-    if fault is None and n:
+    if fault is None:
         for j in range(ops.shape[0]):
             if ops[j, KIND] in (K_CSTR, K_UTF32):
-                _compact_strings(ops[j], starts)
+                if n:
+                    _compact_strings(ops[j], starts)
+                else:  # no row wrote it: an empty column's one offset is 0
+                    _set_offset(ops[j, OFFSETS], 0, ops[j, P2], 0)
     return fault
 
 

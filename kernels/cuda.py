@@ -67,7 +67,7 @@ def _mask(nbits):
     """The low ``nbits`` bits set (all 64 when nbits >= 64)."""
     if nbits >= 64:
         return int64(-1)
-    return (int64(1) << nbits) - int64(1)
+    return ~(int64(-1) << nbits)  # no 2**63 - 1 overflow (the simulator checks)
 
 
 @_dev
@@ -125,7 +125,7 @@ def _sign_extend(v, nbits):
         return v
     v = v & _mask(nbits)
     if (v >> (nbits - 1)) & 1:
-        v -= int64(1) << nbits
+        v |= int64(-1) << nbits
     return v
 
 
@@ -520,7 +520,7 @@ def _reverse_tile(words, wb, slot, r0, r1, ops, offs, a8, a16, a32, a64, tables,
                 elif (op[FLAGS] & F_SIGNED) != 0:
                     lo, hi = -(int64(1) << (nbits - 1)), (int64(1) << (nbits - 1)) - 1
                 else:
-                    lo, hi = int64(0), (int64(1) << nbits) - 1
+                    lo, hi = int64(0), _mask(nbits)
                 if v < lo or v > hi:
                     _fault(err, r, j, E_RANGE, nops)
                     continue
@@ -789,7 +789,12 @@ def aos_to_soa(rec, stride, n, ops, offs, arena, tables):
     -------
     None, or ``(row, op, code)`` of the first value that could not be converted.
     """
-    if n == 0:
+    if n == 0:  # no thread runs: an empty string column's one offset is set here
+        _, _, a32, a64 = _views(arena)
+        for j in range(ops.shape[0]):
+            if ops[j, KIND] in (K_CSTR, K_UTF32):
+                ow = int(ops[j, P2])
+                (a64 if ow == 8 else a32)[int(ops[j, OFFSETS]) // ow] = 0
         return None
     launch, err = launcher("forward", rec, stride, n, ops, offs, arena, tables)
     launch()

@@ -118,7 +118,6 @@ def _leaf(export, key, column, address, dictionary):
 
 def _dictionary(export, key, values, device):
     """A string dictionary as a child tree, copied to the device when the data is there."""
-    values = pa.array(values) if not isinstance(values, pa.Array) else values
     bufs = values.buffers()
     if device == "cuda":
         from . import _device

@@ -176,29 +176,15 @@ def words(dev, nbytes):
 
 def wrap(obj):
     """A uint8 device array over the memory of a device object (``__cuda_array_interface__``:
-    CuPy, PyTorch, Numba), without a copy; None if ``obj`` is not on a GPU."""
-    nb = cuda() if _looks_device(obj) else None
-    if nb is None:
-        return None
-    if simulated() and hasattr(obj, "_ary"):
-        arr = obj
-        flat = arr.reshape(arr.size) if arr.ndim != 1 else arr
-        return flat.view(np.uint8)
-    cai = obj.__cuda_array_interface__
-    if cai.get("strides") is not None:
-        itemsize = np.dtype(cai["typestr"]).itemsize
-        expect = tuple(int(np.prod(cai["shape"][i + 1:])) * itemsize for i in range(len(cai["shape"])))
-        if tuple(cai["strides"]) != expect:
-            raise LayoutError("a device record buffer must be C-contiguous; make a contiguous copy first")
-    arr = nb.as_cuda_array(obj)
+    CuPy, PyTorch, Numba; a simulator array), without a copy."""
+    nb = cuda()
+    arr = obj if simulated() and hasattr(obj, "_ary") else nb.as_cuda_array(obj)
+    if not arr.is_c_contiguous():
+        raise LayoutError(
+            f"a device record buffer must be C-contiguous, got strides {arr.strides} for shape {arr.shape}; "
+            f"make a contiguous copy first (e.g. cupy.ascontiguousarray)")
     flat = arr.reshape(arr.size) if arr.ndim != 1 else arr
     return flat.view(np.uint8)
-
-
-def _looks_device(obj):
-    if hasattr(obj, "__cuda_array_interface__"):
-        return True
-    return simulated() and type(obj).__name__ == "FakeCUDAArray"
 
 
 def pinned_empty(nbytes):

@@ -123,9 +123,11 @@ def soa_to_device(soa):
     goes as it is; columns borrowed from Arrow are packed at 64-byte-aligned offsets."""
     from ._soa import SoA
 
-    if soa._memory is not None:
-        host = np.zeros(HEAD + soa._memory.nbytes, dtype=np.uint8)
-        host[HEAD:] = soa._memory
+    if soa._memory is not None:  # the arena goes as it is, straight after the head
+        size = soa._memory.nbytes
+        memory = _device.empty(HEAD + size)
+        if size:
+            memory[HEAD : HEAD + size].copy_to_device(soa._memory)
         base, place = soa._memory.ctypes.data - HEAD, {}
     else:
         sizes = [b.size for c in soa._columns for b in (c.validity, c.offsets, c.data) if b is not None]
@@ -137,7 +139,7 @@ def soa_to_device(soa):
                     host[pos : pos + b.size] = np.frombuffer(b, dtype=np.uint8)
                     place[id(b)] = pos
                     pos += -(-b.size // ALIGN) * ALIGN
-    memory = _device.to_device(host)
+        memory = _device.to_device(host)
 
     def span(b):
         if b is None:

@@ -6,7 +6,7 @@ nulls and fills, faults, device inputs and moves, zero-copy column exports."""
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import layouts as lo
@@ -63,6 +63,7 @@ def both(arr, layout, **kw):
 @SIM
 @given(dtype=struct_dtypes(), n=st.integers(0, 24), seed=st.integers(0, 2**32 - 1),
        bytes_as=st.sampled_from(["fixed", "binary"]))
+@example(dtype=np.dtype([("a", "<U1"), ("b", "S2")]), n=0, seed=1, bytes_as="binary")  # empty string columns
 def test_numpy_layouts_match_the_cpu_bit_for_bit(dtype, n, seed, bytes_as):
     layout = lo.Layout.from_dtype(dtype, bytes_as=bytes_as)
     arr = random_records(dtype, layout, n, seed)
@@ -76,6 +77,8 @@ def test_numpy_layouts_match_the_cpu_bit_for_bit(dtype, n, seed, bytes_as):
 
 @SIM
 @given(source=c_records(), n=st.integers(1, 24), seed=st.integers(0, 2**32 - 1))
+@example(source="#include <stdint.h>\nstruct r { long long m0 : 63; };\n", n=1, seed=0)  # 2**63 - 1 masks
+@example(source="#include <stdint.h>\nstruct r { unsigned long long u : 63; long long s : 64; };\n", n=3, seed=5)
 def test_c_layouts_with_bit_fields_match_the_cpu(source, n, seed):
     try:
         layout = lo.Layout.from_c(source, "struct r")
@@ -312,3 +315,23 @@ def test_to_cudf_wraps_the_arena_and_from_cudf_comes_back():
     assert df["px"].to_numpy().tolist() == a["px"].tolist()
     back = lo.SoA.from_cudf(df, dtype, fill={"qty": -1}).to_aos().to_device("cpu").to_numpy()
     assert (back == a).all()
+
+
+def test_device_misuse_errors_name_the_fix():
+    from numba import cuda
+
+    a = ticks(8)
+    with pytest.raises(lo.LayoutError, match=r"a device record buffer must be C-contiguous, got strides"):
+        lo.AoS(cuda.to_device(a)[::2])
+    soa = lo.AoS(a).to_soa(device="cuda")
+    with pytest.raises(lo.LayoutError, match="out= is for records on the CPU; on the GPU to_aos allocates"):
+        soa.to_aos(out=np.zeros(8, TICK))
+    with pytest.raises(AttributeError, match=r"column 'flag' is bool in Arrow .* has no __cuda_array_interface__"):
+        soa["flag"].__cuda_array_interface__  # noqa: B018
+    with pytest.raises(NotImplementedError, match="exports the columns' own schema only"):
+        soa.__arrow_c_device_array__(requested_schema=object())
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match=r"this needs CuPy: pip install 'layouts\[cuda13\]'"):
+            soa["px"].__dlpack__()
