@@ -27,7 +27,10 @@ Addresses in the plan are byte offsets into the arena (``DATA``, ``VALID``,
 are reported as the smallest ``(row, op)`` with a fault, packed into one int64 that
 every thread lowers with an atomic min.
 
-Host functions: :func:`aos_to_soa` and :func:`soa_to_aos`, like the CPU module's.
+Host functions: :func:`aos_to_soa` and :func:`soa_to_aos`, like the CPU module's, each
+taking a CUDA stream; :func:`forward_async` queues a conversion on a stream with the
+plan already on the device (:class:`Plan`) and returns without waiting, for pipelines
+that overlap transfers of one chunk with the conversion of another.
 Kernels are compiled once per argument types (a plan is data, so every layout shares
 them) and run under ``NUMBA_ENABLE_CUDASIM=1`` without a GPU. Imported only when used.
 """
@@ -44,7 +47,7 @@ from .plan import (
     N_BITS, N_NONE, NAT, NULLS, OFFS, OFFSETS, P1, P2, P3, SENT, SWAP, TABLE, VALID, WIDTH,
 )
 
-__all__ = ["aos_to_soa", "soa_to_aos", "launcher", "tile_shape", "KERNELS"]
+__all__ = ["aos_to_soa", "soa_to_aos", "forward_async", "Plan", "Pending", "launcher", "tile_shape", "KERNELS"]
 
 SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
 THREADS = 32 if SIMULATED else 256  # the simulator runs each thread as a Python thread
@@ -726,48 +729,127 @@ def _views(arena):
     return arena.view(np.uint8), arena.view(np.uint16), arena.view(np.uint32), arena.view(np.int64)
 
 
-def _first_fault(err, nops):
-    key = int(err.copy_to_host()[0])
-    if key == NO_FAULT:
-        return None
-    code = key % 8
-    row, op = divmod(key // 8, nops)
-    return row, op, code
+_NO_FAULT = np.array([NO_FAULT], dtype=np.int64)
 
 
-def _scan(arena_views, op_row, count):
+class Plan:
+    """A copy plan on the device, uploaded once and reused by every launch over the
+    same arena placement (the chunks of a streaming conversion share one).
+
+    Parameters
+    ----------
+    ops, offs : numpy.ndarray
+        The copy plan, with ``DATA``/``VALID``/``OFFSETS`` as byte offsets in the arena
+        and ``TABLE`` as element offsets in ``tables``.
+    tables : device array of int64
+        The enum lookup tables the plan points into (may be empty).
+    stream : numba.cuda stream, optional
+        Where the upload is queued (default: the default stream).
+    """
+
+    def __init__(self, ops, offs, tables, stream=0):
+        self.ops = np.ascontiguousarray(ops)
+        self.nops = self.ops.shape[0]
+        self.d_ops = cuda.to_device(self.ops, stream=stream)
+        self.d_offs = cuda.to_device(np.ascontiguousarray(offs), stream=stream)
+        self.tables = tables
+        self.strings = [(j, cuda.to_device(np.ascontiguousarray(self.ops[j]), stream=stream))
+                        for j in range(self.nops) if self.ops[j, KIND] in (K_CSTR, K_UTF32)]
+
+
+class Pending:
+    """Kernels queued on a stream. :meth:`fault` waits for them and returns None or
+    ``(row, op, code)`` of the first value that could not be converted.
+
+    With ``host`` (a page-locked int64 array of one element) the fault word is copied
+    back on the same stream, without waiting; otherwise it is read after the wait."""
+
+    def __init__(self, stream, nops, err=None, host=None):
+        self.stream, self.nops, self.err, self.host = stream, nops, err, host
+        if err is not None and host is not None:
+            err.copy_to_host(host, stream=stream)
+
+    def fault(self):
+        if self.stream:
+            self.stream.synchronize()
+        else:
+            cuda.synchronize()
+        if self.err is None:
+            return None
+        key = int((self.host if self.host is not None else self.err.copy_to_host())[0])
+        if key == NO_FAULT:
+            return None
+        code = key % 8
+        row, op = divmod(key // 8, self.nops)
+        return row, op, code
+
+
+def _scan(arena_views, op_row, count, stream):
     """Turn the lengths after the first offset into offsets (inclusive scan in place)."""
     _, _, a32, a64 = arena_views
     ow, offsets = int(op_row[P2]), int(op_row[OFFSETS])
     nt = SCAN_THREADS
     nblocks = max(1, -(-count // nt))
-    sums = cuda.device_array(nblocks, dtype=np.int64)
-    _scan_blocks[nblocks, nt](a32, a64, offsets, ow, count, sums)
-    _scan_sums[1, 1](sums)
-    _scan_add[nblocks, nt](a32, a64, offsets, ow, count, sums, nt)
+    sums = cuda.device_array(nblocks, dtype=np.int64, stream=stream)
+    _scan_blocks[nblocks, nt, stream](a32, a64, offsets, ow, count, sums)
+    _scan_sums[1, 1, stream](sums)
+    _scan_add[nblocks, nt, stream](a32, a64, offsets, ow, count, sums, nt)
+
+
+def _launch(direction, rec, stride, n, plan, arena, err, stream):
+    """Queue the main kernel of ``direction`` (``"forward"`` or ``"reverse"``)."""
+    kernel = _forward if direction == "forward" else _reverse
+    rows, slot, staged = tile_shape(stride)
+    shared = rows * slot + 8 if staged else 0
+    blocks = max(1, min(-(-n // rows), MAX_BLOCKS))
+    kernel[blocks, THREADS, stream, shared](rec, n, stride, slot, rows, staged, plan.d_ops, plan.d_offs,
+                                            *_views(arena), plan.tables, err)
 
 
 def launcher(direction, rec, stride, n, ops, offs, arena, tables):
     """``(launch, err)``: ``launch()`` runs the main kernel of ``direction``
-    (``"forward"`` or ``"reverse"``) on the current stream without waiting, ``err`` is
+    (``"forward"`` or ``"reverse"``) on the default stream without waiting, ``err`` is
     its fault word. The arguments are those of :func:`aos_to_soa`; the benchmarks time
     ``launch`` alone with CUDA events."""
-    kernel = _forward if direction == "forward" else _reverse
-    views = _views(arena)
-    d_ops, d_offs = cuda.to_device(np.ascontiguousarray(ops)), cuda.to_device(offs)
-    err = cuda.to_device(np.array([NO_FAULT], dtype=np.int64))
-    rows, slot, staged = tile_shape(stride)
-    shared = rows * slot + 8 if staged else 0
-    blocks = max(1, min(-(-n // rows), MAX_BLOCKS))
-    args = (rec, n, stride, slot, rows, staged, d_ops, d_offs, *views, tables, err)
+    plan = Plan(ops, offs, tables)
+    err = cuda.to_device(_NO_FAULT)
 
     def launch():
-        kernel[blocks, THREADS, 0, shared](*args)
+        _launch(direction, rec, stride, n, plan, arena, err, 0)
 
     return launch, err
 
 
-def aos_to_soa(rec, stride, n, ops, offs, arena, tables):
+def forward_async(rec, stride, n, plan, arena, *, stream=0, fault_word=None):
+    """Queue AoS -> SoA of ``n`` records on ``stream`` and return at once.
+
+    The arguments are those of :func:`aos_to_soa`, with the plan already on the device
+    (:class:`Plan`). Every kernel and copy goes on ``stream``, so chunks on other
+    streams overlap with this one. ``fault_word``, a page-locked host int64 array of
+    one element (``numba.cuda.pinned_array``), receives the fault word on the stream;
+    without it the word is read after the wait. Returns a :class:`Pending`; its
+    ``fault()`` waits for the stream.
+    """
+    views = _views(arena)
+    if n == 0:  # no thread runs: an empty string column's one offset is set here
+        for j, _ in plan.strings:
+            ow = int(plan.ops[j, P2])
+            zero = np.zeros(1, dtype=np.int64 if ow == 8 else np.uint32)
+            start = int(plan.ops[j, OFFSETS]) // ow
+            (views[3] if ow == 8 else views[2])[start : start + 1].copy_to_device(zero, stream=stream)
+        return Pending(stream, plan.nops)
+    err = cuda.device_array(1, dtype=np.int64, stream=stream)
+    err.copy_to_device(_NO_FAULT, stream=stream)
+    _launch("forward", rec, stride, n, plan, arena, err, stream)
+    for j, d_op in plan.strings:
+        count = n * int(plan.ops[j, COUNT])
+        _scan(views, plan.ops[j], count, stream)  # faulty strings were given length 0
+        _copy_strings[max(1, min(-(-count // THREADS), MAX_BLOCKS)), THREADS, stream](
+            rec, n, stride, d_op, plan.d_offs, *views)
+    return Pending(stream, plan.nops, err, fault_word)
+
+
+def aos_to_soa(rec, stride, n, ops, offs, arena, tables, *, stream=0):
     """Scatter ``n`` records into the columns of a device arena.
 
     Parameters
@@ -784,44 +866,28 @@ def aos_to_soa(rec, stride, n, ops, offs, arena, tables):
         Where the columns go (64-byte aligned).
     tables : device array of int64
         The enum lookup tables the plan points into (may be empty).
+    stream : numba.cuda stream, optional
+        Where the work is queued; the call waits for it.
 
     Returns
     -------
     None, or ``(row, op, code)`` of the first value that could not be converted.
     """
-    if n == 0:  # no thread runs: an empty string column's one offset is set here
-        _, _, a32, a64 = _views(arena)
-        for j in range(ops.shape[0]):
-            if ops[j, KIND] in (K_CSTR, K_UTF32):
-                ow = int(ops[j, P2])
-                (a64 if ow == 8 else a32)[int(ops[j, OFFSETS]) // ow] = 0
-        return None
-    launch, err = launcher("forward", rec, stride, n, ops, offs, arena, tables)
-    launch()
-    fault = _first_fault(err, ops.shape[0])
-    if fault is not None:
-        return fault
-    views, d_offs = _views(arena), cuda.to_device(offs)
-    for j in range(ops.shape[0]):
-        if ops[j, KIND] in (K_CSTR, K_UTF32):
-            count = n * int(ops[j, COUNT])
-            _scan(views, ops[j], count)
-            d_op = cuda.to_device(np.ascontiguousarray(ops[j]))
-            _copy_strings[max(1, min(-(-count // THREADS), MAX_BLOCKS)), THREADS](
-                rec, n, stride, d_op, d_offs, *views)
-    cuda.synchronize()
-    return None
+    plan = Plan(ops, offs, tables, stream)
+    return forward_async(rec, stride, n, plan, arena, stream=stream).fault()
 
 
-def soa_to_aos(rec, itemsize, n, ops, offs, arena, tables):
+def soa_to_aos(rec, itemsize, n, ops, offs, arena, tables, *, stream=0):
     """Gather ``n`` records into ``rec`` (device uint32 words, at least
     ``ceil(n * itemsize / 4)``) from the columns of a device arena.
 
     Padding bytes come out as zeros. Returns ``None`` or ``(row, op, code)`` of the
-    first value that could not be written.
+    first value that could not be written; waits for ``stream``.
     """
     if n == 0:
         return None
-    launch, err = launcher("reverse", rec, itemsize, n, ops, offs, arena, tables)
-    launch()
-    return _first_fault(err, ops.shape[0])
+    plan = Plan(ops, offs, tables, stream)
+    err = cuda.device_array(1, dtype=np.int64, stream=stream)
+    err.copy_to_device(_NO_FAULT, stream=stream)
+    _launch("reverse", rec, itemsize, n, plan, arena, err, stream)
+    return Pending(stream, plan.nops, err).fault()

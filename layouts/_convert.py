@@ -16,6 +16,7 @@ import queue
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +24,8 @@ import numpy as np
 import pyarrow as pa
 
 from ._aos import AoS, as_layout
-from ._errors import LayoutError
+from ._errors import ConversionError, LayoutError
+from ._faults import forward_error
 from ._files import partial_record
 from ._soa import SoA
 
@@ -83,9 +85,11 @@ def convert(src, layout, dst, *, format=None, device=None, chunk_bytes=DEFAULT_C
         ``.arrow``/``.ipc``; anything else writes records). ``feather`` and ``arrow`` are
         both the Arrow IPC file format; ``feather`` compresses with LZ4 by default.
     device : {"cpu", "cuda"}, optional
-        Where the conversion runs. With ``"cuda"`` each chunk goes to the GPU in one
-        transfer, converts there and comes back in one transfer (not yet overlapped with
-        CUDA streams).
+        Where the conversion runs. With ``"cuda"`` (records -> Arrow) each chunk is
+        copied to page-locked memory and goes to the GPU in one transfer on its own CUDA
+        stream, converts there and comes back in one transfer: the transfers of one
+        chunk overlap with the conversion of the next and the writing of the one
+        before. Arrow -> records on the GPU is one chunk at a time.
     chunk_bytes : int
         Bytes of records per chunk (a Parquet row group or an IPC record batch).
     compression : str, optional
@@ -96,8 +100,9 @@ def convert(src, layout, dst, *, format=None, device=None, chunk_bytes=DEFAULT_C
     nulls, fill, truncate
         As in :meth:`AoS.to_soa` and :meth:`SoA.from_arrow`.
     overlap : bool
-        Read chunk k+1 while chunk k converts (records -> Arrow). ``False`` runs the same
-        chunks one after another, for comparison.
+        Read chunk k+1 while chunk k converts and chunk k-1 is written (records ->
+        Arrow; on the GPU, the transfers too). ``False`` runs the same chunks one after
+        another, for comparison.
     progress : callable, optional
         Called as ``progress(records_done, bytes_done, bytes_total)`` after each chunk
         (``bytes_total`` is None for a stream).
@@ -242,22 +247,67 @@ def _records_to_arrow(src, layout, tmp, fmt, chunk_bytes, compression, offset, t
         else:
             chunks = _stream_chunks(f, rows, layout, name, trailing, overlap)
             total = None
-        with _Pipeline(tmp, fmt, compression, overlap) as pipe:
-            for aos in chunks:
-                out = pipe.arena(len(aos))
-                if device == "cuda":  # one transfer each way; overlap with CUDA streams is not built yet
-                    soa = aos.to_soa(nulls=nulls, device="cuda").to_device("cpu")
-                else:
-                    soa = aos.to_soa(nulls=nulls, threads=threads, device=device, out=out)
-                pipe.write(soa)
-                if progress is not None:
-                    progress(pipe.records, pipe.records * itemsize, total)
+        with _Pipeline(tmp, fmt, compression, overlap, slots=3 if device == "cuda" else 2) as pipe:
+            if device == "cuda":
+                _convert_on_gpu(chunks, layout, rows, nulls, pipe, overlap, name, offset, progress, total)
+            else:
+                for aos in chunks:
+                    first = pipe.records
+                    with _position(layout, aos.array, first, name, offset):
+                        soa = aos.to_soa(nulls=nulls, threads=threads, device=device, out=pipe.arena(len(aos)))
+                    pipe.write(soa)
+                    if progress is not None:
+                        progress(pipe.records, pipe.records * itemsize, total)
             if pipe.records == 0:  # no records: an empty file with the schema
                 pipe.write(AoS(b"", layout).to_soa(nulls=nulls, out=pipe.arena(0)))
     finally:
         if close:
             f.close()
     return pipe.records, pipe.records * itemsize
+
+
+@contextmanager
+def _position(layout, records, first, name, offset):
+    """Give a conversion fault of one chunk (``records``, the file's records ``first...``)
+    the record number and byte position in the file."""
+    try:
+        yield
+    except ConversionError as err:
+        if getattr(err, "fault", None) is None:
+            raise
+        raise forward_error(layout, records, err.fault, first, name, offset) from None
+
+
+def _convert_on_gpu(chunks, layout, rows, nulls, pipe, overlap, name, offset, progress, total):
+    """Records -> Arrow on the GPU, overlapped: every pipeline slot has a CUDA stream and
+    its own pinned and device buffers (:class:`layouts._gpu.ChunkSlot`). Chunk k+1 is
+    copied into pinned memory and queued (host-to-device copy, kernels, device-to-host
+    copy) on its stream while chunk k's work runs on another and chunk k-1 is written.
+    ``overlap=False`` waits for each chunk before the next is queued."""
+    from . import _gpu
+
+    slots = [_gpu.ChunkSlot(layout, rows, nulls or {}) for _ in range(pipe.nslots)]
+    queued = []  # (slot, first record) submitted, not yet finished: at most one when overlapped
+
+    def finish():
+        i, first = queued.pop(0)
+        with _position(layout, slots[i].records_in[: slots[i].n * layout.itemsize].view(layout.dtype), first,
+                       name, offset):
+            soa = slots[i].finish()
+        pipe.put(i, soa)
+        if progress is not None:
+            progress(pipe.records, pipe.records * layout.itemsize, total)
+
+    first = 0
+    for aos in chunks:
+        i = pipe.take()
+        slots[i].submit(aos.array)
+        queued.append((i, first))
+        first += len(aos)
+        if len(queued) > 1 or not overlap:
+            finish()
+    while queued:
+        finish()
 
 
 def _mapped_chunks(f, offset, whole, rows, layout, overlap):
@@ -304,15 +354,18 @@ def _stream_chunks(f, rows, layout, name, trailing, overlap):
 
 class _Pipeline:
     """Writes converted chunks with pyarrow's writer, in a thread when ``overlap`` is set:
-    chunk k is written while chunk k+1 converts. Two arenas take turns, so a chunk's
-    buffers stay untouched until its batch is written."""
+    chunk k is written while chunk k+1 converts. ``slots`` sets of buffers take turns
+    (two arenas on the CPU; three pinned buffer sets on the GPU, where one chunk is
+    written, one converts and one is queued): a slot is handed out again only once its
+    batch is written."""
 
-    def __init__(self, path, fmt, compression, overlap):
+    def __init__(self, path, fmt, compression, overlap, slots=2):
         self.path, self.fmt, self.compression = path, fmt, compression
         self.records, self.writer, self.error = 0, None, None
-        self.slots = [None, None]
+        self.nslots = slots
+        self.slots = [None] * slots
         self.free = queue.Queue()
-        for i in range(len(self.slots)):
+        for i in range(slots):
             self.free.put(i)
         self.todo = queue.Queue(maxsize=1)
         self.current = None
@@ -320,17 +373,16 @@ class _Pipeline:
         if self.thread:
             self.thread.start()
 
-    def arena(self, n):
-        """An SoA to reuse for the next chunk of n records (None: allocate one)."""
-        self.current = self.free.get()
+    def take(self):
+        """A slot whose last batch is written (waits for the writer): its buffers may
+        be filled again."""
+        slot = self.free.get()
         if self.error is not None:
             raise self.error
-        soa = self.slots[self.current]
-        return soa if soa is not None and soa._arena.capacity >= n else None
+        return slot
 
-    def write(self, soa):
-        """Write a chunk converted into (or in place of) the arena :meth:`arena` gave."""
-        slot, self.current = self.current, None
+    def put(self, slot, soa):
+        """Write a chunk converted into (or in place of) the buffers of ``slot``."""
         self.slots[slot] = soa  # the slot's own arena, or a new, larger one
         self.records += len(soa)
         batch = soa.to_record_batch()
@@ -341,6 +393,17 @@ class _Pipeline:
             self.todo.put((batch, slot))
             if self.error is not None:
                 raise self.error
+
+    def arena(self, n):
+        """An SoA to reuse for the next chunk of n records (None: allocate one)."""
+        self.current = self.take()
+        soa = self.slots[self.current]
+        return soa if soa is not None and soa._arena.capacity >= n else None
+
+    def write(self, soa):
+        """Write a chunk converted into (or in place of) the arena :meth:`arena` gave."""
+        slot, self.current = self.current, None
+        self.put(slot, soa)
 
     def _write(self, batch):
         if self.writer is None:

@@ -188,11 +188,19 @@ def wrap(obj):
 
 
 def pinned_empty(nbytes):
-    """A host uint8 array in page-locked memory from CuPy's pinned pool (for transfers
-    that overlap with compute)."""
-    cupy = _cupy()
-    mem = cupy.cuda.alloc_pinned_memory(nbytes)
-    return np.frombuffer(mem, dtype=np.uint8, count=nbytes)
+    """A host uint8 array of ``nbytes`` in page-locked memory, so that copies to and from
+    the device can run on a stream while the host goes on: from CuPy's pinned pool when
+    CuPy is installed (blocks are reused), else from Numba (``cuda.pinned_array``)."""
+    nb = cuda()
+    if not simulated():
+        try:
+            import cupy
+        except ImportError:
+            cupy = None
+        if cupy is not None:
+            mem = cupy.cuda.alloc_pinned_memory(max(int(nbytes), 1))
+            return np.frombuffer(mem, dtype=np.uint8, count=int(nbytes))
+    return nb.pinned_array(int(nbytes), dtype=np.uint8)
 
 
 def pool_stats():

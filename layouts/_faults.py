@@ -15,11 +15,17 @@ def _record_value(array, field, row):
     return vals[0] if len(vals) == 1 else vals
 
 
-def forward_error(layout, array, fault):
-    """The ConversionError for a fault while converting records to columns."""
+def forward_error(layout, array, fault, first=0, source=None, offset=0):
+    """The ConversionError for a fault while converting records to columns.
+
+    ``array`` holds the records converted; they are records ``first...`` of ``source``
+    (a file name), whose records start at byte ``offset``. The error keeps ``fault``
+    (``(row, op, code)``, row counted in ``array``)."""
     row, op, code = fault
     f = layout.fields[op]
-    where = f"field {f.name!r} ({f.dtype.str} at offset {f.offset}), record {row}"
+    where = f"field {f.name!r} ({f.dtype.str} at offset {f.offset}), record {first + row}"
+    if source is not None:
+        where = f"{source}: {where} (byte {offset + (first + row) * layout.itemsize} of the file)"
     value = _record_value(array, f, row)
     if code == P.E_RANGE:
         msg = (f"{where}: value {value!r} does not fit Arrow {f.arrow_type}; "
@@ -31,7 +37,9 @@ def forward_error(layout, array, fault):
         msg = f"{where}: {value!r} holds a value that is not a Unicode code point; fix the record"
     else:  # pragma: no cover - the forward kernels raise only the codes above
         msg = f"{where}: conversion failed (code {code})"
-    return ConversionError(msg)
+    err = ConversionError(msg)
+    err.fault = fault
+    return err
 
 
 def _arrow_value(column, row, count):

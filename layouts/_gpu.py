@@ -17,7 +17,7 @@ from ._backends import kernels_for
 from ._faults import forward_error, reverse_error
 from ._plan import ALIGN, Arena, ColumnBuffers, forward_ops, reverse_ops
 
-__all__ = ["Span", "forward", "reverse", "soa_to_host", "soa_to_device", "column_interface"]
+__all__ = ["Span", "forward", "reverse", "soa_to_host", "soa_to_device", "column_interface", "ChunkSlot"]
 
 HEAD = ALIGN
 
@@ -72,6 +72,71 @@ def forward(aos, nulls, out=None):
             dictionaries[i] = names
     columns = [_spans(arena, i, n, dictionaries.get(i)) for i in range(len(layout.fields))]
     return SoA(layout, n, columns, fills=nulls, arena=arena, memory=memory, device="cuda")
+
+
+class ChunkSlot:
+    """Everything one chunk of a streaming conversion needs on its way through the GPU,
+    allocated once and reused chunk after chunk: a CUDA stream, page-locked host buffers
+    for the records in and the arena out, the device records and arena, and the copy
+    plan on the device.
+
+    :meth:`submit` queues a chunk (host copy into the pinned buffer, host-to-device
+    copy, kernels, device-to-host copy of the arena, all on the slot's stream) and
+    returns at once; :meth:`finish` waits for it and returns a host SoA over the
+    pinned arena copy. With two or more slots taking turns, the transfers of one chunk
+    run while another converts.
+    """
+
+    def __init__(self, layout, rows, nulls):
+        nb = _device.cuda()
+        kc = kernels_for("cuda")
+        self.layout, self.rows, self.nulls = layout, rows, dict(nulls)
+        self.stream = nb.stream()
+        self.arena = Arena(layout, rows, frozenset(nulls))
+        nbytes = rows * layout.itemsize
+        self.records_in = _device.pinned_empty(-(-nbytes // 4) * 4)
+        self.records = _device.empty(nbytes)
+        self.memory = _device.empty(HEAD + self.arena.nbytes)
+        self.arena_out = _device.pinned_empty(HEAD + self.arena.nbytes)
+        self.fault_word = nb.pinned_array(1, dtype=np.int64)
+        ops, offs, keep = forward_ops(self.arena, HEAD, nulls)
+        self.plan = kc.Plan(ops, offs, _device_tables(ops, keep), self.stream)
+        self.pending, self.n = None, 0
+
+    def submit(self, records):
+        """Queue the conversion of ``records`` (host, up to ``rows`` of the layout)."""
+        n, nbytes = len(records), len(records) * self.layout.itemsize
+        if n > self.rows:
+            raise ValueError(f"a chunk of {n} records does not fit a slot of {self.rows}")
+        raw = records.view(np.uint8).reshape(-1) if n else np.empty(0, np.uint8)
+        self.records_in[:nbytes] = raw  # the read: page faults of a mapped file happen here
+        words = -(-nbytes // 4) * 4
+        if nbytes:
+            self.records[:words].copy_to_device(self.records_in[:words], stream=self.stream)
+        rec = self.records[: max(words, 4)].view(np.uint32)
+        self.pending = kernels_for("cuda").forward_async(rec, self.layout.itemsize, n, self.plan, self.memory,
+                                                         stream=self.stream, fault_word=self.fault_word)
+        self.memory.copy_to_host(self.arena_out[: self.memory.shape[0]], stream=self.stream)
+        self.n = n
+
+    def finish(self):
+        """Wait for the chunk :meth:`submit` queued; a host SoA over the arena copy."""
+        from ._aos import _enum_dictionary
+        from ._soa import SoA
+
+        fault, self.pending = self.pending.fault(), None
+        n, layout = self.n, self.layout
+        records = self.records_in[: n * layout.itemsize].view(layout.dtype)
+        if fault is not None:
+            raise forward_error(layout, records, fault)
+        memory = self.arena_out[HEAD : HEAD + self.arena.nbytes]
+        dictionaries = {}
+        for i, f in enumerate(layout.fields):
+            if f.kind == "enum":
+                start, size = self.arena.buffers[i]["data"]
+                idx = memory[start : start + size].view(np.int32)[: n * f.count]
+                dictionaries[i] = _enum_dictionary(f, idx, lambda: records)[0]
+        return SoA._from_arena(layout, n, self.arena, memory, self.nulls, dictionaries)
 
 
 def _spans(arena, i, n, dictionary):

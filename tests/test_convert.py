@@ -96,7 +96,8 @@ def test_existing_output_is_refused_and_a_failure_leaves_it_untouched(tick_file,
     bad["sym"][15_000] = b"\xff\xfe"  # not UTF-8, in a late chunk
     bad.tofile(tmp_path / "bad.bin")
     layout = lo.Layout.from_dtype(TICK, bytes_as={"sym": "string"})
-    with pytest.raises(lo.ConversionError, match=r"record 15000|not valid UTF-8"):
+    with pytest.raises(lo.ConversionError, match=r"bad.bin: field 'sym' \(\|S8 at offset 21\), record 15000 \(byte "
+                       r"720000 of the file\): .*b'\\xff\\xfe'\) is not valid UTF-8; map the field to bytes"):
         lo.convert(tmp_path / "bad.bin", layout, dst, chunk_bytes=100_000, overwrite=True)
     assert dst.read_bytes() == b"old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.bin", "out.parquet", "ticks.bin"]
@@ -235,3 +236,65 @@ def test_command_argument_errors(tmp_path, capsys):
     empty.write_text("typedef int counter;\n")
     assert main(["inspect", str(empty)]) == 1
     assert f"layouts inspect: error: {empty} defines no struct or union" in capsys.readouterr().err
+
+
+# --------------------------------------------- on the GPU (the CUDA simulator without one)
+
+GPU_SIZES = dict(records=1_050, chunk=48 * 250) if not REAL_GPU else dict(records=2_000_000, chunk=8 << 20)
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_records_to_arrow_on_the_gpu_in_overlapped_chunks(tmp_path, overlap):
+    """Five chunks through three slots (streams, pinned buffers): the CPU's table, batch
+    for batch, with nulls, C strings and the short last chunk."""
+    a = ticks(GPU_SIZES["records"], seed=4)
+    a.tofile(tmp_path / "t.bin")
+    layout = lo.Layout.from_dtype(TICK, bytes_as={"sym": "string"})
+    for fmt in ("arrow", "parquet") if overlap else ("arrow",):
+        dst = tmp_path / f"gpu.{fmt}"
+        result = lo.convert(tmp_path / "t.bin", layout, dst, device="cuda", chunk_bytes=GPU_SIZES["chunk"],
+                            nulls={"qty": -1}, overlap=overlap)
+        assert result.records == len(a)
+        table = read(dst, fmt)
+        assert table.equals(lo.AoS(a, layout).to_soa(nulls={"qty": -1}).to_arrow())
+        rows = GPU_SIZES["chunk"] // TICK.itemsize
+        assert [b.num_rows for b in table.to_batches()][:-1] == [rows] * (len(a) // rows)
+
+
+def test_gpu_convert_of_c_records_enums_and_streams(tmp_path):
+    header = ("enum side { BUY = 1, SELL = 2 };\n"
+              "struct r { unsigned a : 3; int s : 5; enum side side; char name[6]; double px; };")
+    layout = lo.Layout.from_c(header, "struct r", byteorder="big")
+    rng = np.random.default_rng(7)
+    arr = rng.integers(0, 256, 700 * layout.itemsize, dtype=np.uint8).view(layout.dtype)
+    arr["side"] = rng.choice([1, 2, 9], len(arr)).astype(arr.dtype["side"])  # 9: no enumerator
+    arr["name"] = b"ab"
+    (tmp_path / "r.bin").write_bytes(arr.tobytes())
+    expect = lo.AoS(arr, layout).to_soa().to_arrow()
+    lo.convert(tmp_path / "r.bin", layout, tmp_path / "r.arrow", device="cuda", chunk_bytes=200 * layout.itemsize)
+    got = read(tmp_path / "r.arrow", "arrow")
+    assert got.column("side").to_pylist() == expect.column("side").to_pylist()
+    assert "9" in got.column("side").to_pylist()
+    assert got.drop_columns(["side"]).equals(expect.drop_columns(["side"]))
+    import io
+
+    stream = io.BytesIO(b"HEAD" + arr.tobytes())
+    lo.convert(stream, layout, tmp_path / "s.arrow", device="cuda", chunk_bytes=300 * layout.itemsize, offset=4)
+    assert read(tmp_path / "s.arrow", "arrow").column("px").equals(expect.column("px"))
+    (tmp_path / "empty.bin").write_bytes(b"")
+    lo.convert(tmp_path / "empty.bin", layout, tmp_path / "e.arrow", device="cuda")
+    assert read(tmp_path / "e.arrow", "arrow").num_rows == 0
+
+
+def test_a_gpu_fault_names_the_file_position_and_keeps_the_destination(tmp_path):
+    a = ticks(700)
+    a["sym"][430] = b"\xff"
+    a.tofile(tmp_path / "bad.bin")
+    dst = tmp_path / "out.arrow"
+    dst.write_bytes(b"old")
+    layout = lo.Layout.from_dtype(TICK, bytes_as={"sym": "string"})
+    with pytest.raises(lo.ConversionError, match=r"bad.bin: field 'sym' \(\|S8 at offset 21\), record 430 \(byte "
+                       r"20640 of the file\): .*b'\\xff'\) is not valid UTF-8"):
+        lo.convert(tmp_path / "bad.bin", layout, dst, device="cuda", chunk_bytes=300 * 48, overwrite=True)
+    assert dst.read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.bin", "out.arrow"]
