@@ -2,12 +2,18 @@
 
     python -m benchmarks.convert_files                     # 2.16 GB (45M records), 3 repeats
     python -m benchmarks.convert_files --records 2000000 --repeat 1 --dir /tmp
+    python -m benchmarks.convert_files --device cuda       # the conversion on the GPU
 
 The file holds records of the foundation's 48-byte tick dtype. In the same run it times:
 reading the file once into a reused buffer (the disk / page-cache ceiling), and
 ``convert`` to Arrow IPC (uncompressed) and to Parquet (uncompressed), each overlapped
 (a reader thread fills chunk k+1 while chunk k converts) and serial (same chunks, one
 after another). Medians, as GB/s of record bytes and as a ratio to the read.
+
+With ``--device cuda`` the conversions run on the GPU (``convert(..., device="cuda")``):
+overlapped, each chunk is copied to pinned memory and its transfers and kernels are
+queued on its own CUDA stream while the chunk before converts and the one before that
+is written; serial, each chunk waits for the last.
 """
 
 import os
@@ -40,7 +46,7 @@ def read_once(path, chunk):
             total += n
 
 
-def run(n, repeat, directory, chunk):
+def run(n, repeat, directory, chunk, device=None):
     path = os.path.join(directory, "layouts-bench.bin")
     write_file(path, n)
     nbytes = os.path.getsize(path)
@@ -54,7 +60,7 @@ def run(n, repeat, directory, chunk):
             for overlap in (True, False):
                 def one():
                     lo.convert(path, DTYPE, dst, format=fmt, compression=compression, chunk_bytes=chunk,
-                               overlap=overlap)
+                               overlap=overlap, device=device)
 
                 def fresh():  # a new output each time: replacing a GB file costs its unlink
                     if os.path.exists(dst):
@@ -68,7 +74,8 @@ def run(n, repeat, directory, chunk):
                     t0 = time.perf_counter()
                     one()
                     times.append(time.perf_counter() - t0)
-                rows.append({"name": f"convert -> {fmt} ({'overlapped' if overlap else 'serial'})",
+                on = " on the GPU" if device == "cuda" else ""
+                rows.append({"name": f"convert{on} -> {fmt} ({'overlapped' if overlap else 'serial'})",
                              "seconds": float(np.median(times))})
             os.unlink(dst)
     finally:
@@ -83,15 +90,28 @@ def main(argv=None):
     p = arguments(__doc__, records=45_000_000, repeat=3)
     p.add_argument("--chunk", type=int, default=64 << 20, help="bytes per chunk")
     p.add_argument("--dir", default=tempfile.gettempdir(), help="where the file and outputs go")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where the conversions run")
     args = p.parse_args(argv)
-    nbytes, rows = run(args.records, args.repeat, args.dir, args.chunk)
+    nbytes, rows = run(args.records, args.repeat, args.dir, args.chunk, args.device)
     info = machine()
     print(f"{args.records:,} records x {DTYPE.itemsize} bytes = {nbytes / 1e9:.2f} GB, chunks of "
           f"{args.chunk >> 20} MiB, median of {args.repeat}; {info['cpu']}, {info['cores']} cores")
     for r in rows:
-        print(f"| {r['name']:<32} | {r['GB/s']:6.2f} GB/s | {r['x_read']:5.2f} x read |")
+        print(f"| {r['name']:<44} | {r['GB/s']:6.2f} GB/s | {r['x_read']:5.2f} x read |")
+    if args.device == "cuda":
+        info["gpu"] = gpu_name()
+        print(f"GPU: {info['gpu']}")
     save_json(args.json, info, records=args.records, bytes=nbytes, chunk=args.chunk, repeat=args.repeat,
-              rows=rows)
+              device=args.device, rows=rows)
+
+
+def gpu_name():
+    from layouts import _device
+
+    if _device.simulated():
+        return "Numba CUDA simulator"
+    name = _device.cuda().get_current_device().name
+    return name.decode() if isinstance(name, bytes) else name
 
 
 if __name__ == "__main__":

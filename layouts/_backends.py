@@ -1,5 +1,8 @@
 """The one place that picks a kernel backend from where the data lives."""
 
+import importlib.util
+import os
+
 from ._errors import LayoutError
 
 DEVICES = ("cpu", "cuda")
@@ -25,3 +28,22 @@ def kernels_for(device):
     from kernels import cuda
 
     return cuda
+
+
+def gpu_available():
+    """Whether numba-cuda is installed and finds a usable GPU (never the simulator)."""
+    if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"):
+        return False
+    if importlib.util.find_spec("numba_cuda") is None:
+        return False
+    from numba import cuda
+
+    try:
+        return bool(cuda.is_available())
+    except Exception:  # noqa: BLE001 - a broken driver means no GPU to use
+        return False
+
+
+def auto_device():
+    """``"cuda"`` where a usable GPU is found, else ``"cpu"`` (``--device auto``)."""
+    return "cuda" if gpu_available() else "cpu"

@@ -156,6 +156,7 @@ def _layout_of(args):
 def convert(args):
     """``layouts convert``: one file to another, streaming, with a progress bar."""
     import layouts as lo
+    from ._backends import auto_device
 
     layout = _layout_of(args)
     src = sys.stdin.buffer if args.src == "-" else args.src
@@ -171,15 +172,15 @@ def convert(args):
             bar.set_postfix_str(f"{records:,} records", refresh=False)
             bar.update(nbytes - bar.n)
 
+    device = auto_device() if args.device == "auto" else args.device
     try:
         result = lo.convert(src, layout, args.dst, format=args.format, chunk_bytes=args.chunk,
                             compression=args.compression, overwrite=args.overwrite, offset=args.offset,
-                            trailing=args.trailing, device=None if args.device == "auto" else args.device,
-                            progress=progress)
+                            trailing=args.trailing, device=device, progress=progress)
     finally:
         if bar is not None:
             bar.close()
-    print(f"converted {result}")
+    print(f"converted {result} (on {device})")
     return 0
 
 
@@ -241,7 +242,8 @@ def main(argv=None):
     record.add_argument("--dtype", metavar="SPEC", help="the record type as a NumPy dtype, e.g. \"[('a','<i4')]\"")
     p.add_argument("--to", dest="dst", required=True, metavar="DST", help="output file")
     p.add_argument("--format", choices=FORMATS, help="output format (default: from DST's suffix)")
-    p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto", help="where to convert")
+    p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto",
+                   help="where to convert; auto: the GPU when numba-cuda finds one, else the CPU")
     p.add_argument("--chunk", type=_size, default=DEFAULT_CHUNK, metavar="SIZE",
                    help="bytes of records per chunk (default 64M)")
     p.add_argument("--offset", type=int, default=0, help="bytes of file header before the first record")

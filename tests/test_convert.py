@@ -170,7 +170,9 @@ def test_convert_command_with_a_c_header_and_stdin(tmp_path, capsys):
     (tmp_path / "rec.bin").write_bytes(raw)
     assert main(["convert", str(tmp_path / "rec.bin"), "--struct", f"{header}:struct rec",
                  "--to", str(tmp_path / "rec.parquet"), "--chunk", "4k"]) == 0
-    assert capsys.readouterr().out.startswith("converted 1,000 records, 0.0 MB in")
+    out = capsys.readouterr().out
+    assert out.startswith("converted 1,000 records, 0.0 MB in")
+    assert out.rstrip().endswith("(on cuda)" if REAL_GPU else "(on cpu)")  # --device auto
     assert pq.read_table(tmp_path / "rec.parquet").equals(table)
     assert main(["convert", str(tmp_path / "rec.parquet"), "--struct", str(header), "--to",
                  str(tmp_path / "back.bin")]) == 0
