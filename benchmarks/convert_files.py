@@ -7,8 +7,10 @@
 The file holds records of the foundation's 48-byte tick dtype. In the same run it times:
 reading the file once into a reused buffer (the disk / page-cache ceiling), and
 ``convert`` to Arrow IPC (uncompressed) and to Parquet (uncompressed), each overlapped
-(a reader thread fills chunk k+1 while chunk k converts) and serial (same chunks, one
-after another). Medians, as GB/s of record bytes and as a ratio to the read.
+(a reader thread fills chunk k+1 while chunk k converts and a writer thread writes
+chunk k-1) and serial (same chunks, one after another), and each of those outputs back
+to records, overlapped and serial. Medians, as GB/s of record bytes and as a ratio to
+the read.
 
 With ``--device cuda`` the conversions run on the GPU (``convert(..., device="cuda")``):
 overlapped, each chunk is copied to pinned memory and its transfers and kernels are
@@ -46,6 +48,20 @@ def read_once(path, chunk):
             total += n
 
 
+def _timed(convert, dst, repeat):
+    """Median seconds of ``convert()``, each run writing a new ``dst`` (replacing a GB
+    file would add its unlink), after one warm-up run (kernels)."""
+    times = []
+    for i in range(repeat + 1):
+        if os.path.exists(dst):
+            os.unlink(dst)
+        t0 = time.perf_counter()
+        convert()
+        if i:
+            times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
 def run(n, repeat, directory, chunk, device=None):
     path = os.path.join(directory, "layouts-bench.bin")
     write_file(path, n)
@@ -55,29 +71,22 @@ def run(n, repeat, directory, chunk, device=None):
         read_once(path, chunk)  # page cache warm, as for every conversion after it
         ceiling = median_seconds(lambda: read_once(path, chunk), repeat)
         rows.append({"name": "read the file once (ceiling)", "seconds": ceiling})
+        on = " on the GPU" if device == "cuda" else ""
         for fmt, compression in (("arrow", "none"), ("parquet", "none")):
             dst = os.path.join(directory, f"layouts-bench.{fmt}")
+            back = os.path.join(directory, "layouts-bench-back.bin")
             for overlap in (True, False):
-                def one():
-                    lo.convert(path, DTYPE, dst, format=fmt, compression=compression, chunk_bytes=chunk,
-                               overlap=overlap, device=device)
-
-                def fresh():  # a new output each time: replacing a GB file costs its unlink
-                    if os.path.exists(dst):
-                        os.unlink(dst)
-
-                fresh()
-                one()  # warm: kernels
-                times = []
-                for _ in range(repeat):
-                    fresh()
-                    t0 = time.perf_counter()
-                    one()
-                    times.append(time.perf_counter() - t0)
-                on = " on the GPU" if device == "cuda" else ""
-                rows.append({"name": f"convert{on} -> {fmt} ({'overlapped' if overlap else 'serial'})",
-                             "seconds": float(np.median(times))})
+                mode = "overlapped" if overlap else "serial"
+                seconds = _timed(lambda: lo.convert(path, DTYPE, dst, format=fmt, compression=compression,
+                                                    chunk_bytes=chunk, overlap=overlap, device=device), dst, repeat)
+                rows.append({"name": f"convert{on} -> {fmt} ({mode})", "seconds": seconds})
+            for overlap in (True, False):
+                mode = "overlapped" if overlap else "serial"
+                seconds = _timed(lambda: lo.convert(dst, DTYPE, back, chunk_bytes=chunk, overlap=overlap,
+                                                    device=device), back, repeat)
+                rows.append({"name": f"convert{on} {fmt} -> records ({mode})", "seconds": seconds})
             os.unlink(dst)
+            os.unlink(back)
     finally:
         os.unlink(path)
     for r in rows:

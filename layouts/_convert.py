@@ -16,7 +16,7 @@ import queue
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,7 +126,7 @@ def convert(src, layout, dst, *, format=None, device=None, chunk_bytes=DEFAULT_C
     t0 = time.perf_counter()
     try:
         if fmt == "records":
-            records, bytes_in = _arrow_to_records(src, layout, tmp, chunk_bytes, fill, truncate, threads,
+            records, bytes_in = _arrow_to_records(src, layout, tmp, chunk_bytes, fill, truncate, overlap, threads,
                                                   device, progress)
         else:
             records, bytes_in = _records_to_arrow(src, layout, tmp, fmt, chunk_bytes, compression, offset,
@@ -247,7 +247,7 @@ def _records_to_arrow(src, layout, tmp, fmt, chunk_bytes, compression, offset, t
         else:
             chunks = _stream_chunks(f, rows, layout, name, trailing, overlap)
             total = None
-        with _Pipeline(tmp, fmt, compression, overlap, slots=3 if device == "cuda" else 2) as pipe:
+        with _Pipeline(_ArrowSink(tmp, fmt, compression), overlap, slots=3 if device == "cuda" else 2) as pipe:
             if device == "cuda":
                 _convert_on_gpu(chunks, layout, rows, nulls, pipe, overlap, name, offset, progress, total)
             else:
@@ -294,7 +294,7 @@ def _convert_on_gpu(chunks, layout, rows, nulls, pipe, overlap, name, offset, pr
         with _position(layout, slots[i].records_in[: slots[i].n * layout.itemsize].view(layout.dtype), first,
                        name, offset):
             soa = slots[i].finish()
-        pipe.put(i, soa)
+        pipe.put(i, soa.to_record_batch(), len(soa))
         if progress is not None:
             progress(pipe.records, pipe.records * layout.itemsize, total)
 
@@ -353,17 +353,16 @@ def _stream_chunks(f, rows, layout, name, trailing, overlap):
 
 
 class _Pipeline:
-    """Writes converted chunks with pyarrow's writer, in a thread when ``overlap`` is set:
-    chunk k is written while chunk k+1 converts. ``slots`` sets of buffers take turns
-    (two arenas on the CPU; three pinned buffer sets on the GPU, where one chunk is
-    written, one converts and one is queued): a slot is handed out again only once its
-    batch is written."""
+    """Hands converted chunks to a sink (pyarrow's writer, or the records file), in a
+    thread when ``overlap`` is set: chunk k is written while chunk k+1 converts.
+    ``slots`` sets of buffers take turns (two on the CPU; three pinned buffer sets on
+    the GPU, where one chunk is written, one converts and one is queued): a slot is
+    handed out again only once what was put from it is written."""
 
-    def __init__(self, path, fmt, compression, overlap, slots=2):
-        self.path, self.fmt, self.compression = path, fmt, compression
-        self.records, self.writer, self.error = 0, None, None
+    def __init__(self, sink, overlap, slots=2):
+        self.sink, self.records, self.error = sink, 0, None
         self.nslots = slots
-        self.slots = [None] * slots
+        self.kept = [None] * slots  # per slot: the SoA whose arena the CPU path reuses
         self.free = queue.Queue()
         for i in range(slots):
             self.free.put(i)
@@ -374,51 +373,46 @@ class _Pipeline:
             self.thread.start()
 
     def take(self):
-        """A slot whose last batch is written (waits for the writer): its buffers may
+        """A slot whose last chunk is written (waits for the writer): its buffers may
         be filled again."""
         slot = self.free.get()
         if self.error is not None:
             raise self.error
         return slot
 
-    def put(self, slot, soa):
-        """Write a chunk converted into (or in place of) the buffers of ``slot``."""
-        self.slots[slot] = soa  # the slot's own arena, or a new, larger one
-        self.records += len(soa)
-        batch = soa.to_record_batch()
+    def put(self, slot, item, records):
+        """Write ``item`` (what the sink takes: a record batch, or record bytes), which
+        holds ``records`` records in the buffers of ``slot``."""
+        self.records += records
         if self.thread is None:
-            self._write(batch)
+            self.sink.write(item)
             self.free.put(slot)
         else:
-            self.todo.put((batch, slot))
+            self.todo.put((item, slot))
             if self.error is not None:
                 raise self.error
 
     def arena(self, n):
         """An SoA to reuse for the next chunk of n records (None: allocate one)."""
         self.current = self.take()
-        soa = self.slots[self.current]
+        soa = self.kept[self.current]
         return soa if soa is not None and soa._arena.capacity >= n else None
 
     def write(self, soa):
         """Write a chunk converted into (or in place of) the arena :meth:`arena` gave."""
         slot, self.current = self.current, None
-        self.put(slot, soa)
-
-    def _write(self, batch):
-        if self.writer is None:
-            self.writer = _writer(self.path, self.fmt, batch.schema, self.compression)
-        _write(self.writer, self.fmt, batch)
+        self.kept[slot] = soa  # the slot's own arena, or a new, larger one
+        self.put(slot, soa.to_record_batch(), len(soa))
 
     def _run(self):
         while True:
             item = self.todo.get()
             if item is None:
                 return
-            batch, slot = item
+            data, slot = item
             try:
                 if self.error is None:
-                    self._write(batch)
+                    self.sink.write(data)
             except BaseException as err:  # noqa: BLE001 - raised in the converting thread
                 self.error = err
             self.free.put(slot)
@@ -430,11 +424,43 @@ class _Pipeline:
         if self.thread is not None:
             self.todo.put(None)
             self.thread.join()
-        if self.writer is not None:
-            self.writer.close()
+        self.sink.close()
         if kind is None and self.error is not None:
             raise self.error
         return False
+
+
+class _ArrowSink:
+    """Record batches into Parquet (a row group each) or Arrow IPC (a batch each); the
+    writer opens on the first batch, which gives the schema."""
+
+    def __init__(self, path, fmt, compression):
+        self.path, self.fmt, self.compression, self.writer = path, fmt, compression, None
+
+    def write(self, batch):
+        if self.writer is None:
+            self.writer = _writer(self.path, self.fmt, batch.schema, self.compression)
+        if self.fmt == "parquet":
+            self.writer.write_batch(batch, row_group_size=batch.num_rows)
+        else:
+            self.writer.write_batch(batch)
+
+    def close(self):
+        if self.writer is not None:
+            self.writer.close()
+
+
+class _RecordsSink:
+    """Record bytes appended to a file."""
+
+    def __init__(self, path):
+        self.file = open(path, "wb")
+
+    def write(self, data):
+        self.file.write(data)
+
+    def close(self):
+        self.file.close()
 
 
 def _writer(path, fmt, schema, compression):
@@ -449,18 +475,12 @@ def _writer(path, fmt, schema, compression):
     return pa.ipc.new_file(str(path), schema, options=options)
 
 
-def _write(writer, fmt, batch):
-    if fmt == "parquet":
-        writer.write_batch(batch, row_group_size=batch.num_rows)
-    else:
-        writer.write_batch(batch)
-
-
 # ----------------------------------------------------------------- Arrow -> records
 
 
 def _arrow_batches(src, rows):
-    """Record batches of a Parquet or Arrow IPC (file or stream) input."""
+    """Record batches of a Parquet or Arrow IPC (file or stream) input; an IPC file is
+    memory-mapped, so its batches are read when converted, without a copy."""
     path = os.fspath(src) if isinstance(src, (str, os.PathLike)) else None
     head = b""
     if path is not None:
@@ -475,9 +495,9 @@ def _arrow_batches(src, rows):
         return pq.ParquetFile(path).iter_batches(batch_size=rows)
     try:
         if head[:6] == b"ARROW1":
-            reader = pa.ipc.open_file(path)
+            reader = pa.ipc.open_file(pa.memory_map(path))
             return (reader.get_batch(i) for i in range(reader.num_record_batches))
-        return iter(pa.ipc.open_stream(path if path is not None else src))
+        return iter(pa.ipc.open_stream(pa.memory_map(path) if path is not None else src))
     except pa.ArrowInvalid as err:
         raise LayoutError(
             f"{path or 'the input'} is neither Parquet nor Arrow IPC ({err}); to write records, the "
@@ -485,25 +505,72 @@ def _arrow_batches(src, rows):
         ) from None
 
 
-def _arrow_to_records(src, layout, tmp, chunk_bytes, fill, truncate, threads, device, progress):
+def _parts(batches, rows):
+    """The batches cut into parts of at most ``rows`` rows."""
+    for batch in batches:
+        for start in range(0, batch.num_rows, rows):
+            yield batch.slice(start, rows)
+
+
+def _ahead(items, overlap, depth=2):
+    """``items``, produced by a thread up to ``depth`` ahead when ``overlap`` is set
+    (pyarrow decodes Parquet and reads files without holding the GIL)."""
+    if not overlap:
+        yield from items
+        return
+    ready, stop, end = queue.Queue(maxsize=depth), threading.Event(), object()
+
+    def run():
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        ready.put(item, timeout=0.1)
+                        break
+                    except queue.Full:
+                        pass
+                if stop.is_set():
+                    return
+            ready.put(end)
+        except BaseException as err:  # noqa: BLE001 - raised in the consumer
+            ready.put(err)
+
+    thread = threading.Thread(target=run, name="layouts-reader", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = ready.get()
+            if item is end:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _arrow_to_records(src, layout, tmp, chunk_bytes, fill, truncate, overlap, threads, device, progress):
     rows = max(1, chunk_bytes // layout.itemsize)
-    done, buffer = 0, None
-    with open(tmp, "wb") as out:
-        for batch in _arrow_batches(src, rows):
-            for start in range(0, batch.num_rows, rows):
-                part = batch.slice(start, rows)
+    name = os.fspath(src) if isinstance(src, (str, os.PathLike)) else str(getattr(src, "name", "the input"))
+    buffers = [None, None]
+    parts = _ahead(_parts(_arrow_batches(src, rows), rows), overlap)
+    with _Pipeline(_RecordsSink(tmp), overlap, slots=len(buffers)) as pipe, closing(parts):
+        for part in parts:
+            n, done = part.num_rows, pipe.records
+            slot = pipe.take()
+            if buffers[slot] is None:
+                buffers[slot] = np.empty(rows, dtype=layout.dtype)
+            out = buffers[slot][:n]
+            try:
                 soa = SoA.from_arrow(part, layout, fill=fill, truncate=truncate)
-                if buffer is None or len(buffer) < part.num_rows:
-                    buffer = np.empty(max(rows, part.num_rows), dtype=layout.dtype)
-                try:
-                    if device == "cuda":
-                        buffer[: part.num_rows] = soa.to_aos(device="cuda").to_device("cpu").to_numpy()
-                    else:
-                        soa.to_aos(out=buffer, threads=threads, device=device)
-                except (LayoutError, ValueError) as err:
-                    raise type(err)(f"records {done} to {done + part.num_rows}: {err}") from err
-                out.write(memoryview(buffer.view(np.uint8))[: part.num_rows * layout.itemsize])
-                done += part.num_rows
-                if progress is not None:
-                    progress(done, done * layout.itemsize, None)
-    return done, done * layout.itemsize
+                if device == "cuda":
+                    out[:] = soa.to_aos(device="cuda").to_device("cpu").to_numpy()
+                else:
+                    soa.to_aos(out=out, threads=threads, device=device)
+            except (LayoutError, ValueError) as err:
+                raise type(err)(f"{name}, rows {done} to {done + n}: {err}") from err
+            pipe.put(slot, memoryview(out.view(np.uint8)).cast("B")[: n * layout.itemsize], n)
+            if progress is not None:
+                progress(pipe.records, pipe.records * layout.itemsize, None)
+    return pipe.records, pipe.records * layout.itemsize

@@ -17,6 +17,7 @@ from conftest import REAL_GPU, TICK, ticks
 from layouts._cli import main
 
 FORMATS = ["parquet", "feather", "arrow"]
+TICK_SCHEMA = lo.Layout.from_dtype(TICK).schema
 
 
 @pytest.fixture
@@ -63,6 +64,14 @@ def test_overlapped_and_serial_runs_write_the_same_file(tick_file, tmp_path):
     lo.convert(path, TICK, tmp_path / "a.arrow", chunk_bytes=50_000, overlap=True)
     lo.convert(path, TICK, tmp_path / "b.arrow", chunk_bytes=50_000, overlap=False)
     assert read(tmp_path / "a.arrow", "arrow").equals(read(tmp_path / "b.arrow", "arrow"))
+    # and back: batches read ahead by a thread, records written by another, two buffers
+    for name, overlap in (("a.bin", True), ("b.bin", False)):
+        lo.convert(tmp_path / "a.arrow", TICK, tmp_path / name, chunk_bytes=30_000, overlap=overlap)
+    assert (tmp_path / "a.bin").read_bytes() == (tmp_path / "b.bin").read_bytes() == path.read_bytes()
+    with pa.ipc.new_stream(tmp_path / "s.arrows", TICK_SCHEMA) as w:  # the IPC stream format too
+        w.write_table(read(tmp_path / "a.arrow", "arrow"))
+    lo.convert(tmp_path / "s.arrows", TICK, tmp_path / "s.bin", format="records", chunk_bytes=30_000)
+    assert (tmp_path / "s.bin").read_bytes() == path.read_bytes()
 
 
 def test_peak_memory_is_bounded_by_the_chunks_not_the_file(tmp_path):
@@ -148,7 +157,7 @@ def test_partial_records_and_header_offsets(tmp_path):
 def test_reverse_errors_name_the_records(tmp_path):
     pq.write_table(pa.table({"a": pa.array([1, None], pa.int32()), "b": pa.array([1.0, 2.0], pa.float32())}),
                    tmp_path / "n.parquet")
-    with pytest.raises(lo.ConversionError, match=r"column 'a' has 1 nulls \(first at row 1\)"):
+    with pytest.raises(lo.ConversionError, match=r"n.parquet, rows 0 to 2: column 'a' has 1 nulls \(first at row 1\)"):
         lo.convert(tmp_path / "n.parquet", np.dtype([("a", "<i4"), ("b", "<f4")]), tmp_path / "n.bin")
     assert not (tmp_path / "n.bin").exists()
     (tmp_path / "junk.bin").write_bytes(b"not arrow at all")
