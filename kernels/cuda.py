@@ -764,8 +764,9 @@ class Pending:
     With ``host`` (a page-locked int64 array of one element) the fault word is copied
     back on the same stream, without waiting; otherwise it is read after the wait."""
 
-    def __init__(self, stream, nops, err=None, host=None):
+    def __init__(self, stream, nops, err=None, host=None, keep=()):
         self.stream, self.nops, self.err, self.host = stream, nops, err, host
+        self.keep = keep  # device scratch the queued kernels use: freed only after the wait
         if err is not None and host is not None:
             err.copy_to_host(host, stream=stream)
 
@@ -794,6 +795,7 @@ def _scan(arena_views, op_row, count, stream):
     _scan_blocks[nblocks, nt, stream](a32, a64, offsets, ow, count, sums)
     _scan_sums[1, 1, stream](sums)
     _scan_add[nblocks, nt, stream](a32, a64, offsets, ow, count, sums, nt)
+    return sums  # the caller keeps it until the stream is done (a pool may reuse it at once)
 
 
 def _launch(direction, rec, stride, n, plan, arena, err, stream):
@@ -841,12 +843,13 @@ def forward_async(rec, stride, n, plan, arena, *, stream=0, fault_word=None):
     err = cuda.device_array(1, dtype=np.int64, stream=stream)
     err.copy_to_device(_NO_FAULT, stream=stream)
     _launch("forward", rec, stride, n, plan, arena, err, stream)
+    scratch = []
     for j, d_op in plan.strings:
         count = n * int(plan.ops[j, COUNT])
-        _scan(views, plan.ops[j], count, stream)  # faulty strings were given length 0
+        scratch.append(_scan(views, plan.ops[j], count, stream))  # faulty strings were given length 0
         _copy_strings[max(1, min(-(-count // THREADS), MAX_BLOCKS)), THREADS, stream](
             rec, n, stride, d_op, plan.d_offs, *views)
-    return Pending(stream, plan.nops, err, fault_word)
+    return Pending(stream, plan.nops, err, fault_word, keep=scratch)
 
 
 def aos_to_soa(rec, stride, n, ops, offs, arena, tables, *, stream=0):

@@ -299,15 +299,19 @@ def _convert_on_gpu(chunks, layout, rows, nulls, pipe, overlap, name, offset, pr
             progress(pipe.records, pipe.records * layout.itemsize, total)
 
     first = 0
-    for aos in chunks:
-        i = pipe.take()
-        slots[i].submit(aos.array)
-        queued.append((i, first))
-        first += len(aos)
-        if len(queued) > 1 or not overlap:
+    try:
+        for aos in chunks:
+            i = pipe.take()
+            slots[i].submit(aos.array)
+            queued.append((i, first))
+            first += len(aos)
+            if len(queued) > 1 or not overlap:
+                finish()
+        while queued:
             finish()
-    while queued:
-        finish()
+    finally:  # on an error too: no copy or kernel may outlive the buffers it uses
+        for slot in slots:
+            slot.stream.synchronize()
 
 
 def _mapped_chunks(f, offset, whole, rows, layout, overlap):

@@ -97,7 +97,7 @@ class ChunkSlot:
         self.records_in = _device.pinned_empty(-(-nbytes // 4) * 4)
         self.records = _device.empty(nbytes)
         self.memory = _device.empty(HEAD + self.arena.nbytes)
-        self.arena_out = _device.pinned_empty(HEAD + self.arena.nbytes)
+        self.arena_out = _device.pinned_empty(self.memory.shape[0])  # the whole allocation comes back
         self.fault_word = nb.pinned_array(1, dtype=np.int64)
         ops, offs, keep = forward_ops(self.arena, HEAD, nulls)
         self.plan = kc.Plan(ops, offs, _device_tables(ops, keep), self.stream)
@@ -116,7 +116,7 @@ class ChunkSlot:
         rec = self.records[: max(words, 4)].view(np.uint32)
         self.pending = kernels_for("cuda").forward_async(rec, self.layout.itemsize, n, self.plan, self.memory,
                                                          stream=self.stream, fault_word=self.fault_word)
-        self.memory.copy_to_host(self.arena_out[: self.memory.shape[0]], stream=self.stream)
+        self.memory.copy_to_host(self.arena_out, stream=self.stream)
         self.n = n
 
     def finish(self):
