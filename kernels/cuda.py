@@ -28,8 +28,8 @@ are reported as the smallest ``(row, op)`` with a fault, packed into one int64 t
 every thread lowers with an atomic min.
 
 Host functions: :func:`aos_to_soa` and :func:`soa_to_aos`, like the CPU module's, each
-taking a CUDA stream; :func:`forward_async` queues a conversion on a stream with the
-plan already on the device (:class:`Plan`) and returns without waiting, for pipelines
+taking a CUDA stream; :func:`forward_async` and :func:`reverse_async` queue a conversion on a
+stream with the plan already on the device (:class:`Plan`) and return without waiting, for pipelines
 that overlap transfers of one chunk with the conversion of another.
 Kernels are compiled once per argument types (a plan is data, so every layout shares
 them) and run under ``NUMBA_ENABLE_CUDASIM=1`` without a GPU. Imported only when used.
@@ -47,7 +47,8 @@ from .plan import (
     N_BITS, N_NONE, NAT, NULLS, OFFS, OFFSETS, P1, P2, P3, SENT, SWAP, TABLE, VALID, WIDTH,
 )
 
-__all__ = ["aos_to_soa", "soa_to_aos", "forward_async", "Plan", "Pending", "launcher", "tile_shape", "KERNELS"]
+__all__ = ["aos_to_soa", "soa_to_aos", "forward_async", "reverse_async", "Plan", "Pending", "launcher", "tile_shape",
+           "KERNELS"]
 
 SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
 THREADS = 32 if SIMULATED else 256  # the simulator runs each thread as a Python thread
@@ -880,6 +881,18 @@ def aos_to_soa(rec, stride, n, ops, offs, arena, tables, *, stream=0):
     return forward_async(rec, stride, n, plan, arena, stream=stream).fault()
 
 
+def reverse_async(rec, itemsize, n, plan, arena, *, stream=0, fault_word=None):
+    """Queue SoA -> AoS of ``n`` records on ``stream`` and return at once; the mirror
+    of :func:`forward_async` (the arguments of :func:`soa_to_aos`, the plan on the
+    device). Returns a :class:`Pending`."""
+    if n == 0:
+        return Pending(stream, plan.nops)
+    err = cuda.device_array(1, dtype=np.int64, stream=stream)
+    err.copy_to_device(_NO_FAULT, stream=stream)
+    _launch("reverse", rec, itemsize, n, plan, arena, err, stream)
+    return Pending(stream, plan.nops, err, fault_word)
+
+
 def soa_to_aos(rec, itemsize, n, ops, offs, arena, tables, *, stream=0):
     """Gather ``n`` records into ``rec`` (device uint32 words, at least
     ``ceil(n * itemsize / 4)``) from the columns of a device arena.
@@ -887,10 +900,4 @@ def soa_to_aos(rec, itemsize, n, ops, offs, arena, tables, *, stream=0):
     Padding bytes come out as zeros. Returns ``None`` or ``(row, op, code)`` of the
     first value that could not be written; waits for ``stream``.
     """
-    if n == 0:
-        return None
-    plan = Plan(ops, offs, tables, stream)
-    err = cuda.device_array(1, dtype=np.int64, stream=stream)
-    err.copy_to_device(_NO_FAULT, stream=stream)
-    _launch("reverse", rec, itemsize, n, plan, arena, err, stream)
-    return Pending(stream, plan.nops, err).fault()
+    return reverse_async(rec, itemsize, n, Plan(ops, offs, tables, stream), arena, stream=stream).fault()

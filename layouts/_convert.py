@@ -89,7 +89,7 @@ def convert(src, layout, dst, *, format=None, device=None, chunk_bytes=DEFAULT_C
         copied to page-locked memory and goes to the GPU in one transfer on its own CUDA
         stream, converts there and comes back in one transfer: the transfers of one
         chunk overlap with the conversion of the next and the writing of the one
-        before. Arrow -> records on the GPU is one chunk at a time.
+        before. Arrow -> records on the GPU is the mirror image.
     chunk_bytes : int
         Bytes of records per chunk (a Parquet row group or an IPC record batch).
     compression : str, optional
@@ -249,7 +249,7 @@ def _records_to_arrow(src, layout, tmp, fmt, chunk_bytes, compression, offset, t
             total = None
         with _Pipeline(_ArrowSink(tmp, fmt, compression), overlap, slots=3 if device == "cuda" else 2) as pipe:
             if device == "cuda":
-                _convert_on_gpu(chunks, layout, rows, nulls, pipe, overlap, name, offset, progress, total)
+                _forward_on_gpu(chunks, layout, rows, nulls, pipe, overlap, name, offset, progress, total)
             else:
                 for aos in chunks:
                     first = pipe.records
@@ -278,37 +278,41 @@ def _position(layout, records, first, name, offset):
         raise forward_error(layout, records, err.fault, first, name, offset) from None
 
 
-def _convert_on_gpu(chunks, layout, rows, nulls, pipe, overlap, name, offset, progress, total):
-    """Records -> Arrow on the GPU, overlapped: every pipeline slot has a CUDA stream and
-    its own pinned and device buffers (:class:`layouts._gpu.ChunkSlot`). Chunk k+1 is
-    copied into pinned memory and queued (host-to-device copy, kernels, device-to-host
-    copy) on its stream while chunk k's work runs on another and chunk k-1 is written.
-    ``overlap=False`` waits for each chunk before the next is queued."""
+def _forward_on_gpu(chunks, layout, rows, nulls, pipe, overlap, name, offset, progress, total):
+    """Records -> Arrow on the GPU, overlapped (:func:`_through_gpu`, with
+    :class:`layouts._gpu.ForwardSlot`)."""
     from . import _gpu
 
-    slots = [_gpu.ChunkSlot(layout, rows, nulls or {}) for _ in range(pipe.nslots)]
-    queued = []  # (slot, first record) submitted, not yet finished: at most one when overlapped
+    slots = [_gpu.ForwardSlot(layout, rows, nulls or {}) for _ in range(pipe.nslots)]
 
-    def finish():
-        i, first = queued.pop(0)
-        with _position(layout, slots[i].records_in[: slots[i].n * layout.itemsize].view(layout.dtype), first,
-                       name, offset):
-            soa = slots[i].finish()
+    def finished(i):
+        slot, first = slots[i], pipe.records  # chunks finish in order
+        with _position(layout, slot.records_in[: slot.n * layout.itemsize].view(layout.dtype), first, name,
+                       offset):
+            soa = slot.finish()
         pipe.put(i, soa.to_record_batch(), len(soa))
         if progress is not None:
             progress(pipe.records, pipe.records * layout.itemsize, total)
 
-    first = 0
+    _through_gpu((aos.array for aos in chunks), slots, pipe, overlap, finished)
+
+
+def _through_gpu(items, slots, pipe, overlap, finished):
+    """Drive chunks through GPU slots, each with its own CUDA stream and buffers: chunk
+    k+1 is queued on its slot (host copy into pinned memory, host-to-device copy,
+    kernels, device-to-host copy) before chunk k is waited for and handed to
+    ``finished(slot index)``, so one chunk's transfers overlap another's kernels while
+    the writer thread writes a third. ``overlap=False`` waits for each chunk at once."""
+    queued = []
     try:
-        for aos in chunks:
+        for item in items:
             i = pipe.take()
-            slots[i].submit(aos.array)
-            queued.append((i, first))
-            first += len(aos)
+            slots[i].submit(item)
+            queued.append(i)
             if len(queued) > 1 or not overlap:
-                finish()
+                finished(queued.pop(0))
         while queued:
-            finish()
+            finished(queued.pop(0))
     finally:  # on an error too: no copy or kernel may outlive the buffers it uses
         for slot in slots:
             slot.stream.synchronize()
@@ -554,27 +558,56 @@ def _ahead(items, overlap, depth=2):
         thread.join()
 
 
+@contextmanager
+def _rows(name, first, n):
+    """Name the input and its rows in an error about one part of an Arrow input."""
+    try:
+        yield
+    except (LayoutError, ConversionError) as err:
+        raise type(err)(f"{name}, rows {first} to {first + n}: {err}") from err
+
+
 def _arrow_to_records(src, layout, tmp, chunk_bytes, fill, truncate, overlap, threads, device, progress):
     rows = max(1, chunk_bytes // layout.itemsize)
     name = os.fspath(src) if isinstance(src, (str, os.PathLike)) else str(getattr(src, "name", "the input"))
-    buffers = [None, None]
     parts = _ahead(_parts(_arrow_batches(src, rows), rows), overlap)
-    with _Pipeline(_RecordsSink(tmp), overlap, slots=len(buffers)) as pipe, closing(parts):
+
+    def bound():  # each part checked and cast for the layout
+        first = 0
         for part in parts:
-            n, done = part.num_rows, pipe.records
-            slot = pipe.take()
-            if buffers[slot] is None:
-                buffers[slot] = np.empty(rows, dtype=layout.dtype)
-            out = buffers[slot][:n]
-            try:
+            with _rows(name, first, part.num_rows):
                 soa = SoA.from_arrow(part, layout, fill=fill, truncate=truncate)
-                if device == "cuda":
-                    out[:] = soa.to_aos(device="cuda").to_device("cpu").to_numpy()
-                else:
+            yield soa
+            first += part.num_rows
+
+    def report():
+        if progress is not None:
+            progress(pipe.records, pipe.records * layout.itemsize, None)
+
+    on_gpu = device == "cuda"
+    with _Pipeline(_RecordsSink(tmp), overlap, slots=3 if on_gpu else 2) as pipe, closing(parts):
+        if on_gpu:
+            from . import _gpu
+
+            slots = [_gpu.ReverseSlot(layout) for _ in range(pipe.nslots)]
+
+            def finished(i):
+                n = len(slots[i].soa)
+                with _rows(name, pipe.records, n):
+                    records = slots[i].finish()
+                pipe.put(i, records, n)
+                report()
+
+            _through_gpu(bound(), slots, pipe, overlap, finished)
+        else:
+            buffers = [None] * pipe.nslots
+            for soa in bound():
+                n, slot = len(soa), pipe.take()
+                if buffers[slot] is None:
+                    buffers[slot] = np.empty(rows, dtype=layout.dtype)
+                out = buffers[slot][:n]
+                with _rows(name, pipe.records, n):
                     soa.to_aos(out=out, threads=threads, device=device)
-            except (LayoutError, ValueError) as err:
-                raise type(err)(f"{name}, rows {done} to {done + n}: {err}") from err
-            pipe.put(slot, memoryview(out.view(np.uint8)).cast("B")[: n * layout.itemsize], n)
-            if progress is not None:
-                progress(pipe.records, pipe.records * layout.itemsize, None)
+                pipe.put(slot, memoryview(out.view(np.uint8)).cast("B")[: n * layout.itemsize], n)
+                report()
     return pipe.records, pipe.records * layout.itemsize

@@ -17,7 +17,8 @@ from ._backends import kernels_for
 from ._faults import forward_error, reverse_error
 from ._plan import ALIGN, Arena, ColumnBuffers, forward_ops, reverse_ops
 
-__all__ = ["Span", "forward", "reverse", "soa_to_host", "soa_to_device", "column_interface", "ChunkSlot"]
+__all__ = ["Span", "forward", "reverse", "soa_to_host", "soa_to_device", "column_interface", "ForwardSlot",
+           "ReverseSlot", "packing"]
 
 HEAD = ALIGN
 
@@ -31,16 +32,16 @@ class Span:
         self.address, self.size = address, size
 
 
-def _device_tables(ops, keep):
-    """Copy the enum tables the plan points at into one device int64 array and make
-    the plan's TABLE entries element offsets into it."""
+def _device_tables(ops, keep, stream=0):
+    """Copy the enum tables the plan points at into one device int64 array (on
+    ``stream``) and make the plan's TABLE entries element offsets into it."""
     rows = [j for j in range(ops.shape[0]) if ops[j, P.KIND] == P.K_ENUM]
     parts, pos = [np.zeros(1, np.int64)], 1
     for j, table in zip(rows, keep):
         ops[j, P.TABLE] = pos
         parts.append(table)
         pos += len(table)
-    return _device.to_device(np.concatenate(parts)).view(np.int64)[:pos]
+    return _device.cuda().to_device(np.concatenate(parts), stream=stream)
 
 
 def forward(aos, nulls, out=None):
@@ -74,7 +75,7 @@ def forward(aos, nulls, out=None):
     return SoA(layout, n, columns, fills=nulls, arena=arena, memory=memory, device="cuda")
 
 
-class ChunkSlot:
+class ForwardSlot:
     """Everything one chunk of a streaming conversion needs on its way through the GPU,
     allocated once and reused chunk after chunk: a CUDA stream, page-locked host buffers
     for the records in and the arena out, the device records and arena, and the copy
@@ -139,6 +140,56 @@ class ChunkSlot:
         return SoA._from_arena(layout, n, self.arena, memory, self.nulls, dictionaries)
 
 
+class ReverseSlot:
+    """The mirror of :class:`ForwardSlot` for Arrow -> records: :meth:`submit` packs a
+    chunk's host columns into a pinned buffer (:func:`packing`) and queues the
+    host-to-device copy, the kernel and the device-to-host copy of the records on the
+    slot's stream; :meth:`finish` waits and returns the records (a view of a pinned
+    buffer). Buffers grow to the largest chunk seen."""
+
+    def __init__(self, layout):
+        nb = _device.cuda()
+        self.layout, self.stream = layout, nb.stream()
+        self.fault_word = nb.pinned_array(1, dtype=np.int64)
+        self.columns_in = self.memory = self.records = self.records_out = None
+        self.pending, self.soa = None, None
+
+    def _room(self, packed, nbytes):
+        if self.memory is None or self.memory.shape[0] < packed:
+            self.columns_in = _device.pinned_empty(packed)
+            self.memory = _device.empty(packed)
+        words = max(4, -(-nbytes // 4) * 4)
+        if self.records is None or self.records.shape[0] < words:
+            self.records = _device.empty(words)
+            self.records_out = _device.pinned_empty(self.records.shape[0])
+
+    def submit(self, soa):
+        """Queue the writing of a host SoA's records (checked by ``SoA.from_arrow``)."""
+        layout, n = self.layout, len(soa)
+        copies, packed, columns = packing(soa._columns)
+        nbytes = n * layout.itemsize
+        self._room(packed, nbytes)
+        for raw, at in copies:
+            self.columns_in[at : at + raw.size] = raw
+        self.memory[:packed].copy_to_device(self.columns_in[:packed], stream=self.stream)
+        ops, offs, keep = reverse_ops(layout, columns, soa._fills, soa._truncate)
+        kc = kernels_for("cuda")
+        plan = kc.Plan(ops, offs, _device_tables(ops, keep, self.stream), self.stream)
+        words = self.records[: max(4, -(-nbytes // 4) * 4)]
+        self.pending = kc.reverse_async(words.view(np.uint32), layout.itemsize, n, plan, self.memory,
+                                        stream=self.stream, fault_word=self.fault_word)
+        words.copy_to_host(self.records_out[: words.shape[0]], stream=self.stream)
+        self.soa, self.plan = soa, plan  # both must outlive the queued work
+
+    def finish(self):
+        """Wait for the chunk :meth:`submit` queued; its records (host uint8, pinned)."""
+        fault, self.pending = self.pending.fault(), None
+        soa, self.soa, self.plan = self.soa, None, None
+        if fault is not None:
+            raise reverse_error(self.layout, soa._columns, fault)
+        return self.records_out[: len(soa) * self.layout.itemsize]
+
+
 def _spans(arena, i, n, dictionary):
     f = arena.layout.fields[i]
 
@@ -183,9 +234,58 @@ def soa_to_host(soa):
                arena=soa._arena, memory=host[HEAD:] if soa._arena is not None else None)
 
 
+def _element_bits(t):
+    """Bits of one element in the data buffer of a fixed-width Arrow leaf type."""
+    if pa.types.is_boolean(t):
+        return 1
+    if pa.types.is_dictionary(t):
+        return t.index_type.bit_width
+    if pa.types.is_fixed_size_binary(t):
+        return 8 * t.byte_width
+    return t.bit_width
+
+
+def packing(columns):
+    """How host Arrow columns go into one device arena, each buffer cut to the elements
+    its column uses (a slice of a large batch moves only its own bytes) and placed at a
+    64-byte-aligned offset after ``HEAD``.
+
+    Returns ``(copies, nbytes, device_columns)``: ``copies`` is a list of ``(uint8
+    array, position)`` to copy into the arena, ``device_columns`` the columns as
+    :class:`Span` buffers. A column's offset becomes its start within its first
+    validity byte; string offsets are rebased to the bytes copied.
+    """
+    copies, pos = [], HEAD
+
+    def place(raw):
+        nonlocal pos
+        copies.append((raw, pos))
+        at, pos = pos, pos + -(-raw.size // ALIGN) * ALIGN
+        return Span(at, raw.size)
+
+    out = []
+    for c in columns:
+        first, end = c.offset - c.offset % 8, c.offset + c.length
+        validity = offsets = data = None
+        if c.validity is not None:
+            validity = place(np.frombuffer(c.validity, np.uint8)[first // 8 : -(-end // 8)])
+        if c.offsets is not None:
+            large = pa.types.is_large_binary(c.type) or pa.types.is_large_string(c.type)
+            ends = np.frombuffer(c.offsets, dtype="<i8" if large else "<i4")[first : end + 1]
+            lo, hi = int(ends[0]), int(ends[-1])
+            offsets = place((ends - ends.dtype.type(lo)).view(np.uint8) if lo else ends.view(np.uint8))
+            data = place(np.frombuffer(c.data, np.uint8)[lo:hi])
+        elif c.data is not None:
+            bits = _element_bits(c.type)
+            raw = np.frombuffer(c.data, np.uint8)
+            data = place(raw[first // 8 : -(-end // 8)] if bits == 1 else raw[first * bits // 8 : end * bits // 8])
+        out.append(ColumnBuffers(c.type, c.length, validity, offsets, data, c.offset - first, c.kind, c.dictionary))
+    return copies, pos, out
+
+
 def soa_to_device(soa):
     """Copy a host SoA to one device arena (one transfer). An SoA made by ``to_soa``
-    goes as it is; columns borrowed from Arrow are packed at 64-byte-aligned offsets."""
+    goes as it is; columns borrowed from Arrow are packed (:func:`packing`)."""
     from ._soa import SoA
 
     if soa._memory is not None:  # the arena goes as it is, straight after the head
@@ -193,26 +293,19 @@ def soa_to_device(soa):
         memory = _device.empty(HEAD + size)
         if size:
             memory[HEAD : HEAD + size].copy_to_device(soa._memory)
-        base, place = soa._memory.ctypes.data - HEAD, {}
+        base = soa._memory.ctypes.data - HEAD
+
+        def span(b):
+            return None if b is None else Span(b.address - base, b.size)
+
+        columns = [ColumnBuffers(c.type, c.length, span(c.validity), span(c.offsets), span(c.data), c.offset,
+                                 c.kind, c.dictionary) for c in soa._columns]
     else:
-        sizes = [b.size for c in soa._columns for b in (c.validity, c.offsets, c.data) if b is not None]
-        host = np.zeros(HEAD + sum(-(-s // ALIGN) * ALIGN for s in sizes), dtype=np.uint8)
-        base, place, pos = host.ctypes.data, {}, HEAD
-        for c in soa._columns:
-            for b in (c.validity, c.offsets, c.data):
-                if b is not None and id(b) not in place:
-                    host[pos : pos + b.size] = np.frombuffer(b, dtype=np.uint8)
-                    place[id(b)] = pos
-                    pos += -(-b.size // ALIGN) * ALIGN
+        copies, nbytes, columns = packing(soa._columns)
+        host = np.zeros(nbytes, dtype=np.uint8)
+        for raw, at in copies:
+            host[at : at + raw.size] = raw
         memory = _device.to_device(host)
-
-    def span(b):
-        if b is None:
-            return None
-        return Span(place[id(b)] if id(b) in place else b.address - base, b.size)
-
-    columns = [ColumnBuffers(c.type, c.length, span(c.validity), span(c.offsets), span(c.data), c.offset,
-                             c.kind, c.dictionary) for c in soa._columns]
     return SoA(soa.layout, len(soa), columns, fills=soa._fills, truncate=soa._truncate,
                arena=soa._arena, memory=memory, device="cuda")
 

@@ -309,3 +309,33 @@ def test_a_gpu_fault_names_the_file_position_and_keeps_the_destination(tmp_path)
         lo.convert(tmp_path / "bad.bin", layout, dst, device="cuda", chunk_bytes=300 * 48, overwrite=True)
     assert dst.read_bytes() == b"old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.bin", "out.arrow"]
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_arrow_to_records_on_the_gpu_in_overlapped_chunks(tmp_path, overlap):
+    """Parts of one large batch (each moves only its own bytes), through three slots:
+    the CPU's records, byte for byte, with fills and truncation."""
+    dtype = np.dtype([("q", "<i4"), ("s", "S3"), ("px", ">f8"), ("t", "<M8[us]")])
+    n = GPU_SIZES["records"]
+    rng = np.random.default_rng(5)
+    table = pa.table({"q": pa.array(rng.integers(0, 9, n), pa.int32(), mask=rng.random(n) < 0.1),
+                      "s": [b"abcd"[: i % 5] for i in range(n)], "px": rng.normal(size=n),
+                      "t": pa.array(rng.integers(0, 10**12, n), pa.timestamp("us"), mask=rng.random(n) < 0.1)})
+    pq.write_table(table, tmp_path / "in.parquet", row_group_size=n)
+    kw = dict(fill={"q": -1}, truncate=True, chunk_bytes=GPU_SIZES["chunk"] // 2, overlap=overlap)
+    lo.convert(tmp_path / "in.parquet", dtype, tmp_path / "cpu.bin", **kw)
+    lo.convert(tmp_path / "in.parquet", dtype, tmp_path / "gpu.bin", device="cuda", **kw)
+    assert (tmp_path / "gpu.bin").read_bytes() == (tmp_path / "cpu.bin").read_bytes()
+    assert len((tmp_path / "gpu.bin").read_bytes()) == n * dtype.itemsize
+
+
+def test_gpu_arrow_to_records_errors_name_the_rows(tmp_path):
+    table = pa.table({"a": pa.array(list(range(600)), pa.int32()), "s": ["ok"] * 450 + ["too long"] + ["x"] * 149})
+    with pa.ipc.new_file(tmp_path / "in.arrow", table.schema) as w:
+        w.write_table(table)
+    dst = tmp_path / "out.bin"
+    with pytest.raises(lo.ConversionError, match=r"in.arrow, rows 400 to 600: column 's', row 50: 'too long' is "
+                       r"longer than field 's'"):
+        lo.convert(tmp_path / "in.arrow", np.dtype([("a", "<i4"), ("s", "S3")]), dst, device="cuda",
+                   chunk_bytes=200 * 7)
+    assert not dst.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["in.arrow"]

@@ -335,3 +335,21 @@ def test_device_misuse_errors_name_the_fix():
     except ImportError:
         with pytest.raises(ImportError, match=r"this needs CuPy: pip install 'layouts\[cuda13\]'"):
             soa["px"].__dlpack__()
+
+
+def test_a_slice_of_a_large_batch_moves_only_its_own_bytes():
+    """Columns borrowed from a slice go to the device cut to the slice (validity bits at
+    an odd offset, rebased string offsets), and come back and write the CPU's records."""
+    dtype = np.dtype([("q", "<i4"), ("b", "?"), ("s", "S5"), ("px", ">f8")])
+    n = 4000
+    rng = np.random.default_rng(11)
+    table = pa.table({"q": pa.array(rng.integers(-5, 5, n), pa.int32(), mask=rng.random(n) < 0.2),
+                      "b": rng.random(n) < 0.5, "s": [f"v{i % 997}".encode() for i in range(n)],
+                      "px": rng.normal(size=n)})
+    layout = lo.Layout.from_dtype(dtype, bytes_as="binary")
+    part = table.slice(1237, 203)
+    src = lo.SoA.from_arrow(part, layout, fill={"q": -1})
+    on_gpu = src.to_device("cuda")
+    assert on_gpu.nbytes < 20 * 203 + 64 * 8, on_gpu.nbytes  # not the 4000 rows' buffers
+    assert on_gpu.to_device("cpu").to_arrow().equals(src.to_arrow())
+    assert records_bytes(on_gpu.to_aos()) == records_bytes(src.to_aos())
