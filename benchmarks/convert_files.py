@@ -5,12 +5,14 @@
     python -m benchmarks.convert_files --device cuda       # the conversion on the GPU
 
 The file holds records of the foundation's 48-byte tick dtype. In the same run it times:
-reading the file once into a reused buffer (the disk / page-cache ceiling), and
+reading the file once into a reused buffer (the disk / page-cache ceiling), copying it
+to a new file (the output ceiling: writing as many bytes to a new file, with nothing
+converted; every conversion writes about that much), and
 ``convert`` to Arrow IPC (uncompressed) and to Parquet (uncompressed), each overlapped
 (a reader thread fills chunk k+1 while chunk k converts and a writer thread writes
 chunk k-1) and serial (same chunks, one after another), and each of those outputs back
-to records, overlapped and serial. Medians, as GB/s of record bytes and as a ratio to
-the read.
+to records, overlapped and serial. Medians, as GB/s of record bytes and as ratios to
+the read and to the copy.
 
 With ``--device cuda`` the conversions run on the GPU (``convert(..., device="cuda")``):
 overlapped, each chunk is copied to pinned memory and its transfers and kernels are
@@ -62,6 +64,19 @@ def _timed(convert, dst, repeat):
     return float(np.median(times))
 
 
+def write_once(path, dst, chunk):
+    """Copy the file to a new file, chunk by chunk: what writing an output of the same
+    size costs (new page-cache pages), with nothing converted."""
+    buf = np.empty(chunk, dtype=np.uint8)
+    view = memoryview(buf)
+    with open(path, "rb", buffering=0) as f, open(dst, "wb", buffering=0) as out:
+        while True:
+            n = f.readinto(view)
+            if not n:
+                return
+            out.write(view[:n])
+
+
 def run(n, repeat, directory, chunk, device=None):
     path = os.path.join(directory, "layouts-bench.bin")
     write_file(path, n)
@@ -71,6 +86,10 @@ def run(n, repeat, directory, chunk, device=None):
         read_once(path, chunk)  # page cache warm, as for every conversion after it
         ceiling = median_seconds(lambda: read_once(path, chunk), repeat)
         rows.append({"name": "read the file once (ceiling)", "seconds": ceiling})
+        copy = os.path.join(directory, "layouts-bench-copy.bin")
+        writing = _timed(lambda: write_once(path, copy, chunk), copy, repeat)
+        os.unlink(copy)
+        rows.append({"name": "read it and write a new file (output ceiling)", "seconds": writing})
         on = " on the GPU" if device == "cuda" else ""
         for fmt, compression in (("arrow", "none"), ("parquet", "none")):
             dst = os.path.join(directory, f"layouts-bench.{fmt}")
@@ -92,6 +111,7 @@ def run(n, repeat, directory, chunk, device=None):
     for r in rows:
         r["GB/s"] = nbytes / r["seconds"] / 1e9
         r["x_read"] = ceiling / r["seconds"]
+        r["x_write"] = writing / r["seconds"]
     return nbytes, rows
 
 
@@ -106,7 +126,7 @@ def main(argv=None):
     print(f"{args.records:,} records x {DTYPE.itemsize} bytes = {nbytes / 1e9:.2f} GB, chunks of "
           f"{args.chunk >> 20} MiB, median of {args.repeat}; {info['cpu']}, {info['cores']} cores")
     for r in rows:
-        print(f"| {r['name']:<44} | {r['GB/s']:6.2f} GB/s | {r['x_read']:5.2f} x read |")
+        print(f"| {r['name']:<46} | {r['GB/s']:6.2f} GB/s | {r['x_read']:5.2f} x read | {r['x_write']:5.2f} x write |")
     if args.device == "cuda":
         info["gpu"] = gpu_name()
         print(f"GPU: {info['gpu']}")
