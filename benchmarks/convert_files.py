@@ -52,11 +52,12 @@ def read_once(path, chunk):
 
 def _timed(convert, dst, repeat):
     """Median seconds of ``convert()``, each run writing a new ``dst`` (replacing a GB
-    file would add its unlink), after one warm-up run (kernels)."""
+    file would add its unlink) after a ``sync``, after one warm-up run (kernels)."""
     times = []
     for i in range(repeat + 1):
         if os.path.exists(dst):
             os.unlink(dst)
+        os.sync()  # start each run with no dirty pages of the last one still being written back
         t0 = time.perf_counter()
         convert()
         if i:
