@@ -444,6 +444,7 @@ class _ArrowSink:
 
     def __init__(self, path, fmt, compression):
         self.path, self.fmt, self.compression, self.writer = path, fmt, compression, None
+        self.dictionaries = _Dictionaries()
 
     def write(self, batch):
         if self.writer is None:
@@ -451,11 +452,66 @@ class _ArrowSink:
         if self.fmt == "parquet":
             self.writer.write_batch(batch, row_group_size=batch.num_rows)
         else:
-            self.writer.write_batch(batch)
+            self.writer.write_batch(self.dictionaries.extend(batch))
 
     def close(self):
         if self.writer is not None:
             self.writer.close()
+
+
+class _Dictionaries:
+    """One growing dictionary per dictionary column (C enums) of an IPC output.
+
+    Each chunk's enum dictionary is the enumerator names, then the values with no
+    enumerator that the chunk holds. An IPC file allows no dictionary replacement, so a
+    batch whose dictionary is not a prefix of the one written so far is re-indexed into
+    that dictionary extended by its new entries; pyarrow writes the extension as a
+    dictionary delta. Columns inside sub-arrays and nested records are handled too."""
+
+    def __init__(self):
+        self.known = {}  # column path -> (entries written, {entry: index})
+
+    def extend(self, batch):
+        columns = [self._column(col, (i,)) for i, col in enumerate(batch.columns)]
+        if all(a is b for a, b in zip(columns, batch.columns)):
+            return batch
+        return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
+
+    def _column(self, arr, key):
+        t = arr.type
+        if pa.types.is_dictionary(t):
+            return self._dictionary(arr, key)
+        if pa.types.is_fixed_size_list(t):
+            size = t.list_size
+            values = arr.values.slice(arr.offset * size, len(arr) * size)
+            new = self._column(values, key + (0,))
+            if new is values:
+                return arr
+            return pa.FixedSizeListArray.from_arrays(new, type=t, mask=arr.is_null() if arr.null_count else None)
+        if pa.types.is_struct(t):
+            children = [arr.field(i) for i in range(t.num_fields)]
+            new = [self._column(c, key + (i,)) for i, c in enumerate(children)]
+            if all(a is b for a, b in zip(new, children)):
+                return arr
+            return pa.StructArray.from_arrays(new, fields=list(t), mask=arr.is_null() if arr.null_count else None)
+        return arr
+
+    def _dictionary(self, arr, key):
+        entries = arr.dictionary.to_pylist()
+        if key not in self.known:
+            self.known[key] = (entries, {v: k for k, v in enumerate(entries)})
+            return arr
+        seen, index = self.known[key]
+        if entries == seen:
+            return arr
+        indices = arr.indices
+        if entries != seen[: len(entries)]:  # new entries, or the same ones in another order
+            for v in entries:
+                if v not in index:
+                    index[v] = len(seen)
+                    seen.append(v)
+            indices = pa.array(np.array([index[v] for v in entries], dtype=np.int32)).take(indices)
+        return pa.DictionaryArray.from_arrays(indices, pa.array(seen, type=arr.dictionary.type))
 
 
 class _RecordsSink:
@@ -479,7 +535,7 @@ def _writer(path, fmt, schema, compression):
         return pq.ParquetWriter(path, schema, compression=codec)
     codec = ("lz4" if fmt == "feather" else None) if compression is None else compression
     codec = None if codec in ("none", "uncompressed") else codec
-    options = pa.ipc.IpcWriteOptions(compression=codec)
+    options = pa.ipc.IpcWriteOptions(compression=codec, emit_dictionary_deltas=True)
     return pa.ipc.new_file(str(path), schema, options=options)
 
 

@@ -339,3 +339,25 @@ def test_gpu_arrow_to_records_errors_name_the_rows(tmp_path):
         lo.convert(tmp_path / "in.arrow", np.dtype([("a", "<i4"), ("s", "S3")]), dst, device="cuda",
                    chunk_bytes=200 * 7)
     assert not dst.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["in.arrow"]
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_enum_values_first_seen_in_later_chunks_extend_the_ipc_dictionary(tmp_path, device):
+    """An IPC file allows one dictionary per column: values with no enumerator that show
+    up in later chunks extend it (a dictionary delta), top level and in sub-arrays."""
+    layout = lo.Layout.from_c("enum side { BUY = 1, SELL = 2 };\nstruct r { enum side side; int q; enum side v[2]; };",
+                              "struct r")
+    a = np.zeros(400, layout.dtype)
+    a["side"], a["v"], a["q"] = 1, 2, np.arange(400)
+    a["side"][10], a["side"][300], a["v"][250, 1], a["v"][390, 0] = 7, 9, 11, 7
+    a.tofile(tmp_path / "e.bin")
+    expect = lo.AoS(a, layout).to_soa().to_arrow().to_pylist()
+    for fmt in ("arrow", "feather", "parquet"):
+        dst = tmp_path / f"e.{fmt}"
+        lo.convert(tmp_path / "e.bin", layout, dst, chunk_bytes=100 * layout.itemsize, device=device)
+        table = read(dst, fmt)
+        assert table.to_pylist() == expect
+        assert table.column("side")[300].as_py() == "9" and table.column("v")[250].as_py() == ["SELL", "11"]
+        if fmt != "parquet":
+            lo.convert(dst, layout, tmp_path / "back.bin", overwrite=True)
+            assert (tmp_path / "back.bin").read_bytes() == a.tobytes()
