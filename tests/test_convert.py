@@ -190,6 +190,11 @@ def test_convert_command_with_a_c_header_and_stdin(tmp_path, capsys):
                           "--to", str(tmp_path / "stdin.arrow"), "--quiet"], input=raw, capture_output=True)
     assert run.returncode == 0, run.stderr
     assert read(tmp_path / "stdin.arrow", "arrow").column("id").to_pylist() == list(range(1000))
+    # --device cuda: the GPU, or the simulator without one (this process set it up)
+    assert main(["convert", str(tmp_path / "rec.bin"), "--struct", f"{header}:struct rec", "--to",
+                 str(tmp_path / "gpu.arrow"), "--device", "cuda", "--chunk", "4k"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("(on cuda)")
+    assert read(tmp_path / "gpu.arrow", "arrow").equals(table)
 
 
 def test_convert_command_errors_are_one_line(tmp_path):
