@@ -556,7 +556,8 @@ def _arrow_batches(src, rows):
     if head[:4] == b"PAR1":
         import pyarrow.parquet as pq
 
-        return pq.ParquetFile(path).iter_batches(batch_size=rows)
+        # pre_buffer (on by default) reads ahead all row groups: memory would grow with the file
+        return pq.ParquetFile(path, pre_buffer=False).iter_batches(batch_size=rows)
     try:
         if head[:6] == b"ARROW1":
             reader = pa.ipc.open_file(pa.memory_map(path))

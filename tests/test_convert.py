@@ -74,25 +74,34 @@ def test_overlapped_and_serial_runs_write_the_same_file(tick_file, tmp_path):
     assert (tmp_path / "s.bin").read_bytes() == path.read_bytes()
 
 
-def test_peak_memory_is_bounded_by_the_chunks_not_the_file(tmp_path):
-    path = tmp_path / "big.bin"
-    ticks(1_000_000).tofile(path)  # 48 MB, 48 chunks of 1 MB
+def _peaks(tmp_path, src, dst):
+    """Peak NumPy (tracemalloc) and Arrow pool bytes of one convert in a fresh process."""
     code = f"""
 import tracemalloc, json, numpy as np, pyarrow as pa, layouts as lo
 dtype = np.dtype({TICK.descr!r}, align=True)
 np.zeros(100, dtype).tofile({str(tmp_path / 'warm.bin')!r})  # load the kernels before measuring
-lo.convert({str(tmp_path / 'warm.bin')!r}, dtype, {str(tmp_path / 'warm.arrow')!r})
+lo.convert({str(tmp_path / 'warm.bin')!r}, dtype, {str(tmp_path / 'warm.arrow')!r}, overwrite=True)
 tracemalloc.start()
-lo.convert({str(path)!r}, np.dtype({TICK.descr!r}, align=True), {str(tmp_path / 'big.arrow')!r},
-           chunk_bytes=1 << 20)
+lo.convert({str(tmp_path / src)!r}, dtype, {str(tmp_path / dst)!r}, chunk_bytes=1 << 20)
 print(json.dumps({{"numpy_peak": tracemalloc.get_traced_memory()[1],
                   "arrow_peak": pa.default_memory_pool().max_memory()}}))
 """
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": os.getcwd()})
-    peaks = json.loads(run.stdout)
+    return json.loads(run.stdout)
+
+
+def test_peak_memory_is_bounded_by_the_chunks_not_the_file(tmp_path):
+    path = tmp_path / "big.bin"
+    ticks(1_000_000).tofile(path)  # 48 MB, 48 chunks of 1 MB
+    peaks = _peaks(tmp_path, "big.bin", "big.arrow")
     assert peaks["numpy_peak"] < 8 << 20, peaks  # a few 1 MB chunks, not 48 MB
     assert peaks["arrow_peak"] < 8 << 20, peaks
+    pq.write_table(read(tmp_path / "big.arrow", "arrow"), tmp_path / "big.parquet", row_group_size=20_000)
+    for src in ("big.arrow", "big.parquet"):  # and back: batches read ahead, two record buffers
+        peaks = _peaks(tmp_path, src, f"back-{src}.bin")
+        assert peaks["numpy_peak"] < 8 << 20 and peaks["arrow_peak"] < 8 << 20, (src, peaks)
+        assert (tmp_path / f"back-{src}.bin").read_bytes() == path.read_bytes()
 
 
 def test_existing_output_is_refused_and_a_failure_leaves_it_untouched(tick_file, tmp_path):
