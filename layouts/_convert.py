@@ -585,20 +585,23 @@ def _ahead(items, overlap, depth=2):
         return
     ready, stop, end = queue.Queue(maxsize=depth), threading.Event(), object()
 
+    def offer(item):  # False once the consumer has gone: never block on a full queue then
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                pass
+        return False
+
     def run():
         try:
             for item in items:
-                while not stop.is_set():
-                    try:
-                        ready.put(item, timeout=0.1)
-                        break
-                    except queue.Full:
-                        pass
-                if stop.is_set():
+                if not offer(item):
                     return
-            ready.put(end)
+            offer(end)
         except BaseException as err:  # noqa: BLE001 - raised in the consumer
-            ready.put(err)
+            offer(err)
 
     thread = threading.Thread(target=run, name="layouts-reader", daemon=True)
     thread.start()

@@ -169,6 +169,14 @@ def test_reverse_errors_name_the_records(tmp_path):
     with pytest.raises(lo.ConversionError, match=r"n.parquet, rows 0 to 2: column 'a' has 1 nulls \(first at row 1\)"):
         lo.convert(tmp_path / "n.parquet", np.dtype([("a", "<i4"), ("b", "<f4")]), tmp_path / "n.bin")
     assert not (tmp_path / "n.bin").exists()
+    # an error in the first of several batches, while the reader thread is ahead: no hang
+    t = pa.table({"a": pa.array([None] + list(range(299)), pa.int32())})
+    with pa.ipc.new_file(tmp_path / "h.arrow", t.schema) as w:
+        for b in t.to_batches(max_chunksize=100):
+            w.write_batch(b)
+    with pytest.raises(lo.ConversionError, match=r"h.arrow, rows 0 to 100: column 'a' has 1 nulls"):
+        lo.convert(tmp_path / "h.arrow", np.dtype([("a", "<i4")]), tmp_path / "h.bin")
+    assert not (tmp_path / "h.bin").exists()
     (tmp_path / "junk.bin").write_bytes(b"not arrow at all")
     with pytest.raises(lo.LayoutError, match=r"junk.bin is neither Parquet nor Arrow IPC"):
         lo.convert(tmp_path / "junk.bin", np.dtype([("a", "<i4")]), tmp_path / "j.bin")
