@@ -158,8 +158,6 @@ class AoS:
         SoA
             Columns in one 64-byte-aligned arena.
         """
-        from ._soa import SoA
-
         nulls = checked_nulls(self.layout, nulls)
         device = check_device(device, self.device)
         if device == "cuda":
@@ -181,13 +179,22 @@ class AoS:
         del keep
         if fault is not None:
             raise forward_error(self.layout, self.array, fault)
-        dictionaries = {}
-        for i, f in enumerate(self.layout.fields):
-            if f.kind == "enum":
-                start, size = arena.buffers[i]["data"]
-                idx = memory[start : start + size].view(np.int32)[: n * f.count]
-                dictionaries[i] = _enum_dictionary(f, idx, lambda: self.array)[0]
-        return SoA._from_arena(self.layout, n, arena, memory, nulls, dictionaries)
+        return soa_over_arena(self.layout, n, arena, memory, nulls, self.array)
+
+
+def soa_over_arena(layout, n, arena, memory, nulls, records):
+    """The host SoA over an arena the forward kernels just wrote (``memory``, host
+    bytes), with each enum column's dictionary made from its indices (which may change,
+    see :func:`_enum_dictionary`); ``records`` are the records converted."""
+    from ._soa import SoA
+
+    dictionaries = {}
+    for i, f in enumerate(layout.fields):
+        if f.kind == "enum":
+            start, size = arena.buffers[i]["data"]
+            idx = memory[start : start + size].view(np.int32)[: n * f.count]
+            dictionaries[i] = _enum_dictionary(f, idx, lambda: records)[0]
+    return SoA._from_arena(layout, n, arena, memory, nulls, dictionaries)
 
 
 def _enum_dictionary(field, idx, records):

@@ -1,7 +1,6 @@
 """The one place that picks a kernel backend from where the data lives."""
 
 import importlib.util
-import os
 
 from ._errors import LayoutError
 
@@ -32,7 +31,9 @@ def kernels_for(device):
 
 def gpu_available():
     """Whether numba-cuda is installed and finds a usable GPU (never the simulator)."""
-    if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"):
+    from . import _device
+
+    if _device.simulated():
         return False
     if importlib.util.find_spec("numba_cuda") is None:
         return False

@@ -122,8 +122,7 @@ class ForwardSlot:
 
     def finish(self):
         """Wait for the chunk :meth:`submit` queued; a host SoA over the arena copy."""
-        from ._aos import _enum_dictionary
-        from ._soa import SoA
+        from ._aos import soa_over_arena
 
         fault, self.pending = self.pending.fault(), None
         n, layout = self.n, self.layout
@@ -131,13 +130,7 @@ class ForwardSlot:
         if fault is not None:
             raise forward_error(layout, records, fault)
         memory = self.arena_out[HEAD : HEAD + self.arena.nbytes]
-        dictionaries = {}
-        for i, f in enumerate(layout.fields):
-            if f.kind == "enum":
-                start, size = self.arena.buffers[i]["data"]
-                idx = memory[start : start + size].view(np.int32)[: n * f.count]
-                dictionaries[i] = _enum_dictionary(f, idx, lambda: records)[0]
-        return SoA._from_arena(layout, n, self.arena, memory, self.nulls, dictionaries)
+        return soa_over_arena(layout, n, self.arena, memory, self.nulls, records)
 
 
 class ReverseSlot:
