@@ -11,6 +11,7 @@ renamed over it only when complete; on an error or Ctrl-C the temporary file is 
 and a killed process leaves the destination as it was (absent or the old file).
 """
 
+import errno
 import os
 import queue
 import threading
@@ -26,7 +27,7 @@ import pyarrow as pa
 from ._aos import AoS, as_layout
 from ._errors import ConversionError, LayoutError
 from ._faults import forward_error
-from ._files import partial_record
+from ._files import BlockReservation, partial_record
 from ._soa import SoA
 
 __all__ = ["convert", "ConvertResult", "FORMATS"]
@@ -126,10 +127,10 @@ def convert(src, layout, dst, *, format=None, device=None, chunk_bytes=DEFAULT_C
     t0 = time.perf_counter()
     try:
         if fmt == "records":
-            records, bytes_in = _arrow_to_records(src, layout, tmp, chunk_bytes, fill, truncate, overlap, threads,
-                                                  device, progress)
+            records, bytes_in = _arrow_to_records(src, layout, tmp, dst, chunk_bytes, fill, truncate, overlap,
+                                                  threads, device, progress)
         else:
-            records, bytes_in = _records_to_arrow(src, layout, tmp, fmt, chunk_bytes, compression, offset,
+            records, bytes_in = _records_to_arrow(src, layout, tmp, dst, fmt, chunk_bytes, compression, offset,
                                                   trailing, nulls, overlap, threads, device, progress)
         os.replace(tmp, dst)
     except BaseException:
@@ -230,7 +231,7 @@ def _partial(name, size, itemsize, whole, left, trailing):
                    f"left over", itemsize, left, trailing, stacklevel=5)
 
 
-def _records_to_arrow(src, layout, tmp, fmt, chunk_bytes, compression, offset, trailing, nulls, overlap,
+def _records_to_arrow(src, layout, tmp, dst, fmt, chunk_bytes, compression, offset, trailing, nulls, overlap,
                       threads, device, progress):
     if trailing not in ("error", "ignore"):
         raise LayoutError(f"trailing must be 'error' or 'ignore', got {trailing!r}")
@@ -247,7 +248,7 @@ def _records_to_arrow(src, layout, tmp, fmt, chunk_bytes, compression, offset, t
         else:
             chunks = _stream_chunks(f, rows, layout, name, trailing, overlap)
             total = None
-        with _Pipeline(_ArrowSink(tmp, fmt, compression), overlap, slots=3 if device == "cuda" else 2) as pipe:
+        with _Pipeline(_ArrowSink(tmp, fmt, compression, dst), overlap, slots=3 if device == "cuda" else 2) as pipe:
             if device == "cuda":
                 _forward_on_gpu(chunks, layout, rows, nulls, pipe, overlap, name, offset, progress, total)
             else:
@@ -438,25 +439,50 @@ class _Pipeline:
         return False
 
 
+_METADATA = 1 << 16  # reserved per batch beyond its buffers: IPC message and padding, Parquet pages
+
+
+@contextmanager
+def _writing(dst, path):
+    """An error writing the output (``path``, the temporary file) names the destination,
+    the bytes written so far and, for a full disk, what to do."""
+    try:
+        yield
+    except OSError as err:
+        done = os.path.getsize(path) if os.path.exists(path) else 0
+        reason = os.strerror(err.errno) if err.errno else str(err)
+        hint = "; free space there or write elsewhere" if err.errno in (errno.ENOSPC, errno.EDQUOT) else ""
+        raise OSError(err.errno, f"writing {dst} failed after {done:,} bytes of output: {reason}{hint} "
+                                 f"(the destination was left as it was)") from err
+
+
 class _ArrowSink:
     """Record batches into Parquet (a row group each) or Arrow IPC (a batch each); the
     writer opens on the first batch, which gives the schema."""
 
-    def __init__(self, path, fmt, compression):
-        self.path, self.fmt, self.compression, self.writer = path, fmt, compression, None
+    def __init__(self, path, fmt, compression, dst):
+        self.path, self.fmt, self.compression, self.dst, self.writer = path, fmt, compression, dst, None
         self.dictionaries = _Dictionaries()
+        self.blocks = None
 
     def write(self, batch):
-        if self.writer is None:
-            self.writer = _writer(self.path, self.fmt, batch.schema, self.compression)
-        if self.fmt == "parquet":
-            self.writer.write_batch(batch, row_group_size=batch.num_rows)
-        else:
-            self.writer.write_batch(self.dictionaries.extend(batch))
+        with _writing(self.dst, self.path):
+            if self.writer is None:
+                self.writer = _writer(self.path, self.fmt, batch.schema, self.compression)
+                self.blocks = BlockReservation(self.path)
+            self.blocks.ahead(batch.nbytes + _METADATA)
+            if self.fmt == "parquet":
+                self.writer.write_batch(batch, row_group_size=batch.num_rows)
+            else:
+                self.writer.write_batch(self.dictionaries.extend(batch))
 
     def close(self):
         if self.writer is not None:
-            self.writer.close()
+            with _writing(self.dst, self.path):
+                try:
+                    self.writer.close()
+                finally:
+                    self.blocks.close()
 
 
 class _Dictionaries:
@@ -517,14 +543,22 @@ class _Dictionaries:
 class _RecordsSink:
     """Record bytes appended to a file."""
 
-    def __init__(self, path):
+    def __init__(self, path, dst):
+        self.path, self.dst = path, dst
         self.file = open(path, "wb")
+        self.blocks = BlockReservation(path)
 
     def write(self, data):
-        self.file.write(data)
+        with _writing(self.dst, self.path):
+            self.blocks.ahead(len(data))
+            self.file.write(data)
 
     def close(self):
-        self.file.close()
+        with _writing(self.dst, self.path):
+            try:
+                self.file.close()
+            finally:
+                self.blocks.close()
 
 
 def _writer(path, fmt, schema, compression):
@@ -627,7 +661,7 @@ def _rows(name, first, n):
         raise type(err)(f"{name}, rows {first} to {first + n}: {err}") from err
 
 
-def _arrow_to_records(src, layout, tmp, chunk_bytes, fill, truncate, overlap, threads, device, progress):
+def _arrow_to_records(src, layout, tmp, dst, chunk_bytes, fill, truncate, overlap, threads, device, progress):
     rows = max(1, chunk_bytes // layout.itemsize)
     name = os.fspath(src) if isinstance(src, (str, os.PathLike)) else str(getattr(src, "name", "the input"))
     parts = _ahead(_parts(_arrow_batches(src, rows), rows), overlap)
@@ -645,7 +679,7 @@ def _arrow_to_records(src, layout, tmp, chunk_bytes, fill, truncate, overlap, th
             progress(pipe.records, pipe.records * layout.itemsize, None)
 
     on_gpu = device == "cuda"
-    with _Pipeline(_RecordsSink(tmp), overlap, slots=3 if on_gpu else 2) as pipe, closing(parts):
+    with _Pipeline(_RecordsSink(tmp, dst), overlap, slots=3 if on_gpu else 2) as pipe, closing(parts):
         if on_gpu:
             from . import _gpu
 

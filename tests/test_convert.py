@@ -1,7 +1,9 @@
 """convert: streaming file conversion both ways, bounded memory, atomic output, the command."""
 
+import errno
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -150,6 +152,38 @@ lo.convert({str(path)!r}, np.dtype({TICK.descr!r}, align=True), {str(tmp_path / 
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert marker.exists() and not (tmp_path / "out.parquet").exists()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_FSIZE and SIGXFSZ as on Linux")
+def test_a_failed_write_names_the_destination_and_leaves_it_as_it_was(tmp_path):
+    path = tmp_path / "big.bin"
+    ticks(100_000).tofile(path)  # 4.8 MB
+    lo.convert(path, TICK, tmp_path / "big.arrow")
+    (tmp_path / "old.arrow").write_bytes(b"old")
+    code = f"""
+import resource, signal, sys, numpy as np, layouts as lo
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
+resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))  # as a disk that fills after 1 MiB
+dtype = np.dtype({TICK.descr!r}, align=True)
+for src, dst, overlap in [("big.bin", "old.arrow", True), ("big.bin", "new.parquet", False),
+                          ("big.arrow", "back.bin", True), ("big.arrow", "back.bin", False)]:
+    try:
+        lo.convert(src, dtype, dst, chunk_bytes=400_000, overlap=overlap, overwrite=True, compression="none")
+    except OSError as err:
+        print(err)
+    else:
+        sys.exit("no error for " + dst)
+"""
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert len(lines) == 4
+    for line, dst in zip(lines, ["old.arrow", "new.parquet", "back.bin", "back.bin"]):
+        assert re.fullmatch(rf"\[Errno {errno.EFBIG}\] writing {dst} failed after [\d,]+ bytes of output: File too "
+                            r"large \(the destination was left as it was\)", line), line
+    assert (tmp_path / "old.arrow").read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.arrow", "big.bin", "old.arrow"]
 
 
 def test_partial_records_and_header_offsets(tmp_path):

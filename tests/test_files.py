@@ -1,6 +1,7 @@
 """read_records: memory-mapped legacy files, header offsets, partial records, streams."""
 
 import io
+import os
 import subprocess
 import sys
 
@@ -8,7 +9,9 @@ import numpy as np
 import pytest
 
 import layouts as lo
+from conftest import TICK, ticks
 from cprobe import CC, run_c
+from layouts import _files
 
 HEADER = "#include <stdint.h>\nstruct rec { int64_t id; double x; uint16_t flags:4, kind:12; char tag[6]; };\n"
 WRITER = HEADER + r"""
@@ -84,3 +87,37 @@ def test_streams_and_empty_files(tmp_path):
     assert run.stdout.strip() == b"3"
     with pytest.raises(lo.LayoutError, match=r"open it with 'rb'"):
         lo.read_records(io.StringIO("text"), dtype)
+
+
+def test_output_blocks_are_reserved_ahead_and_given_back(tmp_path):
+    path = tmp_path / "out.bin"
+    with open(path, "wb") as f:
+        blocks = _files.BlockReservation(path)
+        blocks.ahead(8 << 20)
+        reserved = blocks.fd is not None  # False where the system or filesystem refuses
+        if reserved:
+            assert os.stat(path).st_blocks * 512 >= 8 << 20
+        assert os.stat(path).st_size == 0  # the size does not move
+        f.write(b"x" * 100_000)
+        f.flush()
+        blocks.close()
+    assert path.stat().st_size == 100_000
+    assert path.stat().st_blocks * 512 < 1 << 20  # what was not written is given back
+    assert path.read_bytes() == b"x" * 100_000
+
+
+def test_convert_writes_the_same_files_where_blocks_cannot_be_reserved(tmp_path, monkeypatch):
+    a = ticks(5_000)
+    src = tmp_path / "ticks.bin"
+    a.tofile(src)
+    outputs = {}
+    for refused in (False, True):
+        if refused:  # as fallocate answers on a filesystem without it
+            monkeypatch.setattr(_files, "_FALLOCATE", lambda *args: -1)
+        arrow, back = tmp_path / f"{refused}.arrow", tmp_path / f"{refused}.bin"
+        lo.convert(src, TICK, arrow, chunk_bytes=50_000)
+        lo.convert(arrow, TICK, back, chunk_bytes=30_000)
+        assert arrow.stat().st_blocks * 512 < arrow.stat().st_size + (1 << 20)
+        outputs[refused] = arrow.read_bytes(), back.read_bytes()
+    assert outputs[False] == outputs[True]
+    assert outputs[True][1] == a.tobytes()
