@@ -3,6 +3,7 @@
     python -m benchmarks.convert_files                     # 2.16 GB (45M records), 3 repeats
     python -m benchmarks.convert_files --records 2000000 --repeat 1 --dir /tmp
     python -m benchmarks.convert_files --device cuda       # the conversion on the GPU
+    python -m benchmarks.convert_files --cold              # from the disk (root, Linux)
 
 The file holds records of the foundation's 48-byte tick dtype. In the same run it times:
 reading the file once into a reused buffer (the disk / page-cache ceiling), copying it
@@ -13,6 +14,11 @@ conversion writes about as many bytes to a new file), and
 chunk k-1) and serial (same chunks, one after another), and each of those outputs back
 to records, overlapped and serial. Medians, as GB/s of record bytes and as ratios to
 the read and to the copy.
+
+By default the input stays in the page cache, so reading it is a memory copy. With
+``--cold`` the page cache is dropped before every timed run (``/proc/sys/vm/drop_caches``,
+which needs root): the read ceiling is then the disk's, and every conversion reads its
+input from the disk, as a conversion of a file larger than memory does.
 
 With ``--device cuda`` the conversions run on the GPU (``convert(..., device="cuda")``):
 overlapped, each chunk is copied to pinned memory and its transfers and kernels are
@@ -50,14 +56,28 @@ def read_once(path, chunk):
             total += n
 
 
-def _timed(convert, dst, repeat):
+def drop_page_cache():
+    """Write back dirty pages and drop the clean ones, so the next read comes from disk."""
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("1\n")
+    except OSError as err:
+        raise SystemExit(f"--cold drops the page cache through /proc/sys/vm/drop_caches, which needs root on "
+                         f"Linux: {err.strerror}; run without --cold to time from the page cache") from None
+
+
+def _timed(convert, dst, repeat, cold=False):
     """Median seconds of ``convert()``, each run writing a new ``dst`` (replacing a GB
-    file would add its unlink) after a ``sync``, after one warm-up run (kernels)."""
+    file would add its unlink) after a ``sync`` (and with ``cold`` after dropping the
+    page cache), after one warm-up run (kernels)."""
     times = []
     for i in range(repeat + 1):
-        if os.path.exists(dst):
+        if dst is not None and os.path.exists(dst):
             os.unlink(dst)
         os.sync()  # start each run with no dirty pages of the last one still being written back
+        if cold:
+            drop_page_cache()
         t0 = time.perf_counter()
         convert()
         if i:
@@ -78,17 +98,20 @@ def write_once(path, dst, chunk):
             out.write(view[:n])
 
 
-def run(n, repeat, directory, chunk, device=None):
+def run(n, repeat, directory, chunk, device=None, cold=False):
     path = os.path.join(directory, "layouts-bench.bin")
     write_file(path, n)
     nbytes = os.path.getsize(path)
     rows = []
     try:
-        read_once(path, chunk)  # page cache warm, as for every conversion after it
-        ceiling = median_seconds(lambda: read_once(path, chunk), repeat)
+        if cold:
+            ceiling = _timed(lambda: read_once(path, chunk), None, repeat, cold)
+        else:
+            read_once(path, chunk)  # page cache warm, as for every conversion after it
+            ceiling = median_seconds(lambda: read_once(path, chunk), repeat)
         rows.append({"name": "read the file once (ceiling)", "seconds": ceiling})
         copy = os.path.join(directory, "layouts-bench-copy.bin")
-        writing = _timed(lambda: write_once(path, copy, chunk), copy, repeat)
+        writing = _timed(lambda: write_once(path, copy, chunk), copy, repeat, cold)
         os.unlink(copy)
         rows.append({"name": "copy the file to a new file (plain copy)", "seconds": writing})
         on = " on the GPU" if device == "cuda" else ""
@@ -98,12 +121,12 @@ def run(n, repeat, directory, chunk, device=None):
             for overlap in (True, False):
                 mode = "overlapped" if overlap else "serial"
                 seconds = _timed(lambda: lo.convert(path, DTYPE, dst, format=fmt, compression=compression,
-                                                    chunk_bytes=chunk, overlap=overlap, device=device), dst, repeat)
+                                                    chunk_bytes=chunk, overlap=overlap, device=device), dst, repeat, cold)
                 rows.append({"name": f"convert{on} -> {fmt} ({mode})", "seconds": seconds})
             for overlap in (True, False):
                 mode = "overlapped" if overlap else "serial"
                 seconds = _timed(lambda: lo.convert(dst, DTYPE, back, chunk_bytes=chunk, overlap=overlap,
-                                                    device=device), back, repeat)
+                                                    device=device), back, repeat, cold)
                 rows.append({"name": f"convert{on} {fmt} -> records ({mode})", "seconds": seconds})
             os.unlink(dst)
             os.unlink(back)
@@ -121,18 +144,23 @@ def main(argv=None):
     p.add_argument("--chunk", type=int, default=64 << 20, help="bytes per chunk")
     p.add_argument("--dir", default=tempfile.gettempdir(), help="where the file and outputs go")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where the conversions run")
+    p.add_argument("--cold", action="store_true",
+                   help="drop the page cache before every timed run: read from the disk (needs root)")
     args = p.parse_args(argv)
-    nbytes, rows = run(args.records, args.repeat, args.dir, args.chunk, args.device)
+    if args.cold:
+        drop_page_cache()  # fails at once, before the file is written, without root
+    nbytes, rows = run(args.records, args.repeat, args.dir, args.chunk, args.device, args.cold)
     info = machine()
     print(f"{args.records:,} records x {DTYPE.itemsize} bytes = {nbytes / 1e9:.2f} GB, chunks of "
-          f"{args.chunk >> 20} MiB, median of {args.repeat}; {info['cpu']}, {info['cores']} cores")
+          f"{args.chunk >> 20} MiB, median of {args.repeat}, {'from the disk' if args.cold else 'page cache warm'}; "
+          f"{info['cpu']}, {info['cores']} cores")
     for r in rows:
         print(f"| {r['name']:<42} | {r['GB/s']:6.2f} GB/s | {r['x_read']:5.2f} x read | {r['x_copy']:5.2f} x copy |")
     if args.device == "cuda":
         info["gpu"] = gpu_name()
         print(f"GPU: {info['gpu']}")
     save_json(args.json, info, records=args.records, bytes=nbytes, chunk=args.chunk, repeat=args.repeat,
-              device=args.device, rows=rows)
+              device=args.device, cold=args.cold, rows=rows)
 
 
 def gpu_name():

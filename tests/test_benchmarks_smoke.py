@@ -1,6 +1,7 @@
 """The benchmark scripts run at a tiny size and write well-formed JSON (no figures asserted)."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -71,3 +72,18 @@ def test_layouts_bench_options(tmp_path):
     assert run.returncode == 1 and "--itemsizes takes record sizes that are multiples of 16" in run.stderr
     run = subprocess.run([sys.executable, "-m", "layouts", "bench", "--help"], cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode == 0 and "--full" in run.stdout
+
+
+def test_convert_files_from_the_disk_needs_root(tmp_path):
+    out = tmp_path / "result.json"
+    run = subprocess.run([sys.executable, "-m", "benchmarks.convert_files", "--records", "20000", "--repeat", "1",
+                          "--cold", "--dir", str(tmp_path), "--json", str(out)], cwd=ROOT, capture_output=True,
+                         text=True)
+    if sys.platform.startswith("linux") and os.geteuid() == 0:  # drops the page cache for real
+        assert run.returncode == 0, run.stderr
+        result = json.loads(out.read_text())
+        assert result["cold"] is True and all(row["GB/s"] > 0 for row in result["rows"])
+        assert "from the disk" in run.stdout
+    else:
+        assert run.returncode != 0 and "needs root" in run.stderr and not out.exists()
+    assert not list(tmp_path.glob("layouts-bench*"))
