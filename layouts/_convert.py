@@ -458,7 +458,9 @@ def _writing(dst, path):
 
 class _ArrowSink:
     """Record batches into Parquet (a row group each) or Arrow IPC (a batch each); the
-    writer opens on the first batch, which gives the schema."""
+    writer opens on the first batch, which gives the schema. The file's blocks are
+    reserved a batch ahead (:class:`BlockReservation`): records -> Arrow IPC from the
+    page cache went from 3.3 to 4.2 GB/s (medians of 10, interleaved, ext4)."""
 
     def __init__(self, path, fmt, compression, dst):
         self.path, self.fmt, self.compression, self.dst, self.writer = path, fmt, compression, dst, None
@@ -541,24 +543,21 @@ class _Dictionaries:
 
 
 class _RecordsSink:
-    """Record bytes appended to a file."""
+    """Record bytes appended to a file. No blocks are reserved ahead here: measured, it
+    gained nothing from the page cache and, reading the input from the disk, it cost
+    half the speed (the reservation waited behind the input's reads)."""
 
     def __init__(self, path, dst):
         self.path, self.dst = path, dst
         self.file = open(path, "wb")
-        self.blocks = BlockReservation(path)
 
     def write(self, data):
         with _writing(self.dst, self.path):
-            self.blocks.ahead(len(data))
             self.file.write(data)
 
     def close(self):
         with _writing(self.dst, self.path):
-            try:
-                self.file.close()
-            finally:
-                self.blocks.close()
+            self.file.close()
 
 
 def _writer(path, fmt, schema, compression):
@@ -609,6 +608,16 @@ def _parts(batches, rows):
     for batch in batches:
         for start in range(0, batch.num_rows, rows):
             yield batch.slice(start, rows)
+
+
+def _touch(soa):
+    """Read one byte of every page of the bytes ``soa``'s columns use: on a memory-mapped
+    input the reads from the disk happen here, in the reader thread, not in the kernel."""
+    for column in soa._columns:
+        _, validity, ends, data = column.used()
+        for used in (validity, ends, data):
+            if used is not None and used.size:
+                int(used.view(np.uint8)[::4096].sum())
 
 
 def _ahead(items, overlap, depth=2):
@@ -664,15 +673,18 @@ def _rows(name, first, n):
 def _arrow_to_records(src, layout, tmp, dst, chunk_bytes, fill, truncate, overlap, threads, device, progress):
     rows = max(1, chunk_bytes // layout.itemsize)
     name = os.fspath(src) if isinstance(src, (str, os.PathLike)) else str(getattr(src, "name", "the input"))
-    parts = _ahead(_parts(_arrow_batches(src, rows), rows), overlap)
 
-    def bound():  # each part checked and cast for the layout
+    def bound(parts):  # each part checked and cast for the layout, its pages read
         first = 0
         for part in parts:
             with _rows(name, first, part.num_rows):
                 soa = SoA.from_arrow(part, layout, fill=fill, truncate=truncate)
+            if overlap:
+                _touch(soa)
             yield soa
             first += part.num_rows
+
+    parts = _ahead(bound(_parts(_arrow_batches(src, rows), rows)), overlap)
 
     def report():
         if progress is not None:
@@ -692,10 +704,10 @@ def _arrow_to_records(src, layout, tmp, dst, chunk_bytes, fill, truncate, overla
                 pipe.put(i, records, n)
                 report()
 
-            _through_gpu(bound(), slots, pipe, overlap, finished)
+            _through_gpu(parts, slots, pipe, overlap, finished)
         else:
             buffers = [None] * pipe.nslots
-            for soa in bound():
+            for soa in parts:
                 n, slot = len(soa), pipe.take()
                 if buffers[slot] is None:
                     buffers[slot] = np.empty(rows, dtype=layout.dtype)

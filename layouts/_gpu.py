@@ -227,17 +227,6 @@ def soa_to_host(soa):
                arena=soa._arena, memory=host[HEAD:] if soa._arena is not None else None)
 
 
-def _element_bits(t):
-    """Bits of one element in the data buffer of a fixed-width Arrow leaf type."""
-    if pa.types.is_boolean(t):
-        return 1
-    if pa.types.is_dictionary(t):
-        return t.index_type.bit_width
-    if pa.types.is_fixed_size_binary(t):
-        return 8 * t.byte_width
-    return t.bit_width
-
-
 def packing(columns):
     """How host Arrow columns go into one device arena, each buffer cut to the elements
     its column uses (a slice of a large batch moves only its own bytes) and placed at a
@@ -258,20 +247,13 @@ def packing(columns):
 
     out = []
     for c in columns:
-        first, end = c.offset - c.offset % 8, c.offset + c.length
-        validity = offsets = data = None
-        if c.validity is not None:
-            validity = place(np.frombuffer(c.validity, np.uint8)[first // 8 : -(-end // 8)])
-        if c.offsets is not None:
-            large = pa.types.is_large_binary(c.type) or pa.types.is_large_string(c.type)
-            ends = np.frombuffer(c.offsets, dtype="<i8" if large else "<i4")[first : end + 1]
-            lo, hi = int(ends[0]), int(ends[-1])
-            offsets = place((ends - ends.dtype.type(lo)).view(np.uint8) if lo else ends.view(np.uint8))
-            data = place(np.frombuffer(c.data, np.uint8)[lo:hi])
-        elif c.data is not None:
-            bits = _element_bits(c.type)
-            raw = np.frombuffer(c.data, np.uint8)
-            data = place(raw[first // 8 : -(-end // 8)] if bits == 1 else raw[first * bits // 8 : end * bits // 8])
+        first, validity, ends, data = c.used()
+        validity = None if validity is None else place(validity)
+        offsets = None
+        if ends is not None:
+            lo = ends[0]
+            offsets = place((ends - lo).view(np.uint8) if lo else ends.view(np.uint8))
+        data = None if data is None else place(data)
         out.append(ColumnBuffers(c.type, c.length, validity, offsets, data, c.offset - first, c.kind, c.dictionary))
     return copies, pos, out
 

@@ -285,6 +285,26 @@ class ColumnBuffers:
         self.validity, self.offsets, self.data = validity, offsets, data
         self.dictionary = dictionary  # enum columns: the entries the int32 indices point to
 
+    def used(self):
+        """The bytes of this host column's buffers that its rows use, so a slice of a
+        large batch gives only its own: ``(first, validity, ends, data)`` with ``first``
+        the element its validity byte starts at (``offset`` rounded down to a multiple
+        of 8), ``validity`` and ``data`` uint8 views, ``ends`` the typed string offsets
+        of elements ``first...`` and one more (None for a buffer the column lacks)."""
+        first, end = self.offset - self.offset % 8, self.offset + self.length
+        validity = ends = data = None
+        if self.validity is not None:
+            validity = np.frombuffer(self.validity, np.uint8)[first // 8 : -(-end // 8)]
+        if self.offsets is not None:
+            large = pa.types.is_large_binary(self.type) or pa.types.is_large_string(self.type)
+            ends = np.frombuffer(self.offsets, dtype="<i8" if large else "<i4")[first : end + 1]
+            data = np.frombuffer(self.data, np.uint8)[int(ends[0]) : int(ends[-1])]
+        elif self.data is not None:
+            bits = _element_bits(self.type)
+            raw = np.frombuffer(self.data, np.uint8)
+            data = raw[first // 8 : -(-end // 8)] if bits == 1 else raw[first * bits // 8 : end * bits // 8]
+        return first, validity, ends, data
+
     def to_array(self):
         if self.dictionary is not None:
             return pa.DictionaryArray.from_buffers(
@@ -292,3 +312,14 @@ class ColumnBuffers:
                 offset=self.offset)
         bufs = [self.validity, self.data] if self.offsets is None else [self.validity, self.offsets, self.data]
         return pa.Array.from_buffers(self.type, self.length, bufs, null_count=-1, offset=self.offset)
+
+
+def _element_bits(t):
+    """Bits of one element in the data buffer of a fixed-width Arrow leaf type."""
+    if pa.types.is_boolean(t):
+        return 1
+    if pa.types.is_dictionary(t):
+        return t.index_type.bit_width
+    if pa.types.is_fixed_size_binary(t):
+        return 8 * t.byte_width
+    return t.bit_width
