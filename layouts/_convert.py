@@ -1,10 +1,13 @@
 """Streaming file conversion: legacy records <-> Parquet / Feather / Arrow IPC, chunk by chunk.
 
-Records -> Arrow: a reader thread fills staging buffers from the file (``readinto``)
-while the main thread converts the previous chunk and hands its batch to pyarrow's
-writer; a bounded queue keeps at most a few chunks in memory whatever the file size.
-Arrow -> records: batches from pyarrow's readers go through ``SoA.to_aos`` into one
-reused buffer that is appended to the output.
+Records -> Arrow: a regular file is memory-mapped and a reader thread reads in the
+pages of chunk k+1 (a stream is read into staging buffers) while the main thread
+converts chunk k into one of two arenas and a writer thread hands chunk k-1 to
+pyarrow's writer; at most a few chunks are in memory whatever the file size.
+Arrow -> records: a reader thread reads (or decodes) and checks part k+1 while part k
+goes through ``SoA.to_aos`` into one of two record buffers and the writer appends
+part k-1 to the output. With ``device="cuda"`` the chunks go through GPU slots
+(:mod:`layouts._gpu`) in the same pipeline.
 
 Output is atomic: everything is written to a temporary file beside the destination and
 renamed over it only when complete; on an error or Ctrl-C the temporary file is removed,
