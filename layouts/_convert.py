@@ -257,7 +257,7 @@ def _records_to_arrow(src, layout, tmp, dst, fmt, chunk_bytes, compression, offs
             else:
                 for aos in chunks:
                     first = pipe.records
-                    with _position(layout, aos.array, first, name, offset):
+                    with _position(layout, first, name, offset):
                         soa = aos.to_soa(nulls=nulls, threads=threads, device=device, out=pipe.arena(len(aos)))
                     pipe.write(soa)
                     if progress is not None:
@@ -271,15 +271,15 @@ def _records_to_arrow(src, layout, tmp, dst, fmt, chunk_bytes, compression, offs
 
 
 @contextmanager
-def _position(layout, records, first, name, offset):
-    """Give a conversion fault of one chunk (``records``, the file's records ``first...``)
-    the record number and byte position in the file."""
+def _position(layout, first, name, offset):
+    """Give a conversion fault of one chunk (the file's records ``first...``) the record
+    number and byte position in the file."""
     try:
         yield
     except ConversionError as err:
         if getattr(err, "fault", None) is None:
             raise
-        raise forward_error(layout, records, err.fault, first, name, offset) from None
+        raise forward_error(layout, err.records, err.fault, first, name, offset) from None
 
 
 def _forward_on_gpu(chunks, layout, rows, nulls, pipe, overlap, name, offset, progress, total):
@@ -291,8 +291,7 @@ def _forward_on_gpu(chunks, layout, rows, nulls, pipe, overlap, name, offset, pr
 
     def finished(i):
         slot, first = slots[i], pipe.records  # chunks finish in order
-        with _position(layout, slot.records_in[: slot.n * layout.itemsize].view(layout.dtype), first, name,
-                       offset):
+        with _position(layout, first, name, offset):
             soa = slot.finish()
         pipe.put(i, soa.to_record_batch(), len(soa))
         if progress is not None:
@@ -322,6 +321,12 @@ def _through_gpu(items, slots, pipe, overlap, finished):
             slot.stream.synchronize()
 
 
+def _read_pages(raw):
+    """Read one byte of every page of ``raw`` (uint8): on a memory-mapped input the
+    reads from the disk happen here, in the reader thread, not in the kernel."""
+    int(raw[::4096].sum())
+
+
 def _mapped_chunks(f, offset, whole, rows, layout, overlap):
     """AoS chunks over a memory map of a regular file; with ``overlap`` a thread reads
     (faults in) the pages of chunk k+1 while chunk k converts."""
@@ -332,8 +337,7 @@ def _mapped_chunks(f, offset, whole, rows, layout, overlap):
     pool = ThreadPoolExecutor(1, thread_name_prefix="layouts-reader") if overlap else None
 
     def touch(start):
-        part = raw[start * layout.itemsize : (start + rows) * layout.itemsize]
-        return int(part[::4096].sum())  # one byte a page: the reads happen here
+        _read_pages(raw[start * layout.itemsize : (start + rows) * layout.itemsize])
 
     try:
         ahead = pool.submit(touch, 0) if pool else None
@@ -614,13 +618,12 @@ def _parts(batches, rows):
 
 
 def _touch(soa):
-    """Read one byte of every page of the bytes ``soa``'s columns use: on a memory-mapped
-    input the reads from the disk happen here, in the reader thread, not in the kernel."""
+    """Read in the pages of the bytes ``soa``'s columns use (:func:`_read_pages`)."""
     for column in soa._columns:
         _, validity, ends, data = column.used()
         for used in (validity, ends, data):
-            if used is not None and used.size:
-                int(used.view(np.uint8)[::4096].sum())
+            if used is not None:
+                _read_pages(used.view(np.uint8))
 
 
 def _ahead(items, overlap, depth=2):

@@ -20,7 +20,7 @@ def forward_error(layout, array, fault, first=0, source=None, offset=0):
 
     ``array`` holds the records converted; they are records ``first...`` of ``source``
     (a file name), whose records start at byte ``offset``. The error keeps ``fault``
-    (``(row, op, code)``, row counted in ``array``)."""
+    (``(row, op, code)``, row counted in ``array``) and ``records`` (``array``)."""
     row, op, code = fault
     f = layout.fields[op]
     where = f"field {f.name!r} ({f.dtype.str} at offset {f.offset}), record {first + row}"
@@ -38,7 +38,7 @@ def forward_error(layout, array, fault, first=0, source=None, offset=0):
     else:  # pragma: no cover - the forward kernels raise only the codes above
         msg = f"{where}: conversion failed (code {code})"
     err = ConversionError(msg)
-    err.fault = fault
+    err.fault, err.records = fault, array
     return err
 
 

@@ -75,6 +75,12 @@ def forward(aos, nulls, out=None):
     return SoA(layout, n, columns, fills=nulls, arena=arena, memory=memory, device="cuda")
 
 
+def _word_bytes(nbytes):
+    """``nbytes`` rounded up to whole 4-byte words, at least one: the kernels see
+    records as uint32 words."""
+    return max(4, -(-nbytes // 4) * 4)
+
+
 class ForwardSlot:
     """Everything one chunk of a streaming conversion needs on its way through the GPU,
     allocated once and reused chunk after chunk: a CUDA stream, page-locked host buffers
@@ -95,7 +101,7 @@ class ForwardSlot:
         self.stream = nb.stream()
         self.arena = Arena(layout, rows, frozenset(nulls))
         nbytes = rows * layout.itemsize
-        self.records_in = _device.pinned_empty(-(-nbytes // 4) * 4)
+        self.records_in = _device.pinned_empty(_word_bytes(nbytes))
         self.records = _device.empty(nbytes)
         self.memory = _device.empty(HEAD + self.arena.nbytes)
         self.arena_out = _device.pinned_empty(self.memory.shape[0])  # the whole allocation comes back
@@ -111,10 +117,10 @@ class ForwardSlot:
             raise ValueError(f"a chunk of {n} records does not fit a slot of {self.rows}")
         raw = records.view(np.uint8).reshape(-1) if n else np.empty(0, np.uint8)
         self.records_in[:nbytes] = raw  # the read: page faults of a mapped file happen here
-        words = -(-nbytes // 4) * 4
+        words = _word_bytes(nbytes)
         if nbytes:
             self.records[:words].copy_to_device(self.records_in[:words], stream=self.stream)
-        rec = self.records[: max(words, 4)].view(np.uint32)
+        rec = self.records[:words].view(np.uint32)
         self.pending = kernels_for("cuda").forward_async(rec, self.layout.itemsize, n, self.plan, self.memory,
                                                          stream=self.stream, fault_word=self.fault_word)
         self.memory.copy_to_host(self.arena_out, stream=self.stream)
@@ -151,7 +157,7 @@ class ReverseSlot:
         if self.memory is None or self.memory.shape[0] < packed:
             self.columns_in = _device.pinned_empty(packed)
             self.memory = _device.empty(packed)
-        words = max(4, -(-nbytes // 4) * 4)
+        words = _word_bytes(nbytes)
         if self.records is None or self.records.shape[0] < words:
             self.records = _device.empty(words)
             self.records_out = _device.pinned_empty(self.records.shape[0])
@@ -168,7 +174,7 @@ class ReverseSlot:
         ops, offs, keep = reverse_ops(layout, columns, soa._fills, soa._truncate)
         kc = kernels_for("cuda")
         plan = kc.Plan(ops, offs, _device_tables(ops, keep, self.stream), self.stream)
-        words = self.records[: max(4, -(-nbytes // 4) * 4)]
+        words = self.records[: _word_bytes(nbytes)]
         self.pending = kc.reverse_async(words.view(np.uint32), layout.itemsize, n, plan, self.memory,
                                         stream=self.stream, fault_word=self.fault_word)
         words.copy_to_host(self.records_out[: words.shape[0]], stream=self.stream)
