@@ -148,8 +148,8 @@ class BlockReservation:
     Appending to a new file makes the filesystem find blocks for it page by page as
     writes come (ext4's delayed allocation); with the blocks reserved beforehand
     (``fallocate`` with ``FALLOC_FL_KEEP_SIZE``, which leaves the file's size as it
-    is) writes only fill them. Measured on ext4: writing 2.16 GB to a new file in
-    64 MiB writes went from 4.7 to 6.2-7.1 GB/s. At most the next write's bytes are
+    is) writes only fill them (``python -m benchmarks.block_reservation`` measures
+    it; README, "Files."). At most the next write's bytes are
     reserved past the end, and :meth:`close` gives back what was not written. Where
     the call is missing or refused (another system, a filesystem without it, a full
     disk), nothing is reserved and writes go on as before, so a full disk is still

@@ -87,3 +87,14 @@ def test_convert_files_from_the_disk_needs_root(tmp_path):
     else:
         assert run.returncode != 0 and "needs root" in run.stderr and not out.exists()
     assert not list(tmp_path.glob("layouts-bench*"))
+
+
+def test_block_reservation_benchmark_runs_small(tmp_path):
+    out = tmp_path / "result.json"
+    run = subprocess.run([sys.executable, "-m", "benchmarks.block_reservation", "--records", "20000", "--repeat", "2",
+                          "--dir", str(tmp_path), "--json", str(out)], cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    result = json.loads(out.read_text())
+    assert [r["name"] for r in result["rows"]] == ["write the bytes to a new file", "convert -> arrow (overlapped)"]
+    assert all(r["GB/s reserved"] > 0 and r["GB/s not reserved"] > 0 and r["x"] > 0 for r in result["rows"])
+    assert not list(tmp_path.glob("layouts-reserve*"))

@@ -186,6 +186,22 @@ for src, dst, overlap in [("big.bin", "old.arrow", True), ("big.bin", "new.parqu
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.arrow", "big.bin", "old.arrow"]
 
 
+def test_a_full_disk_says_what_to_do(tmp_path, monkeypatch):
+    from layouts import _convert
+
+    path = tmp_path / "ticks.bin"
+    ticks(1000).tofile(path)
+
+    def full(self, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(_convert.BlockReservation, "ahead", full)  # as the first write of a batch would fail
+    with pytest.raises(OSError, match=r"writing .*out.arrow failed after [\d,]+ bytes of output: No space left on "
+                       r"device; free space there or write elsewhere \(the destination was left as it was\)"):
+        lo.convert(path, TICK, tmp_path / "out.arrow")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ticks.bin"]
+
+
 def test_partial_records_and_header_offsets(tmp_path):
     dtype = np.dtype([("a", "<i4"), ("b", "<f4")])
     data = np.arange(10, dtype="<i8").view(dtype).tobytes()
