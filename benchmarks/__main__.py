@@ -66,7 +66,7 @@ def main(argv=None):
         try:
             report.plot(result, args.plot)
         except ImportError:
-            print("no plot: matplotlib is missing; pip install 'layouts[bench]'", file=sys.stderr)
+            print("no plot: matplotlib is missing; pip install 'layouts-arrow[bench]'", file=sys.stderr)
         else:
             print(f"wrote {args.plot}")
     return 0

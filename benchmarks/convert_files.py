@@ -164,7 +164,7 @@ def main(argv=None):
 
 
 def gpu_name():
-    from layouts import _device
+    from layouts._cuda import device as _device
 
     if _device.simulated():
         return "Numba CUDA simulator"

@@ -47,8 +47,8 @@ def event_median(cp, fn, repeat):
 
 
 def run_one(cp, name, dtype, n, repeat):
-    from kernels import cuda as kc
-    from layouts import _device, _gpu
+    from layouts.kernels import cuda as kc
+    from layouts._cuda import device as _device, transpose as _gpu
     from layouts._plan import Arena, forward_ops, reverse_ops
 
     host = _fill(dtype, n)

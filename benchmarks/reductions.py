@@ -1,7 +1,7 @@
 """What the layout costs a column reduction, and when converting to SoA first pays.
 
 The cases, shared by the report (``python -m benchmarks``, ``layouts bench``) and by
-the pytest-benchmark suite (``pytest benchmarks/test_reductions.py``):
+the pytest-benchmark suite (``pytest tests/bench_reductions.py``):
 
 - records of 16 to 256 bytes with an 8-byte float ``px`` at offset 0, a 4-byte int
   ``qty`` at 8 and a 1-byte ``b`` at 12 (the rest is padding, as in wide records where
@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 import layouts as lo
-from kernels import reduce as kr
+from layouts.kernels import reduce as kr
 
 from .convert_cpu import median_seconds
 

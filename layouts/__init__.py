@@ -7,10 +7,17 @@
 3
 """
 
+from importlib.metadata import PackageNotFoundError, version
+
 from ._errors import ConversionError, LayoutError
 from ._layout import Field, Layout
 
-__all__ = ["Layout", "Field", "LayoutError", "ConversionError"]
+try:
+    __version__ = version("layouts-arrow")
+except PackageNotFoundError:  # a source checkout that was never installed
+    __version__ = "0+unknown"
+
+__all__ = ["Layout", "Field", "LayoutError", "ConversionError", "__version__"]
 from ._aos import AoS
 from ._convert import ConvertResult, convert
 from ._files import read_records
@@ -20,8 +27,8 @@ __all__ += ["AoS", "SoA", "Column", "read_records", "convert", "ConvertResult", 
 
 
 def memory_stats():
-    """What the GPU memory pool holds (see :func:`layouts._device.pool_stats`); imports
+    """What the GPU memory pool holds (see :func:`layouts._cuda.device.pool_stats`); imports
     nothing GPU-related that is not loaded already."""
-    from ._device import pool_stats
+    from ._cuda.device import pool_stats
 
     return pool_stats()

@@ -75,7 +75,7 @@ class AoS:
         self.layout, self.array = layout, array
 
     def _init_device(self, obj, layout):
-        from . import _device
+        from ._cuda import device as _device
 
         names = getattr(getattr(obj, "dtype", None), "names", None)
         if layout is None:
@@ -125,7 +125,7 @@ class AoS:
         device = check_device(device, self.device)
         if device == self.device:
             return self
-        from . import _device
+        from ._cuda import device as _device
 
         if device == "cuda":
             raw = _device.to_device(np.ascontiguousarray(self.array))
@@ -161,7 +161,7 @@ class AoS:
         nulls = checked_nulls(self.layout, nulls)
         device = check_device(device, self.device)
         if device == "cuda":
-            from . import _gpu
+            from ._cuda import transpose as _gpu
 
             return _gpu.forward(self.to_device("cuda"), nulls, out)
         if self.device != "cpu":

@@ -18,20 +18,20 @@ def check_device(device, default):
 def kernels_for(device):
     """The kernel module (``aos_to_soa``/``soa_to_aos`` host functions) for a device."""
     if check_device(device, "cpu") == "cpu":
-        from kernels import cpu
+        from .kernels import cpu
 
         return cpu
-    from . import _device
+    from ._cuda import device as _device
 
     _device.cuda()  # the memory pool first, and a clear error without a GPU
-    from kernels import cuda
+    from .kernels import cuda
 
     return cuda
 
 
 def gpu_available():
     """Whether numba-cuda is installed and finds a usable GPU (never the simulator)."""
-    from . import _device
+    from ._cuda import device as _device
 
     if _device.simulated():
         return False

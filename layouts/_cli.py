@@ -31,6 +31,15 @@ struct tick {
 """
 
 
+def _version():
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("layouts-arrow")
+    except PackageNotFoundError:
+        return "0+unknown (not installed)"
+
+
 def demo_records(layout, n, seed=0):
     """Tick-like records of the demo header's layout, as the legacy program would write them."""
     import pyarrow as pa
@@ -199,7 +208,7 @@ def _add_c_options(p):
 
 def bench(argv):
     """``layouts bench``: the benchmark suite of ``benchmarks/`` (``python -m benchmarks``)."""
-    from benchmarks.__main__ import main as suite
+    from .benchmarks.__main__ import main as suite
 
     return suite(argv)
 
@@ -212,6 +221,7 @@ def main(argv=None):
     if argv[:1] == ["bench"]:  # the suite parses its own options
         return bench(argv[1:])
     parser = argparse.ArgumentParser(prog="layouts", description="Records between AoS and Arrow SoA.")
+    parser.add_argument("--version", action="version", version=f"layouts {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("bench", add_help=False,
                    help="reductions AoS vs SoA, conversion, break-even: tables, JSON, PNG (--full, --help)")

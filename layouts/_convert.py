@@ -7,7 +7,7 @@ pyarrow's writer; at most a few chunks are in memory whatever the file size.
 Arrow -> records: a reader thread reads (or decodes) and checks part k+1 while part k
 goes through ``SoA.to_aos`` into one of two record buffers and the writer appends
 part k-1 to the output. With ``device="cuda"`` the chunks go through GPU slots
-(:mod:`layouts._gpu`) in the same pipeline.
+(:mod:`layouts._cuda.transpose`) in the same pipeline.
 
 Output is atomic: everything is written to a temporary file beside the destination and
 renamed over it only when complete; on an error or Ctrl-C the temporary file is removed,
@@ -284,8 +284,8 @@ def _position(layout, first, name, offset):
 
 def _forward_on_gpu(chunks, layout, rows, nulls, pipe, overlap, name, offset, progress, total):
     """Records -> Arrow on the GPU, overlapped (:func:`_through_gpu`, with
-    :class:`layouts._gpu.ForwardSlot`)."""
-    from . import _gpu
+    :class:`layouts._cuda.transpose.ForwardSlot`)."""
+    from ._cuda import transpose as _gpu
 
     slots = [_gpu.ForwardSlot(layout, rows, nulls or {}) for _ in range(pipe.nslots)]
 
@@ -699,7 +699,7 @@ def _arrow_to_records(src, layout, tmp, dst, chunk_bytes, fill, truncate, overla
     on_gpu = device == "cuda"
     with _Pipeline(_RecordsSink(tmp, dst), overlap, slots=3 if on_gpu else 2) as pipe, closing(parts):
         if on_gpu:
-            from . import _gpu
+            from ._cuda import transpose as _gpu
 
             slots = [_gpu.ReverseSlot(layout) for _ in range(pipe.nslots)]
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pyarrow as pa
 
-from kernels import plan as P
+from .kernels import plan as P
 
 from ._errors import ConversionError
 

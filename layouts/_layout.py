@@ -1,6 +1,7 @@
 """Layout: an immutable description of one record type, and its Arrow view."""
 
 import functools
+import os
 import re
 import sys
 from dataclasses import dataclass, field, replace
@@ -9,6 +10,7 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 
+from ._cinfo import CInfo
 from ._errors import LayoutError
 
 __all__ = ["Layout", "Field", "CInfo"]
@@ -112,29 +114,6 @@ class Field:
         return [(8 * o, 8 * (o + self.width)) for o in self.element_offsets()]
 
 
-@dataclass(frozen=True)
-class CInfo:
-    """What a Layout made from C declarations knows beyond its NumPy dtype.
-
-    Every tuple is keyed by leaf name, so the whole is hashable and comparable.
-    ``bits`` rows are ``(name, shift, nbits, signed, first_bit, value dtype, byte order)``;
-    ``enums`` rows ``(name, ((value, enumerator), ...))``; ``ctypes`` rows
-    ``(name, C declaration)``.
-    """
-
-    name: str
-    source: str = "<string>"
-    ctypes: tuple = ()
-    bits: tuple = ()
-    enums: tuple = ()
-    enum_as: str = "dictionary"
-    alignment: int = 1
-
-    def __post_init__(self):
-        if self.enum_as not in ("dictionary", "int"):
-            raise LayoutError(f"enum_as must be 'dictionary' or 'int', got {self.enum_as!r}")
-
-
 class _Node(NamedTuple):
     """The tree of the record, for Arrow nesting: a struct or a leaf, maybe in sub-arrays."""
 
@@ -144,7 +123,7 @@ class _Node(NamedTuple):
     leaf: int  # index into Layout.fields, -1 for a struct
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Layout:
     """An immutable, hashable description of one record type.
 
@@ -179,14 +158,28 @@ class Layout:
     """
 
     dtype: np.dtype
-    bytes_as: tuple = "fixed"  # normalised to ((leaf name, mode), ...) for every S<n> leaf
-    flatten: bool = False
-    void_as: str = "error"
-    c: CInfo = None  # set by Layout.from_c
-    fields: tuple = field(default=(), compare=False, repr=False)
-    _tree: tuple = field(default=(), compare=False, repr=False)
+    bytes_as: tuple  # normalised to ((leaf name, mode), ...) for every S<n> leaf
+    flatten: bool
+    void_as: str
+    c: CInfo | None  # set by Layout.from_c
+    fields: tuple = field(compare=False, repr=False)
+    _tree: tuple = field(compare=False, repr=False)
 
-    def __post_init__(self):
+    def __init__(self, dtype: "np.typing.DTypeLike", *, bytes_as: "str | dict[str, str]" = "fixed",
+                 flatten: bool = False, void_as: str = "error") -> None:
+        self._build(dtype, bytes_as, flatten, void_as, None)
+
+    @classmethod
+    def _assemble(cls, dtype, bytes_as, flatten, void_as, c):
+        """A Layout with C facts (``c``): what :meth:`from_c` and :meth:`replace` build."""
+        layout = cls.__new__(cls)
+        layout._build(dtype, bytes_as, flatten, void_as, c)
+        return layout
+
+    def _build(self, dtype, bytes_as, flatten, void_as, c):
+        for name, value in (("dtype", dtype), ("bytes_as", bytes_as), ("flatten", flatten), ("void_as", void_as),
+                            ("c", c)):
+            object.__setattr__(self, name, value)
         try:
             dtype = np.dtype(self.dtype)
         except TypeError as err:
@@ -224,10 +217,14 @@ class Layout:
         void_as : {"error", "bytes", "skip"}
             What named ``V<n>`` fields become.
         """
-        return cls(dtype, bytes_as, flatten, void_as)
+        return cls(dtype, bytes_as=bytes_as, flatten=flatten, void_as=void_as)
 
     @classmethod
-    def from_c(cls, source, name=None, **options):
+    def from_c(cls, source: "str | os.PathLike[str]", name: "str | None" = None, *, byteorder: str = "native",
+               pack: "int | None" = None, unions: "dict[str, str | list[str]] | None" = None,
+               pointers: str = "error", enum_as: str = "dictionary", bytes_as: "str | dict[str, str]" = "fixed",
+               flatten: bool = False, include_dirs: "tuple[str, ...] | list[str]" = (),
+               defines: "dict[str, str] | None" = None, preprocessor: "bool | str" = "auto") -> "Layout":
         """A Layout of a C struct or union, laid out as this machine's C compiler does.
 
         Parameters
@@ -291,7 +288,10 @@ class Layout:
         """
         from ._cdecl import from_c
 
-        return from_c(source, name, **options)
+        dtype, info = from_c(source, name, byteorder=byteorder, pack=pack, unions=unions, pointers=pointers,
+                             enum_as=enum_as, include_dirs=include_dirs, defines=defines,
+                             preprocessor=preprocessor)
+        return cls._assemble(dtype, bytes_as, flatten, "error", info)
 
     def replace(self, **changes):
         """A new Layout with other options: ``bytes_as``, ``flatten``, ``void_as``, and
@@ -304,7 +304,7 @@ class Layout:
         if unknown:
             raise TypeError(f"Layout.replace() takes bytes_as, flatten, void_as, enum_as; got {sorted(unknown)}")
         opts.update(changes)
-        return Layout(self.dtype, opts["bytes_as"], opts["flatten"], opts["void_as"], c)
+        return Layout._assemble(self.dtype, opts["bytes_as"], opts["flatten"], opts["void_as"], c)
 
     # ------------------------------------------------------------------ views
     @property

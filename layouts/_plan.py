@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pyarrow as pa
 
-from kernels import plan as P
+from .kernels import plan as P
 
 from ._errors import ConversionError
 

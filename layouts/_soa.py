@@ -138,7 +138,7 @@ class SoA:
         """The Arrow C Device Data Interface: ``(schema capsule, device array capsule)``
         over this SoA's buffers, no copy; device type CUDA for GPU columns, CPU
         otherwise. The buffers stay alive until the consumer releases the array."""
-        from ._c_device import export_device_array
+        from ._cuda.c_device import export_device_array
 
         if requested_schema is not None:
             raise NotImplementedError("__arrow_c_device_array__ exports the columns' own schema only")
@@ -150,20 +150,20 @@ class SoA:
         device = check_device(device, self.device)
         if device == self.device:
             return self
-        from . import _gpu
+        from ._cuda import transpose as _gpu
 
         return _gpu.soa_to_device(self) if device == "cuda" else _gpu.soa_to_host(self)
 
     def to_cudf(self):
-        """A ``cudf.DataFrame`` over the same device memory (no copy; see :mod:`layouts._cudf`)."""
-        from ._cudf import to_cudf
+        """A ``cudf.DataFrame`` over the same device memory (no copy; see :mod:`layouts._cuda.cudf`)."""
+        from ._cuda.cudf import to_cudf
 
         return to_cudf(self.to_device("cuda") if self.device != "cuda" else self)
 
     @classmethod
     def from_cudf(cls, df, layout, *, fill=None, truncate=False):
         """Columns of a ``cudf.DataFrame``, bound for a record layout, on the GPU."""
-        from ._cudf import from_cudf
+        from ._cuda.cudf import from_cudf
 
         return from_cudf(cls, df, as_layout(layout), dict(fill or {}), truncate)
 
@@ -202,7 +202,7 @@ class SoA:
                 f"Layout.from_c(..., unions={{{a.rpartition('.')[0] or a!r}: {a.rpartition('.')[2]!r}}})"
             )
         if device == "cuda":
-            from . import _gpu
+            from ._cuda import transpose as _gpu
 
             if out is not None:
                 raise LayoutError("out= is for records on the CPU; on the GPU to_aos allocates from the pool")
@@ -332,20 +332,20 @@ class Column:
         synchronised, so ``stream`` is None). Nulls are not described: see null_count."""
         if self.device != "cuda":
             raise AttributeError(f"column {self.name!r} is on the CPU; it has __array_interface__ via numpy.asarray")
-        from ._gpu import column_interface
+        from ._cuda.transpose import column_interface
 
         return column_interface(self)
 
     def __dlpack__(self, **kwargs):
         if self.device == "cuda":
-            from ._device import _cupy
+            from ._cuda.device import _cupy
 
             return _cupy().asarray(self).__dlpack__(**kwargs)
         return self.to_numpy(copy=False).__dlpack__(**kwargs)
 
     def __dlpack_device__(self):
         if self.device == "cuda":
-            from ._gpu import dlpack_device
+            from ._cuda.transpose import dlpack_device
 
             return dlpack_device()
         return (1, 0)  # kDLCPU

@@ -7,7 +7,7 @@ that range and nothing else, and transposes it with this library's one-pass kern
 >>> df = ld.read_records("ticks/*.bin", layout, blocksize="128MiB")  # doctest: +SKIP
 >>> df[df.qty > 100].px.mean().compute()                          # doctest: +SKIP
 
-Needs the ``dask`` extra (``pip install 'layouts[dask]'``); nothing here imports Dask
+Needs the ``dask`` extra (``pip install 'layouts-arrow[dask]'``); nothing here imports Dask
 until it is called.
 """
 
@@ -175,7 +175,7 @@ def _require_dask():
         import fsspec
     except ImportError as err:
         raise ImportError(
-            f"layouts.dask needs Dask's DataFrame ({err.name} is missing): pip install 'layouts[dask]'"
+            f"layouts.dask needs Dask's DataFrame ({err.name} is missing): pip install 'layouts-arrow[dask]'"
         ) from None
     return dd, fsspec
 

@@ -9,7 +9,7 @@ import pytest
 
 import layouts as lo
 from conftest import ticks
-from layouts._c_device import ARROW_DEVICE_CPU, ARROW_DEVICE_CUDA, live_exports
+from layouts._cuda.c_device import ARROW_DEVICE_CPU, ARROW_DEVICE_CUDA, live_exports
 
 nd = pytest.importorskip("nanoarrow.device")
 

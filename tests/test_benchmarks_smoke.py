@@ -45,7 +45,7 @@ def test_dask_scale_runs_small(tmp_path):
 def test_layouts_bench_writes_tables_json_and_png(tmp_path, capsys):
     from layouts._cli import main
 
-    from benchmarks.reductions import FIELDS, OPS
+    from layouts.benchmarks.reductions import FIELDS, OPS
 
     out, png = tmp_path / "bench.json", tmp_path / "bench.png"
     assert main(["bench", "--records", "3000", "--repeat", "1", "--itemsizes", "16,64", "--cpu-only",

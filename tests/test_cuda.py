@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import layouts as lo
 from conftest import REAL_GPU, TICK, ticks
-from kernels import cuda as kc
+from layouts.kernels import cuda as kc
 from oracle import struct_dtypes
 from test_cdecl import c_records
 from test_roundtrip import random_records, zero_holes
@@ -220,7 +220,7 @@ def test_device_arena_reuse_and_misuse_messages():
 
 
 def test_column_exports_point_into_the_arena():
-    from layouts import _device
+    from layouts._cuda import device as _device
 
     soa = lo.AoS(ticks(64)).to_soa(device="cuda")
     base = _device.pointer(soa.arena)
@@ -247,7 +247,7 @@ def test_every_kernel_compiles_to_ptx_for_sm90():
 
     root = Path(__file__).resolve().parent.parent
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
-    run = subprocess.run([sys.executable, "-m", "kernels.ptx", "--cc", "9.0"], cwd=root, env=env,
+    run = subprocess.run([sys.executable, "-m", "layouts.kernels.ptx", "--cc", "9.0"], cwd=root, env=env,
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
     for name in ("forward", "reverse", "scan_blocks", "scan_sums", "scan_add", "copy_strings", "reduce_sum"):
@@ -294,7 +294,7 @@ def test_cudf_missing_names_the_extra():
         import cudf  # noqa: F401
     except ImportError:
         soa = lo.AoS(ticks(4)).to_soa(device="cuda")
-        with pytest.raises(ImportError, match=r"need cuDF: pip install 'layouts\[cudf\]'"):
+        with pytest.raises(ImportError, match=r"need cuDF: pip install 'layouts-arrow\[cudf\]'"):
             soa.to_cudf()
         with pytest.raises(ImportError, match=r"need cuDF"):
             lo.SoA.from_cudf(object(), TICK)
@@ -333,7 +333,7 @@ def test_device_misuse_errors_name_the_fix():
     try:
         import cupy  # noqa: F401
     except ImportError:
-        with pytest.raises(ImportError, match=r"this needs CuPy: pip install 'layouts\[cuda13\]'"):
+        with pytest.raises(ImportError, match=r"this needs CuPy: pip install 'layouts-arrow\[cuda13\]'"):
             soa["px"].__dlpack__()
 
 

@@ -193,7 +193,7 @@ def test_missing_packages_name_the_extra(monkeypatch, tmp_path):
     with pytest.raises(ImportError, match=r"device='cuda' partitions need cuDF and dask-cudf \(cudf is missing\)"):
         ld.read_records(str(tmp_path / "a.bin"), LAYOUT, device="cuda")
     monkeypatch.setitem(sys.modules, "dask.dataframe", None)
-    with pytest.raises(ImportError, match=r"pip install 'layouts\[dask\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'layouts-arrow\[dask\]'"):
         ld.read_records(str(tmp_path / "a.bin"), LAYOUT)
 
 

@@ -8,7 +8,7 @@ import textwrap
 import numpy as np
 
 import layouts as lo
-from kernels import cpu
+from layouts.kernels import cpu
 
 
 def test_new_layout_compiles_nothing():
@@ -22,7 +22,7 @@ def test_new_layout_compiles_nothing():
 def test_new_process_loads_kernels_from_disk(tmp_path):
     script = textwrap.dedent("""
         import numpy as np, layouts as lo
-        from kernels import cpu
+        from layouts.kernels import cpu
         lo.AoS(np.zeros(3, [("a", "<i8"), ("b", "?")])).to_soa().to_aos()
         print(sum(cpu._forward_rows.stats.cache_hits.values()), sum(cpu._forward_rows.stats.cache_misses.values()))
     """)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernels import reduce as kr
+from layouts.kernels import reduce as kr
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -61,8 +61,8 @@ def test_empty_and_wrong_shapes_say_so():
 CUDASIM = """
 import numpy as np
 from numba import cuda
-from kernels.cuda_reduce import field_matrix, reduce_field
-from benchmarks.reductions import make_records, OFFSETS, THRESHOLDS, ITEMSIZES
+from layouts.kernels.cuda_reduce import field_matrix, reduce_field
+from layouts.benchmarks.reductions import make_records, OFFSETS, THRESHOLDS, ITEMSIZES
 for itemsize in (16, 64):
     r = make_records(itemsize, 700, seed=itemsize)
     for name, (offset, dtype) in OFFSETS.items():

@@ -14,7 +14,7 @@ The pipeline, one module a stage:
    it uses to talk to C libraries) places every field and bit-field; ``packed``,
    ``aligned`` and ``#pragma pack`` are passed to it.
 5. :mod:`.extract` walks the cffi type and writes the NumPy dtype and the
-   :class:`~layouts._layout.CInfo` (bit-fields, enums, C spellings) of the Layout.
+   :class:`~layouts._cinfo.CInfo` (bit-fields, enums, C spellings) of the Layout.
 """
 
 from .._errors import LayoutError
@@ -28,9 +28,9 @@ __all__ = ["from_c", "record_names"]
 
 
 def from_c(source, name=None, *, byteorder="native", pack=None, unions=None, pointers="error",
-           enum_as="dictionary", bytes_as="fixed", flatten=False, include_dirs=(), defines=None,
-           preprocessor="auto"):
-    """Layout of a C record: see :meth:`layouts.Layout.from_c`, which documents it."""
+           enum_as="dictionary", include_dirs=(), defines=None, preprocessor="auto"):
+    """``(dtype, CInfo)`` of a C record, from which :meth:`layouts.Layout.from_c` (which
+    documents the options) builds the Layout."""
     if byteorder not in BYTEORDERS:
         raise LayoutError(f"byteorder must be one of {sorted(BYTEORDERS)}, got {byteorder!r}")
     if pointers not in ("error", "int"):
@@ -42,7 +42,7 @@ def from_c(source, name=None, *, byteorder="native", pack=None, unions=None, poi
     types = Types(program, pointers)
     ctype = types.of_record(kind, node, label)
     return Extract(types, byteorder, dict(unions or {}), label).layout(
-        ctype, program.pre.main, enum_as=enum_as, bytes_as=bytes_as, flatten=flatten)
+        ctype, program.pre.main, enum_as=enum_as)
 
 
 def record_names(source, *, include_dirs=(), defines=None, preprocessor="auto"):

@@ -1,4 +1,4 @@
-"""A laid-out cffi record type -> NumPy dtype + CInfo -> Layout."""
+"""A laid-out cffi record type -> NumPy dtype + CInfo (from which Layout.from_c builds the Layout)."""
 
 import platform
 import sys
@@ -6,14 +6,14 @@ import sys
 import numpy as np
 
 from .._errors import LayoutError
-from .._layout import CInfo, Layout
+from .._cinfo import CInfo
 
 BYTEORDERS = {"native": "=", "little": "<", "big": ">"}
 _CHAR_SIGNED = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686", "x86")
 
 
 class Extract:
-    """A cffi record type -> NumPy dtype + CInfo -> Layout."""
+    """A cffi record type -> NumPy dtype + CInfo."""
 
     def __init__(self, types, byteorder, unions, label):
         self.t, self.order = types, BYTEORDERS[byteorder]
@@ -21,7 +21,7 @@ class Extract:
         self.used_unions = set()
         self.ctypes, self.bits, self.enums = [], [], []
 
-    def layout(self, ctype, filename, enum_as, bytes_as, flatten):
+    def layout(self, ctype, filename, enum_as):
         dtype = self.record(ctype, ())
         unknown = set(self.unions) - self.used_unions
         if unknown:
@@ -30,7 +30,7 @@ class Extract:
             raise LayoutError(f"{self.label} has no fields that hold data")
         info = CInfo(self.label, filename, tuple(self.ctypes), tuple(self.bits), tuple(self.enums), enum_as,
                      self.t.b.alignof(ctype))
-        return Layout(dtype, bytes_as, flatten, "error", info)
+        return dtype, info
 
     def record(self, ctype, path):
         """Structured dtype of a struct/union; leaves' C facts go to self.ctypes/bits/enums."""

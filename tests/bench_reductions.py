@@ -1,7 +1,7 @@
 """The reduction cases under pytest-benchmark (statistics, comparisons between runs):
 
-    pytest benchmarks/test_reductions.py --benchmark-only
-    LAYOUTS_BENCH_RECORDS=10000000 pytest benchmarks/test_reductions.py --benchmark-only \\
+    pytest tests/bench_reductions.py --benchmark-only
+    LAYOUTS_BENCH_RECORDS=10000000 pytest tests/bench_reductions.py --benchmark-only \\
         --benchmark-group-by=param:itemsize,param:field,param:op --benchmark-json=out.json
 
 Each case checks its answer against NumPy on the contiguous column before it is timed.

@@ -8,13 +8,13 @@ stores differently are converted (copied) and said so: Arrow's bit-packed boolea
 (cuDF booleans are one byte) and ``date32`` days (cuDF has no day-resolution dates;
 they become ``datetime64[s]``). Sub-array leaves become one column per element
 (``pos.0``, ``pos.1``...). C enums need ``enum_as="int"``. Imported only when used;
-``pip install 'layouts[cudf]'``.
+``pip install 'layouts-arrow[cudf]'``.
 """
 
 import numpy as np
 import pyarrow as pa
 
-from ._errors import LayoutError
+from .._errors import LayoutError
 
 __all__ = ["to_cudf", "from_cudf"]
 
@@ -23,7 +23,7 @@ def _cudf():
     try:
         import cudf
     except ImportError as err:
-        raise ImportError("SoA.to_cudf/from_cudf need cuDF: pip install 'layouts[cudf]'") from err
+        raise ImportError("SoA.to_cudf/from_cudf need cuDF: pip install 'layouts-arrow[cudf]'") from err
     return cudf
 
 
@@ -41,7 +41,7 @@ class _DeviceView:
 
 def to_cudf(soa):
     """A ``cudf.DataFrame`` whose columns are the device SoA's buffers (see module doc)."""
-    from . import _device
+    from . import device as _device
 
     cudf = _cudf()
     base = _device.pointer(soa._memory)
@@ -111,7 +111,7 @@ def _strings(cudf, soa, c, base):
 
 
 def _validity_host(soa, c):
-    from . import _device
+    from . import device as _device
 
     return _device.to_host(soa._memory[c.validity.address :], (c.length + 7) // 8)
 

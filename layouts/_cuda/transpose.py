@@ -10,12 +10,12 @@ address 0 means "no buffer" in a copy plan. Imported only when data goes to a GP
 import numpy as np
 import pyarrow as pa
 
-from kernels import plan as P
+from ..kernels import plan as P
 
-from . import _device
-from ._backends import kernels_for
-from ._faults import forward_error, reverse_error
-from ._plan import ALIGN, Arena, ColumnBuffers, forward_ops, reverse_ops
+from . import device as _device
+from .._backends import kernels_for
+from .._faults import forward_error, reverse_error
+from .._plan import ALIGN, Arena, ColumnBuffers, forward_ops, reverse_ops
 
 __all__ = ["Span", "forward", "reverse", "soa_to_host", "soa_to_device", "column_interface", "ForwardSlot",
            "ReverseSlot", "packing"]
@@ -46,8 +46,8 @@ def _device_tables(ops, keep, stream=0):
 
 def forward(aos, nulls, out=None):
     """AoS -> SoA on the GPU for records already in device memory."""
-    from ._aos import _enum_dictionary, _reusable
-    from ._soa import SoA
+    from .._aos import _enum_dictionary, _reusable
+    from .._soa import SoA
 
     layout, n = aos.layout, len(aos)
     if out is None:
@@ -128,7 +128,7 @@ class ForwardSlot:
 
     def finish(self):
         """Wait for the chunk :meth:`submit` queued; a host SoA over the arena copy."""
-        from ._aos import soa_over_arena
+        from .._aos import soa_over_arena
 
         fault, self.pending = self.pending.fault(), None
         n, layout = self.n, self.layout
@@ -202,7 +202,7 @@ def _spans(arena, i, n, dictionary):
 
 def reverse(soa):
     """SoA -> AoS on the GPU: records in a new device allocation."""
-    from ._aos import AoS
+    from .._aos import AoS
 
     layout, n = soa.layout, len(soa)
     ops, offs, keep = reverse_ops(layout, soa._columns, soa._fills, soa._truncate)
@@ -217,7 +217,7 @@ def reverse(soa):
 
 def soa_to_host(soa):
     """Copy a device SoA's arena to host memory in one transfer; columns view it."""
-    from ._soa import SoA
+    from .._soa import SoA
 
     mem = soa._memory
     raw = np.empty(mem.shape[0] + ALIGN, dtype=np.uint8)
@@ -267,7 +267,7 @@ def packing(columns):
 def soa_to_device(soa):
     """Copy a host SoA to one device arena (one transfer). An SoA made by ``to_soa``
     goes as it is; columns borrowed from Arrow are packed (:func:`packing`)."""
-    from ._soa import SoA
+    from .._soa import SoA
 
     if soa._memory is not None:  # the arena goes as it is, straight after the head
         size = soa._memory.nbytes

@@ -20,13 +20,13 @@ import os
 
 import numpy as np
 
-from ._errors import LayoutError
+from .._errors import LayoutError
 
 __all__ = ["cuda", "simulated", "empty", "to_device", "to_host", "pointer", "words", "wrap",
            "pool_stats", "pinned_empty"]
 
 _state = {"pool": None, "allocations": 0, "bytes": 0}
-EXTRA = "pip install 'layouts[cuda13]' (or layouts[cuda12] for a CUDA 12 driver)"
+EXTRA = "pip install 'layouts-arrow[cuda13]' (or layouts-arrow[cuda12] for a CUDA 12 driver)"
 
 
 def simulated():

@@ -43,8 +43,8 @@ class ArrowDeviceArray(ctypes.Structure):
                 ("sync_event", ctypes.c_void_p), ("reserved", ctypes.c_int64 * 3)]
 
 
-_exports = {}  # key -> _Export, while any struct of its tree is unreleased
-_capsules = {}  # address of a capsule's ArrowDeviceArray -> the struct, while the capsule lives
+_exports: dict = {}  # key -> _Export, while any struct of its tree is unreleased
+_capsules: dict = {}  # address of a capsule's ArrowDeviceArray -> the struct, while the capsule lives
 _keys = itertools.count(1)
 
 
@@ -120,7 +120,7 @@ def _dictionary(export, key, values, device):
     """A string dictionary as a child tree, copied to the device when the data is there."""
     bufs = values.buffers()
     if device == "cuda":
-        from . import _device
+        from . import device as _device
 
         moved = [None if b is None else _device.to_device(np.frombuffer(b, dtype=np.uint8)) for b in bufs]
         export.keep.append(moved)
@@ -136,8 +136,8 @@ def export_device_array(soa):
     export = _Export(soa)
     key = next(_keys)
     if soa.device == "cuda":
-        from . import _device
-        from ._gpu import dlpack_device
+        from . import device as _device
+        from .transpose import dlpack_device
 
         base, device_type, device_id = _device.pointer(soa._memory), ARROW_DEVICE_CUDA, dlpack_device()[1]
     else:

@@ -1,0 +1,95 @@
+"""What `pip install` puts on a machine, and the house rules CI keeps: one import package,
+the free distribution name everywhere, metadata, the layers contract and the type check."""
+
+import inspect
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import layouts as lo
+
+ROOT = Path(__file__).resolve().parent.parent
+DIST = "layouts-arrow"
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    out = tmp_path_factory.mktemp("wheel")
+    run = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(ROOT)],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    (path,) = out.glob("layouts_arrow-*.whl")
+    return zipfile.ZipFile(path)
+
+
+def test_wheel_installs_one_import_package(wheel):
+    names = wheel.namelist()
+    tops = {n.split("/")[0] for n in names}
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"layouts"}
+    for needed in ("layouts/kernels/cpu.py", "layouts/kernels/cuda.py", "layouts/benchmarks/__main__.py",
+                   "layouts/_cuda/transpose.py", "layouts/_cdecl/program.py", "layouts/py.typed"):
+        assert needed in names
+    assert not [n for n in names if "/tests/" in n or Path(n).name.startswith("test_") or "/results/" in n]
+
+
+def test_wheel_metadata(wheel):
+    (meta,) = [n for n in wheel.namelist() if n.endswith(".dist-info/METADATA")]
+    text = wheel.read(meta).decode()
+    assert f"Name: {DIST}\n" in text
+    assert "Apache-2.0" in text
+    assert "Project-URL: Source," in text
+    assert any(n.endswith("/LICENSE") or "/licenses/LICENSE" in n for n in wheel.namelist())
+    (entry,) = [n for n in wheel.namelist() if n.endswith("entry_points.txt")]
+    assert "layouts = layouts._cli:main" in wheel.read(entry).decode()
+
+
+def test_version_from_metadata():
+    from importlib.metadata import version
+
+    assert lo.__version__ == version(DIST)
+    run = subprocess.run([sys.executable, "-m", "layouts", "--version"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.strip() == f"layouts {lo.__version__}"
+
+
+def test_install_hints_name_this_distribution():
+    """`pip install layouts[...]` installs an unrelated project: no hint may say it."""
+    offenders = []
+    for path in list((ROOT / "layouts").rglob("*.py")) + [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")]:
+        if "benchmarks" in path.parts and path.parent.name == "results":
+            continue
+        text = path.read_text(errors="replace")
+        for bad in ("install layouts", "'layouts[", "install -U layouts", '"layouts['):
+            if bad in text:
+                offenders.append(f"{path.relative_to(ROOT)}: {bad}")
+    assert not offenders, offenders
+
+
+def test_public_signatures():
+    assert list(inspect.signature(lo.Layout).parameters) == ["dtype", "bytes_as", "flatten", "void_as"]
+    params = inspect.signature(lo.Layout.from_c).parameters
+    assert not [p for p in params.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
+    assert {"byteorder", "pack", "unions", "pointers", "enum_as", "bytes_as", "flatten", "include_dirs",
+            "defines", "preprocessor"} <= set(params)
+
+
+def _tool(*args):
+    exe = Path(sys.executable).with_name(args[0])
+    run = subprocess.run([str(exe) if exe.exists() else args[0], *args[1:]], cwd=ROOT, capture_output=True,
+                         text=True, timeout=600, env=dict(os.environ, PYTHONWARNINGS="ignore"))
+    return run.returncode, run.stdout + run.stderr
+
+
+def test_layers_contract():
+    """Imports flow one way (pyproject's [tool.importlinter]); lint-imports checks every import."""
+    code, out = _tool("lint-imports")
+    assert code == 0, out
+    assert "0 broken" in out
+
+
+def test_type_check():
+    code, out = _tool("mypy", "-p", "layouts")
+    assert code == 0, out
