@@ -5,6 +5,13 @@ LLVM load/store with ``align 1`` (cheap on x86-64 and AArch64). Values travel as
 unsigned integers of the field's width: the bits move exactly, floats included.
 """
 
+import ctypes
+import mmap
+import signal
+import sys
+import threading
+
+import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
@@ -47,3 +54,132 @@ load16, store16, bswap16 = _accessors(16)
 load32, store32, bswap32 = _accessors(32)
 load64, store64, bswap64 = _accessors(64)
 
+
+
+# ------------------------------------------------------- mapped files that shrink
+
+# A file mapped into memory can be truncated by another process: reading a page past
+# its new end raises SIGBUS, which kills the process. While a mapping is guarded, a
+# SIGBUS handler puts a page of zeros where the missing page was (so the read that
+# faulted goes on, reading zeros) and records the first address that faulted; the
+# reader checks afterwards (MappedGuard.fault) and reports the file as truncated.
+# Faults outside every guarded range go to the handler there was before.
+
+_GUARDS = 64  # ranges guarded at once (one per mapped input being converted)
+_SA_SIGINFO = 4
+
+
+class _Sigaction(ctypes.Structure):
+    """``struct sigaction`` of glibc on Linux (x86-64 and AArch64)."""
+
+    _fields_ = [("handler", ctypes.c_void_p), ("mask", ctypes.c_ulong * 16), ("flags", ctypes.c_int),
+                ("restorer", ctypes.c_void_p)]
+
+
+class _Guards:
+    """The process's table of guarded ranges and its SIGBUS handler (made on first use)."""
+
+    def __init__(self):
+        libc = ctypes.CDLL(None, use_errno=True)
+        self.sigaction = libc.sigaction
+        self.sigaction.restype = ctypes.c_int
+        self.sigaction.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+        # per range: first address, end, first faulting address (0: none), unused
+        self.table = np.zeros((_GUARDS, 4), dtype=np.int64)
+        self.previous = _Sigaction()
+        self.lock = threading.Lock()
+        self.handler = _make_handler(self.table.ctypes.data, ctypes.addressof(self.previous),
+                                     mmap.PAGESIZE)
+
+    def installed(self):
+        now = _Sigaction()
+        self.sigaction(signal.SIGBUS, None, ctypes.byref(now))
+        return now.handler == self.handler.address
+
+    def add(self, lo, hi):
+        with self.lock:
+            if not self.installed():
+                new = _Sigaction()
+                new.handler, new.flags = self.handler.address, _SA_SIGINFO
+                if self.sigaction(signal.SIGBUS, ctypes.byref(new), ctypes.byref(self.previous)) != 0:
+                    raise OSError(ctypes.get_errno(), "sigaction(SIGBUS) failed")
+            free = np.flatnonzero(self.table[:, 0] == 0)
+            if not len(free):
+                return -1  # too many at once: this one goes unguarded
+            k = int(free[0])
+            self.table[k, 2] = 0
+            self.table[k, 1] = hi
+            self.table[k, 0] = lo
+            return k
+
+    def remove(self, k):
+        with self.lock:
+            self.table[k, 0] = 0
+
+
+def _make_handler(table, previous, page):
+    """The SIGBUS handler, compiled for this process (it holds the table's address)."""
+    from numba import cfunc
+
+    libc = ctypes.CDLL(None)  # its own functions, with addresses passed as integers
+    map_page, restore = libc.mmap, libc.sigaction
+    map_page.restype, restore.restype = ctypes.c_int64, ctypes.c_int
+    map_page.argtypes = [ctypes.c_int64, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int64]
+    restore.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    prot = mmap.PROT_READ | mmap.PROT_WRITE
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x10  # MAP_FIXED
+    sigbus = int(signal.SIGBUS)
+    mask = ~np.int64(page - 1)
+
+    @cfunc(types.void(types.int32, types.int64, types.int64))
+    def on_sigbus(sig, info, context):
+        addr = np.int64(load64(info + 16))  # siginfo_t.si_addr
+        for k in range(_GUARDS):
+            row = table + k * 32
+            lo = np.int64(load64(row))
+            if lo != 0 and lo <= addr and addr < np.int64(load64(row + 8)):
+                map_page(addr & mask, page, prot, flags, -1, 0)
+                if load64(row + 16) == 0:
+                    store64(row + 16, addr)
+                return
+        restore(sigbus, previous, 0)  # not ours: the read faults again, under that handler
+
+    return on_sigbus
+
+
+_guards = None
+
+
+class MappedGuard:
+    """Guard reads of ``[address, address + nbytes)`` (memory mapped from a file) against
+    the file shrinking: see the comment above. Use as a context manager; ``fault()``
+    is the offset of the first byte that could not be read, or None. On systems without
+    glibc's ``sigaction`` nothing is guarded (``fault()`` stays None)."""
+
+    def __init__(self, address, nbytes):
+        global _guards
+        self.slot = -1
+        if not nbytes or not sys.platform.startswith("linux"):
+            return
+        if _guards is None:
+            _guards = _Guards()
+        self.address = address
+        self.slot = _guards.add(address, address + nbytes)
+
+    def fault(self):
+        if self.slot < 0:
+            return None
+        addr = int(_guards.table[self.slot, 2])
+        return addr - self.address if addr else None
+
+    def close(self):
+        if self.slot >= 0:
+            _guards.remove(self.slot)
+            self.slot = -1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False

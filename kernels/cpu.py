@@ -15,6 +15,8 @@ is data, so a new layout costs no compilation.
 """
 
 import os
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -458,11 +460,14 @@ def _fwd_string(src, stride, r0, b0, b1, op, offs):
 
 
 @_jit
-def _forward_rows(src, stride, r0, r1, ops, offs, err):
-    """Convert records [r0, r1) of one chunk, block by block; the first fault goes to err."""
+def _forward_rows(src, stride, r0, r1, ops, offs, err, stop):
+    """Convert records [r0, r1) of one chunk, block by block; the first fault goes to err.
+    Returns early, leaving the chunk unfinished, once ``stop[0]`` is set."""
     block = max(ROW_ALIGN, (BLOCK_BYTES // stride) // ROW_ALIGN * ROW_ALIGN)
     b0 = r0
     while b0 < r1:
+        if stop[0] != 0:
+            return
         b1 = min(b0 + block, r1)
         for j in range(ops.shape[0]):
             op = ops[j]
@@ -758,11 +763,14 @@ def _rev_string(dst, itemsize, b0, b1, op, offs):
 
 
 @_jit
-def _reverse_rows(dst, itemsize, r0, r1, ops, offs, zero, err):
-    """Write records [r0, r1) of one chunk from the columns; the first fault goes to err."""
+def _reverse_rows(dst, itemsize, r0, r1, ops, offs, zero, err, stop):
+    """Write records [r0, r1) of one chunk from the columns; the first fault goes to err.
+    Returns early, leaving the chunk unfinished, once ``stop[0]`` is set."""
     block = max(ROW_ALIGN, (BLOCK_BYTES // itemsize) // ROW_ALIGN * ROW_ALIGN)
     b0 = r0
     while b0 < r1:
+        if stop[0] != 0:
+            return
         b1 = min(b0 + block, r1)
         if zero:
             _memset0(dst + b0 * itemsize, (b1 - b0) * itemsize)
@@ -822,27 +830,110 @@ def thread_pool():
     return _pool
 
 
-def _run_chunks(fn, starts, args):
-    """Call fn(*args[:2], r0, r1, *args[2:], err) on every chunk, in parallel threads."""
-    nchunks = starts.shape[0] - 1
-    errs = np.full((max(nchunks, 1), 3), -1, dtype=np.int64)
-    head, tail = args[:2], args[2:]
+class _Chunks:
+    """The chunks of one kernel call, claimed one at a time by the calling thread and by
+    pool workers (a worker that starts after the call is over finds nothing to claim).
 
-    def one(ci):
-        fn(*head, starts[ci], starts[ci + 1], *tail, errs[ci])
+    The caller's buffers must outlive every worker that writes them. A KeyboardInterrupt
+    (or any exception) in the calling thread therefore stops the call: ``stop`` is set,
+    so no chunk is claimed after it and running kernels return at their next block of
+    rows, and the caller waits until no worker runs a kernel before it goes on. The
+    call's buffers (``owners``) are also held here, by every queued worker task, so
+    that they stay alive even if the caller leaves early (a second interrupt).
+    """
 
-    if nchunks == 1:
-        one(0)
-    elif nchunks > 1:
-        list(thread_pool().map(one, range(nchunks)))
-    bad = errs[errs[:, 2] > 0]
-    if len(bad):
-        row, op, code = bad[np.argmin(bad[:, 0])]
-        return int(row), int(op), int(code)
-    return None
+    def __init__(self, fn, starts, head, tail, owners):
+        self.fn, self.starts, self.head, self.tail, self.owners = fn, starts, head, tail, owners
+        self.count = starts.shape[0] - 1
+        self.errs = np.full((max(self.count, 1), 3), -1, dtype=np.int64)
+        self.stop = np.zeros(1, dtype=np.int64)
+        self.lock = threading.Lock()
+        self.next = self.running = self.finished = 0
+        self.done = threading.Event()
+        self.error = None
+
+    def _claim(self, worker):
+        with self.lock:
+            if self.stop[0] or self.next >= self.count:
+                return -1
+            ci, self.next = self.next, self.next + 1
+            self.running += worker
+            return ci
+
+    def _convert(self, ci):
+        self.fn(*self.head, self.starts[ci], self.starts[ci + 1], *self.tail, self.errs[ci], self.stop)
+
+    def _finished(self, worker):
+        with self.lock:
+            self.running -= worker
+            self.finished += 1
+            if self.finished == self.count:
+                self.done.set()
+
+    def work(self):
+        """A pool worker's share: chunks until none is left or the call stops."""
+        while (ci := self._claim(1)) >= 0:
+            try:
+                self._convert(ci)
+            except BaseException as err:  # noqa: BLE001 - re-raised by the caller
+                self.error = err
+                self.stop[0] = 1
+                self.done.set()
+            finally:
+                self._finished(1)
+
+    def run(self, helpers):
+        """Convert every chunk with ``helpers`` pool workers and the calling thread."""
+        try:
+            pool = thread_pool() if helpers else None
+            for _ in range(helpers):
+                pool.submit(self.work)
+            while (ci := self._claim(0)) >= 0:
+                self._convert(ci)
+                self._finished(0)
+            self.done.wait()
+            if self.error is not None:
+                raise self.error
+        except BaseException:
+            self.halt()
+            raise
+
+    def halt(self):
+        """Stop the call and wait until no worker runs a kernel, through further
+        interrupts (the first one is on its way up already)."""
+        self.stop[0] = 1
+        while True:
+            try:
+                with self.lock:
+                    if self.running == 0:
+                        return
+                time.sleep(0.001)
+            except KeyboardInterrupt:
+                self.stop[0] = 1
+
+    def fault(self):
+        bad = self.errs[self.errs[:, 2] > 0]
+        if len(bad):
+            row, op, code = bad[np.argmin(bad[:, 0])]
+            return int(row), int(op), int(code)
+        return None
 
 
-def aos_to_soa(src, stride, n, ops, offs, *, threads=None):
+def _run_chunks(fn, starts, args, owners):
+    """Call fn(*args[:2], r0, r1, *args[2:], err, stop) on every chunk, in parallel
+    threads (see :class:`_Chunks`); returns the first fault or None. ``owners`` are the
+    objects whose memory the kernels read and write."""
+    if starts.shape[0] == 2:  # one chunk: in this thread, no worker to wait for
+        err, stop = np.full(3, -1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+        fn(*args[:2], starts[0], starts[1], *args[2:], err, stop)
+        return (int(err[0]), int(err[1]), int(err[2])) if err[2] > 0 else None
+    job = _Chunks(fn, starts, args[:2], args[2:], owners)
+    if job.count:
+        job.run(min(job.count - 1, default_threads()))
+    return job.fault()
+
+
+def aos_to_soa(src, stride, n, ops, offs, *, threads=None, owners=None):
     """Scatter ``n`` records at address ``src`` into the column buffers named by ``ops``.
 
     Parameters
@@ -857,14 +948,18 @@ def aos_to_soa(src, stride, n, ops, offs, *, threads=None):
         The copy plan (see :mod:`kernels.plan`).
     threads : int, optional
         Threads to use; defaults to :func:`default_threads`.
+    owners : object, optional
+        What owns the memory at those addresses (arrays, buffers): held until no
+        worker thread uses it, also when the call is interrupted.
 
     Returns
     -------
     None, or ``(row, op, code)`` of the first value that could not be converted.
-    String columns' offsets are final on return (``None``) only.
+    String columns' offsets are final on return (``None``) only. A KeyboardInterrupt
+    stops the worker threads at their next block of rows; it is raised once none runs.
     """
     starts = _chunk_starts(n, stride, threads)
-    fault = _run_chunks(_forward_rows, starts, (src, stride, ops, offs))
+    fault = _run_chunks(_forward_rows, starts, (src, stride, ops, offs), owners)
     if fault is None:
         for j in range(ops.shape[0]):
             if ops[j, KIND] in (K_CSTR, K_UTF32):
@@ -875,11 +970,12 @@ def aos_to_soa(src, stride, n, ops, offs, *, threads=None):
     return fault
 
 
-def soa_to_aos(dst, itemsize, n, ops, offs, *, zero=True, threads=None):
+def soa_to_aos(dst, itemsize, n, ops, offs, *, zero=True, threads=None, owners=None):
     """Gather ``n`` records into the contiguous buffer at address ``dst`` from the columns.
 
     ``zero=True`` clears each record first, so padding bytes come out as zeros.
     Returns ``None`` or ``(row, op, code)`` of the first value that could not be written.
+    ``owners`` and interrupts as in :func:`aos_to_soa`.
     """
     starts = _chunk_starts(n, itemsize, threads)
-    return _run_chunks(_reverse_rows, starts, (dst, itemsize, ops, offs, zero))
+    return _run_chunks(_reverse_rows, starts, (dst, itemsize, ops, offs, zero), owners)

@@ -35,6 +35,7 @@ Kernels are compiled once per argument types (a plan is data, so every layout sh
 them) and run under ``NUMBA_ENABLE_CUDASIM=1`` without a GPU. Imported only when used.
 """
 
+import functools
 import os
 
 import numpy as np
@@ -59,6 +60,8 @@ MAX_BLOCKS = 65535
 NO_FAULT = 2**63 - 1
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 I64_MAX = 2**63 - 1
+M_VALIDITY = 1 << 16  # kinds_of: some op has a validity bitmap
+ALL_KINDS = (1 << (K_ENUM + 1)) - 1 | M_VALIDITY
 
 _dev = cuda.jit(device=True)
 
@@ -98,29 +101,32 @@ def _get(words, wb, p, w):
 
 @_dev
 def _put(words, wb, p, w, v):
-    """OR the low ``w`` (1..8) bytes of v into the words at byte ``p`` (atomically)."""
+    """OR the low ``w`` (1..8) bytes of v into the words at byte ``p`` (atomically): at
+    most three words, unrolled."""
     v = v & _mask(8 * w)
     q = wb + (p >> 2)
     s = (p & 3) * 8
     part = (v << s) & 0xFFFFFFFF
     if part != 0:
         cuda.atomic.or_(words, q, uint32(part))
-    got = 32 - s
-    while got < 8 * w:
-        q += 1
-        part = _shr(v, got) & 0xFFFFFFFF
+    if 8 * w + s > 32:
+        part = _shr(v, 32 - s) & 0xFFFFFFFF
         if part != 0:
-            cuda.atomic.or_(words, q, uint32(part))
-        got += 32
+            cuda.atomic.or_(words, q + 1, uint32(part))
+        if 8 * w + s > 64:
+            part = _shr(v, 64 - s) & 0xFFFFFFFF
+            if part != 0:
+                cuda.atomic.or_(words, q + 2, uint32(part))
 
 
 @_dev
 def _swap(v, w):
-    """Reverse the order of the low ``w`` bytes of v."""
-    out = int64(0)
-    for i in range(w):
-        out |= (_shr(v, 8 * i) & 0xFF) << (8 * (w - 1 - i))
-    return out
+    """Reverse the order of the low ``w`` (1..8) bytes of v: all eight bytes swapped
+    with constant shifts and masks, then the w wanted ones shifted down (no loop)."""
+    v = ((v >> 8) & 0x00FF00FF00FF00FF) | ((v & 0x00FF00FF00FF00FF) << 8)
+    v = ((v >> 16) & 0x0000FFFF0000FFFF) | ((v & 0x0000FFFF0000FFFF) << 16)
+    v = ((v >> 32) & 0xFFFFFFFF) | (v << 32)
+    return _shr(v, 64 - 8 * w)
 
 
 @_dev
@@ -137,11 +143,11 @@ def _sign_extend(v, nbits):
 def _load(a8, a16, a32, a64, addr, w):
     """``w`` (1, 2, 4, 8, or any width for unaligned bytes) bytes of the arena at a byte
     address, as int64 raw bits."""
-    if w == 8 and addr % 8 == 0:
+    if w == 8 and addr & 7 == 0:
         return int64(a64[addr >> 3])
-    if w == 4 and addr % 4 == 0:
+    if w == 4 and addr & 3 == 0:
         return int64(a32[addr >> 2])
-    if w == 2 and addr % 2 == 0:
+    if w == 2 and addr & 1 == 0:
         return int64(a16[addr >> 1])
     v = int64(0)
     for i in range(w):
@@ -151,11 +157,11 @@ def _load(a8, a16, a32, a64, addr, w):
 
 @_dev
 def _store(a8, a16, a32, a64, addr, w, v):
-    if w == 8 and addr % 8 == 0:
+    if w == 8 and addr & 7 == 0:
         a64[addr >> 3] = v
-    elif w == 4 and addr % 4 == 0:
+    elif w == 4 and addr & 3 == 0:
         a32[addr >> 2] = v & 0xFFFFFFFF
-    elif w == 2 and addr % 2 == 0:
+    elif w == 2 and addr & 1 == 0:
         a16[addr >> 1] = v & 0xFFFF
     else:
         for i in range(w):
@@ -221,12 +227,20 @@ def _utf8_length(cp):
 
 
 @_dev
+def _divmod32(a, b):
+    """``divmod`` of two int64 in [0, 2**32): a 32-bit unsigned division, several times
+    cheaper in registers and instructions than the signed 64-bit one."""
+    ua, ub = uint32(a), uint32(b)
+    q = ua // ub
+    return int64(q), int64(ua - q * ub)
+
+
+@_dev
 def _element(op, offs, e, r0, slot):
     """(element index in the column, byte of the element in the tile) of local element e."""
     c = op[COUNT]
-    r = r0 + e // c
-    k = e % c
-    return r * c + k, (r - r0) * slot + offs[op[OFFS] + k]
+    q, k = _divmod32(e, c)
+    return (r0 + q) * c + k, q * slot + offs[op[OFFS] + k]
 
 
 @_dev
@@ -265,7 +279,7 @@ def _fwd_time(a8, a16, a32, a64, words, wb, op, offs, e, r0, slot, err, j, nops)
     v = _get(words, wb, p, 8)
     if op[SWAP] != 0:
         v = _swap(v, 8)
-    r = r0 + e // c
+    r = r0 + _divmod32(e, c)[0]
     if v == NAT:
         _store(a8, a16, a32, a64, dst + i * ow, ow, int64(0))
         return
@@ -354,67 +368,6 @@ def _utf8_valid(words, wb, p, n):
     return True
 
 
-@_dev
-def _forward_tile(words, wb, slot, r0, r1, ops, offs, a8, a16, a32, a64, tables, err):
-    """Scatter records [r0, r1) from their bytes (``words`` from word ``wb``, one record
-    every ``slot`` bytes) into the columns."""
-    tid, nt = cuda.threadIdx.x, cuda.blockDim.x
-    nops = ops.shape[0]
-    for j in range(nops):
-        op = ops[j]
-        kind, w, c, dst = op[KIND], op[WIDTH], op[COUNT], op[DATA]
-        total = (r1 - r0) * c
-        e0 = r0 * c  # a multiple of 8: tiles start at multiples of 32 rows
-        if kind == K_BOOL or (kind == K_BITS and op[P3] == 0):
-            for b in range(tid, (total + 7) >> 3, nt):  # one output byte per thread
-                byte = 0
-                for t in range(min(8, total - 8 * b)):
-                    e = 8 * b + t
-                    if kind == K_BOOL:
-                        _, p = _element(op, offs, e, r0, slot)
-                        bit = _get(words, wb, p, 1) != 0
-                    else:
-                        bit = _forward_value(words, wb, op, offs, e, r0, slot) != 0
-                    if bit:
-                        byte |= 1 << t
-                a8[dst + (e0 >> 3) + b] = byte
-        elif kind == K_CSTR or kind == K_UTF32:
-            ow = op[P2]
-            for e in range(tid, total, nt):
-                i, _ = _element(op, offs, e, r0, slot)
-                length = _string_length(words, wb, op, offs, e, r0, slot)
-                if length < 0:
-                    _fault(err, r0 + e // c, j, E_UTF, nops)
-                    length = 0
-                if i == 0:
-                    _set_offset(a32, a64, op[OFFSETS], 0, ow, int64(0))
-                _set_offset(a32, a64, op[OFFSETS], i + 1, ow, length)  # a length until the scan
-        else:
-            for e in range(tid, total, nt):
-                i, p = _element(op, offs, e, r0, slot)
-                if kind == K_COPY:
-                    _store(a8, a16, a32, a64, dst + i * w, w, _forward_value(words, wb, op, offs, e, r0, slot))
-                elif kind == K_BYTES:
-                    piece = 8 if w % 8 == 0 else (4 if w % 4 == 0 else (2 if w % 2 == 0 else 1))
-                    for q in range(0, w, piece):
-                        _store(a8, a16, a32, a64, dst + i * w + q, piece, _get(words, wb, p + q, piece))
-                elif kind == K_BITS:
-                    outw = op[P3]
-                    _store(a8, a16, a32, a64, dst + i * outw, outw, _forward_value(words, wb, op, offs, e, r0, slot))
-                elif kind == K_ENUM:
-                    idx = _fwd_enum_index(_forward_value(words, wb, op, offs, e, r0, slot), op, tables)
-                    _store(a8, a16, a32, a64, dst + i * 4, 4, idx)
-                else:
-                    _fwd_time(a8, a16, a32, a64, words, wb, op, offs, e, r0, slot, err, j, nops)
-        if op[VALID] != 0:
-            for b in range(tid, (total + 7) >> 3, nt):
-                byte = 0
-                for t in range(min(8, total - 8 * b)):
-                    if _is_valid(words, wb, op, offs, 8 * b + t, r0, slot):
-                        byte |= 1 << t
-                a8[op[VALID] + (e0 >> 3) + b] = byte
-
-
 # ------------------------------------------------------------- SoA -> AoS, one tile
 
 
@@ -488,68 +441,6 @@ def _rev_time(a8, a16, a32, a64, op, i, r, err, j, nops):
     return True, v
 
 
-@_dev
-def _reverse_tile(words, wb, slot, r0, r1, ops, offs, a8, a16, a32, a64, tables, err):
-    """Merge every column's elements of records [r0, r1) into the cleared tile."""
-    tid, nt = cuda.threadIdx.x, cuda.blockDim.x
-    nops = ops.shape[0]
-    for j in range(nops):
-        op = ops[j]
-        kind, w, c, e_first = op[KIND], op[WIDTH], op[COUNT], op[ELEM0]
-        valid, data = op[VALID], op[DATA]
-        fillable = (kind == K_COPY or kind == K_BITS or kind == K_ENUM) and op[NULLS] != N_NONE
-        for e in range(tid, (r1 - r0) * c, nt):
-            r = r0 + e // c
-            k = e % c
-            i = e_first + r * c + k
-            p = (r - r0) * slot + offs[op[OFFS] + k]
-            null = valid != 0 and _bit(a8, valid, i) == 0
-            if null and not fillable and not (kind == K_SCALE or kind == K_CIVIL):
-                _fault(err, r, j, E_NULL, nops)
-                continue
-            if kind == K_COPY:
-                v = op[SENT] if null else _load(a8, a16, a32, a64, data + i * w, w)
-                _put(words, wb, p, w, _swap(v, w) if op[SWAP] != 0 else v)
-            elif kind == K_BYTES:
-                piece = 8 if w % 8 == 0 else (4 if w % 4 == 0 else (2 if w % 2 == 0 else 1))
-                for q in range(0, w, piece):
-                    _put(words, wb, p + q, piece, _load(a8, a16, a32, a64, data + i * w + q, piece))
-            elif kind == K_BOOL:
-                _put(words, wb, p, 1, _bit(a8, data, i))
-            elif kind == K_BITS:
-                shift, nbits = op[P1], op[P2]
-                v = op[SENT] if null else _reverse_value(a8, a16, a32, a64, op, i)
-                if nbits == 64:
-                    lo, hi = -I64_MAX - 1, I64_MAX
-                elif (op[FLAGS] & F_SIGNED) != 0:
-                    lo, hi = -(int64(1) << (nbits - 1)), (int64(1) << (nbits - 1)) - 1
-                else:
-                    lo, hi = int64(0), _mask(nbits)
-                if v < lo or v > hi:
-                    _fault(err, r, j, E_RANGE, nops)
-                    continue
-                bits = (v << shift) & (_mask(nbits) << shift)
-                _put(words, wb, p, w, _swap(bits, w) if op[SWAP] != 0 else bits)
-            elif kind == K_ENUM:
-                if null:
-                    v = op[SENT]  # the fill value, already an enum value
-                else:
-                    idx = _reverse_value(a8, a16, a32, a64, op, i)
-                    if idx < 0 or idx >= op[P2]:
-                        _fault(err, r, j, E_RANGE, nops)
-                        continue
-                    v = tables[op[TABLE] + idx]
-                _put(words, wb, p, w, _swap(v, w) if op[SWAP] != 0 else v)
-            elif kind == K_SCALE or kind == K_CIVIL:
-                ok, v = True, int64(NAT)
-                if not null:
-                    ok, v = _rev_time(a8, a16, a32, a64, op, i, r, err, j, nops)
-                if ok:
-                    _put(words, wb, p, 8, _swap(v, 8) if op[SWAP] != 0 else v)
-            else:
-                _rev_string(a8, a16, a32, a64, words, wb, op, i, p, r, err, j, nops)
-
-
 # ------------------------------------------------------------------------- kernels
 
 
@@ -558,8 +449,8 @@ def _slot_word(i, stride, slot):
     """Shared-memory word of the tile's i-th record word (spare word per slot if padded)."""
     if slot == stride:
         return i
-    per = stride >> 2
-    return (i // per) * (slot >> 2) + i % per
+    q, k = _divmod32(i, stride >> 2)
+    return q * (slot >> 2) + k
 
 
 @_dev
@@ -569,44 +460,268 @@ def _tile_rows(t, rows, n, stride):
     return r0, min(r0 + rows, n), (r0 * stride) >> 2
 
 
-@cuda.jit
-def _forward(rec, n, stride, slot, rows, staged, ops, offs, a8, a16, a32, a64, tables, err):
-    tile = cuda.shared.array(0, dtype=uint32)
-    tid, nt = cuda.threadIdx.x, cuda.blockDim.x
-    for t in range(cuda.blockIdx.x, (n + rows - 1) // rows, cuda.gridDim.x):
-        r0, r1, g0 = _tile_rows(t, rows, n, stride)
-        if staged:
-            for i in range(tid, ((r1 - r0) * stride + 3) >> 2, nt):
-                tile[_slot_word(i, stride, slot)] = rec[g0 + i]
-            cuda.syncthreads()
-            _forward_tile(tile, 0, slot, r0, r1, ops, offs, a8, a16, a32, a64, tables, err)
-            cuda.syncthreads()
-        else:
-            _forward_tile(rec, g0, stride, r0, r1, ops, offs, a8, a16, a32, a64, tables, err)
+def kinds_of(ops):
+    """The kind mask of a plan: bit ``1 << kind`` for each op kind it has, and
+    ``M_VALIDITY`` if an op has a validity bitmap. It picks the main kernels' variant."""
+    mask = 0
+    for j in range(ops.shape[0]):
+        mask |= 1 << int(ops[j, KIND])
+        if ops[j, VALID] != 0:
+            mask |= M_VALIDITY
+    return mask
 
 
-@cuda.jit
-def _reverse(rec, n, stride, slot, rows, staged, ops, offs, a8, a16, a32, a64, tables, err):
-    tile = cuda.shared.array(0, dtype=uint32)
-    tid, nt = cuda.threadIdx.x, cuda.blockDim.x
-    for t in range(cuda.blockIdx.x, (n + rows - 1) // rows, cuda.gridDim.x):
-        r0, r1, g0 = _tile_rows(t, rows, n, stride)
-        nwords = ((r1 - r0) * stride + 3) >> 2
-        if staged:
-            for i in range(tid, ((r1 - r0) * slot + 3) >> 2, nt):
-                tile[i] = 0
-            cuda.syncthreads()
-            _reverse_tile(tile, 0, slot, r0, r1, ops, offs, a8, a16, a32, a64, tables, err)
-            cuda.syncthreads()
-            for i in range(tid, nwords, nt):
-                rec[g0 + i] = tile[_slot_word(i, stride, slot)]
-            cuda.syncthreads()
-        else:
-            for i in range(tid, nwords, nt):
-                rec[g0 + i] = 0
-            cuda.syncthreads()
-            _reverse_tile(rec, g0, stride, r0, r1, ops, offs, a8, a16, a32, a64, tables, err)
-            cuda.syncthreads()
+@functools.lru_cache(maxsize=None)
+def specialised(mask, staged=True):
+    """``(forward, reverse)``: the main kernels compiled with only the code of the op
+    kinds in ``mask`` (see :func:`kinds_of`; a plan with other kinds is not theirs to
+    run), staging tiles in shared memory or (``staged=False``, records too large to
+    stage) working in global memory.
+
+    The plan stays data: one variant serves every layout with the same kinds (a
+    fixed-width record of numbers, bytes and booleans, say), so a new layout seldom
+    costs a compilation. Code a plan cannot reach is not in the kernel, and the
+    registers it would hold are free: more blocks fit on a multiprocessor.
+    """
+    COPY = bool(mask & (1 << K_COPY))
+    BYTES = bool(mask & (1 << K_BYTES))
+    BOOL = bool(mask & (1 << K_BOOL))
+    BITS = bool(mask & (1 << K_BITS))
+    ENUM = bool(mask & (1 << K_ENUM))
+    TIME = bool(mask & ((1 << K_SCALE) | (1 << K_CIVIL)))
+    STRINGS = bool(mask & ((1 << K_CSTR) | (1 << K_UTF32)))
+    BITMAP = BOOL or BITS
+    VALIDITY = bool(mask & M_VALIDITY)
+    STAGED = staged
+
+    @_dev
+    def forward_tile(words, wb, slot, r0, r1, ops, offs, a8, a16, a32, a64, tables, err):
+        """Scatter records [r0, r1) from their bytes (``words`` from word ``wb``, one record
+        every ``slot`` bytes) into the columns."""
+        tid, nt = cuda.threadIdx.x, cuda.blockDim.x
+        nops = ops.shape[0]
+        for j in range(nops):
+            op = ops[j]
+            kind, w, c, dst = op[KIND], op[WIDTH], op[COUNT], op[DATA]
+            total = (r1 - r0) * c
+            e0 = r0 * c  # a multiple of 8: tiles start at multiples of 32 rows
+            if BITMAP and (kind == K_BOOL or (kind == K_BITS and op[P3] == 0)):
+                b_next = tid  # one output byte per thread
+                while b_next < (total + 7) >> 3:
+                    b = b_next
+                    b_next += nt
+                    byte = 0
+                    for t in range(min(8, total - 8 * b)):
+                        e = 8 * b + t
+                        if kind == K_BOOL or not BITS:
+                            _, p = _element(op, offs, e, r0, slot)
+                            bit = _get(words, wb, p, 1) != 0
+                        else:
+                            bit = _forward_value(words, wb, op, offs, e, r0, slot) != 0
+                        if bit:
+                            byte |= 1 << t
+                    a8[dst + (e0 >> 3) + b] = byte
+            elif STRINGS and (kind == K_CSTR or kind == K_UTF32):
+                ow = op[P2]
+                e_next = tid
+                while e_next < total:
+                    e = e_next
+                    e_next += nt
+                    i, _ = _element(op, offs, e, r0, slot)
+                    length = _string_length(words, wb, op, offs, e, r0, slot)
+                    if length < 0:
+                        _fault(err, r0 + _divmod32(e, c)[0], j, E_UTF, nops)
+                        length = 0
+                    if i == 0:
+                        _set_offset(a32, a64, op[OFFSETS], 0, ow, int64(0))
+                    _set_offset(a32, a64, op[OFFSETS], i + 1, ow, length)  # a length until the scan
+            else:
+                e_next = tid
+                while e_next < total:
+                    e = e_next
+                    e_next += nt
+                    i, p = _element(op, offs, e, r0, slot)
+                    if COPY and kind == K_COPY:
+                        _store(a8, a16, a32, a64, dst + i * w, w, _forward_value(words, wb, op, offs, e, r0, slot))
+                    elif BYTES and kind == K_BYTES:
+                        piece = 8 if w & 7 == 0 else (4 if w & 3 == 0 else (2 if w & 1 == 0 else 1))
+                        q_next = 0
+                        while q_next < w:
+                            q = q_next
+                            q_next += piece
+                            _store(a8, a16, a32, a64, dst + i * w + q, piece, _get(words, wb, p + q, piece))
+                    elif BITS and kind == K_BITS:
+                        outw = op[P3]
+                        _store(a8, a16, a32, a64, dst + i * outw, outw, _forward_value(words, wb, op, offs, e, r0, slot))
+                    elif ENUM and kind == K_ENUM:
+                        idx = _fwd_enum_index(_forward_value(words, wb, op, offs, e, r0, slot), op, tables)
+                        _store(a8, a16, a32, a64, dst + i * 4, 4, idx)
+                    elif TIME:
+                        _fwd_time(a8, a16, a32, a64, words, wb, op, offs, e, r0, slot, err, j, nops)
+            if VALIDITY and op[VALID] != 0:
+                b_next = tid
+                while b_next < (total + 7) >> 3:
+                    b = b_next
+                    b_next += nt
+                    byte = 0
+                    for t in range(min(8, total - 8 * b)):
+                        if _is_valid(words, wb, op, offs, 8 * b + t, r0, slot):
+                            byte |= 1 << t
+                    a8[op[VALID] + (e0 >> 3) + b] = byte
+
+
+
+    def reverse_column(KC):
+        """The element loop of one op kind (``KC``, a constant: one loop per kind, each
+        holding only its own live values)."""
+
+        @_dev
+        def column(words, wb, slot, r0, r1, op, j, nops, offs, a8, a16, a32, a64, tables, err):
+            tid, nt = cuda.threadIdx.x, cuda.blockDim.x
+            w, c, e_first, valid, data = op[WIDTH], op[COUNT], op[ELEM0], op[VALID], op[DATA]
+            fillable = (KC == K_COPY or KC == K_BITS or KC == K_ENUM) and op[NULLS] != N_NONE
+            e_next = tid
+            while e_next < (r1 - r0) * c:
+                e = e_next
+                e_next += nt
+                q, k = _divmod32(e, c)
+                r = r0 + q
+                i = e_first + r * c + k
+                p = q * slot + offs[op[OFFS] + k]
+                null = VALIDITY and valid != 0 and _bit(a8, valid, i) == 0
+                if null and not fillable and not (KC == K_SCALE or KC == K_CIVIL):
+                    _fault(err, r, j, E_NULL, nops)
+                    continue
+                if KC == K_COPY:
+                    v = op[SENT] if null else _load(a8, a16, a32, a64, data + i * w, w)
+                    _put(words, wb, p, w, _swap(v, w) if op[SWAP] != 0 else v)
+                elif KC == K_BYTES:
+                    piece = 8 if w & 7 == 0 else (4 if w & 3 == 0 else (2 if w & 1 == 0 else 1))
+                    q_next = 0
+                    while q_next < w:
+                        q = q_next
+                        q_next += piece
+                        _put(words, wb, p + q, piece, _load(a8, a16, a32, a64, data + i * w + q, piece))
+                elif KC == K_BOOL:
+                    _put(words, wb, p, 1, _bit(a8, data, i))
+                elif KC == K_BITS:
+                    shift, nbits = op[P1], op[P2]
+                    v = op[SENT] if null else _reverse_value(a8, a16, a32, a64, op, i)
+                    if nbits < 64 and (_sign_extend(v, nbits) != v if (op[FLAGS] & F_SIGNED) != 0
+                                       else (v >> nbits) != 0):
+                        _fault(err, r, j, E_RANGE, nops)  # does not fit in nbits
+                        continue
+                    v = (v & _mask(nbits)) << shift
+                    _put(words, wb, p, w, _swap(v, w) if op[SWAP] != 0 else v)
+                elif KC == K_ENUM:
+                    if null:
+                        v = op[SENT]  # the fill value, already an enum value
+                    else:
+                        idx = _reverse_value(a8, a16, a32, a64, op, i)
+                        if idx < 0 or idx >= op[P2]:
+                            _fault(err, r, j, E_RANGE, nops)
+                            continue
+                        v = tables[op[TABLE] + idx]
+                    _put(words, wb, p, w, _swap(v, w) if op[SWAP] != 0 else v)
+                elif KC == K_SCALE:  # and K_CIVIL
+                    v = int64(NAT)
+                    if not null:
+                        ok, v = _rev_time(a8, a16, a32, a64, op, i, r, err, j, nops)
+                        if not ok:
+                            continue
+                    _put(words, wb, p, 8, _swap(v, 8) if op[SWAP] != 0 else v)
+                else:  # K_CSTR and K_UTF32
+                    _rev_string(a8, a16, a32, a64, words, wb, op, i, p, r, err, j, nops)
+
+        return column
+
+    rev_copy, rev_bytes, rev_bool = reverse_column(K_COPY), reverse_column(K_BYTES), reverse_column(K_BOOL)
+    rev_bits, rev_enum = reverse_column(K_BITS), reverse_column(K_ENUM)
+    rev_time, rev_string = reverse_column(K_SCALE), reverse_column(K_CSTR)
+
+    @_dev
+    def reverse_tile(words, wb, slot, r0, r1, ops, offs, a8, a16, a32, a64, tables, err):
+        """Merge every column's elements of records [r0, r1) into the cleared tile."""
+        nops = ops.shape[0]
+        for j in range(nops):
+            op = ops[j]
+            kind = op[KIND]
+            args = (words, wb, slot, r0, r1, op, j, nops, offs, a8, a16, a32, a64, tables, err)
+            if COPY and kind == K_COPY:
+                rev_copy(*args)
+            elif BYTES and kind == K_BYTES:
+                rev_bytes(*args)
+            elif BOOL and kind == K_BOOL:
+                rev_bool(*args)
+            elif BITS and kind == K_BITS:
+                rev_bits(*args)
+            elif ENUM and kind == K_ENUM:
+                rev_enum(*args)
+            elif TIME and (kind == K_SCALE or kind == K_CIVIL):
+                rev_time(*args)
+            elif STRINGS and (kind == K_CSTR or kind == K_UTF32):
+                rev_string(*args)
+
+    @cuda.jit
+    def forward(rec, n, stride, slot, rows, ops, offs, a8, a16, a32, a64, tables, err):
+        tile = cuda.shared.array(0, dtype=uint32)
+        tid, nt = cuda.threadIdx.x, cuda.blockDim.x
+        ntiles = (n + rows - 1) // rows
+        t_next = cuda.blockIdx.x
+        while t_next < ntiles:
+            t = t_next
+            t_next += cuda.gridDim.x
+            r0, r1, g0 = _tile_rows(t, rows, n, stride)
+            if STAGED:
+                i_next = tid
+                while i_next < ((r1 - r0) * stride + 3) >> 2:
+                    i = i_next
+                    i_next += nt
+                    tile[_slot_word(i, stride, slot)] = rec[g0 + i]
+                cuda.syncthreads()
+                forward_tile(tile, 0, slot, r0, r1, ops, offs, a8, a16, a32, a64, tables, err)
+                cuda.syncthreads()
+            else:
+                forward_tile(rec, g0, stride, r0, r1, ops, offs, a8, a16, a32, a64, tables, err)
+
+
+    @cuda.jit
+    def reverse(rec, n, stride, slot, rows, ops, offs, a8, a16, a32, a64, tables, err):
+        tile = cuda.shared.array(0, dtype=uint32)
+        tid, nt = cuda.threadIdx.x, cuda.blockDim.x
+        ntiles = (n + rows - 1) // rows
+        t_next = cuda.blockIdx.x
+        while t_next < ntiles:
+            t = t_next
+            t_next += cuda.gridDim.x
+            r0, r1, g0 = _tile_rows(t, rows, n, stride)
+            nwords = ((r1 - r0) * stride + 3) >> 2
+            if STAGED:
+                i_next = tid
+                while i_next < ((r1 - r0) * slot + 3) >> 2:
+                    i = i_next
+                    i_next += nt
+                    tile[i] = 0
+                cuda.syncthreads()
+                reverse_tile(tile, 0, slot, r0, r1, ops, offs, a8, a16, a32, a64, tables, err)
+                cuda.syncthreads()
+                i_next = tid
+                while i_next < nwords:
+                    i = i_next
+                    i_next += nt
+                    rec[g0 + i] = tile[_slot_word(i, stride, slot)]
+                cuda.syncthreads()
+            else:
+                i_next = tid
+                while i_next < nwords:
+                    i = i_next
+                    i_next += nt
+                    rec[g0 + i] = 0
+                cuda.syncthreads()
+                reverse_tile(rec, g0, stride, r0, r1, ops, offs, a8, a16, a32, a64, tables, err)
+                cuda.syncthreads()
+
+    return forward, reverse
 
 
 @cuda.jit
@@ -655,7 +770,10 @@ def _scan_add(a32, a64, offsets, ow, count, sums, nt_scan):
 def _copy_strings(rec, n, stride, op, offs, a8, a16, a32, a64):
     """Write each trimmed S<n>/U<n> element at its final offset, one element a thread."""
     c, per_n, ow = op[COUNT], op[WIDTH], op[P2]
-    for i in range(cuda.grid(1), n * c, cuda.gridsize(1)):
+    i_next = cuda.grid(1)
+    while i_next < n * c:
+        i = i_next
+        i_next += cuda.gridsize(1)
         r = i // c
         p = r * stride + offs[op[OFFS] + i % c]
         start = _offset_at(a32, a64, op[OFFSETS], i, ow)
@@ -698,10 +816,11 @@ def _signatures():
 
     u8, u16, u32, i64 = t.uint8[::1], t.uint16[::1], t.uint32[::1], t.int64[::1]
     arena = (u8, u16, u32, i64)
-    tile = (u32, t.int64, t.int64, t.int64, t.int64, t.boolean, t.int64[:, ::1], i64, *arena, i64, i64)
+    tile = (u32, t.int64, t.int64, t.int64, t.int64, t.int64[:, ::1], i64, *arena, i64, i64)
+    forward, reverse = specialised(ALL_KINDS)
     return {
-        "forward": (_forward, tile),
-        "reverse": (_reverse, tile),
+        "forward": (forward, tile),
+        "reverse": (reverse, tile),
         "scan_blocks": (_scan_blocks, (u32, i64, t.int64, t.int64, t.int64, i64)),
         "scan_sums": (_scan_sums, (i64,)),
         "scan_add": (_scan_add, (u32, i64, t.int64, t.int64, t.int64, i64, t.int64)),
@@ -751,6 +870,7 @@ class Plan:
     def __init__(self, ops, offs, tables, stream=0):
         self.ops = np.ascontiguousarray(ops)
         self.nops = self.ops.shape[0]
+        self.kinds = kinds_of(self.ops)
         self.d_ops = cuda.to_device(self.ops, stream=stream)
         self.d_offs = cuda.to_device(np.ascontiguousarray(offs), stream=stream)
         self.tables = tables
@@ -801,11 +921,11 @@ def _scan(arena_views, op_row, count, stream):
 
 def _launch(direction, rec, stride, n, plan, arena, err, stream):
     """Queue the main kernel of ``direction`` (``"forward"`` or ``"reverse"``)."""
-    kernel = _forward if direction == "forward" else _reverse
     rows, slot, staged = tile_shape(stride)
+    kernel = specialised(plan.kinds, staged)[0 if direction == "forward" else 1]
     shared = rows * slot + 8 if staged else 0
     blocks = max(1, min(-(-n // rows), MAX_BLOCKS))
-    kernel[blocks, THREADS, stream, shared](rec, n, stride, slot, rows, staged, plan.d_ops, plan.d_offs,
+    kernel[blocks, THREADS, stream, shared](rec, n, stride, slot, rows, plan.d_ops, plan.d_offs,
                                             *_views(arena), plan.tables, err)
 
 

@@ -4,24 +4,57 @@ import numpy as np
 import pyarrow as pa
 
 from ._backends import check_device, kernels_for
-from ._errors import LayoutError
+from ._errors import ConversionError, LayoutError
 from ._faults import forward_error
 from ._layout import Layout
-from ._plan import Arena, forward_ops
+from ._plan import Arena, forward_ops, null_bits
 
 __all__ = ["AoS", "as_layout", "checked_nulls"]
 
 
 def checked_nulls(layout, nulls):
-    """``nulls`` as a dict, after checking that it names leaf fields of ``layout``."""
+    """``nulls`` as a dict, after checking that it names leaf fields of ``layout`` and
+    that each value is one of its field's type.
+
+    Any value of the field's type is a sentinel, compared bit for bit: ``-0.0`` (then
+    ``0.0`` is not null), ``-inf``, uint64 values above 2**63. Datetime and timedelta
+    fields take only ``NaT``, their null already (another sentinel would merge two kinds
+    of missing value, and NaT would not come back). A NaN sentinel
+    makes every NaN null, whatever its payload or sign, and writing the records back
+    puts the sentinel NaN in their place: NaN payloads are canonicalised.
+    """
     nulls = dict(nulls or {})
     unknown = set(nulls) - set(layout.names)
     if unknown:
         raise LayoutError(f"nulls names {sorted(unknown)}, which are not leaf fields; leaves are {layout.names}")
+    for name, value in nulls.items():
+        field = layout[name]
+        null_bits(field, value, "nulls")  # a ConversionError now, before any record is read
+        if field.kind in ("bits", "enum"):
+            what = "C bit-field" if field.kind == "bits" else "C enum (a dictionary column)"
+            raise ConversionError(
+                f"nulls[{name!r}]: field {name!r} ({field.dtype.str} at offset {field.offset}) is a {what}, and "
+                f"sentinel nulls are not applied to those yet; convert without it and null the value in Arrow "
+                f"(pyarrow.compute.if_else(pyarrow.compute.equal(column, value), None, column))"
+                + ("" if field.kind == "bits" else ", or read the enum as integers (enum_as='int')")
+            )
+        if field.dtype.kind in "mM" and not _is_nat(value):
+            raise ConversionError(
+                f"nulls[{name!r}]={value!r}: field {name!r} ({field.dtype.str} at offset {field.offset}) is a "
+                f"datetime, whose null is NaT already; a second sentinel would make both null and NaT would "
+                f"come back as {value!r}: write NaT in those records instead (a[a[{name!r}] == v] = NaT)"
+            )
     return nulls
 
 
-def as_layout(layout):
+def _is_nat(value):
+    try:
+        return bool(np.isnat(np.asarray(value)))
+    except TypeError:
+        return False
+
+
+def as_layout(layout: "Layout | np.typing.DTypeLike") -> Layout:
     """A Layout from a Layout, a NumPy dtype, or anything ``numpy.dtype`` accepts."""
     return layout if isinstance(layout, Layout) else Layout.from_dtype(layout)
 
@@ -144,8 +177,13 @@ class AoS:
             validity bitmap), in the same pass. datetime64 ``NaT`` is always null.
         out : SoA, optional
             An SoA made earlier by ``to_soa`` with the same layout and ``nulls`` keys and
-            at least as many records: its arena is reused (no allocation). The result
-            shares that arena, so earlier exports of ``out`` see the new values.
+            at least as many records: its arena is reused (no allocation), and the result
+            shares it. Refused (LayoutError) while a pyarrow object exported from that
+            arena (``to_arrow()``, ``to_record_batch()``, the PyCapsule interface, a
+            column's ``to_arrow()``) is still alive, since its buffers would change under
+            it; NumPy views of columns (``np.asarray(soa["px"])``) are not tracked and
+            show the new values. ``out`` itself (and every SoA made earlier over the
+            arena) then refuses to be read: use the result.
         threads : int, optional
             CPU threads to use (default: all this process may use).
         device : {"cpu", "cuda"}, optional
@@ -168,21 +206,25 @@ class AoS:
             return self.to_device("cpu").to_soa(nulls=nulls, out=out, threads=threads)
         backend = kernels_for(device)
         n = len(self)
+        use = None
         if out is None:
             arena = Arena(self.layout, n, frozenset(nulls))
             memory = arena.allocate()
         else:
             arena, memory = _reusable(out, self.layout, n, frozenset(nulls))
+            use = out._use
+            use.generation += 1  # from here on, SoAs made earlier over this memory refuse to read it
         ops, offs, keep = forward_ops(arena, memory.ctypes.data, nulls)
         src = self.array.__array_interface__["data"][0]
-        fault = backend.aos_to_soa(src, self.array.strides[0] if n else 1, n, ops, offs, threads=threads)
+        fault = backend.aos_to_soa(src, self.array.strides[0] if n else 1, n, ops, offs, threads=threads,
+                                   owners=(self.array, memory, ops, offs, keep))
         del keep
         if fault is not None:
             raise forward_error(self.layout, self.array, fault)
-        return soa_over_arena(self.layout, n, arena, memory, nulls, self.array)
+        return soa_over_arena(self.layout, n, arena, memory, nulls, self.array, use)
 
 
-def soa_over_arena(layout, n, arena, memory, nulls, records):
+def soa_over_arena(layout, n, arena, memory, nulls, records, use=None):
     """The host SoA over an arena the forward kernels just wrote (``memory``, host
     bytes), with each enum column's dictionary made from its indices (which may change,
     see :func:`_enum_dictionary`); ``records`` are the records converted."""
@@ -194,7 +236,7 @@ def soa_over_arena(layout, n, arena, memory, nulls, records):
             start, size = arena.buffers[i]["data"]
             idx = memory[start : start + size].view(np.int32)[: n * f.count]
             dictionaries[i] = _enum_dictionary(f, idx, lambda: records)[0]
-    return SoA._from_arena(layout, n, arena, memory, nulls, dictionaries)
+    return SoA._from_arena(layout, n, arena, memory, nulls, dictionaries, use)
 
 
 def _enum_dictionary(field, idx, records):
@@ -277,4 +319,11 @@ def _reusable(out, layout, n, nullable, device="cpu"):
         )
     if arena.capacity < n:
         raise LayoutError(f"out= holds {arena.capacity} records; these are {n}: pass a larger out")
+    live = out._use.live_exports()
+    if live:
+        raise LayoutError(
+            f"out= is still exported: {live} export(s) of its arena (to_arrow(), "
+            f"to_record_batch(), __arrow_c_stream__, a column's to_arrow()...) are alive, and writing other "
+            f"records over that memory would change them under their users; drop them first (del table), "
+            f"or pass out=None for a new arena")
     return arena, out._memory

@@ -1,6 +1,9 @@
 """The one place that picks a kernel backend from where the data lives."""
 
+import ctypes
 import importlib.util
+import os
+import sys
 
 from ._errors import LayoutError
 
@@ -29,6 +32,30 @@ def kernels_for(device):
     return cuda
 
 
+def driver_present():
+    """Whether a CUDA driver may be here, found without importing Numba CUDA (0.15-0.3 s
+    of a small ``layouts convert`` only to learn that there is no GPU).
+
+    The driver is its library (``libcuda.so.1``, ``nvcuda.dll``): where it cannot be
+    loaded there is no GPU to use. Device nodes are not looked at: ``/dev/nvidia*``
+    may appear only when the driver first starts. True means "ask Numba", not "there
+    is a usable GPU".
+    """
+    if sys.platform.startswith("linux"):
+        names = ("libcuda.so.1", "libcuda.so")
+    elif sys.platform == "win32":
+        names = ("nvcuda.dll",)
+    else:  # macOS has had no CUDA driver since 10.14
+        return False
+    for name in names:
+        try:
+            ctypes.CDLL(name)
+        except OSError:
+            continue
+        return True
+    return False
+
+
 def gpu_available():
     """Whether numba-cuda is installed and finds a usable GPU (never the simulator)."""
     from ._cuda import device as _device
@@ -36,6 +63,8 @@ def gpu_available():
     if _device.simulated():
         return False
     if importlib.util.find_spec("numba_cuda") is None:
+        return False
+    if not driver_present():
         return False
     from numba import cuda
 
@@ -48,3 +77,23 @@ def gpu_available():
 def auto_device():
     """``"cuda"`` where a usable GPU is found, else ``"cpu"`` (``--device auto``)."""
     return "cuda" if gpu_available() else "cpu"
+
+
+def kernels_cached(device="cpu", reverse=False):
+    """Whether the conversion kernels for ``device`` are compiled and cached on disk
+    already (so the next conversion only loads them), or None where that cannot be told.
+
+    Numba's on-disk cache has an index file per compiled function; this looks for the
+    index of the kernel records -> Arrow runs (and, with ``reverse``, of the one Arrow ->
+    records runs), without compiling anything.
+    """
+    if check_device(device, "cpu") != "cpu":
+        return None
+    from .kernels import cpu
+
+    kernels = (cpu._forward_rows, cpu._reverse_rows) if reverse else (cpu._forward_rows,)
+    try:
+        paths = [fn._cache._cache_file._index_path for fn in kernels]
+    except AttributeError:  # another Numba's internals: unknown
+        return None
+    return all(os.path.exists(p) for p in paths)

@@ -14,7 +14,8 @@ class CInfo:
     Every tuple is keyed by leaf name, so the whole is hashable and comparable.
     ``bits`` rows are ``(name, shift, nbits, signed, first_bit, value dtype, byte order)``;
     ``enums`` rows ``(name, ((value, enumerator), ...))``; ``ctypes`` rows
-    ``(name, C declaration)``.
+    ``(name, C declaration)``; ``notes`` are remarks on members that got no column (a GNU
+    zero-length array) or an unusual mapping (a 128-bit integer kept as its bytes).
     """
 
     name: str
@@ -24,6 +25,7 @@ class CInfo:
     enums: tuple = ()
     enum_as: str = "dictionary"
     alignment: int = 1
+    notes: tuple = ()
 
     def __post_init__(self):
         if self.enum_as not in ("dictionary", "int"):

@@ -1,12 +1,19 @@
-"""The ``layouts`` command."""
+"""The ``layouts`` command: ``convert``, ``inspect``, ``demo`` and ``bench`` (docs/command.md).
+
+Every failure is one line on stderr and exit status 1 (2 for a wrong command line, 130
+for Ctrl-C); warnings are one line too. Heavy imports (NumPy, pyarrow, Numba) wait until
+a subcommand needs them, so ``--help`` and ``--version`` answer at once.
+"""
 
 import argparse
 import ast
+import io
 import json
+import os
 import re
+import shlex
 import sys
-
-import numpy as np
+import warnings
 
 __all__ = ["main"]
 
@@ -30,6 +37,30 @@ struct tick {
 };
 """
 
+DEFAULT_CHUNK = 64 << 20  # as layouts._convert.DEFAULT_CHUNK (not imported: --help stays fast)
+
+# Output formats by suffix. Records files have no standard suffix: these are the usual ones,
+# and anything else needs --format, so that a typo (out.parqet) or out.csv is not taken for records.
+SUFFIXES = {
+    ".parquet": "parquet", ".pq": "parquet", ".feather": "feather", ".arrow": "arrow", ".ipc": "arrow",
+    ".arrows": "arrows", ".bin": "records", ".dat": "records", ".rec": "records", ".records": "records",
+    ".raw": "records",
+}
+FORMATS = ("parquet", "feather", "arrow", "arrows", "records")  # arrows: the Arrow IPC stream format
+CODECS = {
+    "parquet": ("none", "snappy", "gzip", "brotli", "zstd", "lz4"),
+    "feather": ("none", "lz4", "zstd"),
+    "arrow": ("none", "lz4", "zstd"),
+    "arrows": ("none", "lz4", "zstd"),
+    "records": (),
+}
+_CODEC_ALIASES = {"uncompressed": "none"}
+_BYTES_MODES = ("fixed", "binary", "string")
+
+
+class CommandError(Exception):
+    """A wrong option value found after parsing: one line, exit status 1."""
+
 
 def _version():
     from importlib.metadata import PackageNotFoundError, version
@@ -40,8 +71,21 @@ def _version():
         return "0+unknown (not installed)"
 
 
+def _say(command, text):
+    """One line on stderr, prefixed with the command: ``layouts convert: ...``."""
+    print(f"layouts {command}: {_one_line(text)}", file=sys.stderr, flush=True)
+
+
+def _one_line(text):
+    return " ".join(str(text).split())
+
+
+# --------------------------------------------------------------------------- demo
+
+
 def demo_records(layout, n, seed=0):
     """Tick-like records of the demo header's layout, as the legacy program would write them."""
+    import numpy as np
     import pyarrow as pa
 
     import layouts as lo
@@ -56,41 +100,79 @@ def demo_records(layout, n, seed=0):
         "side": pa.DictionaryArray.from_arrays(rng.integers(0, 2, n).astype(np.int32), ["BUY", "SELL"]),
         "sym": rng.choice(["AAPL", "MSFT", "NVDA", "BRK.B"], n),
         "pos": pa.FixedSizeListArray.from_arrays(rng.normal(size=3 * n).astype(np.float32), 3),
-        "flag": rng.random(n) < 0.1,
+        "flag": (rng.random(n) < 0.1).astype(np.uint8),
         "venue": rng.integers(0, 128, n).astype(np.uint8),
     })
     return lo.SoA.from_arrow(table, layout).to_aos().array
 
 
 def demo(args):
-    """Write a legacy file and its C header, convert it to Parquet and back, show it."""
+    """Write a C header and a legacy file laid out by it, convert the file to Parquet and
+    back with ``layouts convert``, and show each step's command or code and its output."""
     import tempfile
 
+    if args.dir is not None:
+        os.makedirs(args.dir, exist_ok=True)
+        return _demo_in(args, args.dir, kept=True)
+    with tempfile.TemporaryDirectory(prefix="layouts-demo-") as tmp:
+        return _demo_in(args, tmp, kept=False)
+
+
+def _demo_in(args, where, kept):
     import pyarrow.parquet as pq
 
     import layouts as lo
 
-    with tempfile.TemporaryDirectory(prefix="layouts-demo-") as tmp:
-        header, records, parquet, back = (f"{tmp}/{name}" for name in ("tick.h", "tick.bin", "tick.parquet",
-                                                                        "back.bin"))
-        with open(header, "w") as f:
-            f.write(DEMO_HEADER)
-        layout = lo.Layout.from_c(header, "struct tick", bytes_as="string")
-        with open(records, "wb") as f:
-            demo_records(layout, args.records).tofile(f)
-        print(f"wrote {args.records:,} records with a C program's layout: {records} (header {header})\n")
-        print(layout)
-        print()
-        there = lo.convert(records, layout, parquet, nulls={"qty": -1})
-        table = pq.read_table(parquet)
-        print(table.slice(0, 5).to_pandas().to_string() if _has_pandas() else table.slice(0, 5))
-        print()
-        again = lo.convert(parquet, layout, back, fill={"qty": -1})
-        exact = _same_file(records, back)
-        print(f"records -> Parquet: {there}")
-        print(f"Parquet -> records: {again}")
-        print(f"qty nulls: {table.column('qty').null_count}; round trip bit-exact: {exact}")
+    header, records, parquet, back = (os.path.join(where, name)
+                                      for name in ("tick.h", "tick.bin", "tick.parquet", "back.bin"))
+    q = shlex.quote
+    with open(header, "w") as f:
+        f.write(DEMO_HEADER)
+    print(f"# 1. A C header, as a legacy program has it ({header}):\n")
+    print(DEMO_HEADER)
+    print(f"# 2. {args.records:,} records written the way that program writes them, in Python:\n")
+    print(">>> import layouts as lo")
+    print(f">>> layout = lo.Layout.from_c({header!r}, 'struct tick', bytes_as='string')")
+    print(f">>> demo_records(layout, {args.records}).tofile({records!r})   # layouts._cli.demo_records\n")
+    layout = lo.Layout.from_c(header, "struct tick", bytes_as="string")
+    with open(records, "wb") as f:
+        demo_records(layout, args.records).tofile(f)
+    print("# 3. Its layout, as the C compiler places the fields (print(layout)):\n")
+    print(layout)
+    print("\n# 4. Records -> Parquet: sym as text, qty -1 as null:\n")
+    there = _demo_command(["convert", records, "--struct", f"{header}:tick", "--string", "sym", "--null",
+                           "qty=-1", "--to", parquet, "--overwrite"])
+    if there:
+        return there
+    table = pq.read_table(parquet)
+    if _has_pandas():
+        import pandas as pd
+
+        print(f"\n>>> pq.read_table({parquet!r}).slice(0, 5).to_pandas(types_mapper=pd.ArrowDtype)")
+        print(table.slice(0, 5).to_pandas(types_mapper=pd.ArrowDtype).to_string())
+    else:
+        print(f"\n>>> pq.read_table({parquet!r}).slice(0, 5)")
+        print(table.slice(0, 5))
+    print(f"qty nulls: {table.column('qty').null_count:,}")
+    print("\n# 5. Parquet -> records: nulls back to -1:\n")
+    again = _demo_command(["convert", parquet, "--struct", f"{header}:tick", "--string", "sym", "--fill",
+                           "qty=-1", "--to", back, "--overwrite"])
+    if again:
+        return again
+    exact = _same_file(records, back)
+    print(f"\n$ cmp {q(records)} {q(back)}")
+    print(f"round trip bit-exact: {exact}")
+    if kept:
+        print(f"\nThe files are in {where}; run the commands above again, or change them.")
+    else:
+        print("\n(The files were in a temporary directory, now removed; `layouts demo --dir DIR` keeps them.)")
     return 0 if exact else 1
+
+
+def _demo_command(argv):
+    """Show a ``layouts`` command line and run it in this process."""
+    print("$ layouts " + " ".join(shlex.quote(a) for a in argv))
+    return convert(_parser().parse_args(argv))
 
 
 def _same_file(a, b):
@@ -117,21 +199,39 @@ def _c_options(args):
 
 
 def inspect(args):
-    """Print the layout of one struct, or of every struct the source defines."""
+    """Print the layout of one struct, or of every struct the source defines: a C header,
+    or an ELF object, executable or shared library built with -g (read from its DWARF)."""
     import layouts as lo
-    from layouts._cdecl import record_names
+    from layouts._cdecl import dwarf_record_names, record_names
 
     options = _c_options(args)
-    names = [args.struct] if args.struct else record_names(
-        args.source, include_dirs=options["include_dirs"], defines=options["defines"])
+    try:
+        with open(args.source, "rb") as f:
+            elf = f.read(4) == b"\x7fELF"
+    except OSError:
+        elf = False
+    if elf:
+        names = [args.struct] if args.struct else dwarf_record_names(args.source)
+        byteorder = None if args.byteorder == "native" else args.byteorder
+        make = lambda name: lo.Layout.from_dwarf(args.source, name, byteorder=byteorder,  # noqa: E731
+                                                 pointers=options["pointers"])
+    else:
+        compiler = {"auto": "auto", "none": None}.get(args.compiler, args.compiler)
+        names = [args.struct] if args.struct else record_names(
+            args.source, include_dirs=options["include_dirs"], defines=options["defines"], compiler=compiler)
+        make = lambda name: lo.Layout.from_c(args.source, name, compiler=compiler, **options)  # noqa: E731
     if not names:
         raise lo.LayoutError(f"{args.source} defines no struct or union")
-    layouts = [lo.Layout.from_c(args.source, name, **options) for name in names]
+    layouts = [make(name) for name in names]
     if args.json:
         out = [layout.describe() for layout in layouts]
+        for d, layout in zip(out, layouts):
+            if layout.c is not None and layout.c.notes:
+                d["notes"] = list(layout.c.notes)
         print(json.dumps(out[0] if args.struct else out, indent=2))
     else:
-        print("\n\n".join(str(layout) for layout in layouts))
+        print("\n\n".join(str(layout) + "".join(f"\n  note: {n}" for n in (layout.c.notes if layout.c else ()))
+                          for layout in layouts))
     return 0
 
 
@@ -147,19 +247,228 @@ def _size(text):
     return int(float(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()])
 
 
+def _assignment(text):
+    """``NAME=VALUE`` (for --null, --fill, --unions, --bytes-as NAME=MODE)."""
+    name, eq, value = text.partition("=")
+    if not eq or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name.strip(), value.strip()
+
+
+# ------------------------------------------------------------------ the record type
+
+
 def _layout_of(args):
+    """The Layout --struct or --dtype names, with --bytes-as/--string, --flatten,
+    --enum-as, --unions and --pointers applied."""
     import layouts as lo
 
+    default, per_field = _bytes_modes(args)
     if args.dtype:
+        for flag, value, unset in (("--enum-as", args.enum_as, "dictionary"), ("--unions", args.unions, []),
+                                   ("--pointers", args.pointers, "error")):
+            if value != unset:
+                raise CommandError(f"{flag} applies to C declarations (--struct HEADER:NAME), not to --dtype")
+        import numpy as np
+
         try:
             spec = ast.literal_eval(args.dtype) if args.dtype.lstrip()[:1] in "[{(" else args.dtype
-            return lo.Layout.from_dtype(np.dtype(spec))
+            dtype = np.dtype(spec)
         except (ValueError, SyntaxError, TypeError) as err:
-            raise lo.LayoutError(f"--dtype {args.dtype!r} is not a NumPy structured dtype: {err}") from None
-    header, colon, name = args.struct.rpartition(":")
-    if not colon or not header:
-        header, name = args.struct, None
-    return lo.Layout.from_c(header, name or None, **_c_options(args))
+            raise CommandError(f"--dtype {args.dtype!r} is not a NumPy structured dtype: {err}") from None
+        layout = lo.Layout.from_dtype(dtype, bytes_as=default, flatten=args.flatten)
+    else:
+        header, colon, name = args.struct.rpartition(":")
+        if not colon or not header:
+            header, name = args.struct, None
+        layout = lo.Layout.from_c(header, name or None, bytes_as=default, flatten=args.flatten,
+                                  enum_as=args.enum_as, unions=_unions(args.unions) or None, **_c_options(args))
+    if per_field:
+        modes = dict(layout.bytes_as)
+        unknown = sorted(set(per_field) - set(modes))
+        if unknown:
+            raise CommandError(f"--string/--bytes-as name {unknown}, which are not char-array (S<n>) fields; "
+                               f"those are {sorted(modes) or 'none'}")
+        modes.update(per_field)
+        layout = layout.replace(bytes_as=modes)
+    return layout
+
+
+def _bytes_modes(args):
+    """``(mode for every S<n> field, {field: mode})`` from --bytes-as and --string."""
+    default, per_field = "fixed", {}
+    for item in args.bytes_as:
+        name, eq, mode = item.rpartition("=")
+        if mode not in _BYTES_MODES:
+            raise CommandError(f"--bytes-as {item!r}: the mode must be one of {', '.join(_BYTES_MODES)}")
+        if eq:
+            per_field[name] = mode
+        else:
+            default = mode
+    for name in args.string:
+        per_field[name] = "string"
+    return default, per_field
+
+
+def _unions(items):
+    """``{union: member or [members]}`` from --unions U=F[,G] options."""
+    unions = {}
+    for union, members in items:
+        chosen = [m.strip() for m in members.split(",") if m.strip()]
+        if not chosen:
+            raise CommandError(f"--unions {union}= names no member; give --unions {union}=MEMBER[,MEMBER]")
+        unions[union] = chosen[0] if len(chosen) == 1 else chosen
+    return unions
+
+
+def _values(layout, items, flag):
+    """``{leaf: value}`` from --null/--fill NAME=VALUE, each value read as the leaf's type."""
+    fields = {f.name: f for f in layout.fields}
+    out = {}
+    for name, text in items:
+        field = fields.get(name)
+        if field is None:
+            raise CommandError(f"{flag} {name}={text}: {name!r} is not a leaf field; the leaves are "
+                               f"{', '.join(fields)}")
+        out[name] = _typed(field, text, flag)
+    return out
+
+
+def _typed(field, text, flag):
+    """A command-line value as a Python value of the field's type."""
+    import pyarrow as pa
+
+    kind = field.dtype.kind
+    try:
+        if field.enum:
+            return _integer(text) if re.fullmatch(r"[-+]?(0[xX][0-9a-fA-F]+|\d+)", text.strip()) else text
+        if kind in "iu" and field.kind != "bool":
+            return _integer(text)
+        if kind == "f" or kind == "c":
+            try:
+                return float(text)
+            except ValueError:
+                raise ValueError("expected a number (nan and inf too)") from None
+        if kind == "b" or field.kind == "bool":
+            low = text.strip().lower()
+            if low in ("true", "1", "yes"):
+                return True
+            if low in ("false", "0", "no"):
+                return False
+            raise ValueError("expected true or false")
+        if kind in "SV":
+            string = pa.types.is_string(field.arrow_type) or pa.types.is_large_string(field.arrow_type)
+            return text if string else text.encode()
+    except ValueError as err:
+        raise CommandError(f"{flag} {field.name}={text}: not a value of field {field.name!r} "
+                           f"({field.dtype.str}): {err}") from None
+    return text  # datetimes ("2025-01-01T00:00", "NaT"), U<n> text: as NumPy reads them
+
+
+def _integer(text):
+    text = text.strip()
+    try:
+        return int(text, 10) if text.lstrip("+-").isdigit() else int(text, 0)  # 0x7fff, 0o17, 0b101
+    except ValueError:
+        raise ValueError("expected an integer (decimal, or hex as 0x...)") from None
+
+
+# ------------------------------------------------------------------- convert
+
+
+def _output_format(args):
+    """The output format: --format, else from DST's suffix; an unknown suffix is an error."""
+    if args.format:
+        return args.format
+    if args.dst == "-":
+        return None  # from the input: see _stdout_format
+    suffix = os.path.splitext(args.dst)[1]
+    fmt = SUFFIXES.get(suffix.lower())
+    if fmt is None:
+        known = "; ".join(f"{f} ({', '.join(s for s, g in SUFFIXES.items() if g == f)})" for f in FORMATS)
+        said = f"suffix {suffix!r}" if suffix else "no suffix"
+        raise CommandError(f"cannot tell the output format of {args.dst!r} from {said}; the formats are {known}: "
+                           f"name the file so, or pass --format {'|'.join(FORMATS)}")
+    return fmt
+
+
+def _compression(args, fmt):
+    """--compression checked against the output format (and what pyarrow was built with)."""
+    if args.compression is None:
+        return None
+    codec = _CODEC_ALIASES.get(args.compression.lower(), args.compression.lower())
+    allowed = CODECS[fmt]
+    if not allowed:
+        raise CommandError(f"--compression {args.compression}: {fmt} output is not compressed; "
+                           f"leave --compression out")
+    if codec not in allowed:
+        raise CommandError(f"--compression {args.compression!r} is not a codec for {fmt} output, which takes "
+                           f"{', '.join(allowed)}")
+    if codec != "none":
+        import pyarrow as pa
+
+        if not pa.Codec.is_available(codec):
+            raise CommandError(f"--compression {codec}: this pyarrow was built without {codec}; "
+                               f"choose another of {', '.join(allowed)}")
+    return codec
+
+
+def _is_arrow_input(src):
+    """Whether the input is Parquet or Arrow IPC: by its suffix, else by its first bytes
+    (``PAR1``, ``ARROW1``, or an IPC stream's first message: ``0xFFFFFFFF`` and a
+    metadata length that is a positive multiple of 8)."""
+    if not isinstance(src, str):
+        head = src.raw.head
+    else:
+        fmt = SUFFIXES.get(os.path.splitext(src)[1].lower())
+        if fmt is not None:
+            return fmt != "records"
+        try:
+            with open(src, "rb") as f:
+                head = f.read(8)
+        except OSError:
+            return False  # the conversion says why it cannot be read
+    if head[:4] == b"PAR1" or head[:6] == b"ARROW1":
+        return True
+    size = int.from_bytes(head[4:8], "little") if len(head) == 8 else 0
+    return head[:4] == b"\xff\xff\xff\xff" and 0 < size < 1 << 24 and size % 8 == 0
+
+
+class _Stdin(io.RawIOBase):
+    """Standard input with its first bytes read ahead (to tell its format) and then
+    given back first."""
+
+    def __init__(self, raw):
+        super().__init__()
+        self.raw, self.name = raw, "standard input"
+        head = b""
+        while len(head) < 8:
+            more = raw.read(8 - len(head))
+            if not more:
+                break
+            head += more
+        self.head, self.ahead = head, head
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        if self.ahead:
+            n = min(len(buffer), len(self.ahead))
+            buffer[:n], self.ahead = self.ahead[:n], self.ahead[n:]
+            return n
+        return self.raw.readinto(buffer)
+
+
+def _open_stdin():
+    """Standard input, buffered, its first bytes read ahead (``.raw.head``)."""
+    return io.BufferedReader(_Stdin(sys.stdin.buffer), buffer_size=1 << 20)
+
+
+def _stdout_format(args, src):
+    """--to -: --format, else records for a Parquet/Arrow input and an Arrow IPC stream
+    (``arrows``) for records."""
+    return args.format or ("records" if _is_arrow_input(src) else "arrows")
 
 
 def convert(args):
@@ -167,30 +476,153 @@ def convert(args):
     import layouts as lo
     from ._backends import auto_device
 
+    to_stdout = args.dst == "-"
+    if to_stdout and sys.stdout.isatty():
+        raise CommandError("--to - writes binary data, and standard output is a terminal: pipe it into a "
+                           "program (| ...) or redirect it (> FILE)")
+    src = _open_stdin() if args.src == "-" else args.src
+    fmt = _stdout_format(args, src) if to_stdout else _output_format(args)
+    codec = _compression(args, fmt)
     layout = _layout_of(args)
-    src = sys.stdin.buffer if args.src == "-" else args.src
-    bar = None
-    if not args.quiet and sys.stderr.isatty():
-        from tqdm import tqdm
-
-        bar = tqdm(unit="B", unit_scale=True, unit_divisor=1000, desc="converting", file=sys.stderr)
-
-    def progress(records, nbytes, total):
-        if bar is not None:
-            bar.total = total
-            bar.set_postfix_str(f"{records:,} records", refresh=False)
-            bar.update(nbytes - bar.n)
-
+    chunk = DEFAULT_CHUNK if args.chunk is None else args.chunk
+    if chunk < layout.itemsize:
+        raise CommandError(f"--chunk {chunk} is smaller than one record ({layout.itemsize} bytes); "
+                           f"give at least {layout.itemsize}, e.g. --chunk 64M")
+    if fmt == "records" and args.null:
+        raise CommandError("--null turns values of records into nulls, but this writes records; "
+                           "use --fill NAME=VALUE for nulls of the Arrow input")
+    if fmt != "records" and (args.fill or args.truncate or args.cast != "strict"):
+        flag = "--fill" if args.fill else "--truncate" if args.truncate else "--cast"
+        raise CommandError(f"{flag} applies when writing records (Arrow -> records), but this writes {fmt}; "
+                           f"use --null NAME=VALUE for sentinels in the records")
+    nulls = _values(layout, args.null, "--null")
+    fill = _values(layout, args.fill, "--fill")
     device = auto_device() if args.device == "auto" else args.device
-    try:
-        result = lo.convert(src, layout, args.dst, format=args.format, chunk_bytes=args.chunk,
-                            compression=args.compression, overwrite=args.overwrite, offset=args.offset,
-                            trailing=args.trailing, device=device, progress=progress)
-    finally:
-        if bar is not None:
-            bar.close()
-    print(f"converted {result} (on {device})")
+    if fmt in ("parquet", "records"):  # Parquet out, or maybe in: imported before the conversion's clock starts
+        import pyarrow.parquet  # noqa: F401
+    warm_up(layout, device, "records" if fmt == "records" else "arrow", "convert", args.quiet)
+    options = dict(format=fmt, chunk_bytes=chunk, compression=codec, overwrite=args.overwrite, offset=args.offset,
+                   trailing=args.trailing, device=device)
+    if fmt == "records":
+        options.update(fill=fill, truncate=args.truncate, cast=args.cast)
+    else:
+        options["nulls"] = nulls
+    with _progress_bar(args.quiet) as progress:
+        result = lo.convert(src, layout, sys.stdout.buffer if to_stdout else args.dst, progress=progress, **options)
+    if not args.quiet:
+        # with --to -, standard output is the data: the summary goes to standard error
+        print(f"converted {result} (on {device})", file=sys.stderr if to_stdout else sys.stdout)
     return 0
+
+
+class _progress_bar:
+    """A tqdm bar on stderr when it is a terminal (and not --quiet); the progress callback."""
+
+    def __init__(self, quiet):
+        self.bar = None
+        if not quiet and sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(unit="B", unit_scale=True, unit_divisor=1000, desc="converting", file=sys.stderr,
+                            leave=False)
+
+    def __call__(self, records, nbytes, total):
+        if self.bar is not None:
+            self.bar.total = total
+            self.bar.set_postfix_str(f"{records:,} records", refresh=False)
+            self.bar.update(nbytes - self.bar.n)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.close()
+        return False
+
+
+def warm_up(layout, device, direction, command, quiet):
+    """Load (or, the first time on this machine, compile) the conversion kernels before
+    the clock of the conversion starts, saying so on a terminal when they are compiled."""
+    if device != "cpu":
+        return  # the GPU kernels are compiled per launch shape inside the conversion
+    import numpy as np
+
+    import layouts as lo
+    from ._backends import kernels_cached
+
+    if not quiet and sys.stderr.isatty() and kernels_cached("cpu", reverse=direction == "records") is False:
+        _say(command, "compiling the conversion kernels for this machine (once; they are cached afterwards, "
+                      "about 10-20 s)...")
+    try:
+        soa = lo.AoS(np.zeros(1, layout.dtype), layout).to_soa(threads=1)
+        if direction == "records":
+            soa.to_aos(threads=1)
+    except Exception:  # noqa: BLE001 - a zero record may not convert (unions both ways): compiled all the same
+        pass
+
+
+# ---------------------------------------------------------- errors and warnings
+
+# The library's hints name keyword arguments; the command's messages name its flags.
+_FLAGS = {"fill": "--fill", "nulls": "--null", "bytes_as": "--bytes-as", "truncate": "--truncate",
+          "overwrite": "--overwrite", "trailing": "--trailing", "pointers": "--pointers", "unions": "--unions",
+          "enum_as": "--enum-as", "device": "--device", "flatten": "--flatten", "cast": "--cast",
+          "chunk_bytes": "--chunk", "offset": "--offset", "compression": "--compression", "format": "--format"}
+_NAMES = "|".join(_FLAGS)
+
+
+def command_hints(text):
+    """A library message with its Python hints (``fill={'qty': value}``,
+    ``truncate=True``, ``enum_as='int'``) written as the command's flags."""
+    text = re.sub(r"Layout\.from_c\(\.\.\., ([^()]*)\)", r"\1", text)
+
+    def mapping(m):
+        items = re.findall(r"""['"]([^'"]*)['"]\s*:\s*('[^']*'|"[^"]*"|[^,}]+)""", m.group(2))
+        return " ".join(f"{_FLAGS[m.group(1)]} {key}={_plain(value)}" for key, value in items) or m.group(0)
+
+    text = re.sub(rf"\b({_NAMES})=\{{([^{{}}]*)\}}", mapping, text)
+    text = re.sub(rf"\b({_NAMES})=True\b(\s*\(--[\w-]+\))?", lambda m: _FLAGS[m.group(1)], text)
+    text = re.sub(rf"""\b({_NAMES})=['"]([^'"]*)['"]""", lambda m: f"{_FLAGS[m.group(1)]} {m.group(2)}", text)
+    text = re.sub(rf"""\b({_NAMES})\[['"]([^'"]*)['"]\]""", lambda m: f"{_FLAGS[m.group(1)]} {m.group(2)}", text)
+    return re.sub(rf"\b({_NAMES})=(?=\s|$)", lambda m: _FLAGS[m.group(1)], text)
+
+
+def _plain(value):
+    value = value.strip().strip("'\"")
+    return "VALUE" if value == "value" else value
+
+
+def _error_line(err):
+    """The one line an exception becomes."""
+    from ._errors import ConversionError, LayoutError
+
+    text = command_hints(_one_line(err))
+    if isinstance(err, (LayoutError, ConversionError, CommandError)):
+        return text
+    if isinstance(err, OSError):
+        return text if text else type(err).__name__
+    return f"{type(err).__name__}: {text} (--debug shows where)"
+
+
+def _show_warning(command):
+    def show(message, category, filename, lineno, file=None, line=None):
+        _say(command, f"warning: {command_hints(str(message))}")
+
+    return show
+
+
+def _closed_pipe():
+    """Standard output's reader went away (``| head``): end quietly, as a pipe does."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # nothing left to flush at exit
+    except (OSError, ValueError):
+        pass
+    return 141  # 128 + SIGPIPE, as the shell reports a command a closed pipe ended
+
+
+# ---------------------------------------------------------------- the parser
 
 
 def _add_c_options(p):
@@ -206,6 +638,102 @@ def _add_c_options(p):
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
 
 
+def _add_convert_options(p):
+    """The record type's mapping to Arrow and the values that stand for nulls."""
+    g = p.add_argument_group("record type <-> Arrow")
+    g.add_argument("--string", action="append", default=[], metavar="NAME",
+                   help="a char array (S<n>) field as text cut at the first NUL (repeatable)")
+    g.add_argument("--bytes-as", action="append", default=[], metavar="[NAME=]MODE",
+                   help="char arrays as fixed (exact bytes, default), binary (cut at the first NUL) or string; "
+                        "NAME=MODE for one field (repeatable)")
+    g.add_argument("--enum-as", choices=("dictionary", "int"), default="dictionary",
+                   help="C enums as dictionary columns of names (default) or plain integers")
+    g.add_argument("--unions", action="append", default=[], type=_assignment, metavar="UNION=MEMBER[,MEMBER]",
+                   help="keep these members of a C union (writing records back needs one per union; repeatable)")
+    g.add_argument("--flatten", action="store_true", help="nested structs as top-level 'a.b' columns")
+    g = p.add_argument_group("nulls")
+    g.add_argument("--null", action="append", default=[], type=_assignment, metavar="NAME=VALUE",
+                   help="records -> Arrow: this value of field NAME becomes null, e.g. qty=-1, px=nan (repeatable)")
+    g.add_argument("--fill", action="append", default=[], type=_assignment, metavar="NAME=VALUE",
+                   help="Arrow -> records: write VALUE where column NAME is null, e.g. qty=-1 (repeatable)")
+    g.add_argument("--truncate", action="store_true",
+                   help="Arrow -> records: cut text longer than its char array instead of failing")
+    g.add_argument("--cast", choices=("strict", "parse"), default="strict",
+                   help="Arrow -> records: parse: also convert text to numbers, booleans to integers "
+                        "(only when every value comes back unchanged)")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``layouts convert: error: ... (see --help)``, exit 1 like
+    every other failure of the command."""
+
+    def error(self, message):
+        print(f"{self.prog}: error: {_one_line(message)} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(1)
+
+
+def _parser():
+    parser = _Parser(prog="layouts", description="Records between AoS and Arrow SoA.")
+    parser.add_argument("--version", action="version", version=f"layouts {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub.add_parser("bench", add_help=False,
+                   help="reductions AoS vs SoA, conversion, break-even: tables, JSON, PNG (--full, --help)")
+    p = sub.add_parser("demo", help="write a legacy file and its C header, convert it to Parquet and back",
+                       description="Write a C header and a file of records laid out by it, convert the file to "
+                                   "Parquet and back with `layouts convert`, and show every command and its "
+                                   "output.")
+    p.add_argument("--records", type=int, default=1_000_000, help="how many records (default 1,000,000)")
+    p.add_argument("--dir", metavar="DIR", help="write and keep the files in DIR (default: a temporary directory)")
+    p.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    p.set_defaults(run=demo)
+
+
+    p = sub.add_parser(
+        "inspect", help="show a C struct's fields, offsets, types and padding (like pahole)",
+        description="Lay out a C struct as the C compiler does and print, per field: offset, size, "
+                    "C type, NumPy type and Arrow type, with every padding hole and the share of "
+                    "bytes it wastes.")
+    p.add_argument("source", help="a C header or source file, or an object/executable/shared library built "
+                                  "with -g (its DWARF is read)")
+    p.add_argument("struct", nargs="?", help="'struct name', a tag or a typedef (default: every struct)")
+    p.add_argument("--json", action="store_true", help="print the same as JSON")
+    p.add_argument("--compiler", default="auto", metavar="CC",
+                   help="C compiler that lays the header out: auto ($CC, gcc, cc, clang; default), a name or "
+                        "path, or none for the built-in pycparser/cffi path")
+    _add_c_options(p)
+    p.set_defaults(run=inspect)
+
+    p = sub.add_parser(
+        "convert", help="convert a legacy record file to Parquet/Feather/Arrow IPC, or back",
+        description="Convert SRC chunk by chunk in bounded memory. Records -> Arrow when --to ends in "
+                    ".parquet/.pq, .feather, .arrow/.ipc/.arrows (or --format says so); Arrow/Parquet -> records "
+                    "when it ends in .bin, .dat, .rec, .records or .raw (or --format records). The output "
+                    "appears only when complete. --to - streams to standard output: an Arrow IPC stream, or "
+                    "records when SRC is Parquet/Arrow.")
+    p.add_argument("src", help="input file, or - for standard input")
+    record = p.add_mutually_exclusive_group(required=True)
+    record.add_argument("--struct", metavar="HEADER[:NAME]", help="the record type from a C header")
+    record.add_argument("--dtype", metavar="SPEC", help="the record type as a NumPy dtype, e.g. \"[('a','<i4')]\"")
+    p.add_argument("--to", dest="dst", required=True, metavar="DST", help="output file, or - for standard output")
+    p.add_argument("--format", choices=FORMATS, help="output format (default: from DST's suffix)")
+    p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto",
+                   help="where to convert; auto: the GPU when a driver and numba-cuda find one, else the CPU")
+    p.add_argument("--chunk", type=_size, default=None, metavar="SIZE",
+                   help="bytes of records per chunk (default 64M; at least one record)")
+    p.add_argument("--offset", type=int, default=0, help="bytes of file header before the first record")
+    p.add_argument("--trailing", choices=("error", "ignore"), default="error",
+                   help="a partial record at the end: an error, or skipped with a warning")
+    p.add_argument("--compression", metavar="CODEC",
+                   help="parquet: none, snappy (default), gzip, brotli, zstd, lz4; feather: lz4 (default), zstd, "
+                        "none; arrow: none (default), lz4, zstd")
+    p.add_argument("--overwrite", action="store_true", help="replace DST if it exists")
+    p.add_argument("--quiet", action="store_true", help="no progress bar, no summary line, no compile notice")
+    _add_convert_options(p)
+    _add_c_options(p)
+    p.set_defaults(run=convert)
+    return parser
+
+
 def bench(argv):
     """``layouts bench``: the benchmark suite of ``benchmarks/`` (``python -m benchmarks``)."""
     from .benchmarks.__main__ import main as suite
@@ -214,72 +742,33 @@ def bench(argv):
 
 
 def main(argv=None):
-    from layouts import ConversionError, LayoutError
-    from layouts._convert import DEFAULT_CHUNK, FORMATS
-
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["bench"]:  # the suite parses its own options
         return bench(argv[1:])
-    parser = argparse.ArgumentParser(prog="layouts", description="Records between AoS and Arrow SoA.")
-    parser.add_argument("--version", action="version", version=f"layouts {_version()}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("bench", add_help=False,
-                   help="reductions AoS vs SoA, conversion, break-even: tables, JSON, PNG (--full, --help)")
-    p = sub.add_parser("demo", help="write a legacy file and its C header, convert it to Parquet and back")
-    p.add_argument("--records", type=int, default=1_000_000, help="how many records (default 1,000,000)")
-    p.add_argument("--debug", action="store_true", help="show the traceback of an error")
-    p.set_defaults(run=demo)
-
-    p = sub.add_parser(
-        "inspect", help="show a C struct's fields, offsets, types and padding (like pahole)",
-        description="Lay out a C struct as the C compiler does and print, per field: offset, size, "
-                    "C type, NumPy type and Arrow type, with every padding hole and the share of "
-                    "bytes it wastes.")
-    p.add_argument("source", help="a C header or source file")
-    p.add_argument("struct", nargs="?", help="'struct name', a tag or a typedef (default: every struct)")
-    p.add_argument("--json", action="store_true", help="print the same as JSON")
-    _add_c_options(p)
-    p.set_defaults(run=inspect)
-
-    p = sub.add_parser(
-        "convert", help="convert a legacy record file to Parquet/Feather/Arrow IPC, or back",
-        description="Convert SRC chunk by chunk in bounded memory. Records -> Arrow when --to ends in "
-                    ".parquet, .feather, .arrow or .ipc (or --format says so); Arrow/Parquet -> records "
-                    "otherwise. The output appears only when complete.")
-    p.add_argument("src", help="input file, or - for standard input")
-    record = p.add_mutually_exclusive_group(required=True)
-    record.add_argument("--struct", metavar="HEADER[:NAME]", help="the record type from a C header")
-    record.add_argument("--dtype", metavar="SPEC", help="the record type as a NumPy dtype, e.g. \"[('a','<i4')]\"")
-    p.add_argument("--to", dest="dst", required=True, metavar="DST", help="output file")
-    p.add_argument("--format", choices=FORMATS, help="output format (default: from DST's suffix)")
-    p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto",
-                   help="where to convert; auto: the GPU when numba-cuda finds one, else the CPU")
-    p.add_argument("--chunk", type=_size, default=DEFAULT_CHUNK, metavar="SIZE",
-                   help="bytes of records per chunk (default 64M)")
-    p.add_argument("--offset", type=int, default=0, help="bytes of file header before the first record")
-    p.add_argument("--trailing", choices=("error", "ignore"), default="error",
-                   help="a partial record at the end: an error, or skipped with a warning")
-    p.add_argument("--compression", help="Parquet or IPC codec (e.g. zstd, lz4, none)")
-    p.add_argument("--overwrite", action="store_true", help="replace DST if it exists")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    _add_c_options(p)
-    p.set_defaults(run=convert)
-
-    args = parser.parse_args(argv)
-    if getattr(args, "records", 1) < 0:
-        parser.error(f"--records must be >= 0, got {args.records}")
-    try:
-        return args.run(args)
-    except (LayoutError, ConversionError, OSError) as err:
-        if args.debug:
-            raise
-        print(f"layouts {args.command}: error: {err}", file=sys.stderr)
+    args = _parser().parse_args(argv)
+    if getattr(args, "records", 1) < 1:
+        print(f"layouts demo: error: --records must be >= 1, got {args.records} (see layouts demo --help)",
+              file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        if args.debug:
-            raise
-        print(f"layouts {args.command}: interrupted; no output was written", file=sys.stderr)
-        return 130
+    command, debug = args.command, getattr(args, "debug", False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = _show_warning(command)
+        try:
+            return args.run(args)
+        except BrokenPipeError:
+            return _closed_pipe()
+        except KeyboardInterrupt:
+            if debug:
+                raise
+            written = "" if getattr(args, "dst", None) == "-" else "; no output was written"
+            _say(command, f"interrupted{written}")
+            return 130
+        except Exception as err:  # noqa: BLE001 - one line, never a traceback (--debug shows it)
+            if debug:
+                raise
+            _say(command, f"error: {_error_line(err)}")
+            return 1
 
 
 if __name__ == "__main__":

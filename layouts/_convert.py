@@ -9,20 +9,26 @@ goes through ``SoA.to_aos`` into one of two record buffers and the writer append
 part k-1 to the output. With ``device="cuda"`` the chunks go through GPU slots
 (:mod:`layouts._cuda.transpose`) in the same pipeline.
 
-Output is atomic: everything is written to a temporary file beside the destination and
-renamed over it only when complete; on an error or Ctrl-C the temporary file is removed,
-and a killed process leaves the destination as it was (absent or the old file).
+Output is atomic (:class:`layouts._files.FileOutput`): on Linux everything is written to
+an unnamed file (``O_TMPFILE``) in the destination's directory, linked in only when
+complete; elsewhere to a uniquely named temporary file beside it, renamed over it. An error
+or Ctrl-C closes and drops that file at once; a killed process leaves the destination as it
+was (absent or the old file). Pipes, devices and file objects are streamed into
+(:class:`layouts._files.StreamOutput`).
 """
 
 import errno
+import io
 import os
 import queue
+import stat
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -30,14 +36,21 @@ import pyarrow as pa
 from ._aos import AoS, as_layout
 from ._errors import ConversionError, LayoutError
 from ._faults import forward_error
-from ._files import BlockReservation, partial_record
+from ._files import BlockReservation, arrow_kind, open_output, partial_record, refuse_arrow
 from ._soa import SoA
+from .kernels._memory import MappedGuard
+
+if TYPE_CHECKING:
+    from ._layout import Layout
 
 __all__ = ["convert", "ConvertResult", "FORMATS"]
 
-FORMATS = ("parquet", "feather", "arrow", "records")
+FORMATS = ("parquet", "feather", "arrow", "arrows", "records")
+# Output formats by suffix. Records files have no standard suffix: these are the usual ones, and
+# anything else needs format=, so that a typo (out.parqet) or out.csv is not taken for records.
 _SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".feather": "feather", ".arrow": "arrow",
-             ".ipc": "arrow", ".arrows": "arrow"}
+             ".ipc": "arrow", ".arrows": "arrows", ".bin": "records", ".dat": "records", ".rec": "records",
+             ".records": "records", ".raw": "records"}
 DEFAULT_CHUNK = 64 << 20
 
 
@@ -52,42 +65,76 @@ class ConvertResult:
     dst: str
 
     @property
-    def gbps(self):
+    def gbps(self) -> float:
         """Record bytes per second, in GB/s."""
         return self.bytes_in / self.seconds / 1e9 if self.seconds else float("inf")
 
-    def __str__(self):
+    def __str__(self) -> str:
         return (f"{self.records:,} records, {self.bytes_in / 1e6:,.1f} MB in, {self.bytes_out / 1e6:,.1f} MB "
                 f"out, {self.seconds:.2f} s, {self.gbps:.2f} GB/s -> {self.dst}")
 
 
 def output_format(dst, format=None):
-    """The format named, or the one the destination's suffix implies (else ``records``)."""
+    """The format named, or the one the destination's suffix implies (else ``records``).
+    A file object destination takes it from its ``name``'s suffix, else needs ``format``."""
     if format is not None:
         if format not in FORMATS:
             raise LayoutError(f"format must be one of {FORMATS}, got {format!r}")
         return format
-    return _SUFFIXES.get(Path(dst).suffix.lower(), "records")
+    if not isinstance(dst, (str, os.PathLike)):
+        name = getattr(dst, "name", None)
+        if isinstance(name, str) and Path(name).suffix.lower() in _SUFFIXES:
+            return _SUFFIXES[Path(name).suffix.lower()]
+        raise LayoutError(f"writing to a file object ({name or type(dst).__name__}) needs format=, one of {FORMATS}: "
+                          f"it has no file name to tell the format by")
+    suffix = Path(dst).suffix
+    if suffix.lower() not in _SUFFIXES:
+        said = f"suffix {suffix!r}" if suffix else "no suffix"
+        known = ", ".join(f"{s} ({f})" for s, f in _SUFFIXES.items())
+        raise LayoutError(f"{dst} has {said}, which names no output format; give format= (one of {FORMATS}) "
+                          f"or a known suffix: {known}")
+    return _SUFFIXES[suffix.lower()]
 
 
-def convert(src, layout, dst, *, format=None, device=None, chunk_bytes=DEFAULT_CHUNK, compression=None,
-            overwrite=False, offset=0, trailing="error", nulls=None, fill=None, truncate=False,
-            overlap=True, threads=None, progress=None):
+def convert(src: "str | os.PathLike[str] | BinaryIO", layout: "Layout | np.typing.DTypeLike",
+            dst: "str | os.PathLike[str] | BinaryIO", *, format: "str | None" = None, device: "str | None" = None,
+            chunk_bytes: int = DEFAULT_CHUNK, compression: "str | None" = None, overwrite: bool = False,
+            offset: int = 0, trailing: str = "error", nulls: "Mapping[str, Any] | None" = None,
+            fill: "Mapping[str, Any] | None" = None, truncate: bool = False, cast: str = "strict",
+            overlap: bool = True, threads: "int | None" = None,
+            progress: "Callable[[int, int, int | None], object] | None" = None) -> ConvertResult:
     """Convert a file chunk by chunk, in bounded memory, writing the output atomically.
 
     Parameters
     ----------
     src : str, os.PathLike or binary file object
         Legacy records (after ``offset`` header bytes) when ``format`` is an Arrow
-        format; a Parquet or Arrow IPC (Feather) file when ``format="records"``.
+        format; a Parquet or Arrow IPC (Feather) file when ``format="records"``. A
+        regular file of records is memory-mapped; a FIFO, a block device or a file
+        object is read as a stream; a character device (``/dev/zero``, a terminal) is
+        refused, as it may never end. A Parquet or Arrow file given as records is an
+        error that says so.
     layout : Layout or numpy.dtype
         The record type (e.g. ``Layout.from_c(header, "struct tick")``).
-    dst : str or os.PathLike
-        Output path. An existing file is refused unless ``overwrite=True``.
-    format : {"parquet", "feather", "arrow", "records"}, optional
+    dst : str, os.PathLike or writable binary file object
+        Output path, written whole or not at all: an existing file is refused unless
+        ``overwrite=True``; through a symlink its target is written (the link stays); the
+        input itself (by any path or hard link), a directory, a block device or a socket
+        is refused. A FIFO, a character device (``/dev/null``) or ``/dev/stdout`` is not
+        replaced but streamed into, as is a binary file object (``sys.stdout.buffer``,
+        an open file, ``io.BytesIO``), which is flushed and left open. A stream gets the
+        bytes as they are converted: after an error, what was written stays written.
+        When the reader of a pipe goes away, :class:`BrokenPipeError` is raised (an
+        ``OSError`` naming the destination), for a command to exit quietly.
+    format : {"parquet", "feather", "arrow", "arrows", "records"}, optional
         Output format; by default from ``dst``'s suffix (``.parquet``, ``.feather``,
-        ``.arrow``/``.ipc``; anything else writes records). ``feather`` and ``arrow`` are
-        both the Arrow IPC file format; ``feather`` compresses with LZ4 by default.
+        ``.arrow``/``.ipc``, ``.arrows``; records: ``.bin``, ``.dat``, ``.rec``, ``.records``,
+        ``.raw``); any other suffix, or none, needs ``format=``, and so does a file object
+        unless its ``name`` has one of those suffixes. ``feather`` and ``arrow``
+        are both the Arrow IPC file format (``feather`` compresses with LZ4 by default);
+        ``arrows`` is the Arrow IPC stream format (``pyarrow.ipc.open_stream`` reads it,
+        also from a pipe as it comes). Every format is written front to back without
+        seeking, so any of them can go to a pipe.
     device : {"cpu", "cuda"}, optional
         Where the conversion runs. With ``"cuda"`` (records -> Arrow) each chunk is
         copied to page-locked memory and goes to the GPU in one transfer on its own CUDA
@@ -101,8 +148,10 @@ def convert(src, layout, dst, *, format=None, device=None, chunk_bytes=DEFAULT_C
         (``"lz4"``, ``"zstd"``; default none for ``arrow``).
     trailing : {"error", "ignore"}
         A partial record at the end of the input: an error, or skipped with a warning.
-    nulls, fill, truncate
-        As in :meth:`AoS.to_soa` and :meth:`SoA.from_arrow`.
+    nulls, fill, truncate, cast
+        As in :meth:`AoS.to_soa` and :meth:`SoA.from_arrow` (``cast`` is ``"strict"``
+        or ``"parse"``). A damaged or truncated Parquet/Arrow input is a
+        ConversionError naming the file and the batch or row group.
     overlap : bool
         Read chunk k+1 while chunk k converts and chunk k-1 is written (records ->
         Arrow; on the GPU, the transfers too). ``False`` runs the same chunks one after
@@ -114,32 +163,38 @@ def convert(src, layout, dst, *, format=None, device=None, chunk_bytes=DEFAULT_C
     Returns
     -------
     ConvertResult
+
+    Examples
+    --------
+    >>> import io, sys, numpy as np, pyarrow as pa, layouts as lo
+    >>> raw = io.BytesIO(np.arange(5, dtype="<i4").tobytes())
+    >>> out = io.BytesIO()                       # or sys.stdout.buffer
+    >>> lo.convert(raw, [("a", "<i4")], out, format="arrows").records
+    5
+    >>> pa.ipc.open_stream(out.getvalue()).read_all().column("a").to_pylist()
+    [0, 1, 2, 3, 4]
     """
     layout = as_layout(layout)
+    if isinstance(dst, (str, os.PathLike)) and os.path.isdir(dst):
+        raise LayoutError(f"{dst} is a directory; give a file path for the output")
     fmt = output_format(dst, format)
     if chunk_bytes < 1:
         raise LayoutError(f"chunk_bytes must be positive, got {chunk_bytes}")
-    dst = Path(dst)
-    if dst.exists() and not overwrite:
-        raise LayoutError(f"{dst} exists; pass overwrite=True (--overwrite) to replace it")
-    if dst.is_dir():
-        raise LayoutError(f"{dst} is a directory; give a file path for the output")
-    if not dst.parent.is_dir():
-        raise LayoutError(f"the directory of {dst} does not exist")
-    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.layouts-tmp")
+    out = open_output(dst, overwrite=overwrite, src=src)  # checks dst; an unnamed or temporary file
     t0 = time.perf_counter()
     try:
         if fmt == "records":
-            records, bytes_in = _arrow_to_records(src, layout, tmp, dst, chunk_bytes, fill, truncate, overlap,
-                                                  threads, device, progress)
+            records, bytes_in = _arrow_to_records(src, layout, out, out.name, chunk_bytes, fill, truncate, cast,
+                                                  overlap, threads, device, progress)
         else:
-            records, bytes_in = _records_to_arrow(src, layout, tmp, dst, fmt, chunk_bytes, compression, offset,
+            records, bytes_in = _records_to_arrow(src, layout, out, out.name, fmt, chunk_bytes, compression, offset,
                                                   trailing, nulls, overlap, threads, device, progress)
-        os.replace(tmp, dst)
+        with _writing(out):
+            out.commit()
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        out.discard()  # closed and dropped now, whatever still refers to it
         raise
-    return ConvertResult(records, bytes_in, dst.stat().st_size, time.perf_counter() - t0, str(dst))
+    return ConvertResult(records, bytes_in, out.written(), time.perf_counter() - t0, out.name)
 
 
 # ----------------------------------------------------------------- records -> Arrow
@@ -196,6 +251,9 @@ class _Reader:
 
     def close(self):
         self.stop.set()
+        _unstoppable(self._join)
+
+    def _join(self):
         while self.thread is not None and self.thread.is_alive():
             try:
                 self.full.get_nowait()
@@ -205,28 +263,96 @@ class _Reader:
             self.thread.join(timeout=0.1)
 
 
+_FIX_CONVERT = ("to turn it into records, give a records destination (a path not ending in .parquet, .feather, "
+                ".arrow, .ipc or .arrows, or format='records')")
+
+
 def _open_records(src, offset):
-    """``(binary file, bytes after offset or None, name, close?)``."""
+    """``(binary file, bytes after offset or None, name, close?)``. A regular file has a
+    size (and is mapped); a FIFO, a block device or a file object is a stream
+    (:class:`_Watched`). A character device is refused: ``/dev/zero`` never ends. So is a
+    Parquet or Arrow file."""
     if isinstance(src, (str, os.PathLike)):
+        name = os.fspath(src)
         try:
             f = open(src, "rb", buffering=0)
         except OSError as err:
-            raise LayoutError(f"cannot read records from {os.fspath(src)!r}: {err.strerror}") from None
-        size = os.fstat(f.fileno()).st_size
-        if offset > size:
+            raise LayoutError(f"cannot read records from {name!r}: {err.strerror}") from None
+        try:
+            mode = os.fstat(f.fileno()).st_mode
+            if stat.S_ISCHR(mode):
+                raise LayoutError(_endless(name))
+            if not stat.S_ISREG(mode):  # a FIFO (or a block device, whose st_size is 0): read as it comes
+                return _Watched(f, name, offset), None, name, True
+            size = os.fstat(f.fileno()).st_size
+            refuse_arrow(name, f.fileno(), size, _FIX_CONVERT)
+            if offset > size:
+                raise LayoutError(f"{src} is {size} bytes, shorter than the {offset}-byte header offset")
+            f.seek(offset)
+            return f, size - offset, name, True
+        except BaseException:
             f.close()
-            raise LayoutError(f"{src} is {size} bytes, shorter than the {offset}-byte header offset")
-        f.seek(offset)
-        return f, size - offset, os.fspath(src), True
+            raise
     if not hasattr(src, "readinto"):
         raise LayoutError(f"convert takes a path or a binary file object, got {type(src).__name__}")
-    skipped = 0
-    while skipped < offset:
-        chunk = src.read(min(offset - skipped, 1 << 20))
-        if not chunk:
-            raise LayoutError(f"the input ended after {skipped} bytes, inside the {offset}-byte header")
-        skipped += len(chunk)
-    return src, None, str(getattr(src, "name", "the input")), False
+    name = str(getattr(src, "name", "the input"))
+    try:
+        mode = os.fstat(src.fileno()).st_mode
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        mode = 0
+    if stat.S_ISCHR(mode):
+        raise LayoutError(_endless(name))
+    return _Watched(src, name, offset), None, name, False
+
+
+def _endless(name):
+    return (f"{name} is a character device (like a terminal or /dev/zero), which may never end: records must come "
+            f"from a file or a pipe; to take N bytes of a device, pipe them: head -c N DEVICE | layouts convert - ...")
+
+
+class _Watched:
+    """A records stream, read through (``readinto``) as it is converted. It keeps its
+    first bytes and its last 16 so that at its end a Parquet or Arrow IPC file piped in
+    is an error that says so (:func:`layouts._files.arrow_kind`), not records."""
+
+    _HEAD = 1 << 16
+
+    def __init__(self, f, name, offset):
+        self.f, self.name = f, name
+        self.head, self.tail, self.size = bytearray(), b"", 0
+        skipped = 0
+        while skipped < offset:
+            chunk = f.read(min(offset - skipped, 1 << 20))
+            if not chunk:
+                raise LayoutError(f"the input ended after {skipped} bytes, inside the {offset}-byte header")
+            self._saw(chunk)
+            skipped += len(chunk)
+
+    def _saw(self, data):
+        if len(self.head) < self._HEAD:
+            self.head += data[: self._HEAD - len(self.head)]
+        self.tail = (self.tail + bytes(data[-16:]))[-16:]
+        self.size += len(data)
+
+    def _read(self, start, n):
+        if start + n > len(self.head) and start >= self.size - len(self.tail):
+            start -= self.size - len(self.tail)
+            return self.tail[start : start + n]
+        return bytes(self.head[start : start + n])
+
+    def readinto(self, view):
+        n = self.f.readinto(view)
+        if n:
+            self._saw(memoryview(view)[:n])
+        elif n == 0:
+            kind = arrow_kind(self._read, self.size)
+            if kind is not None:
+                raise LayoutError(f"{self.name} is {kind}, not raw records (it begins and ends as {kind} does); "
+                                  f"{_FIX_CONVERT}")
+        return n
+
+    def close(self):
+        self.f.close()
 
 
 def _partial(name, size, itemsize, whole, left, trailing):
@@ -246,12 +372,13 @@ def _records_to_arrow(src, layout, tmp, dst, fmt, chunk_bytes, compression, offs
             whole, left = divmod(size, itemsize)
             if left:
                 _partial(name, size, itemsize, whole, left, trailing)
-            chunks = _mapped_chunks(f, offset, whole, rows, layout, overlap)
+            chunks = _mapped_chunks(f, offset, whole, rows, layout, overlap, name)
             total = whole * itemsize
         else:
             chunks = _stream_chunks(f, rows, layout, name, trailing, overlap)
             total = None
-        with _Pipeline(_ArrowSink(tmp, fmt, compression, dst), overlap, slots=3 if device == "cuda" else 2) as pipe:
+        sink = _ArrowSink(tmp, fmt, compression, dst)
+        with closing(chunks), _Pipeline(sink, overlap, slots=3 if device == "cuda" else 2) as pipe:
             if device == "cuda":
                 _forward_on_gpu(chunks, layout, rows, nulls, pipe, overlap, name, offset, progress, total)
             else:
@@ -327,17 +454,36 @@ def _read_pages(raw):
     int(raw[::4096].sum())
 
 
-def _mapped_chunks(f, offset, whole, rows, layout, overlap):
+def _mapped_chunks(f, offset, whole, rows, layout, overlap, name="the input"):
     """AoS chunks over a memory map of a regular file; with ``overlap`` a thread reads
-    (faults in) the pages of chunk k+1 while chunk k converts."""
+    (faults in) the pages of chunk k+1 while chunk k converts.
+
+    Another process may truncate the file meanwhile. Its size is checked before each
+    chunk is handed out and after it is converted, and the reads are guarded
+    (:class:`layouts.kernels._memory.MappedGuard`): a page that is gone reads as zeros
+    instead of killing the process with SIGBUS, and the chunk is then reported as a
+    ConversionError naming the file and the first record that is missing."""
     if whole == 0:
         return
+    itemsize = layout.itemsize
     records = np.memmap(f, dtype=layout.dtype, mode="r", offset=offset, shape=(whole,))
     raw = records.view(np.uint8) if records.dtype.itemsize else None
+    guard = MappedGuard(raw.ctypes.data if raw is not None else 0, whole * itemsize)
     pool = ThreadPoolExecutor(1, thread_name_prefix="layouts-reader") if overlap else None
 
     def touch(start):
-        _read_pages(raw[start * layout.itemsize : (start + rows) * layout.itemsize])
+        _read_pages(raw[start * itemsize : (start + rows) * itemsize])
+
+    def check(end):  # records [0, end) must still be there, and must have been read
+        size = os.fstat(f.fileno()).st_size
+        lost = guard.fault()
+        if size < offset + end * itemsize or lost is not None:
+            first = min(max(size - offset, 0) // itemsize, lost // itemsize if lost is not None else whole)
+            raise ConversionError(
+                f"{name} shrank while it was being converted: it is now {size:,} bytes, so record "
+                f"{first:,} (byte {offset + first * itemsize:,} of the file) and the ones after it are gone; "
+                f"another program truncated or rewrote the file: convert it again once it is complete "
+                f"(the destination was left as it was)")
 
     try:
         ahead = pool.submit(touch, 0) if pool else None
@@ -345,10 +491,14 @@ def _mapped_chunks(f, offset, whole, rows, layout, overlap):
             if ahead is not None:
                 ahead.result()
                 ahead = pool.submit(touch, start + rows) if start + rows < whole else None
-            yield AoS(records[start : start + rows], layout)
+            end = min(start + rows, whole)
+            check(end)
+            yield AoS(records[start:end], layout)
+            check(end)  # a page lost while the chunk converted read as zeros: not written
     finally:
         if pool is not None:
-            pool.shutdown(wait=True)
+            _unstoppable(lambda: pool.shutdown(wait=True))
+        guard.close()  # no thread reads the mapping any more
 
 
 def _stream_chunks(f, rows, layout, name, trailing, overlap):
@@ -377,7 +527,7 @@ class _Pipeline:
 
     def __init__(self, sink, overlap, slots=2):
         self.sink, self.records, self.error = sink, 0, None
-        self.nslots = slots
+        self.nslots, self.abandoned = slots, False
         self.kept = [None] * slots  # per slot: the SoA whose arena the CPU path reuses
         self.free = queue.Queue()
         for i in range(slots):
@@ -427,10 +577,11 @@ class _Pipeline:
                 return
             data, slot = item
             try:
-                if self.error is None:
+                if self.error is None and not self.abandoned:
                     self.sink.write(data)
             except BaseException as err:  # noqa: BLE001 - raised in the converting thread
                 self.error = err
+            del item, data  # nothing here may keep the slot's buffers exported once it is free
             self.free.put(slot)
 
     def __enter__(self):
@@ -438,29 +589,56 @@ class _Pipeline:
 
     def __exit__(self, kind, value, tb):
         if self.thread is not None:
-            self.todo.put(None)
-            self.thread.join()
+            self.abandoned = kind is not None  # an error or Ctrl-C: what is queued is not written
+            _unstoppable(self._stop_writer)
         self.sink.close()
         if kind is None and self.error is not None:
             raise self.error
         return False
 
 
+    def _stop_writer(self):
+        """Tell the writer thread to end and wait for it (it may be writing a chunk whose
+        buffers go once this returns)."""
+        while self.thread.is_alive():
+            try:
+                self.todo.put(None, timeout=0.05)
+            except queue.Full:
+                pass
+            self.thread.join(timeout=0.05)
+
+
+def _unstoppable(wait):
+    """Run ``wait()`` to its end even if Ctrl-C is pressed again meanwhile: it waits for
+    a thread that uses buffers the caller is about to free. The first interrupt is on
+    its way already; later ones are dropped."""
+    while True:
+        try:
+            return wait()
+        except KeyboardInterrupt:
+            continue
+
+
 _METADATA = 1 << 16  # reserved per batch beyond its buffers: IPC message and padding, Parquet pages
 
 
 @contextmanager
-def _writing(dst, path):
-    """An error writing the output (``path``, the temporary file) names the destination,
-    the bytes written so far and, for a full disk, what to do."""
+def _writing(out):
+    """An error writing the output ``out`` (:func:`layouts._files.open_output`) names the
+    destination, the bytes written so far and, for a full disk, what to do. A reader
+    that closed its end of a pipe is a :class:`BrokenPipeError` (a command exits quietly)."""
     try:
         yield
     except OSError as err:
-        done = os.path.getsize(path) if os.path.exists(path) else 0
+        done = out.written()
+        if err.errno == errno.EPIPE:
+            raise BrokenPipeError(errno.EPIPE, f"writing {out.name}: its reader closed it after {done:,} bytes of "
+                                               f"output") from err
         reason = os.strerror(err.errno) if err.errno else str(err)
         hint = "; free space there or write elsewhere" if err.errno in (errno.ENOSPC, errno.EDQUOT) else ""
-        raise OSError(err.errno, f"writing {dst} failed after {done:,} bytes of output: {reason}{hint} "
-                                 f"(the destination was left as it was)") from err
+        left = "what was written stays written" if out.stream else "the destination was left as it was"
+        raise OSError(err.errno, f"writing {out.name} failed after {done:,} bytes of output: {reason}{hint} "
+                                 f"({left})") from err
 
 
 class _ArrowSink:
@@ -469,29 +647,44 @@ class _ArrowSink:
     reserved a batch ahead (:class:`BlockReservation`): records -> Arrow IPC from the
     page cache ran 1.13-1.20x faster with it (``python -m benchmarks.block_reservation``)."""
 
-    def __init__(self, path, fmt, compression, dst):
-        self.path, self.fmt, self.compression, self.dst, self.writer = path, fmt, compression, dst, None
+    def __init__(self, out, fmt, compression, dst=None):
+        self.out, self.fmt, self.compression = out, fmt, compression
+        self.writer = self.file = self.blocks = None
         self.dictionaries = _Dictionaries()
-        self.blocks = None
 
     def write(self, batch):
-        with _writing(self.dst, self.path):
-            if self.writer is None:
-                self.writer = _writer(self.path, self.fmt, batch.schema, self.compression)
-                self.blocks = BlockReservation(self.path)
-            self.blocks.ahead(batch.nbytes + _METADATA)
+        with _writing(self.out):
+            if self.file is None:
+                # a file: pyarrow's own file on it (its writes need no Python); a stream: through the
+                # counting wrapper, whose position pyarrow keeps itself (nothing seeks)
+                out = self.out
+                self.file = (pa.OSFile(out.native_path, "wb") if out.native_path is not None
+                             else pa.PythonFile(out.file, mode="w"))
+                self.writer = _writer(self.file, self.fmt, batch.schema, self.compression)
+                self.blocks = BlockReservation(out.fd) if out.fd is not None else None
+            if self.blocks is not None:
+                self.blocks.ahead(batch.nbytes + _METADATA)
             if self.fmt == "parquet":
-                self.writer.write_batch(batch, row_group_size=batch.num_rows)
+                self.writer.write_batch(batch, row_group_size=max(batch.num_rows, 1))  # an empty input: an empty file
             else:
                 self.writer.write_batch(self.dictionaries.extend(batch))
 
     def close(self):
-        if self.writer is not None:
-            with _writing(self.dst, self.path):
+        """Finish the file; its handles are closed (and dropped) even when that fails."""
+        writer, file, blocks = self.writer, self.file, self.blocks
+        self.writer = self.file = self.blocks = None
+        if file is None:
+            return
+        with _writing(self.out):
+            try:
+                if writer is not None:
+                    writer.close()
+            finally:
                 try:
-                    self.writer.close()
+                    file.close()
                 finally:
-                    self.blocks.close()
+                    if blocks is not None:
+                        blocks.close()
 
 
 class _Dictionaries:
@@ -554,67 +747,154 @@ class _RecordsSink:
     it gained nothing from the page cache and, reading the input from the disk, it
     halved the speed (the reservation waited behind the input's reads)."""
 
-    def __init__(self, path, dst):
-        self.path, self.dst = path, dst
-        self.file = open(path, "wb")
+    def __init__(self, out, dst=None):
+        self.out = out
+        self.file = out.records_file()
 
     def write(self, data):
-        with _writing(self.dst, self.path):
+        with _writing(self.out):
             self.file.write(data)
 
     def close(self):
-        with _writing(self.dst, self.path):
-            self.file.close()
+        file, self.file = self.file, None
+        if file is not None:
+            with _writing(self.out):
+                file.close()
 
 
-def _writer(path, fmt, schema, compression):
+def _writer(file, fmt, schema, compression):
+    """pyarrow's writer for ``fmt`` into ``file`` (a pyarrow file, left open)."""
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
         codec = "snappy" if compression is None else compression
-        return pq.ParquetWriter(path, schema, compression=codec)
+        return pq.ParquetWriter(file, schema, compression=codec)
     codec = ("lz4" if fmt == "feather" else None) if compression is None else compression
     codec = None if codec in ("none", "uncompressed") else codec
     options = pa.ipc.IpcWriteOptions(compression=codec, emit_dictionary_deltas=True)
-    return pa.ipc.new_file(str(path), schema, options=options)
+    if fmt == "arrows":  # the IPC stream format: schema, batches, end marker; no footer
+        return pa.ipc.new_stream(file, schema, options=options)
+    return pa.ipc.new_file(file, schema, options=options)
 
 
 # ----------------------------------------------------------------- Arrow -> records
 
 
-def _arrow_batches(src, rows):
-    """Record batches of a Parquet or Arrow IPC (file or stream) input; an IPC file is
-    memory-mapped, so its batches are read when converted, without a copy."""
+def _arrow_batches(src, rows, name):
+    """``(where, record batch)`` of a Parquet or Arrow IPC (file or stream) input, with
+    ``where`` naming the batch or row group; an IPC file is memory-mapped, so its batches
+    are read when converted, without a copy. A file that cannot be read (damaged,
+    truncated) is a ConversionError naming it and the batch or row group, whatever
+    pyarrow raised."""
     path = os.fspath(src) if isinstance(src, (str, os.PathLike)) else None
-    head = b""
+    head = tail = b""
     if path is not None:
         try:
             with open(path, "rb") as f:
                 head = f.read(8)
+                size = os.fstat(f.fileno()).st_size
+                if size >= 12:
+                    f.seek(size - 6)
+                    tail = f.read(6)
         except OSError as err:
             raise LayoutError(f"cannot read {path!r}: {err.strerror}") from None
     if head[:4] == b"PAR1":
-        import pyarrow.parquet as pq
-
-        # pre_buffer (on by default) reads ahead all row groups: memory would grow with the file
-        return pq.ParquetFile(path, pre_buffer=False).iter_batches(batch_size=rows)
-    try:
-        if head[:6] == b"ARROW1":
+        if tail[-4:] != b"PAR1":
+            raise _truncated(name, "Parquet", "PAR1", size)
+        return _parquet_batches(path, rows, name)
+    if head[:6] == b"ARROW1":
+        if tail != b"ARROW1":
+            raise _truncated(name, "Arrow IPC", "ARROW1", size)
+        with _reading(name, "the file's footer"):
             reader = pa.ipc.open_file(pa.memory_map(path))
-            return (reader.get_batch(i) for i in range(reader.num_record_batches))
-        return iter(pa.ipc.open_stream(pa.memory_map(path) if path is not None else src))
-    except pa.ArrowInvalid as err:
+            count = reader.num_record_batches
+        return _file_batches(reader, count, name)
+    try:
+        stream = pa.ipc.open_stream(pa.memory_map(path) if path is not None else src)
+    except Exception as err:  # noqa: BLE001 - pyarrow raises several types for a file that is not IPC
+        if head[:4] == b"\xff\xff\xff\xff":  # an IPC stream's first message, damaged
+            raise _unreadable(name, "the stream's schema", err) from err
         raise LayoutError(
             f"{path or 'the input'} is neither Parquet nor Arrow IPC ({err}); to write records, the "
             f"input must be one of those"
         ) from None
+    return _stream_batches(stream, name)
+
+
+def _file_batches(reader, count, name):
+    for i in range(count):
+        with _reading(name, f"batch {i}"):
+            batch = reader.get_batch(i)
+        yield f"batch {i}", batch
+
+
+def _stream_batches(stream, name):
+    i = 0
+    while True:
+        with _reading(name, f"batch {i}"):
+            try:
+                batch = stream.read_next_batch()
+            except StopIteration:
+                return
+        yield f"batch {i}", batch
+        i += 1
+
+
+def _parquet_batches(path, rows, name):
+    import pyarrow.parquet as pq
+
+    with _reading(name, "the file's metadata"):
+        # pre_buffer (on by default) reads ahead all row groups: memory would grow with the file
+        file = pq.ParquetFile(path, pre_buffer=False)
+        groups = file.num_row_groups
+
+    def each():
+        for g in range(groups):
+            where = f"row group {g}"
+            with _reading(name, where):
+                batches = file.iter_batches(batch_size=rows, row_groups=[g])
+            while True:
+                with _reading(name, where):
+                    batch = next(batches, None)
+                if batch is None:
+                    break
+                yield where, batch
+
+    return each()
+
+
+def _truncated(name, what, marker, size):
+    return ConversionError(
+        f"{name} is a truncated {what} file: it starts with the {what} marker but does not end with it "
+        f"({marker!r}), so it was cut short ({size:,} bytes are left): copy or write it again whole"
+    )
+
+
+def _unreadable(name, where, err):
+    why = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())  # one line
+    return ConversionError(
+        f"{name}, {where}: cannot be read ({type(err).__name__}: {why}); the file is damaged, or was "
+        f"truncated or written wrongly"
+    )
+
+
+@contextmanager
+def _reading(name, where):
+    """A pyarrow error reading ``where`` of input ``name`` as a ConversionError (pyarrow
+    raises ArrowInvalid, OSError, ArrowNotImplementedError... for a damaged file)."""
+    try:
+        yield
+    except (LayoutError, ConversionError, StopIteration):
+        raise
+    except Exception as err:  # noqa: BLE001 - a damaged file: pyarrow raises many types
+        raise _unreadable(name, where, err) from err
 
 
 def _parts(batches, rows):
-    """The batches cut into parts of at most ``rows`` rows."""
-    for batch in batches:
+    """``(where, part)``: the batches cut into parts of at most ``rows`` rows."""
+    for where, batch in batches:
         for start in range(0, batch.num_rows, rows):
-            yield batch.slice(start, rows)
+            yield where, batch.slice(start, rows)
 
 
 def _touch(soa):
@@ -664,33 +944,36 @@ def _ahead(items, overlap, depth=2):
             yield item
     finally:
         stop.set()
-        thread.join()
+        _unstoppable(thread.join)  # it may be reading pages of buffers that go with the items
 
 
 @contextmanager
-def _rows(name, first, n):
-    """Name the input and its rows in an error about one part of an Arrow input."""
+def _rows(name, first, n, where=None):
+    """Name the input, its batch or row group and its rows in an error about one part
+    of an Arrow input."""
     try:
         yield
     except (LayoutError, ConversionError) as err:
-        raise type(err)(f"{name}, rows {first} to {first + n}: {err}") from err
+        where = f"{where}, " if where else ""
+        raise type(err)(f"{name}, {where}rows {first} to {first + n}: {err}") from err
 
 
-def _arrow_to_records(src, layout, tmp, dst, chunk_bytes, fill, truncate, overlap, threads, device, progress):
+def _arrow_to_records(src, layout, tmp, dst, chunk_bytes, fill, truncate, cast, overlap, threads, device,
+                      progress):
     rows = max(1, chunk_bytes // layout.itemsize)
     name = os.fspath(src) if isinstance(src, (str, os.PathLike)) else str(getattr(src, "name", "the input"))
 
-    def bound(parts):  # each part checked and cast for the layout, its pages read
+    def bound(parts):  # each part checked (buffers, offsets) and cast for the layout, its pages read
         first = 0
-        for part in parts:
-            with _rows(name, first, part.num_rows):
-                soa = SoA.from_arrow(part, layout, fill=fill, truncate=truncate)
+        for where, part in parts:
+            with _rows(name, first, part.num_rows, where):
+                soa = SoA.from_arrow(part, layout, fill=fill, truncate=truncate, cast=cast)
             if overlap:
                 _touch(soa)
             yield soa
             first += part.num_rows
 
-    parts = _ahead(bound(_parts(_arrow_batches(src, rows), rows)), overlap)
+    parts = _ahead(bound(_parts(_arrow_batches(src, rows, name), rows)), overlap)
 
     def report():
         if progress is not None:

@@ -9,9 +9,23 @@ from ._errors import ConversionError
 
 
 def _record_value(array, field, row):
-    """The leaf's value(s) in one record of a structured array, read with NumPy."""
+    """The leaf's value(s) in one record of a structured array, read with NumPy; a
+    ``U<n>`` value that holds no valid code points is shown as its UTF-32 code units
+    (NumPy cannot make a str of it). Never fails: an error message is being built."""
     raw = np.frombuffer(array[row : row + 1].tobytes(), dtype=np.uint8)
-    vals = [raw[o : o + field.width].view(field.dtype)[0] for o in field.element_offsets()]
+
+    def one(o):
+        cell = raw[o : o + field.width]
+        if field.dtype.kind == "U":
+            units = cell.view(field.dtype.byteorder.replace("|", "=") + "u4")
+            if ((units > 0x10FFFF) | ((units >= 0xD800) & (units <= 0xDFFF))).any():
+                return "UTF-32 code units " + " ".join(f"{int(u):#x}" for u in units)
+        return cell.view(field.dtype)[0]
+
+    try:
+        vals = [one(o) for o in field.element_offsets()]
+    except Exception:  # noqa: BLE001 - the message must still be built
+        vals = [bytes(raw[o : o + field.width]) for o in field.element_offsets()]
     return vals[0] if len(vals) == 1 else vals
 
 
@@ -43,13 +57,21 @@ def forward_error(layout, array, fault, first=0, source=None, offset=0):
 
 
 def _arrow_value(column, row, count):
-    """The column's value(s) for one record, as Python objects or, where Python's
-    datetime cannot hold them, as the raw integers Arrow stores."""
+    """The column's value(s) for one record, as Python objects or, where Python cannot
+    hold them (datetimes out of range, strings that are not UTF-8), as the raw integers
+    or bytes Arrow stores. Never fails: an error message is being built."""
     part = column.slice(row * count, count)
     try:
         values = part.to_pylist()
     except (OverflowError, ValueError):
-        values = part.view(pa.int64() if part.type.bit_width == 64 else pa.int32()).to_pylist()
+        try:
+            if pa.types.is_string(part.type) or pa.types.is_large_string(part.type):
+                raw = pa.large_binary() if pa.types.is_large_string(part.type) else pa.binary()
+            else:
+                raw = pa.int64() if part.type.bit_width == 64 else pa.int32()
+            values = part.view(raw).to_pylist()
+        except Exception:  # noqa: BLE001 - the message must still be built
+            values = ["<unreadable>"] * count
     return values if count > 1 else values[0]
 
 

@@ -5,7 +5,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field, replace
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -80,21 +80,21 @@ class Field:
     ctype: str = ""
 
     @property
-    def name(self):
+    def name(self) -> str:
         """The dotted path, ``"quote.px"``."""
         return ".".join(self.path)
 
     @property
-    def count(self):
+    def count(self) -> int:
         """Elements of this leaf in one record."""
         return int(np.prod(self.shape, dtype=np.int64))
 
     @property
-    def swapped(self):
+    def swapped(self) -> bool:
         """True if the record stores the leaf in non-native byte order."""
         return self.byteorder not in ("|", sys.byteorder)
 
-    def element_offsets(self):
+    def element_offsets(self) -> np.ndarray:
         """Byte offset within the record of every element, in row-major order."""
         offs = np.array([self.offset], dtype=np.int64)
         for n, step in zip(self.shape, self.strides):
@@ -197,13 +197,15 @@ class Layout:
         builder = _Builder(spec, self.void_as, self.c)
         tree = builder.walk(dtype, 0, (), (), ())
         builder.check_unused_modes()
+        _check_has_data(dtype, builder.fields)
         modes = tuple((f.name, builder.bytes_mode(f.name)) for f in builder.fields if f.dtype.kind == "S")
         for name, value in (("dtype", dtype), ("bytes_as", modes), ("fields", tuple(builder.fields)),
                             ("_tree", tree)):
             object.__setattr__(self, name, value)
 
     @classmethod
-    def from_dtype(cls, dtype, *, bytes_as="fixed", flatten=False, void_as="error"):
+    def from_dtype(cls, dtype: "np.typing.DTypeLike", *, bytes_as: "str | dict[str, str]" = "fixed",
+                   flatten: bool = False, void_as: str = "error") -> "Layout":
         """Describe the records of a NumPy structured dtype.
 
         Parameters
@@ -224,8 +226,20 @@ class Layout:
                pack: "int | None" = None, unions: "dict[str, str | list[str]] | None" = None,
                pointers: str = "error", enum_as: str = "dictionary", bytes_as: "str | dict[str, str]" = "fixed",
                flatten: bool = False, include_dirs: "tuple[str, ...] | list[str]" = (),
-               defines: "dict[str, str] | None" = None, preprocessor: "bool | str" = "auto") -> "Layout":
+               defines: "dict[str, str] | None" = None, preprocessor: "bool | str" = "auto",
+               compiler: "bool | str | os.PathLike[str] | None" = "auto") -> "Layout":
         """A Layout of a C struct or union, laid out as this machine's C compiler does.
+
+        Where a C compiler is installed, it is asked: the declarations are compiled with
+        debug information (``-g -fno-eliminate-unused-debug-types``, your ``-I``/``-D``,
+        a time limit) and every offset, size, alignment, bit-field position, enumerator
+        and typedef is read back from the object's DWARF, so whatever the compiler
+        accepts (``_Alignas``, ``sizeof`` in array sizes, ``#include <stdio.h>``,
+        ``_Float16``, ``__int128``, zero-length arrays, packed and ``#pragma pack``
+        bit-fields, ``mode``, ``vector_size``, ``scalar_storage_order``...) is laid out
+        exactly as it lays it out. Without one, pycparser parses the declarations and
+        cffi's layout engine places the fields; both paths give the same Layout for
+        everything the second supports. See ``docs/c-declarations.md``.
 
         Parameters
         ----------
@@ -237,11 +251,14 @@ class Layout:
         byteorder : {"native", "little", "big"}
             Byte order the records were written in. Sizes and offsets stay this machine's
             ABI; every multi-byte field (bit-field words included, with big-endian bit
-            numbering for ``"big"``) is swapped during the conversion.
+            numbering for ``"big"``) is swapped during the conversion. With GCC a foreign
+            order is GCC's own layout for it (``-fsso-struct=big-endian``).
         pack : int, optional
             Maximum alignment of every member, as ``#pragma pack(n)`` around the whole
             source (``pack=1``: no padding anywhere). ``#pragma pack`` and
-            ``__attribute__((packed))`` in the source are honoured either way.
+            ``__attribute__((packed))`` in the source are honoured either way. With the
+            compiler this is ``-fpack-struct=n`` (which GCC lays out like the pragma, except
+            that an unnamed ``:0`` bit-field does not align the next one).
         unions : dict, optional
             Which members of a union become columns: ``{"u": "f"}`` or ``{"u": ["f", "i"]}``,
             keyed by the union's field path, or for an anonymous union by the path of one of
@@ -256,10 +273,22 @@ class Layout:
         bytes_as, flatten
             As in :meth:`Layout.from_dtype` (``char name[n]`` is an ``S<n>`` field).
         include_dirs, defines
-            ``-I`` directories and ``-D`` macros for the C preprocessor.
+            ``-I`` directories and ``-D`` macros for the compiler or the C preprocessor.
         preprocessor : "auto", True, False or str
             ``"auto"`` runs ``cpp`` when one is found and otherwise the built-in subset;
-            True requires it; False never runs it; a string names the program.
+            True requires it; False never runs it (and so uses the built-in path, as
+            ``compiler=None``); a string names the program. Used by the built-in path
+            only: the compiler preprocesses on its own.
+        compiler : "auto", None, False, True, str or os.PathLike
+            Who lays the record out. ``"auto"`` (default): ``$CC`` when set, else
+            ``gcc``, ``cc`` or ``clang`` on PATH, else the built-in pycparser/cffi path.
+            None or False: always the built-in path. True: a compiler is required (an
+            error without one). A name or path (``"clang"``, ``"/opt/gcc-14/bin/gcc"``):
+            that compiler, optionally with target/ABI options for records written on
+            another machine (``"clang --target=armv7-linux-gnueabihf -ffreestanding"``,
+            ``"arm-linux-gnueabihf-gcc"``); ``$CC`` may carry options too. It runs for 30 s
+            at most; a source that is not text (a data file given by mistake) is refused
+            before anything runs.
 
         Mappings
         --------
@@ -271,13 +300,22 @@ class Layout:
         mask in the pass, and written back with a range check. An enum is a
         ``dictionary<int32, string>`` of enumerator names, in value order.
 
-        Limits, each an error saying so rather than a guess: packed bit-fields that
-        straddle the storage unit of the field before them, packed records that mix
-        bit-fields with ``aligned`` members or have a ``:0`` bit-field, and bit-fields under ``#pragma pack(n)``
-        with n > 1 (cffi's engine does not place those as GCC does); bit-fields that
-        span more than 8 bytes; ``mode``/``vector_size``/``scalar_storage_order``
-        attributes. ``__attribute__((aligned))`` written after one of several
-        declarators in one declaration applies to that declarator only.
+        Both paths also map ``__int128`` to ``fixed_size_binary(16)`` (the value's bytes as
+        stored, with a note in ``layout.c.notes``), ``_Float16`` to ``float16``,
+        ``_Complex`` to ``struct<re, im>``, and skip GNU zero-length arrays (with a note,
+        shown by ``layouts inspect``). With the compiler, vectors (``vector_size``) are
+        sub-arrays, ``mode`` gives the integer of that size, and ``scalar_storage_order``
+        fields keep their own byte order. ``long double`` and ``_Float128`` are errors (no
+        Arrow type holds them).
+
+        Limits of the built-in path, each an error saying so rather than a guess: packed
+        bit-fields that straddle the storage unit of the field before them, packed records
+        that mix bit-fields with ``aligned`` members or have a ``:0`` bit-field, and
+        bit-fields under ``#pragma pack(n)`` with n > 1 (cffi's engine does not place
+        those as GCC does); ``mode``/``vector_size``/``scalar_storage_order`` attributes;
+        ``sizeof`` of an expression. On both: bit-fields that span more than 8 bytes.
+        ``__attribute__((aligned))`` written after one of several declarators in one
+        declaration applies to that declarator only.
 
         Examples
         --------
@@ -290,10 +328,45 @@ class Layout:
 
         dtype, info = from_c(source, name, byteorder=byteorder, pack=pack, unions=unions, pointers=pointers,
                              enum_as=enum_as, include_dirs=include_dirs, defines=defines,
-                             preprocessor=preprocessor)
+                             preprocessor=preprocessor, compiler=compiler)
         return cls._assemble(dtype, bytes_as, flatten, "error", info)
 
-    def replace(self, **changes):
+    @classmethod
+    def from_dwarf(cls, path: "str | os.PathLike[str]", name: "str | None" = None, *,
+                   byteorder: "str | None" = None, unions: "dict[str, str | list[str]] | None" = None,
+                   pointers: str = "error", enum_as: str = "dictionary", bytes_as: "str | dict[str, str]" = "fixed",
+                   flatten: bool = False) -> "Layout":
+        """A Layout of a struct or union read from the DWARF debug information of an ELF
+        object, executable or shared library built with ``-g`` (the way ``pahole`` reads
+        them): the record types of the very program that wrote the files.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            ``prog.o``, ``prog`` or ``lib.so``, built with ``-g`` and not stripped.
+        name : str, optional
+            ``"struct tick"``, ``"tick"`` or a typedef name; optional when the file's own
+            (non-system) sources define exactly one struct or union.
+        byteorder : {"native", "little", "big"}, optional
+            Default: the byte order of the ELF file's target.
+        unions, pointers, enum_as, bytes_as, flatten
+            As in :meth:`from_c`.
+
+        The record's alignment is taken from ``DW_AT_alignment`` where the source wrote
+        one, else from its members (1 when its offsets show it is packed).
+
+        Examples
+        --------
+        >>> import layouts as lo
+        >>> L = lo.Layout.from_dwarf("tick.o", "struct tick")  # doctest: +SKIP
+        """
+        from ._cdecl import from_dwarf
+
+        dtype, info = from_dwarf(path, name, byteorder=byteorder, unions=unions, pointers=pointers,
+                                 enum_as=enum_as)
+        return cls._assemble(dtype, bytes_as, flatten, "error", info)
+
+    def replace(self, **changes: Any) -> "Layout":
         """A new Layout with other options: ``bytes_as``, ``flatten``, ``void_as``, and
         ``enum_as`` for layouts from C."""
         opts = {"bytes_as": dict(self.bytes_as), "flatten": self.flatten, "void_as": self.void_as}
@@ -308,28 +381,28 @@ class Layout:
 
     # ------------------------------------------------------------------ views
     @property
-    def itemsize(self):
+    def itemsize(self) -> int:
         """Bytes per record."""
         return self.dtype.itemsize
 
     @property
-    def alignment(self):
+    def alignment(self) -> int:
         """Alignment of the record: the C compiler's for layouts from C, else NumPy's."""
         return self.c.alignment if self.c is not None else self.dtype.alignment
 
     @property
-    def names(self):
+    def names(self) -> "list[str]":
         """Dotted names of the leaf fields, in record order."""
         return [f.name for f in self.fields]
 
-    def __getitem__(self, name):
+    def __getitem__(self, name: str) -> Field:
         for f in self.fields:
             if f.name == name:
                 return f
         raise KeyError(f"no leaf field {name!r} in this layout; leaves are {self.names}")
 
     @functools.cached_property
-    def holes(self):
+    def holes(self) -> "tuple[tuple[int, int], ...]":
         """``(offset, size)`` of every run of record bytes no field covers (padding).
 
         Computed once per Layout: ``to_aos`` asks on every call."""
@@ -347,7 +420,7 @@ class Layout:
         return tuple(holes)
 
     @functools.cached_property
-    def aliases(self):
+    def aliases(self) -> "tuple[tuple[str, str], ...]":
         """Pairs of leaf names whose bits overlap (union members), in record order."""
         owner = np.full(8 * self.itemsize, -1, dtype=np.int64)
         pairs = []
@@ -360,11 +433,11 @@ class Layout:
         return tuple(pairs)
 
     @property
-    def schema(self):
+    def schema(self) -> pa.Schema:
         """The Arrow schema of the SoA view."""
         return pa.schema(self._arrow_fields())
 
-    def __arrow_c_schema__(self):
+    def __arrow_c_schema__(self) -> object:
         return self.schema.__arrow_c_schema__()
 
     def _arrow_fields(self, leaf_types=None):
@@ -386,7 +459,7 @@ class Layout:
         struct = pa.struct([self._node_field(c, types) for c in node.children])
         return pa.field(node.name, _wrap(struct, node.shape))
 
-    def describe(self):
+    def describe(self) -> "dict[str, Any]":
         """The record as data: size, alignment, every leaf and padding hole, in offset order.
 
         Leaves are dicts with ``name``, ``offset``, ``size`` (bytes of all its elements),
@@ -417,7 +490,7 @@ class Layout:
             "padding_share": pad / self.itemsize if self.itemsize else 0.0,
         }
 
-    def __str__(self):
+    def __str__(self) -> str:
         d = self.describe()
         with_c = self.c is not None
         head = ("offset", "size", "field") + (("C type",) if with_c else ()) + ("numpy", "arrow")
@@ -443,10 +516,26 @@ class Layout:
             lines.append(("  " + "  ".join(parts)).rstrip())
         return "\n".join(lines)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self.c is not None:
             return f"Layout.from_c({self.c.name!r} from {self.c.source}, {self.itemsize} bytes)"
         return f"Layout({self.dtype!r}, flatten={self.flatten})"
+
+
+def _check_has_data(dtype, fields):
+    """A LayoutError for record types that hold no bytes, or only padding: records of 0
+    bytes cannot be counted in a buffer or file, and Arrow columns need a field."""
+    if dtype.itemsize == 0:
+        raise LayoutError(
+            f"the record type {dtype} has 0 bytes per record, so records of it cannot be counted in a "
+            f"buffer or file; give it at least one field with data (a (0,) sub-array holds none)"
+        )
+    if not fields:
+        raise LayoutError(
+            f"the record type {dtype} ({dtype.itemsize} bytes) has no fields to convert, only padding "
+            f"(unnamed or skipped void bytes); name the bytes as a field, e.g. np.dtype([('raw', "
+            f"'V{dtype.itemsize}')]) with void_as='bytes'"
+        )
 
 
 def _wrap(arrow_type, shape):

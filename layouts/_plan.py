@@ -5,7 +5,9 @@ An :class:`Arena` places every column buffer of an SoA (validity, offsets, value
 turn a Layout plus buffer addresses into the int64 op table of :mod:`kernels.plan`.
 """
 
+import gc
 import math
+import weakref
 
 import numpy as np
 import pyarrow as pa
@@ -53,7 +55,8 @@ def null_bits(field, value, what):
     """
     where = f"{what}[{field.name!r}]"
     if field.enum:
-        return P.N_BITS, _enum_value(field, value, where)
+        number = _enum_value(field, value, where)
+        return P.N_BITS, number - (1 << 64) if number >= 1 << 63 else number  # int64 bits, as _bits
     if field.kind == "bits" and isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         lo, hi = field.bit_range()
         if not lo <= value <= hi:
@@ -65,7 +68,7 @@ def null_bits(field, value, what):
             f"converted as {field.kind!r}; {what} values apply to numeric and datetime fields only"
         )
     dt = native_dtype(field) if field.kind == "copy" else np.dtype(field.arrow_type.to_pandas_dtype())
-    if dt.kind == "f" and isinstance(value, float) and math.isnan(value):
+    if dt.kind == "f" and isinstance(value, (float, np.floating)) and math.isnan(value):
         return P.N_NAN, _bits(np.array(value, dtype=dt))
     try:
         arr = np.array(value, dtype=dt)
@@ -77,11 +80,17 @@ def null_bits(field, value, what):
             f"{where}={value!r} is not exactly representable as {dt} (field {field.name!r} at "
             f"offset {field.offset}); give a value of that type"
         )
+    if field.kind == "bits":  # the kernels read a bit-field's value sign-extended to int64, not its raw bits
+        number = int(arr)
+        return P.N_BITS, number - (1 << 64) if number >= 1 << 63 else number
     return P.N_BITS, _bits(arr)
 
 
 def _bits(arr):
-    return int(arr.reshape(1).view(f"u{arr.dtype.itemsize}")[0])
+    """The raw bits of a one-value array as the kernels compare and store them: the
+    unsigned value for 1 to 4 bytes, the signed int64 for 8 (op tables are int64)."""
+    bits = int(arr.reshape(1).view(f"u{arr.dtype.itemsize}")[0])
+    return bits - (1 << 64) if bits >= 1 << 63 else bits
 
 
 def _enum_value(field, value, where):
@@ -136,6 +145,7 @@ class Arena:
 
     def __init__(self, layout, capacity, nullable=frozenset()):
         self.layout, self.capacity, self.nullable = layout, capacity, frozenset(nullable)
+        self._widths = None
         self.buffers = []  # per leaf: dict of name -> (offset, size)
         self.offset_width = []
         pos = 0
@@ -176,6 +186,54 @@ class Arena:
         raw = np.empty(self.nbytes + ALIGN, dtype=np.uint8)
         skip = -raw.ctypes.data % ALIGN
         return raw[skip : skip + self.nbytes]
+
+    def used(self, memory, n):
+        """Per leaf, ``{buffer name: bytes}`` that the first n records use of each buffer
+        of ``memory`` (host bytes the forward kernels wrote): string data ends where
+        the last offset says."""
+        if self._widths is None:  # elements per record, and bytes per element: 0 bit-packed, None var-length
+            self._widths = [(f.count, None if ow else arrow_width(f))
+                            for f, ow in zip(self.layout.fields, self.offset_width)]
+        out = []
+        for bufs, ow, (per, width) in zip(self.buffers, self.offset_width, self._widths):
+            count = n * per
+            sizes = {"validity": -(-count // 8)} if "validity" in bufs else {}
+            if width is None:
+                sizes["offsets"] = (count + 1) * ow
+                at = bufs["offsets"][0] + count * ow
+                sizes["data"] = int.from_bytes(memory[at : at + ow], "little", signed=True)
+            else:
+                sizes["data"] = count * width if width else -(-count // 8)
+            out.append(sizes)
+        return out
+
+    def zero_padding(self, memory, used):
+        """Zero each buffer of ``memory`` from the end of its ``used`` bytes to the next
+        64-byte boundary: Arrow writers may write a buffer's bytes up to there (pyarrow's
+        IPC writer does), and they would otherwise be stale heap or earlier records."""
+        for bufs, sizes in zip(self.buffers, used):
+            for name, (start, _) in bufs.items():
+                end = start + sizes[name]
+                if end % ALIGN:
+                    memory[end : end + (-end % ALIGN)] = 0
+
+
+class ArenaUse:
+    """What the SoAs made over one arena's memory share (``to_soa(out=...)`` hands the
+    memory from one to the next): the generation, bumped each time the memory is written
+    again, so that an older SoA refuses to read it; and the exports (pyarrow objects
+    made by ``to_arrow`` and the like) still alive, which that memory must not change
+    under: reusing it is refused while there are any."""
+
+    def __init__(self):
+        self.generation = 0
+        self.exports = weakref.WeakSet()
+
+    def live_exports(self):
+        """Exports still alive (after a garbage collection, if any seemed to be)."""
+        if len(self.exports):
+            gc.collect()
+        return len(self.exports)
 
 
 def _offsets_table(layout):

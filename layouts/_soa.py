@@ -7,7 +7,7 @@ from ._aos import AoS, as_layout
 from ._backends import check_device, kernels_for
 from ._errors import LayoutError
 from ._faults import reverse_error
-from ._plan import ColumnBuffers, native_dtype, reverse_ops
+from ._plan import ArenaUse, ColumnBuffers, native_dtype, reverse_ops
 
 __all__ = ["SoA", "Column"]
 
@@ -37,12 +37,20 @@ class SoA:
         self.device = device
         self._fills, self._truncate = dict(fills or {}), truncate
         self._arena, self._memory = arena, memory
+        self._use, self._generation = ArenaUse(), 0
 
     @classmethod
-    def _from_arena(cls, layout, n, arena, memory, fills, dictionaries=None):
+    def _from_arena(cls, layout, n, arena, memory, fills, dictionaries=None, use=None):
+        """The SoA over the first n records of an arena the forward kernels just wrote.
+        Each buffer is cut to the bytes those records use (:meth:`Arena.used`), so no
+        export shows a byte past them. ``use`` is the :class:`ArenaUse` of SoAs made
+        earlier over the same memory (``to_soa(out=...)``), which this one succeeds."""
+        used = arena.used(memory, n)
+        arena.zero_padding(memory, used)
+
         def buf(i, name):
             spec = arena.buffers[i].get(name)
-            return None if spec is None else pa.py_buffer(memory[spec[0] : spec[0] + spec[1]])
+            return None if spec is None else pa.py_buffer(memory[spec[0] : spec[0] + used[i][name]])
 
         dictionaries = dictionaries or {}
         columns = [
@@ -50,10 +58,42 @@ class SoA:
                           buf(i, "data"), 0, f.kind, dictionaries.get(i))
             for i, f in enumerate(layout.fields)
         ]
-        return cls(layout, n, columns, fills=fills, arena=arena, memory=memory)
+        soa = cls(layout, n, columns, fills=fills, arena=arena, memory=memory)
+        if use is not None:
+            soa._use, soa._generation = use, use.generation
+        return soa
+
+    def _current(self, what):
+        """Refuse to read an arena a later ``to_soa(out=...)`` has written over."""
+        if self._generation != self._use.generation:
+            raise LayoutError(
+                f"SoA.{what}: this SoA's arena was reused by a later to_soa(out=...), so its buffers now hold "
+                f"other records; use the SoA that call returned")
+
+    def _export(self):
+        """A token for one export of this SoA's arena (None for columns borrowed from
+        Arrow): the exported buffers hold it and :class:`ArenaUse` tracks it, so that
+        ``to_soa(out=...)`` can refuse to write over memory an export still shows."""
+        if self._memory is None:
+            return None
+        self._current("to_arrow")
+        token = _Export(self._memory)
+        self._use.exports.add(token)
+        return token
+
+    def _exported(self, column, token):
+        """``column`` (ColumnBuffers) as a pyarrow array whose buffers hold ``token``."""
+        if token is None:
+            return column.to_array()
+
+        def buf(b):
+            return None if b is None else pa.foreign_buffer(b.address, b.size, base=token)
+
+        return ColumnBuffers(column.type, column.length, buf(column.validity), buf(column.offsets), buf(column.data),
+                             column.offset, column.kind, column.dictionary).to_array()
 
     @classmethod
-    def from_arrow(cls, obj, layout, *, fill=None, truncate=False):
+    def from_arrow(cls, obj, layout, *, fill=None, truncate=False, cast="strict"):
         """Columns from Arrow data, bound for a record layout (checked, not yet written).
 
         Parameters
@@ -64,17 +104,38 @@ class SoA:
         layout : Layout or numpy.dtype
         fill : dict, optional
             Leaf name -> value written where that column is null. A null with no fill
-            value is an error (datetime64 fields take NaT).
+            value is an error (datetime64 fields take NaT). Any value of the field's
+            type works (``-0.0``, ``-inf``, uint64 above 2**63, NaT...) and is written
+            bit for bit. A NaN sentinel from ``to_soa(nulls=...)`` made every NaN
+            null whatever its payload or sign, so those all come back as the sentinel
+            NaN: NaN payloads are canonicalised.
         truncate : bool
             Cut strings longer than their ``S<n>``/``U<n>`` field instead of failing.
+        cast : {"strict", "parse"}
+            ``"strict"`` (default): a column is cast only within its kind of value
+            (numbers among themselves, times between units, text between string and
+            binary); a column of another kind (strings for a number field, booleans for
+            an integer field, numbers for a text or datetime field...) is a
+            ConversionError naming the column, its Arrow type and the field's type.
+            ``"parse"``: such columns are cast too (text parsed as numbers, booleans as
+            0/1...), still only when every value comes back unchanged.
 
         Columns whose Arrow type equals the field's are used without a copy. Other
-        numeric types are cast only when no value changes; else ConversionError.
+        types are cast only when no value changes; else ConversionError. What the
+        kernels will read is checked first (buffer sizes, string offsets, dictionary
+        indices), so damaged Arrow data is a ConversionError, never a crash.
+
+        Examples
+        --------
+        >>> import numpy as np, pyarrow as pa, layouts as lo
+        >>> t = pa.table({"qty": pa.array(["7", "8"])})
+        >>> lo.SoA.from_arrow(t, [("qty", "<i4")], cast="parse").to_aos().to_numpy()["qty"].tolist()
+        [7, 8]
         """
         from ._arrow_in import columns_from_arrow
 
         layout = as_layout(layout)
-        length, columns, fills = columns_from_arrow(obj, layout, dict(fill or {}))
+        length, columns, fills = columns_from_arrow(obj, layout, dict(fill or {}), cast)
         return cls(layout, length, columns, fills=fills, truncate=truncate)
 
     # --------------------------------------------------------------- properties
@@ -109,7 +170,8 @@ class SoA:
         """A pyarrow.RecordBatch over the same buffers (no copy)."""
         self._on_host("to_arrow")
         schema = self.schema
-        leaves = iter(c.to_array() for c in self._columns)
+        token = self._export()
+        leaves = iter(self._exported(c, token) for c in self._columns)
         arrays = [_assemble(f.type, self._length, leaves) for f in schema]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
@@ -120,6 +182,88 @@ class SoA:
         sentinel values stay in the buffers under a null.
         """
         return pa.Table.from_batches([self.to_record_batch()])
+
+    def to_pandas(self, *, dtype_backend="pyarrow", types_mapper=None, **options):
+        """The columns as a pandas DataFrame.
+
+        Parameters
+        ----------
+        dtype_backend : {"pyarrow", "numpy", "numpy_nullable"}
+            ``"pyarrow"`` (default): every column is a ``pandas.ArrowDtype`` over this
+            SoA's Arrow data (no copy): nulls, fixed-size lists, structs and enum
+            dictionaries stay as they are. ``"numpy"``: NumPy dtypes, as
+            ``pyarrow.Table.to_pandas`` makes them (a copy; integer columns with nulls
+            become float64 with NaN). ``"numpy_nullable"``:
+            pandas' nullable ``Int32``/``Float64``/``boolean``/``string`` dtypes where
+            they apply (a copy), NumPy dtypes elsewhere.
+        types_mapper : callable, optional
+            Arrow type -> pandas dtype, as in ``pyarrow.Table.to_pandas``; replaces the
+            mapping ``dtype_backend`` chooses.
+        **options
+            Further ``pyarrow.Table.to_pandas`` options (``split_blocks``,
+            ``timestamp_as_object``...).
+
+        Returns
+        -------
+        pandas.DataFrame
+
+        Examples
+        --------
+        >>> import numpy as np, layouts as lo
+        >>> records = np.array([(1, 2.5), (-1, 3.0)], dtype=[("qty", "<i4"), ("px", ">f8")])
+        >>> soa = lo.AoS(records).to_soa(nulls={"qty": -1})
+        >>> df = soa.to_pandas()
+        >>> df
+            qty   px
+        0     1  2.5
+        1  <NA>  3.0
+        >>> str(df["qty"].dtype), str(soa.to_pandas(dtype_backend="numpy")["qty"].dtype)
+        ('int32[pyarrow]', 'float64')
+        """
+        try:
+            import pandas as pd
+        except ImportError as err:
+            raise ImportError("SoA.to_pandas needs pandas: pip install pandas") from err
+        if dtype_backend not in ("pyarrow", "numpy", "numpy_nullable"):
+            raise LayoutError(
+                f"dtype_backend must be 'pyarrow', 'numpy' or 'numpy_nullable', got {dtype_backend!r}")
+        self._on_host("to_pandas")
+        if types_mapper is None and dtype_backend == "pyarrow":
+            types_mapper = pd.ArrowDtype
+        elif types_mapper is None and dtype_backend == "numpy_nullable":
+            types_mapper = _nullable_dtypes(pd).get
+        return self.to_arrow().to_pandas(types_mapper=types_mapper, **options)
+
+    def to_polars(self, *, rechunk=False):
+        """The columns as a polars DataFrame (``polars.from_arrow``).
+
+        Polars takes the Arrow buffers without a copy where its types match Arrow's
+        (numbers, booleans, timestamps, fixed-size lists as ``Array``); it converts the
+        others (fixed-size binary to ``Binary``, enum dictionaries to ``Categorical``).
+
+        Parameters
+        ----------
+        rechunk : bool
+            Passed to ``polars.from_arrow``: make each column one contiguous chunk.
+
+        Returns
+        -------
+        polars.DataFrame
+
+        Examples
+        --------
+        >>> import numpy as np, layouts as lo
+        >>> records = np.array([(1, 2.5), (-1, 3.0)], dtype=[("qty", "<i4"), ("px", ">f8")])
+        >>> df = lo.AoS(records).to_soa(nulls={"qty": -1}).to_polars()
+        >>> df["qty"].to_list(), df.schema["px"]
+        ([1, None], Float64)
+        """
+        try:
+            import polars as pl
+        except ImportError as err:
+            raise ImportError("SoA.to_polars needs polars: pip install polars") from err
+        self._on_host("to_polars")
+        return pl.from_arrow(self.to_arrow(), rechunk=rechunk)
 
     def __arrow_c_stream__(self, requested_schema=None):
         return self.to_arrow().__arrow_c_stream__(requested_schema)
@@ -209,6 +353,7 @@ class SoA:
             return _gpu.reverse(self.to_device("cuda"))
         if self.device != "cpu":
             return self.to_device("cpu").to_aos(out=out, threads=threads)
+        self._current("to_aos")
         backend = kernels_for(device)
         if out is None:
             records = np.empty(n, dtype=self.layout.dtype)
@@ -217,11 +362,22 @@ class SoA:
         ops, offs, keep = reverse_ops(self.layout, self._columns, self._fills, self._truncate)
         dst = records.__array_interface__["data"][0]
         zero = bool(self.layout.holes) or any(f.kind == "bits" for f in self.layout.fields)
-        fault = backend.soa_to_aos(dst, itemsize, n, ops, offs, zero=zero, threads=threads)
+        fault = backend.soa_to_aos(dst, itemsize, n, ops, offs, zero=zero, threads=threads,
+                                   owners=(records, self._columns, ops, offs, keep))
         del keep
         if fault is not None:
             raise reverse_error(self.layout, self._columns, fault)
         return AoS(records, self.layout)
+
+
+class _Export:
+    """Held by the buffers of one export of an arena (see :meth:`SoA._exported`): alive
+    while anything made from that export is, and keeps the arena's memory alive."""
+
+    __slots__ = ("memory", "__weakref__")
+
+    def __init__(self, memory):
+        self.memory = memory
 
 
 def _assemble(arrow_type, length, leaves):
@@ -279,6 +435,7 @@ class Column:
         """Nulls among the column's elements."""
         if self.device != "cpu":
             return self._host().null_count
+        self._soa._current("Column.null_count")
         return self._buffers.to_array().null_count
 
     def _host(self):
@@ -289,7 +446,7 @@ class Column:
         from ._layout import _wrap
 
         self._soa._on_host("Column.to_arrow")
-        arr = self._buffers.to_array()
+        arr = self._soa._exported(self._buffers, self._soa._export())
         return _assemble(_wrap(arr.type, self.field.shape), len(self), iter([arr]))
 
     def __arrow_c_array__(self, requested_schema=None):
@@ -309,6 +466,7 @@ class Column:
             raise TypeError(
                 f"column {self.name!r} is on the GPU; NumPy cannot view it: use cupy.asarray(col) (no copy) "
                 f"or soa.to_device('cpu')")
+        self._soa._current("Column.to_numpy")
         shape = (len(self),) + self.field.shape
         dt = self._view_dtype()
         b = self._buffers
@@ -349,3 +507,14 @@ class Column:
 
             return dlpack_device()
         return (1, 0)  # kDLCPU
+
+
+def _nullable_dtypes(pd):
+    """Arrow type -> pandas nullable dtype, for ``to_pandas(dtype_backend="numpy_nullable")``."""
+    ints = {f"{sign}int{bits}": getattr(pd, f"{'U' if sign else ''}Int{bits}Dtype")()
+            for sign in ("", "u") for bits in (8, 16, 32, 64)}
+    mapping = {getattr(pa, name)(): dtype for name, dtype in ints.items()}
+    mapping.update({pa.float32(): pd.Float32Dtype(), pa.float64(): pd.Float64Dtype(),
+                    pa.bool_(): pd.BooleanDtype(), pa.string(): pd.StringDtype(),
+                    pa.large_string(): pd.StringDtype()})
+    return mapping

@@ -11,19 +11,27 @@ Needs the ``dask`` extra (``pip install 'layouts-arrow[dask]'``); nothing here i
 until it is called.
 """
 
+import os
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
 import numpy as np
 
 from ._aos import AoS, as_layout, checked_nulls
 from ._errors import LayoutError
 from ._files import check_trailing, whole_records
 
+if TYPE_CHECKING:
+    from ._layout import Layout
+
 __all__ = ["read_records", "byte_ranges", "read_range"]
 
 DEVICES = ("cpu", "cuda")
 
 
-def read_records(paths, layout, *, blocksize="128MiB", offset=0, trailing="error", nulls=None,
-                 device="cpu", storage_options=None):
+def read_records(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str]]",
+                 layout: "Layout | np.typing.DTypeLike", *, blocksize: "int | str" = "128MiB", offset: int = 0,
+                 trailing: str = "error", nulls: "Mapping[str, Any] | None" = None, device: str = "cpu",
+                 storage_options: "dict[str, Any] | None" = None) -> Any:
     """Record files as a lazy ``dask.dataframe.DataFrame``, one partition per byte range.
 
     Parameters

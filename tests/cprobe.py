@@ -16,12 +16,12 @@ import numpy as np
 CC = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 
 
-def run_c(source, *args, cwd=None):
-    """Compile C source with the system compiler, run it, return its stdout."""
+def run_c(source, *args, cwd=None, flags=()):
+    """Compile C source with the system compiler (extra ``flags``), run it, return its stdout."""
     with tempfile.TemporaryDirectory() as tmp:
         c, exe = Path(tmp) / "probe.c", Path(tmp) / "probe"
         c.write_text(source)
-        subprocess.run([CC, "-std=gnu11", "-O0", "-w", "-o", str(exe), str(c)], check=True,
+        subprocess.run([CC, "-std=gnu11", "-O0", "-w", *flags, "-o", str(exe), str(c)], check=True,
                        capture_output=True, text=True)
         return subprocess.run([str(exe), *args], check=True, capture_output=True, text=True,
                               cwd=cwd).stdout

@@ -216,7 +216,7 @@ def test_partial_records_and_header_offsets(tmp_path):
 def test_reverse_errors_name_the_records(tmp_path):
     pq.write_table(pa.table({"a": pa.array([1, None], pa.int32()), "b": pa.array([1.0, 2.0], pa.float32())}),
                    tmp_path / "n.parquet")
-    with pytest.raises(lo.ConversionError, match=r"n.parquet, rows 0 to 2: column 'a' has 1 nulls \(first at row 1\)"):
+    with pytest.raises(lo.ConversionError, match=r"n.parquet, row group 0, rows 0 to 2: column 'a' has 1 nulls \(first at row 1\)"):
         lo.convert(tmp_path / "n.parquet", np.dtype([("a", "<i4"), ("b", "<f4")]), tmp_path / "n.bin")
     assert not (tmp_path / "n.bin").exists()
     # an error in the first of several batches, while the reader thread is ahead: no hang
@@ -224,7 +224,7 @@ def test_reverse_errors_name_the_records(tmp_path):
     with pa.ipc.new_file(tmp_path / "h.arrow", t.schema) as w:
         for b in t.to_batches(max_chunksize=100):
             w.write_batch(b)
-    with pytest.raises(lo.ConversionError, match=r"h.arrow, rows 0 to 100: column 'a' has 1 nulls"):
+    with pytest.raises(lo.ConversionError, match=r"h.arrow, batch 0, rows 0 to 100: column 'a' has 1 nulls"):
         lo.convert(tmp_path / "h.arrow", np.dtype([("a", "<i4")]), tmp_path / "h.bin")
     assert not (tmp_path / "h.bin").exists()
     (tmp_path / "junk.bin").write_bytes(b"not arrow at all")
@@ -268,7 +268,7 @@ def test_convert_command_errors_are_one_line(tmp_path):
     (tmp_path / "a.bin").write_bytes(b"1234567")
     (tmp_path / "a.arrow").write_bytes(b"old")
     cases = [
-        (["--dtype", "[('a','<i4')]", "--to", str(tmp_path / "a.arrow")], "a.arrow exists; pass overwrite=True"),
+        (["--dtype", "[('a','<i4')]", "--to", str(tmp_path / "a.arrow")], "a.arrow exists; pass --overwrite"),
         (["--dtype", "[('a','<i4')]", "--to", str(tmp_path / "b.arrow")], "7 bytes of records: 1 records of 4 bytes and 3 bytes left over"),
         (["--dtype", "nonsense", "--to", str(tmp_path / "b.arrow")], "--dtype 'nonsense' is not a NumPy structured dtype"),
     ]
@@ -280,7 +280,9 @@ def test_convert_command_errors_are_one_line(tmp_path):
         run = subprocess.run([sys.executable, "-m", "layouts", "convert", str(tmp_path / "a.bin"), *extra],
                              capture_output=True, text=True, env=env)
         assert run.returncode == 1 and message in run.stderr and "Traceback" not in run.stderr, run.stderr
-        assert len(run.stderr.strip().splitlines()) == 1 or "UserWarning" in run.stderr
+        lines = run.stderr.strip().splitlines()  # one error line, after one line per warning
+        assert lines[-1].startswith("layouts convert: error: ")
+        assert all(line.startswith("layouts convert: warning: ") for line in lines[:-1]), lines
     assert (tmp_path / "a.arrow").read_bytes() == b"old" and not (tmp_path / "b.arrow").exists()
 
 
@@ -289,7 +291,7 @@ def test_bad_arguments_are_named(tmp_path):
     (tmp_path / "a.bin").write_bytes(bytes(8))
     src = tmp_path / "a.bin"
     cases = [
-        (dict(dst=tmp_path / "x.arrow", format="csv"), r"format must be one of \('parquet', 'feather', 'arrow', 'records'\), got 'csv'"),
+        (dict(dst=tmp_path / "x.arrow", format="csv"), r"format must be one of \('parquet', 'feather', 'arrow', 'arrows', 'records'\), got 'csv'"),
         (dict(dst=tmp_path / "x.arrow", chunk_bytes=0), r"chunk_bytes must be positive, got 0"),
         (dict(dst=tmp_path, overwrite=True), r"is a directory; give a file path for the output"),
         (dict(dst=tmp_path / "no" / "x.arrow"), r"the directory of .*x.arrow does not exist"),
@@ -314,7 +316,7 @@ def test_bad_arguments_are_named(tmp_path):
 def test_command_argument_errors(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["convert", "x.bin", "--dtype", "[('a','<i4')]", "--to", "x.arrow", "--chunk", "lots"])
-    assert exit_.value.code == 2 and "expected a size like 64M, 1G or 65536, got 'lots'" in capsys.readouterr().err
+    assert exit_.value.code == 1 and "expected a size like 64M, 1G or 65536, got 'lots'" in capsys.readouterr().err
     empty = tmp_path / "empty.h"
     empty.write_text("typedef int counter;\n")
     assert main(["inspect", str(empty)]) == 1
@@ -433,3 +435,27 @@ def test_enum_values_first_seen_in_later_chunks_extend_the_ipc_dictionary(tmp_pa
         if fmt != "parquet":
             lo.convert(dst, layout, tmp_path / "back.bin", overwrite=True)
             assert (tmp_path / "back.bin").read_bytes() == a.tobytes()
+
+
+def test_an_unknown_output_suffix_is_named_not_taken_for_records(tmp_path):
+    (tmp_path / "a.bin").write_bytes(bytes(8))
+    for name, said in (("out.csv", "suffix '.csv'"), ("out.parqet", "suffix '.parqet'"), ("out", "no suffix")):
+        with pytest.raises(lo.LayoutError, match=rf"{name} has {said}, which names no output format; give format="):
+            lo.convert(tmp_path / "a.bin", [("a", "<i4")], tmp_path / name)
+        assert not (tmp_path / name).exists()
+    assert lo.convert(tmp_path / "a.bin", [("a", "<i4")], tmp_path / "out", format="parquet").records == 2
+
+
+def test_an_empty_input_gives_an_empty_file_of_every_format(tmp_path):
+    import pyarrow.parquet as pq
+
+    (tmp_path / "empty.bin").write_bytes(b"")
+    for suffix in (".parquet", ".feather", ".arrow", ".arrows"):
+        dst = tmp_path / f"out{suffix}"
+        assert lo.convert(tmp_path / "empty.bin", [("a", "<i4"), ("b", "<f8")], dst).records == 0
+        table = (pq.read_table(dst) if suffix == ".parquet" else
+                 pa.ipc.open_stream(dst.read_bytes()).read_all() if suffix == ".arrows" else
+                 pa.ipc.open_file(dst).read_all())
+        assert table.num_rows == 0 and table.column_names == ["a", "b"]
+    assert lo.convert(tmp_path / "out.parquet", [("a", "<i4"), ("b", "<f8")], tmp_path / "back.bin").records == 0
+    assert (tmp_path / "back.bin").read_bytes() == b""

@@ -121,3 +121,20 @@ def test_convert_writes_the_same_files_where_blocks_cannot_be_reserved(tmp_path,
         outputs[refused] = arrow.read_bytes(), back.read_bytes()
     assert outputs[False] == outputs[True]
     assert outputs[True][1] == a.tobytes()
+
+
+def test_blocks_can_be_reserved_through_a_descriptor(tmp_path):
+    """An output written through a descriptor (an unnamed O_TMPFILE file has no path):
+    the reservation works on a duplicate and leaves the caller's descriptor open."""
+    path = tmp_path / "out.bin"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        blocks = _files.BlockReservation(fd)
+        assert blocks.fd is None or blocks.fd != fd
+        blocks.ahead(4 << 20)
+        os.write(fd, b"y" * 1000)
+        blocks.close()
+        os.fstat(fd)  # still open
+    finally:
+        os.close(fd)
+    assert path.read_bytes() == b"y" * 1000 and path.stat().st_blocks * 512 < 1 << 20

@@ -1,58 +1,198 @@
 """C declarations -> Layout, with the offsets the C compiler gives.
 
-The pipeline, one module a stage:
+Two paths give the same ``(dtype, CInfo)``:
 
-1. :mod:`.source` reads a header path or takes declarations as text, and runs the
-   system C preprocessor when there is one (``#include``, ``#define``, ``#if``), or a
-   small built-in one for text that only has comments, object-like ``#define``
-   constants and ``#pragma``.
-2. :mod:`.attributes` takes the GNU ``__attribute__((...))`` lists out of the text
-   (pycparser does not parse them) and remembers where each one was.
-3. :mod:`.program`: pycparser parses the rest; ``Program`` collects typedefs, tags,
-   enum constants and the ``#pragma pack`` in force for each struct.
-4. :mod:`.types` builds cffi types from the syntax tree. cffi's layout engine (the one
-   it uses to talk to C libraries) places every field and bit-field; ``packed``,
-   ``aligned`` and ``#pragma pack`` are passed to it.
-5. :mod:`.extract` walks the cffi type and writes the NumPy dtype and the
-   :class:`~layouts._cinfo.CInfo` (bit-fields, enums, C spellings) of the Layout.
+- **The compiler** (gcc or clang, ``$CC`` honoured), when one is installed:
+  :mod:`.compiler` compiles the declarations with debug information and :mod:`.dwarf`
+  reads every record type from the object's DWARF. Whatever the compiler accepts is laid
+  out exactly as it lays it out. The same reader serves :func:`from_dwarf` for objects,
+  executables and shared libraries built with ``-g``.
+- **The fallback**, without a compiler (or with ``compiler=None``), one module a stage:
+
+  1. :mod:`.source` reads a header path or takes declarations as text, and runs the
+     system C preprocessor when there is one (``#include``, ``#define``, ``#if``), or a
+     small built-in one for text that only has comments, object-like ``#define``
+     constants and ``#pragma``.
+  2. :mod:`.attributes` takes the GNU ``__attribute__((...))`` lists out of the text
+     (pycparser does not parse them) and remembers where each one was.
+  3. :mod:`.program`: pycparser parses the rest; ``Program`` collects typedefs, tags,
+     enum constants and the ``#pragma pack`` in force for each struct.
+  4. :mod:`.types` builds cffi types from the syntax tree. cffi's layout engine (the one
+     it uses to talk to C libraries) places every field and bit-field; ``packed``,
+     ``aligned``, ``_Alignas`` and ``#pragma pack`` are passed to it.
+  5. :mod:`.extract` walks the cffi type and writes the NumPy dtype and the
+     :class:`~layouts._cinfo.CInfo` (bit-fields, enums, C spellings) of the Layout.
 """
 
+import dataclasses
+import functools
+import sys
+
 from .._errors import LayoutError
-from .attributes import lift_attributes
-from .extract import BYTEORDERS, Extract
-from .program import Program
-from .source import preprocess, read_source
-from .types import Types
+from .compiler import alignments, check_text, compile_declarations, find_compiler
+from .extract import BYTEORDERS
 
-__all__ = ["from_c", "record_names"]
+__all__ = ["from_c", "from_dwarf", "record_names", "dwarf_record_names"]
+
+# Whatever bad input could still raise somewhere deep in pycparser, cffi or pyelftools
+# (KeyError, SystemError, RecursionError, MemoryError, ELFError...) becomes a LayoutError
+# naming the source, never a raw exception.
+_RAW = Exception
 
 
-def from_c(source, name=None, *, byteorder="native", pack=None, unions=None, pointers="error",
-           enum_as="dictionary", include_dirs=(), defines=None, preprocessor="auto"):
-    """``(dtype, CInfo)`` of a C record, from which :meth:`layouts.Layout.from_c` (which
-    documents the options) builds the Layout."""
+def _check_options(byteorder, pointers, pack, enum_as="dictionary"):
     if byteorder not in BYTEORDERS:
         raise LayoutError(f"byteorder must be one of {sorted(BYTEORDERS)}, got {byteorder!r}")
     if pointers not in ("error", "int"):
         raise LayoutError(f"pointers must be 'error' or 'int', got {pointers!r}")
-    if pack is not None and (not isinstance(pack, int) or pack < 1 or pack & (pack - 1)):
+    if pack is not None and (isinstance(pack, bool) or not isinstance(pack, int) or pack < 1 or pack > 16
+                             or pack & (pack - 1)):
         raise LayoutError(f"pack must be a power of two (1, 2, 4, 8, 16), got {pack!r}")
+    if enum_as not in ("dictionary", "int"):
+        raise LayoutError(f"enum_as must be 'dictionary' or 'int', got {enum_as!r}")
+
+
+def _compiler_for(compiler, preprocessor):
+    if preprocessor is False:
+        if compiler not in ("auto", None, False):
+            raise LayoutError("preprocessor=False and a compiler were both asked for; the compiler always "
+                              "preprocesses: pass compiler=None to use the built-in path without cpp")
+        return None
+    return find_compiler(compiler)
+
+
+def _guarded(fn):
+    @functools.wraps(fn)
+    def run(source, *args, **kwargs):
+        try:
+            return fn(source, *args, **kwargs)
+        except LayoutError:
+            raise
+        except _RAW as err:
+            what = "<string>" if isinstance(source, str) and ("\n" in source or ";" in source or "{" in source) \
+                else str(source)
+            if isinstance(err, RecursionError):
+                raise LayoutError(f"{what}: the declarations nest too deeply to follow; flatten the nesting "
+                                  f"(a few hundred levels at most)") from None
+            raise LayoutError(
+                f"{what}: the C declarations could not be laid out ({type(err).__name__}: "
+                f"{str(err)[:200]}); check the declaration, or try the other path (compiler=None for "
+                f"pycparser/cffi, compiler='auto' with gcc or clang installed)") from None
+    return run
+
+
+@_guarded
+def from_c(source, name=None, *, byteorder="native", pack=None, unions=None, pointers="error",
+           enum_as="dictionary", include_dirs=(), defines=None, preprocessor="auto", compiler="auto"):
+    """``(dtype, CInfo)`` of a C record, from which :meth:`layouts.Layout.from_c` (which
+    documents the options) builds the Layout."""
+    _check_options(byteorder, pointers, pack, enum_as)
+    cc = _compiler_for(compiler, preprocessor)
+    if cc is None:
+        return _fallback(source, name, byteorder, pack, unions, pointers, enum_as, include_dirs, defines,
+                         preprocessor)
+    from .source import read_source
+
+    text, filename = read_source(source)
+    check_text(text, filename)
+    key = ((cc.path, cc.flags), text, filename, tuple(include_dirs), tuple(sorted((defines or {}).items())), pack,
+           _sso(byteorder, cc))
+    debug = _compiled(key)
+    die, label = debug.find(name)
+    align = alignments(cc, text, filename, include_dirs, defines, pack, key[-1], [label])[0]
+    dtype, info = debug.layout(die, label, byteorder, unions, pointers, enum_as, align)
+    if key[-1] is not None:
+        # Under -fsso-struct GCC's debug info names the byte-swapped base types, not the
+        # typedefs they were declared with: the C spellings come from the plain compile.
+        plain = _compiled(key[:-1] + (None,))
+        _, spelled = plain.layout(plain.find(name)[0], label, "native", unions, pointers, enum_as, align)
+        if [row[0] for row in spelled.ctypes] == [row[0] for row in info.ctypes]:
+            info = dataclasses.replace(info, ctypes=spelled.ctypes)
+    return dtype, info
+
+
+def _sso(byteorder, cc):
+    """The storage order to ask GCC for (``-fsso-struct``), or None."""
+    want = {"little": "little", "big": "big"}.get(byteorder)
+    return want if cc.is_gcc and want and want != sys.byteorder else None
+
+
+@functools.lru_cache(maxsize=8)
+def _compiled(key):
+    """The indexed debug information of the declarations (cached: ``layouts inspect``
+    lays out every record of one header)."""
+    from .compiler import Compiler
+    from .dwarf import Debug
+
+    path, text, filename, include_dirs, defines, pack, sso = key
+    cc = Compiler(*path)
+    done = compile_declarations(cc, text, filename, include_dirs, dict(defines), pack, sso)
+    return Debug(done.obj, filename, done.name_of, done.main)
+
+
+def _fallback(source, name, byteorder, pack, unions, pointers, enum_as, include_dirs, defines, preprocessor):
+    from .extract import Extract
+    from .types import Types
+
     program = _parse(source, pack, include_dirs, defines, preprocessor)
     kind, node, label = program.find(name)
     types = Types(program, pointers)
     ctype = types.of_record(kind, node, label)
-    return Extract(types, byteorder, dict(unions or {}), label).layout(
-        ctype, program.pre.main, enum_as=enum_as)
+    return Extract(types, byteorder, dict(unions or {}), label).layout(ctype, program.pre.main, enum_as=enum_as)
 
 
-def record_names(source, *, include_dirs=(), defines=None, preprocessor="auto"):
+@_guarded
+def record_names(source, *, include_dirs=(), defines=None, preprocessor="auto", compiler="auto"):
     """Names of the structs and unions the source itself defines (not its includes), in
     source order, one name per record (its typedef name where it has no tag)."""
-    return _parse(source, None, include_dirs, defines, preprocessor).names()
+    cc = _compiler_for(compiler, preprocessor)
+    if cc is None:
+        return _parse(source, None, include_dirs, defines, preprocessor).names()
+    from .source import read_source
+
+    text, filename = read_source(source)
+    check_text(text, filename)
+    key = ((cc.path, cc.flags), text, filename, tuple(include_dirs), tuple(sorted((defines or {}).items())), None,
+           None)
+    named = _compiled(key).named()
+    return sorted(named, key=lambda label: _position(named[label]))
+
+
+def _position(die):
+    attrs = die.attributes
+    return (attrs["DW_AT_decl_line"].value if "DW_AT_decl_line" in attrs else 0,
+            attrs["DW_AT_decl_column"].value if "DW_AT_decl_column" in attrs else 0)
+
+
+@_guarded
+def from_dwarf(path, name=None, *, byteorder=None, unions=None, pointers="error", enum_as="dictionary"):
+    """``(dtype, CInfo)`` of a record type in the DWARF of an ELF file built with ``-g``."""
+    from .dwarf import read_file
+
+    debug = read_file(path)
+    if byteorder is None:
+        byteorder = "little" if debug.little else "big"
+    _check_options(byteorder, pointers, None, enum_as)
+    die, label = debug.find(name)
+    return debug.layout(die, label, byteorder, unions, pointers, enum_as)
+
+
+@_guarded
+def dwarf_record_names(path):
+    """Names of the records of an ELF file's DWARF that come from its own (not system) files."""
+    from .dwarf import read_file
+
+    named = read_file(path).named()
+    return list(named)
 
 
 def _parse(source, pack, include_dirs, defines, preprocessor):
+    from .attributes import lift_attributes
+    from .program import Program
+    from .source import preprocess, read_source
+
     text, filename = read_source(source)
+    check_text(text, filename)
     pre = preprocess(text, filename, preprocessor, include_dirs, defines or {})
     clean, attrs = lift_attributes(pre.text)
     return Program(clean, attrs, pre, pack)

@@ -19,7 +19,7 @@ class Extract:
         self.t, self.order = types, BYTEORDERS[byteorder]
         self.unions, self.label = unions, label
         self.used_unions = set()
-        self.ctypes, self.bits, self.enums = [], [], []
+        self.ctypes, self.bits, self.enums, self.notes = [], [], [], []
 
     def layout(self, ctype, filename, enum_as):
         dtype = self.record(ctype, ())
@@ -29,7 +29,7 @@ class Extract:
         if not dtype.names:
             raise LayoutError(f"{self.label} has no fields that hold data")
         info = CInfo(self.label, filename, tuple(self.ctypes), tuple(self.bits), tuple(self.enums), enum_as,
-                     self.t.b.alignof(ctype))
+                     self.t.b.alignof(ctype), tuple(self.notes))
         return dtype, info
 
     def record(self, ctype, path):
@@ -37,8 +37,9 @@ class Extract:
         b = self.t.b
         names, formats, offsets = [], [], []
         keep = self._union_keep(ctype, path) if ctype.kind == "union" else None
+        fields = dict(ctype.fields or ())
         for name, _, spelling, where in self.t.members.get(ctype, []):
-            field = dict(ctype.fields)[name]
+            field = fields[name]
             if keep is not None and name not in keep and name not in self.t.anonymous:
                 continue
             if name in self.t.anonymous:
@@ -57,6 +58,9 @@ class Extract:
                 fmt, off = self.bitfield(leaf, field, b.sizeof(ctype), where)
             else:
                 fmt, off = self.member(field.type, path + (name,), where), field.offset
+                if fmt is None:
+                    self.notes.append(f"field {leaf!r} ({spelling}) is a zero-length array: no bytes, no column")
+                    continue
             names.append(name)
             formats.append(fmt)
             offsets.append(off)
@@ -85,16 +89,19 @@ class Extract:
         shape = []
         while ctype.kind == "array":
             shape.append(ctype.length)
-            ctype = ctype.item
-        ctype = self.t.unwrap.get(ctype, ctype)
-        if ctype.kind in ("struct", "union"):
+            ctype = self.t.unwrap.get(ctype.item, ctype.item)
+        if shape and 0 in shape:
+            return None
+        if ctype in self.t.special:
+            base = self.scalar(ctype, name, where)
+        elif ctype.kind in ("struct", "union"):
             base = self.record(ctype, path)
         elif ctype.kind == "primitive" and ctype.cname == "char" and shape:
             base, shape = np.dtype(f"S{shape[-1]}"), shape[:-1]
         else:
             base = self.scalar(ctype, name, where)
         if shape and 0 in shape:
-            return np.dtype((np.void, 0))
+            return None
         return np.dtype((base, tuple(shape))) if shape else base
 
     def scalar(self, ctype, name, where):
@@ -103,6 +110,18 @@ class Extract:
             enumerators, dtype = self.t.enums[ctype]
             self.enums.append((name, enumerators))
             return dtype.newbyteorder(self.order) if dtype.itemsize > 1 else dtype
+        if ctype in self.t.special:
+            dtype, spelled = self.t.special[ctype]
+            if dtype is None:
+                raise LayoutError(
+                    f"{where}: field {name!r} is {spelled} ({b.sizeof(ctype)} bytes here): no NumPy/Arrow type "
+                    f"holds it exactly; store it as double, or describe it as char[{b.sizeof(ctype)}] to keep "
+                    f"the raw bytes")
+            if dtype.kind == "S":
+                self.notes.append(f"field {name!r} ({spelled}) is kept as its {dtype.itemsize} bytes "
+                                  f"(fixed_size_binary), in the record's byte order")
+                return dtype
+            return dtype.newbyteorder(self.order)
         if ctype in self.t.pointer_types:
             return np.dtype(f"u{b.sizeof(ctype)}").newbyteorder(self.order)
         if ctype.kind != "primitive":
@@ -124,34 +143,44 @@ class Extract:
             value = self.t.enums[value_type][1]
         else:
             value = _numpy_of(value_type.cname, b.sizeof(value_type))
-        nbits = field.bitsize
-        # The field's first bit, counted from the record's start. GCC allocates bit-fields
-        # at the same bit numbers on big-endian targets; only the numbering differs (bit 0
-        # is then the most significant bit of byte 0), which the shift below accounts for.
+        if value is None or value.kind in "fcS":
+            raise LayoutError(f"{where}: bit-field {leaf!r} has type {value_type.cname}, which layouts cannot read "
+                              f"as a bit-field; declare it with an integer type of at most 64 bits")
         p = 8 * field.offset + field.bitshift
-        first_byte, last_byte = p // 8, (p + nbits - 1) // 8
-        span = last_byte - first_byte + 1
-        # The word the kernels load: a power of two where the record has room, else the
-        # exact span (a 3-byte word at the end of a 3-byte record).
-        width = next((w for w in (1, 2, 4, 8) if w >= span), None)
-        if width is not None and width > record_size:
-            width = span
-        if width is None or (p % 8) + nbits > 64:
-            raise LayoutError(
-                f"{where}: bit-field {leaf!r} ({nbits} bits at bit {p % 8} of byte {first_byte}) spans "
-                f"{span} bytes; layouts reads bit-fields through one 8-byte word at most"
-            )
-        start = min(first_byte, record_size - width)
-        first = p - 8 * start  # bit offset within the word, in memory order
-        big = self.order == ">" or (self.order == "=" and sys.byteorder == "big")
-        shift = 8 * width - first - nbits if big else first
-        signed = value.kind == "i"
-        order = "|" if width == 1 else ("big" if big else "little")
-        self.bits.append((leaf, shift, nbits, signed, first, value.str if value.kind != "b" else "?", order))
-        if width not in (1, 2, 4, 8):
-            return np.dtype(f"V{width}"), start
-        container = np.dtype(f"u{width}")
-        return (container.newbyteorder(self.order) if width > 1 else container), start
+        return bit_word(self.bits, leaf, p, field.bitsize, value, record_size, self.order, where)
+
+
+def bit_word(rows, leaf, p, nbits, value, record_size, order, where):
+    """Container word dtype and offset of a bit-field whose first bit is ``p`` (counted
+    from the record's start); appends its CInfo row to ``rows``.
+
+    GCC allocates bit-fields at the same bit numbers on big-endian targets (and under
+    ``scalar_storage_order("big-endian")``); only the numbering differs (bit 0 is then the
+    most significant bit of byte 0), which the shift accounts for.
+    """
+    first_byte, last_byte = p // 8, (p + nbits - 1) // 8
+    span = last_byte - first_byte + 1
+    # The word the kernels load: a power of two where the record has room, else the
+    # exact span (a 3-byte word at the end of a 3-byte record).
+    width = next((w for w in (1, 2, 4, 8) if w >= span), None)
+    if width is not None and width > record_size:
+        width = span
+    if width is None or (p % 8) + nbits > 64:
+        raise LayoutError(
+            f"{where}: bit-field {leaf!r} ({nbits} bits at bit {p % 8} of byte {first_byte}) spans "
+            f"{span} bytes; layouts reads bit-fields through one 8-byte word at most"
+        )
+    start = min(first_byte, record_size - width)
+    first = p - 8 * start  # bit offset within the word, in memory order
+    big = order == ">" or (order == "=" and sys.byteorder == "big")
+    shift = 8 * width - first - nbits if big else first
+    signed = value.kind == "i"
+    word_order = "|" if width == 1 else ("big" if big else "little")
+    rows.append((leaf, shift, nbits, signed, first, value.str if value.kind != "b" else "?", word_order))
+    if width not in (1, 2, 4, 8):
+        return np.dtype(f"V{width}"), start
+    container = np.dtype(f"u{width}")
+    return (container.newbyteorder(order) if width > 1 else container), start
 
 
 def _numpy_of(cname, size):

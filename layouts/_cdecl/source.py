@@ -66,8 +66,16 @@ def preprocess(text, filename, preprocessor, include_dirs, defines):
         args += ["-I", os.getcwd(), "-"]
     else:
         args += ["-I", str(Path(filename).parent), filename]
-    run = subprocess.run(args, input=text if filename == "<string>" else None, capture_output=True,
-                         text=True, errors="replace")
+    from . import compiler
+
+    try:
+        run = compiler.run_limited(args, input=text if filename == "<string>" else None)
+    except subprocess.TimeoutExpired:
+        raise LayoutError(
+            f"the C preprocessor ({cpp[0]}) ran for more than {compiler.TIME_LIMIT:g} s on {filename} and was stopped; "
+            f"a macro that expands without end, or a huge header? Simplify the declarations") from None
+    except OSError as err:
+        raise LayoutError(f"could not run the C preprocessor {cpp[0]}: {err}") from None
     if run.returncode != 0:
         first = next((ln for ln in run.stderr.splitlines() if "error" in ln), run.stderr.strip())
         raise LayoutError(f"the C preprocessor failed: {first.replace('<stdin>', '<string>')}")
@@ -123,5 +131,8 @@ def expand(line, macros):
         new = re.sub(r"\b[A-Za-z_]\w*\b", lambda m: macros.get(m.group(), m.group()), line)
         if new == line:
             break
+        if len(new) > 1 << 20:
+            raise LayoutError(f"a #define expands to more than 1 MiB of text ({line[:60]!r}...); check for "
+                              f"macros that expand into each other")
         line = new
     return line

@@ -6,6 +6,7 @@ import numpy as np
 
 from .._errors import LayoutError
 from .source import expand
+from .spelling import canonical
 
 _SF_PACKED = 8  # cffi's flag for __attribute__((packed)) structs
 _STDINT = {
@@ -13,6 +14,22 @@ _STDINT = {
     **{f"uint{b}_t": f"uint{b}_t" for b in (8, 16, 32, 64)},
     "intptr_t": "intptr_t", "uintptr_t": "uintptr_t", "size_t": "size_t", "ssize_t": "ssize_t",
     "ptrdiff_t": "ptrdiff_t", "wchar_t": "wchar_t", "bool": "_Bool",
+}
+
+
+# GCC types pycparser/cffi do not have: (size, alignment, NumPy dtype or None, spelling).
+# Sizes are those of x86-64 and aarch64 Linux. None: no NumPy/Arrow type holds it.
+_SPECIAL = {
+    "__int128": (16, 16, "S16", "__int128"), "__int128_t": (16, 16, "S16", "__int128"),
+    "unsigned __int128": (16, 16, "S16", "unsigned __int128"), "__uint128_t": (16, 16, "S16", "unsigned __int128"),
+    "_Float16": (2, 2, "f2", "_Float16"), "__fp16": (2, 2, "f2", "__fp16"),
+    "_Float32": (4, 4, "f4", "_Float32"), "_Float64": (8, 8, "f8", "_Float64"),
+    "_Float32x": (8, 8, "f8", "_Float32x"), "_Float64x": (16, 16, None, "_Float64x"),
+    "_Float128": (16, 16, None, "_Float128"), "__float128": (16, 16, None, "_Float128"),
+    "__float80": (16, 16, None, "__float80"), "__ibm128": (16, 16, None, "__ibm128"),
+    "__bf16": (2, 2, None, "__bf16"), "__builtin_va_list": (24, 8, None, "__builtin_va_list"),
+    "float _Complex": (8, 4, "c8", "float _Complex"), "double _Complex": (16, 8, "c16", "double _Complex"),
+    "long double _Complex": (32, 16, None, "long double _Complex"),
 }
 
 
@@ -29,11 +46,20 @@ class Types:
         self.enums = {}  # cffi enum type -> (enumerators ((value, name), ...), numpy dtype)
         self.anonymous = set()  # synthetic member names of anonymous structs/unions
         self.pointer_types = set()
+        self.special = {}  # cffi stand-in type -> (NumPy dtype or None, C spelling)
         self.cache = {}
+        program.sizeof = self.sizeof_expr
 
     def primitive(self, names, where):
         """The cffi type of a list of C type keywords (``['unsigned', 'long']``)."""
         words = [w for w in names if w not in ("const", "volatile")]
+        if "_Complex" in words or "__int128" in words or (len(words) == 1 and words[0] in _SPECIAL):
+            rest = [w for w in words if w not in ("_Complex", "signed")]
+            key = canonical(rest) + (" _Complex" if "_Complex" in words else "")
+            if key not in _SPECIAL:
+                raise LayoutError(f"{where}: unknown type {' '.join(names)!r}; declare it (typedef) before use, "
+                                  f"or include its header")
+            return self.special_type(key)
         if len(words) == 1 and words[0] in _STDINT:
             return self._prim(_STDINT[words[0]])
         unsigned = "unsigned" in words
@@ -59,6 +85,17 @@ class Types:
             cname = "unsigned " + cname.replace("signed ", "")
         return self._prim(cname)
 
+    def special_type(self, key):
+        """A cffi stand-in (a struct of the right size and alignment) for a GCC type."""
+        if key not in self.cache:
+            size, align, dtype, spelled = _SPECIAL[key]
+            stand_in = self.b.new_struct_type(f"__layouts_{spelled.replace(' ', '_')}")
+            chars = self.b.new_array_type(self.b.new_pointer_type(self._prim("char")), size)
+            self.b.complete_struct_or_union(stand_in, [("v", chars, -1, 0)], None, size, align)
+            self.special[stand_in] = (np.dtype(dtype) if dtype else None, spelled)
+            self.cache[key] = stand_in
+        return self.cache[key]
+
     def _prim(self, cname):
         if cname not in self.cache:
             self.cache[cname] = self.b.new_primitive_type(cname) if cname != "void" else self.b.new_void_type()
@@ -70,6 +107,8 @@ class Types:
         if isinstance(node, ast.TypeDecl):
             inner = node.type
             if isinstance(inner, ast.IdentifierType):
+                if len(inner.names) == 1 and inner.names[0] in _SPECIAL:
+                    return self.special_type(inner.names[0])
                 if len(inner.names) == 1 and inner.names[0] in self.p.typedefs:
                     td = self.p.typedefs[inner.names[0]]
                     return self._aligned(self.of(td.type, where, field), self.p.attrs.for_decl(td.coord), where)
@@ -89,6 +128,9 @@ class Types:
             n = self.p.const(node.dim, f"the length of array {field!r}", self.sizeof_expr)
             if n < 0:
                 raise LayoutError(f"{where}: array {field!r} has negative length {n}")
+            if n * self.b.sizeof(item) >= 2 ** 31:
+                raise LayoutError(f"{where}: array {field!r} is {n * self.b.sizeof(item):,} bytes; layouts holds "
+                                  f"records of up to 2 GiB: check its length")
             return self.b.new_array_type(self.b.new_pointer_type(item), n)
         if isinstance(node, ast.PtrDecl):
             if self.pointers == "error":
@@ -104,11 +146,14 @@ class Types:
             raise LayoutError(f"{where}: {field!r} is a function, not data; only fields can be laid out")
         raise LayoutError(f"{where}: cannot lay out {field!r} ({type(node).__name__})")
 
-    def sizeof_expr(self, expr):
+    def sizeof_expr(self, expr, align=False):
+        """``sizeof(type)`` (or ``_Alignof(type)`` with ``align``) in a constant expression."""
         ast = self.ast
         if isinstance(expr, ast.Typename):
-            return self.b.sizeof(self.of(expr.type, self.p.where(expr), "sizeof"))
-        raise LayoutError(f"{self.p.where(expr)}: sizeof of an expression is not supported here; use sizeof(type)")
+            ctype = self.of(expr.type, self.p.where(expr), "sizeof")
+            return self.b.alignof(ctype) if align else self.b.sizeof(ctype)
+        raise LayoutError(f"{self.p.where(expr)}: sizeof of an expression is not supported here; use "
+                          f"sizeof(type), or let the C compiler lay the record out (compiler='auto')")
 
     def of_enum(self, node):
         key = id(node)
@@ -117,12 +162,8 @@ class Types:
         body = node if node.values is not None else self.p.tags.get(("enum", node.name))
         if body is None:
             raise LayoutError(f"{self.p.where(node)}: enum {node.name} is declared but never defined")
-        names, values = [], []
-        value = -1
-        for e in body.values.enumerators:
-            value = self.p.const(e.value, f"enumerator {e.name}") if e.value is not None else value + 1
-            names.append(e.name)
-            values.append(value)
+        pairs = self.p.enum_values(body)
+        names, values = [n for n, _ in pairs], [v for _, v in pairs]
         packed = "packed" in self.p.attrs.for_type(body.coord)
         lo, hi = min(values, default=0), max(values, default=0)
         for size in ((1, 2, 4, 8) if packed else (4, 8)):
@@ -168,8 +209,9 @@ class Types:
             name = decl.name
             if name is None:
                 if decl.bitsize is not None:  # unnamed bit-field: padding, laid out by cffi
-                    width = self.p.const(decl.bitsize, "an unnamed bit-field width")
-                    fields.append(("", self.of(decl.type, where, "(unnamed bit-field)"), width))
+                    unnamed = self.of(decl.type, where, "(unnamed bit-field)")
+                    width = self._width(decl, unnamed, "an unnamed bit-field", where, named=False)
+                    fields.append(("", unnamed, width))
                     continue
                 if not isinstance(decl.type, (self.ast.Struct, self.ast.Union)):
                     continue
@@ -180,6 +222,12 @@ class Types:
             else:
                 member = self.of(decl.type, where, f"{record}.{name}")
                 member_attrs = self.p.attrs.for_decl(decl.coord)
+                if getattr(decl, "align", None):  # _Alignas(n) / _Alignas(type): as aligned(n)
+                    want = max(self._alignas(a, where) for a in decl.align)
+                    if want:
+                        member_attrs = {**member_attrs, "aligned": str(max(
+                            want, _alignment(member_attrs["aligned"], self.p, None) if "aligned" in member_attrs
+                            else 0))}
                 if "packed" in attrs and "aligned" in member_attrs:
                     # GCC: packed members get alignment 1, but an explicit aligned(n) still
                     # holds (capped by #pragma pack).
@@ -188,7 +236,7 @@ class Types:
                 member = self._aligned(member, member_attrs, where, self.p.pack_of.get(key))
             bits = -1
             if decl.bitsize is not None:
-                bits = self.p.const(decl.bitsize, f"the width of bit-field {name!r}")
+                bits = self._width(decl, member, f"bit-field {name!r}", where)
             fields.append((name, member, bits))
             members.append((name, member, _spell(decl.type, self.p, bits), where))
         self._check_attrs(attrs, record, self.p.where(node))
@@ -234,6 +282,33 @@ class Types:
         self.members[ctype] = members
         return ctype
 
+    def _width(self, decl, ctype, what, where, named=True):
+        """The width of a bit-field, checked as GCC does."""
+        width = self.p.const(decl.bitsize, f"the width of {what}")
+        ctype = self.unwrap.get(ctype, ctype)
+        if ctype in self.special or ctype.kind not in ("primitive", "enum"):
+            raise LayoutError(f"{where}: {what} has a type that cannot hold a bit-field; use an integer type")
+        limit = 8 * self.b.sizeof(ctype) if ctype.cname != "_Bool" else 1
+        if width < 0:
+            raise LayoutError(f"{where}: {what} has negative width {width}; give it a width from 1 to {limit}")
+        if width > limit:
+            raise LayoutError(f"{where}: the width of {what} ({width}) exceeds its type ({limit} bits); give it "
+                              f"a width from 1 to {limit}, or a wider type")
+        if width == 0 and named:
+            raise LayoutError(f"{where}: {what} has zero width; only an unnamed bit-field (': 0') may, to "
+                              f"start a new storage unit")
+        return width
+
+    def _alignas(self, node, where):
+        """The alignment an ``_Alignas(...)`` asks for (0: none)."""
+        arg = getattr(node, "alignment", node)
+        if isinstance(arg, self.ast.Typename):
+            return self.b.alignof(self.of(arg.type, where, "_Alignas"))
+        value = self.p.const(arg, "_Alignas")
+        if value and (value < 0 or value & (value - 1)):
+            raise LayoutError(f"{where}: _Alignas({value}) must be a power of two")
+        return value
+
     def _check_attrs(self, attrs, record, where):
         bad = sorted(set(attrs) & {"mode", "vector_size", "scalar_storage_order", "ms_struct"})
         if bad:
@@ -269,7 +344,7 @@ def _alignment(arg, program, node):
     if arg is None:
         return 16  # GCC's largest alignment on x86-64 and aarch64
     try:
-        value = int(expand(arg, {k: str(v) for k, v in program.constants.items()}).strip(), 0)
+        value = int(expand(arg, {k: str(v) for k, v in program.all_constants().items()}).strip(), 0)
     except ValueError:
         raise LayoutError(f"{program.where(node) if node else program.pre.main}: aligned({arg}) must be "
                           f"an integer constant") from None
@@ -289,9 +364,11 @@ def _spell(node, program, bits=-1):
     while isinstance(node, ast.PtrDecl):
         stars += "*"
         node = node.type
+    if isinstance(node, ast.FuncDecl):  # a function pointer: its return type, then (*)()
+        return f"{_spell(node.type, program)} ({stars})(){dims}" + (f" :{bits}" if bits >= 0 else "")
     inner = getattr(node, "type", node)
     if isinstance(inner, ast.IdentifierType):
-        base = " ".join(inner.names)
+        base = canonical(inner.names)
     elif isinstance(inner, (ast.Struct, ast.Union, ast.Enum)):
         base = f"{type(inner).__name__.lower()} {inner.name or '{...}'}"
     else:

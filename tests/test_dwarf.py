@@ -1,0 +1,149 @@
+"""Layout.from_dwarf and ``layouts inspect`` on objects, executables and shared libraries
+built with -g: the record types of the program that wrote the files."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import layouts as lo
+from cprobe import CC
+from layouts._cli import main
+
+needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler on this machine")
+
+HEADER = """
+#include <stdint.h>
+enum side { BUY = 1, SELL = 2 };
+typedef struct quote { double px; int32_t qty; } quote_t;
+struct tick {
+    int64_t ts;
+    char sym[8];
+    quote_t q[2];
+    enum side side;
+    uint32_t a : 3, b : 5;
+    int s : 4;
+    union { float f; int32_t i; } u;
+    unsigned short arr[2][3];
+    int tail[0];
+};
+"""
+
+PROGRAM = HEADER + r"""
+#include <stdio.h>
+#include <string.h>
+int main(int argc, char **argv) {
+    FILE *f = fopen(argv[1], "wb");
+    for (int i = 0; i < 100; i++) {
+        struct tick t;
+        memset(&t, 0, sizeof t);
+        t.ts = 1000 * i; snprintf(t.sym, sizeof t.sym, "S%d", i);
+        t.q[0].px = i * 0.5; t.q[0].qty = -i; t.q[1].px = i; t.q[1].qty = 2 * i;
+        t.side = i % 2 ? BUY : SELL; t.a = i % 8; t.b = i % 32; t.s = i % 16 - 8; t.u.i = 7 * i;
+        t.arr[1][2] = i;
+        fwrite(&t, sizeof t, 1, f);
+    }
+    fclose(f);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """tick.h, and tick.o / tick (executable) / libtick.so built from it with -g."""
+    if CC is None:
+        pytest.skip("no C compiler on this machine")
+    tmp = tmp_path_factory.mktemp("dwarf")
+    (tmp / "tick.h").write_text(HEADER)
+    (tmp / "tick.c").write_text(PROGRAM)
+    files = {"header": tmp / "tick.h", "obj": tmp / "tick.o", "exe": tmp / "tick", "so": tmp / "libtick.so",
+             "old": tmp / "tick-dwarf2.o", "stripped": tmp / "tick-nodebug.o"}
+    for args in (["-c", "-o", files["obj"]], ["-o", files["exe"]], ["-shared", "-fPIC", "-o", files["so"]],
+                 ["-c", "-gdwarf-2", "-gstrict-dwarf", "-o", files["old"]]):
+        subprocess.run([CC, "-g", "-O0", "-std=gnu11", *map(str, args), str(tmp / "tick.c")], check=True)
+    subprocess.run([CC, "-c", "-O0", "-o", str(files["stripped"]), str(tmp / "tick.c")], check=True)
+    return files
+
+
+@needs_cc
+@pytest.mark.parametrize("kind", ["obj", "exe", "so", "old"])
+def test_from_dwarf_gives_the_layout_from_c_gives(built, kind):
+    from_c = lo.Layout.from_c(built["header"], "struct tick")
+    from_bin = lo.Layout.from_dwarf(built[kind], "struct tick")
+    assert from_bin.dtype == from_c.dtype
+    assert from_bin.c.bits == from_c.c.bits and from_bin.c.enums == from_c.c.enums
+    assert from_bin.c.ctypes == from_c.c.ctypes and from_bin.c.notes == from_c.c.notes
+    assert from_bin.alignment == from_c.alignment == 8
+    assert from_bin.c.source == str(built[kind])
+    assert lo.Layout.from_dwarf(built[kind], "quote_t").itemsize == 16
+
+
+@needs_cc
+def test_from_dwarf_reads_what_the_program_wrote(built, tmp_path):
+    subprocess.run([str(built["exe"]), str(tmp_path / "ticks.bin")], check=True)
+    raw = (tmp_path / "ticks.bin").read_bytes()
+    layout = lo.Layout.from_dwarf(built["exe"], "tick", bytes_as="string", unions={"u": "i"})
+    rows = lo.AoS(raw, layout).to_soa().to_arrow().to_pylist()
+    assert len(rows) == 100
+    r = rows[37]
+    assert (r["ts"], r["sym"], r["q"][0]["qty"], r["side"], r["a"], r["b"], r["s"], r["u"]["i"], r["arr"][1][2]) == \
+        (37000, "S37", -37, "BUY", 5, 5, 5 - 8, 259, 37)
+    assert lo.SoA.from_arrow(lo.AoS(raw, layout).to_soa().to_arrow(), layout).to_aos().array.tobytes() == raw
+
+
+@needs_cc
+def test_from_dwarf_errors_name_the_file_and_the_fix(built, tmp_path):
+    with pytest.raises(lo.LayoutError, match=r"tick-nodebug.o has no DWARF debug information; rebuild it with -g"):
+        lo.Layout.from_dwarf(built["stripped"], "struct tick")
+    with pytest.raises(lo.LayoutError, match=r"tick.h is not an ELF object, executable or shared library"):
+        lo.Layout.from_dwarf(built["header"], "struct tick")
+    with pytest.raises(lo.LayoutError, match=r"cannot read '.*missing.o'"):
+        lo.Layout.from_dwarf(tmp_path / "missing.o", "struct tick")
+    with pytest.raises(lo.LayoutError, match=r"no struct or union named 'nope' in .*tick.o; it defines: "
+                                             r"struct quote, struct tick"):
+        lo.Layout.from_dwarf(built["obj"], "nope")
+    with pytest.raises(lo.LayoutError, match=r"defines 2 structs/unions \(struct quote, struct tick\)"):
+        lo.Layout.from_dwarf(built["obj"])
+    truncated = tmp_path / "cut.o"
+    truncated.write_bytes(built["obj"].read_bytes()[:600])
+    with pytest.raises(lo.LayoutError, match=r"cut.o"):
+        lo.Layout.from_dwarf(truncated, "struct tick")
+
+
+@needs_cc
+@pytest.mark.parametrize("kind", ["obj", "exe", "so"])
+def test_inspect_reads_objects_executables_and_libraries(built, kind, capsys):
+    assert main(["inspect", str(built[kind]), "struct tick"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("struct tick: 72 bytes per record, alignment 8, 11 leaf fields, 10 padding bytes")
+    assert "note: field 'tail' (int[0]) is a zero-length array: no bytes, no column" in out
+    assert main(["inspect", str(built[kind]), "--json"]) == 0
+    every = json.loads(capsys.readouterr().out)
+    assert [d["name"] for d in every] == ["struct quote", "struct tick"]
+    assert every[1]["notes"] == ["field 'tail' (int[0]) is a zero-length array: no bytes, no column"]
+
+
+@needs_cc
+def test_inspect_of_a_data_file_is_one_line_and_quick(built, tmp_path):
+    data = tmp_path / "ticks.bin"
+    data.write_bytes(bytes(range(256)) * 4096)
+    run = subprocess.run([sys.executable, "-m", "layouts", "inspect", str(data)], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 1
+    assert run.stderr.strip() == (f"layouts inspect: error: {data} looks like binary data, not C declarations; "
+                                  f"did you swap the header and the data file? Pass the C header (or the "
+                                  f"declarations as text) as the source")
+
+
+@needs_cc
+def test_dwarf_2_offsets_beyond_one_leb128_byte(tmp_path):
+    (tmp_path / "w.c").write_text("struct w { char pad[300]; int x; unsigned a:3, b:9; double d[20]; int y; };\n"
+                                  "struct w v;\n")
+    for name, flags in (("w2.o", ["-gdwarf-2", "-gstrict-dwarf"]), ("w5.o", [])):
+        subprocess.run([CC, "-c", "-g", *flags, "-o", str(tmp_path / name), str(tmp_path / "w.c")], check=True)
+    old, new = lo.Layout.from_dwarf(tmp_path / "w2.o", "w"), lo.Layout.from_dwarf(tmp_path / "w5.o", "w")
+    assert old.dtype == new.dtype and old.c.bits == new.c.bits
+    assert (old["x"].offset, old["y"].offset, old.itemsize) == (300, 472, 480)
+    assert old.dtype == lo.Layout.from_c(tmp_path / "w.c", "struct w").dtype
