@@ -1,5 +1,7 @@
 """AoS: records in one buffer (array of structures)."""
 
+from typing import TYPE_CHECKING, Any, Mapping
+
 import numpy as np
 import pyarrow as pa
 
@@ -8,6 +10,9 @@ from ._errors import ConversionError, LayoutError
 from ._faults import forward_error
 from ._layout import Layout
 from ._plan import Arena, forward_ops, null_bits
+
+if TYPE_CHECKING:
+    from ._soa import SoA
 
 __all__ = ["AoS", "as_layout", "checked_nulls"]
 
@@ -82,8 +87,10 @@ class AoS:
     """
 
     device = "cpu"
+    array: Any  # numpy.ndarray of the records, or a device array
+    layout: Layout
 
-    def __init__(self, obj, layout=None):
+    def __init__(self, obj: Any, layout: "Layout | np.typing.DTypeLike | None" = None) -> None:
         if isinstance(obj, AoS):
             obj, layout = obj.array, obj.layout if layout is None else layout
         layout = None if layout is None else as_layout(layout)
@@ -124,26 +131,26 @@ class AoS:
                 f"bytes left over; pass the buffer cut to a multiple of the record size")
         self.layout, self.array, self.device = layout, raw, "cuda"
 
-    def __len__(self):
+    def __len__(self) -> int:
         if self.device == "cuda":
             return self.array.shape[0] // self.layout.itemsize
         return self.array.shape[0]
 
     @property
-    def nbytes(self):
+    def nbytes(self) -> int:
         """Bytes of record data (length * itemsize)."""
         return len(self) * self.layout.itemsize
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<AoS {len(self)} records x {self.layout.itemsize} bytes on {self.device}>"
 
-    def __array__(self, dtype=None, copy=None):
+    def __array__(self, dtype: Any = None, copy: "bool | None" = None) -> np.ndarray:
         self._on_host("__array__")
         if copy:
             return self.array.astype(dtype or self.array.dtype, copy=True)
         return self.array if dtype is None else self.array.astype(dtype, copy=False)
 
-    def to_numpy(self):
+    def to_numpy(self) -> np.ndarray:
         """The records as a NumPy structured array (a view, no copy)."""
         self._on_host("to_numpy")
         return self.array
@@ -152,7 +159,7 @@ class AoS:
         if self.device != "cpu":
             raise LayoutError(f"AoS.{what}: the records are on the GPU; call .to_device('cpu') first (a copy)")
 
-    def to_device(self, device):
+    def to_device(self, device: str) -> "AoS":
         """The records on ``device`` (``"cpu"`` or ``"cuda"``): ``self`` if they are
         there already, else a copy made in one transfer."""
         device = check_device(device, self.device)
@@ -166,7 +173,8 @@ class AoS:
         host = _device.to_host(self.array, self.nbytes)
         return AoS(host.view(self.layout.dtype), self.layout)
 
-    def to_soa(self, *, nulls=None, out=None, threads=None, device=None):
+    def to_soa(self, *, nulls: "Mapping[str, Any] | None" = None, out: "SoA | None" = None,
+               threads: "int | None" = None, device: "str | None" = None) -> "SoA":
         """Transpose the records into Arrow columns, in one pass over them.
 
         Parameters

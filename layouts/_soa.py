@@ -1,5 +1,7 @@
 """SoA: the records as Arrow columns (structure of arrays), and its column objects."""
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 
@@ -139,34 +141,34 @@ class SoA:
         return cls(layout, length, columns, fills=fills, truncate=truncate)
 
     # --------------------------------------------------------------- properties
-    def __len__(self):
+    def __len__(self) -> int:
         return self._length
 
     @property
-    def arena(self):
+    def arena(self) -> Any:
         """The uint8 array holding every column buffer, or None (columns from Arrow)."""
         return self._memory
 
     @property
-    def nbytes(self):
+    def nbytes(self) -> int:
         """Bytes of the arena (or of the borrowed buffers)."""
         if self._memory is not None:
             return self._memory.shape[0]
         return sum(b.size for c in self._columns for b in (c.validity, c.offsets, c.data) if b is not None)
 
     @property
-    def schema(self):
+    def schema(self) -> pa.Schema:
         """The Arrow schema of these columns."""
         return pa.schema(self.layout._arrow_fields([c.type for c in self._columns]))
 
     def __arrow_c_schema__(self):
         return self.schema.__arrow_c_schema__()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<SoA {len(self)} records, {len(self._columns)} leaf columns on {self.device}>"
 
     # ------------------------------------------------------------------ exports
-    def to_record_batch(self):
+    def to_record_batch(self) -> pa.RecordBatch:
         """A pyarrow.RecordBatch over the same buffers (no copy)."""
         self._on_host("to_arrow")
         schema = self.schema
@@ -175,7 +177,7 @@ class SoA:
         arrays = [_assemble(f.type, self._length, leaves) for f in schema]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
-    def to_arrow(self):
+    def to_arrow(self) -> pa.Table:
         """A pyarrow.Table whose buffers point into this SoA's memory (no copy).
 
         The table keeps the memory alive. Booleans are bit-packed as Arrow wants;
@@ -183,7 +185,7 @@ class SoA:
         """
         return pa.Table.from_batches([self.to_record_batch()])
 
-    def to_pandas(self, *, dtype_backend="pyarrow", types_mapper=None, **options):
+    def to_pandas(self, *, dtype_backend: str = "pyarrow", types_mapper: Any = None, **options: Any) -> Any:
         """The columns as a pandas DataFrame.
 
         Parameters
@@ -234,7 +236,7 @@ class SoA:
             types_mapper = _nullable_dtypes(pd).get
         return self.to_arrow().to_pandas(types_mapper=types_mapper, **options)
 
-    def to_polars(self, *, rechunk=False):
+    def to_polars(self, *, rechunk: bool = False) -> Any:
         """The columns as a polars DataFrame (``polars.from_arrow``).
 
         Polars takes the Arrow buffers without a copy where its types match Arrow's
@@ -288,7 +290,7 @@ class SoA:
             raise NotImplementedError("__arrow_c_device_array__ exports the columns' own schema only")
         return export_device_array(self)
 
-    def to_device(self, device):
+    def to_device(self, device: str) -> "SoA":
         """The columns on ``device`` (``"cpu"`` or ``"cuda"``): ``self`` if they are
         there, else a copy made in one transfer (to the GPU: into one device arena)."""
         device = check_device(device, self.device)
@@ -298,7 +300,7 @@ class SoA:
 
         return _gpu.soa_to_device(self) if device == "cuda" else _gpu.soa_to_host(self)
 
-    def to_cudf(self):
+    def to_cudf(self) -> Any:
         """A ``cudf.DataFrame`` over the same device memory (no copy; see :mod:`layouts._cuda.cudf`)."""
         from ._cuda.cudf import to_cudf
 
@@ -311,19 +313,20 @@ class SoA:
 
         return from_cudf(cls, df, as_layout(layout), dict(fill or {}), truncate)
 
-    def __getitem__(self, name):
+    def __getitem__(self, name: str) -> "Column":
         for i, f in enumerate(self.layout.fields):
             if f.name == name:
                 return Column(self, i)
         raise KeyError(f"no leaf column {name!r}; columns are {self.layout.names}")
 
     @property
-    def columns(self):
+    def columns(self) -> "list[Column]":
         """Names of the leaf columns (``soa[name]`` gives one)."""
         return self.layout.names
 
     # ------------------------------------------------------------------ back
-    def to_aos(self, *, out=None, threads=None, device=None):
+    def to_aos(self, *, out: "AoS | np.ndarray | None" = None, threads: "int | None" = None,
+               device: "str | None" = None) -> AoS:
         """Write the columns back as records, in one pass; returns an :class:`AoS`.
 
         Padding bytes (holes no field covers) come out as zeros. Nulls are written as
@@ -417,21 +420,21 @@ class Column:
         self._buffers = soa._columns[index]
 
     @property
-    def name(self):
+    def name(self) -> str:
         return self.field.name
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._soa)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<Column {self.name!r}: {len(self)} x {self._buffers.type}>"
 
     @property
-    def device(self):
+    def device(self) -> str:
         return self._soa.device
 
     @property
-    def null_count(self):
+    def null_count(self) -> int:
         """Nulls among the column's elements."""
         if self.device != "cpu":
             return self._host().null_count
@@ -441,7 +444,7 @@ class Column:
     def _host(self):
         return self._soa.to_device("cpu")[self.name]
 
-    def to_arrow(self):
+    def to_arrow(self) -> pa.Array:
         """The column as a pyarrow.Array (fixed_size_list for sub-arrays), no copy."""
         from ._layout import _wrap
 
@@ -460,7 +463,7 @@ class Column:
             return np.dtype(f"{'M' if pa.types.is_timestamp(t) else 'm'}8[{t.unit}]")
         return None
 
-    def to_numpy(self, copy=None):
+    def to_numpy(self, copy: "bool | None" = None) -> np.ndarray:
         """The values as a NumPy array; a view unless the Arrow storage forbids one."""
         if self.device != "cpu":
             raise TypeError(
@@ -480,7 +483,7 @@ class Column:
             )
         return b.to_array().to_numpy(zero_copy_only=False).reshape(shape)
 
-    def __array__(self, dtype=None, copy=None):
+    def __array__(self, dtype: Any = None, copy: "bool | None" = None) -> np.ndarray:
         arr = self.to_numpy(copy=copy)
         return arr if dtype is None else arr.astype(dtype, copy=bool(copy))
 
