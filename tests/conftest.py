@@ -11,6 +11,14 @@ import os
 
 import numpy as np
 import pytest
+from hypothesis import settings
+
+# Property tests run with fixed seeds (derived from each test's name), so a run is
+# repeatable and CI cannot turn red by chance; `pytest --hypothesis-profile=explore`
+# draws new examples each run, to hunt for new failures.
+settings.register_profile("fixed", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("LAYOUTS_HYPOTHESIS_PROFILE", "fixed"))
 
 REAL_GPU = os.path.exists("/dev/nvidia0") and os.environ.get("NUMBA_ENABLE_CUDASIM", "0") in ("", "0")
 if not REAL_GPU:
@@ -49,3 +57,14 @@ def ticks(n, seed=0):
     a["pos"] = rng.normal(size=(n, 3))
     a["flag"] = rng.random(n) < 0.3
     return a
+
+
+@pytest.fixture(params=[True, False], ids=["unnamed", "named"])
+def temp_kind(request, monkeypatch):
+    """Both ways of writing a file whole: O_TMPFILE + linkat, and a named temporary file."""
+    from layouts import _files
+
+    if request.param and not _files.UNNAMED:
+        pytest.skip("no O_TMPFILE here")
+    monkeypatch.setattr(_files, "UNNAMED", request.param)
+    return request.param

@@ -136,7 +136,11 @@ def c_records(draw):
 @given(c_records())
 def test_random_declarations_match_the_compiler(source):
     # the compiler path lays out everything gcc accepts; checked against offsetof/masks
-    layout = lo.Layout.from_c(source, "struct r")
+    try:
+        layout = lo.Layout.from_c(source, "struct r")
+    except lo.LayoutError as err:  # the one limit of the kernels: a bit-field read through one 8-byte word
+        assert re.search(r"spans \d+ bytes; layouts reads bit-fields through one 8-byte word at most", str(err)), err
+        return
     if layout.fields:
         assert compiler_facts(source, "struct r", layout) == layout_facts(layout)
     # the built-in path: the same Layout, or one of its documented limits

@@ -37,14 +37,6 @@ def two_inputs(tmp_path):
     return tables
 
 
-@pytest.fixture(params=[True, False], ids=["unnamed", "named"])
-def temp_kind(request, monkeypatch):
-    if request.param and not _files.UNNAMED:
-        pytest.skip("no O_TMPFILE here")
-    monkeypatch.setattr(_files, "UNNAMED", request.param)
-    return request.param
-
-
 def which(path, tables):
     """0 or 1: which input the file at ``path`` holds, whole (an assertion fails for a mix)."""
     got = pa.ipc.open_file(path).read_all()

@@ -50,15 +50,6 @@ def names(d):
     return sorted(p.name for p in d.iterdir())
 
 
-@pytest.fixture(params=[True, False], ids=["unnamed", "named"])
-def temp_kind(request, monkeypatch):
-    """Both ways of writing a file whole: O_TMPFILE + linkat, and a named temporary file."""
-    if request.param and not _files.UNNAMED:
-        pytest.skip("no O_TMPFILE here")
-    monkeypatch.setattr(_files, "UNNAMED", request.param)
-    return request.param
-
-
 def test_a_symlink_is_written_through_and_stays_a_link(tick_file, tmp_path, temp_kind):
     path, a = tick_file
     (tmp_path / "data").mkdir()

@@ -17,7 +17,7 @@ import numpy as np
 
 from .._cinfo import CInfo
 from .._errors import LayoutError
-from .extract import BYTEORDERS, bit_word
+from .extract import BYTEORDERS, bit_word, chosen_members
 from .program import ambiguous
 from .spelling import canonical
 
@@ -399,16 +399,7 @@ class _Walk:
         member_names = [_name(m) for m in members if _name(m)]
         keys = [".".join(path)] if path else []
         keys += member_names
-        for key in keys:
-            if key in self.unions:
-                self.used_unions.add(key)
-                chosen = self.unions[key]
-                chosen = [chosen] if isinstance(chosen, str) else list(chosen)
-                missing = [c for c in chosen if c not in member_names]
-                if missing:
-                    raise LayoutError(f"unions[{key!r}] names {missing}; the union's members are {member_names}")
-                return set(chosen)
-        return None
+        return chosen_members(self.unions, self.used_unions, keys, member_names)
 
     def _order(self, base):
         endian = _int(base, "DW_AT_endianity") if base is not None else None

@@ -71,16 +71,7 @@ class Extract:
         keys = [".".join(path)] if path and not path[-1].startswith("__anonymous_") else []
         keys += [".".join(path[:-1] + (m,)) if path and path[-1].startswith("__anonymous_") else m
                  for m in member_names]
-        for key in keys:
-            if key in self.unions:
-                self.used_unions.add(key)
-                chosen = self.unions[key]
-                chosen = [chosen] if isinstance(chosen, str) else list(chosen)
-                missing = [c for c in chosen if c not in member_names]
-                if missing:
-                    raise LayoutError(f"unions[{key!r}] names {missing}; the union's members are {member_names}")
-                return set(chosen)
-        return None
+        return chosen_members(self.unions, self.used_unions, keys, member_names)
 
     def member(self, ctype, path, where):
         """NumPy dtype of a non-bit-field member."""
@@ -197,3 +188,18 @@ def _numpy_of(cname, size):
         return np.dtype(f"{'i' if cname == 'wchar_t' else 'u'}{size}")
     unsigned = cname.startswith("unsigned") or cname.startswith("uint") or cname in ("size_t", "uintptr_t")
     return np.dtype(f"{'u' if unsigned else 'i'}{size}")
+
+
+def chosen_members(unions, used, keys, member_names):
+    """The members of a union that ``unions=`` keeps (by the first of ``keys`` it names;
+    the key is added to ``used``), or None to keep them all."""
+    for key in keys:
+        if key in unions:
+            used.add(key)
+            chosen = unions[key]
+            chosen = [chosen] if isinstance(chosen, str) else list(chosen)
+            missing = [c for c in chosen if c not in member_names]
+            if missing:
+                raise LayoutError(f"unions[{key!r}] names {missing}; the union's members are {member_names}")
+            return set(chosen)
+    return None
