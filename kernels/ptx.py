@@ -1,18 +1,81 @@
-"""Compile every CUDA kernel to PTX, without a GPU: ``python -m kernels.ptx [--cc 9.0]``.
+"""Compile every CUDA kernel for a GPU without one, and report what each costs the GPU:
+``python -m layouts.kernels.ptx [--cc 9.0] [--json]``.
 
-Type errors in the kernels surface here rather than on the first real GPU. Needs
-numba-cuda with its CUDA toolkit wheels (``numba-cuda[cu13]``), not a driver. Device
-functions are compiled for the compute capability asked for, not the current device's.
+Each kernel is compiled to PTX by NVVM (type errors surface here rather than on the
+first real GPU), then linked to machine code for the compute capability by nvJitLink
+(``cuda.bindings.nvjitlink``), whose verbose log gives the registers per thread, the
+spills and the static shared memory. With the launch configuration the host code uses
+(threads per block, dynamic shared memory of a 48-byte record's tile) that gives the
+theoretical occupancy. Needs numba-cuda with its CUDA toolkit wheels
+(``numba-cuda[cu13]``), not a driver.
 """
 
 import argparse
+import json
+import re
 import sys
 import time
 
+# Per-SM limits of compute capability 9.0 (H100, H200): the CUDA occupancy rules.
+SM90 = {"registers": 65536, "shared": 228 * 1024, "shared_reserved_per_block": 1024, "threads": 2048,
+        "blocks": 32, "warp_register_granule": 256, "max_registers_per_thread": 255}
+RECORD_BYTES = 48  # the record whose tile sizes the transpose kernels' dynamic shared memory
+
+
+def occupancy(registers, threads, shared_bytes, limits=SM90):
+    """Theoretical occupancy (resident warps / 64) of a kernel using ``registers`` per
+    thread and ``shared_bytes`` per block (static + dynamic), at ``threads`` per block."""
+    warps = -(-threads // 32)
+    granule = limits["warp_register_granule"]
+    per_warp = -(-max(registers, 1) * 32 // granule) * granule
+    by_registers = (limits["registers"] // per_warp) // warps
+    by_shared = limits["shared"] // (shared_bytes + limits["shared_reserved_per_block"])
+    by_threads = limits["threads"] // threads
+    blocks = min(by_registers, by_shared, by_threads, limits["blocks"])
+    return blocks * warps / (limits["threads"] // 32)
+
+
+def link_info(ptx, name, cc):
+    """Registers, spills and shared memory of one kernel, from nvJitLink's verbose log."""
+    from cuda.bindings import nvjitlink
+
+    handle = nvjitlink.create(3, [f"-arch=sm_{cc[0]}{cc[1]}", "-verbose", "-Xptxas=-v"])
+    try:
+        data = ptx.encode()
+        nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), name)
+        nvjitlink.complete(handle)
+        log = bytearray(nvjitlink.get_info_log_size(handle))
+        nvjitlink.get_info_log(handle, log)
+    finally:
+        nvjitlink.destroy(handle)
+    text = log.decode(errors="replace")
+    used = re.search(r"used (\d+) registers.*?(\d+) bytes smem.*?(\d+) bytes lmem", text)
+    spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", text)
+    if used is None or spills is None:
+        raise RuntimeError(f"{name}: nvJitLink's log has no resource line:\n{text}")
+    return {"registers": int(used.group(1)), "shared_static": int(used.group(2)), "local": int(used.group(3)),
+            "spill_stores": int(spills.group(1)), "spill_loads": int(spills.group(2))}
+
+
+def launches():
+    """Threads per block and dynamic shared memory of each kernel, as the host launches it."""
+    from . import cuda as kernels_cuda
+    from . import cuda_reduce
+
+    rows, slot, staged = kernels_cuda.tile_shape(RECORD_BYTES)
+    tile = rows * slot + 8 if staged else 0
+    threads = kernels_cuda.THREADS
+    out = {"forward": (threads, tile), "reverse": (threads, tile), "copy_strings": (threads, 0),
+           "scan_blocks": (kernels_cuda.SCAN_THREADS, 0), "scan_sums": (1, 0),
+           "scan_add": (kernels_cuda.SCAN_THREADS, 0)}
+    out.update({f"reduce_{name}": (cuda_reduce.THREADS, 0) for name in cuda_reduce.signatures()})
+    return out
+
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m kernels.ptx", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m layouts.kernels.ptx", description=__doc__.splitlines()[0])
     parser.add_argument("--cc", default="9.0", help="compute capability, e.g. 9.0 for H100/H200")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     args = parser.parse_args(argv)
     cc = tuple(int(x) for x in args.cc.split("."))
 
@@ -29,10 +92,24 @@ def main(argv=None):
 
     kernels = dict(kernels_cuda.KERNELS())
     kernels.update({f"reduce_{name}": entry for name, entry in cuda_reduce.signatures().items()})
+    shapes = launches()
+    report = {}
     for name, (kernel, signature) in kernels.items():
         t0 = time.perf_counter()
         ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=cc)
-        print(f"{name}: {len(ptx)} bytes of PTX for sm_{cc[0]}{cc[1]} in {time.perf_counter() - t0:.1f} s")
+        info = link_info(ptx, name, cc)
+        threads, dynamic = shapes[name]
+        info.update(ptx_bytes=len(ptx), threads=threads, shared_dynamic=dynamic,
+                    occupancy=occupancy(info["registers"], threads, info["shared_static"] + dynamic),
+                    seconds=round(time.perf_counter() - t0, 2))
+        report[name] = info
+        if not args.json:
+            print(f"{name}: {len(ptx)} bytes of PTX for sm_{cc[0]}{cc[1]} in {info['seconds']:.1f} s; "
+                  f"{info['registers']} registers, {info['spill_stores'] + info['spill_loads']} bytes spilled, "
+                  f"shared {info['shared_static']} + {dynamic} B, {threads} threads: "
+                  f"occupancy {info['occupancy']:.0%}")
+    if args.json:
+        print(json.dumps({"cc": list(cc), "kernels": report}, indent=1))
     return 0
 
 

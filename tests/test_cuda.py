@@ -238,8 +238,17 @@ def test_column_exports_point_into_the_arena():
     assert stats["allocator"] in ("simulator", "cupy", "rmm", "numba") and stats["arenas"] >= 1
 
 
-def test_every_kernel_compiles_to_ptx_for_sm90():
-    """Type errors surface without hardware: numba-cuda compiles each kernel to PTX."""
+# The committed figures (docs/gpu-kernels.md): theoretical occupancy on sm_90 at the
+# host's launch configuration. A change that lowers one, or makes a kernel spill, fails.
+OCCUPANCY_SM90 = {"forward": 0.375, "reverse": 0.375, "scan_blocks": 1.0, "scan_sums": 0.5, "scan_add": 1.0,
+                  "copy_strings": 0.75, "reduce_sum": 0.75, "reduce_min": 0.75, "reduce_max": 0.75,
+                  "reduce_count_greater": 0.75}
+
+
+def test_every_kernel_compiles_for_sm90_without_spills_or_lost_occupancy():
+    """Type errors surface without hardware: numba-cuda compiles each kernel to PTX and
+    nvJitLink links it for sm_90, reporting registers, spills and shared memory."""
+    import json
     import os
     import subprocess
     import sys
@@ -247,11 +256,24 @@ def test_every_kernel_compiles_to_ptx_for_sm90():
 
     root = Path(__file__).resolve().parent.parent
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
-    run = subprocess.run([sys.executable, "-m", "layouts.kernels.ptx", "--cc", "9.0"], cwd=root, env=env,
+    run = subprocess.run([sys.executable, "-m", "layouts.kernels.ptx", "--cc", "9.0", "--json"], cwd=root, env=env,
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
-    for name in ("forward", "reverse", "scan_blocks", "scan_sums", "scan_add", "copy_strings", "reduce_sum"):
-        assert f"{name}: " in run.stdout, run.stdout
+    report = json.loads(run.stdout)["kernels"]
+    assert set(report) == set(OCCUPANCY_SM90)
+    for name, info in report.items():
+        assert info["spill_stores"] == info["spill_loads"] == info["local"] == 0, (name, info)
+        assert info["occupancy"] >= OCCUPANCY_SM90[name], (name, info)
+
+
+def test_occupancy_follows_the_cuda_rules():
+    from layouts.kernels.ptx import occupancy
+
+    assert occupancy(32, 256, 0) == 1.0       # 8 blocks of 8 warps fill the SM
+    assert occupancy(64, 256, 0) == 0.5       # 65,536 registers / (64 x 256) = 4 blocks
+    assert occupancy(80, 256, 16_000) == 0.375  # 2,560 registers a warp: 25 warps, 3 blocks
+    assert occupancy(32, 256, 100_000) == 0.25  # 228 KiB of shared memory hold 2 blocks
+    assert occupancy(255, 1024, 0) == 0.0     # does not fit at all
 
 
 @pytest.mark.cuda
