@@ -98,3 +98,18 @@ def test_block_reservation_benchmark_runs_small(tmp_path):
     assert [r["name"] for r in result["rows"]] == ["write the bytes to a new file", "convert -> arrow (overlapped)"]
     assert all(r["GB/s reserved"] > 0 and r["GB/s not reserved"] > 0 and r["x"] > 0 for r in result["rows"])
     assert not list(tmp_path.glob("layouts-reserve*"))
+
+
+def test_gpu_suite_runs_small_in_the_simulator(tmp_path):
+    """The one command for a lent GPU runs end to end (here every GPU step in Numba's
+    simulator, at tiny sizes) and writes one JSON with every step's result."""
+    run = subprocess.run([sys.executable, "-m", "benchmarks.gpu_suite", "--small", "--out", str(tmp_path)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=900)
+    (path,) = tmp_path.glob("gpu-suite-*.json")
+    result = json.loads(path.read_text())
+    steps = {s["name"]: s for s in result["steps"]}
+    assert run.returncode == 0, [(s["name"], s["exit"], s["output_tail"][-500:]) for s in result["steps"]]
+    assert result["small"] and result["date"] and "gpu" in result["machine"]
+    assert steps["kernel resources (sm_90)"]["result"]["kernels"]["forward"]["registers"] > 0
+    assert steps["convert --device cuda, overlapped and serial"]["result"]["device"] == "cuda"
+    assert steps["reductions (CPU and GPU)"]["result"]["rows"]

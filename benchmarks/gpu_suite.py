@@ -1,0 +1,116 @@
+"""Every GPU figure in one command, for a session lent a GPU: ``python -m benchmarks.gpu_suite``.
+
+Runs, each step in its own process with its own time limit (a failing step is recorded,
+the others still run):
+
+1. the ``cuda``-marked tests (``pytest -m cuda``) and the kernels' static resources
+   (``python -m layouts.kernels.ptx --json``);
+2. AoS <-> SoA on 16-, 48- and 128-byte records against a device-to-device copy of the
+   same bytes and CuPy per-field copies, CUDA events, medians (``benchmarks.convert_gpu``);
+3. ``convert(device="cuda")`` of a file, overlapped and serial (``benchmarks.convert_files``);
+4. the reductions on the GPU (``python -m benchmarks``, the GPU half).
+
+It writes one JSON (device name, driver, versions, date, and every step's result) into
+``$OUT`` when set, else ``benchmarks/results/``. The default sizes finish in under 8
+minutes on an H100; ``--small`` runs tiny sizes (CI runs that under Numba's simulator).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .convert_cpu import machine
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def gpu_facts():
+    """Device name, driver and runtime versions, or why there are none."""
+    facts = {}
+    try:
+        import cupy as cp
+
+        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+        name = props["name"]
+        facts.update(gpu=name.decode() if isinstance(name, bytes) else name, cupy=cp.__version__,
+                     driver=cp.cuda.runtime.driverGetVersion(), runtime=cp.cuda.runtime.runtimeGetVersion(),
+                     memory_bytes=props["totalGlobalMem"], cc=f"{props['major']}.{props['minor']}")
+    except Exception as err:  # noqa: BLE001 - no CuPy or no GPU: say which
+        facts["gpu"] = None
+        facts["why_no_gpu"] = f"{type(err).__name__}: {err}"
+    try:
+        import numba_cuda  # type: ignore[import-not-found]
+
+        facts["numba_cuda"] = numba_cuda.__version__
+    except Exception:  # noqa: BLE001
+        facts["numba_cuda"] = None
+    return facts
+
+
+def step(name, argv, limit, json_out=None, env=None):
+    """Run one step in a child process; its JSON output (if any) and the tail of its text."""
+    t0 = time.perf_counter()
+    try:
+        run = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=limit,
+                             env=dict(os.environ, **(env or {})))
+        code, text = run.returncode, run.stdout + run.stderr
+    except subprocess.TimeoutExpired as err:
+        code, text = "timeout", f"stopped after {limit} s\n{(err.stdout or b'')[-2000:]!r}"
+    result = {"name": name, "argv": argv, "exit": code, "seconds": round(time.perf_counter() - t0, 1),
+              "output_tail": text[-3000:]}
+    if json_out is not None and Path(json_out).exists():
+        result["result"] = json.loads(Path(json_out).read_text())
+    elif code == 0 and argv[-1:] == ["--json"]:
+        result["result"] = json.loads(text[text.index("{"):])
+    print(f"{name}: exit {code} in {result['seconds']} s", flush=True)
+    return result
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--small", action="store_true", help="tiny sizes: a smoke run (CI, the simulator)")
+    p.add_argument("--out", help="folder for the JSON (default: $OUT, else benchmarks/results)")
+    args = p.parse_args(argv)
+    out_dir = Path(args.out or os.environ.get("OUT") or ROOT / "benchmarks" / "results")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    facts = gpu_facts()
+    small = args.small
+    records = {"convert_gpu": "20000" if small else "10000000", "files": "600" if small else "20000000",
+               "bench": "3000" if small else "10000000"}
+    steps = []
+    with tempfile.TemporaryDirectory(prefix="layouts-gpu-suite-") as tmp:
+        steps.append(step("cuda tests", ["-m", "pytest", "-q", "-m", "cuda", "-p", "no:cacheprovider", "tests"],
+                          300))
+        steps.append(step("kernel resources (sm_90)", ["-m", "layouts.kernels.ptx", "--cc", "9.0", "--json"], 300,
+                          env={"NUMBA_ENABLE_CUDASIM": "0"}))  # compiled for the real target
+        if facts["gpu"] is not None:
+            j = f"{tmp}/convert_gpu.json"
+            steps.append(step("AoS <-> SoA on the GPU", ["-m", "benchmarks.convert_gpu", "--records",
+                                                          records["convert_gpu"], "--repeat", "3" if small else "20",
+                                                          "--json", j], 300, j))
+        j = f"{tmp}/files.json"
+        steps.append(step("convert --device cuda, overlapped and serial",
+                          ["-m", "benchmarks.convert_files", "--device", "cuda", "--records", records["files"],
+                           "--repeat", "1" if small else "3", "--dir", tmp, "--json", j]
+                          + (["--chunk", "12000"] if small else []), 300, j))
+        j = f"{tmp}/bench.json"
+        steps.append(step("reductions (CPU and GPU)",
+                          ["-m", "benchmarks", "--records", records["bench"], "--repeat", "1" if small else "5",
+                           "--json", j, "--plot", ""], 240, j))
+    stamp = datetime.now(timezone.utc)
+    name = (facts["gpu"] or "no-gpu").lower().replace(" ", "-")
+    path = out_dir / f"gpu-suite-{name}-{stamp:%Y-%m-%d-%H%M}.json"
+    path.write_text(json.dumps({"date": stamp.isoformat(timespec="seconds"), "machine": dict(machine(), **facts),
+                                "small": small, "steps": steps}, indent=1, default=str))
+    print(f"wrote {path}")
+    return 0 if all(s["exit"] == 0 for s in steps) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
