@@ -76,6 +76,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m layouts.kernels.ptx", description=__doc__.splitlines()[0])
     parser.add_argument("--cc", default="9.0", help="compute capability, e.g. 9.0 for H100/H200")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME=FORWARD/REVERSE",
+                        help="also the forward and reverse kernels specialised for the kind masks of a layout's "
+                             "plans (kernels.cuda.kinds_of), reported as forward[NAME] and reverse[NAME]")
     args = parser.parse_args(argv)
     cc = tuple(int(x) for x in args.cc.split("."))
 
@@ -93,6 +96,14 @@ def main(argv=None):
     kernels = dict(kernels_cuda.KERNELS())
     kernels.update({f"reduce_{name}": entry for name, entry in cuda_reduce.signatures().items()})
     shapes = launches()
+    for variant in args.variant:
+        label, _, masks = variant.partition("=")
+        forward_mask, _, reverse_mask = masks.partition("/")
+        forward = kernels_cuda.specialised(int(forward_mask, 0))[0]
+        reverse = kernels_cuda.specialised(int(reverse_mask, 0))[1]
+        for direction, kernel in (("forward", forward), ("reverse", reverse)):
+            kernels[f"{direction}[{label}]"] = (kernel, kernels[direction][1])
+            shapes[f"{direction}[{label}]"] = shapes[direction]
     report = {}
     for name, (kernel, signature) in kernels.items():
         t0 = time.perf_counter()
