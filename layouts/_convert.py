@@ -591,8 +591,14 @@ class _Pipeline:
         if self.thread is not None:
             self.abandoned = kind is not None  # an error or Ctrl-C: what is queued is not written
             _unstoppable(self._stop_writer)
-        self.sink.close()
-        if kind is None and self.error is not None:
+        if kind is None and self.error is None:
+            self.sink.close()
+            return False
+        try:  # an error or Ctrl-C (here, or in the writer) is on its way and the output is dropped: it is
+            self.sink.close()  # the one to report, not what finishing a file cut short says
+        except Exception:  # noqa: BLE001 - the sink's handles are closed either way
+            pass
+        if kind is None:
             raise self.error
         return False
 
