@@ -17,7 +17,7 @@ import numpy as np
 
 from .._cinfo import CInfo
 from .._errors import LayoutError
-from .extract import BYTEORDERS, bit_word, chosen_members
+from .extract import BYTEORDERS, bit_word, check_record, chosen_members
 from .program import ambiguous
 from .spelling import canonical
 
@@ -316,11 +316,7 @@ class Debug:
             byteorder = "little" if self.little else "big"  # a cross compiler's target order
         walk = _Walk(self, BYTEORDERS[byteorder], dict(unions or {}), label, pointers)
         dtype = walk.record(die, ())
-        unknown = set(walk.unions) - walk.used_unions
-        if unknown:
-            raise LayoutError(f"unions= names {sorted(unknown)}, which are not unions of {label}")
-        if not dtype.names:
-            raise LayoutError(f"{self.where(die)}: {label} has no fields that hold data")
+        check_record(dtype, walk.unions, walk.used_unions, label, f"{self.where(die)}: {label}")
         if alignment is None:
             alignment = walk.alignment(die)
         info = CInfo(label, self.source, tuple(walk.ctypes), tuple(walk.bits), tuple(walk.enums), enum_as,

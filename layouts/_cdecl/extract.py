@@ -23,11 +23,7 @@ class Extract:
 
     def layout(self, ctype, filename, enum_as):
         dtype = self.record(ctype, ())
-        unknown = set(self.unions) - self.used_unions
-        if unknown:
-            raise LayoutError(f"unions= names {sorted(unknown)}, which are not unions of {self.label}")
-        if not dtype.names:
-            raise LayoutError(f"{self.label} has no fields that hold data")
+        check_record(dtype, self.unions, self.used_unions, self.label, self.label)
         info = CInfo(self.label, filename, tuple(self.ctypes), tuple(self.bits), tuple(self.enums), enum_as,
                      self.t.b.alignof(ctype), tuple(self.notes))
         return dtype, info
@@ -188,6 +184,15 @@ def _numpy_of(cname, size):
         return np.dtype(f"{'i' if cname == 'wchar_t' else 'u'}{size}")
     unsigned = cname.startswith("unsigned") or cname.startswith("uint") or cname in ("size_t", "uintptr_t")
     return np.dtype(f"{'u' if unsigned else 'i'}{size}")
+
+
+def check_record(dtype, unions, used, label, where):
+    """A record's dtype holds data, and every key of ``unions=`` named one of its unions."""
+    unknown = set(unions) - used
+    if unknown:
+        raise LayoutError(f"unions= names {sorted(unknown)}, which are not unions of {label}")
+    if not dtype.names:
+        raise LayoutError(f"{where} has no fields that hold data")
 
 
 def chosen_members(unions, used, keys, member_names):
