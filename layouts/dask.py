@@ -52,7 +52,9 @@ def read_records(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str
         Sentinel values that mean "missing", as in :meth:`AoS.to_soa`.
     device : {"cpu", "cuda"}
         ``"cpu"``: partitions are pandas DataFrames of ``pandas.ArrowDtype`` columns over
-        the Arrow buffers. ``"cuda"``: cuDF DataFrames (needs cuDF and dask-cudf).
+        the Arrow buffers. ``"cuda"``: cuDF DataFrames (needs cuDF and dask-cudf), made
+        on the GPU: each task copies its byte range to the device once, transposes it
+        there and hands the device columns to cuDF without a copy (``SoA.to_cudf``).
     storage_options : dict, optional
         Passed to fsspec to open the files (credentials for remote stores).
 
@@ -87,7 +89,7 @@ def read_records(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str
     sizes = [fs.size(name) for name in names]
     parts = byte_ranges(names, sizes, layout.itemsize, size, offset=offset, trailing=trailing)
     options = (layout, nulls, device)
-    meta = _frame(_empty_table(layout, nulls), 0, device)
+    meta = _empty_part(options)
     if not parts:  # files with no records: one empty partition, same columns
         return dd.from_map(_empty_part, [options], meta=meta, enforce_metadata=False)
     first_rows = [p[3] for p in parts]
@@ -131,7 +133,11 @@ def read_range(f, start, stop):
 
 
 class _Task:
-    """One partition: read a byte range, transpose it, wrap the columns as a frame."""
+    """One partition: read a byte range, transpose it, wrap the columns as a frame.
+
+    On ``"cuda"`` the range's record bytes go to the GPU in one host-to-device copy,
+    the device kernel transposes them into one arena there, and cuDF wraps the arena's
+    columns: no copy back to the host."""
 
     def __init__(self, fs, options):
         self.fs, self.options = fs, options
@@ -144,8 +150,10 @@ class _Task:
         else:
             with self.fs.open(name, "rb") as f:
                 raw = read_range(f, start, stop)
+        if device == "cuda":
+            return _device_frame(AoS(raw, layout).to_soa(nulls=nulls, device="cuda"), first_row)
         table = AoS(raw, layout).to_soa(nulls=nulls, threads=1).to_arrow()
-        return _frame(table, first_row, device)
+        return _frame(table, first_row)
 
 
 def _is_local(fs):
@@ -155,25 +163,26 @@ def _is_local(fs):
 
 def _empty_part(options):
     layout, nulls, device = options
-    return _frame(_empty_table(layout, nulls), 0, device)
+    if device == "cuda":
+        return _device_frame(AoS(b"", layout).to_soa(nulls=nulls, device="cuda"), 0)
+    return _frame(AoS(b"", layout).to_soa(nulls=nulls).to_arrow(), 0)
 
 
-def _empty_table(layout, nulls):
-    return AoS(b"", layout).to_soa(nulls=nulls).to_arrow()
-
-
-def _frame(table, first_row, device):
-    """A partition over the Arrow buffers: ArrowDtype pandas (no copy) or cuDF."""
+def _frame(table, first_row):
+    """A partition over the Arrow buffers: pandas ``ArrowDtype`` columns, no copy."""
     import pandas as pd
 
-    index = pd.RangeIndex(first_row, first_row + table.num_rows)
-    if device == "cuda":
-        cudf = _require_cudf()
-        frame = cudf.DataFrame.from_arrow(table)
-        frame.index = cudf.RangeIndex(index.start, index.stop)
-        return frame
     frame = table.to_pandas(types_mapper=pd.ArrowDtype)
-    frame.index = index
+    frame.index = pd.RangeIndex(first_row, first_row + table.num_rows)
+    return frame
+
+
+def _device_frame(soa, first_row):
+    """A partition over a device SoA's arena: a cuDF frame wrapping its columns (see
+    ``SoA.to_cudf`` for the few it converts on the device), indexed by record number."""
+    cudf = _require_cudf()
+    frame = soa.to_cudf()
+    frame.index = cudf.RangeIndex(first_row, first_row + len(soa))
     return frame
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._errors import LayoutError
 
-__all__ = ["cuda", "simulated", "empty", "to_device", "to_host", "pointer", "words", "wrap",
+__all__ = ["cuda", "simulated", "empty", "to_device", "to_host", "pointer", "words", "wrap", "from_interface",
            "pool_stats", "pinned_empty"]
 
 _state = {"pool": None, "allocations": 0, "bytes": 0}
@@ -185,6 +185,38 @@ def wrap(obj):
             f"make a contiguous copy first (e.g. cupy.ascontiguousarray)")
     flat = arr.reshape(arr.size) if arr.ndim != 1 else arr
     return flat.view(np.uint8)
+
+
+def from_interface(desc, owner=None):
+    """A uint8 device array over the bytes a ``__cuda_array_interface__`` dict describes,
+    without a copy (a ``mask`` entry is left aside: pass it on its own). The memory must
+    be contiguous; a ``stream`` it names is waited for. ``owner`` is kept alive by the
+    array. Under the simulator the address is a host address."""
+    shape = tuple(int(s) for s in desc["shape"])
+    itemsize = np.dtype(desc["typestr"]).itemsize
+    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    strides = desc.get("strides")
+    if strides is not None:
+        expect, step = [], itemsize
+        for s in reversed(shape):
+            expect.insert(0, step)
+            step *= s
+        if count > 1 and tuple(strides) != tuple(expect):
+            raise LayoutError(
+                f"device buffer of shape {shape} has strides {tuple(strides)}, not contiguous ones {tuple(expect)}; "
+                f"make a contiguous copy first")
+    nbytes = count * itemsize
+    nb = cuda()
+    if nbytes == 0:
+        return nb.device_array(0, dtype=np.uint8)
+    ptr = int(desc["data"][0])
+    if simulated():
+        view = (ctypes.c_uint8 * nbytes).from_address(ptr)
+        view.owner = owner  # the NumPy array over it keeps it, and so the owner, alive
+        return nb.cudadrv.devicearray.FakeCUDAArray(np.ctypeslib.as_array(view))
+    plain = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr, False), "strides": None, "version": 3,
+             "stream": desc.get("stream")}
+    return nb.from_cuda_array_interface(plain, owner=owner)
 
 
 def pinned_empty(nbytes):
