@@ -7,6 +7,7 @@ unsigned integers of the field's width: the bits move exactly, floats included.
 
 import ctypes
 import mmap
+import platform
 import signal
 import sys
 import threading
@@ -53,6 +54,60 @@ load8, store8, _ = _accessors(8)
 load16, store16, bswap16 = _accessors(16)
 load32, store32, bswap32 = _accessors(32)
 load64, store64, bswap64 = _accessors(64)
+
+
+# ------------------------------------------------- streaming stores past the caches
+
+# Output much larger than the caches is written with non-temporal stores: the line
+# goes to memory without being read first (a plain store reads every line it will
+# overwrite), so writing N bytes costs N of memory traffic, not 2N. x86-64 has them
+# for 8-byte words (MOVNTI); elsewhere LLVM emits the platform's hint or a plain store.
+_X86 = platform.machine().lower() in ("x86_64", "amd64")
+
+
+@intrinsic
+def stream64(typingctx, addr, value):
+    """Store 8 bytes at ``addr`` (8-byte aligned) without bringing the line into cache."""
+    def codegen(context, builder, sig, args):
+        llty = ir.IntType(64)
+        ptr = builder.inttoptr(args[0], llty.as_pointer())
+        inst = builder.store(context.cast(builder, args[1], sig.args[1], types.uint64), ptr, align=8)
+        inst.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(ir.IntType(32), 1)]))
+        return context.get_dummy_value()
+
+    return types.void(types.int64, value), codegen
+
+
+@intrinsic
+def stream_line(typingctx, dst, src):
+    """Copy the 64 bytes at ``src`` (any alignment) to ``dst`` (64-byte aligned) with
+    streaming stores: two 32-byte vector stores (AVX), four 16-byte ones (SSE2) or the
+    platform's equivalent."""
+    def codegen(context, builder, sig, args):
+        vec = ir.VectorType(ir.IntType(64), 4)
+        hint = builder.module.add_metadata([ir.Constant(ir.IntType(32), 1)])
+        for half in (0, 32):
+            s = builder.inttoptr(builder.add(args[1], ir.Constant(ir.IntType(64), half)), vec.as_pointer())
+            d = builder.inttoptr(builder.add(args[0], ir.Constant(ir.IntType(64), half)), vec.as_pointer())
+            builder.store(builder.load(s, align=1), d, align=32).set_metadata("nontemporal", hint)
+        return context.get_dummy_value()
+
+    return types.void(types.int64, types.int64), codegen
+
+
+@intrinsic
+def stream_fence(typingctx):
+    """Order this thread's streaming stores before its later stores (x86: SFENCE),
+    so a thread that sees the kernel finished also sees its output."""
+    def codegen(context, builder, sig, args):
+        if _X86:
+            fn = builder.module.declare_intrinsic("llvm.x86.sse.sfence", fnty=ir.FunctionType(ir.VoidType(), []))
+            builder.call(fn, [])
+        else:
+            builder.fence("seq_cst")
+        return context.get_dummy_value()
+
+    return types.void(), codegen
 
 
 

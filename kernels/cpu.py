@@ -24,7 +24,7 @@ from numba import njit
 
 from . import _scalar
 from ._memory import bswap16, bswap32, bswap64, load8, load16, load32, load64
-from ._memory import store8, store16, store32, store64
+from ._memory import store8, store16, store32, store64, stream_fence, stream_line
 from .plan import (
     COUNT, DATA, E_INEXACT, E_NULL, E_RANGE, E_TOO_LONG, E_UTF, ELEM0, F_SIGNED, F_TRUNCATE,
     F_DENSE, F_UTF8, FLAGS, K_BITS, K_BOOL, K_BYTES, K_CIVIL, K_COPY, K_CSTR, K_ENUM, K_SCALE, K_UTF32,
@@ -37,6 +37,7 @@ __all__ = ["aos_to_soa", "soa_to_aos", "default_threads"]
 BLOCK_BYTES = 32 * 1024
 ROW_ALIGN = 64
 MIN_CHUNK_BYTES = 1 << 20
+STREAM_BYTES = 16 << 20  # output at least this large bypasses the caches (see _stream_copy)
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 I64_MAX = 2**63 - 1
 
@@ -152,6 +153,20 @@ def _memcpy(dst, src, nbytes):
     while i < nbytes:
         store8(dst + i, load8(src + i))
         i += 1
+
+
+@_jit
+def _stream_copy(dst, src, nbytes):
+    """Copy ``nbytes`` from ``src`` (in cache) to ``dst`` with streaming stores: the
+    destination's cache lines are written without being read first. Plain stores for
+    the bytes before dst's first 64-byte boundary and after its last one."""
+    head = min(nbytes, (-dst) & 63)
+    _memcpy(dst, src, head)
+    i = head
+    while i + 64 <= nbytes:
+        stream_line(dst + i, src + i)
+        i += 64
+    _memcpy(dst + i, src + i, nbytes - i)
 
 
 @_jit
@@ -460,37 +475,121 @@ def _fwd_string(src, stride, r0, b0, b1, op, offs):
 
 
 @_jit
-def _forward_rows(src, stride, r0, r1, ops, offs, err, stop):
+def _forward_block(src, stride, r0, b0, b1, ops, offs, err):
+    """Every op over records [b0, b1); returns the fault code (0: none)."""
+    for j in range(ops.shape[0]):
+        op = ops[j]
+        kind = op[KIND]
+        row, code = -1, 0
+        if kind == K_COPY:
+            _fwd_copy(src, stride, b0, b1, op, offs)
+        elif kind == K_BYTES:
+            _fwd_bytes(src, stride, b0, b1, op, offs)
+        elif kind == K_BOOL:
+            _fwd_bool(src, stride, b0, b1, op, offs)
+        elif kind == K_SCALE or kind == K_CIVIL:
+            row, code = _fwd_time(src, stride, b0, b1, op, offs, kind == K_CIVIL)
+        elif kind == K_BITS:
+            _fwd_bits(src, stride, b0, b1, op, offs)
+        elif kind == K_ENUM:
+            _fwd_enum(src, stride, b0, b1, op, offs)
+        else:
+            row, code = _fwd_string(src, stride, r0, b0, b1, op, offs)
+        if code != 0:
+            err[0], err[1], err[2] = row, j, code
+            return code
+    return 0
+
+
+@_jit
+def _value_width(op):
+    """Bytes of one value in the op's Arrow column; 0 for a bitmap; -1 for var-length."""
+    kind = op[KIND]
+    if kind == K_COPY or kind == K_BYTES:
+        return op[WIDTH]
+    if kind == K_SCALE or kind == K_CIVIL:
+        return op[P2]
+    if kind == K_BITS:
+        return op[P3]
+    if kind == K_ENUM:
+        return 4
+    if kind == K_BOOL:
+        return 0
+    return -1
+
+
+@_jit
+def _stage_plan(ops, block):
+    """Where each op's values and validity for one block of rows go in the staging
+    buffer: ``(ops x 2)`` byte offsets (-1: not staged), and the buffer's size. Strings
+    are not staged (they are written in place; see _fwd_string)."""
+    at = np.full((ops.shape[0], 2), -1, dtype=np.int64)
+    size = 0
+    for j in range(ops.shape[0]):
+        w, c = _value_width(ops[j]), ops[j, COUNT]
+        if w < 0:
+            continue
+        at[j, 0] = size
+        size += -(-(block * c * w if w else block * c // 8) // 64) * 64
+        if ops[j, VALID] != 0:
+            at[j, 1] = size
+            size += -(-(block * c // 8) // 64) * 64
+    return at, size
+
+
+@_jit
+def _unstage(dst, stage, e0, e1, w):
+    """Elements [e0, e1) of a column (w bytes each, 0: bits) from the staging buffer to
+    their place. Values are streamed; bitmaps, a 64th of the values, use plain stores."""
+    if w == 0:
+        _memcpy(dst + e0 // 8, stage, (e1 - e0 + 7) // 8)
+    else:
+        _stream_copy(dst + e0 * w, stage, (e1 - e0) * w)
+
+
+@_jit
+def _forward_rows(src, stride, r0, r1, ops, offs, stream, err, stop):
     """Convert records [r0, r1) of one chunk, block by block; the first fault goes to err.
-    Returns early, leaving the chunk unfinished, once ``stop[0]`` is set."""
+    Returns early, leaving the chunk unfinished, once ``stop[0]`` is set.
+
+    With ``stream``, a block's fixed-width columns are written to a buffer that stays in
+    cache and then streamed to their places (each output byte is written once, never
+    read). Block starts are multiples of 64 rows, so every bitmap piece is whole bytes."""
     block = max(ROW_ALIGN, (BLOCK_BYTES // stride) // ROW_ALIGN * ROW_ALIGN)
+    at, size = _stage_plan(ops, block)
+    stage = np.empty(size if stream else 0, dtype=np.uint8)
+    # The arrays are made here and used in a function without early exits: Numba's
+    # reference counting of arrays across a loop's several exits is not to be trusted.
+    _forward_blocks(src, stride, r0, r1, ops, offs, block, stream, at, stage, ops.copy(), err, stop)
+
+
+@_jit
+def _forward_blocks(src, stride, r0, r1, ops, offs, block, stream, at, stage, staged, err, stop):
+    base = stage.ctypes.data
     b0 = r0
     while b0 < r1:
         if stop[0] != 0:
-            return
+            break
         b1 = min(b0 + block, r1)
-        for j in range(ops.shape[0]):
-            op = ops[j]
-            kind = op[KIND]
-            row, code = -1, 0
-            if kind == K_COPY:
-                _fwd_copy(src, stride, b0, b1, op, offs)
-            elif kind == K_BYTES:
-                _fwd_bytes(src, stride, b0, b1, op, offs)
-            elif kind == K_BOOL:
-                _fwd_bool(src, stride, b0, b1, op, offs)
-            elif kind == K_SCALE or kind == K_CIVIL:
-                row, code = _fwd_time(src, stride, b0, b1, op, offs, kind == K_CIVIL)
-            elif kind == K_BITS:
-                _fwd_bits(src, stride, b0, b1, op, offs)
-            elif kind == K_ENUM:
-                _fwd_enum(src, stride, b0, b1, op, offs)
-            else:
-                row, code = _fwd_string(src, stride, r0, b0, b1, op, offs)
-            if code != 0:
-                err[0], err[1], err[2] = row, j, code
-                return
+        if stream:
+            for j in range(ops.shape[0]):
+                w, c = _value_width(ops[j]), ops[j, COUNT]
+                if at[j, 0] >= 0:  # element i of the block at base + at + (i - b0 * c) * w
+                    staged[j, DATA] = base + at[j, 0] - (b0 * c * w if w else b0 * c // 8)
+                if at[j, 1] >= 0:
+                    staged[j, VALID] = base + at[j, 1] - b0 * c // 8
+        if _forward_block(src, stride, r0, b0, b1, staged, offs, err) != 0:
+            break
+        if stream:
+            for j in range(ops.shape[0]):
+                w, c = _value_width(ops[j]), ops[j, COUNT]
+                if at[j, 0] >= 0:
+                    _unstage(ops[j, DATA], base + at[j, 0], b0 * c, b1 * c, w)
+                if at[j, 1] >= 0:
+                    _unstage(ops[j, VALID], base + at[j, 1], b0 * c, b1 * c, 0)
         b0 = b1
+    if stream:
+        stream_fence()
 
 
 @_jit
@@ -763,38 +862,66 @@ def _rev_string(dst, itemsize, b0, b1, op, offs):
 
 
 @_jit
-def _reverse_rows(dst, itemsize, r0, r1, ops, offs, zero, err, stop):
+def _reverse_block(dst, itemsize, b0, b1, ops, offs, err):
+    """Every op over records [b0, b1) at ``dst``; returns the fault code (0: none)."""
+    for j in range(ops.shape[0]):
+        op = ops[j]
+        kind = op[KIND]
+        if kind == K_COPY:
+            row, code = _rev_copy(dst, itemsize, b0, b1, op, offs)
+        elif kind == K_BYTES:
+            row, code = _rev_bytes(dst, itemsize, b0, b1, op, offs)
+        elif kind == K_BOOL:
+            row, code = _rev_bool(dst, itemsize, b0, b1, op, offs)
+        elif kind == K_SCALE or kind == K_CIVIL:
+            row, code = _rev_time(dst, itemsize, b0, b1, op, offs, kind == K_CIVIL)
+        elif kind == K_BITS:
+            row, code = _rev_bits(dst, itemsize, b0, b1, op, offs)
+        elif kind == K_ENUM:
+            row, code = _rev_enum(dst, itemsize, b0, b1, op, offs)
+        else:
+            row, code = _rev_string(dst, itemsize, b0, b1, op, offs)
+        if code != 0:
+            err[0], err[1], err[2] = row, j, code
+            return code
+    return 0
+
+
+@_jit
+def _reverse_rows(dst, itemsize, r0, r1, ops, offs, zero, stream, err, stop):
     """Write records [r0, r1) of one chunk from the columns; the first fault goes to err.
-    Returns early, leaving the chunk unfinished, once ``stop[0]`` is set."""
+    Returns early, leaving the chunk unfinished, once ``stop[0]`` is set.
+
+    With ``stream``, a block of records is assembled in a buffer that stays in cache and
+    then streamed to ``dst`` (each output byte is written once, never read). Every op
+    writes all bytes of its field, so the buffer's padding, zeroed once, stays zero:
+    no block is cleared again."""
     block = max(ROW_ALIGN, (BLOCK_BYTES // itemsize) // ROW_ALIGN * ROW_ALIGN)
+    stage = np.zeros(block * itemsize if stream else 0, dtype=np.uint8)
+    _reverse_blocks(dst, itemsize, r0, r1, ops, offs, block, zero, stream, stage, err, stop)  # (see _forward_rows)
+
+
+@_jit
+def _reverse_blocks(dst, itemsize, r0, r1, ops, offs, block, zero, stream, stage, err, stop):
+    base = stage.ctypes.data
     b0 = r0
     while b0 < r1:
         if stop[0] != 0:
-            return
+            break
         b1 = min(b0 + block, r1)
-        if zero:
-            _memset0(dst + b0 * itemsize, (b1 - b0) * itemsize)
-        for j in range(ops.shape[0]):
-            op = ops[j]
-            kind = op[KIND]
-            if kind == K_COPY:
-                row, code = _rev_copy(dst, itemsize, b0, b1, op, offs)
-            elif kind == K_BYTES:
-                row, code = _rev_bytes(dst, itemsize, b0, b1, op, offs)
-            elif kind == K_BOOL:
-                row, code = _rev_bool(dst, itemsize, b0, b1, op, offs)
-            elif kind == K_SCALE or kind == K_CIVIL:
-                row, code = _rev_time(dst, itemsize, b0, b1, op, offs, kind == K_CIVIL)
-            elif kind == K_BITS:
-                row, code = _rev_bits(dst, itemsize, b0, b1, op, offs)
-            elif kind == K_ENUM:
-                row, code = _rev_enum(dst, itemsize, b0, b1, op, offs)
-            else:
-                row, code = _rev_string(dst, itemsize, b0, b1, op, offs)
-            if code != 0:
-                err[0], err[1], err[2] = row, j, code
-                return
+        if stream:
+            at = base - b0 * itemsize  # row r of this block at stage[(r - b0) * itemsize]
+        else:
+            at = dst
+            if zero:
+                _memset0(dst + b0 * itemsize, (b1 - b0) * itemsize)
+        if _reverse_block(at, itemsize, b0, b1, ops, offs, err) != 0:
+            break
+        if stream:
+            _stream_copy(dst + b0 * itemsize, base, (b1 - b0) * itemsize)
         b0 = b1
+    if stream:
+        stream_fence()
 
 
 # --------------------------------------------------------------------- host side
@@ -959,7 +1086,8 @@ def aos_to_soa(src, stride, n, ops, offs, *, threads=None, owners=None):
     stops the worker threads at their next block of rows; it is raised once none runs.
     """
     starts = _chunk_starts(n, stride, threads)
-    fault = _run_chunks(_forward_rows, starts, (src, stride, ops, offs), owners)
+    stream = n * stride >= STREAM_BYTES
+    fault = _run_chunks(_forward_rows, starts, (src, stride, ops, offs, stream), owners)
     if fault is None:
         for j in range(ops.shape[0]):
             if ops[j, KIND] in (K_CSTR, K_UTF32):
@@ -978,4 +1106,5 @@ def soa_to_aos(dst, itemsize, n, ops, offs, *, zero=True, threads=None, owners=N
     ``owners`` and interrupts as in :func:`aos_to_soa`.
     """
     starts = _chunk_starts(n, itemsize, threads)
-    return _run_chunks(_reverse_rows, starts, (dst, itemsize, ops, offs, zero), owners)
+    stream = n * itemsize >= STREAM_BYTES
+    return _run_chunks(_reverse_rows, starts, (dst, itemsize, ops, offs, zero, stream), owners)

@@ -1,11 +1,15 @@
 """Hypothesis-generated records: AoS -> SoA -> AoS is bit-exact and agrees with NumPy."""
 
+import contextlib
+
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import layouts as lo
+from layouts.kernels import cpu
 from oracle import actual, expected, make_valid, struct_dtypes
 
 from conftest import TICK, ticks
@@ -31,6 +35,18 @@ def zero_holes(arr, layout):
     return raw
 
 
+@contextlib.contextmanager
+def streaming(on):
+    """Force the CPU kernels' streaming path (output staged in cache, then written with
+    streaming stores: normally for outputs of STREAM_BYTES and more) on or off."""
+    old = cpu.STREAM_BYTES
+    cpu.STREAM_BYTES = 0 if on else 1 << 62
+    try:
+        yield
+    finally:
+        cpu.STREAM_BYTES = old
+
+
 def check_against_oracle(arr, layout, soa):
     table = soa.to_arrow()
     assert table.num_rows == len(arr)
@@ -46,13 +62,14 @@ def check_against_oracle(arr, layout, soa):
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(dtype=struct_dtypes(), n=st.integers(0, 70), seed=st.integers(0, 2**32 - 1),
-       flatten=st.booleans(), bytes_as=st.sampled_from(["fixed", "binary"]))
-def test_roundtrip_and_oracle(dtype, n, seed, flatten, bytes_as):
+       flatten=st.booleans(), bytes_as=st.sampled_from(["fixed", "binary"]), stream=st.booleans())
+def test_roundtrip_and_oracle(dtype, n, seed, flatten, bytes_as, stream):
     layout = lo.Layout.from_dtype(dtype, flatten=flatten, bytes_as=bytes_as)
     arr = random_records(dtype, layout, n, seed)
-    soa = lo.AoS(arr, layout).to_soa(threads=2)
+    with streaming(stream):
+        soa = lo.AoS(arr, layout).to_soa(threads=2)
+        back = soa.to_aos(threads=2)
     check_against_oracle(arr, layout, soa)
-    back = soa.to_aos(threads=2)
     assert back.array.dtype == dtype
     assert np.array_equal(back.array.view(np.uint8).reshape(n, layout.itemsize), zero_holes(arr, layout))
     # through pyarrow and back again: the same records
@@ -60,18 +77,55 @@ def test_roundtrip_and_oracle(dtype, n, seed, flatten, bytes_as):
     assert np.array_equal(again.array.view(np.uint8).reshape(n, layout.itemsize), zero_holes(arr, layout))
 
 
-@pytest.mark.parametrize("threads", [1, 2, 3])
-def test_many_chunks_match_one(threads):
-    """Chunk boundaries (bitmaps, strings) must not show: same bytes at any thread count."""
-    dtype = np.dtype([("a", "<i2"), ("b", "?", (3,)), ("s", "S5"), ("u", ">U3"), ("t", ">M8[W]")])
+@pytest.mark.parametrize("threads, stream", [(1, False), (2, False), (3, False), (2, True), (3, True)])
+def test_many_chunks_match_one(threads, stream):
+    """Chunk and block boundaries (bitmaps, strings, staged output) must not show: the
+    same bytes at any thread count, streamed or not."""
+    dtype = np.dtype([("a", "<i2"), ("b", "?", (3,)), ("s", "S5"), ("u", ">U3"), ("t", ">M8[W]"),
+                      ("f", ">i8"), ("k", "?"), ("x", "u1")], align=True)
     layout = lo.Layout.from_dtype(dtype, bytes_as="binary")
     n = 300_001
     arr = random_records(dtype, layout, n, 7)
-    soa = lo.AoS(arr, layout).to_soa(threads=threads)
-    ref = lo.AoS(arr, layout).to_soa(threads=1).to_arrow()
+    with streaming(stream):
+        soa = lo.AoS(arr, layout).to_soa(threads=threads)
+        ref = lo.AoS(arr, layout).to_soa(threads=1).to_arrow()
+        out = np.full(n * layout.itemsize, 0xFF, dtype=np.uint8)
+        soa.to_aos(threads=threads, out=out)
     assert soa.to_arrow().equals(ref)
     check_against_oracle(arr[:2000], layout, lo.AoS(arr[:2000], layout).to_soa())
-    assert np.array_equal(soa.to_aos(threads=threads).array.view(np.uint8), zero_holes(arr, layout).ravel())
+    assert np.array_equal(out, zero_holes(arr, layout).ravel())  # padding zeroed over 0xFF
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_c_bit_fields_written_over_garbage(stream):
+    """Bit-fields share container words with bits no field owns: written back over
+    0xFF bytes, those bits and the padding come out zero, streamed or not."""
+    layout = lo.Layout.from_c("""
+        enum color { RED, GREEN, BLUE };
+        struct r { unsigned a : 3, b : 9; short s : 5; enum color c; double x; char tag[5]; };
+    """, "r")
+    n = 70_001
+    rng = np.random.default_rng(3)
+    values = {"a": rng.integers(0, 8, n), "b": rng.integers(0, 512, n), "s": rng.integers(-16, 16, n),
+              "c": rng.integers(0, 3, n), "x": rng.random(n)}
+    table = lo.AoS(np.zeros(n, layout.dtype), layout).to_soa().to_arrow()
+    for name, column in values.items():
+        i = table.schema.get_field_index(name)
+        typ = table.schema.field(name).type
+        array = pa.DictionaryArray.from_arrays(pa.array(column, pa.int32()), typ.value_type and table.column(name).chunk(0).dictionary) \
+            if pa.types.is_dictionary(typ) else pa.array(column, typ)
+        table = table.set_column(i, name, array)
+    clean = np.zeros(n * layout.itemsize, dtype=np.uint8)
+    with streaming(False):
+        lo.SoA.from_arrow(table, layout).to_aos(out=clean)
+    garbage = np.full(n * layout.itemsize, 0xFF, dtype=np.uint8)
+    with streaming(stream):
+        lo.SoA.from_arrow(table, layout).to_aos(out=garbage, threads=2)
+    assert np.array_equal(garbage, clean)
+    back = lo.AoS(clean, layout).to_soa().to_arrow()
+    for name in ("a", "b", "s", "x"):
+        assert back.column(name).to_pylist() == values[name].tolist(), name
+    assert back.column("c").combine_chunks().indices.to_pylist() == values["c"].tolist()
 
 
 def test_tick_records_roundtrip(device):
