@@ -38,6 +38,7 @@ BLOCK_BYTES = 32 * 1024
 ROW_ALIGN = 64
 MIN_CHUNK_BYTES = 1 << 20
 STREAM_BYTES = 16 << 20  # output at least this large bypasses the caches (see _stream_copy)
+STAGE_RECORD_MAX = 4096  # bigger records are written in place, not staged (64 rows of them at least)
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 I64_MAX = 2**63 - 1
 
@@ -530,10 +531,10 @@ def _stage_plan(ops, block):
         if w < 0:
             continue
         at[j, 0] = size
-        size += -(-(block * c * w if w else block * c // 8) // 64) * 64
+        size += -(-(block * c * w if w else -(-(block * c) // 8)) // 64) * 64
         if ops[j, VALID] != 0:
             at[j, 1] = size
-            size += -(-(block * c // 8) // 64) * 64
+            size += -(-(-(-(block * c) // 8)) // 64) * 64
     return at, size
 
 
@@ -556,7 +557,7 @@ def _forward_rows(src, stride, r0, r1, ops, offs, stream, err, stop):
     cache and then streamed to their places (each output byte is written once, never
     read). Block starts are multiples of 64 rows, so every bitmap piece is whole bytes."""
     block = max(ROW_ALIGN, (BLOCK_BYTES // stride) // ROW_ALIGN * ROW_ALIGN)
-    at, size = _stage_plan(ops, block)
+    at, size = _stage_plan(ops, min(block, r1 - r0))
     stage = np.empty(size if stream else 0, dtype=np.uint8)
     # The arrays are made here and used in a function without early exits: Numba's
     # reference counting of arrays across a loop's several exits is not to be trusted.
@@ -892,24 +893,26 @@ def _reverse_rows(dst, itemsize, r0, r1, ops, offs, zero, stream, err, stop):
     """Write records [r0, r1) of one chunk from the columns; the first fault goes to err.
     Returns early, leaving the chunk unfinished, once ``stop[0]`` is set.
 
-    With ``stream``, a block of records is assembled in a buffer that stays in cache and
-    then streamed to ``dst`` (each output byte is written once, never read). Every op
-    writes all bytes of its field, so the buffer's padding, zeroed once, stays zero:
-    no block is cleared again."""
+    A block of records is assembled in a buffer that stays in cache, then copied to
+    ``dst`` in one sequential pass (with ``stream``, by streaming stores: each output
+    byte is written once, never read). Every op writes all bytes of its field, so the
+    buffer's padding, zeroed once (``zero``), stays zero: no block is cleared again.
+    Records over STAGE_RECORD_MAX bytes are written in place, each block cleared first."""
     block = max(ROW_ALIGN, (BLOCK_BYTES // itemsize) // ROW_ALIGN * ROW_ALIGN)
-    stage = np.zeros(block * itemsize if stream else 0, dtype=np.uint8)
+    size = min(block, r1 - r0) * itemsize if itemsize <= STAGE_RECORD_MAX else 0
+    stage = np.zeros(size, dtype=np.uint8) if zero else np.empty(size, dtype=np.uint8)
     _reverse_blocks(dst, itemsize, r0, r1, ops, offs, block, zero, stream, stage, err, stop)  # (see _forward_rows)
 
 
 @_jit
 def _reverse_blocks(dst, itemsize, r0, r1, ops, offs, block, zero, stream, stage, err, stop):
-    base = stage.ctypes.data
+    base, staged = stage.ctypes.data, stage.size > 0
     b0 = r0
     while b0 < r1:
         if stop[0] != 0:
             break
         b1 = min(b0 + block, r1)
-        if stream:
+        if staged:
             at = base - b0 * itemsize  # row r of this block at stage[(r - b0) * itemsize]
         else:
             at = dst
@@ -917,8 +920,10 @@ def _reverse_blocks(dst, itemsize, r0, r1, ops, offs, block, zero, stream, stage
                 _memset0(dst + b0 * itemsize, (b1 - b0) * itemsize)
         if _reverse_block(at, itemsize, b0, b1, ops, offs, err) != 0:
             break
-        if stream:
+        if staged and stream:
             _stream_copy(dst + b0 * itemsize, base, (b1 - b0) * itemsize)
+        elif staged:
+            _memcpy(dst + b0 * itemsize, base, (b1 - b0) * itemsize)
         b0 = b1
     if stream:
         stream_fence()
@@ -1086,7 +1091,7 @@ def aos_to_soa(src, stride, n, ops, offs, *, threads=None, owners=None):
     stops the worker threads at their next block of rows; it is raised once none runs.
     """
     starts = _chunk_starts(n, stride, threads)
-    stream = n * stride >= STREAM_BYTES
+    stream = n * stride >= STREAM_BYTES and stride <= STAGE_RECORD_MAX
     fault = _run_chunks(_forward_rows, starts, (src, stride, ops, offs, stream), owners)
     if fault is None:
         for j in range(ops.shape[0]):

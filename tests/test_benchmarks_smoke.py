@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
     ("benchmarks.convert_c", []),
     ("benchmarks.convert_files", ["--dir", "{tmp}"]),
     ("benchmarks.convert_files", ["--dir", "{tmp}", "--device", "cuda", "--chunk", "12000"]),  # the simulator here
+    ("benchmarks.transpose", ["--dir", "{tmp}", "--file-records", "20000"]),
 ])
 def test_benchmark_runs_small(module, extra, tmp_path):
     out = tmp_path / "result.json"

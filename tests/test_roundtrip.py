@@ -128,6 +128,20 @@ def test_c_bit_fields_written_over_garbage(stream):
     assert back.column("c").combine_chunks().indices.to_pylist() == values["c"].tolist()
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_records_too_big_to_stage(stream):
+    """Records over STAGE_RECORD_MAX bytes are written in place (padding cleared per
+    block), the rest staged: the same bytes either way, over 0xFF garbage."""
+    dtype = np.dtype([("k", "u1"), ("v", "<f8", (700,)), ("b", "?"), ("s", ">i2")], align=True)
+    assert dtype.itemsize > cpu.STAGE_RECORD_MAX
+    layout = lo.Layout.from_dtype(dtype)
+    arr = random_records(dtype, layout, 300, 11)
+    out = np.full(300 * dtype.itemsize, 0xFF, dtype=np.uint8)
+    with streaming(stream):
+        lo.AoS(arr, layout).to_soa(threads=2).to_aos(out=out, threads=2)
+    assert np.array_equal(out, zero_holes(arr, layout).ravel())
+
+
 def test_tick_records_roundtrip(device):
     a = ticks(10_000 if device == "cpu" else 700)  # the CUDA simulator is slow
     soa = lo.AoS(a).to_soa(device=device)
