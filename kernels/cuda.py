@@ -25,7 +25,11 @@ the shared-memory budget are converted in place in global memory the same way.
 Addresses in the plan are byte offsets into the arena (``DATA``, ``VALID``,
 ``OFFSETS``) and element offsets into one int64 ``tables`` array (``TABLE``). Faults
 are reported as the smallest ``(row, op)`` with a fault, packed into one int64 that
-every thread lowers with an atomic min.
+every thread lowers with an atomic min. The device copy of the plan
+(:func:`device_ops`) has four more columns, computed on the host, so that no kernel
+divides by a time scale factor: a 64-bit division is a subroutine call on the GPU, and
+the registers live across it count against the whole kernel
+(``docs/gpu-kernels.md``).
 
 Host functions: :func:`aos_to_soa` and :func:`soa_to_aos`, like the CPU module's, each
 taking a CUDA stream; :func:`forward_async` and :func:`reverse_async` queue a conversion on a
@@ -39,13 +43,13 @@ import functools
 import os
 
 import numpy as np
-from numba import cuda, int64, uint32
+from numba import cuda, int32, int64, uint32, uint64
 
 from . import _scalar
 from .plan import (
     COUNT, DATA, E_INEXACT, E_NULL, E_RANGE, E_TOO_LONG, E_UTF, ELEM0, F_DENSE, F_SIGNED, F_TRUNCATE,
     F_UTF8, FLAGS, K_BITS, K_BOOL, K_BYTES, K_CIVIL, K_COPY, K_CSTR, K_ENUM, K_SCALE, K_UTF32, KIND,
-    N_BITS, N_NONE, NAT, NULLS, OFFS, OFFSETS, P1, P2, P3, SENT, SWAP, TABLE, VALID, WIDTH,
+    N_BITS, N_NONE, NAT, NCOLS, NULLS, OFFS, OFFSETS, P1, P2, P3, SENT, SWAP, TABLE, VALID, WIDTH,
 )
 
 __all__ = ["aos_to_soa", "soa_to_aos", "forward_async", "reverse_async", "Plan", "Pending", "launcher", "tile_shape",
@@ -62,6 +66,15 @@ I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 I64_MAX = 2**63 - 1
 M_VALIDITY = 1 << 16  # kinds_of: some op has a validity bitmap
 ALL_KINDS = (1 << (K_ENUM + 1)) - 1 | M_VALIDITY
+
+# Columns the device copy of a plan has after those of kernels.plan, filled by Plan on the
+# host for K_SCALE rows: with them no 64-bit division runs on the GPU (one is a call to a
+# subroutine there, and the registers live across it count against the whole kernel).
+X_LIM = NCOLS  # I64_MAX // P1: the largest count that scales up without overflow
+X_SHIFT = NCOLS + 1  # trailing zero bits of P1
+X_INV = NCOLS + 2  # the inverse of P1's odd part modulo 2**64 (raw bits)
+X_BOUND = NCOLS + 3  # (2**64 - 1) // P1's odd part (raw bits): the largest exact quotient
+XCOLS = NCOLS + 4
 
 _dev = cuda.jit(device=True)
 
@@ -89,13 +102,13 @@ def _get(words, wb, p, w):
     raw bits (the first byte lowest)."""
     q = wb + (p >> 2)
     s = (p & 3) * 8
-    v = int64(words[q]) >> s
+    v = int64(words[uint64(q)]) >> s
     got = 32 - s
     if got < 8 * w:
-        v |= int64(words[q + 1]) << got
+        v |= int64(words[uint64(q + 1)]) << got
         got += 32
         if got < 8 * w:
-            v |= int64(words[q + 2]) << got
+            v |= int64(words[uint64(q + 2)]) << got
     return v & _mask(8 * w)
 
 
@@ -144,33 +157,37 @@ def _load(a8, a16, a32, a64, addr, w):
     """``w`` (1, 2, 4, 8, or any width for unaligned bytes) bytes of the arena at a byte
     address, as int64 raw bits."""
     if w == 8 and addr & 7 == 0:
-        return int64(a64[addr >> 3])
+        return int64(a64[uint64(addr >> 3)])
     if w == 4 and addr & 3 == 0:
-        return int64(a32[addr >> 2])
+        return int64(a32[uint64(addr >> 2)])
     if w == 2 and addr & 1 == 0:
-        return int64(a16[addr >> 1])
-    v = int64(0)
-    for i in range(w):
-        v |= int64(a8[addr + i]) << (8 * i)
-    return v
+        return int64(a16[uint64(addr >> 1)])
+    if w == 1:
+        return int64(a8[uint64(addr)])
+    return _get(a32, 0, addr, w)  # unaligned (string bytes): the words holding them, no loop
 
 
 @_dev
 def _store(a8, a16, a32, a64, addr, w, v):
     if w == 8 and addr & 7 == 0:
-        a64[addr >> 3] = v
+        a64[uint64(addr >> 3)] = v
     elif w == 4 and addr & 3 == 0:
-        a32[addr >> 2] = v & 0xFFFFFFFF
+        a32[uint64(addr >> 2)] = v & 0xFFFFFFFF
     elif w == 2 and addr & 1 == 0:
-        a16[addr >> 1] = v & 0xFFFF
-    else:
-        for i in range(w):
-            a8[addr + i] = _shr(v, 8 * i) & 0xFF
+        a16[uint64(addr >> 1)] = v & 0xFFFF
+    elif w == 1:
+        a8[uint64(addr)] = v & 0xFF
+    else:  # unaligned: byte by byte
+        k = int64(0)
+        while k < w:
+            a8[uint64(addr + k)] = v & 0xFF
+            v >>= 8
+            k += 1
 
 
 @_dev
 def _bit(a8, bitmap, i):
-    return (int64(a8[bitmap + (i >> 3)]) >> (i & 7)) & 1
+    return (int64(a8[uint64(bitmap + (i >> 3))]) >> (i & 7)) & 1
 
 
 @_dev
@@ -198,17 +215,17 @@ _utf8_start = _dev(_scalar.utf8_start)
 @_dev
 def _offset_at(a32, a64, offsets, i, ow):
     if ow == 8:
-        return int64(a64[(offsets >> 3) + i])
-    v = int64(a32[(offsets >> 2) + i])
+        return int64(a64[uint64((offsets >> 3) + i)])
+    v = int64(a32[uint64((offsets >> 2) + i)])
     return v - (int64(1) << 32) if v >= 2**31 else v
 
 
 @_dev
 def _set_offset(a32, a64, offsets, i, ow, v):
     if ow == 8:
-        a64[(offsets >> 3) + i] = v
+        a64[uint64((offsets >> 3) + i)] = v
     else:
-        a32[(offsets >> 2) + i] = v & 0xFFFFFFFF
+        a32[uint64((offsets >> 2) + i)] = v & 0xFFFFFFFF
 
 
 @_dev
@@ -240,7 +257,7 @@ def _element(op, offs, e, r0, slot):
     """(element index in the column, byte of the element in the tile) of local element e."""
     c = op[COUNT]
     q, k = _divmod32(e, c)
-    return (r0 + q) * c + k, q * slot + offs[op[OFFS] + k]
+    return r0 * c + e, q * slot + offs[uint64(op[OFFS] + k)]
 
 
 @_dev
@@ -290,7 +307,7 @@ def _fwd_time(a8, a16, a32, a64, words, wb, op, offs, e, r0, slot, err, j, nops)
         months = v * f
         res = _days_from_civil(1970 + months // 12, months % 12 + 1, int64(1))
     else:
-        lim = I64_MAX // f
+        lim = op[X_LIM]
         if v > lim or v < -lim:
             _fault(err, r, j, E_RANGE, nops)
             return
@@ -308,15 +325,15 @@ def _fwd_enum_index(v, op, tables):
     t0 = op[TABLE]
     if (op[FLAGS] & F_DENSE) != 0:
         j = v - lo
-        return tables[t0 + j] if 0 <= j < size else int64(-1)
+        return tables[uint64(t0 + j)] if 0 <= j < size else int64(-1)
     a, b = int64(0), size
     while a < b:
         mid = (a + b) >> 1
-        if tables[t0 + mid] < v:
+        if tables[uint64(t0 + mid)] < v:
             a = mid + 1
         else:
             b = mid
-    return a if a < size and tables[t0 + a] == v else int64(-1)
+    return a if a < size and tables[uint64(t0 + a)] == v else int64(-1)
 
 
 @_dev
@@ -383,40 +400,71 @@ def _reverse_value(a8, a16, a32, a64, op, i):
 
 @_dev
 def _rev_string(a8, a16, a32, a64, words, wb, op, i, p, r, err, j, nops):
-    n, data, ow = op[WIDTH], op[DATA], op[P2]
-    truncate = (op[FLAGS] & F_TRUNCATE) != 0
-    start = _offset_at(a32, a64, op[OFFSETS], i, ow)
-    length = _offset_at(a32, a64, op[OFFSETS], i + 1, ow) - start
-    s = data + start
+    """OR string element i into the tile at byte p: its bytes (K_CSTR) or its code
+    points as UTF-32 (K_UTF32). Positions advance as pointers, not counts: fewer values
+    are live in the loops."""
+    start = _offset_at(a32, a64, op[OFFSETS], i, op[P2])
+    length = _offset_at(a32, a64, op[OFFSETS], i + 1, op[P2]) - start
+    s = op[DATA] + start
     if op[KIND] == K_CSTR:
-        if length > n:
-            if not truncate:
+        if length > op[WIDTH]:
+            if (op[FLAGS] & F_TRUNCATE) == 0:
                 _fault(err, r, j, E_TOO_LONG, nops)
                 return
-            length = n
-        for t0 in range(0, length, 8):
-            m = min(8, length - t0)
-            _put(words, wb, p + t0, m, _load(a8, a16, a32, a64, s + t0, m))
+            length = op[WIDTH]
+        t = int32(0)
+        while t < length:
+            m = min(8, length - t)
+            _put(words, wb, p + t, m, _load(a8, a16, a32, a64, s + t, m))
+            t = int32(t + 8)
         return
-    ncp, t = 0, 0
-    while t < length:
-        cp, need = _utf8_start(int64(a8[s + t]))
-        if need < 0 or t + need >= length:
+    end, out = s + length, p
+    while s < end:
+        cp, need = _utf8_start(int64(a8[uint64(s)]))
+        if need < 0 or s + need >= end:
             _fault(err, r, j, E_UTF, nops)
             return
-        for u in range(1, need + 1):
-            cb = int64(a8[s + t + u])
+        u = int32(1)
+        while u <= need:
+            cb = int64(a8[uint64(s + u)])
             if cb & 0xC0 != 0x80:
                 _fault(err, r, j, E_UTF, nops)
                 return
             cp = (cp << 6) | (cb & 0x3F)
-        t += need + 1
-        if ncp * 4 >= n:
-            if not truncate:
+            u = int32(u + 1)
+        s += need + 1
+        if out - p >= op[WIDTH]:  # no room for another code point
+            if (op[FLAGS] & F_TRUNCATE) == 0:
                 _fault(err, r, j, E_TOO_LONG, nops)
             return
-        _put(words, wb, p + ncp * 4, 4, _swap(cp, 4) if op[SWAP] != 0 else cp)
-        ncp += 1
+        _put(words, wb, out, 4, _swap(cp, 4) if op[SWAP] != 0 else cp)
+        out += 4
+
+
+@_dev
+def _mulmod64(a, b):
+    """``a * b`` modulo 2**64 of two uint64, from 32-bit halves: no intermediate
+    overflows (the simulator checks)."""
+    m, h = uint64(0xFFFFFFFF), uint64(32)
+    al, bl = a & m, b & m
+    lo = al * bl
+    hi = ((lo >> h) + (((a >> h) * bl) & m) + ((al * (b >> h)) & m)) & m
+    return (hi << h) | (lo & m)
+
+
+@_dev
+def _exact_quotient(v, op):
+    """(whether the int64 v is a multiple of a K_SCALE row's P1, v // P1 if so), by the
+    multiplicative inverse of P1's odd part (Granlund and Montgomery): no division."""
+    neg = v < 0
+    n = uint64(-(v + 1)) + uint64(1) if neg else uint64(v)  # |v|, also for -2**63
+    low = (uint64(1) << uint64(op[X_SHIFT])) - uint64(1)
+    if (n & low) != uint64(0):
+        return False, v
+    k = _mulmod64(n >> uint64(op[X_SHIFT]), uint64(op[X_INV]))
+    if k > uint64(op[X_BOUND]):
+        return False, v
+    return True, (-int64(k - uint64(1)) - 1 if neg else int64(k))
 
 
 @_dev
@@ -430,11 +478,12 @@ def _rev_time(a8, a16, a32, a64, op, i, r, err, j, nops):
         if d != 1 or (f == 12 and m != 1):
             _fault(err, r, j, E_INEXACT, nops)
             return False, v
-        return True, ((y - 1970) * 12 + m - 1) // f
-    if v % f != 0:
+        months = (y - 1970) * 12 + m - 1
+        return True, (months // 12 if f == 12 else months)  # a constant divisor: no division
+    exact, v = _exact_quotient(v, op)
+    if not exact:
         _fault(err, r, j, E_INEXACT, nops)
         return False, v
-    v = v // f
     if v == NAT:
         _fault(err, r, j, E_RANGE, nops)
         return False, v
@@ -454,10 +503,15 @@ def _slot_word(i, stride, slot):
 
 
 @_dev
-def _tile_rows(t, rows, n, stride):
-    """(first row, end row, first record word) of tile t."""
-    r0 = t * rows
-    return r0, min(r0 + rows, n), (r0 * stride) >> 2
+def _tile_byte32(q, slot, off):
+    """Byte ``off`` of record ``q`` of a staged tile (under 48 KiB: 32-bit arithmetic)."""
+    return int32(uint32(q) * uint32(slot) + uint32(off))
+
+
+@_dev
+def _tile_byte64(q, slot, off):
+    """Byte ``off`` of record ``q`` of an unstaged tile (records of any size)."""
+    return int64(q) * slot + off
 
 
 def kinds_of(ops):
@@ -493,6 +547,10 @@ def specialised(mask, staged=True):
     BITMAP = BOOL or BITS
     VALIDITY = bool(mask & M_VALIDITY)
     STAGED = staged
+    # Indices within a tile: 32-bit where the tile is staged (under 48 KiB), so the loops
+    # carry half the registers; 64-bit for unstaged records, which may be of any size.
+    IDX = int32 if staged else int64
+    _tile_byte = _tile_byte32 if staged else _tile_byte64
 
     @_dev
     def forward_tile(words, wb, slot, r0, r1, ops, offs, a8, a16, a32, a64, tables, err):
@@ -503,13 +561,13 @@ def specialised(mask, staged=True):
         for j in range(nops):
             op = ops[j]
             kind, w, c, dst = op[KIND], op[WIDTH], op[COUNT], op[DATA]
-            total = (r1 - r0) * c
+            total = IDX((r1 - r0) * c)  # elements of the tile
             e0 = r0 * c  # a multiple of 8: tiles start at multiples of 32 rows
             if BITMAP and (kind == K_BOOL or (kind == K_BITS and op[P3] == 0)):
                 b_next = tid  # one output byte per thread
                 while b_next < (total + 7) >> 3:
                     b = b_next
-                    b_next += nt
+                    b_next = IDX(b_next + nt)
                     byte = 0
                     for t in range(min(8, total - 8 * b)):
                         e = 8 * b + t
@@ -520,13 +578,13 @@ def specialised(mask, staged=True):
                             bit = _forward_value(words, wb, op, offs, e, r0, slot) != 0
                         if bit:
                             byte |= 1 << t
-                    a8[dst + (e0 >> 3) + b] = byte
+                    a8[uint64(dst + (e0 >> 3) + b)] = byte
             elif STRINGS and (kind == K_CSTR or kind == K_UTF32):
                 ow = op[P2]
                 e_next = tid
                 while e_next < total:
                     e = e_next
-                    e_next += nt
+                    e_next = IDX(e_next + nt)
                     i, _ = _element(op, offs, e, r0, slot)
                     length = _string_length(words, wb, op, offs, e, r0, slot)
                     if length < 0:
@@ -539,7 +597,7 @@ def specialised(mask, staged=True):
                 e_next = tid
                 while e_next < total:
                     e = e_next
-                    e_next += nt
+                    e_next = IDX(e_next + nt)
                     i, p = _element(op, offs, e, r0, slot)
                     if COPY and kind == K_COPY:
                         _store(a8, a16, a32, a64, dst + i * w, w, _forward_value(words, wb, op, offs, e, r0, slot))
@@ -562,12 +620,12 @@ def specialised(mask, staged=True):
                 b_next = tid
                 while b_next < (total + 7) >> 3:
                     b = b_next
-                    b_next += nt
+                    b_next = IDX(b_next + nt)
                     byte = 0
                     for t in range(min(8, total - 8 * b)):
                         if _is_valid(words, wb, op, offs, 8 * b + t, r0, slot):
                             byte |= 1 << t
-                    a8[op[VALID] + (e0 >> 3) + b] = byte
+                    a8[uint64(op[VALID] + (e0 >> 3) + b)] = byte
 
 
 
@@ -578,16 +636,18 @@ def specialised(mask, staged=True):
         @_dev
         def column(words, wb, slot, r0, r1, op, j, nops, offs, a8, a16, a32, a64, tables, err):
             tid, nt = cuda.threadIdx.x, cuda.blockDim.x
-            w, c, e_first, valid, data = op[WIDTH], op[COUNT], op[ELEM0], op[VALID], op[DATA]
+            w, c, valid, data = op[WIDTH], op[COUNT], op[VALID], op[DATA]
             fillable = (KC == K_COPY or KC == K_BITS or KC == K_ENUM) and op[NULLS] != N_NONE
+            i0 = op[ELEM0] + r0 * c  # the column's element of the tile's first element
+            total = IDX((r1 - r0) * c)
             e_next = tid
-            while e_next < (r1 - r0) * c:
+            while e_next < total:
                 e = e_next
-                e_next += nt
+                e_next = IDX(e_next + nt)
                 q, k = _divmod32(e, c)
                 r = r0 + q
-                i = e_first + r * c + k
-                p = q * slot + offs[op[OFFS] + k]
+                i = i0 + e
+                p = _tile_byte(q, slot, offs[uint64(op[OFFS] + k)])
                 null = VALIDITY and valid != 0 and _bit(a8, valid, i) == 0
                 if null and not fillable and not (KC == K_SCALE or KC == K_CIVIL):
                     _fault(err, r, j, E_NULL, nops)
@@ -621,7 +681,7 @@ def specialised(mask, staged=True):
                         if idx < 0 or idx >= op[P2]:
                             _fault(err, r, j, E_RANGE, nops)
                             continue
-                        v = tables[op[TABLE] + idx]
+                        v = tables[uint64(op[TABLE] + idx)]
                     _put(words, wb, p, w, _swap(v, w) if op[SWAP] != 0 else v)
                 elif KC == K_SCALE:  # and K_CIVIL
                     v = int64(NAT)
@@ -666,60 +726,57 @@ def specialised(mask, staged=True):
     def forward(rec, n, stride, slot, rows, ops, offs, a8, a16, a32, a64, tables, err):
         tile = cuda.shared.array(0, dtype=uint32)
         tid, nt = cuda.threadIdx.x, cuda.blockDim.x
-        ntiles = (n + rows - 1) // rows
-        t_next = cuda.blockIdx.x
-        while t_next < ntiles:
-            t = t_next
-            t_next += cuda.gridDim.x
-            r0, r1, g0 = _tile_rows(t, rows, n, stride)
-            if STAGED:
-                i_next = tid
-                while i_next < ((r1 - r0) * stride + 3) >> 2:
-                    i = i_next
-                    i_next += nt
-                    tile[_slot_word(i, stride, slot)] = rec[g0 + i]
+        r0 = int64(cuda.blockIdx.x) * rows  # tiles go to blocks in turn: no tile count, no division
+        while r0 < n:
+            r1 = min(r0 + rows, n)
+            g0 = (r0 * stride) >> 2
+            if STAGED:  # under 48 KiB a tile: 32-bit word indices
+                words = int32(((r1 - r0) * stride + 3) >> 2)
+                w_next = tid
+                while w_next < words:
+                    tile[_slot_word(w_next, stride, slot)] = rec[uint64(g0 + w_next)]
+                    w_next = int32(w_next + nt)
                 cuda.syncthreads()
                 forward_tile(tile, 0, slot, r0, r1, ops, offs, a8, a16, a32, a64, tables, err)
                 cuda.syncthreads()
             else:
                 forward_tile(rec, g0, stride, r0, r1, ops, offs, a8, a16, a32, a64, tables, err)
-
+            r0 += int64(cuda.gridDim.x) * rows
 
     @cuda.jit
     def reverse(rec, n, stride, slot, rows, ops, offs, a8, a16, a32, a64, tables, err):
         tile = cuda.shared.array(0, dtype=uint32)
         tid, nt = cuda.threadIdx.x, cuda.blockDim.x
-        ntiles = (n + rows - 1) // rows
-        t_next = cuda.blockIdx.x
-        while t_next < ntiles:
-            t = t_next
-            t_next += cuda.gridDim.x
-            r0, r1, g0 = _tile_rows(t, rows, n, stride)
-            nwords = ((r1 - r0) * stride + 3) >> 2
+        r0 = int64(cuda.blockIdx.x) * rows
+        while r0 < n:
+            r1 = min(r0 + rows, n)
+            g0 = (r0 * stride) >> 2
             if STAGED:
-                i_next = tid
-                while i_next < ((r1 - r0) * slot + 3) >> 2:
-                    i = i_next
-                    i_next += nt
-                    tile[i] = 0
+                cleared = int32(((r1 - r0) * slot + 3) >> 2)
+                w_next = tid
+                while w_next < cleared:
+                    tile[w_next] = 0
+                    w_next = int32(w_next + nt)
                 cuda.syncthreads()
                 reverse_tile(tile, 0, slot, r0, r1, ops, offs, a8, a16, a32, a64, tables, err)
                 cuda.syncthreads()
-                i_next = tid
-                while i_next < nwords:
-                    i = i_next
-                    i_next += nt
-                    rec[g0 + i] = tile[_slot_word(i, stride, slot)]
+                words = int32(((r1 - r0) * stride + 3) >> 2)
+                w_next = tid
+                while w_next < words:
+                    rec[uint64(g0 + w_next)] = tile[_slot_word(w_next, stride, slot)]
+                    w_next = int32(w_next + nt)
                 cuda.syncthreads()
             else:
+                nwords = ((r1 - r0) * stride + 3) >> 2
                 i_next = tid
                 while i_next < nwords:
                     i = i_next
                     i_next += nt
-                    rec[g0 + i] = 0
+                    rec[uint64(g0 + i)] = 0
                 cuda.syncthreads()
                 reverse_tile(rec, g0, stride, r0, r1, ops, offs, a8, a16, a32, a64, tables, err)
                 cuda.syncthreads()
+            r0 += int64(cuda.gridDim.x) * rows
 
     return forward, reverse
 
@@ -852,6 +909,29 @@ def _views(arena):
 _NO_FAULT = np.array([NO_FAULT], dtype=np.int64)
 
 
+def _raw(u):
+    """A uint64 value as the int64 of the same bits."""
+    return u - 2**64 if u >= 2**63 else u
+
+
+def device_ops(ops):
+    """The plan as the main kernels read it: the columns of :mod:`kernels.plan`, then
+    ``X_LIM``, ``X_SHIFT``, ``X_INV`` and ``X_BOUND`` for the K_SCALE rows (the constants
+    that replace divisions by the scale factor P1)."""
+    out = np.zeros((ops.shape[0], XCOLS), dtype=np.int64)
+    out[:, :NCOLS] = ops
+    for j in range(ops.shape[0]):
+        f = int(ops[j, P1])
+        if ops[j, KIND] == K_SCALE and f > 0:
+            shift = (f & -f).bit_length() - 1
+            odd = f >> shift
+            out[j, X_LIM] = I64_MAX // f
+            out[j, X_SHIFT] = shift
+            out[j, X_INV] = _raw(pow(odd, -1, 2**64))
+            out[j, X_BOUND] = _raw((2**64 - 1) // odd)
+    return out
+
+
 class Plan:
     """A copy plan on the device, uploaded once and reused by every launch over the
     same arena placement (the chunks of a streaming conversion share one).
@@ -865,13 +945,17 @@ class Plan:
         The enum lookup tables the plan points into (may be empty).
     stream : numba.cuda stream, optional
         Where the upload is queued (default: the default stream).
+
+    The device copy of ``ops`` is :func:`device_ops` of it (the scale factors'
+    constants added); ``ops`` itself stays as given.
     """
 
     def __init__(self, ops, offs, tables, stream=0):
         self.ops = np.ascontiguousarray(ops)
         self.nops = self.ops.shape[0]
         self.kinds = kinds_of(self.ops)
-        self.d_ops = cuda.to_device(self.ops, stream=stream)
+        self.h_ops = device_ops(self.ops)  # kept: the upload may still read it
+        self.d_ops = cuda.to_device(self.h_ops, stream=stream)
         self.d_offs = cuda.to_device(np.ascontiguousarray(offs), stream=stream)
         self.tables = tables
         self.strings = [(j, cuda.to_device(np.ascontiguousarray(self.ops[j]), stream=stream))
