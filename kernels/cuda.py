@@ -35,6 +35,11 @@ Host functions: :func:`aos_to_soa` and :func:`soa_to_aos`, like the CPU module's
 taking a CUDA stream; :func:`forward_async` and :func:`reverse_async` queue a conversion on a
 stream with the plan already on the device (:class:`Plan`) and return without waiting, for pipelines
 that overlap transfers of one chunk with the conversion of another.
+The cuDF bridge (:mod:`layouts._cuda.cudf`) has small kernels of its own here, with host
+functions of the same shape: :func:`bits_to_bits` (a bitmap realigned),
+:func:`bits_to_bytes` and :func:`bytes_to_bits` (Arrow's packed booleans and cuDF's
+bytes), :func:`codes_with_nulls` (-1 under nulls) and :func:`offsets_check` /
+:func:`offsets_rebase` (string offsets taken from cuDF).
 Kernels are compiled once per argument types (a plan is data, so every layout shares
 them) and run under ``NUMBA_ENABLE_CUDASIM=1`` without a GPU. Imported only when used.
 """
@@ -53,7 +58,8 @@ from .plan import (
 )
 
 __all__ = ["aos_to_soa", "soa_to_aos", "forward_async", "reverse_async", "Plan", "Pending", "launcher", "tile_shape",
-           "KERNELS"]
+           "KERNELS", "bits_to_bits", "bits_to_bytes", "bytes_to_bits", "codes_with_nulls", "offsets_check",
+           "offsets_rebase"]
 
 SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
 THREADS = 32 if SIMULATED else 256  # the simulator runs each thread as a Python thread
@@ -867,11 +873,79 @@ def _copy_strings(rec, n, stride, op, offs, a8, a16, a32, a64):
                 out += 4
 
 
+# ------------------------------------------------- the cuDF bridge (layouts._cuda.cudf)
+# Bits <-> bytes, enum codes under nulls and string offsets: one element (or output
+# byte) a thread, launched by the host functions below over a 1-D grid.
+
+
+@cuda.jit
+def _bits_to_bits(src, start, step, n, out):
+    """Byte j of ``out``: bits ``start + (8j + b) * step`` of ``src`` (a bitmap realigned)."""
+    j = cuda.grid(1)
+    if j < out.shape[0]:
+        byte = 0
+        for b in range(8):
+            i = j * 8 + b
+            if i < n:
+                e = start + i * step
+                byte |= ((src[e >> 3] >> (e & 7)) & 1) << b
+        out[j] = byte
+
+
+@cuda.jit
+def _bits_to_bytes(src, start, step, n, out):
+    """``out[i]``: bit ``start + i * step`` of ``src`` as 0 or 1 (Arrow booleans for cuDF)."""
+    i = cuda.grid(1)
+    if i < n:
+        e = start + i * step
+        out[i] = (src[e >> 3] >> (e & 7)) & 1
+
+
+@cuda.jit
+def _bytes_to_bits(src, n, out):
+    """Byte j of ``out``: bit b set where ``src[8j + b]`` is not 0 (cuDF booleans for Arrow)."""
+    j = cuda.grid(1)
+    if j < out.shape[0]:
+        byte = 0
+        for b in range(8):
+            i = j * 8 + b
+            if i < n and src[i] != 0:
+                byte |= 1 << b
+        out[j] = byte
+
+
+@cuda.jit
+def _codes_with_nulls(codes, bits, start, n, out):
+    """``out[i]``: ``codes[i]``, or -1 where bit ``start + i`` of ``bits`` is 0 (cuDF's null code)."""
+    i = cuda.grid(1)
+    if i < n:
+        e = start + i
+        out[i] = codes[i] if (bits[e >> 3] >> (e & 7)) & 1 else -1
+
+
+@cuda.jit
+def _offsets_check(offsets, n, lo, hi, bad):
+    """``bad[0]``: the smallest row whose offsets go down or leave ``[lo, hi]``."""
+    i = cuda.grid(1)
+    if i < n:
+        a, b = offsets[i], offsets[i + 1]
+        if a > b or a < lo or b > hi:
+            cuda.atomic.min(bad, 0, i)
+
+
+@cuda.jit
+def _offsets_rebase(offsets, count, lo):
+    """Subtract ``lo`` from the first ``count`` offsets."""
+    i = cuda.grid(1)
+    if i < count:
+        offsets[i] -= lo
+
+
 def _signatures():
     """Argument types of every kernel as the host functions launch them."""
     from numba import types as t
 
-    u8, u16, u32, i64 = t.uint8[::1], t.uint16[::1], t.uint32[::1], t.int64[::1]
+    u8, u16, u32, i32, i64 = t.uint8[::1], t.uint16[::1], t.uint32[::1], t.int32[::1], t.int64[::1]
     arena = (u8, u16, u32, i64)
     tile = (u32, t.int64, t.int64, t.int64, t.int64, t.int64[:, ::1], i64, *arena, i64, i64)
     forward, reverse = specialised(ALL_KINDS)
@@ -882,6 +956,14 @@ def _signatures():
         "scan_sums": (_scan_sums, (i64,)),
         "scan_add": (_scan_add, (u32, i64, t.int64, t.int64, t.int64, i64, t.int64)),
         "copy_strings": (_copy_strings, (u32, t.int64, t.int64, i64, i64, *arena)),
+        "bits_to_bits": (_bits_to_bits, (u8, t.int64, t.int64, t.int64, u8)),
+        "bits_to_bytes": (_bits_to_bytes, (u8, t.int64, t.int64, t.int64, u8)),
+        "bytes_to_bits": (_bytes_to_bits, (u8, t.int64, u8)),
+        "codes_with_nulls": (_codes_with_nulls, (i32, u8, t.int64, t.int64, i32)),
+        "offsets_check[int32]": (_offsets_check, (i32, t.int64, t.int64, t.int64, i64)),
+        "offsets_check[int64]": (_offsets_check, (i64, t.int64, t.int64, t.int64, i64)),
+        "offsets_rebase[int32]": (_offsets_rebase, (i32, t.int64, t.int64)),
+        "offsets_rebase[int64]": (_offsets_rebase, (i64, t.int64, t.int64)),
     }
 
 
@@ -1105,3 +1187,63 @@ def soa_to_aos(rec, itemsize, n, ops, offs, arena, tables, *, stream=0):
     first value that could not be written; waits for ``stream``.
     """
     return reverse_async(rec, itemsize, n, Plan(ops, offs, tables, stream), arena, stream=stream).fault()
+
+
+# ------------------------------------------------- the cuDF bridge, host side
+
+
+def _grid(count):
+    """Blocks of THREADS threads for one thread per item of ``count``."""
+    return -(-count // THREADS)
+
+
+def bits_to_bits(src, start, step, n, out, *, stream=0):
+    """Realign a bitmap: bit ``i`` of ``out`` (uint8, ``ceil(n / 8)`` bytes or more) is
+    bit ``start + i * step`` of ``src`` (uint8) for ``i < n``; the bits after ``n`` in
+    every byte of ``out`` are 0. Queued on ``stream``."""
+    if out.shape[0] > 0:
+        _bits_to_bits[_grid(out.shape[0]), THREADS, stream](src, start, step, n, out)
+
+
+def bits_to_bytes(src, start, step, n, out, *, stream=0):
+    """Unpack bits: ``out[i]`` (uint8) is bit ``start + i * step`` of ``src`` (uint8) as
+    0 or 1, for ``i < n`` (Arrow booleans to cuDF's one byte a value). Queued on ``stream``."""
+    if n > 0:
+        _bits_to_bytes[_grid(n), THREADS, stream](src, start, step, n, out)
+
+
+def bytes_to_bits(src, n, out, *, stream=0):
+    """Pack bytes: bit ``i`` of ``out`` (uint8) is set where ``src[i]`` (uint8) is not 0,
+    for ``i < n``; the bits after ``n`` in every byte of ``out`` are 0 (cuDF booleans or
+    byte masks to Arrow's bits). Queued on ``stream``."""
+    if out.shape[0] > 0:
+        _bytes_to_bits[_grid(out.shape[0]), THREADS, stream](src, n, out)
+
+
+def codes_with_nulls(codes, bits, start, n, out, *, stream=0):
+    """``out[i]`` (int32) is ``codes[i]`` (int32), or -1 where bit ``start + i`` of the
+    validity bitmap ``bits`` (uint8) is 0, for ``i < n``: cuDF's code for a null. Queued
+    on ``stream``."""
+    if n > 0:
+        _codes_with_nulls[_grid(n), THREADS, stream](codes, bits, start, n, out)
+
+
+def offsets_check(offsets, n, lo, hi, *, stream=0):
+    """The first of ``n`` rows whose Arrow offsets (int32 or int64, ``n + 1`` of them)
+    go down or leave ``[lo, hi]``, or None where all are in order. Waits for ``stream``."""
+    if n <= 0:
+        return None
+    bad = cuda.to_device(np.array([n], dtype=np.int64), stream=stream)
+    _offsets_check[_grid(n), THREADS, stream](offsets, n, lo, hi, bad)
+    host = bad.copy_to_host(stream=stream)
+    if stream:
+        stream.synchronize()
+    row = int(host[0])
+    return row if row < n else None
+
+
+def offsets_rebase(offsets, count, lo, *, stream=0):
+    """Subtract ``lo`` from the first ``count`` offsets (int32 or int64), in place.
+    Queued on ``stream``."""
+    if count > 0:
+        _offsets_rebase[_grid(count), THREADS, stream](offsets, count, lo)

@@ -68,6 +68,9 @@ def launches():
     out = {"forward": (threads, tile), "reverse": (threads, tile), "copy_strings": (threads, 0),
            "scan_blocks": (kernels_cuda.SCAN_THREADS, 0), "scan_sums": (1, 0),
            "scan_add": (kernels_cuda.SCAN_THREADS, 0)}
+    bridge = ("bits_to_bits", "bits_to_bytes", "bytes_to_bits", "codes_with_nulls", "offsets_check[int32]",
+              "offsets_check[int64]", "offsets_rebase[int32]", "offsets_rebase[int64]")
+    out.update({name: (threads, 0) for name in bridge})  # the cuDF bridge's, one element a thread
     out.update({f"reduce_{name}": (cuda_reduce.THREADS, 0) for name in cuda_reduce.signatures()})
     return out
 

@@ -317,7 +317,9 @@ def test_column_exports_point_into_the_arena():
 OCCUPANCY_SM90 = {"forward": 0.75, "reverse": 0.5, "forward[tick]": 0.75, "reverse[tick]": 0.75,
                   "forward[c]": 1.0, "reverse[c]": 0.75, "scan_blocks": 1.0, "scan_sums": 0.5, "scan_add": 1.0,
                   "copy_strings": 0.75, "reduce_sum": 0.75, "reduce_min": 0.75, "reduce_max": 0.75,
-                  "reduce_count_greater": 0.75}
+                  "reduce_count_greater": 0.75, "bits_to_bits": 1.0, "bits_to_bytes": 1.0, "bytes_to_bits": 1.0,
+                  "codes_with_nulls": 1.0, "offsets_check[int32]": 1.0, "offsets_check[int64]": 1.0,
+                  "offsets_rebase[int32]": 1.0, "offsets_rebase[int64]": 1.0}
 
 
 def test_every_kernel_compiles_for_sm90_without_spills_or_lost_occupancy():

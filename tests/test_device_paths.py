@@ -634,20 +634,3 @@ def test_dask_partitions_convert_on_the_device(fake, monkeypatch, tmp_path):
             assert valid.tolist() == expect.notna().tolist(), name
             assert series.values()[valid].tolist() == expect[valid].astype(series.dtype).tolist(), name
 
-
-def test_kernels_here_compile_for_sm90():
-    """The small kernels of layouts._cuda.cudf type-check as PTX without a GPU."""
-    import os
-    import subprocess
-
-    code = ("from numba import cuda\nfrom layouts._cuda.cudf import signatures\n"
-            "for name, (fn, sigs) in signatures().items():\n"
-            "    for sig in sigs:\n"
-            "        ptx, _ = cuda.compile_ptx(fn, sig, cc=(9, 0))\n"
-            "        assert '.entry' in ptx, name\n"
-            "print('ok')\n")
-    run = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, NUMBA_ENABLE_CUDASIM="0"),
-                         capture_output=True, text=True, timeout=300)
-    if "ok" not in run.stdout and ("nvvm" in run.stderr.lower() or "libnvvm" in run.stderr.lower()):
-        pytest.skip("no NVVM here (numba-cuda[cu13] toolkit wheels)")
-    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stdout + run.stderr

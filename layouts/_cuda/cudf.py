@@ -17,12 +17,12 @@ into one arena (the SoA's kernels read their columns from one allocation); nothi
 through host memory. Columns it cannot take on the device go through Arrow on the
 host one column at a time, and only those (see :func:`from_cudf`).
 
-The small kernels used here (bits <-> bytes, string offsets) are compiled lazily with
-Numba CUDA. Imported only when used; ``pip install 'layouts-arrow[cudf]'``.
+The small kernels used here (bits <-> bytes, enum codes under nulls, string offsets)
+are :mod:`kernels.cuda`'s, compiled lazily with Numba CUDA. Imported only when used;
+``pip install 'layouts-arrow[cudf]'``.
 """
 
 import ctypes
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -31,9 +31,11 @@ from .._errors import ConversionError, LayoutError
 
 __all__ = ["to_cudf", "from_cudf"]
 
-THREADS = 256
 _FILLED = ("copy", "bits", "enum")  # kinds whose kernels write a fill value under a null (as _arrow_in)
 _DEVICE_TYPES = (2, 3, 13)  # ARROW_DEVICE_CUDA, CUDA_HOST (pinned), CUDA_MANAGED: readable by the device
+# A prototype of its own: c_device declares PyCapsule_GetPointer with other argument types.
+_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
 
 
 def _cudf():
@@ -57,110 +59,12 @@ class _DeviceView:
 
 
 # ----------------------------------------------------------------------------- kernels
-cuda: Any = None  # numba.cuda, set by _sources() before a kernel is compiled (the simulator swaps it when run)
+def _kernels():
+    """:mod:`kernels.cuda`, whose cuDF bridge kernels (bits <-> bytes, enum codes, string
+    offsets) this module launches; the memory pool is installed first."""
+    from .._backends import kernels_for
 
-
-def bits_to_bits(src, start, step, n, out):
-    """Byte j of ``out``: bits ``start + (8j + b) * step`` of ``src`` (a bitmap realigned)."""
-    j = cuda.grid(1)
-    if j < out.shape[0]:
-        byte = 0
-        for b in range(8):
-            i = j * 8 + b
-            if i < n:
-                e = start + i * step
-                byte |= ((src[e >> 3] >> (e & 7)) & 1) << b
-        out[j] = byte
-
-
-def bits_to_bytes(src, start, step, n, out):
-    """``out[i]``: bit ``start + i * step`` of ``src`` as 0 or 1 (Arrow booleans for cuDF)."""
-    i = cuda.grid(1)
-    if i < n:
-        e = start + i * step
-        out[i] = (src[e >> 3] >> (e & 7)) & 1
-
-
-def bytes_to_bits(src, n, out):
-    """Byte j of ``out``: bit b set where ``src[8j + b]`` is not 0 (cuDF booleans for Arrow)."""
-    j = cuda.grid(1)
-    if j < out.shape[0]:
-        byte = 0
-        for b in range(8):
-            i = j * 8 + b
-            if i < n and src[i] != 0:
-                byte |= 1 << b
-        out[j] = byte
-
-
-def codes_with_nulls(codes, bits, start, n, out):
-    """``out[i]``: ``codes[i]``, or -1 where bit ``start + i`` of ``bits`` is 0 (cuDF's null code)."""
-    i = cuda.grid(1)
-    if i < n:
-        e = start + i
-        out[i] = codes[i] if (bits[e >> 3] >> (e & 7)) & 1 else -1
-
-
-def offsets_check(offsets, n, lo, hi, bad):
-    """``bad[0]``: the smallest row whose offsets go down or leave ``[lo, hi]``."""
-    i = cuda.grid(1)
-    if i < n:
-        a, b = offsets[i], offsets[i + 1]
-        if a > b or a < lo or b > hi:
-            cuda.atomic.min(bad, 0, i)
-
-
-def offsets_rebase(offsets, count, lo):
-    """Subtract ``lo`` from the first ``count`` offsets."""
-    i = cuda.grid(1)
-    if i < count:
-        offsets[i] -= lo
-
-
-def _sources():
-    """The kernels' Python functions, with ``numba.cuda`` imported for them."""
-    global cuda
-    from numba import cuda as numba_cuda
-
-    cuda = numba_cuda
-    return {f.__name__: f for f in (bits_to_bits, bits_to_bytes, bytes_to_bits, codes_with_nulls,
-                                    offsets_check, offsets_rebase)}
-
-
-def signatures():
-    """``{name: (python function, [signatures])}`` of the kernels here, for compiling
-    them to PTX without a GPU (``numba.cuda.compile_ptx``), as the tests do."""
-    from numba import types as t
-
-    u8, i4, i8 = t.uint8[::1], t.int32[::1], t.int64[::1]
-    src = _sources()
-    bits = [(u8, t.int64, t.int64, t.int64, u8)]
-    return {
-        "bits_to_bits": (src["bits_to_bits"], bits),
-        "bits_to_bytes": (src["bits_to_bytes"], bits),
-        "bytes_to_bits": (src["bytes_to_bits"], [(u8, t.int64, u8)]),
-        "codes_with_nulls": (src["codes_with_nulls"], [(i4, u8, t.int64, t.int64, i4)]),
-        "offsets_check": (src["offsets_check"], [(o, t.int64, t.int64, t.int64, i8) for o in (i4, i8)]),
-        "offsets_rebase": (src["offsets_rebase"], [(o, t.int64, t.int64) for o in (i4, i8)]),
-    }
-
-
-_compiled: dict = {}
-# A prototype of its own: c_device declares PyCapsule_GetPointer with other argument types.
-_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
-    ("PyCapsule_GetPointer", ctypes.pythonapi))
-
-
-def _launch(name, count, *args):
-    """Run kernel ``name`` over ``count`` threads (nothing for 0), synchronously."""
-    from . import device as _device
-
-    if count <= 0:
-        return
-    nb = _device.cuda()
-    if not _compiled:
-        _compiled.update({k: nb.jit(f) for k, f in _sources().items()})
-    _compiled[name][(count + THREADS - 1) // THREADS, THREADS](*args)
+    return kernels_for("cuda")
 
 
 def _bytes(nbytes):
@@ -202,7 +106,7 @@ def _mask(soa, c, base, k, per):
     if per == 1 and start == 0:
         return _DeviceView(soa, base + c.validity.address, (n,), "<t1")
     bits = _bytes(max((n + 7) // 8, 1))
-    _launch("bits_to_bits", bits.shape[0], _span(soa, c.validity), start, per, n, bits)
+    _kernels().bits_to_bits(_span(soa, c.validity), start, per, n, bits)
     return _DeviceView(bits, _device.pointer(bits), (n,), "<t1")
 
 
@@ -218,7 +122,7 @@ def _series(cudf, soa, f, c, base, k, per):
         return _categorical(cudf, soa, f, c, base, per)
     if t == pa.bool_():
         flags = _bytes(max(n, 1))
-        _launch("bits_to_bytes", n, _span(soa, c.data), c.offset + k, per, n, flags)
+        _kernels().bits_to_bytes(_span(soa, c.data), c.offset + k, per, n, flags)
         return cudf.Series(_DeviceView(flags, _device.pointer(flags), (n,), "|b1", None,
                                        _mask(soa, c, base, k, per)), nan_as_null=False)
     if pa.types.is_date32(t):
@@ -252,8 +156,8 @@ def _categorical(cudf, soa, f, c, base, per):
     codes = _DeviceView(soa, base + c.data.address + 4 * c.offset, (n,), "<i4")
     if c.validity is not None:
         out = _bytes(max(4 * n, 4)).view(np.int32)
-        _launch("codes_with_nulls", n, soa._memory[c.data.address + 4 * c.offset : c.data.address + 4 * (c.offset + n)]
-                .view(np.int32), _span(soa, c.validity), c.offset, n, out)
+        _kernels().codes_with_nulls(soa._memory[c.data.address + 4 * c.offset : c.data.address + 4 * (c.offset + n)]
+                                    .view(np.int32), _span(soa, c.validity), c.offset, n, out)
         codes = _DeviceView(out, _device.pointer(out), (n,), "<i4")
     categories = pd.Categorical.from_codes([], categories=c.dictionary.to_pylist())
     return cudf.Series.from_categorical(categories, codes=codes)
@@ -586,7 +490,7 @@ def _source(series, name, n, itemsize):
         return values, bits
     flags = _device.from_interface(m, owner=mask)  # one byte per row (NumPy's convention)
     bits = _bytes(max((n + 7) // 8, 1))
-    _launch("bytes_to_bits", bits.shape[0], flags, n, bits)
+    _kernels().bytes_to_bits(flags, n, bits)
     return values, bits[: (n + 7) // 8]
 
 
@@ -660,7 +564,7 @@ def _bools_taken(field, series, n, kind, arrow_type, refuse_nulls):
     packed = (count + 7) // 8
 
     def pack(dst):
-        _launch("bytes_to_bits", packed, flags, count, dst)
+        _kernels().bytes_to_bits(flags, count, dst)
 
     buffers["data"] = (packed, pack)
     return _Taken(arrow_type, count, kind, buffers, keep=[series, sources, flags])
@@ -714,15 +618,13 @@ def _strings_taken(field, series, n):
     def write_offsets(dst):
         dst.copy_to_device(offsets)
         typed = dst.view(f"<i{width}")
-        bad = _device.cuda().to_device(np.array([n], dtype=np.int64))
-        _launch("offsets_check", n, typed, n, lo, hi, bad)
-        row = int(bad.copy_to_host()[0])
-        if row < n:
+        row = _kernels().offsets_check(typed, n, lo, hi)
+        if row is not None:
             raise ConversionError(
                 f"column {field.name!r} (cuDF strings) row {row}: its offsets go down or leave the column's "
                 f"{hi - lo} bytes; the column is damaged")
         if lo:
-            _launch("offsets_rebase", n + 1, typed, n + 1, lo)
+            _kernels().offsets_rebase(typed, n + 1, lo)
 
     buffers = {"offsets": ((n + 1) * width, write_offsets), "data": (hi - lo, _copier(chars))}
     return _Taken(arrow_type, n, kind, buffers, keep=[series, column, schema_capsule, array_capsule, offsets, chars])
