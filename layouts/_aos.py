@@ -223,7 +223,7 @@ class AoS:
             use = out._use
             use.generation += 1  # from here on, SoAs made earlier over this memory refuse to read it
         ops, offs, keep = forward_ops(arena, memory.ctypes.data, nulls)
-        src = self.array.__array_interface__["data"][0]
+        src = self.array.ctypes.data  # not __array_interface__, which describes every field
         fault = backend.aos_to_soa(src, self.array.strides[0] if n else 1, n, ops, offs, threads=threads,
                                    owners=(self.array, memory, ops, offs, keep))
         del keep

@@ -54,11 +54,12 @@ def columns_from_arrow(obj, layout, fill, cast="strict"):
         raise ConversionError(f"the Arrow data is not valid Arrow: {err}") from None
     leaves = iter(layout.fields)
     columns, fills = [], {}
-    for top in layout._arrow_fields():
-        if top.name not in table.column_names:
+    tops, present = layout._arrow_fields(), set(table.column_names)  # column_names is a new list each time
+    for top in tops:
+        if top.name not in present:
             raise ConversionError(
                 f"the Arrow data has no column {top.name!r} (it has {table.column_names}); "
-                f"the layout needs {[f.name for f in layout._arrow_fields()]}"
+                f"the layout needs {[f.name for f in tops]}"
             )
         chunked = table.column(top.name)
         for chunk in chunked.chunks:

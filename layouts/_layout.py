@@ -1,8 +1,8 @@
 """Layout: an immutable description of one record type, and its Arrow view."""
 
 import functools
+import math
 import os
-import re
 import sys
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
@@ -87,7 +87,7 @@ class Field:
     @property
     def count(self) -> int:
         """Elements of this leaf in one record."""
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @property
     def swapped(self) -> bool:
@@ -96,10 +96,7 @@ class Field:
 
     def element_offsets(self) -> np.ndarray:
         """Byte offset within the record of every element, in row-major order."""
-        offs = np.array([self.offset], dtype=np.int64)
-        for n, step in zip(self.shape, self.strides):
-            offs = (offs[:, None] + np.arange(n, dtype=np.int64) * step).ravel()
-        return offs
+        return _grid(self.offset, self.shape, self.strides)
 
     def bit_range(self):
         """``(lowest, highest)`` value a bit-field holds."""
@@ -108,10 +105,25 @@ class Field:
 
     def bit_spans(self):
         """``(first bit, end bit)`` within the record of every element's storage."""
+        starts = 8 * self.element_offsets() + (self.bits[3] if self.bits else 0)
+        ends = starts + (self.bits[1] if self.bits else 8 * self.width)
+        return list(zip(starts.tolist(), ends.tolist()))
+
+    def _runs(self):
+        """``(starts, ends, firsts)``: the bit range within the record of every run of
+        adjacent elements (the innermost sub-array dimensions whose elements follow one
+        another make one run), and the row-major index of each run's first element."""
         if self.bits:
             first, nbits = self.bits[3], self.bits[1]
-            return [(8 * o + first, 8 * o + first + nbits) for o in self.element_offsets()]
-        return [(8 * o, 8 * (o + self.width)) for o in self.element_offsets()]
+            starts = 8 * self.element_offsets() + first
+            return starts, starts + nbits, np.arange(len(starts), dtype=np.int64)
+        shape, strides, size, per = list(self.shape), list(self.strides), self.width, 1
+        while shape and strides[-1] == size:
+            per *= shape[-1]
+            size *= shape.pop()
+            strides.pop()
+        starts = 8 * _grid(self.offset, shape, strides)
+        return starts, starts + 8 * size, np.arange(len(starts), dtype=np.int64) * per
 
 
 class _Node(NamedTuple):
@@ -396,41 +408,44 @@ class Layout:
         return [f.name for f in self.fields]
 
     def __getitem__(self, name: str) -> Field:
-        for f in self.fields:
-            if f.name == name:
-                return f
-        raise KeyError(f"no leaf field {name!r} in this layout; leaves are {self.names}")
+        i = self._positions.get(name)
+        if i is None:
+            raise KeyError(f"no leaf field {name!r} in this layout; leaves are {self.names}")
+        return self.fields[i]
 
     @functools.cached_property
+    def _positions(self):
+        """Leaf name -> its position in :attr:`fields` (the first, where names repeat)."""
+        positions = {}
+        for i, f in enumerate(self.fields):
+            positions.setdefault(f.name, i)
+        return positions
+
+    @property
     def holes(self) -> "tuple[tuple[int, int], ...]":
         """``(offset, size)`` of every run of record bytes no field covers (padding).
 
         Computed once per Layout: ``to_aos`` asks on every call."""
-        covered = np.zeros(self.itemsize, dtype=bool)
-        for f in self.fields:
-            for b0, b1 in f.bit_spans():
-                covered[b0 // 8 : -(-b1 // 8)] = True
-        holes, start = [], None
-        for i, c in enumerate(list(covered) + [True]):
-            if not c and start is None:
-                start = i
-            elif c and start is not None:
-                holes.append((start, i - start))
-                start = None
-        return tuple(holes)
+        return self._coverage[0]
+
+    @property
+    def aliases(self) -> "tuple[tuple[str, str], ...]":
+        """Pairs of leaf names whose bits overlap (union members), in record order: by
+        the later leaf, then its first element that overlaps, then the earlier leaf."""
+        return self._coverage[1]
 
     @functools.cached_property
-    def aliases(self) -> "tuple[tuple[str, str], ...]":
-        """Pairs of leaf names whose bits overlap (union members), in record order."""
-        owner = np.full(8 * self.itemsize, -1, dtype=np.int64)
-        pairs = []
-        for i, f in enumerate(self.fields):
-            for b0, b1 in f.bit_spans():
-                for j in np.unique(owner[b0:b1]):
-                    if j >= 0 and (self.fields[j].name, f.name) not in pairs:
-                        pairs.append((self.fields[j].name, f.name))
-                owner[b0:b1] = i
-        return tuple(pairs)
+    def _coverage(self):
+        """``(holes, aliases)``, from one sort of the runs of bits the leaves cover: the
+        cost grows with the runs (n log n), not with the bytes of the record."""
+        runs = _Runs(self.fields)
+        starts, ends = runs.starts // 8, -(-runs.ends // 8)  # bytes that hold any of the bits
+        gap_from = np.concatenate(([0], np.maximum.accumulate(ends)))  # sorted by start, so a gap
+        gap_to = np.concatenate((starts, [self.itemsize]))  # opens where a run starts past all before
+        holes = tuple((int(gap_from[k]), int(gap_to[k] - gap_from[k])) for k in np.flatnonzero(gap_to > gap_from))
+        names = self.names
+        aliases = tuple(dict.fromkeys((names[j], names[i]) for j, i in runs.overlaps()))
+        return holes, aliases
 
     @property
     def schema(self) -> pa.Schema:
@@ -538,6 +553,55 @@ def _check_has_data(dtype, fields):
         )
 
 
+def _grid(offset, shape, strides):
+    """Byte offsets of the elements of a sub-array at ``offset``, in row-major order."""
+    offs = np.array([offset], dtype=np.int64)
+    for n, step in zip(shape, strides):
+        offs = (offs[:, None] + np.arange(n, dtype=np.int64) * step).ravel()
+    return offs
+
+
+class _Runs:
+    """The bits every leaf covers, as runs of adjacent elements (see ``Field._runs``),
+    empty ones left out: ``starts`` and ``ends`` sorted by start, and ``order``, the
+    position of each in ``leaf`` and ``first`` (its first element), which are in leaf order."""
+
+    def __init__(self, fields):
+        plain = [(i, f.offset, f.width) for i, f in enumerate(fields) if not f.shape and not f.bits]  # one run each
+        leaf, offsets, widths = np.array(plain, np.int64).reshape(-1, 3).T
+        parts = [(8 * offsets, 8 * (offsets + widths), np.zeros_like(leaf), leaf)]
+        for i, f in enumerate(fields):
+            if f.shape or f.bits:
+                starts, ends, firsts = f._runs()
+                parts.append((starts, ends, firsts, np.full(len(starts), i, np.int64)))
+        starts, ends, self.first, self.leaf = (np.concatenate(col) for col in zip(*parts))
+        self.elem_bits = np.array([f.bits[1] if f.bits else 8 * f.width for f in fields], np.int64)
+        order = np.flatnonzero(ends > starts)
+        self.order = order[np.argsort(starts[order], kind="stable")]
+        self.starts, self.ends = starts[self.order], ends[self.order]
+
+    def overlaps(self):
+        """``(earlier leaf, later leaf)`` of every two leaves whose bits overlap, ordered
+        by the later leaf, then its first element that overlaps, then the earlier leaf."""
+        # Sorted by start, run p overlaps exactly the runs after it up to the first that
+        # starts at or past its end.
+        after = np.searchsorted(self.starts, self.ends, side="left") - np.arange(len(self.starts)) - 1
+        if not after.any():
+            return []
+        p = np.repeat(np.arange(len(after)), after)
+        q = p + 1 + np.arange(len(p)) - np.repeat(np.cumsum(after) - after, after)
+        at_p, at_q = self.order[p], self.order[q]
+        later = np.where(self.leaf[at_p] > self.leaf[at_q], at_p, at_q)
+        i, j = self.leaf[later], np.minimum(self.leaf[at_p], self.leaf[at_q])
+        start_later = np.where(later == at_p, self.starts[p], self.starts[q])
+        elem = self.first[later] + (np.maximum(self.starts[p], self.starts[q]) - start_later) // self.elem_bits[i]
+        keep = np.lexsort((j, elem, i))
+        keep = keep[i[keep] != j[keep]]
+        _, first = np.unique(i[keep] * len(self.elem_bits) + j[keep], return_index=True)
+        keep = keep[np.sort(first)]  # each pair where it first overlaps
+        return list(zip(j[keep].tolist(), i[keep].tolist()))
+
+
 def _wrap(arrow_type, shape):
     for n in reversed(shape):
         arrow_type = pa.list_(arrow_type, n)
@@ -599,7 +663,7 @@ class _Builder:
                 nodes.append(_Node(name, tuple(own), self.complex_parts(elem, *sub), -1))
             elif elem.kind == "V" and ".".join(sub[1]) in self.c_bits:
                 nodes.append(_Node(name, tuple(own), (), self.leaf(elem, *sub)))  # a 3/5/6/7-byte bit-field word
-            elif elem.kind == "V" and re.fullmatch(f"f{index}", name):
+            elif elem.kind == "V" and name == f"f{index}":
                 continue  # NumPy's name for an unnamed field: padding
             elif elem.kind == "V" and self.void_as == "skip":
                 continue

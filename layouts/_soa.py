@@ -308,16 +308,23 @@ class SoA:
 
     @classmethod
     def from_cudf(cls, df, layout, *, fill=None, truncate=False):
-        """Columns of a ``cudf.DataFrame``, bound for a record layout, on the GPU."""
+        """Columns of a ``cudf.DataFrame``, bound for a record layout, on the GPU.
+
+        Checked by :meth:`from_arrow`'s rules. Each column's device buffers are copied
+        device to device into the SoA's arena; columns cuDF cannot hand over as the
+        layout's type are converted through host Arrow one by one (see
+        :func:`layouts._cuda.cudf.from_cudf`), and a column of another kind of value is
+        a ConversionError naming it.
+        """
         from ._cuda.cudf import from_cudf
 
         return from_cudf(cls, df, as_layout(layout), dict(fill or {}), truncate)
 
     def __getitem__(self, name: str) -> "Column":
-        for i, f in enumerate(self.layout.fields):
-            if f.name == name:
-                return Column(self, i)
-        raise KeyError(f"no leaf column {name!r}; columns are {self.layout.names}")
+        i = self.layout._positions.get(name)
+        if i is None:
+            raise KeyError(f"no leaf column {name!r}; columns are {self.layout.names}")
+        return Column(self, i)
 
     @property
     def columns(self) -> "list[Column]":
@@ -363,7 +370,7 @@ class SoA:
         else:
             records = _writable_records(out, self.layout, n)
         ops, offs, keep = reverse_ops(self.layout, self._columns, self._fills, self._truncate)
-        dst = records.__array_interface__["data"][0]
+        dst = records.ctypes.data
         zero = bool(self.layout.holes) or any(f.kind == "bits" for f in self.layout.fields)
         fault = backend.soa_to_aos(dst, itemsize, n, ops, offs, zero=zero, threads=threads,
                                    owners=(records, self._columns, ops, offs, keep))
