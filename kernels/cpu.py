@@ -26,7 +26,7 @@ from . import _scalar
 from ._memory import bswap16, bswap32, bswap64, load8, load16, load32, load64
 from ._memory import store8, store16, store32, store64, stream_fence, stream_line
 from .plan import (
-    COUNT, DATA, E_INEXACT, E_NULL, E_RANGE, E_TOO_LONG, E_UTF, ELEM0, F_SIGNED, F_TRUNCATE,
+    COUNT, DATA, E_INEXACT, E_NUL, E_NULL, E_RANGE, E_TOO_LONG, E_UTF, ELEM0, F_SIGNED, F_TRUNCATE,
     F_DENSE, F_UTF8, FLAGS, K_BITS, K_BOOL, K_BYTES, K_CIVIL, K_COPY, K_CSTR, K_ENUM, K_SCALE, K_UTF32,
     KIND, N_BITS, N_NONE, NAT, NULLS, OFFS, OFFSETS, P1, P2, P3, SENT, SWAP, TABLE, VALID,
     WIDTH,
@@ -838,6 +838,9 @@ def _rev_string(dst, itemsize, b0, b1, op, offs):
                     if not truncate:
                         return r, E_TOO_LONG
                     length = n
+                for t in range(length):  # a C string ends at its first NUL: the rest would be lost
+                    if load8(s + t) == 0:
+                        return r, E_NUL
                 _memcpy(out, s, length)
                 _memset0(out + length, n - length)
                 continue

@@ -52,7 +52,7 @@ from numba import cuda, int32, int64, uint32, uint64
 
 from . import _scalar
 from .plan import (
-    COUNT, DATA, E_INEXACT, E_NULL, E_RANGE, E_TOO_LONG, E_UTF, ELEM0, F_DENSE, F_SIGNED, F_TRUNCATE,
+    COUNT, DATA, E_INEXACT, E_NUL, E_NULL, E_RANGE, E_TOO_LONG, E_UTF, ELEM0, F_DENSE, F_SIGNED, F_TRUNCATE,
     F_UTF8, FLAGS, K_BITS, K_BOOL, K_BYTES, K_CIVIL, K_COPY, K_CSTR, K_ENUM, K_SCALE, K_UTF32, KIND,
     N_BITS, N_NONE, NAT, NCOLS, NULLS, OFFS, OFFSETS, P1, P2, P3, SENT, SWAP, TABLE, VALID, WIDTH,
 )
@@ -405,6 +405,17 @@ def _reverse_value(a8, a16, a32, a64, op, i):
 
 
 @_dev
+def _has_zero_byte(v, m):
+    """Whether one of the low ``m`` bytes (1 to 8) of ``v`` is zero."""
+    q = int32(0)
+    while q < m:
+        if ((v >> (8 * q)) & 0xFF) == 0:
+            return True
+        q = int32(q + 1)
+    return False
+
+
+@_dev
 def _rev_string(a8, a16, a32, a64, words, wb, op, i, p, r, err, j, nops):
     """OR string element i into the tile at byte p: its bytes (K_CSTR) or its code
     points as UTF-32 (K_UTF32). Positions advance as pointers, not counts: fewer values
@@ -421,7 +432,11 @@ def _rev_string(a8, a16, a32, a64, words, wb, op, i, p, r, err, j, nops):
         t = int32(0)
         while t < length:
             m = min(8, length - t)
-            _put(words, wb, p + t, m, _load(a8, a16, a32, a64, s + t, m))
+            v = _load(a8, a16, a32, a64, s + t, m)
+            if _has_zero_byte(v, m):  # a C string ends at its first NUL: the rest would be lost
+                _fault(err, r, j, E_NUL, nops)
+                return
+            _put(words, wb, p + t, m, v)
             t = int32(t + 8)
         return
     end, out = s + length, p

@@ -62,5 +62,6 @@ E_INEXACT = 2  # a value is not a whole number of the destination unit
 E_UTF = 3  # invalid UTF-8 / UTF-32
 E_TOO_LONG = 4  # a string is longer than its fixed-size field
 E_NULL = 5  # a null with no fill value
+E_NUL = 6  # a NUL byte inside a value bound for a C string (it would end the string there)
 
 NAT = -(2**63)

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import numpy as np
 import pyarrow as pa
 
-from ._backends import check_device, kernels_for
+from ._backends import check_device, check_threads, kernels_for
 from ._errors import ConversionError, LayoutError
 from ._faults import forward_error
 from ._layout import Layout
@@ -206,6 +206,7 @@ class AoS:
         """
         nulls = checked_nulls(self.layout, nulls)
         device = check_device(device, self.device)
+        threads = check_threads(threads)
         if device == "cuda":
             from ._cuda import transpose as _gpu
 
@@ -220,6 +221,9 @@ class AoS:
             memory = arena.allocate()
         else:
             arena, memory = _reusable(out, self.layout, n, frozenset(nulls))
+            if overlaps(memory, self.array):
+                raise LayoutError("out= is an SoA whose arena holds these very records; the columns would "
+                                  "overwrite the records while they are read: convert into a new SoA (no out=)")
             use = out._use
             use.generation += 1  # from here on, SoAs made earlier over this memory refuse to read it
         ops, offs, keep = forward_ops(arena, memory.ctypes.data, nulls)
@@ -335,3 +339,17 @@ def _reusable(out, layout, n, nullable, device="cpu"):
             f"records over that memory would change them under their users; drop them first (del table), "
             f"or pass out=None for a new arena")
     return arena, out._memory
+
+
+
+def byte_range(obj):
+    """``(first, end)`` addresses of the memory of a NumPy array or a pyarrow Buffer."""
+    if isinstance(obj, pa.Buffer):
+        return obj.address, obj.address + obj.size
+    return getattr(np.lib, "array_utils", np).byte_bounds(np.asarray(obj))  # (NumPy 1.26: np.byte_bounds)
+
+
+def overlaps(a, b):
+    """Whether the memory of ``a`` and ``b`` (arrays or Buffers) may share a byte."""
+    (lo_a, hi_a), (lo_b, hi_b) = byte_range(a), byte_range(b)
+    return lo_a < hi_b and lo_b < hi_a

@@ -2,6 +2,7 @@
 
 import ctypes
 import importlib.util
+import numbers
 import os
 import sys
 
@@ -16,6 +17,17 @@ def check_device(device, default):
     if device not in DEVICES:
         raise LayoutError(f"device must be one of {DEVICES}, got {device!r}")
     return device
+
+
+def check_threads(threads):
+    """``threads`` after checking it is None or a whole number >= 1 (not a bool)."""
+    if threads is None:
+        return None
+    if isinstance(threads, bool) or not isinstance(threads, numbers.Integral):
+        raise LayoutError(f"threads must be a whole number >= 1 or None (all CPUs), got {threads!r}")
+    if threads < 1:
+        raise LayoutError(f"threads must be >= 1 or None (all CPUs), got {threads}")
+    return int(threads)
 
 
 def kernels_for(device):

@@ -88,6 +88,10 @@ def reverse_error(layout, columns, fault):
     elif code == P.E_TOO_LONG:
         msg = (f"{where}: {value!r} is longer than {target}; pass truncate=True to cut it to "
                f"{f.width if f.kind != 'utf32' else f.width // 4} {'bytes' if f.kind != 'utf32' else 'characters'}")
+    elif code == P.E_NUL:
+        msg = (f"{where}: {value!r} holds a NUL byte, and {target} is a C string (bytes_as='binary' or "
+               f"'string'), which ends at its first NUL: the bytes after it would be lost. Remove the NUL, "
+               f"or bind the field with bytes_as='fixed' to keep its raw bytes")
     elif code == P.E_INEXACT:
         msg = (f"{where}: {value!r} is not a whole number of the unit of {target}; "
                f"use a finer datetime64 unit for the field")

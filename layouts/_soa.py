@@ -5,8 +5,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ._aos import AoS, as_layout
-from ._backends import check_device, kernels_for
+from ._aos import AoS, as_layout, overlaps
+from ._backends import check_device, check_threads, kernels_for
 from ._errors import LayoutError
 from ._faults import reverse_error
 from ._plan import ArenaUse, ColumnBuffers, native_dtype, reverse_ops
@@ -347,6 +347,7 @@ class SoA:
             for the records; filled in place.
         """
         device = check_device(device, self.device)
+        threads = check_threads(threads)
         n, itemsize = self._length, self.layout.itemsize
         if self.layout.aliases:
             a, b = self.layout.aliases[0]
@@ -368,7 +369,7 @@ class SoA:
         if out is None:
             records = np.empty(n, dtype=self.layout.dtype)
         else:
-            records = _writable_records(out, self.layout, n)
+            records = _writable_records(out, self.layout, n, self._columns)
         ops, offs, keep = reverse_ops(self.layout, self._columns, self._fills, self._truncate)
         dst = records.ctypes.data
         zero = bool(self.layout.holes) or any(f.kind == "bits" for f in self.layout.fields)
@@ -401,13 +402,26 @@ def _assemble(arrow_type, length, leaves):
     return next(leaves)
 
 
-def _writable_records(out, layout, n):
+def _writable_records(out, layout, n, columns):
+    """``out`` as ``n`` records to write, after checking it can take them and shares no
+    memory with the columns that will be read (``columns``: pyarrow arrays)."""
     arr = out.array if isinstance(out, AoS) else out
     if not isinstance(arr, np.ndarray) or not arr.flags.writeable or not arr.flags.c_contiguous:
         raise LayoutError("out= must be a writable, C-contiguous NumPy array (or an AoS over one)")
+    if arr.dtype != layout.dtype and arr.dtype not in (np.uint8, np.int8):
+        raise LayoutError(
+            f"out= has dtype {arr.dtype}; records of this layout are {layout.dtype} (or raw bytes): written "
+            f"into another type, the array would show garbage. Pass np.empty(n, layout.dtype), or a uint8 "
+            f"view of the memory (out.view(np.uint8))")
     if arr.nbytes < n * layout.itemsize:
         raise LayoutError(f"out= has {arr.nbytes} bytes; {n} records of {layout.itemsize} bytes need {n * layout.itemsize}")
-    return arr.reshape(-1).view(np.uint8)[: n * layout.itemsize].view(layout.dtype)
+    records = arr.reshape(-1).view(np.uint8)[: n * layout.itemsize]
+    for field, column in zip(layout.fields, columns):
+        if any(b is not None and overlaps(b, records) for b in (column.validity, column.offsets, column.data)):
+            raise LayoutError(
+                f"out= shares memory with column {field.name!r} being written into it: the records would "
+                f"overwrite values not read yet. Pass an out= array of its own memory (or none)")
+    return records.view(layout.dtype)
 
 
 class Column:

@@ -36,6 +36,50 @@ def test_out_arguments():
         soa.to_aos(out=np.zeros(100, TICK)[::2])
     with pytest.raises(lo.LayoutError, match="out= has 480 bytes; 100 records of 48 bytes need 4800"):
         soa.to_aos(out=np.zeros(10, TICK))
+    # another dtype would show garbage afterwards; raw bytes and the layout's dtype are fine
+    for wrong in (np.zeros(100, TICK.newbyteorder(">")), np.zeros(600, np.float64), np.zeros(100, [("a", "V48")])):
+        with pytest.raises(lo.LayoutError, match=r"out= has dtype .*; records of this layout are .* \(or raw bytes\)"):
+            soa.to_aos(out=wrong)
+    assert (soa.to_aos(out=np.zeros(4800, np.uint8)).array == soa.to_aos().array).all()
+
+
+def test_out_sharing_memory_with_the_input_is_refused():
+    """Columns read zero-copy from Arrow may lie inside out=: the records would overwrite
+    values not read yet (silently wrong values before)."""
+    dt = np.dtype([("a", "<i4"), ("b", "<f8")], align=True)
+    n = 5000
+    buf = np.zeros(n * dt.itemsize, np.uint8)
+    col = buf[: n * 4].view("<i4")
+    col[:] = np.arange(n)
+    table = pa.table({"a": pa.array(col), "b": pa.array(np.ones(n))})
+    soa = lo.SoA.from_arrow(table, dt)
+    with pytest.raises(lo.LayoutError, match="out= shares memory with column 'a' being written into it"):
+        soa.to_aos(out=buf)
+    assert (soa.to_aos(out=np.zeros(n, dt)).array["a"] == np.arange(n)).all()  # its own memory: fine
+    # the forward way: an arena holding the very records being converted
+    arena = lo.AoS(ticks(100)).to_soa()
+    records = np.asarray(arena.arena).view(np.uint8)[: 10 * TICK.itemsize].view(TICK)
+    with pytest.raises(lo.LayoutError, match="out= is an SoA whose arena holds these very records"):
+        lo.AoS(records).to_soa(out=arena)
+
+
+@pytest.mark.parametrize("threads", [2.5, True, "2", 0, -1])
+def test_threads_checked_at_any_size(threads):
+    for n in (5, 400_000):
+        a = np.zeros(n, [("a", "<i8"), ("b", "<f8")])
+        with pytest.raises(lo.LayoutError, match="threads must be"):
+            lo.AoS(a).to_soa(threads=threads)
+        with pytest.raises(lo.LayoutError, match="threads must be"):
+            lo.SoA.from_arrow(pa.table({"a": a["a"], "b": a["b"]}), a.dtype).to_aos(threads=threads)
+
+
+def test_nul_inside_a_value_bound_for_a_c_string(device):
+    """C-string mode ends a string at its first NUL: writing one inside would lose the
+    rest without a word, so it is refused on every device."""
+    layout = lo.Layout.from_dtype(np.dtype([("s", "S4")]), bytes_as="binary")
+    table = pa.table({"s": pa.array([b"ab", b"a\x00b"])})
+    with pytest.raises(lo.ConversionError, match=r"column 's', row 1: b'a\\x00b' holds a NUL byte.*bytes_as='fixed'"):
+        lo.SoA.from_arrow(table, layout).to_device(device).to_aos()
 
 
 def test_layout_option_values():
