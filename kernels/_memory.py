@@ -96,6 +96,19 @@ def stream_line(typingctx, dst, src):
 
 
 @intrinsic
+def prefetch(typingctx, addr):
+    """Ask for the cache line at ``addr`` to be loaded (a hint: never faults)."""
+    def codegen(context, builder, sig, args):
+        i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
+        fn = builder.module.declare_intrinsic("llvm.prefetch", [i8p], ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]))
+        ptr = builder.inttoptr(args[0], i8p)
+        builder.call(fn, [ptr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return types.void(types.int64), codegen
+
+
+@intrinsic
 def stream_fence(typingctx):
     """Order this thread's streaming stores before its later stores (x86: SFENCE),
     so a thread that sees the kernel finished also sees its output."""

@@ -2,11 +2,17 @@
 
 The records are cut into one chunk per thread (chunk starts are multiples of 64 rows,
 so no two threads share a byte of a bitmap). Inside a chunk, rows go in blocks of
-about 32 KiB: a block is read from memory once, and every column's values for those
+about 16 KiB: a block is read from memory once, and every column's values for those
 rows are written while the block is still in cache. Byte swaps, bit-packing of
 booleans, sentinel nulls, time-unit scaling and string trimming happen inside that
 pass. Variable-length strings are written per chunk at a worst-case position and
 moved together afterwards (a pass over the string bytes only, not the records).
+
+The way back assembles a block of records in a buffer that stays in cache (its padding
+zeroed once per thread, not per block), prefetching the next block's column values,
+and copies it out in one sequential pass. Outputs of STREAM_BYTES and more, both ways,
+leave the staging buffer by streaming stores, which do not read the lines they write
+(a plain store does: twice the memory traffic). See docs/performance.md.
 
 Host functions: :func:`aos_to_soa` and :func:`soa_to_aos`. Both run a copy plan (see
 :mod:`kernels.plan`) and return ``None`` or the first fault as ``(row, op, code)``.
@@ -25,6 +31,7 @@ from numba import njit
 from . import _scalar
 from ._memory import bswap16, bswap32, bswap64, load8, load16, load32, load64
 from ._memory import store8, store16, store32, store64, stream_fence, stream_line
+from ._memory import prefetch
 from .plan import (
     COUNT, DATA, E_INEXACT, E_NUL, E_NULL, E_RANGE, E_TOO_LONG, E_UTF, ELEM0, F_SIGNED, F_TRUNCATE,
     F_DENSE, F_UTF8, FLAGS, K_BITS, K_BOOL, K_BYTES, K_CIVIL, K_COPY, K_CSTR, K_ENUM, K_SCALE, K_UTF32,
@@ -34,7 +41,7 @@ from .plan import (
 
 __all__ = ["aos_to_soa", "soa_to_aos", "default_threads"]
 
-BLOCK_BYTES = 32 * 1024
+BLOCK_BYTES = 16 * 1024
 ROW_ALIGN = 64
 MIN_CHUNK_BYTES = 1 << 20
 STREAM_BYTES = 16 << 20  # output at least this large bypasses the caches (see _stream_copy)
@@ -892,6 +899,21 @@ def _reverse_block(dst, itemsize, b0, b1, ops, offs, err):
 
 
 @_jit
+def _prefetch_columns(ops, b0, b1):
+    """Ask for the fixed-width values of rows [b0, b1) of every column to be loaded: the
+    columns are read in short bursts, one after another, which the hardware's own
+    prefetchers do not foresee."""
+    for j in range(ops.shape[0]):
+        w, c = _value_width(ops[j]), ops[j, COUNT]
+        if w <= 0:
+            continue
+        a, end = ops[j, DATA] + (ops[j, ELEM0] + b0 * c) * w, ops[j, DATA] + (ops[j, ELEM0] + b1 * c) * w
+        while a < end:
+            prefetch(a)
+            a += 64
+
+
+@_jit
 def _reverse_rows(dst, itemsize, r0, r1, ops, offs, zero, stream, err, stop):
     """Write records [r0, r1) of one chunk from the columns; the first fault goes to err.
     Returns early, leaving the chunk unfinished, once ``stop[0]`` is set.
@@ -915,6 +937,7 @@ def _reverse_blocks(dst, itemsize, r0, r1, ops, offs, block, zero, stream, stage
         if stop[0] != 0:
             break
         b1 = min(b0 + block, r1)
+        _prefetch_columns(ops, b1, min(b1 + block, r1))  # the next block's, while this one is written
         if staged:
             at = base - b0 * itemsize  # row r of this block at stage[(r - b0) * itemsize]
         else:
