@@ -17,8 +17,8 @@ and as ratios: reused output against ``np.copyto``, fresh output against ``np.co
 layouts against NumPy's per-field copies.
 
 Then the costs that must grow linearly: a table of 2,500 and of 10,000 int32 columns
-back to records (``from_arrow`` + ``to_aos``), and one record of 1 MB and of 32 MB (a
-sub-array) there and back. Last, files: ``convert`` of a file of the same records to
+back to records (``from_arrow`` + ``to_aos``), and 32 records of 1 MB against one
+record of 32 MB (a sub-array; the same bytes) there and back, Layout included. Last, files: ``convert`` of a file of the same records to
 Arrow IPC and back, against copying the file and against the pipeline a user would
 write without layouts (``np.memmap``, per-field copies, pyarrow's IPC writer; and back:
 pyarrow's reader, per-field assignment into records, a file write).
@@ -38,12 +38,14 @@ from .convert_cpu import DTYPE, arguments, machine, records, save_json
 from .convert_files import write_file, write_once
 
 
-def interleaved(cases, rounds):
+def interleaved(cases, rounds, before=None):
     """Median seconds of each case, the cases run in turn in every round (after one
-    untimed warm-up round)."""
+    untimed warm-up round); ``before(name)``, untimed, ahead of each run."""
     times = {name: [] for name in cases}
     for r in range(rounds + 1):
         for name, fn in cases.items():
+            if before is not None:
+                before(name)
             t0 = time.perf_counter()
             fn()
             if r:
@@ -80,27 +82,30 @@ def in_memory(n, rounds, threads):
     columns = numpy_to_columns(a)
     import polars as pl
 
+    # Each fresh-output case right after an np.copy: what a page fault costs drifts during
+    # a run (transparent huge pages come and go), so the ceiling is taken next to it.
     cases = {
         "np.copy": lambda: np.copy(raw),
-        "np.copyto": lambda: np.copyto(reused, raw),
-        f"np.copyto on {cores} threads": lambda: parallel_copy(reused, raw, cores),
         "layouts to_soa + to_arrow": lambda: aos.to_soa(threads=threads).to_arrow(),
+        "np.copyto": lambda: np.copyto(reused, raw),
         "layouts to_soa(out=)": lambda: aos.to_soa(out=arena, threads=threads),
+        f"np.copyto on {cores} threads": lambda: parallel_copy(reused, raw, cores),
         "numpy per-field copies": lambda: numpy_to_columns(a),
-        "polars.from_numpy": lambda: pl.from_numpy(a),
+        "np.copy (before to_aos)": lambda: np.copy(raw),
         "layouts to_aos": lambda: soa.to_aos(threads=threads),
         "layouts to_aos(out=)": lambda: soa.to_aos(out=fresh_records, threads=threads),
         "numpy per-field assignment": lambda: numpy_to_records(columns, np.empty(n, DTYPE)),
         "numpy per-field assignment (out=)": lambda: numpy_to_records(columns, fresh_records),
+        "polars.from_numpy": lambda: pl.from_numpy(a),
     }
     assert (soa.to_aos().array == a).all() and (numpy_to_records(columns, np.empty(n, DTYPE)) == a).all()
     t = interleaved(cases, rounds)
-    copy, copyto = t["np.copy"], t["np.copyto"]
+    copyto = t["np.copyto"]
     ratios = {
         "AoS -> SoA reused: to_soa(out=) / np.copyto": copyto / t["layouts to_soa(out=)"],
         "SoA -> AoS reused: to_aos(out=) / np.copyto": copyto / t["layouts to_aos(out=)"],
-        "AoS -> SoA fresh + Arrow wrap / np.copy": copy / t["layouts to_soa + to_arrow"],
-        "SoA -> AoS fresh: to_aos / np.copy": copy / t["layouts to_aos"],
+        "AoS -> SoA fresh + Arrow wrap / np.copy": t["np.copy"] / t["layouts to_soa + to_arrow"],
+        "SoA -> AoS fresh: to_aos / np.copy": t["np.copy (before to_aos)"] / t["layouts to_aos"],
         "AoS -> SoA vs NumPy per-field copies": t["numpy per-field copies"] / t["layouts to_soa + to_arrow"],
         "SoA -> AoS vs NumPy per-field assignment": t["numpy per-field assignment"] / t["layouts to_aos"],
         "SoA -> AoS reused vs NumPy per-field assignment (out=)":
@@ -131,29 +136,30 @@ def wide_table(columns, rows=1000):
     return best_of(lambda: lo.SoA.from_arrow(table, layout).to_aos())
 
 
-def big_record(nbytes):
-    """Seconds of Layout + AoS -> SoA -> AoS of one record holding a float32 sub-array
-    of ``nbytes`` bytes and two scalars around it."""
+def big_records(nbytes, count):
+    """Seconds of Layout + AoS -> SoA -> AoS of ``count`` records, each holding a float32
+    sub-array of ``nbytes`` bytes and two scalars around it."""
     dtype = np.dtype([("id", "<i8"), ("samples", "<f4", (nbytes // 4,)), ("flag", "?")])
-    a = np.zeros(1, dtype)
+    a = np.zeros(count, dtype)
     a["samples"] = np.arange(nbytes // 4, dtype=np.float32)
 
     def round_trip():
-        return lo.AoS(a, lo.Layout.from_dtype(dtype)).to_soa().to_aos().array
+        return lo.AoS(a, lo.Layout.from_dtype(dtype)).to_soa(threads=1).to_aos(threads=1).array  # (one record: one thread)
 
     assert (round_trip() == a).all()
     return best_of(round_trip)
 
 
 def growth():
-    """Seconds at the two sizes of each linear cost, and the time ratio (linear: ~4x)."""
-    out = []
-    for what, small, large, fn in (("columns back to records", 2_500, 10_000, wide_table),
-                                   ("bytes in one record, round trip", 1 << 20, 32 << 20, big_record)):
-        a, b = fn(small), fn(large)
-        out.append({"name": what, "small": small, "large": large, "small_s": a, "large_s": b, "ratio": b / a,
-                    "size_ratio": large / small})
-    return out
+    """Seconds at the two sizes of each cost that must be linear, and the time ratio:
+    10,000 vs 2,500 columns (linear: ~4x), and one 32 MB record vs 32 records of 1 MB,
+    the same bytes (linear in the record's size: ~1x)."""
+    small, large = wide_table(2_500), wide_table(10_000)
+    mb_small, mb_large = big_records(1 << 20, 32), big_records(32 << 20, 1)
+    return [{"name": "columns back to records", "small": 2_500, "large": 10_000, "small_s": small, "large_s": large,
+             "ratio": large / small, "linear_ratio": 4.0},
+            {"name": "record bytes, round trip (same total)", "small": 1 << 20, "large": 32 << 20, "small_s": mb_small,
+             "large_s": mb_large, "ratio": mb_large / mb_small, "linear_ratio": 1.0}]
 
 
 # ------------------------------------------------------------------- files
@@ -212,28 +218,27 @@ def files(n, rounds, directory, chunk):
     nbytes = os.path.getsize(path)
     chunk_rows = chunk // DTYPE.itemsize
 
-    def fresh(dst, fn):
-        def run():
-            if os.path.exists(dst):
-                os.unlink(dst)
-            fn()
-        return run
-
     cases = {
-        "copy the file": fresh(outs["copy.bin"], lambda: write_once(path, outs["copy.bin"], chunk)),
-        "layouts convert -> Arrow IPC": fresh(outs["lo.arrow"], lambda: lo.convert(
-            path, DTYPE, outs["lo.arrow"], format="arrow", chunk_bytes=chunk)),
-        "memmap + per-field copies + pyarrow IPC writer": fresh(outs["naive.arrow"], lambda: naive_to_arrow(
-            path, outs["naive.arrow"], chunk_rows)),
-        "layouts convert Arrow IPC -> records": fresh(outs["lo-back.bin"], lambda: lo.convert(
-            outs["lo.arrow"], DTYPE, outs["lo-back.bin"], chunk_bytes=chunk)),
-        "pyarrow reader + per-field assignment + write": fresh(outs["naive-back.bin"], lambda: naive_to_records(
-            outs["naive.arrow"], outs["naive-back.bin"])),
+        "copy the file": lambda: write_once(path, outs["copy.bin"], chunk),
+        "layouts convert -> Arrow IPC": lambda: lo.convert(path, DTYPE, outs["lo.arrow"], format="arrow",
+                                                           chunk_bytes=chunk),
+        "memmap + per-field copies + pyarrow IPC writer": lambda: naive_to_arrow(path, outs["naive.arrow"], chunk_rows),
+        "layouts convert Arrow IPC -> records": lambda: lo.convert(outs["lo.arrow"], DTYPE, outs["lo-back.bin"],
+                                                                   chunk_bytes=chunk),
+        "pyarrow reader + per-field assignment + write": lambda: naive_to_records(outs["naive.arrow"],
+                                                                                  outs["naive-back.bin"]),
     }
+    writes = dict(zip(cases, ("copy.bin", "lo.arrow", "naive.arrow", "lo-back.bin", "naive-back.bin")))
+
+    def before(name):
+        """Each run writes a new file (replacing one would add its unlink), with no dirty
+        pages of the last run still being written back."""
+        if os.path.exists(outs[writes[name]]):
+            os.unlink(outs[writes[name]])
+        os.sync()
+
     try:
-        for fn in list(cases.values())[:3]:
-            fn()  # the inputs of the way back exist before the first round
-        t = interleaved(cases, rounds)
+        t = interleaved(cases, rounds, before)  # (the warm-up round writes the inputs of the way back)
         with open(path, "rb") as f:
             original = f.read()
         for back in ("lo-back.bin", "naive-back.bin"):
@@ -273,10 +278,10 @@ def main(argv=None):
         print(f"| {name:<56} | {x:5.2f}x |")
     grow = growth()
     for g in grow:
-        print(f"| {g['name']:<32} | {g['small']:>10,} -> {g['large']:>10,} | {g['small_s']:.3f} s -> "
-              f"{g['large_s']:.3f} s | x{g['ratio']:.1f} time for x{g['size_ratio']:.0f} size |")
+        print(f"| {g['name']:<38} | {g['small']:>10,} -> {g['large']:>10,} | {g['small_s']:.3f} s -> "
+              f"{g['large_s']:.3f} s | x{g['ratio']:.1f} time (linear: x{g['linear_ratio']:.0f}) |")
     nbytes, file_rows, file_ratios = files(args.file_records, max(1, args.repeat // 2), args.dir, args.chunk)
-    print(f"file of {nbytes / 1e9:.2f} GB, page cache warm, chunks of {args.chunk >> 20} MiB, "
+    print(f"file of {nbytes / 1e9:.2f} GB, page cache warm, sync before each run, chunks of {args.chunk >> 20} MiB, "
           f"median of {max(1, args.repeat // 2)} interleaved rounds")
     for r in file_rows:
         print(f"| {r['name']:<48} | {r['seconds']:7.2f} s | {r['GB/s']:6.2f} GB/s |")
