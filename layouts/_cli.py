@@ -2,16 +2,15 @@
 
 Every failure is one line on stderr and exit status 1 (2 for a wrong command line, 130
 for Ctrl-C); warnings are one line too. Heavy imports (NumPy, pyarrow, Numba) wait until
-a subcommand needs them, so ``--help`` and ``--version`` answer at once.
+a subcommand needs them, so ``--help`` and ``--version`` answer at once, and a Ctrl-C
+while they load is the same one line and status 130 as at any other moment.
 """
 
-import argparse
-import ast
+# only what the interpreter has loaded as it starts: the rest is imported where it is used, after main()
+# has taken Ctrl-C over
 import io
-import json
 import os
 import re
-import shlex
 import sys
 import warnings
 
@@ -72,8 +71,10 @@ def _version():
 
 
 def _say(command, text):
-    """One line on stderr, prefixed with the command: ``layouts convert: ...``."""
-    print(f"layouts {command}: {_one_line(text)}", file=sys.stderr, flush=True)
+    """One line on stderr, prefixed with the command: ``layouts convert: ...`` (``layouts: ...``
+    before the command line is read)."""
+    print(f"layouts {command}: {_one_line(text)}" if command else f"layouts: {_one_line(text)}", file=sys.stderr,
+          flush=True)
 
 
 def _one_line(text):
@@ -125,6 +126,8 @@ def _demo_in(args, where, kept):
 
     header, records, parquet, back = (os.path.join(where, name)
                                       for name in ("tick.h", "tick.bin", "tick.parquet", "back.bin"))
+    import shlex
+
     q = shlex.quote
     with open(header, "w") as f:
         f.write(DEMO_HEADER)
@@ -140,7 +143,7 @@ def _demo_in(args, where, kept):
     print("# 3. Its layout, as the C compiler places the fields (print(layout)):\n")
     print(layout)
     print("\n# 4. Records -> Parquet: sym as text, qty -1 as null:\n")
-    there = _demo_command(["convert", records, "--struct", f"{header}:tick", "--string", "sym", "--null",
+    there = _demo_command(args, ["convert", records, "--struct", f"{header}:tick", "--string", "sym", "--null",
                            "qty=-1", "--to", parquet, "--overwrite"])
     if there:
         return there
@@ -155,7 +158,7 @@ def _demo_in(args, where, kept):
         print(table.slice(0, 5))
     print(f"qty nulls: {table.column('qty').null_count:,}")
     print("\n# 5. Parquet -> records: nulls back to -1:\n")
-    again = _demo_command(["convert", parquet, "--struct", f"{header}:tick", "--string", "sym", "--fill",
+    again = _demo_command(args, ["convert", parquet, "--struct", f"{header}:tick", "--string", "sym", "--fill",
                            "qty=-1", "--to", back, "--overwrite"])
     if again:
         return again
@@ -169,10 +172,14 @@ def _demo_in(args, where, kept):
     return 0 if exact else 1
 
 
-def _demo_command(argv):
+def _demo_command(demo_args, argv):
     """Show a ``layouts`` command line and run it in this process."""
+    import shlex
+
     print("$ layouts " + " ".join(shlex.quote(a) for a in argv))
-    return convert(_parser().parse_args(argv))
+    args = _parser().parse_args(argv)
+    args.interrupts, args.last_step = getattr(demo_args, "interrupts", None), False
+    return convert(args)
 
 
 def _same_file(a, b):
@@ -224,6 +231,8 @@ def inspect(args):
         raise lo.LayoutError(f"{args.source} defines no struct or union")
     layouts = [make(name) for name in names]
     if args.json:
+        import json
+
         out = [layout.describe() for layout in layouts]
         for d, layout in zip(out, layouts):
             if layout.c is not None and layout.c.notes:
@@ -241,6 +250,8 @@ def _define(text):
 
 
 def _size(text):
+    import argparse
+
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)i?[bB]?\s*", text)
     if not m:
         raise argparse.ArgumentTypeError(f"expected a size like 64M, 1G or 65536, got {text!r}")
@@ -249,6 +260,8 @@ def _size(text):
 
 def _assignment(text):
     """``NAME=VALUE`` (for --null, --fill, --unions, --bytes-as NAME=MODE)."""
+    import argparse
+
     name, eq, value = text.partition("=")
     if not eq or not name.strip():
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
@@ -269,6 +282,8 @@ def _layout_of(args):
                                    ("--pointers", args.pointers, "error")):
             if value != unset:
                 raise CommandError(f"{flag} applies to C declarations (--struct HEADER:NAME), not to --dtype")
+        import ast
+
         import numpy as np
 
         try:
@@ -500,15 +515,29 @@ def convert(args):
     device = auto_device() if args.device == "auto" else args.device
     if fmt in ("parquet", "records"):  # Parquet out, or maybe in: imported before the conversion's clock starts
         import pyarrow.parquet  # noqa: F401
+    interrupts = getattr(args, "interrupts", None) or _Interrupts()
     warm_up(layout, device, "records" if fmt == "records" else "arrow", "convert", args.quiet)
+    interrupts.check()  # a Ctrl-C that the compiler's callbacks swallowed (see _Interrupts)
     options = dict(format=fmt, chunk_bytes=chunk, compression=codec, overwrite=args.overwrite, offset=args.offset,
                    trailing=args.trailing, device=device)
     if fmt == "records":
         options.update(fill=fill, truncate=args.truncate, cast=args.cast)
     else:
         options["nulls"] = nulls
-    with _progress_bar(args.quiet) as progress:
-        result = lo.convert(src, layout, sys.stdout.buffer if to_stdout else args.dst, progress=progress, **options)
+    with _progress_bar(args.quiet) as bar:
+        def progress(*done):
+            interrupts.check()  # before the next chunk, and before the output is kept
+            bar(*done)
+
+        try:
+            result = lo.convert(src, layout, sys.stdout.buffer if to_stdout else args.dst, progress=progress,
+                                **options)
+        except KeyboardInterrupt as err:  # held while the output was put in place: it is there, whole
+            args.kept = getattr(err, "_layouts_output_kept", None)
+            raise
+        args.kept = None if to_stdout else args.dst
+    if getattr(args, "last_step", True):  # the output is in place: done, whatever Ctrl-C comes now
+        interrupts.quiet = True
     if not args.quiet:
         # with --to -, standard output is the data: the summary goes to standard error
         print(f"converted {result} (on {device})", file=sys.stderr if to_stdout else sys.stdout)
@@ -605,8 +634,10 @@ def _error_line(err):
     return f"{type(err).__name__}: {text} (--debug shows where)"
 
 
-def _show_warning(command):
+def _show_warning(command, interrupts=None):
     def show(message, category, filename, lineno, file=None, line=None):
+        if interrupts is not None and interrupts.count:
+            return  # after a Ctrl-C: what the interrupted work left behind (files a module left open), not news
         _say(command, f"warning: {command_hints(str(message))}")
 
     return show
@@ -663,16 +694,22 @@ def _add_convert_options(p):
                         "(only when every value comes back unchanged)")
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors: ``layouts convert: error: ... (see --help)``, exit 1 like
-    every other failure of the command."""
+def _parser_class():
+    import argparse
 
-    def error(self, message):
-        print(f"{self.prog}: error: {_one_line(message)} (see {self.prog} --help)", file=sys.stderr)
-        raise SystemExit(1)
+    class _Parser(argparse.ArgumentParser):
+        """argparse with one-line errors: ``layouts convert: error: ... (see --help)``, exit 1 like
+        every other failure of the command."""
+
+        def error(self, message):
+            print(f"{self.prog}: error: {_one_line(message)} (see {self.prog} --help)", file=sys.stderr)
+            raise SystemExit(1)
+
+    return _Parser
 
 
 def _parser():
+    _Parser = _parser_class()
     parser = _Parser(prog="layouts", description="Records between AoS and Arrow SoA.")
     parser.add_argument("--version", action="version", version=f"layouts {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -741,32 +778,193 @@ def bench(argv):
     return suite(argv)
 
 
+class _Interrupts:
+    """Ctrl-C (SIGINT) for the command: raises ``KeyboardInterrupt`` as Python's own
+    handler does, and counts.
+
+    A ``KeyboardInterrupt`` raised while Python code runs for C code can be printed and
+    dropped there: as a callback (``Exception ignored on calling ctypes callback
+    function``; Numba's compiler calls llvmlite's object cache that way as it compiles or
+    loads kernels), or in an import that an extension module makes and reports with
+    ``PyErr_Print``. A Ctrl-C then used to be lost (the command finished, status 0) with
+    a traceback printed. Here such a drop prints nothing, and :meth:`check` (after the
+    kernels load, and before each chunk) raises the ``KeyboardInterrupt`` again; once a
+    Ctrl-C has come, what the interrupted work leaves behind (an object half made, whose
+    ``__del__`` then fails) is not reported either. Once the command's outcome is decided
+    (``quiet``), a Ctrl-C is only counted.
+    """
+
+    def __init__(self):
+        self.count, self.quiet, self.installed = 0, False, False
+        self.previous = self.hook = self.excepthook = None
+
+    def __call__(self, signum, frame):
+        self.count += 1
+        if not self.quiet:
+            raise KeyboardInterrupt
+
+    def check(self):
+        """Raise ``KeyboardInterrupt`` if a Ctrl-C came and was dropped on its way."""
+        if self.count and not self.quiet:
+            raise KeyboardInterrupt
+
+    def install(self):
+        """Take SIGINT over where Python's default handler has it: where it is ignored (a
+        background job) or another handler has it, it is left as it is."""
+        import signal
+        import threading
+
+        self.hook, sys.unraisablehook = sys.unraisablehook, self._unraisable
+        self.excepthook, sys.excepthook = sys.excepthook, self._printed
+        if threading.current_thread() is threading.main_thread() \
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self.previous = signal.signal(signal.SIGINT, self)
+            self.installed = True
+
+    def _unraisable(self, info):
+        if not (self.count or issubclass(info.exc_type, KeyboardInterrupt)):
+            self.hook(info)
+
+    def _printed(self, kind, value, tb):
+        if not (self.count or issubclass(kind, KeyboardInterrupt)):
+            self.excepthook(kind, value, tb)
+
+    def finish(self, exiting):
+        """The command is over. ``exiting``: the process ends next, and SIGINT is ignored
+        until it has (see :func:`main`); else SIGINT's handler is given back."""
+        import signal
+
+        self.quiet = True
+        if self.excepthook is not None:  # an uncaught exception from here on (--debug) is shown as ever
+            sys.excepthook, self.excepthook = self.excepthook, None
+        if exiting:
+            _release_kernel_threads()
+            _forget_caught_interrupt()
+            if self.installed or signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+                try:  # (not installed: a Ctrl-C came as it was)
+                    signal.signal(signal.SIGINT, signal.SIG_IGN)
+                except ValueError:  # not the main thread
+                    pass
+            return
+        if self.installed:
+            self.installed = False
+            signal.signal(signal.SIGINT, self.previous)  # one still pending is counted here (quiet)
+        sys.unraisablehook = self.hook
+
+
+def _release_kernel_threads():
+    """Tell the CPU kernels' pool threads to end once idle. They are not daemons, so the
+    interpreter waits for them as it exits; a Ctrl-C that lands while the pool starts a
+    thread leaves one that the pool does not know of and that nothing would tell to end,
+    and the exit would wait for it forever (kernels/cpu.py: ``_Chunks.run`` submits,
+    ``Thread.start`` is interrupted before the pool records the thread)."""
+    cpu = sys.modules.get(f"{__package__}.kernels.cpu")
+    pool = getattr(cpu, "_pool", None)
+    if pool is not None:
+        pool.shutdown(wait=False)  # each worker passes the stop marker on to the next, known or not
+
+
+def _forget_caught_interrupt():
+    """Clear CPython's note of an uncaught ``KeyboardInterrupt``: ``exec()`` of source text
+    (dataclasses, namedtuples and Numba make classes and functions that way) sets it when
+    a ``KeyboardInterrupt`` leaves the text, and nothing clears it when the interrupt is
+    then caught, so the interpreter ended a command that had handled its Ctrl-C (130) by
+    killing itself with SIGINT (``python -m layouts``: status -2). The status is main's."""
+    try:
+        import ctypes
+
+        ctypes.c_int.in_dll(ctypes.pythonapi, "_Py_UnhandledKeyboardInterrupt").value = 0
+    except (ImportError, AttributeError, ValueError, OSError):  # another interpreter: nothing to clear
+        pass
+
+
+class _Run:
+    """What the message for a Ctrl-C needs to know about the command it ended."""
+
+    command = args = None
+    debug = False
+
+    def interrupted(self):
+        dst, kept = getattr(self.args, "dst", None), getattr(self.args, "kept", None)
+        if kept:
+            return f"interrupted after the output was complete: {kept} was written whole and kept"
+        if self.command != "convert" or dst == "-":
+            return "interrupted"
+        return "interrupted; no output was written"
+
+
 def main(argv=None):
+    """Run the command line ``argv`` (default: the process's arguments); returns the exit
+    status: 0, 1 for an error, 130 for Ctrl-C, 141 when standard output's reader left.
+
+    A Ctrl-C at any moment, while the modules load too, ends the command with one line
+    (``layouts convert: interrupted; no output was written``) and 130; ``--debug`` shows
+    its traceback instead. With ``argv=None`` (the ``layouts`` program and ``python -m
+    layouts``) SIGINT is ignored from the moment the status is decided until the process
+    has exited: while Python shuts down it restores SIGINT's default action, and a Ctrl-C
+    there would kill the process (status -2) after the command was done.
+    """
+    exiting = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
+    interrupts, run = _Interrupts(), _Run()
+    try:
+        try:
+            interrupts.install()
+            return _command(argv, interrupts, run)
+        except KeyboardInterrupt:
+            interrupts.quiet = True
+            if run.debug:
+                raise
+            _say(run.command, run.interrupted())
+            return 130
+    except KeyboardInterrupt:  # a second Ctrl-C while the first one was reported
+        interrupts.quiet = True
+        if run.debug:
+            raise
+        return 130
+    finally:
+        interrupts.quiet = True  # first: nothing raises from here on
+        interrupts.finish(exiting)
+
+
+def _wraps_interrupt(err):
+    """Whether ``err`` was raised because of a ``KeyboardInterrupt`` (its cause or context)."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, KeyboardInterrupt):
+            return True
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return False
+
+
+def _command(argv, interrupts, run):
+    if argv[:1] in (["convert"], ["inspect"], ["demo"], ["bench"]):  # for a Ctrl-C before the line is read
+        run.command = argv[0]
     if argv[:1] == ["bench"]:  # the suite parses its own options
         return bench(argv[1:])
     args = _parser().parse_args(argv)
+    run.command, run.debug, run.args = args.command, getattr(args, "debug", False), args
+    args.interrupts = interrupts
     if getattr(args, "records", 1) < 1:
         print(f"layouts demo: error: --records must be >= 1, got {args.records} (see layouts demo --help)",
               file=sys.stderr)
         return 1
-    command, debug = args.command, getattr(args, "debug", False)
+    command, debug = args.command, run.debug
     with warnings.catch_warnings():
         warnings.simplefilter("default")
-        warnings.showwarning = _show_warning(command)
+        warnings.showwarning = _show_warning(command, interrupts)
         try:
             return args.run(args)
         except BrokenPipeError:
+            interrupts.quiet = True
             return _closed_pipe()
-        except KeyboardInterrupt:
-            if debug:
-                raise
-            written = "" if getattr(args, "dst", None) == "-" else "; no output was written"
-            _say(command, f"interrupted{written}")
-            return 130
         except Exception as err:  # noqa: BLE001 - one line, never a traceback (--debug shows it)
+            if _wraps_interrupt(err):  # Python 3.11 wraps one raised in __set_name__ (as a class is made)
+                raise KeyboardInterrupt from err
             if debug:
                 raise
+            interrupts.quiet = True  # the outcome is decided: a Ctrl-C now would only add a line
             _say(command, f"error: {_error_line(err)}")
             return 1
 

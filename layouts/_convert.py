@@ -25,7 +25,7 @@ import stat
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Mapping
@@ -36,7 +36,7 @@ import pyarrow as pa
 from ._aos import AoS, as_layout
 from ._errors import ConversionError, LayoutError
 from ._faults import forward_error
-from ._files import BlockReservation, arrow_kind, open_output, partial_record, refuse_arrow
+from ._files import BlockReservation, InterruptHold, arrow_kind, open_output, partial_record, refuse_arrow
 from ._soa import SoA
 from .kernels._memory import MappedGuard
 
@@ -191,8 +191,13 @@ def convert(src: "str | os.PathLike[str] | BinaryIO", layout: "Layout | np.typin
                                                   trailing, nulls, overlap, threads, device, progress)
         with _writing(out):
             out.commit()
-    except BaseException:
-        out.discard()  # closed and dropped now, whatever still refers to it
+    except BaseException as err:
+        # closed and dropped now, whatever still refers to it; a file's few system calls with a further Ctrl-C
+        # held (and dropped: one exception is on its way already), not a stream's, whose flush may block
+        with InterruptHold() if not out.stream else nullcontext():
+            out.discard()
+        if isinstance(err, KeyboardInterrupt) and out.kept:  # a Ctrl-C held while the output was put in place
+            setattr(err, "_layouts_output_kept", out.name)  # noqa: B010 - for the command's message
         raise
     return ConvertResult(records, bytes_in, out.written(), time.perf_counter() - t0, out.name)
 
@@ -212,7 +217,7 @@ class _Reader:
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name="layouts-reader", daemon=True) if overlap else None
         if self.thread:
-            self.thread.start()
+            _start(self.thread, self.close)
 
     def _fill(self):
         """The next ``(buffer, nbytes)``, ``(None, 0)`` at the end, or an exception."""
@@ -250,8 +255,9 @@ class _Reader:
             self.free.put(buf)
 
     def close(self):
+        """Stop the reader thread and wait for it (see :func:`_wait_out`)."""
         self.stop.set()
-        _unstoppable(self._join)
+        return _wait_out(self._join)
 
     def _join(self):
         while self.thread is not None and self.thread.is_alive():
@@ -485,8 +491,17 @@ def _mapped_chunks(f, offset, whole, rows, layout, overlap, name="the input"):
                 f"another program truncated or rewrote the file: convert it again once it is complete "
                 f"(the destination was left as it was)")
 
-    try:
-        ahead = pool.submit(touch, 0) if pool else None
+    def close():
+        hold = _wait_out(lambda: pool.shutdown(wait=True) if pool is not None else None)
+        guard.close()  # no thread reads the mapping any more
+        return hold
+
+    with _closing_after(close):
+        ahead = None
+        if pool is not None:  # its one thread starts here (see _start)
+            with InterruptHold() as hold:
+                ahead = pool.submit(touch, 0)
+            hold.deliver()
         for start in range(0, whole, rows):
             if ahead is not None:
                 ahead.result()
@@ -495,17 +510,13 @@ def _mapped_chunks(f, offset, whole, rows, layout, overlap, name="the input"):
             check(end)
             yield AoS(records[start:end], layout)
             check(end)  # a page lost while the chunk converted read as zeros: not written
-    finally:
-        if pool is not None:
-            _unstoppable(lambda: pool.shutdown(wait=True))
-        guard.close()  # no thread reads the mapping any more
 
 
 def _stream_chunks(f, rows, layout, name, trailing, overlap):
     """AoS chunks of a stream, read into staging buffers by a :class:`_Reader`."""
     itemsize, done = layout.itemsize, 0
     reader = _Reader(f, rows, itemsize, overlap)
-    try:
+    with _closing_after(reader.close):
         for buf, n in reader:
             whole, left = divmod(n, itemsize)
             if left:  # a stream ends inside a record
@@ -514,8 +525,6 @@ def _stream_chunks(f, rows, layout, name, trailing, overlap):
                 return
             done += whole
             yield AoS(buf[: whole * itemsize], layout)
-    finally:
-        reader.close()
 
 
 class _Pipeline:
@@ -535,8 +544,6 @@ class _Pipeline:
         self.todo = queue.Queue(maxsize=1)
         self.current = None
         self.thread = threading.Thread(target=self._run, name="layouts-writer", daemon=True) if overlap else None
-        if self.thread:
-            self.thread.start()
 
     def take(self):
         """A slot whose last chunk is written (waits for the writer): its buffers may
@@ -585,23 +592,35 @@ class _Pipeline:
             self.free.put(slot)
 
     def __enter__(self):
+        if self.thread is not None:
+            _start(self.thread, lambda: _wait_out(self._stop_writer))
         return self
 
     def __exit__(self, kind, value, tb):
         if self.thread is not None:
             self.abandoned = kind is not None  # an error or Ctrl-C: what is queued is not written
-            _unstoppable(self._stop_writer)
+            hold = _wait_out(self._stop_writer)
+            if kind is None and self.error is None:
+                try:
+                    hold.deliver()  # a Ctrl-C while the last chunks were written: the output is dropped
+                except BaseException:
+                    self._close_quietly()
+                    raise
         if kind is None and self.error is None:
             self.sink.close()
             return False
-        try:  # an error or Ctrl-C (here, or in the writer) is on its way and the output is dropped: it is
-            self.sink.close()  # the one to report, not what finishing a file cut short says
-        except Exception:  # noqa: BLE001 - the sink's handles are closed either way
-            pass
+        self._close_quietly()
         if kind is None:
             raise self.error
         return False
 
+    def _close_quietly(self):
+        """An error or Ctrl-C (here, or in the writer) is on its way and the output is dropped: it is the
+        one to report, not what finishing a file cut short says."""
+        try:
+            self.sink.close()
+        except Exception:  # noqa: BLE001 - the sink's handles are closed either way
+            pass
 
     def _stop_writer(self):
         """Tell the writer thread to end and wait for it (it may be writing a chunk whose
@@ -614,15 +633,42 @@ class _Pipeline:
             self.thread.join(timeout=0.05)
 
 
-def _unstoppable(wait):
-    """Run ``wait()`` to its end even if Ctrl-C is pressed again meanwhile: it waits for
-    a thread that uses buffers the caller is about to free. The first interrupt is on
-    its way already; later ones are dropped."""
-    while True:
-        try:
-            return wait()
-        except KeyboardInterrupt:
-            continue
+def _wait_out(wait):
+    """Run ``wait()`` to its end, Ctrl-C held meanwhile (:class:`layouts._files.InterruptHold`):
+    it waits for a thread that uses buffers the caller is about to free, and a
+    ``KeyboardInterrupt`` raised inside ``Thread.join`` would make the join return while
+    the thread still runs (CPython gh-90882). Returns the hold: the caller calls its
+    ``deliver()`` (raising ``KeyboardInterrupt`` for a Ctrl-C meanwhile) when no exception
+    is on its way; when one is, a Ctrl-C meanwhile is dropped."""
+    with InterruptHold() as hold:
+        wait()
+    return hold
+
+
+def _start(thread, undo):
+    """Start ``thread`` with Ctrl-C held: a ``KeyboardInterrupt`` raised inside
+    ``Thread.start`` (which waits for the thread to begin) would leave it running with
+    nothing to stop it. A Ctrl-C meanwhile calls ``undo()`` (stop the thread, wait for it),
+    then raises ``KeyboardInterrupt``."""
+    with InterruptHold() as hold:
+        thread.start()
+    if hold.count:
+        undo()
+        hold.deliver()
+
+
+@contextmanager
+def _closing_after(close):
+    """Call ``close()`` (which returns an :class:`InterruptHold`, see :func:`_wait_out`) when
+    the block ends: a Ctrl-C held meanwhile is delivered when the block ended normally
+    (a generator used up, or returning), dropped when an exception is on its way (an
+    error, a Ctrl-C, or ``GeneratorExit`` as the consumer stops)."""
+    try:
+        yield
+    except BaseException:
+        close()
+        raise
+    close().deliver()
 
 
 _METADATA = 1 << 16  # reserved per batch beyond its buffers: IPC message and padding, Parquet pages
@@ -938,9 +984,13 @@ def _ahead(items, overlap, depth=2):
         except BaseException as err:  # noqa: BLE001 - raised in the consumer
             offer(err)
 
+    def close():
+        stop.set()
+        return _wait_out(thread.join)  # it may be reading pages of buffers that go with the items
+
     thread = threading.Thread(target=run, name="layouts-reader", daemon=True)
-    thread.start()
-    try:
+    _start(thread, close)
+    with _closing_after(close):
         while True:
             item = ready.get()
             if item is end:
@@ -948,9 +998,6 @@ def _ahead(items, overlap, depth=2):
             if isinstance(item, BaseException):
                 raise item
             yield item
-    finally:
-        stop.set()
-        _unstoppable(thread.join)  # it may be reading pages of buffers that go with the items
 
 
 @contextmanager
