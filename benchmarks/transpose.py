@@ -96,10 +96,12 @@ def in_memory(n, rounds, threads):
         "layouts to_aos(out=)": lambda: soa.to_aos(out=fresh_records, threads=threads),
         "numpy per-field assignment": lambda: numpy_to_records(columns, np.empty(n, DTYPE)),
         "numpy per-field assignment (out=)": lambda: numpy_to_records(columns, fresh_records),
-        "polars.from_numpy": lambda: pl.from_numpy(a),
     }
     assert (soa.to_aos().array == a).all() and (numpy_to_records(columns, np.empty(n, DTYPE)) == a).all()
     t = interleaved(cases, rounds)
+    # polars apart, after the rounds: its allocator keeps and splits memory, after which
+    # the fresh outputs of the others (and their np.copy) fault in small pages, slowly
+    t.update(interleaved({"polars.from_numpy": lambda: pl.from_numpy(a)}, rounds))
     copyto = t["np.copyto"]
     ratios = {
         "AoS -> SoA reused: to_soa(out=) / np.copyto": copyto / t["layouts to_soa(out=)"],
