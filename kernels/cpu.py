@@ -1059,15 +1059,15 @@ class _Chunks:
     def halt(self):
         """Stop the call and wait until no worker runs a kernel, through further
         interrupts (the first one is on its way up already)."""
-        self.stop[0] = 1
         while True:
             try:
+                self.stop[0] = 1  # (inside the try: a second Ctrl-C here must not skip the wait)
                 with self.lock:
                     if self.running == 0:
                         return
                 time.sleep(0.001)
             except KeyboardInterrupt:
-                self.stop[0] = 1
+                pass
 
     def fault(self):
         bad = self.errs[self.errs[:, 2] > 0]
