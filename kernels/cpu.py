@@ -20,7 +20,9 @@ The inner functions are compiled once and cached on disk (``cache=True``): the p
 is data, so a new layout costs no compilation.
 """
 
+import contextlib
 import os
+import signal
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -981,11 +983,52 @@ def _chunk_starts(n, itemsize, threads):
 
 
 def thread_pool():
-    """The kernels' one pool of worker threads, made on first use."""
+    """The kernels' one pool of worker threads, made on first use with all its threads
+    started at once, Ctrl-C held meanwhile: a KeyboardInterrupt inside ``Thread.start``
+    would leave a worker running that the pool never stops (the process then hangs at
+    exit). A Ctrl-C held is raised once the pool is whole."""
     global _pool
     if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=default_threads(), thread_name_prefix="layouts")
+        n = default_threads()
+        pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="layouts")
+        with _sigint_held() as held:
+            gate = threading.Barrier(n + 1, timeout=10)
+            for _ in range(n):
+                pool.submit(gate.wait)  # each blocks until all are up: n threads start
+            try:
+                gate.wait()
+            except threading.BrokenBarrierError:  # a thread did not start in time: the pool starts it later
+                pass
+        _pool = pool
+        if held:
+            raise KeyboardInterrupt
     return _pool
+
+
+@contextlib.contextmanager
+def _sigint_held():
+    """In the main thread, with Python's own SIGINT handler in place: Ctrl-C is counted
+    (in the list yielded) instead of raised while the block runs."""
+    held = []
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield held
+        return
+    while True:
+        try:
+            signal.signal(signal.SIGINT, lambda *_: held.append(1))
+            break
+        except KeyboardInterrupt:
+            held.append(1)
+    try:
+        yield held
+    finally:
+        while True:
+            try:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                break
+            except KeyboardInterrupt:
+                held.append(1)
 
 
 class _Chunks:

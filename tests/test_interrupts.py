@@ -579,3 +579,32 @@ def test_interrupted_pool_start_does_not_hang(packed_ticks):
         raise AssertionError("layouts convert hung at exit after a Ctrl-C in the kernels' pool start") from None
     assert (proc.returncode, err.decode()) == (130, "layouts convert: interrupted; no output was written\n")
     assert not dst.exists()
+
+
+def test_sigint_while_the_kernel_pool_starts_its_threads():
+    """A Ctrl-C as the kernels' pool starts its threads: raised once the pool is whole
+    (a KeyboardInterrupt inside ``Thread.start`` after the thread began could leave a
+    worker the pool never stops, hanging the process at exit); the next conversion works
+    and the process exits."""
+    code = textwrap.dedent("""
+    import os, signal, threading
+    import numpy as np, layouts as lo
+    original = threading.Thread.start
+    def start(self):
+        if self.name.startswith("layouts"):
+            threading.Thread.start = original
+            os.kill(os.getpid(), signal.SIGINT)  # lands at the next bytecode: inside start
+        return original(self)
+    threading.Thread.start = start
+    a = np.zeros(2_000_000, [("a", "<i8"), ("b", "<f8")])
+    a["a"] = np.arange(len(a))
+    try:
+        lo.AoS(a).to_soa(threads=2)
+        print("finished")
+    except KeyboardInterrupt:
+        print("interrupted")
+    print(bool((lo.AoS(a).to_soa(threads=2).to_aos(threads=2).array == a).all()))
+    """)
+    rc, out, err = _child(code, timeout=60)
+    assert rc == 0, (rc, err[-2000:])
+    assert out.split() == ["interrupted", "True"], out
