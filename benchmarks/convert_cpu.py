@@ -42,13 +42,18 @@ def records(n):
     return a
 
 
-def median_seconds(fn, repeat):
+def run_times(fn, repeat):
+    """Seconds of each of ``repeat`` calls of ``fn``."""
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+    return times
+
+
+def median_seconds(fn, repeat):
+    return float(np.median(run_times(fn, repeat)))
 
 
 def peers_to_soa(a):

@@ -34,7 +34,7 @@ import pyarrow as pa
 
 import layouts as lo
 
-from .convert_cpu import DTYPE, arguments, machine, records, save_json
+from .convert_cpu import DTYPE, arguments, machine, records, run_times, save_json
 from .convert_files import write_file, write_once
 
 
@@ -119,12 +119,7 @@ def in_memory(n, rounds, threads):
 
 
 def best_of(fn, repeat=3):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+    return min(run_times(fn, repeat))
 
 
 def wide_table(columns, rows=1000):
@@ -263,6 +258,14 @@ def files(n, rounds, directory, chunk):
     return nbytes, rows, ratios
 
 
+def print_table(rows, ratios, seconds):
+    """Rows as ``| name | time | GB/s |`` (``seconds`` formats the time), then the ratios."""
+    for r in rows:
+        print(f"| {r['name']:<48} | {seconds(r['seconds'])} | {r['GB/s']:6.2f} GB/s |")
+    for name, x in ratios.items():
+        print(f"| {name:<56} | {x:5.2f}x |")
+
+
 def main(argv=None):
     p = arguments(__doc__, records=10_000_000, repeat=7)
     p.add_argument("--threads", type=int, default=None)
@@ -274,10 +277,7 @@ def main(argv=None):
     rows, ratios = in_memory(args.records, args.repeat, args.threads)
     print(f"{args.records:,} records x {DTYPE.itemsize} bytes ({args.records * DTYPE.itemsize / 1e9:.2f} GB), "
           f"median of {args.repeat} interleaved rounds; {info['cpu']}, {info['cores']} cores")
-    for r in rows:
-        print(f"| {r['name']:<36} | {r['seconds'] * 1e3:8.1f} ms | {r['GB/s']:6.2f} GB/s |")
-    for name, x in ratios.items():
-        print(f"| {name:<56} | {x:5.2f}x |")
+    print_table(rows, ratios, lambda s: f"{s * 1e3:8.1f} ms")
     grow = growth()
     for g in grow:
         print(f"| {g['name']:<38} | {g['small']:>10,} -> {g['large']:>10,} | {g['small_s']:.3f} s -> "
@@ -285,10 +285,7 @@ def main(argv=None):
     nbytes, file_rows, file_ratios = files(args.file_records, max(1, args.repeat // 2), args.dir, args.chunk)
     print(f"file of {nbytes / 1e9:.2f} GB, page cache warm, sync before each run, chunks of {args.chunk >> 20} MiB, "
           f"median of {max(1, args.repeat // 2)} interleaved rounds")
-    for r in file_rows:
-        print(f"| {r['name']:<48} | {r['seconds']:7.2f} s | {r['GB/s']:6.2f} GB/s |")
-    for name, x in file_ratios.items():
-        print(f"| {name:<56} | {x:5.2f}x |")
+    print_table(file_rows, file_ratios, lambda s: f"{s:7.2f} s")
     save_json(args.json, info, records=args.records, repeat=args.repeat, threads=args.threads, rows=rows,
               ratios=ratios, growth=grow, file_bytes=nbytes, file_rows=file_rows, file_ratios=file_ratios)
 

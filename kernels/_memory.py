@@ -61,21 +61,9 @@ load64, store64, bswap64 = _accessors(64)
 # Output much larger than the caches is written with non-temporal stores: the line
 # goes to memory without being read first (a plain store reads every line it will
 # overwrite), so writing N bytes costs N of memory traffic, not 2N. x86-64 has them
-# for 8-byte words (MOVNTI); elsewhere LLVM emits the platform's hint or a plain store.
+# for 16- and 32-byte vectors (MOVNTDQ, VMOVNTPS); elsewhere LLVM emits the
+# platform's hint or a plain store.
 _X86 = platform.machine().lower() in ("x86_64", "amd64")
-
-
-@intrinsic
-def stream64(typingctx, addr, value):
-    """Store 8 bytes at ``addr`` (8-byte aligned) without bringing the line into cache."""
-    def codegen(context, builder, sig, args):
-        llty = ir.IntType(64)
-        ptr = builder.inttoptr(args[0], llty.as_pointer())
-        inst = builder.store(context.cast(builder, args[1], sig.args[1], types.uint64), ptr, align=8)
-        inst.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(ir.IntType(32), 1)]))
-        return context.get_dummy_value()
-
-    return types.void(types.int64, value), codegen
 
 
 @intrinsic
