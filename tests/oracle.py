@@ -73,11 +73,12 @@ def make_valid(arr, layout, rng):
             v[last] = vals.astype(np.int64).view(f.dtype.newbyteorder("="))
         elif f.dtype.kind == "U":
             n = f.dtype.itemsize // 4
-            alphabet = list("ab\u00e9\u4e2d\U0001f600")
-            v[last] = np.array(
-                ["".join(rng.choice(alphabet, rng.integers(0, n + 1))) for _ in range(int(np.prod(shape)))],
-                dtype=f"U{n}",
-            ).reshape(shape)
+            # code points drawn per slot, cut at a random length (NUL-padded, as NumPy keeps U)
+            alphabet = np.array([ord(c) for c in "ab\u00e9\u4e2d\U0001f600"], dtype=np.uint32)
+            count = int(np.prod(shape))
+            points = alphabet[rng.integers(0, len(alphabet), (count, n))]
+            points[np.arange(n) >= rng.integers(0, n + 1, (count, 1))] = 0
+            v[last] = points.view(f"U{n}").reshape(shape)
 
 
 def expected(arr, field):

@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
     ("benchmarks.convert_files", ["--dir", "{tmp}", "--device", "cuda", "--chunk", "12000"]),  # the simulator here
     ("benchmarks.transpose", ["--dir", "{tmp}", "--file-records", "20000"]),
 ])
+@pytest.mark.slow
 def test_benchmark_runs_small(module, extra, tmp_path):
     out = tmp_path / "result.json"
     args = [a.format(tmp=tmp_path) for a in extra]
@@ -30,6 +31,7 @@ def test_benchmark_runs_small(module, extra, tmp_path):
     assert not list(tmp_path.glob("layouts-bench*"))  # the benchmark cleans up after itself
 
 
+@pytest.mark.slow
 def test_dask_scale_runs_small(tmp_path):
     pytest.importorskip("distributed")
     out = tmp_path / "result.json"
@@ -43,6 +45,7 @@ def test_dask_scale_runs_small(tmp_path):
     assert not list(tmp_path.glob("layouts-dask-bench*"))
 
 
+@pytest.mark.slow
 def test_layouts_bench_writes_tables_json_and_png(tmp_path, capsys):
     from layouts._cli import main
 
@@ -101,6 +104,7 @@ def test_block_reservation_benchmark_runs_small(tmp_path):
     assert not list(tmp_path.glob("layouts-reserve*"))
 
 
+@pytest.mark.slow
 def test_gpu_suite_runs_small_in_the_simulator(tmp_path):
     """The one command for a lent GPU runs end to end (here every GPU step in Numba's
     simulator, at tiny sizes) and writes one JSON with every step's result."""

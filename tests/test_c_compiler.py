@@ -385,15 +385,24 @@ def test_cc_is_honoured_and_compiler_options_are_checked(tmp_path, monkeypatch):
 # --------------------------------------------------------------------------- cost
 
 
-@needs_cc
-@pytest.mark.parametrize("compiler,fields,limit", [("auto", 2000, 3.0), (None, 2000, 3.0), ("auto", 10000, 6.0)])
-def test_cost_is_linear_in_the_fields(compiler, fields, limit):
+def _big_struct_seconds(compiler, fields):
     src = "struct big {\n" + "".join(f"  int f{i}; unsigned b{i}:3;\n" for i in range(fields // 2)) + "};\n"
     started = time.perf_counter()
     layout = lo.Layout.from_c(src, compiler=compiler)
     elapsed = time.perf_counter() - started
     assert len(layout.fields) == fields
-    assert elapsed < limit, f"{fields} fields took {elapsed:.2f} s"
+    return elapsed
+
+
+@needs_cc
+@pytest.mark.slow
+@pytest.mark.parametrize("compiler", ["auto", None])
+def test_cost_is_linear_in_the_fields(compiler):
+    """5x the fields costs well under 25x the time (quadratic would be 25x): a growth
+    ratio, so a loaded machine slows both sizes alike; the best of two runs each."""
+    small = min(_big_struct_seconds(compiler, 2000) for _ in range(2))
+    large = min(_big_struct_seconds(compiler, 10000) for _ in range(2))
+    assert large < 12 * small + 0.5, f"2,000 fields took {small:.2f} s, 10,000 took {large:.2f} s"
 
 
 # ---------------------------------------------------------------- fuzzing: no hang, no raw error
@@ -433,6 +442,7 @@ def test_mutated_headers_give_a_layout_or_a_layout_error_with_the_compiler(text)
     _only_layout_or_layout_error(text, "auto")
 
 
+@pytest.mark.slow
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(mutated_headers(), st.text(alphabet="".join(set("".join(_PIECES))) + "abz09_#\n\0", max_size=80)))
 def test_mutated_headers_and_random_text_give_a_layout_or_a_layout_error_without_it(text):

@@ -131,6 +131,7 @@ def c_records(draw):
     return f"#include <stdint.h>\n{body};\n"
 
 
+@pytest.mark.slow
 @needs_cc
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(c_records())

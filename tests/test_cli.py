@@ -74,6 +74,7 @@ def matches(got, want):
     return got[:k] == head and len(got) >= k + len(tail) and (not tail or matches(got[len(got) - len(tail):], tail))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
 def test_command_page_examples_print_what_the_page_shows(page, tmp_path):
     for command, want in console_commands(page.read_text()):

@@ -176,6 +176,7 @@ def kill_loop(tmp_path, tables, unnamed, replace, kills, seed):
     return left
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not _files.UNNAMED, reason="needs O_TMPFILE and /proc (Linux)")
 def test_sigkill_at_random_moments_leaves_no_files(tmp_path, two_inputs):
     assert kill_loop(tmp_path, two_inputs, unnamed=True, replace=False, kills=12, seed=15) == []
@@ -183,6 +184,7 @@ def test_sigkill_at_random_moments_leaves_no_files(tmp_path, two_inputs):
                                                           ["in1.bin", "in2.bin", "out.arrow", "ready", "warm.arrow"])
 
 
+@pytest.mark.slow
 def test_sigkill_with_named_temporary_files_leaves_only_documented_names(tmp_path, two_inputs):
     """Where O_TMPFILE is not used, a kill may leave ``.NAME.PID.RANDOM.layouts-tmp``
     (docs/reliability.md: how to clean them); nothing else, and the destination whole."""

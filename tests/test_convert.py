@@ -93,6 +93,7 @@ print(json.dumps({{"numpy_peak": tracemalloc.get_traced_memory()[1],
     return json.loads(run.stdout)
 
 
+@pytest.mark.slow
 def test_peak_memory_is_bounded_by_the_chunks_not_the_file(tmp_path):
     path = tmp_path / "big.bin"
     ticks(1_000_000).tofile(path)  # 48 MB, 48 chunks of 1 MB
@@ -328,6 +329,7 @@ def test_command_argument_errors(tmp_path, capsys):
 GPU_SIZES = dict(records=1_050, chunk=48 * 250) if not REAL_GPU else dict(records=2_000_000, chunk=8 << 20)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("overlap", [True, False])
 def test_records_to_arrow_on_the_gpu_in_overlapped_chunks(tmp_path, overlap):
     """Five chunks through three slots (streams, pinned buffers): the CPU's table, batch
@@ -371,6 +373,7 @@ def test_gpu_convert_of_c_records_enums_and_streams(tmp_path):
     assert read(tmp_path / "e.arrow", "arrow").num_rows == 0
 
 
+@pytest.mark.slow
 def test_a_gpu_fault_names_the_file_position_and_keeps_the_destination(tmp_path):
     a = ticks(700)
     a["sym"][430] = b"\xff"

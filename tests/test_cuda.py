@@ -322,6 +322,7 @@ OCCUPANCY_SM90 = {"forward": 0.75, "reverse": 0.5, "forward[tick]": 0.75, "rever
                   "offsets_rebase[int32]": 1.0, "offsets_rebase[int64]": 1.0}
 
 
+@pytest.mark.slow
 def test_every_kernel_compiles_for_sm90_without_spills_or_lost_occupancy():
     """Type errors surface without hardware: numba-cuda compiles each kernel to PTX and
     nvJitLink links it for sm_90, reporting registers, spills and shared memory."""

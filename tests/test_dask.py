@@ -77,6 +77,7 @@ def single_process(paths):
     return pa.concat_tables(tables).combine_chunks()
 
 
+@pytest.mark.slow
 def test_the_cluster_result_equals_one_process_row_for_row(files, client):
     folder, paths = files
     df = ld.read_records(str(folder / "part-*.bin"), LAYOUT, offset=HEADER_BYTES,

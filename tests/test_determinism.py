@@ -71,6 +71,7 @@ print("planted" if planted else "not planted")
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="heap reuse as glibc does it")
 def test_same_input_twice_gives_identical_files_and_no_freed_memory(tmp_path):
     code = textwrap.dedent(_CHILD.format(marker=MARKER, d=str(tmp_path)))

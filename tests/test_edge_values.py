@@ -70,6 +70,7 @@ def _is_nan(v):
     return isinstance(v, (float, np.floating)) and np.isnan(v)
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(column_case())
 def test_any_value_is_a_sentinel(case):
@@ -101,6 +102,7 @@ def test_any_value_is_a_sentinel(case):
     assert back["k"].tolist() == records["k"].tolist()
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(column_case(), st.data())
 def test_any_value_is_a_fill(case, data):

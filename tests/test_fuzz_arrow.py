@@ -257,6 +257,7 @@ def run_corpus(corpus, workers=WORKERS, timeout=300):
     return results, signals
 
 
+@pytest.mark.slow
 def test_damaged_arrow_inputs_never_crash(tmp_path):
     corpus = build_corpus(tmp_path, FILES)
     results, signals = run_corpus(corpus)

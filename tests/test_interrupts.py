@@ -118,6 +118,7 @@ def once(fn, seed, low, high, seconds, count=None):
 """
 
 
+@pytest.mark.slow
 def test_sigint_loop_during_to_soa_and_to_aos():
     """SIGINTs every few milliseconds while to_soa/to_aos run on two threads: before the
     fix the main thread left while kernel workers still wrote into a freed arena
@@ -171,6 +172,7 @@ def check_destination(path, expected_bytes, old):
 """
 
 
+@pytest.mark.slow
 def test_sigint_loop_during_convert_in_process(tmp_path):
     """SIGINTs at random moments of lo.convert, every direction, overlap on and off,
     in one process: KeyboardInterrupt each time (or success), the destination absent,
@@ -252,6 +254,7 @@ def packed_ticks(tmp_path_factory):
     return d, expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["SIGINT", "SIGKILL"])
 def test_signal_loop_against_layouts_convert(packed_ticks, how):
     """``layouts convert`` sent SIGINT (Ctrl-C) or SIGKILL at random moments, startup
@@ -375,6 +378,7 @@ def test_ctrl_c_while_the_writer_finishes_is_not_lost(tmp_path):
     assert rc == 0 and out.strip() == "ok", (rc, out, err[-3000:])
 
 
+@pytest.mark.slow
 def test_ctrl_c_at_random_moments_of_layouts_convert_in_process(tmp_path):
     """One SIGINT at a random moment of each of 36 runs of the command (records to
     Parquet and Arrow IPC, and back), in one process: 130 and its one line, or 0 with the
@@ -476,6 +480,7 @@ def test_ctrl_c_during_startup_imports_is_one_line(packed_ticks):
     assert codes.get(130, 0) >= 4, codes
 
 
+@pytest.mark.slow
 def test_ctrl_c_after_the_command_is_done_changes_nothing(packed_ticks):
     """SIGINT just after ``layouts convert`` printed its summary (the output is in place):
     before, Python, shutting down, had put SIGINT's default action back and the process
@@ -562,6 +567,7 @@ sys.exit(main())
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 if hasattr(os, "sched_getaffinity") else True,
                     reason="the kernels use a pool of threads only with 2 CPUs or more")
+@pytest.mark.slow
 def test_interrupted_pool_start_does_not_hang(packed_ticks):
     """A Ctrl-C while the kernels' ThreadPoolExecutor starts a worker (the KeyboardInterrupt
     leaves Thread.start before the pool records the thread) left a non-daemon thread that

@@ -6,6 +6,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 import layouts as lo
 from layouts.kernels import cpu
@@ -19,6 +20,7 @@ def test_new_layout_compiles_nothing():
     assert (len(cpu._forward_rows.signatures), len(cpu._reverse_rows.signatures)) == before
 
 
+@pytest.mark.slow
 def test_new_process_loads_kernels_from_disk(tmp_path):
     script = textwrap.dedent("""
         import numpy as np, layouts as lo

@@ -82,6 +82,7 @@ def test_pages_lost_while_a_chunk_converts_read_as_zeros_and_are_reported(tmp_pa
                "1,440,096 of the file) and the ones after it are gone" in line
 
 
+@pytest.mark.slow
 def test_truncation_at_random_moments_never_crashes(tmp_path):
     """A thread truncates the input at a random moment (fixed seeds) while convert runs,
     overlapped and serial, to IPC and Parquet: each run either completes (the truncation

@@ -26,6 +26,7 @@ def wheel(tmp_path_factory):
     return zipfile.ZipFile(path)
 
 
+@pytest.mark.slow
 def test_wheel_installs_one_import_package(wheel):
     names = wheel.namelist()
     tops = {n.split("/")[0] for n in names}
@@ -90,6 +91,7 @@ def test_layers_contract():
     assert "0 broken" in out
 
 
+@pytest.mark.slow
 def test_type_check():
     code, out = _tool("mypy", "-p", "layouts")
     assert code == 0, out

@@ -1,12 +1,12 @@
 """SoA.to_pandas and SoA.to_polars."""
 
 import numpy as np
-import pandas as pd
-import polars as pl
 import pyarrow as pa
 import pytest
 
 import layouts as lo
+
+pd = pytest.importorskip("pandas")
 
 DTYPE = np.dtype([("qty", "<i4"), ("px", ">f8"), ("sym", "S4"), ("pos", "<f4", (2,)), ("flag", "?"),
                   ("ts", "<M8[ns]")])
@@ -49,6 +49,7 @@ def test_to_pandas_numpy_types_on_request(soa):
 
 
 def test_to_polars(soa):
+    pl = pytest.importorskip("polars")
     df = soa.to_polars()
     assert df.schema == pl.Schema({"qty": pl.Int32, "px": pl.Float64, "sym": pl.String,
                                    "pos": pl.Array(pl.Float32, 2), "flag": pl.Boolean,

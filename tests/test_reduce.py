@@ -86,6 +86,7 @@ print("ok")
 """
 
 
+@pytest.mark.slow
 def test_cuda_reduction_kernel_under_the_simulator():
     pytest.importorskip("numba.cuda")
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "PYTHONPATH": str(ROOT)}

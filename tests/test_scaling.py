@@ -62,6 +62,7 @@ def warm_kernels():
     lo.SoA.from_arrow(lo.AoS(small).to_soa().to_arrow(), small.dtype).to_aos()
 
 
+@pytest.mark.slow
 def test_wide_layout_to_arrow_grows_linearly():
     small, large = wide_records(2_500), wide_records(10_000)
 
@@ -75,6 +76,7 @@ def test_wide_layout_to_arrow_grows_linearly():
         assert table.column(name).to_numpy().tolist() == large[name].tolist()
 
 
+@pytest.mark.slow
 def test_wide_arrow_back_to_records_grows_linearly():
     small, large = wide_records(2_500), wide_records(10_000)
     tables = {r.dtype.itemsize: lo.AoS(r).to_soa().to_arrow() for r in (small, large)}
@@ -118,6 +120,7 @@ def big_records(record_bytes, n):
     return records
 
 
+@pytest.mark.slow
 def test_big_record_round_trip_grows_linearly():
     many, one = big_records(MB, 32), big_records(32 * MB, 1)  # the same bytes
 
@@ -139,6 +142,7 @@ def struct_array_dtype(record_bytes):
     return np.dtype([("id", "<i8"), ("pts", point, (record_bytes // 8,)), ("tail", "u1")])
 
 
+@pytest.mark.slow
 def test_holes_and_aliases_of_big_records_grow_linearly():
     def coverage(dtype):
         return lambda: (lo.Layout(dtype).holes, lo.Layout(dtype).aliases)
