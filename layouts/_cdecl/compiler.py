@@ -188,8 +188,7 @@ def _command(cc, args, cwd, what):
             f"a macro that expands without end, or a huge header? Simplify the declarations, or pass "
             f"compiler=None for the built-in path") from None
     except OSError as err:
-        raise LayoutError(f"could not run the C compiler {cc.label} ({cc.path}: {err.strerror or err}); "
-                          f"{cc.fix}") from None
+        raise LayoutError(f"could not run the C compiler {cc.label}: {err.strerror or err}; {cc.fix}") from None
 
 
 def _failed(cc, run, main, filename, tmp):
@@ -214,7 +213,7 @@ def _broken(cc, tmp):
         return (f"the C compiler {cc.label} does not work: it ran for more than {TIME_LIMIT:g} s on an empty file "
                 f"and was stopped; {cc.fix}")
     except OSError as err:
-        return f"could not run the C compiler {cc.label} ({cc.path}: {err.strerror or err}); {cc.fix}"
+        return f"could not run the C compiler {cc.label}: {err.strerror or err}; {cc.fix}"
     if run.returncode == 0 and _elf_object(out):
         return None
     said = next((ln.strip() for ln in run.stderr.splitlines() if ln.strip()), "")
