@@ -21,6 +21,7 @@ import layouts as lo
 from cprobe import CC
 
 needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler on this machine")
+needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
 ROOT = Path(__file__).resolve().parents[1]
 TICK_C = "struct tick { char c; long long l; int q; };\nstruct tick t;\nchar pad[8] = {1};\n"
 
@@ -80,6 +81,7 @@ def _special_files(tmp_path):
     return files
 
 
+@needs_fifo
 def test_special_files_are_refused_at_once_as_headers_and_as_objects(tmp_path):
     files = _special_files(tmp_path)
     server = None
@@ -103,6 +105,7 @@ def test_special_files_are_refused_at_once_as_headers_and_as_objects(tmp_path):
                                 out[f"{path} {call}"]), out[f"{path} {call}"]
 
 
+@needs_fifo
 def test_inspect_of_a_fifo_or_a_device_is_one_line_and_immediate(tmp_path):
     fifo = tmp_path / "prog.o"
     os.mkfifo(fifo)
@@ -118,7 +121,7 @@ def test_inspect_of_a_fifo_or_a_device_is_one_line_and_immediate(tmp_path):
         assert len(run.stderr.splitlines()) == 1
 
 
-@needs_cc
+@needs_fifo
 def test_a_path_replaced_by_a_fifo_after_its_stat_is_refused_without_blocking(tmp_path):
     regular = tmp_path / "tick.h"
     regular.write_text(TICK_C)
