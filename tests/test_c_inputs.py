@@ -187,7 +187,7 @@ def _grow(path, section, size):
 def test_a_big_object_is_read_by_sections_not_whole(tmp_path):
     small = _object(tmp_path, "small.o")
     big = _grow(_object(tmp_path, "big.o"), ".data", 256 << 20)  # 256 MiB of data, about 1 KiB of DWARF
-    debug = sum(size for name, (_, size) in _sections(big)[1].items() if name.startswith(".debug"))
+    debug = sum(size for name, (_, size) in _sections(big)[1].items() if name.startswith(".debug") or name == ".eh_frame")
     assert big.stat().st_size > 256 << 20 and debug < 1 << 16
     run = child(f"""
         import json
@@ -266,7 +266,7 @@ def test_running_out_of_memory_names_memory_and_the_object(tmp_path):
         """)
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith(f"{obj}: out of memory while reading its DWARF debug information (512.0 MiB of "
-                                 f".debug_* sections, held in memory about twice while they are indexed); run "
+                                 f"DWARF sections, held in memory about twice while they are indexed); run "
                                  f"with more memory (or a higher memory limit)")
     assert "C declarations" not in run.stdout and "compiler=None" not in run.stdout
 

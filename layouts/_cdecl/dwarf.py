@@ -587,11 +587,13 @@ _ENCODINGS = {1: "DW_ATE_address", 2: "DW_ATE_boolean", 3: "DW_ATE_complex_float
 
 
 def _debug_sections(elf, source, size):
-    """The bytes of the file's debug sections (what reading its DWARF holds in memory),
-    after checking that each lies inside the file."""
+    """The bytes of the file's DWARF sections, ``.debug_*`` and ``.eh_frame`` (what
+    pyelftools reads into memory; nothing else of the file is read), after checking that
+    each lies inside the file."""
     total = 0
     for section in elf.iter_sections():
-        if not section.name.startswith((".debug", ".zdebug")) or section["sh_type"] == "SHT_NOBITS":
+        if section["sh_type"] == "SHT_NOBITS" or not (section.name.startswith((".debug", ".zdebug"))
+                                                      or section.name == ".eh_frame"):
             continue
         start, length = section["sh_offset"], section["sh_size"]
         if start + length > size:
@@ -603,8 +605,8 @@ def _debug_sections(elf, source, size):
 
 
 def _out_of_memory(source, debug_bytes):
-    held = f" ({debug_bytes / 2 ** 20:,.1f} MiB of .debug_* sections, held in memory about twice while they " \
-           f"are indexed)" if debug_bytes else ""
+    held = f" ({debug_bytes / 2 ** 20:,.1f} MiB of DWARF sections, held in memory about twice while they are " \
+           f"indexed)" if debug_bytes else ""
     return (f"{source}: out of memory while reading its DWARF debug information{held}; run with more memory "
             f"(or a higher memory limit), or describe the record with Layout.from_c on the header that "
             f"declares it")
