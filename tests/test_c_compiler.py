@@ -596,8 +596,8 @@ def test_an_unexpected_python_error_becomes_a_layout_error(monkeypatch, error):
         raise error
 
     monkeypatch.setattr(types.Types, "of_record", boom)
-    message = r"nest too deeply" if isinstance(error, RecursionError) else \
-        r"<string>: out of memory while laying out the C declarations; run with more memory" \
-        if isinstance(error, MemoryError) else rf"<string>: the C declarations could not be laid out \({type(error).__name__}"
+    message = {RecursionError: r"nest too deeply",
+               MemoryError: r"<string>: out of memory while laying out the C declarations; run with more memory"}.get(
+        type(error), rf"<string>: the C declarations could not be laid out \({type(error).__name__}")
     with pytest.raises(lo.LayoutError, match=message):
         lo.Layout.from_c("struct a { int x; };", compiler=None)

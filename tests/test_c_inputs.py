@@ -187,7 +187,8 @@ def _grow(path, section, size):
 def test_a_big_object_is_read_by_sections_not_whole(tmp_path):
     small = _object(tmp_path, "small.o")
     big = _grow(_object(tmp_path, "big.o"), ".data", 256 << 20)  # 256 MiB of data, about 1 KiB of DWARF
-    debug = sum(size for name, (_, size) in _sections(big)[1].items() if name.startswith(".debug") or name == ".eh_frame")
+    debug = sum(size for name, (_, size) in _sections(big)[1].items()
+                if name.startswith(".debug") or name == ".eh_frame")
     assert big.stat().st_size > 256 << 20 and debug < 1 << 16
     run = child(f"""
         import json

@@ -108,8 +108,8 @@ def from_c(source, name=None, *, byteorder="native", pack=None, unions=None, poi
 
     text, filename = read_source(source)
     check_text(text, filename)
-    key = ((cc.path, cc.flags, cc.origin), text, filename, tuple(include_dirs), tuple(sorted((defines or {}).items())), pack,
-           _sso(byteorder, cc))
+    key = ((cc.path, cc.flags, cc.origin), text, filename, tuple(include_dirs),
+           tuple(sorted((defines or {}).items())), pack, _sso(byteorder, cc))
     debug = _compiled(key)
     die, label = debug.find(name)
     align = alignments(cc, text, filename, include_dirs, defines, pack, key[-1], [label])[0]
@@ -165,8 +165,8 @@ def record_names(source, *, include_dirs=(), defines=None, preprocessor="auto", 
 
     text, filename = read_source(source)
     check_text(text, filename)
-    key = ((cc.path, cc.flags, cc.origin), text, filename, tuple(include_dirs), tuple(sorted((defines or {}).items())), None,
-           None)
+    key = ((cc.path, cc.flags, cc.origin), text, filename, tuple(include_dirs),
+           tuple(sorted((defines or {}).items())), None, None)
     named = _compiled(key).named()
     return sorted(named, key=lambda label: _position(named[label]))
 
