@@ -209,15 +209,10 @@ def inspect(args):
     """Print the layout of one struct, or of every struct the source defines: a C header,
     or an ELF object, executable or shared library built with -g (read from its DWARF)."""
     import layouts as lo
-    from layouts._cdecl import dwarf_record_names, record_names
+    from layouts._cdecl import dwarf_record_names, is_elf, record_names
 
     options = _c_options(args)
-    try:
-        with open(args.source, "rb") as f:
-            elf = f.read(4) == b"\x7fELF"
-    except OSError:
-        elf = False
-    if elf:
+    if is_elf(args.source):  # never blocks: a FIFO or a device is refused by the C path, saying what it is
         names = [args.struct] if args.struct else dwarf_record_names(args.source)
         byteorder = None if args.byteorder == "native" else args.byteorder
         make = lambda name: lo.Layout.from_dwarf(args.source, name, byteorder=byteorder,  # noqa: E731

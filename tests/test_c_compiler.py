@@ -5,6 +5,7 @@ built-in path supports; what only the compiler lays out is checked against the c
 import os
 import re
 import stat
+import subprocess
 import time
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 import layouts as lo
 from cprobe import CC, compiler_facts, layout_facts, run_c
 from layouts._cdecl import compiler as ccmod
+from layouts._cli import main
 from test_cdecl import DECLARATIONS, TICK_H
 
 FOUND = ccmod.find_compiler("auto")
@@ -369,17 +371,119 @@ def test_cc_is_honoured_and_compiler_options_are_checked(tmp_path, monkeypatch):
     args = log.read_text()
     assert "-fno-eliminate-unused-debug-types" in args and f"-I{tmp_path}" in args and "-DN=3" in args
     assert "-fpack-struct=2" in args
-    with pytest.raises(lo.LayoutError, match=r"compiler 'no-such-cc' was not found; pass the name or path"):
+    with pytest.raises(lo.LayoutError, match=r"compiler='no-such-cc' names a C compiler that is not installed: "
+                                             r"'no-such-cc' was looked for on PATH .* pass the name or path"):
         lo.Layout.from_c("struct a { int x; };", compiler="no-such-cc")
     with pytest.raises(lo.LayoutError, match=r"compiler must be 'auto', None, False, True or the name/path"):
         lo.Layout.from_c("struct a { int x; };", compiler=3)
     with pytest.raises(lo.LayoutError, match=r"preprocessor=False and a compiler were both asked for"):
         lo.Layout.from_c("struct a { int x; };", compiler="gcc", preprocessor=False)
+    monkeypatch.delenv("CC")
     monkeypatch.setattr("shutil.which", lambda name: None)
     with pytest.raises(lo.LayoutError, match=r"compiler=True but no C compiler \(\$CC, gcc, cc, clang\) is on PATH"):
         lo.Layout.from_c("struct a { int x; };", compiler=True)
     # "auto" without a compiler: the built-in path, silently
     assert lo.Layout.from_c("struct a { int x; };").itemsize == 4
+
+
+MISSING_CC = "layouts-test-i686-linux-gnu-gcc"  # a cross compiler that is not installed here
+CHAR_LL = "struct s { char c; long long l; };"  # 16 bytes on x86-64 and arm64, 12 on i386, 9 packed
+
+
+def test_a_cc_that_is_not_installed_is_an_error_never_the_host_compiler(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CC", MISSING_CC)
+    message = (rf"CC='{MISSING_CC}' names a C compiler that is not installed: '{MISSING_CC}' was looked for on "
+               rf"PATH \(.+\) and not found; install it, or unset CC \(layouts then uses gcc, cc or clang from "
+               rf"PATH\), or pass compiler=None \(layouts inspect --compiler none\)")
+    for compiler in ("auto", True):
+        with pytest.raises(lo.LayoutError, match=message):
+            lo.Layout.from_c(CHAR_LL, compiler=compiler)
+    header = tmp_path / "s.h"
+    header.write_text(CHAR_LL)
+    assert main(["inspect", str(header)]) == 1
+    assert re.search(rf"layouts inspect: error: {message}", capsys.readouterr().err)
+    assert main(["inspect", str(header), "--compiler", "none"]) == 0  # the fix the message gives
+    assert capsys.readouterr().out.startswith("struct s: ")
+    monkeypatch.setenv("CC", str(tmp_path / "bin" / "gcc"))
+    with pytest.raises(lo.LayoutError, match=r"CC='.*/bin/gcc' names a C compiler that is not installed: "
+                                             r"'.*/bin/gcc' does not exist; install it, or unset CC"):
+        lo.Layout.from_c(CHAR_LL)
+    header.chmod(0o644)
+    monkeypatch.setenv("CC", f"{header} -m32")
+    with pytest.raises(lo.LayoutError, match=r"CC='.*s.h -m32' names a C compiler that is not installed: "
+                                             r"'.*s.h' exists but is not an executable file"):
+        lo.Layout.from_c(CHAR_LL)
+    monkeypatch.setenv("CC", '"gcc -m32')
+    with pytest.raises(lo.LayoutError, match=r"""CC='"gcc -m32': cannot split it into a program and its options """
+                                             r"\(No closing quotation\); quote it as a shell would"):
+        lo.Layout.from_c(CHAR_LL)
+
+
+@needs_gcc
+def test_cc_with_options_or_behind_a_wrapper_is_honoured(tmp_path, monkeypatch):
+    native = lo.Layout.from_c(CHAR_LL, compiler=FOUND.path)
+    assert (native.itemsize, native["l"].offset) == (16, 8)
+    monkeypatch.setenv("CC", f"{FOUND.path} -fpack-struct=1")
+    packed = lo.Layout.from_c(CHAR_LL)
+    assert (packed.itemsize, packed["l"].offset, packed.alignment) == (9, 1, 1)
+    log = tmp_path / "log"
+    wrapper = _script(tmp_path / "wrap", f'echo "$@" >> {log}\nexec "$@"')  # runs what follows it, as ccache does
+    monkeypatch.setenv("CC", f"{wrapper} {FOUND.path} -fpack-struct=2")
+    assert lo.Layout.from_c(CHAR_LL).itemsize == 10
+    lines = log.read_text().splitlines()
+    assert f"{FOUND.path} -fpack-struct=2 --version" in lines  # gcc or clang: the wrapped compiler is asked
+    assert any(line.startswith(f"{FOUND.path} -fpack-struct=2 -x c -std=gnu11") for line in lines)
+    monkeypatch.setenv("CC", f"  {FOUND.path}   -fpack-struct=1 ")
+    assert lo.Layout.from_c(CHAR_LL, compiler=True) == packed
+
+
+@needs_gcc
+def test_cc_for_i386_gives_the_i386_layout(monkeypatch):
+    probe = subprocess.run([FOUND.path, "-m32", "-x", "c", "-c", "-o", os.devnull, "-"], input="int x;",
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"gcc here does not compile for i386 (-m32): {probe.stderr.strip()[:80]}")
+    monkeypatch.setenv("CC", f"{FOUND.path} -m32")
+    i386 = lo.Layout.from_c(CHAR_LL)
+    assert (i386.itemsize, i386["l"].offset, i386.alignment) == (12, 4, 4)  # the i386 System V ABI
+    monkeypatch.delenv("CC")
+    assert lo.Layout.from_c(CHAR_LL, compiler=f"{FOUND.path} -m32") == i386
+    assert lo.Layout.from_c(CHAR_LL).itemsize == 16
+
+
+def test_a_compiler_that_exists_but_does_not_work_is_named_with_the_fix(tmp_path, monkeypatch):
+    silent = _script(tmp_path / "broken-gcc", "exit 1")
+    with pytest.raises(lo.LayoutError, match=(
+            rf"the C compiler {re.escape(str(silent))} \(named by compiler='.*broken-gcc'\) does not work: "
+            rf"`.*broken-gcc -x c -c -o x.o empty.c` exited with status 1 and printed nothing; fix or install "
+            rf"it, or pass another compiler=\.\.\., or compiler=None \(layouts inspect --compiler none\)")):
+        lo.Layout.from_c(CHAR_LL, compiler=str(silent))
+    talks = _script(tmp_path / "expired-gcc", 'echo "expired-gcc: licence expired" >&2; exit 3')
+    monkeypatch.setenv("CC", f"{talks} -m32")
+    with pytest.raises(lo.LayoutError, match=(
+            r"the C compiler .*expired-gcc -m32 \(named by CC='.*expired-gcc -m32'\) does not work: `.*expired-gcc "
+            r"-m32 -x c -c -o x.o empty.c` exited with status 3: expired-gcc: licence expired; fix or install it, "
+            r"or unset CC")):
+        lo.Layout.from_c(CHAR_LL)
+    lazy = _script(tmp_path / "lazy-gcc", "exit 0")  # says yes, writes nothing
+    monkeypatch.setenv("CC", str(lazy))
+    with pytest.raises(lo.LayoutError, match=r"the C compiler .*lazy-gcc \(named by CC=.*\) does not work: "
+                                             r"`.*` wrote no ELF object file and printed nothing; fix or install it"):
+        lo.Layout.from_c(CHAR_LL)
+    garbage = tmp_path / "garbage-gcc"
+    garbage.write_bytes(b"\x00\x01 not a program")
+    garbage.chmod(0o755)
+    monkeypatch.setenv("CC", str(garbage))
+    with pytest.raises(lo.LayoutError, match=r"could not run the C compiler .*garbage-gcc \(named by CC=.*\): "
+                                             r"Exec format error; fix or install it, or unset CC"):
+        lo.Layout.from_c(CHAR_LL)
+    header = tmp_path / "s.h"
+    header.write_text(CHAR_LL)
+    monkeypatch.setenv("CC", str(silent))
+    with pytest.raises(lo.LayoutError, match=r"the C compiler .*broken-gcc .* does not work"):
+        from layouts._cdecl import record_names
+
+        record_names(header)
 
 
 # --------------------------------------------------------------------------- cost
@@ -450,12 +554,13 @@ def test_mutated_headers_and_random_text_give_a_layout_or_a_layout_error_without
 
 
 def test_random_text_never_reaches_the_compiler_as_a_path(tmp_path, monkeypatch):
-    # a name that is not a file is an error naming it; so is a directory
+    # a name that is not a file is an error naming it; so is a directory, saying what it is
     monkeypatch.chdir(tmp_path)
     os.mkdir("dir.h")
-    for source in ("nothing.h", "dir.h"):
-        with pytest.raises(lo.LayoutError, match=re.escape(f"no such header file: {source!r}")):
-            lo.Layout.from_c(source)
+    with pytest.raises(lo.LayoutError, match=re.escape("no such header file: 'nothing.h'")):
+        lo.Layout.from_c("nothing.h")
+    with pytest.raises(lo.LayoutError, match=re.escape("'dir.h' is a directory, not a regular file; a C header")):
+        lo.Layout.from_c("dir.h")
 
 
 @needs_cc
@@ -501,7 +606,8 @@ def test_an_unexpected_python_error_becomes_a_layout_error(monkeypatch, error):
         raise error
 
     monkeypatch.setattr(types.Types, "of_record", boom)
-    message = r"nest too deeply" if isinstance(error, RecursionError) else \
-        rf"<string>: the C declarations could not be laid out \({type(error).__name__}"
+    message = {RecursionError: r"nest too deeply",
+               MemoryError: r"<string>: out of memory while laying out the C declarations; run with more memory"}.get(
+        type(error), rf"<string>: the C declarations could not be laid out \({type(error).__name__}")
     with pytest.raises(lo.LayoutError, match=message):
         lo.Layout.from_c("struct a { int x; };", compiler=None)

@@ -31,8 +31,9 @@ import sys
 from .._errors import LayoutError
 from .compiler import alignments, check_text, compile_declarations, find_compiler
 from .extract import BYTEORDERS
+from .files import is_elf
 
-__all__ = ["from_c", "from_dwarf", "record_names", "dwarf_record_names"]
+__all__ = ["from_c", "from_dwarf", "record_names", "dwarf_record_names", "is_elf"]
 
 # Whatever bad input could still raise somewhere deep in pycparser, cffi or pyelftools
 # (KeyError, SystemError, RecursionError, MemoryError, ELFError...) becomes a LayoutError
@@ -62,6 +63,10 @@ def _compiler_for(compiler, preprocessor):
 
 
 def _guarded(fn):
+    """Turn any raw exception of pycparser, cffi or pyelftools into a LayoutError naming the
+    source; a MemoryError says so, with what was being read."""
+    dwarf = fn.__name__ in ("from_dwarf", "dwarf_record_names")
+
     @functools.wraps(fn)
     def run(source, *args, **kwargs):
         try:
@@ -71,9 +76,17 @@ def _guarded(fn):
         except _RAW as err:
             what = "<string>" if isinstance(source, str) and ("\n" in source or ";" in source or "{" in source) \
                 else str(source)
+            if isinstance(err, MemoryError):
+                task = "reading its DWARF debug information" if dwarf else "laying out the C declarations"
+                raise LayoutError(f"{what}: out of memory while {task}; run with more memory (or a higher memory "
+                                  f"limit)") from None
             if isinstance(err, RecursionError):
                 raise LayoutError(f"{what}: the declarations nest too deeply to follow; flatten the nesting "
                                   f"(a few hundred levels at most)") from None
+            if dwarf:
+                raise LayoutError(
+                    f"{what}: its debug information could not be read ({type(err).__name__}: {str(err)[:200]}); "
+                    f"rebuild it with -g, or describe the record with Layout.from_c") from None
             raise LayoutError(
                 f"{what}: the C declarations could not be laid out ({type(err).__name__}: "
                 f"{str(err)[:200]}); check the declaration, or try the other path (compiler=None for "
@@ -95,8 +108,8 @@ def from_c(source, name=None, *, byteorder="native", pack=None, unions=None, poi
 
     text, filename = read_source(source)
     check_text(text, filename)
-    key = ((cc.path, cc.flags), text, filename, tuple(include_dirs), tuple(sorted((defines or {}).items())), pack,
-           _sso(byteorder, cc))
+    key = ((cc.path, cc.flags, cc.origin), text, filename, tuple(include_dirs),
+           tuple(sorted((defines or {}).items())), pack, _sso(byteorder, cc))
     debug = _compiled(key)
     die, label = debug.find(name)
     align = alignments(cc, text, filename, include_dirs, defines, pack, key[-1], [label])[0]
@@ -152,8 +165,8 @@ def record_names(source, *, include_dirs=(), defines=None, preprocessor="auto", 
 
     text, filename = read_source(source)
     check_text(text, filename)
-    key = ((cc.path, cc.flags), text, filename, tuple(include_dirs), tuple(sorted((defines or {}).items())), None,
-           None)
+    key = ((cc.path, cc.flags, cc.origin), text, filename, tuple(include_dirs),
+           tuple(sorted((defines or {}).items())), None, None)
     named = _compiled(key).named()
     return sorted(named, key=lambda label: _position(named[label]))
 

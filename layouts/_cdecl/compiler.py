@@ -26,24 +26,44 @@ _MAIN = "layouts_decls.h"  # the name declarations given as text get in the temp
 
 
 class Compiler:
-    """A C compiler found on this machine: its command and whether it is GCC."""
+    """A C compiler found on this machine: its command, whether it is GCC, and who named it
+    (``"CC='gcc -m32'"``, ``"compiler='clang'"``; None when found on PATH by ``"auto"``)."""
 
-    def __init__(self, path, flags=()):
+    def __init__(self, path, flags=(), origin=None):
         self.path, self.flags = path, tuple(flags)  # flags: a target/ABI, e.g. --target=..., -m32
-        self.is_clang = _is_clang(path)
+        self.origin = origin
+        self.is_clang = _is_clang(path, self.flags)
         self.is_gcc = not self.is_clang
 
     def __repr__(self):
         return f"Compiler({self.path!r}, {self.flags!r})"
 
+    @property
+    def label(self):
+        """The compiler for messages: its command and who named it."""
+        command = shlex.join([self.path, *self.flags])
+        return f"{command} (named by {self.origin})" if self.origin else command
+
+    @property
+    def fix(self):
+        """How to get past a compiler that does not work, where it came from."""
+        if self.origin and self.origin.startswith("CC="):
+            return ("fix or install it, or unset CC (layouts then uses gcc, cc or clang from PATH), or pass "
+                    "compiler=None (layouts inspect --compiler none) for the built-in pycparser/cffi path")
+        if self.origin:
+            return ("fix or install it, or pass another compiler=..., or compiler=None (layouts inspect --compiler "
+                    "none) for the built-in pycparser/cffi path")
+        return "fix or reinstall it, or pass compiler=None (layouts inspect --compiler none) for the built-in path"
+
 
 @functools.lru_cache(maxsize=16)
-def _is_clang(path):
+def _is_clang(path, flags=()):
     name = Path(path).name
     if "clang" in name or "gcc" in name:
         return "clang" in name
-    try:  # "cc", "c99", a wrapper: ask it
-        version = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=TIME_LIMIT).stdout
+    try:  # "cc", "c99", a wrapper ("ccache gcc"): ask it
+        version = subprocess.run([path, *flags, "--version"], capture_output=True, text=True, errors="replace",
+                                 timeout=TIME_LIMIT).stdout
     except (OSError, subprocess.SubprocessError):
         version = ""
     return "clang" in version.lower()
@@ -52,11 +72,13 @@ def _is_clang(path):
 def find_compiler(compiler):
     """The :class:`Compiler` ``compiler`` asks for, or None for the fallback.
 
-    ``"auto"``: ``$CC`` when set, else gcc, cc or clang on PATH, else None.
-    None/False: None. True: as "auto" but one must exist. Any other string: a program
-    name or path that must exist, optionally followed by target/ABI options
-    (``"clang --target=armv7-linux-gnueabihf"``, ``"gcc -m32"``); ``$CC`` may carry
-    options the same way.
+    ``"auto"``: ``$CC`` when set (which must then work: a ``$CC`` that is not installed
+    is an error, never a quiet fall back to another compiler, whose layout may differ),
+    else gcc, cc or clang on PATH, else None. None/False: None. True: as "auto" but one
+    must exist. Any other string: a program name or path that must exist, optionally
+    followed by target/ABI options (``"clang --target=armv7-linux-gnueabihf"``,
+    ``"gcc -m32"``) or after a wrapper (``"ccache gcc"``); ``$CC`` may carry options and
+    wrappers the same way (split as the shell splits words).
     """
     if compiler is None or compiler is False:
         return None
@@ -65,7 +87,9 @@ def find_compiler(compiler):
                           f"got {compiler!r}")
     if compiler in ("auto", True):
         cc = os.environ.get("CC", "").strip()
-        for name in ([cc] if cc else []) + ["gcc", "cc", "clang"]:
+        if cc:
+            return _named(cc, f"CC={cc!r}")
+        for name in ("gcc", "cc", "clang"):
             found = _command_line(name)
             if found:
                 return Compiler(*found)
@@ -73,22 +97,49 @@ def find_compiler(compiler):
             raise LayoutError("compiler=True but no C compiler ($CC, gcc, cc, clang) is on PATH; install gcc "
                               "or clang, or pass compiler=None to use the built-in pycparser/cffi path")
         return None
-    found = _command_line(os.fspath(compiler))
-    if not found:
-        raise LayoutError(f"compiler {os.fspath(compiler)!r} was not found; pass the name or path of gcc or "
-                          f"clang, 'auto' to search PATH, or None for the built-in pycparser/cffi path")
-    return Compiler(*found)
+    text = os.fspath(compiler)
+    return _named(text, f"compiler={text!r}")
+
+
+def _named(text, origin):
+    """The Compiler a user named (``$CC`` or ``compiler=``); a LayoutError saying what was
+    looked for, where, and what to do when it is not there."""
+    try:
+        found = _command_line(text)
+    except ValueError as err:
+        raise LayoutError(f"{origin}: cannot split it into a program and its options ({err}); quote it as a shell "
+                          f"would (CC=\"gcc -m32\")") from None
+    if found:
+        return Compiler(*found, origin=origin)
+    words = shlex.split(text)
+    if not words:
+        raise LayoutError(f"{origin} names no program; name a C compiler (gcc, clang, a path) or pass compiler=None")
+    program = words[0]
+    if os.path.dirname(program):
+        looked = ("exists but is not an executable file" if os.path.isfile(program) and not os.path.isdir(program)
+                  else "is a directory" if os.path.isdir(program) else "does not exist")
+        looked = f"{program!r} {looked}"
+    else:
+        path = os.environ.get("PATH", os.defpath)
+        shown = path if len(path) <= 300 else path[:300] + "..."
+        looked = f"{program!r} was looked for on PATH ({shown}) and not found"
+    if origin.startswith("CC="):
+        fix = ("install it, or unset CC (layouts then uses gcc, cc or clang from PATH), or pass compiler=None "
+               "(layouts inspect --compiler none) for the built-in pycparser/cffi path; both of the latter lay "
+               "records out for this machine, not for that compiler's target")
+    else:
+        fix = ("install it, or pass the name or path of an installed gcc or clang, 'auto' to search PATH, or "
+               "None for the built-in pycparser/cffi path")
+    raise LayoutError(f"{origin} names a C compiler that is not installed: {looked}; {fix}")
 
 
 def _command_line(text):
-    """``(path, flags)`` of a compiler named alone or with options, or None."""
+    """``(path, flags)`` of a compiler named alone or with options, or None. ValueError:
+    text the shell could not split (an unclosed quote)."""
     found = shutil.which(text)
     if found:
         return found, ()
-    try:
-        words = shlex.split(text)
-    except ValueError:
-        return None
+    words = shlex.split(text)
     found = shutil.which(words[0]) if words else None
     return (found, tuple(words[1:])) if found else None
 
@@ -137,7 +188,58 @@ def _command(cc, args, cwd, what):
             f"a macro that expands without end, or a huge header? Simplify the declarations, or pass "
             f"compiler=None for the built-in path") from None
     except OSError as err:
-        raise LayoutError(f"could not run the C compiler {cc.path}: {err}") from None
+        raise LayoutError(f"could not run the C compiler {cc.label}: {err.strerror or err}; {cc.fix}") from None
+
+
+def _failed(cc, run, main, filename, tmp):
+    """The LayoutError of a compile that failed: the declarations' first C error, or, when
+    the compiler printed none and cannot compile an empty file either, the compiler itself."""
+    if not _DIAG.search(run.stderr):
+        broken = _broken(cc, tmp)
+        if broken:
+            return LayoutError(broken)
+    return LayoutError(_diagnostic(run.stderr, main, filename, tmp, cc))
+
+
+def _broken(cc, tmp):
+    """Why the compiler cannot compile an empty C file, or None when it can."""
+    probe = Path(tmp) / "layouts_probe.c"
+    probe.write_text("int layouts_probe;\n")
+    out = Path(tmp) / "layouts_probe.o"
+    args = [cc.path, *cc.flags, "-x", "c", "-c", "-o", str(out), str(probe)]
+    try:
+        run = run_limited(args, tmp)
+    except subprocess.TimeoutExpired:
+        return (f"the C compiler {cc.label} does not work: it ran for more than {TIME_LIMIT:g} s on an empty file "
+                f"and was stopped; {cc.fix}")
+    except OSError as err:
+        return f"could not run the C compiler {cc.label}: {err.strerror or err}; {cc.fix}"
+    if run.returncode == 0 and _elf_object(out):
+        return None
+    said = next((ln.strip() for ln in run.stderr.splitlines() if ln.strip()), "")
+    result = f"exited with status {run.returncode}" if run.returncode else "wrote no ELF object file"
+    return (f"the C compiler {cc.label} does not work: `{shlex.join(args[:-2] + ['x.o', 'empty.c'])}` "
+            f"{result}{': ' + said[:200] if said else ' and printed nothing'}; {cc.fix}")
+
+
+def _elf_object(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+def _object(cc, obj, filename, tmp):
+    """The object file a compile that exited 0 wrote: its bytes, checked to be ELF."""
+    if not _elf_object(obj):
+        broken = _broken(cc, tmp)
+        if broken:
+            raise LayoutError(broken)
+        raise LayoutError(f"the C compiler {cc.label} exited with status 0 on {filename} but wrote no ELF object "
+                          f"file; layouts reads the DWARF of ELF objects (gcc or clang targeting Linux or a BSD); "
+                          f"{cc.fix}")
+    return obj.read_bytes()
 
 
 class Compiled:
@@ -167,8 +269,8 @@ def compile_declarations(cc, text, filename, include_dirs, defines, pack, sso):
             args.insert(-4, "-fno-merge-debug-strings")
         run = _command(cc, args, tmp, filename)
         if run.returncode != 0:
-            raise LayoutError(_diagnostic(run.stderr, main, filename, tmp, cc))
-        return Compiled(obj.read_bytes(), os.path.abspath(main), filename, tmp)
+            raise _failed(cc, run, main, filename, tmp)
+        return Compiled(_object(cc, obj, filename, tmp), os.path.abspath(main), filename, tmp)
 
 
 def alignments(cc, text, filename, include_dirs, defines, pack, sso, spellings):
@@ -184,8 +286,8 @@ def alignments(cc, text, filename, include_dirs, defines, pack, sso, spellings):
                                                                           str(unit)]
         run = _command(cc, args, tmp, filename)
         if run.returncode != 0:
-            raise LayoutError(_diagnostic(run.stderr, main, filename, tmp, cc))
-        return symbol_sizes(obj.read_bytes(), "__layouts_align_", len(spellings))
+            raise _failed(cc, run, main, filename, tmp)
+        return symbol_sizes(_object(cc, obj, filename, tmp), "__layouts_align_", len(spellings))
 
 
 def symbol_sizes(data, prefix, n):

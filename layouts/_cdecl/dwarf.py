@@ -59,18 +59,25 @@ class Debug:
     """The types of an ELF file's DWARF, indexed by name."""
 
     def __init__(self, data, source, name_of=None, main=None):
+        """``data``: the object's bytes, or a binary file object open on it (read by
+        sections: only the headers and the debug sections are read, never the whole file)."""
         from elftools.common.exceptions import ELFError, ELFParseError
         from elftools.elf.elffile import ELFFile
 
         self.source, self.main = source, main
         self.name_of = name_of or (lambda path: path if path is not None else source)
+        debug_bytes = None
         try:
-            elf = ELFFile(io.BytesIO(data))
+            stream = io.BytesIO(data) if isinstance(data, (bytes, bytearray, memoryview)) else data
+            size = stream.seek(0, io.SEEK_END)
+            stream.seek(0)
+            elf = ELFFile(stream)
             if elf.get_section_by_name(".debug_info") is None and elf.get_section_by_name(".zdebug_info") is None:
                 raise LayoutError(
                     f"{source} has no DWARF debug information; rebuild it with -g (and keep it: no strip, "
                     f"no -s), or describe the record with Layout.from_c")
             self.little = elf.little_endian
+            debug_bytes = _debug_sections(elf, source, size)
             dwarf = elf.get_dwarf_info()
             self.dies, self.files = {}, {}
             self.tags, self.typedefs, self.records = {}, {}, []
@@ -78,6 +85,8 @@ class Debug:
                 self.files[cu.cu_offset] = self._file_table(dwarf, cu)
                 for die in cu.iter_DIEs():
                     self._index(die)
+        except MemoryError:
+            raise LayoutError(_out_of_memory(source, debug_bytes)) from None
         except (ELFError, ELFParseError) as err:
             raise LayoutError(f"{source} is not an ELF object, executable or shared library that pyelftools "
                               f"can read ({err}); pass one built with -g") from None
@@ -89,6 +98,8 @@ class Debug:
     def _file_table(self, dwarf, cu):
         try:
             lp = dwarf.line_program_for_CU(cu)
+        except MemoryError:
+            raise
         except Exception:  # noqa: BLE001 - a missing or odd line table only costs file names
             lp = None
         if lp is None:
@@ -575,17 +586,63 @@ _ENCODINGS = {1: "DW_ATE_address", 2: "DW_ATE_boolean", 3: "DW_ATE_complex_float
               0x10: "DW_ATE_UTF"}
 
 
+def _debug_sections(elf, source, size):
+    """The bytes of the file's DWARF sections, ``.debug_*`` and ``.eh_frame`` (what
+    pyelftools reads into memory; nothing else of the file is read), after checking that
+    each lies inside the file."""
+    total = 0
+    for section in elf.iter_sections():
+        if section["sh_type"] == "SHT_NOBITS" or not (section.name.startswith((".debug", ".zdebug"))
+                                                      or section.name == ".eh_frame"):
+            continue
+        start, length = section["sh_offset"], section["sh_size"]
+        if start + length > size:
+            raise LayoutError(
+                f"{source}: section {section.name} runs past the end of the file ({length:,} bytes at offset "
+                f"{start:,}; the file has {size:,}): the file is truncated or damaged; build or copy it again")
+        total += length
+    return total
+
+
+def _out_of_memory(source, debug_bytes):
+    held = f" ({debug_bytes / 2 ** 20:,.1f} MiB of DWARF sections, held in memory about twice while they are " \
+           f"indexed)" if debug_bytes else ""
+    return (f"{source}: out of memory while reading its DWARF debug information{held}; run with more memory "
+            f"(or a higher memory limit), or describe the record with Layout.from_c on the header that "
+            f"declares it")
+
+
 def read_file(path):
-    """A :class:`Debug` of an object, executable or shared library on disk."""
+    """A :class:`Debug` of an object, executable or shared library on disk.
+
+    The file is read through a file object, by sections: its headers and debug sections,
+    never the whole file (a 2 GB executable with a few MB of DWARF costs those few MB). A
+    FIFO or a device is refused before it is opened. A file that changes while it is read
+    (shrinks, is rewritten) is an error saying so, never a crash: nothing is mapped."""
+    from .files import open_regular
+
+    shown = os.fspath(path)
     try:
-        with open(path, "rb") as f:
-            head = f.read(4)
-            if head != b"\x7fELF":
-                raise LayoutError(
-                    f"{os.fspath(path)} is not an ELF object, executable or shared library; from_dwarf reads "
-                    f"files built with -g (prog.o, prog, lib.so); for a C header use Layout.from_c")
-            f.seek(0)
-            data = f.read()
+        f = open_regular(path, "from_dwarf and layouts inspect read an ELF object, executable or shared library "
+                               "built with -g (prog.o, prog, lib.so): pass the path of that file")
     except OSError as err:
-        raise LayoutError(f"cannot read {os.fspath(path)!r}: {err.strerror or err}") from None
-    return Debug(data, os.fspath(path))
+        raise LayoutError(f"cannot read {shown!r}: {err.strerror or err}") from None
+    with f:
+        try:
+            before = os.fstat(f.fileno())
+            try:
+                if f.read(4) != b"\x7fELF":
+                    raise LayoutError(
+                        f"{shown} is not an ELF object, executable or shared library; from_dwarf reads "
+                        f"files built with -g (prog.o, prog, lib.so); for a C header use Layout.from_c")
+                f.seek(0)
+                return Debug(f, shown)
+            finally:
+                now = os.fstat(f.fileno())
+                if (now.st_size, now.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
+                    raise LayoutError(  # the change explains whatever else went wrong
+                        f"{shown} changed while it was being read ({before.st_size:,} bytes, now "
+                        f"{now.st_size:,}); read it once whatever writes it has finished") from None
+        except OSError as err:
+            raise LayoutError(f"cannot read {shown!r}: {err.strerror or err}") from None
+

@@ -1,5 +1,6 @@
 """Read C declarations and preprocess them, keeping where every line came from."""
 
+import io
 import os
 import re
 import shutil
@@ -13,16 +14,36 @@ def read_source(source):
     """``(text, filename)`` of a path or of declarations given as text."""
     if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source
                                            and not re.search(r"[;{}]", source)):
-        path = Path(source)
-        if not path.is_file():
-            raise LayoutError(
-                f"no such header file: {str(path)!r}; pass C declarations as text or the path of a "
-                f"file that exists"
-            )
-        return path.read_text(errors="replace"), str(path)
+        return _read_header(Path(source)), str(Path(source))
     if not isinstance(source, str):
         raise LayoutError(f"source must be C declarations (str) or a file path, got {type(source).__name__}")
     return source, "<string>"
+
+
+def _read_header(path):
+    """The text of a header file; a FIFO or a device is refused before it is opened, and a
+    data file given by mistake after its first 64 KiB (not read whole)."""
+    from .compiler import check_text
+    from .files import open_regular
+
+    try:
+        f = open_regular(path, "a C header (or, for layouts inspect and Layout.from_dwarf, an ELF object) is read "
+                               "from a regular file: save the declarations to a file and pass its path, or pass "
+                               "them as text")
+    except (FileNotFoundError, NotADirectoryError, ValueError):  # ValueError: a NUL in the path
+        raise LayoutError(f"no such header file: {str(path)!r}; pass C declarations as text or the path of a "
+                          f"file that exists") from None
+    except OSError as err:
+        raise LayoutError(f"cannot read the header {str(path)!r}: {err.strerror or err}") from None
+    with f:
+        try:
+            head = f.read(1 << 16)
+            check_text(head, str(path))
+            data = head + f.read()
+        except OSError as err:
+            raise LayoutError(f"cannot read the header {str(path)!r}: {err.strerror or err}") from None
+    with io.TextIOWrapper(io.BytesIO(data), errors="replace") as text:  # as Path.read_text decodes
+        return text.read()
 
 
 class Preprocessed:
