@@ -258,6 +258,22 @@ def _size(text):
     return int(float(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()])
 
 
+def _whole(what):
+    """An argparse type: a whole number >= 0 of ``what``."""
+    import argparse
+
+    def number(text):
+        try:
+            value = int(text.strip(), 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number: give the {what}, 0 or more") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"{value} is negative: give the {what}, 0 or more")
+        return value
+
+    return number
+
+
 def _assignment(text):
     """``NAME=VALUE`` (for --null, --fill, --unions, --bytes-as NAME=MODE)."""
     import argparse
@@ -519,7 +535,7 @@ def convert(args):
     warm_up(layout, device, "records" if fmt == "records" else "arrow", "convert", args.quiet)
     interrupts.check()  # a Ctrl-C that the compiler's callbacks swallowed (see _Interrupts)
     options = dict(format=fmt, chunk_bytes=chunk, compression=codec, overwrite=args.overwrite, offset=args.offset,
-                   trailing=args.trailing, device=device)
+                   trailing=args.trailing, device=device, count=args.count)
     if fmt == "records":
         options.update(fill=fill, truncate=args.truncate, cast=args.cast)
     else:
@@ -597,7 +613,8 @@ def warm_up(layout, device, direction, command, quiet):
 _FLAGS = {"fill": "--fill", "nulls": "--null", "bytes_as": "--bytes-as", "truncate": "--truncate",
           "overwrite": "--overwrite", "trailing": "--trailing", "pointers": "--pointers", "unions": "--unions",
           "enum_as": "--enum-as", "device": "--device", "flatten": "--flatten", "cast": "--cast",
-          "chunk_bytes": "--chunk", "offset": "--offset", "compression": "--compression", "format": "--format"}
+          "chunk_bytes": "--chunk", "offset": "--offset", "compression": "--compression", "format": "--format",
+          "count": "--count"}
 _NAMES = "|".join(_FLAGS)
 
 
@@ -614,6 +631,7 @@ def command_hints(text):
     text = re.sub(rf"\b({_NAMES})=True\b(\s*\(--[\w-]+\))?", lambda m: _FLAGS[m.group(1)], text)
     text = re.sub(rf"""\b({_NAMES})=['"]([^'"]*)['"]""", lambda m: f"{_FLAGS[m.group(1)]} {m.group(2)}", text)
     text = re.sub(rf"""\b({_NAMES})\[['"]([^'"]*)['"]\]""", lambda m: f"{_FLAGS[m.group(1)]} {m.group(2)}", text)
+    text = re.sub(r"\b(offset|count)=(\d+)\b", lambda m: f"{_FLAGS[m.group(1)]} {m.group(2)}", text)
     return re.sub(rf"\b({_NAMES})=(?=\s|$)", lambda m: _FLAGS[m.group(1)], text)
 
 
@@ -757,7 +775,11 @@ def _parser():
                    help="where to convert; auto: the GPU when a driver and numba-cuda find one, else the CPU")
     p.add_argument("--chunk", type=_size, default=None, metavar="SIZE",
                    help="bytes of records per chunk (default 64M; at least one record)")
-    p.add_argument("--offset", type=int, default=0, help="bytes of file header before the first record")
+    p.add_argument("--offset", type=_whole("bytes of header before the first record"), default=0,
+                   help="bytes of file header before the first record (from where SRC starts)")
+    p.add_argument("--count", type=_whole("records to convert"), default=None, metavar="N",
+                   help="convert N records (default: all after --offset); bytes after them (a trailer, extended "
+                        "headers) are not read as records")
     p.add_argument("--trailing", choices=("error", "ignore"), default="error",
                    help="a partial record at the end: an error, or skipped with a warning")
     p.add_argument("--compression", metavar="CODEC",

@@ -35,8 +35,9 @@ import pyarrow as pa
 
 from ._aos import AoS, as_layout
 from ._errors import ConversionError, LayoutError
-from ._faults import forward_error
-from ._files import BlockReservation, InterruptHold, arrow_kind, open_output, partial_record, refuse_arrow
+from ._faults import forward_error, shrunk_error
+from ._files import (BlockReservation, InterruptHold, arrow_kind, check_count, check_offset, open_output,
+                     partial_record, refuse_arrow, too_few)
 from ._soa import SoA
 from .kernels._memory import MappedGuard
 
@@ -99,7 +100,7 @@ def output_format(dst, format=None):
 def convert(src: "str | os.PathLike[str] | BinaryIO", layout: "Layout | np.typing.DTypeLike",
             dst: "str | os.PathLike[str] | BinaryIO", *, format: "str | None" = None, device: "str | None" = None,
             chunk_bytes: int = DEFAULT_CHUNK, compression: "str | None" = None, overwrite: bool = False,
-            offset: int = 0, trailing: str = "error", nulls: "Mapping[str, Any] | None" = None,
+            offset: int = 0, count: "int | None" = None, trailing: str = "error", nulls: "Mapping[str, Any] | None" = None,
             fill: "Mapping[str, Any] | None" = None, truncate: bool = False, cast: str = "strict",
             overlap: bool = True, threads: "int | None" = None,
             progress: "Callable[[int, int, int | None], object] | None" = None) -> ConvertResult:
@@ -113,7 +114,11 @@ def convert(src: "str | os.PathLike[str] | BinaryIO", layout: "Layout | np.typin
         regular file of records is memory-mapped; a FIFO, a block device or a file
         object is read as a stream; a character device (``/dev/zero``, a terminal) is
         refused, as it may never end. A Parquet or Arrow file given as records is an
-        error that says so.
+        error that says so. A file object is read from its current position: what the
+        caller read before (a header) is not part of the input. A Parquet or Arrow IPC
+        file object that can seek is read in place; one that cannot (a pipe, standard
+        input) is first copied to an unnamed temporary file, removed however the
+        conversion ends.
     layout : Layout or numpy.dtype
         The record type (e.g. ``Layout.from_c(header, "struct tick")``).
     dst : str, os.PathLike or writable binary file object
@@ -146,8 +151,17 @@ def convert(src: "str | os.PathLike[str] | BinaryIO", layout: "Layout | np.typin
     compression : str, optional
         Parquet codec (default ``"snappy"``; ``"none"`` for none) or IPC codec
         (``"lz4"``, ``"zstd"``; default none for ``arrow``).
+    offset : int
+        Records input: bytes of header before the first record, counted from where the
+        input starts (a file object's current position).
+    count : int, optional
+        Records input: the number of records to convert (default: all after
+        ``offset``). Bytes after them are not read as records (a trailer, extended
+        headers, another chunk); from a stream they are not read at all. An input with
+        fewer records is a ConversionError stating both numbers.
     trailing : {"error", "ignore"}
-        A partial record at the end of the input: an error, or skipped with a warning.
+        A partial record at the end of the input (without ``count``): an error, or
+        skipped with a warning saying how many bytes, where.
     nulls, fill, truncate, cast
         As in :meth:`AoS.to_soa` and :meth:`SoA.from_arrow` (``cast`` is ``"strict"``
         or ``"parse"``). A damaged or truncated Parquet/Arrow input is a
@@ -180,6 +194,7 @@ def convert(src: "str | os.PathLike[str] | BinaryIO", layout: "Layout | np.typin
     fmt = output_format(dst, format)
     if chunk_bytes < 1:
         raise LayoutError(f"chunk_bytes must be positive, got {chunk_bytes}")
+    offset, count = _records_only(fmt, offset, count)
     out = open_output(dst, overwrite=overwrite, src=src)  # checks dst; an unnamed or temporary file
     t0 = time.perf_counter()
     try:
@@ -188,7 +203,7 @@ def convert(src: "str | os.PathLike[str] | BinaryIO", layout: "Layout | np.typin
                                                   overlap, threads, device, progress)
         else:
             records, bytes_in = _records_to_arrow(src, layout, out, out.name, fmt, chunk_bytes, compression, offset,
-                                                  trailing, nulls, overlap, threads, device, progress)
+                                                  trailing, nulls, overlap, threads, device, progress, count=count)
         with _writing(out):
             out.commit()
     except BaseException as err:
@@ -200,6 +215,17 @@ def convert(src: "str | os.PathLike[str] | BinaryIO", layout: "Layout | np.typin
             setattr(err, "_layouts_output_kept", out.name)  # noqa: B010 - for the command's message
         raise
     return ConvertResult(records, bytes_in, out.written(), time.perf_counter() - t0, out.name)
+
+
+def _records_only(fmt, offset, count):
+    """``offset`` and ``count`` checked (whole numbers >= 0); they describe a records
+    input, so with a Parquet/Arrow input (``format="records"``) they are refused."""
+    offset, count = check_offset(offset), check_count(count)
+    if fmt == "records" and (offset or count is not None):
+        given = f"offset={offset}" if offset else f"count={count}"
+        raise LayoutError(f"{given} applies to an input of records (records -> Arrow), but this reads a Parquet or "
+                          f"Arrow input to write records; leave it out")
+    return offset, count
 
 
 # ----------------------------------------------------------------- records -> Arrow
@@ -361,13 +387,13 @@ class _Watched:
         self.f.close()
 
 
-def _partial(name, size, itemsize, whole, left, trailing):
+def _partial(name, size, itemsize, whole, left, trailing, offset=0):
     partial_record(f"{name} has {size} bytes of records: {whole} records of {itemsize} bytes and {left} bytes "
-                   f"left over", itemsize, left, trailing, stacklevel=5)
+                   f"left over", itemsize, left, trailing, stacklevel=5, end=offset + size)
 
 
 def _records_to_arrow(src, layout, tmp, dst, fmt, chunk_bytes, compression, offset, trailing, nulls, overlap,
-                      threads, device, progress):
+                      threads, device, progress, count=None):
     if trailing not in ("error", "ignore"):
         raise LayoutError(f"trailing must be 'error' or 'ignore', got {trailing!r}")
     itemsize = layout.itemsize
@@ -376,12 +402,17 @@ def _records_to_arrow(src, layout, tmp, dst, fmt, chunk_bytes, compression, offs
     try:
         if size is not None:
             whole, left = divmod(size, itemsize)
+            if count is not None:  # the records asked for; what follows them is not records
+                if count > whole:
+                    raise too_few(name, count, whole, itemsize, offset)
+                whole, left = count, 0
             if left:
-                _partial(name, size, itemsize, whole, left, trailing)
+                _partial(name, size, itemsize, whole, left, trailing, offset)
             chunks = _mapped_chunks(f, offset, whole, rows, layout, overlap, name)
             total = whole * itemsize
         else:
-            chunks = _stream_chunks(f, rows, layout, name, trailing, overlap)
+            chunks = _stream_chunks(f if count is None else _Taking(f, count * itemsize), rows, layout, name,
+                                    trailing, overlap, offset, count)
             total = None
         sink = _ArrowSink(tmp, fmt, compression, dst)
         with closing(chunks), _Pipeline(sink, overlap, slots=3 if device == "cuda" else 2) as pipe:
@@ -485,11 +516,8 @@ def _mapped_chunks(f, offset, whole, rows, layout, overlap, name="the input"):
         lost = guard.fault()
         if size < offset + end * itemsize or lost is not None:
             first = min(max(size - offset, 0) // itemsize, lost // itemsize if lost is not None else whole)
-            raise ConversionError(
-                f"{name} shrank while it was being converted: it is now {size:,} bytes, so record "
-                f"{first:,} (byte {offset + first * itemsize:,} of the file) and the ones after it are gone; "
-                f"another program truncated or rewrote the file: convert it again once it is complete "
-                f"(the destination was left as it was)")
+            raise shrunk_error(name, size, offset, itemsize, first, "converted",
+                               "convert it again once it is complete (the destination was left as it was)")
 
     def close():
         hold = _wait_out(lambda: pool.shutdown(wait=True) if pool is not None else None)
@@ -508,23 +536,40 @@ def _mapped_chunks(f, offset, whole, rows, layout, overlap, name="the input"):
                 ahead = pool.submit(touch, start + rows) if start + rows < whole else None
             end = min(start + rows, whole)
             check(end)
-            yield AoS(records[start:end], layout)
+            yield AoS(records[start:end].view(np.ndarray), layout)  # guarded here, not again by to_soa
             check(end)  # a page lost while the chunk converted read as zeros: not written
 
 
-def _stream_chunks(f, rows, layout, name, trailing, overlap):
-    """AoS chunks of a stream, read into staging buffers by a :class:`_Reader`."""
+class _Taking:
+    """The first ``nbytes`` of a stream: ``count`` records, and nothing read after them."""
+
+    def __init__(self, f, nbytes):
+        self.f, self.left = f, nbytes
+
+    def readinto(self, view):
+        if not self.left:
+            return 0
+        n = self.f.readinto(memoryview(view)[: self.left])
+        self.left -= n or 0
+        return n
+
+
+def _stream_chunks(f, rows, layout, name, trailing, overlap, offset=0, count=None):
+    """AoS chunks of a stream, read into staging buffers by a :class:`_Reader`; with
+    ``count``, a stream that ends before that many records is a ConversionError."""
     itemsize, done = layout.itemsize, 0
     reader = _Reader(f, rows, itemsize, overlap)
     with _closing_after(reader.close):
         for buf, n in reader:
             whole, left = divmod(n, itemsize)
-            if left:  # a stream ends inside a record
-                _partial(name, done * itemsize + n, itemsize, done + whole, left, trailing)
+            if left and count is None:  # a stream ends inside a record
+                _partial(name, done * itemsize + n, itemsize, done + whole, left, trailing, offset)
             if not whole:
-                return
+                break
             done += whole
             yield AoS(buf[: whole * itemsize], layout)
+        if count is not None and done < count:
+            raise too_few(name, count, done, itemsize, offset)
 
 
 class _Pipeline:
