@@ -885,6 +885,8 @@ def _arrow_batches(src, rows, name):
     pyarrow raised."""
     path = os.fspath(src) if isinstance(src, (str, os.PathLike)) else None
     head = tail = b""
+    if path is None:
+        return _object_batches(src, rows, name)
     if path is not None:
         try:
             with open(path, "rb") as f:
@@ -916,6 +918,169 @@ def _arrow_batches(src, rows, name):
             f"input must be one of those"
         ) from None
     return _stream_batches(stream, name)
+
+
+def _object_batches(f, rows, name):
+    """The batches of a Parquet or Arrow IPC input given as a binary file object, read
+    from its current position: a file that can seek is read in place (its bytes from
+    that position on, :class:`_Window`); a Parquet or IPC file on a pipe, which must be
+    read from its end, is first copied to an unnamed temporary file (removed however
+    the conversion ends); an IPC stream is read as it comes."""
+    if not hasattr(f, "read"):
+        raise LayoutError(f"convert takes a path or a binary file object, got {type(f).__name__}")
+    window = _Window.over(f)
+    if window is None:  # a pipe: its first bytes tell the format
+        head = _read_upto(f, 8, name)
+        if head[:4] != b"PAR1" and head[:6] != b"ARROW1":
+            return _stream_or_refuse(_Chained(head, f), head, name)
+        window = _Window(_spool(head, f, name), 0, owned=True)
+    try:
+        head, size = window.pread(0, 8), window.size
+        tail = window.pread(size - 6, 6) if size >= 12 else b""
+        if head[:4] == b"PAR1":
+            if tail[-4:] != b"PAR1":
+                raise _truncated(name, "Parquet", "PAR1", size)
+            batches = _parquet_batches(window, rows, name)
+        elif head[:6] == b"ARROW1":
+            if tail != b"ARROW1":
+                raise _truncated(name, "Arrow IPC", "ARROW1", size)
+            with _reading(name, "the file's footer"):
+                reader = pa.ipc.open_file(window)
+                count = reader.num_record_batches
+            batches = _file_batches(reader, count, name)
+        else:
+            return _stream_or_refuse(window, head, name)
+    except BaseException:
+        window.close()
+        raise
+    return _closing_when_done(batches, window)
+
+
+def _stream_or_refuse(f, head, name):
+    try:
+        stream = pa.ipc.open_stream(f)
+    except Exception as err:  # noqa: BLE001 - pyarrow raises several types for a file that is not IPC
+        if head[:4] == b"\xff\xff\xff\xff":  # an IPC stream's first message, damaged
+            raise _unreadable(name, "the stream's schema", err) from err
+        raise LayoutError(f"{name} is neither Parquet nor Arrow IPC (it starts with {bytes(head[:8])!r}); to write "
+                          f"records, the input must be one of those") from None
+    return _stream_batches(stream, name)
+
+
+def _closing_when_done(batches, window):
+    try:
+        yield from batches
+    finally:
+        window.close()
+
+
+def _read_upto(f, n, name):
+    data = b""
+    while len(data) < n:
+        more = f.read(n - len(data))
+        if isinstance(more, str):
+            raise LayoutError(f"{name} is open in text mode; open it with 'rb'")
+        if not more:
+            break
+        data += more
+    return data
+
+
+def _spool(head, f, name):
+    """A Parquet or IPC file arriving on a pipe, copied to an unnamed temporary file
+    (``tempfile.TemporaryFile``: unlinked at once, its space freed when closed or when
+    the process ends); a failure (a full disk) names the format and the fix."""
+    import shutil
+    import tempfile
+
+    kind = "a Parquet file" if head[:4] == b"PAR1" else "an Arrow IPC file"
+    spool = tempfile.TemporaryFile(prefix="layouts-spool-")
+    try:
+        spool.write(head)
+        shutil.copyfileobj(f, spool, 1 << 20)
+        spool.flush()
+    except OSError as err:
+        spool.close()
+        raise LayoutError(
+            f"{name} is {kind}, which is read from its end, so a pipe's bytes are first copied to a temporary "
+            f"file in {tempfile.gettempdir()}; that failed: {err.strerror or err}; set TMPDIR to a directory with "
+            f"room, or pass the file's path instead of a pipe") from None
+    except BaseException:
+        spool.close()
+        raise
+    return spool
+
+
+class _Window(io.RawIOBase):
+    """Bytes ``start...`` (to the end) of a seekable binary file, as a file of its own:
+    pyarrow reads a Parquet or IPC file object there through it (its seeks count from
+    ``start``). ``owned``: the file is closed with the window (a spool)."""
+
+    def __init__(self, f, start, owned=False):
+        super().__init__()
+        self.f, self.start, self.owned, self.pos = f, start, owned, 0
+        self.size = max(f.seek(0, io.SEEK_END) - start, 0)
+
+    @classmethod
+    def over(cls, f):
+        """A window from ``f``'s current position, or None when ``f`` cannot seek."""
+        try:
+            if not f.seekable():
+                return None
+            return cls(f, f.tell())
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            return None
+
+    def readable(self):
+        return True
+
+    def seekable(self):
+        return True
+
+    def tell(self):
+        return self.pos
+
+    def seek(self, pos, whence=io.SEEK_SET):
+        self.pos = max({io.SEEK_SET: 0, io.SEEK_CUR: self.pos, io.SEEK_END: self.size}[whence] + pos, 0)
+        return self.pos
+
+    def pread(self, at, n):
+        self.f.seek(self.start + at)
+        return _read_upto(self.f, n, "the input")
+
+    def readinto(self, buffer):
+        n = min(len(buffer), max(self.size - self.pos, 0))
+        if n <= 0:
+            return 0
+        data = self.pread(self.pos, n)
+        memoryview(buffer)[: len(data)] = data
+        self.pos += len(data)
+        return len(data)
+
+    def close(self):
+        if self.owned and not self.closed:
+            self.f.close()
+        super().close()
+
+
+class _Chained(io.RawIOBase):
+    """``head`` (bytes already read) and then the rest of the stream ``f``."""
+
+    def __init__(self, head, f):
+        super().__init__()
+        self.head, self.f = head, f
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        if self.head:
+            n = min(len(buffer), len(self.head))
+            memoryview(buffer)[:n], self.head = self.head[:n], self.head[n:]
+            return n
+        data = self.f.read(len(buffer))
+        memoryview(buffer)[: len(data)] = data
+        return len(data)
 
 
 def _file_batches(reader, count, name):
