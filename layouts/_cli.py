@@ -508,6 +508,7 @@ def convert(args):
     from ._backends import auto_device
 
     to_stdout = args.dst == "-"
+    _check_open(args)
     if to_stdout and sys.stdout.isatty():
         raise CommandError("--to - writes binary data, and standard output is a terminal: pipe it into a "
                            "program (| ...) or redirect it (> FILE)")
@@ -558,6 +559,42 @@ def convert(args):
         # with --to -, standard output is the data: the summary goes to standard error
         print(f"converted {result} (on {device})", file=sys.stderr if to_stdout else sys.stdout)
     return 0
+
+
+_CLOSED: "set[str]" = set()  # standard streams closed when the command started (see _standard_streams)
+
+
+def _standard_streams():
+    """Standard input, output or error closed as the command starts (``<&-``, ``>&-``,
+    ``2>&-``), where Python sets ``sys.stdin``/``stdout``/``stderr`` to None. Each closed
+    descriptor is opened on /dev/null, so that no file the command opens takes its
+    number (what a library then writes to descriptor 1 or 2 would land in that file),
+    and the Python stream is made over it: text for a closed stream goes nowhere, never
+    to another stream or a file. Returns the names of the streams that were closed."""
+    closed = set()
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        closed.add(name)
+        try:
+            os.fstat(fd)
+        except OSError:  # the descriptor is closed: hold its number with /dev/null
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+        setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))
+    return closed
+
+
+def _check_open(args):
+    """``-`` for a standard stream that was closed as the command started: an error that says so."""
+    if args.dst == "-" and "stdout" in _CLOSED:
+        raise CommandError("--to -: standard output is closed (>&-), so the data has nowhere to go; redirect it to a "
+                           "file or a pipe, or give --to FILE")
+    if args.src == "-" and "stdin" in _CLOSED:
+        raise CommandError("SRC -: standard input is closed (<&-), so there is nothing to read; pipe the input in "
+                           "(... | layouts convert - ...) or give its path")
 
 
 class _progress_bar:
@@ -928,6 +965,7 @@ def main(argv=None):
     """
     exiting = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
+    _CLOSED.update(_standard_streams())
     interrupts, run = _Interrupts(), _Run()
     try:
         try:
