@@ -100,7 +100,8 @@ def output_format(dst, format=None):
 def convert(src: "str | os.PathLike[str] | BinaryIO", layout: "Layout | np.typing.DTypeLike",
             dst: "str | os.PathLike[str] | BinaryIO", *, format: "str | None" = None, device: "str | None" = None,
             chunk_bytes: int = DEFAULT_CHUNK, compression: "str | None" = None, overwrite: bool = False,
-            offset: int = 0, count: "int | None" = None, trailing: str = "error", nulls: "Mapping[str, Any] | None" = None,
+            offset: int = 0, count: "int | None" = None, trailing: str = "error",
+            nulls: "Mapping[str, Any] | None" = None,
             fill: "Mapping[str, Any] | None" = None, truncate: bool = False, cast: str = "strict",
             overlap: bool = True, threads: "int | None" = None,
             progress: "Callable[[int, int, int | None], object] | None" = None) -> ConvertResult:

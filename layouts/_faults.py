@@ -150,7 +150,11 @@ def guarded_reads(records, itemsize, *, base=None, doing="read", fix=None):
     except ValueError:  # closed
         yield
         return
-    lo, hi = getattr(np.lib, "array_utils", np).byte_bounds(np.asarray(records))
+    if records.ndim == 1 and records.strides[0] > 0:  # records: the common case, without byte_bounds' cost
+        lo = records.ctypes.data
+        hi = lo + (records.shape[0] - 1) * records.strides[0] + records.itemsize
+    else:
+        lo, hi = getattr(np.lib, "array_utils", np).byte_bounds(np.asarray(records))
     start = records.offset - records.offset % mmap.ALLOCATIONGRANULARITY + (lo - mapped_at)  # byte of the file at lo
     base = records.offset if base is None else base
     name = records.filename or "the mapped file"

@@ -33,7 +33,8 @@ PerFile = Union[int, None, Sequence[Any], Callable[[str], Any]]  # one value, on
 
 def read_records(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str]]",
                  layout: "Layout | np.typing.DTypeLike", *, blocksize: "int | str" = "128MiB", offset: PerFile = 0,
-                 count: PerFile = None, trailing: str = "error", nulls: "Mapping[str, Any] | None" = None, device: str = "cpu",
+                 count: PerFile = None, trailing: str = "error", nulls: "Mapping[str, Any] | None" = None,
+                 device: str = "cpu",
                  storage_options: "dict[str, Any] | None" = None) -> Any:
     """Record files as a lazy ``dask.dataframe.DataFrame``, one partition per byte range.
 

@@ -395,3 +395,12 @@ def test_the_command_with_its_standard_streams_closed(tmp_path):
     assert run.returncode == 1 and "SRC -: standard input is closed (<&-)" in run.stderr, run.stderr
     run = sh(f"{layouts} a.bin {dtype} --to d.arrow >&- 2>&-")
     assert run.returncode == 0 and (tmp_path / "d.arrow").exists()
+
+
+def test_the_guard_benchmark_runs_small(tmp_path):
+    from layouts.benchmarks.mapped_guard import run
+
+    rows, _ = run(2_000, 2, str(tmp_path))
+    assert [r["records"] for r in rows] == [1, 1_000, 2_000]
+    assert all(r["us guarded"] > 0 and r["us unguarded"] > 0 and r["x"] > 0 for r in rows)
+    assert list(tmp_path.iterdir()) == []
