@@ -232,10 +232,10 @@ class AoS:
         with guarded_reads(self.array, self.layout.itemsize):  # a file mapped by read_records may shrink
             fault = backend.aos_to_soa(src, self.array.strides[0] if n else 1, n, ops, offs, threads=threads,
                                        owners=(self.array, memory, ops, offs, keep))
-        del keep
-        if fault is not None:
-            raise forward_error(self.layout, self.array, fault)
-        return soa_over_arena(self.layout, n, arena, memory, nulls, self.array, use)
+            del keep
+            if fault is not None:
+                raise forward_error(self.layout, self.array, fault)
+            return soa_over_arena(self.layout, n, arena, memory, nulls, self.array, use)
 
 
 def soa_over_arena(layout, n, arena, memory, nulls, records, use=None):

@@ -177,7 +177,12 @@ def guarded_reads(records, itemsize, *, base=None, doing="read", fix=None):
     guard = MappedGuard(lo, hi - lo)
     try:
         yield
+    except Exception:  # a value error made of zeros read in place of lost pages: the truncation is the error
         fault = guard.fault()
+        guard.close()
+        check(start + fault if fault is not None else None)
+        raise
     finally:
+        fault = guard.fault()
         guard.close()
     check(start + fault if fault is not None else None)
