@@ -183,7 +183,8 @@ def _open(source, need=None):
             raise LayoutError(f"cannot read records from {path!r}: {err.strerror}") from None
     if not hasattr(source, "read"):
         raise LayoutError(f"read_records takes a path or a binary file object, got {type(source).__name__}")
-    name = str(getattr(source, "name", type(source).__name__))
+    name = getattr(source, "name", type(source).__name__)
+    name = f"file descriptor {name}" if isinstance(name, int) else str(name)  # open(fd, "rb")
     try:
         fd = source.fileno()
         st = os.fstat(fd)
@@ -233,7 +234,7 @@ def _read_stream(f, name, need):
     else:
         parts, got = [b""], 0
         while got < need:
-            part = f.read(need - got)
+            part = f.read(min(need - got, 1 << 24))  # a huge count: no huge buffer up front
             if not part or isinstance(part, str):
                 parts.append(part or b"")
                 break

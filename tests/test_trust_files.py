@@ -129,6 +129,16 @@ def test_the_trailing_warning_says_where_and_suggests_count(tmp_path, capsys):
     assert "skipped those 2 bytes at byte 456 of the input" in err and "pass --count with the number" in err, err
 
 
+def test_a_huge_count_on_a_pipe_reads_what_is_there(tmp_path):
+    r, w = os.pipe()
+    os.write(w, frames(10).tobytes())
+    os.close(w)
+    with open(r, "rb") as pipe, pytest.raises(lo.ConversionError, match=rf"file descriptor {r} holds 10 whole records "
+                                                                        r"of 4 bytes after offset 0; count=10{15} "
+                                                                        r"asks for more"):
+        lo.read_records(pipe, DT, count=10**15)  # read in bounded parts, not one buffer of 4 PB
+
+
 def test_dask_count_and_offset_per_file(tmp_path):
     ld = pytest.importorskip("layouts.dask")
     pytest.importorskip("dask.dataframe")
