@@ -68,6 +68,31 @@ def test_read_records_of_a_file_object_starts_at_its_position(tmp_path):
             lo.read_records(f, DT)
 
 
+def test_a_real_wav_file_read_with_the_wave_module(tmp_path):
+    """The pattern of the report: the stdlib's wave reads the header from f, then the
+    frames come from f; a LIST chunk after the audio is left out by count."""
+    import wave
+
+    a = frames(1000)
+    path = tmp_path / "real.wav"
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(2)
+        w.setsampwidth(2)
+        w.setframerate(8000)
+        w.writeframes(a.tobytes())
+    with open(path, "ab") as f:
+        f.write(b"LIST\x0a\x00\x00\x00INFOabcdef")  # 18 bytes: 4 junk frames and 2 bytes without count
+    with open(path, "rb") as f:
+        n = wave.open(f).getnframes()
+        got = lo.read_records(f, DT, count=n)
+        assert len(got) == 1000 and np.array_equal(got.to_numpy(), a)
+    with open(path, "rb") as f:
+        n = wave.open(f).getnframes()
+        out = io.BytesIO()
+        assert lo.convert(f, DT, out, format="arrows", count=n).records == 1000
+    assert pa.ipc.open_stream(out.getvalue()).read_all().column("left").to_pylist() == a["left"].tolist()
+
+
 def test_convert_of_a_file_object_starts_at_its_position(tmp_path):
     path = tmp_path / "a.wav"
     a = wav_like(path, 500)
