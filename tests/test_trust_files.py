@@ -252,6 +252,38 @@ def test_read_records_then_truncated_is_an_error_not_sigbus(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not LINUX, reason="SIGBUS on a truncated mapping, Linux")
+def test_read_records_truncated_at_random_moments_never_crashes(tmp_path):
+    """A thread truncates the mapped file at a random moment (fixed seeds) while to_soa
+    reads it: each run completes (the cut came after the read) or is the ConversionError."""
+    out = _child(f"""
+        import os, random, threading
+        import layouts as lo
+        from conftest import TICK, ticks
+        path = {str(tmp_path / "in.bin")!r}
+        a = ticks(400_000)
+        outcomes = {{}}
+        for seed in range(12):
+            rng = random.Random(seed)
+            a.tofile(path)
+            aos = lo.read_records(path, TICK)
+            timer = threading.Timer(rng.uniform(0.0, 0.02), os.truncate, (path, rng.randrange(0, a.nbytes)))
+            timer.start()
+            try:
+                soa = aos.to_soa(threads=1)
+                outcome = "complete"
+            except lo.ConversionError as err:
+                assert "in.bin shrank while it was being read" in str(err), err
+                outcome = "error"
+            timer.join()
+            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+            del aos
+        print(outcomes)
+    """)
+    assert "'error'" in out, out
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not LINUX, reason="SIGBUS on a truncated mapping, Linux")
 def test_a_dask_partition_of_a_truncated_file_is_an_error_not_sigbus(tmp_path):
     pytest.importorskip("dask.dataframe")
     out = _child(f"""
