@@ -250,6 +250,18 @@ def test_read_records_then_truncated_is_an_error_not_sigbus(tmp_path):
            f"{page:,} of the file) and the ones after it are gone" in lines[3], lines[3]
 
 
+def test_a_map_cut_before_it_is_converted_on_either_device(tmp_path, device):
+    """The size is checked before the kernel (or the copy to the GPU) reads a page:
+    safe to run in this process."""
+    path = tmp_path / "in.bin"
+    frames(5_000).tofile(path)
+    aos = lo.read_records(path, DT, offset=4)
+    os.truncate(path, 4 + 100 * DT.itemsize + 1)
+    with pytest.raises(lo.ConversionError, match=r"in.bin shrank while it was being read: it is now 405 bytes, so "
+                                                 r"record 100 \(byte 404 of the file\) and the ones after it are gone"):
+        aos.to_soa(device=device)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not LINUX, reason="SIGBUS on a truncated mapping, Linux")
 def test_read_records_truncated_at_random_moments_never_crashes(tmp_path):
