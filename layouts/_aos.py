@@ -7,7 +7,7 @@ import pyarrow as pa
 
 from ._backends import check_device, check_threads, kernels_for
 from ._errors import ConversionError, LayoutError
-from ._faults import forward_error
+from ._faults import forward_error, guarded_reads
 from ._layout import Layout
 from ._plan import Arena, forward_ops, null_bits
 
@@ -168,7 +168,8 @@ class AoS:
         from ._cuda import device as _device
 
         if device == "cuda":
-            raw = _device.to_device(np.ascontiguousarray(self.array))
+            with guarded_reads(self.array, self.layout.itemsize):  # a file mapped by read_records may shrink
+                raw = _device.to_device(np.ascontiguousarray(self.array))
             return AoS(raw[: self.nbytes], self.layout)
         host = _device.to_host(self.array, self.nbytes)
         return AoS(host.view(self.layout.dtype), self.layout)
@@ -228,12 +229,13 @@ class AoS:
             use.generation += 1  # from here on, SoAs made earlier over this memory refuse to read it
         ops, offs, keep = forward_ops(arena, memory.ctypes.data, nulls)
         src = self.array.ctypes.data  # not __array_interface__, which describes every field
-        fault = backend.aos_to_soa(src, self.array.strides[0] if n else 1, n, ops, offs, threads=threads,
-                                   owners=(self.array, memory, ops, offs, keep))
-        del keep
-        if fault is not None:
-            raise forward_error(self.layout, self.array, fault)
-        return soa_over_arena(self.layout, n, arena, memory, nulls, self.array, use)
+        with guarded_reads(self.array, self.layout.itemsize):  # a file mapped by read_records may shrink
+            fault = backend.aos_to_soa(src, self.array.strides[0] if n else 1, n, ops, offs, threads=threads,
+                                       owners=(self.array, memory, ops, offs, keep))
+            del keep
+            if fault is not None:
+                raise forward_error(self.layout, self.array, fault)
+            return soa_over_arena(self.layout, n, arena, memory, nulls, self.array, use)
 
 
 def soa_over_arena(layout, n, arena, memory, nulls, records, use=None):

@@ -253,6 +253,22 @@ def _size(text):
     return int(float(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()])
 
 
+def _whole(what):
+    """An argparse type: a whole number >= 0 of ``what``."""
+    import argparse
+
+    def number(text):
+        try:
+            value = int(text.strip(), 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number: give the {what}, 0 or more") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"{value} is negative: give the {what}, 0 or more")
+        return value
+
+    return number
+
+
 def _assignment(text):
     """``NAME=VALUE`` (for --null, --fill, --unions, --bytes-as NAME=MODE)."""
     import argparse
@@ -487,6 +503,7 @@ def convert(args):
     from ._backends import auto_device
 
     to_stdout = args.dst == "-"
+    _check_open(args)
     if to_stdout and sys.stdout.isatty():
         raise CommandError("--to - writes binary data, and standard output is a terminal: pipe it into a "
                            "program (| ...) or redirect it (> FILE)")
@@ -514,7 +531,7 @@ def convert(args):
     warm_up(layout, device, "records" if fmt == "records" else "arrow", "convert", args.quiet)
     interrupts.check()  # a Ctrl-C that the compiler's callbacks swallowed (see _Interrupts)
     options = dict(format=fmt, chunk_bytes=chunk, compression=codec, overwrite=args.overwrite, offset=args.offset,
-                   trailing=args.trailing, device=device)
+                   trailing=args.trailing, device=device, count=args.count)
     if fmt == "records":
         options.update(fill=fill, truncate=args.truncate, cast=args.cast)
     else:
@@ -537,6 +554,42 @@ def convert(args):
         # with --to -, standard output is the data: the summary goes to standard error
         print(f"converted {result} (on {device})", file=sys.stderr if to_stdout else sys.stdout)
     return 0
+
+
+_CLOSED: "set[str]" = set()  # standard streams closed when the command started (see _standard_streams)
+
+
+def _standard_streams():
+    """Standard input, output or error closed as the command starts (``<&-``, ``>&-``,
+    ``2>&-``), where Python sets ``sys.stdin``/``stdout``/``stderr`` to None. Each closed
+    descriptor is opened on /dev/null, so that no file the command opens takes its
+    number (what a library then writes to descriptor 1 or 2 would land in that file),
+    and the Python stream is made over it: text for a closed stream goes nowhere, never
+    to another stream or a file. Returns the names of the streams that were closed."""
+    closed = set()
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        closed.add(name)
+        try:
+            os.fstat(fd)
+        except OSError:  # the descriptor is closed: hold its number with /dev/null
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+        setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))
+    return closed
+
+
+def _check_open(args):
+    """``-`` for a standard stream that was closed as the command started: an error that says so."""
+    if args.dst == "-" and "stdout" in _CLOSED:
+        raise CommandError("--to -: standard output is closed (>&-), so the data has nowhere to go; redirect it to a "
+                           "file or a pipe, or give --to FILE")
+    if args.src == "-" and "stdin" in _CLOSED:
+        raise CommandError("SRC -: standard input is closed (<&-), so there is nothing to read; pipe the input in "
+                           "(... | layouts convert - ...) or give its path")
 
 
 class _progress_bar:
@@ -592,7 +645,8 @@ def warm_up(layout, device, direction, command, quiet):
 _FLAGS = {"fill": "--fill", "nulls": "--null", "bytes_as": "--bytes-as", "truncate": "--truncate",
           "overwrite": "--overwrite", "trailing": "--trailing", "pointers": "--pointers", "unions": "--unions",
           "enum_as": "--enum-as", "device": "--device", "flatten": "--flatten", "cast": "--cast",
-          "chunk_bytes": "--chunk", "offset": "--offset", "compression": "--compression", "format": "--format"}
+          "chunk_bytes": "--chunk", "offset": "--offset", "compression": "--compression", "format": "--format",
+          "count": "--count"}
 _NAMES = "|".join(_FLAGS)
 
 
@@ -609,6 +663,7 @@ def command_hints(text):
     text = re.sub(rf"\b({_NAMES})=True\b(\s*\(--[\w-]+\))?", lambda m: _FLAGS[m.group(1)], text)
     text = re.sub(rf"""\b({_NAMES})=['"]([^'"]*)['"]""", lambda m: f"{_FLAGS[m.group(1)]} {m.group(2)}", text)
     text = re.sub(rf"""\b({_NAMES})\[['"]([^'"]*)['"]\]""", lambda m: f"{_FLAGS[m.group(1)]} {m.group(2)}", text)
+    text = re.sub(r"\b(offset|count)=(\d+)\b", lambda m: f"{_FLAGS[m.group(1)]} {m.group(2)}", text)
     return re.sub(rf"\b({_NAMES})=(?=\s|$)", lambda m: _FLAGS[m.group(1)], text)
 
 
@@ -752,7 +807,11 @@ def _parser():
                    help="where to convert; auto: the GPU when a driver and numba-cuda find one, else the CPU")
     p.add_argument("--chunk", type=_size, default=None, metavar="SIZE",
                    help="bytes of records per chunk (default 64M; at least one record)")
-    p.add_argument("--offset", type=int, default=0, help="bytes of file header before the first record")
+    p.add_argument("--offset", type=_whole("bytes of header before the first record"), default=0,
+                   help="bytes of file header before the first record (from where SRC starts)")
+    p.add_argument("--count", type=_whole("records to convert"), default=None, metavar="N",
+                   help="convert N records (default: all after --offset); bytes after them (a trailer, extended "
+                        "headers) are not read as records")
     p.add_argument("--trailing", choices=("error", "ignore"), default="error",
                    help="a partial record at the end: an error, or skipped with a warning")
     p.add_argument("--compression", metavar="CODEC",
@@ -901,6 +960,7 @@ def main(argv=None):
     """
     exiting = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
+    _CLOSED.update(_standard_streams())
     interrupts, run = _Interrupts(), _Run()
     try:
         try:

@@ -35,8 +35,9 @@ import pyarrow as pa
 
 from ._aos import AoS, as_layout
 from ._errors import ConversionError, LayoutError
-from ._faults import forward_error
-from ._files import BlockReservation, InterruptHold, arrow_kind, open_output, partial_record, refuse_arrow
+from ._faults import forward_error, shrunk_error
+from ._files import (BlockReservation, InterruptHold, arrow_kind, check_count, check_offset, open_output,
+                     partial_record, refuse_arrow, too_few)
 from ._soa import SoA
 from .kernels._memory import MappedGuard
 
@@ -99,7 +100,8 @@ def output_format(dst, format=None):
 def convert(src: "str | os.PathLike[str] | BinaryIO", layout: "Layout | np.typing.DTypeLike",
             dst: "str | os.PathLike[str] | BinaryIO", *, format: "str | None" = None, device: "str | None" = None,
             chunk_bytes: int = DEFAULT_CHUNK, compression: "str | None" = None, overwrite: bool = False,
-            offset: int = 0, trailing: str = "error", nulls: "Mapping[str, Any] | None" = None,
+            offset: int = 0, count: "int | None" = None, trailing: str = "error",
+            nulls: "Mapping[str, Any] | None" = None,
             fill: "Mapping[str, Any] | None" = None, truncate: bool = False, cast: str = "strict",
             overlap: bool = True, threads: "int | None" = None,
             progress: "Callable[[int, int, int | None], object] | None" = None) -> ConvertResult:
@@ -113,7 +115,11 @@ def convert(src: "str | os.PathLike[str] | BinaryIO", layout: "Layout | np.typin
         regular file of records is memory-mapped; a FIFO, a block device or a file
         object is read as a stream; a character device (``/dev/zero``, a terminal) is
         refused, as it may never end. A Parquet or Arrow file given as records is an
-        error that says so.
+        error that says so. A file object is read from its current position: what the
+        caller read before (a header) is not part of the input. A Parquet or Arrow IPC
+        file object that can seek is read in place; one that cannot (a pipe, standard
+        input) is first copied to an unnamed temporary file, removed however the
+        conversion ends.
     layout : Layout or numpy.dtype
         The record type (e.g. ``Layout.from_c(header, "struct tick")``).
     dst : str, os.PathLike or writable binary file object
@@ -146,8 +152,17 @@ def convert(src: "str | os.PathLike[str] | BinaryIO", layout: "Layout | np.typin
     compression : str, optional
         Parquet codec (default ``"snappy"``; ``"none"`` for none) or IPC codec
         (``"lz4"``, ``"zstd"``; default none for ``arrow``).
+    offset : int
+        Records input: bytes of header before the first record, counted from where the
+        input starts (a file object's current position).
+    count : int, optional
+        Records input: the number of records to convert (default: all after
+        ``offset``). Bytes after them are not read as records (a trailer, extended
+        headers, another chunk); from a stream they are not read at all. An input with
+        fewer records is a ConversionError stating both numbers.
     trailing : {"error", "ignore"}
-        A partial record at the end of the input: an error, or skipped with a warning.
+        A partial record at the end of the input (without ``count``): an error, or
+        skipped with a warning saying how many bytes, where.
     nulls, fill, truncate, cast
         As in :meth:`AoS.to_soa` and :meth:`SoA.from_arrow` (``cast`` is ``"strict"``
         or ``"parse"``). A damaged or truncated Parquet/Arrow input is a
@@ -180,6 +195,7 @@ def convert(src: "str | os.PathLike[str] | BinaryIO", layout: "Layout | np.typin
     fmt = output_format(dst, format)
     if chunk_bytes < 1:
         raise LayoutError(f"chunk_bytes must be positive, got {chunk_bytes}")
+    offset, count = _records_only(fmt, offset, count)
     out = open_output(dst, overwrite=overwrite, src=src)  # checks dst; an unnamed or temporary file
     t0 = time.perf_counter()
     try:
@@ -188,7 +204,7 @@ def convert(src: "str | os.PathLike[str] | BinaryIO", layout: "Layout | np.typin
                                                   overlap, threads, device, progress)
         else:
             records, bytes_in = _records_to_arrow(src, layout, out, out.name, fmt, chunk_bytes, compression, offset,
-                                                  trailing, nulls, overlap, threads, device, progress)
+                                                  trailing, nulls, overlap, threads, device, progress, count=count)
         with _writing(out):
             out.commit()
     except BaseException as err:
@@ -200,6 +216,17 @@ def convert(src: "str | os.PathLike[str] | BinaryIO", layout: "Layout | np.typin
             setattr(err, "_layouts_output_kept", out.name)  # noqa: B010 - for the command's message
         raise
     return ConvertResult(records, bytes_in, out.written(), time.perf_counter() - t0, out.name)
+
+
+def _records_only(fmt, offset, count):
+    """``offset`` and ``count`` checked (whole numbers >= 0); they describe a records
+    input, so with a Parquet/Arrow input (``format="records"``) they are refused."""
+    offset, count = check_offset(offset), check_count(count)
+    if fmt == "records" and (offset or count is not None):
+        given = f"offset={offset}" if offset else f"count={count}"
+        raise LayoutError(f"{given} applies to an input of records (records -> Arrow), but this reads a Parquet or "
+                          f"Arrow input to write records; leave it out")
+    return offset, count
 
 
 # ----------------------------------------------------------------- records -> Arrow
@@ -361,13 +388,13 @@ class _Watched:
         self.f.close()
 
 
-def _partial(name, size, itemsize, whole, left, trailing):
+def _partial(name, size, itemsize, whole, left, trailing, offset=0):
     partial_record(f"{name} has {size} bytes of records: {whole} records of {itemsize} bytes and {left} bytes "
-                   f"left over", itemsize, left, trailing, stacklevel=5)
+                   f"left over", itemsize, left, trailing, stacklevel=5, end=offset + size)
 
 
 def _records_to_arrow(src, layout, tmp, dst, fmt, chunk_bytes, compression, offset, trailing, nulls, overlap,
-                      threads, device, progress):
+                      threads, device, progress, count=None):
     if trailing not in ("error", "ignore"):
         raise LayoutError(f"trailing must be 'error' or 'ignore', got {trailing!r}")
     itemsize = layout.itemsize
@@ -376,12 +403,17 @@ def _records_to_arrow(src, layout, tmp, dst, fmt, chunk_bytes, compression, offs
     try:
         if size is not None:
             whole, left = divmod(size, itemsize)
+            if count is not None:  # the records asked for; what follows them is not records
+                if count > whole:
+                    raise too_few(name, count, whole, itemsize, offset)
+                whole, left = count, 0
             if left:
-                _partial(name, size, itemsize, whole, left, trailing)
+                _partial(name, size, itemsize, whole, left, trailing, offset)
             chunks = _mapped_chunks(f, offset, whole, rows, layout, overlap, name)
             total = whole * itemsize
         else:
-            chunks = _stream_chunks(f, rows, layout, name, trailing, overlap)
+            chunks = _stream_chunks(f if count is None else _Taking(f, count * itemsize), rows, layout, name,
+                                    trailing, overlap, offset, count)
             total = None
         sink = _ArrowSink(tmp, fmt, compression, dst)
         with closing(chunks), _Pipeline(sink, overlap, slots=3 if device == "cuda" else 2) as pipe:
@@ -485,11 +517,8 @@ def _mapped_chunks(f, offset, whole, rows, layout, overlap, name="the input"):
         lost = guard.fault()
         if size < offset + end * itemsize or lost is not None:
             first = min(max(size - offset, 0) // itemsize, lost // itemsize if lost is not None else whole)
-            raise ConversionError(
-                f"{name} shrank while it was being converted: it is now {size:,} bytes, so record "
-                f"{first:,} (byte {offset + first * itemsize:,} of the file) and the ones after it are gone; "
-                f"another program truncated or rewrote the file: convert it again once it is complete "
-                f"(the destination was left as it was)")
+            raise shrunk_error(name, size, offset, itemsize, first, "converted",
+                               "convert it again once it is complete (the destination was left as it was)")
 
     def close():
         hold = _wait_out(lambda: pool.shutdown(wait=True) if pool is not None else None)
@@ -508,23 +537,40 @@ def _mapped_chunks(f, offset, whole, rows, layout, overlap, name="the input"):
                 ahead = pool.submit(touch, start + rows) if start + rows < whole else None
             end = min(start + rows, whole)
             check(end)
-            yield AoS(records[start:end], layout)
+            yield AoS(records[start:end].view(np.ndarray), layout)  # guarded here, not again by to_soa
             check(end)  # a page lost while the chunk converted read as zeros: not written
 
 
-def _stream_chunks(f, rows, layout, name, trailing, overlap):
-    """AoS chunks of a stream, read into staging buffers by a :class:`_Reader`."""
+class _Taking:
+    """The first ``nbytes`` of a stream: ``count`` records, and nothing read after them."""
+
+    def __init__(self, f, nbytes):
+        self.f, self.left = f, nbytes
+
+    def readinto(self, view):
+        if not self.left:
+            return 0
+        n = self.f.readinto(memoryview(view)[: self.left])
+        self.left -= n or 0
+        return n
+
+
+def _stream_chunks(f, rows, layout, name, trailing, overlap, offset=0, count=None):
+    """AoS chunks of a stream, read into staging buffers by a :class:`_Reader`; with
+    ``count``, a stream that ends before that many records is a ConversionError."""
     itemsize, done = layout.itemsize, 0
     reader = _Reader(f, rows, itemsize, overlap)
     with _closing_after(reader.close):
         for buf, n in reader:
             whole, left = divmod(n, itemsize)
-            if left:  # a stream ends inside a record
-                _partial(name, done * itemsize + n, itemsize, done + whole, left, trailing)
+            if left and count is None:  # a stream ends inside a record
+                _partial(name, done * itemsize + n, itemsize, done + whole, left, trailing, offset)
             if not whole:
-                return
+                break
             done += whole
             yield AoS(buf[: whole * itemsize], layout)
+        if count is not None and done < count:
+            raise too_few(name, count, done, itemsize, offset)
 
 
 class _Pipeline:
@@ -840,6 +886,8 @@ def _arrow_batches(src, rows, name):
     pyarrow raised."""
     path = os.fspath(src) if isinstance(src, (str, os.PathLike)) else None
     head = tail = b""
+    if path is None:
+        return _object_batches(src, rows, name)
     if path is not None:
         try:
             with open(path, "rb") as f:
@@ -871,6 +919,169 @@ def _arrow_batches(src, rows, name):
             f"input must be one of those"
         ) from None
     return _stream_batches(stream, name)
+
+
+def _object_batches(f, rows, name):
+    """The batches of a Parquet or Arrow IPC input given as a binary file object, read
+    from its current position: a file that can seek is read in place (its bytes from
+    that position on, :class:`_Window`); a Parquet or IPC file on a pipe, which must be
+    read from its end, is first copied to an unnamed temporary file (removed however
+    the conversion ends); an IPC stream is read as it comes."""
+    if not hasattr(f, "read"):
+        raise LayoutError(f"convert takes a path or a binary file object, got {type(f).__name__}")
+    window = _Window.over(f)
+    if window is None:  # a pipe: its first bytes tell the format
+        head = _read_upto(f, 8, name)
+        if head[:4] != b"PAR1" and head[:6] != b"ARROW1":
+            return _stream_or_refuse(_Chained(head, f), head, name)
+        window = _Window(_spool(head, f, name), 0, owned=True)
+    try:
+        head, size = window.pread(0, 8), window.size
+        tail = window.pread(size - 6, 6) if size >= 12 else b""
+        if head[:4] == b"PAR1":
+            if tail[-4:] != b"PAR1":
+                raise _truncated(name, "Parquet", "PAR1", size)
+            batches = _parquet_batches(window, rows, name)
+        elif head[:6] == b"ARROW1":
+            if tail != b"ARROW1":
+                raise _truncated(name, "Arrow IPC", "ARROW1", size)
+            with _reading(name, "the file's footer"):
+                reader = pa.ipc.open_file(window)
+                count = reader.num_record_batches
+            batches = _file_batches(reader, count, name)
+        else:
+            return _stream_or_refuse(window, head, name)
+    except BaseException:
+        window.close()
+        raise
+    return _closing_when_done(batches, window)
+
+
+def _stream_or_refuse(f, head, name):
+    try:
+        stream = pa.ipc.open_stream(f)
+    except Exception as err:  # noqa: BLE001 - pyarrow raises several types for a file that is not IPC
+        if head[:4] == b"\xff\xff\xff\xff":  # an IPC stream's first message, damaged
+            raise _unreadable(name, "the stream's schema", err) from err
+        raise LayoutError(f"{name} is neither Parquet nor Arrow IPC (it starts with {bytes(head[:8])!r}); to write "
+                          f"records, the input must be one of those") from None
+    return _stream_batches(stream, name)
+
+
+def _closing_when_done(batches, window):
+    try:
+        yield from batches
+    finally:
+        window.close()
+
+
+def _read_upto(f, n, name):
+    data = b""
+    while len(data) < n:
+        more = f.read(n - len(data))
+        if isinstance(more, str):
+            raise LayoutError(f"{name} is open in text mode; open it with 'rb'")
+        if not more:
+            break
+        data += more
+    return data
+
+
+def _spool(head, f, name):
+    """A Parquet or IPC file arriving on a pipe, copied to an unnamed temporary file
+    (``tempfile.TemporaryFile``: unlinked at once, its space freed when closed or when
+    the process ends); a failure (a full disk) names the format and the fix."""
+    import shutil
+    import tempfile
+
+    kind = "a Parquet file" if head[:4] == b"PAR1" else "an Arrow IPC file"
+    spool = tempfile.TemporaryFile(prefix="layouts-spool-")
+    try:
+        spool.write(head)
+        shutil.copyfileobj(f, spool, 1 << 20)
+        spool.flush()
+    except OSError as err:
+        spool.close()
+        raise LayoutError(
+            f"{name} is {kind}, which is read from its end, so a pipe's bytes are first copied to a temporary "
+            f"file in {tempfile.gettempdir()}; that failed: {err.strerror or err}; set TMPDIR to a directory with "
+            f"room, or pass the file's path instead of a pipe") from None
+    except BaseException:
+        spool.close()
+        raise
+    return spool
+
+
+class _Window(io.RawIOBase):
+    """Bytes ``start...`` (to the end) of a seekable binary file, as a file of its own:
+    pyarrow reads a Parquet or IPC file object there through it (its seeks count from
+    ``start``). ``owned``: the file is closed with the window (a spool)."""
+
+    def __init__(self, f, start, owned=False):
+        super().__init__()
+        self.f, self.start, self.owned, self.pos = f, start, owned, 0
+        self.size = max(f.seek(0, io.SEEK_END) - start, 0)
+
+    @classmethod
+    def over(cls, f):
+        """A window from ``f``'s current position, or None when ``f`` cannot seek."""
+        try:
+            if not f.seekable():
+                return None
+            return cls(f, f.tell())
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            return None
+
+    def readable(self):
+        return True
+
+    def seekable(self):
+        return True
+
+    def tell(self):
+        return self.pos
+
+    def seek(self, pos, whence=io.SEEK_SET):
+        self.pos = max({io.SEEK_SET: 0, io.SEEK_CUR: self.pos, io.SEEK_END: self.size}[whence] + pos, 0)
+        return self.pos
+
+    def pread(self, at, n):
+        self.f.seek(self.start + at)
+        return _read_upto(self.f, n, "the input")
+
+    def readinto(self, buffer):
+        n = min(len(buffer), max(self.size - self.pos, 0))
+        if n <= 0:
+            return 0
+        data = self.pread(self.pos, n)
+        memoryview(buffer)[: len(data)] = data
+        self.pos += len(data)
+        return len(data)
+
+    def close(self):
+        if self.owned and not self.closed:
+            self.f.close()
+        super().close()
+
+
+class _Chained(io.RawIOBase):
+    """``head`` (bytes already read) and then the rest of the stream ``f``."""
+
+    def __init__(self, head, f):
+        super().__init__()
+        self.head, self.f = head, f
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        if self.head:
+            n = min(len(buffer), len(self.head))
+            memoryview(buffer)[:n], self.head = self.head[:n], self.head[n:]
+            return n
+        data = self.f.read(len(buffer))
+        memoryview(buffer)[: len(data)] = data
+        return len(data)
 
 
 def _file_batches(reader, count, name):

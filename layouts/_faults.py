@@ -1,9 +1,14 @@
 """Turn a kernel fault ``(row, op, code)`` into an error that names the field and the fix."""
 
+import mmap
+import weakref
+from contextlib import contextmanager
+
 import numpy as np
 import pyarrow as pa
 
 from .kernels import plan as P
+from .kernels._memory import MappedGuard
 
 from ._errors import ConversionError
 
@@ -106,3 +111,78 @@ def reverse_error(layout, columns, fault):
     else:
         msg = f"{where}: {value!r} is not valid UTF-8 and cannot be written to {target}"
     return ConversionError(msg)
+
+
+# ------------------------------------------------------------ mapped files that shrink
+
+_LOST: "weakref.WeakKeyDictionary[mmap.mmap, int]" = weakref.WeakKeyDictionary()  # mapping -> first byte lost
+
+
+def shrunk_error(name, size, base, itemsize, first, doing, fix):
+    """The ConversionError for a memory-mapped file of records that another process
+    truncated: ``name`` is now ``size`` bytes, its records start at byte ``base``, and
+    record ``first`` (counted from there) is the first one gone."""
+    return ConversionError(
+        f"{name} shrank while it was being {doing}: it is now {size:,} bytes, so record {first:,} (byte "
+        f"{base + first * itemsize:,} of the file) and the ones after it are gone; another program truncated or "
+        f"rewrote the file: {fix}")
+
+
+@contextmanager
+def guarded_reads(records, itemsize, *, base=None, doing="read", fix=None):
+    """Guard the reads of ``records`` in the block when it is memory-mapped from a file
+    (a ``numpy.memmap`` or a view of one; anything else passes through unguarded).
+
+    Another process may truncate the file. Its size is checked before and after the
+    block, and the reads are guarded (:class:`layouts.kernels._memory.MappedGuard`): a
+    page that is gone reads as zeros instead of killing the process with SIGBUS, and the
+    block then raises a ConversionError naming the file and the first record that is
+    missing (:func:`shrunk_error`). A mapping that lost a page keeps that page of zeros,
+    so every later guarded read of it fails the same way. ``base`` is the byte of the
+    file where record 0 starts (default: the map's ``offset``, the header given to
+    ``numpy.memmap``)."""
+    mm = getattr(records, "_mmap", None) if isinstance(records, np.memmap) else None
+    if mm is None or records.size == 0:
+        yield
+        return
+    try:
+        mapped_at = np.frombuffer(mm, np.uint8).ctypes.data
+    except ValueError:  # closed
+        yield
+        return
+    if records.ndim == 1 and records.strides[0] > 0:  # records: the common case, without byte_bounds' cost
+        lo = records.ctypes.data
+        hi = lo + (records.shape[0] - 1) * records.strides[0] + records.itemsize
+    else:
+        lo, hi = getattr(np.lib, "array_utils", np).byte_bounds(np.asarray(records))
+    start = records.offset - records.offset % mmap.ALLOCATIONGRANULARITY + (lo - mapped_at)  # byte of the file at lo
+    base = records.offset if base is None else base
+    name = records.filename or "the mapped file"
+    fix = fix or "read it again (layouts.read_records) once it is complete"
+
+    def check(lost=None):
+        try:
+            size = mm.size()  # the mapped file's own size (mmap keeps a descriptor of it)
+        except (OSError, ValueError):
+            return
+        if lost is not None:
+            _LOST[mm] = min(lost, _LOST.get(mm, lost))
+        lost = _LOST.get(mm)
+        end = start + (hi - lo)
+        if size < end or (lost is not None and lost < end):
+            gone = min(size, lost if lost is not None and lost < end else size)
+            raise shrunk_error(name, size, base, itemsize, max(gone - base, 0) // itemsize, doing, fix)
+
+    check()
+    guard = MappedGuard(lo, hi - lo)
+    try:
+        yield
+    except Exception:  # a value error made of zeros read in place of lost pages: the truncation is the error
+        fault = guard.fault()
+        guard.close()
+        check(start + fault if fault is not None else None)
+        raise
+    finally:
+        fault = guard.fault()
+        guard.close()
+    check(start + fault if fault is not None else None)

@@ -7,6 +7,7 @@ import ctypes
 import errno
 import io
 import mmap
+import numbers
 import os
 import secrets
 import signal
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, BinaryIO
 import numpy as np
 
 from ._aos import AoS, as_layout
-from ._errors import LayoutError
+from ._errors import ConversionError, LayoutError
 
 if TYPE_CHECKING:
     from ._layout import Layout
@@ -42,43 +43,80 @@ def read_records(source: "str | os.PathLike[str] | BinaryIO", layout: "Layout | 
         mapped; a FIFO, a character device or any other file object (``io.BytesIO``,
         a pipe) is read. A character device (``/dev/zero``, a terminal) may never end,
         so it needs ``count``. A Parquet or Arrow IPC file is refused with an error
-        that says so (it begins and ends with their magic bytes).
+        that says so (it begins and ends with their magic bytes). A file object is read
+        from its current position (after a header the caller read from it), and is
+        left just after the records taken.
     layout : Layout or numpy.dtype
         The record type, e.g. ``Layout.from_c(header, "struct tick")``.
     offset : int
-        Bytes of file header before the first record.
+        Bytes of header before the first record, counted from where the input starts
+        (a file object's current position).
     count : int, optional
-        Records to take (default: all after ``offset``). From a stream only
-        ``offset + count * itemsize`` bytes are read.
+        Records to take (default: all after ``offset``); bytes after them are not
+        records (a trailer, extended headers, another chunk). From a stream only
+        ``offset + count * itemsize`` bytes are read. More than the input holds is a
+        ConversionError stating both.
     trailing : {"error", "ignore"}
-        What to do when the bytes after ``offset`` are not a whole number of records:
-        a LayoutError stating the sizes (default), or a warning saying how many bytes
-        at the end were skipped.
+        What to do when the bytes after ``offset`` are not a whole number of records
+        (and no ``count`` is given): a LayoutError stating the sizes (default), or a
+        warning saying how many bytes were skipped, where.
+
+    A regular file is mapped, not read: if another program truncates it, converting
+    the records (``to_soa``, ``to_device``) raises a ConversionError naming the file and
+    the first record that is gone, instead of the process dying of SIGBUS.
     """
     layout = as_layout(layout)
     check_trailing(trailing)
-    if not isinstance(offset, int) or offset < 0:
-        raise LayoutError(f"offset must be a non-negative number of bytes, got {offset!r}")
-    if count is not None and (not isinstance(count, int) or count < 0):
-        raise LayoutError(f"count must be a non-negative number of records, got {count!r}")
+    offset, count = check_offset(offset), check_count(count)
     itemsize = layout.itemsize
-    name, size, mapped, data = _open(source, None if count is None else offset + count * itemsize)
+    name, size, mapped, data, start = _open(source, None if count is None else offset + count * itemsize)
     if count is None:
         whole = whole_records(name, size, offset, itemsize, trailing)
     else:
         whole = whole_records(name, size, offset, itemsize, "ignore", quiet=True)
         if count > whole:
-            raise LayoutError(
-                f"{name} holds {whole} whole records of {itemsize} bytes after offset {offset}; "
-                f"count={count} asks for more"
-            )
+            raise too_few(name, count, whole, itemsize, offset)
         whole = count
     nbytes = whole * itemsize
     if data is not None:  # a stream, already read
         return AoS(memoryview(data)[offset : offset + nbytes], layout)
-    if nbytes == 0:
-        return AoS(b"", layout)
-    return AoS(np.memmap(mapped, dtype=layout.dtype, mode="r", offset=offset, shape=(whole,)), layout)
+    records = AoS(b"", layout) if nbytes == 0 else AoS(
+        np.memmap(mapped, dtype=layout.dtype, mode="r", offset=start + offset, shape=(whole,)), layout)
+    if not isinstance(mapped, (str, os.PathLike)):  # a file object: left just after the records, as a read would
+        mapped.seek(start + offset + nbytes)
+    return records
+
+
+def _whole_number(value, name, what, example):
+    """``value`` as an int >= 0; else a LayoutError naming the argument, the value and the fix."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise LayoutError(f"{name}={value!r} is not a whole number: {name} is {what}; give an int >= 0 "
+                          f"({example})")
+    if value < 0:
+        raise LayoutError(f"{name}={value} is negative: {name} is {what}; give an int >= 0 "
+                          f"({example})")
+    return int(value)
+
+
+def check_offset(offset, name="offset"):
+    """``offset`` (bytes of header before the first record) as an int >= 0."""
+    return _whole_number(offset, name, "the number of header bytes before the first record, from where the "
+                                       "input starts", "0 for none")
+
+
+def check_count(count, name="count"):
+    """``count`` (records to take; None for all) as an int >= 0 or None."""
+    if count is None:
+        return None
+    return _whole_number(count, name, "the number of records to take", "None for all of them")
+
+
+def too_few(name, count, whole, itemsize, offset):
+    """The ConversionError for ``count`` records asked of an input holding ``whole``."""
+    return ConversionError(
+        f"{name} holds {whole} whole records of {itemsize} bytes after offset {offset}; count={count} asks for "
+        f"more: give count={whole} or fewer (the number of records the file's header states), or check the "
+        f"layout (record size {itemsize}) and the offset")
 
 
 def check_trailing(trailing):
@@ -95,25 +133,33 @@ def whole_records(name, size, offset, itemsize, trailing, *, quiet=False, stackl
     whole, left = divmod(size - offset, itemsize)
     if left and not quiet:
         partial_record(f"{name} is {size} bytes: after the {offset}-byte header that is {whole} records of "
-                       f"{itemsize} bytes and {left} bytes left over", itemsize, left, trailing, stacklevel + 1)
+                       f"{itemsize} bytes and {left} bytes left over", itemsize, left, trailing, stacklevel + 1,
+                       end=size)
     return whole
 
 
-def partial_record(message, itemsize, left, trailing, stacklevel=3):
+def partial_record(message, itemsize, left, trailing, stacklevel=3, end=None):
     """Bytes after the last whole record: a LayoutError (``trailing="error"``) or a warning
-    that they were skipped (``"ignore"``). ``message`` states the sizes."""
+    that they were skipped (``"ignore"``), at which byte of the input (``end``, the
+    input's size, when known) and what ``count=`` is for. ``message`` states the sizes."""
+    at = f" at byte {end - left:,} of the input" if end is not None else ""
     if trailing == "error":
         raise LayoutError(
-            f"{message}; check the layout (record size {itemsize}) and the header offset, or pass "
+            f"{message}; check the layout (record size {itemsize}) and the header offset; if the input has more "
+            f"after its records (a trailer), pass count= with the number of records its header gives; or pass "
             f"trailing='ignore' to skip the partial record"
         )
-    warnings.warn(f"{message}; skipped those {left} bytes", stacklevel=stacklevel)
+    warnings.warn(f"{message}; skipped those {left} bytes{at}: if the input has more after its records (a trailer, "
+                  f"extended headers, another chunk), those were read as records too: pass count= with the number "
+                  f"of records its header gives", stacklevel=stacklevel)
 
 
 def _open(source, need=None):
-    """``(name, size in bytes, path or file to map, bytes read from a stream)``; offsets
-    count from the start of the file, or of the stream's remaining bytes. From a stream
-    at most ``need`` bytes are read (all when None)."""
+    """``(name, size in bytes, path or file to map, bytes read from a stream, start)``;
+    offsets count from ``start``: the start of a file given by path, the current position
+    of a file object (its bytes before it are not the input's), the stream's remaining
+    bytes. ``size`` counts from there too. From a stream at most ``need`` bytes are read
+    (all when None)."""
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
         try:
@@ -122,7 +168,7 @@ def _open(source, need=None):
                 with open(path, "rb") as f:
                     size = _size(f.fileno(), st)
                     refuse_arrow(path, f.fileno(), size, _FIX_READ)
-                return path, size, path, None
+                return path, size, path, None, 0
             if stat.S_ISDIR(st.st_mode):
                 raise LayoutError(f"cannot read records from {path!r}: it is a directory; give a file")
             if stat.S_ISSOCK(st.st_mode):
@@ -132,12 +178,13 @@ def _open(source, need=None):
                 raise LayoutError(_endless(path, "pass count= to read that many records"))
             with open(path, "rb") as f:  # a FIFO (or a device, up to count): read as a stream
                 data = _read_stream(f, path, need)
-            return path, len(data), None, data
+            return path, len(data), None, data, 0
         except OSError as err:
             raise LayoutError(f"cannot read records from {path!r}: {err.strerror}") from None
     if not hasattr(source, "read"):
         raise LayoutError(f"read_records takes a path or a binary file object, got {type(source).__name__}")
-    name = str(getattr(source, "name", type(source).__name__))
+    name = getattr(source, "name", type(source).__name__)
+    name = f"file descriptor {name}" if isinstance(name, int) else str(name)  # open(fd, "rb")
     try:
         fd = source.fileno()
         st = os.fstat(fd)
@@ -147,15 +194,22 @@ def _open(source, need=None):
         raise LayoutError(_endless(name, "pass count= to read that many records"))
     if st is not None and stat.S_ISREG(st.st_mode):
         try:
-            size = st.st_size
+            start = _position(source)
+            size = max(st.st_size - start, 0)
             if size:
                 mmap.mmap(fd, 0, access=mmap.ACCESS_READ).close()  # a regular file: it maps
-                refuse_arrow(name, fd, size, _FIX_READ)
-            return name, size, source, None
-        except (OSError, ValueError):
+                refuse_arrow(name, fd, size, _FIX_READ, start)
+            return (f"{name} (from its position {start:,})" if start else name), size, source, None, start
+        except (OSError, ValueError, io.UnsupportedOperation):
             pass  # it does not map: read it
     data = _read_stream(source, name, need)
-    return name, len(data), None, data
+    return name, len(data), None, data, 0
+
+
+def _position(f):
+    """The current position of a file object (where its records start); a position
+    kept in Python's buffer counts, not the descriptor's."""
+    return f.tell() if f.seekable() else 0
 
 
 def _size(fd, st):
@@ -180,7 +234,7 @@ def _read_stream(f, name, need):
     else:
         parts, got = [b""], 0
         while got < need:
-            part = f.read(need - got)
+            part = f.read(min(need - got, 1 << 24))  # a huge count: no huge buffer up front
             if not part or isinstance(part, str):
                 parts.append(part or b"")
                 break
@@ -249,10 +303,11 @@ def _arrow_message(name, kind, fix):
     return f"{name} is {kind}, not raw records (it begins and ends as {kind} does); {fix}"
 
 
-def refuse_arrow(name, fd, size, fix):
-    """A LayoutError when the file open as ``fd`` (``size`` bytes) is a Parquet or Arrow
-    IPC file: reading its bytes as records would give garbage. ``fix`` says what to do."""
-    kind = arrow_kind(lambda start, n: _pread(fd, n, start), size)
+def refuse_arrow(name, fd, size, fix, start=0):
+    """A LayoutError when the file open as ``fd`` (``size`` bytes from byte ``start``) is a
+    Parquet or Arrow IPC file: reading its bytes as records would give garbage. ``fix``
+    says what to do."""
+    kind = arrow_kind(lambda at, n: _pread(fd, n, start + at), size)
     if kind is not None:
         raise LayoutError(_arrow_message(name, kind, fix))
 

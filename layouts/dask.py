@@ -12,13 +12,14 @@ until it is called.
 """
 
 import os
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
 
 import numpy as np
 
 from ._aos import AoS, as_layout, checked_nulls
 from ._errors import LayoutError
-from ._files import check_trailing, whole_records
+from ._faults import guarded_reads, shrunk_error
+from ._files import check_count, check_offset, check_trailing, too_few, whole_records
 
 if TYPE_CHECKING:
     from ._layout import Layout
@@ -27,10 +28,13 @@ __all__ = ["read_records", "byte_ranges", "read_range"]
 
 DEVICES = ("cpu", "cuda")
 
+PerFile = Union[int, None, Sequence[Any], Callable[[str], Any]]  # one value, one per file, or path -> value
+
 
 def read_records(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str]]",
-                 layout: "Layout | np.typing.DTypeLike", *, blocksize: "int | str" = "128MiB", offset: int = 0,
-                 trailing: str = "error", nulls: "Mapping[str, Any] | None" = None, device: str = "cpu",
+                 layout: "Layout | np.typing.DTypeLike", *, blocksize: "int | str" = "128MiB", offset: PerFile = 0,
+                 count: PerFile = None, trailing: str = "error", nulls: "Mapping[str, Any] | None" = None,
+                 device: str = "cpu",
                  storage_options: "dict[str, Any] | None" = None) -> Any:
     """Record files as a lazy ``dask.dataframe.DataFrame``, one partition per byte range.
 
@@ -43,11 +47,20 @@ def read_records(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str
         The record type, e.g. ``Layout.from_c(header, "struct tick")``.
     blocksize : int or str
         Target bytes per partition (``"64MiB"``), rounded down to whole records.
-    offset : int
-        Bytes of header at the start of every file, before its first record.
+    offset : int, sequence of int, or callable
+        Bytes of header at the start of a file, before its first record: one number for
+        every file; a sequence with one per file, in the order of the files matched
+        (sorted, as Dask and fsspec list them; ``len`` must match); or a callable
+        ``offset(path)`` given each file's path as fsspec names it (for a local file an
+        absolute path), e.g. one that reads the header.
+    count : int, None, sequence or callable
+        Records to take from a file after its ``offset`` (None: all of them); given as
+        ``offset`` is. Bytes after them are not records (a trailer, extended headers).
+        A file with fewer records is a ConversionError naming it and both numbers.
     trailing : {"error", "ignore"}
-        A file whose bytes after ``offset`` are not a whole number of records is an error
-        stating its sizes (default), or a warning and the partial record is skipped.
+        A file whose bytes after ``offset`` are not a whole number of records (and whose
+        ``count`` is None) is an error stating its sizes (default), or a warning and the
+        partial record is skipped.
     nulls : dict, optional
         Sentinel values that mean "missing", as in :meth:`AoS.to_soa`.
     device : {"cpu", "cuda"}
@@ -63,6 +76,11 @@ def read_records(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str
     dask.dataframe.DataFrame
         Indexed by record number across all files in order, with known divisions, so
         ``df.loc[i]`` finds record ``i`` without reading other partitions.
+
+    A partition of a local file is memory-mapped, and its reads are guarded: a file that
+    another program truncates after this call planned the partitions from its size is a
+    ConversionError naming the file and the first record that is gone, when the
+    partition is computed, never a SIGBUS that kills the worker.
     """
     dd, fsspec = _require_dask()
     from dask.utils import parse_bytes
@@ -86,9 +104,11 @@ def read_records(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str
     fs, _, names = fsspec.core.get_fs_token_paths(paths, mode="rb", storage_options=storage_options or {})
     if not names:
         raise LayoutError(f"no files match {paths!r}; check the path or glob pattern")
+    offsets = _per_file(offset, names, "offset", check_offset)
+    counts = _per_file(count, names, "count", check_count)
     sizes = [fs.size(name) for name in names]
-    parts = byte_ranges(names, sizes, layout.itemsize, size, offset=offset, trailing=trailing)
-    options = (layout, nulls, device)
+    parts = byte_ranges(names, sizes, layout.itemsize, size, offset=offsets, trailing=trailing, count=counts)
+    options = (layout, nulls, device, dict(zip(names, offsets)))
     meta = _empty_part(options)
     if not parts:  # files with no records: one empty partition, same columns
         return dd.from_map(_empty_part, [options], meta=meta, enforce_metadata=False)
@@ -100,14 +120,41 @@ def read_records(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str
     )
 
 
-def byte_ranges(names, sizes, itemsize, blocksize, *, offset=0, trailing="error"):
+def _per_file(value, names, what, check):
+    """One checked value per file from ``value``: a scalar, a sequence with one per file, or a callable of the
+    path."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if callable(value):
+        return [check(value(name), f"{what}({name!r})") for name in names]
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        return [check(value)] * len(names)
+    if len(value) != len(names):
+        shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+        raise LayoutError(f"{what} has {len(value)} values but {len(names)} files match ({shown}); give one per "
+                          f"file in that order, one value for all, or a callable {what}(path)")
+    return [check(v, f"{what}[{i}] ({name})") for i, (v, name) in enumerate(zip(value, names))]
+
+
+def byte_ranges(names, sizes, itemsize, blocksize, *, offset=0, trailing="error", count=None):
     """``[(name, start, stop, first_row)]``: each file after its ``offset`` header, cut
     into ranges of whole records of about ``blocksize`` bytes (at least one record);
-    ``first_row`` counts records across all files. Files with no records give no range."""
+    ``first_row`` counts records across all files. Files with no records give no range.
+    ``offset`` and ``count`` (records per file, None for all) are one value for every
+    file or a list with one per file."""
     per_block = max(1, int(blocksize) // itemsize) * itemsize
+    offsets = offset if isinstance(offset, (list, tuple)) else [offset] * len(names)
+    counts = count if isinstance(count, (list, tuple)) else [count] * len(names)
     parts, row = [], 0
-    for name, size in zip(names, sizes):
-        end = offset + whole_records(name, size, offset, itemsize, trailing, stacklevel=4) * itemsize
+    for name, size, offset, count in zip(names, sizes, offsets, counts):
+        if count is None:
+            whole = whole_records(name, size, offset, itemsize, trailing, stacklevel=4)
+        else:
+            whole = whole_records(name, size, offset, itemsize, "ignore", quiet=True)
+            if count > whole:
+                raise too_few(name, count, whole, itemsize, offset)
+            whole = count
+        end = offset + whole * itemsize
         for start in range(offset, end, per_block):
             stop = min(start + per_block, end)
             parts.append((name, start, stop, row))
@@ -144,16 +191,42 @@ class _Task:
 
     def __call__(self, part):
         name, start, stop, first_row = part
-        layout, nulls, device = self.options
-        if _is_local(self.fs):  # map just this range: the kernel reads the page cache directly
-            raw = np.memmap(name, np.uint8, mode="r", offset=start, shape=(stop - start,))
-        else:
+        layout, nulls, device, offsets = self.options
+        if not _is_local(self.fs):
             with self.fs.open(name, "rb") as f:
-                raw = read_range(f, start, stop)
+                return self._convert(AoS(read_range(f, start, stop), layout), first_row)
+        # map just this range: the kernel reads the page cache directly, guarded against the file shrinking
+        base = offsets.get(name, start)
+        records = _map(name, start, stop, layout, base)
+        with guarded_reads(records, layout.itemsize, base=base, doing=_DOING, fix=_FIX_SHRUNK):
+            return self._convert(AoS(records.view(np.ndarray), layout), first_row)
+
+    def _convert(self, aos, first_row):
+        layout, nulls, device, _ = self.options
         if device == "cuda":
-            return _device_frame(AoS(raw, layout).to_soa(nulls=nulls, device="cuda"), first_row)
-        table = AoS(raw, layout).to_soa(nulls=nulls, threads=1).to_arrow()
-        return _frame(table, first_row)
+            return _device_frame(aos.to_soa(nulls=nulls, device="cuda"), first_row)
+        return _frame(aos.to_soa(nulls=nulls, threads=1).to_arrow(), first_row)
+
+
+def _map(name, start, stop, layout, base):
+    """Records ``[start, stop)`` of a local file, memory-mapped; a file now shorter than
+    that (cut after the partitions were planned) is the ConversionError of
+    :func:`layouts._faults.shrunk_error`."""
+    itemsize = layout.itemsize
+    for _ in range(2):
+        size = os.path.getsize(name)
+        if size < stop:
+            raise shrunk_error(name, size, base, itemsize, max(size - base, 0) // itemsize, _DOING, _FIX_SHRUNK)
+        try:
+            return np.memmap(name, layout.dtype, mode="r", offset=start, shape=((stop - start) // itemsize,))
+        except ValueError:  # cut between the size and the map: the size says where
+            continue
+    raise shrunk_error(name, size, base, itemsize, max(size - base, 0) // itemsize, _DOING, _FIX_SHRUNK)
+
+
+_DOING = "read by Dask"
+_FIX_SHRUNK = ("call layouts.dask.read_records again once it is complete (the partitions were planned from its size "
+               "when read_records was called)")
 
 
 def _is_local(fs):
@@ -162,7 +235,7 @@ def _is_local(fs):
 
 
 def _empty_part(options):
-    layout, nulls, device = options
+    layout, nulls, device, _ = options
     if device == "cuda":
         return _device_frame(AoS(b"", layout).to_soa(nulls=nulls, device="cuda"), 0)
     return _frame(AoS(b"", layout).to_soa(nulls=nulls).to_arrow(), 0)

@@ -99,7 +99,8 @@ def test_count_reads_only_those_records_of_a_stream():
     assert len(aos) == 10 and stream.taken == 5 + 10 * DT.itemsize
     assert lo.read_records(stream, DT, count=0).to_numpy().size == 0 and stream.taken == 5 + 10 * DT.itemsize
     short = io.BytesIO(bytes(3 * DT.itemsize + 1))
-    with pytest.raises(lo.LayoutError, match=r"holds 3 whole records of 16 bytes after offset 0; count=4 asks for more"):
+    with pytest.raises(lo.ConversionError,
+                       match=r"holds 3 whole records of 16 bytes after offset 0; count=4 asks for more"):
         lo.read_records(short, DT, count=4)
 
 
