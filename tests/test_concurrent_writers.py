@@ -110,6 +110,7 @@ for _ in range(rounds):
 """
 
 
+@pytest.mark.slow
 def test_two_processes_writing_one_destination_while_it_is_read(tmp_path, two_inputs, temp_kind):
     code = WRITER.format(unnamed=temp_kind, descr=TICK.descr, chunk=CHUNK)
     procs = [subprocess.Popen([sys.executable, "-c", code, str(seed), "15"], cwd=tmp_path, env=ENV,

@@ -105,6 +105,7 @@ def test_a_fifo_is_streamed_into_not_replaced(tick_file, tmp_path, fmt):
     assert not [n for n in names(tmp_path) if n.startswith(".")]
 
 
+@pytest.mark.slow
 @linux
 def test_character_devices_and_dev_stdout_are_streamed_into(tick_file, tmp_path):
     path, a = tick_file

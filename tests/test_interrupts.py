@@ -432,6 +432,7 @@ def _popen_layouts(*args, cwd=None):
                             env={**ENV, "NUMBA_ENABLE_CUDASIM": "0"})
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_startup_imports_is_one_line(packed_ticks):
     """SIGINT while ``layouts`` loads its modules (NumPy, pyarrow, Numba: the first ~0.5 s):
     before, ``import layouts`` loaded them all and a Ctrl-C there was a traceback and death

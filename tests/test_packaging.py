@@ -37,6 +37,7 @@ def test_wheel_installs_one_import_package(wheel):
     assert not [n for n in names if "/tests/" in n or Path(n).name.startswith("test_") or "/results/" in n]
 
 
+@pytest.mark.slow
 def test_wheel_metadata(wheel):
     (meta,) = [n for n in wheel.namelist() if n.endswith(".dist-info/METADATA")]
     text = wheel.read(meta).decode()
