@@ -550,8 +550,9 @@ def _cast(arr, target, name, field, cast="strict"):
         row = _first_changed(arr, target)
         if row is not None:  # a value out of range: name it
             raise ConversionError(
-                f"column {name!r} row {row // max(getattr(field, 'count', 1), 1)}: {arr[row].as_py()!r} "
-                f"({arr.type}) does not fit {target} ({err}); {needs}: change the field's type or the data"
+                f"column {name!r} has Arrow type {arr.type}; {needs}, and row "
+                f"{row // max(getattr(field, 'count', 1), 1)} holds {arr[row].as_py()!r}, which does not fit it "
+                f"({err}): change the field's type or the data"
             ) from err
         raise ConversionError(
             f"column {name!r} has Arrow type {arr.type}; {needs}, and casting would change "
