@@ -444,9 +444,9 @@ def _time_counts(arr, field, cast, check):
                        time_unit={name: suggest})
     named = name_unit(name)
     if named is not None and named != unit:
-        warnings.warn(f"time_unit gives field {name!r} the unit {unit!r}, but its name says {named!r}: the "
-                      f"{'counts written' if to_ints else 'integers read'} are {_UNIT_NAMES[unit]}",
-                      UserWarning, stacklevel=6)
+        warnings.warn(f"time_unit={{{name!r}: {unit!r}}} gives field {name!r} the unit {unit!r}, but its name "
+                      f"says {named!r}: the {'counts written' if to_ints else 'integers read'} are "
+                      f"{_UNIT_NAMES[unit]}", UserWarning, stacklevel=6)
     if not to_ints:
         ints = arr if arr.type == pa.int64() else _cast(arr, pa.int64(), name, field)
         timed = ints.view(pa.timestamp(unit) if field.dtype.kind == "M" else pa.duration(unit))
