@@ -469,7 +469,7 @@ def _time_counts(arr, field, cast, check):
         if row is None:
             raise
         raise ConversionError(
-            f"column {name!r} row {row // max(field.count, 1)}: {arr[row]} ({t}) is not a whole number of "
+            f"column {name!r} row {row // max(field.count, 1)}: {_shown(arr, row)} ({t}) is not a whole number of "
             f"{_UNIT_NAMES[unit]} or is out of their range, the unit time_unit gives field {name!r} "
             f"({field.dtype.str}): name a finer unit, or change the data") from err
     counts = timed.view(pa.int32() if target.bit_width == 32 else pa.int64())
@@ -551,7 +551,7 @@ def _cast(arr, target, name, field, cast="strict"):
         if row is not None:  # a value out of range: name it
             raise ConversionError(
                 f"column {name!r} has Arrow type {arr.type}; {needs}, and row "
-                f"{row // max(getattr(field, 'count', 1), 1)} holds {arr[row].as_py()!r}, which does not fit it "
+                f"{row // max(getattr(field, 'count', 1), 1)} holds {_shown(arr, row)}, which does not fit it "
                 f"({err}): change the field's type or the data"
             ) from err
         raise ConversionError(
@@ -587,3 +587,11 @@ def _first_changed(arr, target):
     except (pa.ArrowException, NotImplementedError):
         pass
     return None
+
+
+def _shown(arr, row):
+    """Value ``row`` of ``arr`` as a message shows it (a time Python cannot hold, as its count)."""
+    try:
+        return repr(arr[row].as_py())
+    except (OverflowError, ValueError):
+        return f"{arr.view(pa.int32() if arr.type.bit_width == 32 else pa.int64())[row].as_py()} counts"
