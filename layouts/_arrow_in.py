@@ -395,8 +395,7 @@ def _leaf(arr, field, fill, fills, cast, check=None):
         if len(problems.items) == 1:
             raise problems.items[0][1]
         (_, one), (_, two) = problems.items
-        err = _problem(f"{one}; and {two}", **merge_fixes([getattr(one, "fix", {}), getattr(two, "fix", {})]))
-        raise err
+        raise _problem(f"{one}; and {two}", **merge_fixes([getattr(one, "fix", {}), getattr(two, "fix", {})]))
     if kind == "enum":
         return ColumnBuffers(arr.type, len(arr), *arr.buffers()[:1], None, arr.buffers()[1], arr.offset,
                              kind, arr.dictionary)

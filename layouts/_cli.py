@@ -1,7 +1,7 @@
 """The ``layouts`` command: ``convert``, ``inspect``, ``demo`` and ``bench`` (docs/command.md).
 
-Every failure is one line on stderr and exit status 1 (2 for a wrong command line, as
-argparse and the usual Unix tools have it; 130 for Ctrl-C); warnings are one line too. Heavy imports (NumPy, pyarrow, Numba) wait until
+Every failure is one line on stderr and exit status 1 (2 for a wrong command line, 130
+for Ctrl-C); warnings are one line too. Heavy imports (NumPy, pyarrow, Numba) wait until
 a subcommand needs them, so ``--help`` and ``--version`` answer at once, and a Ctrl-C
 while they load is the same one line and status 130 as at any other moment.
 """

@@ -88,10 +88,10 @@ def test_a_unit_too_coarse_or_out_of_range_names_the_row():
 
 def test_integers_for_a_datetime_field_need_a_unit_too():
     table = pa.table({"at": pa.array([5], pa.int64())})
-    with pytest.raises(lo.ConversionError, match=r"column 'at' has Arrow type int64 \(number\); field 'at' \(<M8\[ns\]\) "
-                                                 r"needs timestamp\[ns\] \(time\), and numbers become times only as "
-                                                 r"counts of a unit you name \(cast='parse' does not choose one\): pass "
-                                                 r"time_unit=\{'at': 'ns'\}"):
+    with pytest.raises(lo.ConversionError, match=r"column 'at' has Arrow type int64 \(number\); field 'at' "
+                                                 r"\(<M8\[ns\]\) needs timestamp\[ns\] \(time\), and numbers become "
+                                                 r"times only as counts of a unit you name \(cast='parse' does not "
+                                                 r"choose one\): pass time_unit=\{'at': 'ns'\}"):
         lo.SoA.from_arrow(table, [("at", "<M8[ns]")], cast="parse")
     out = lo.SoA.from_arrow(table, [("at", "<M8[ns]")], time_unit={"at": "us"}).to_aos().to_numpy()
     assert out["at"][0] == np.datetime64(5, "us")
@@ -156,8 +156,8 @@ def test_every_column_problem_in_one_error_with_every_fix():
                                                  r"the Arrow data has no column 'side'.*; to convert, pass "
                                                  r"extra=\['note'\], time_unit=\{'ts_ns': 'ns'\}, "
                                                  r"fill=\{'ts_ns': value, 'qty': value\}, "
-                                                 r"cast='parse' and change the data or the layout of 'side' \(no option "
-                                                 r"fixes it\)$") as caught:
+                                                 r"cast='parse' and change the data or the layout of 'side' "
+                                                 r"\(no option fixes it\)$") as caught:
         lo.SoA.from_arrow(table, dtype)
     err = caught.value
     assert [column for column, _ in err.problems] == ["note", "ts_ns", "qty", "px", "side"]
