@@ -808,7 +808,7 @@ def _unknown_options(parser, argv):
     """The options in ``argv`` that ``parser`` does not know (``--bogus``, ``--bogus=1``)."""
     known = parser._option_string_actions
     return [a for a in argv if a.startswith("-") and a != "-" and a != "--" and a.split("=", 1)[0] not in known
-            and not re.fullmatch(r"-\d+(\.\d*)?", a)
+            and not re.fullmatch(r"-\d+(\.\d*)?", a) and not (a[1:2] != "-" and a[:2] in known)  # -I/usr/include
             and not any(k.startswith(a.split("=", 1)[0]) for k in known if k.startswith("--"))]
 
 
@@ -999,7 +999,8 @@ class _Run:
 
 def main(argv=None):
     """Run the command line ``argv`` (default: the process's arguments); returns the exit
-    status: 0, 1 for an error, 130 for Ctrl-C, 141 when standard output's reader left.
+    status: 0, 1 for an error, 2 for a wrong command line, 130 for Ctrl-C, 141 when standard
+    output's reader left.
 
     A Ctrl-C at any moment, while the modules load too, ends the command with one line
     (``layouts convert: interrupted; no output was written``) and 130; ``--debug`` shows

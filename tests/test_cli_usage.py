@@ -40,6 +40,14 @@ def test_an_unknown_option_is_named_before_missing_arguments():
     assert run.stderr == ("layouts convert: error: unrecognized arguments: --bogus (see layouts convert --help)\n")
 
 
+def test_known_options_are_not_taken_for_unknown_ones(capsys):
+    with pytest.raises(SystemExit) as caught:  # -I with its directory attached, a negative number: known
+        main(["convert", "-I/usr/include", "x.bin", "--struct", "h", "--offset", "-1"])
+    assert caught.value.code == 2
+    assert capsys.readouterr().err == ("layouts convert: error: the following arguments are required: --to (see "
+                                       "layouts convert --help)\n")
+
+
 def test_usage_errors_exit_2(capsys, tmp_path):
     with pytest.raises(SystemExit) as caught:  # argparse's errors leave main() as SystemExit
         main(["convert", "x.bin"])
