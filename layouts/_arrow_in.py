@@ -70,6 +70,10 @@ def columns_from_arrow(obj, layout, fill, cast="strict", time_unit=None, extra="
     leaves = iter(layout.fields)
     columns, fills = [], check.fills
     tops, present = layout._arrow_fields(), set(table.column_names)  # column_names is a new list each time
+    kept = sorted(drop & {top.name for top in tops}) if isinstance(drop, set) else []
+    if kept:
+        raise LayoutError(f"extra names {kept}, which the layout has: only columns the layout does not have are "
+                          f"dropped")
     check.extras([c for c in table.column_names if c not in {top.name for top in tops}], "the Arrow data",
                  [f.name for f in tops])
     for top in tops:

@@ -787,8 +787,8 @@ def _parser_class():
     import argparse
 
     class _Parser(argparse.ArgumentParser):
-        """argparse with one-line errors: ``layouts convert: error: ... (see --help)``, exit 1 like
-        every other failure of the command."""
+        """argparse with one-line errors: ``layouts convert: error: ... (see --help)``, exit 2 (a
+        wrong command line); an unknown option is named before the arguments it left missing."""
 
         def parse_known_args(self, args=None, namespace=None):
             self._argv = list(sys.argv[1:] if args is None else args)

@@ -271,9 +271,11 @@ def _write_header(out, head):
     """Write the header bytes before the records (the records' writer appends after them)."""
     if head:
         with _writing(out):
-            f = out.records_file()
+            f = out.records_file()  # a file: a new buffered writer on its descriptor; a stream: the stream
             f.write(head)
             f.flush()
+            if not out.stream:
+                f.close()  # (the descriptor stays open)
 
 
 # ----------------------------------------------------------------- records -> Arrow

@@ -318,7 +318,7 @@ def test_bad_arguments_are_named(tmp_path):
 def test_command_argument_errors(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["convert", "x.bin", "--dtype", "[('a','<i4')]", "--to", "x.arrow", "--chunk", "lots"])
-    assert exit_.value.code == 1 and "expected a size like 64M, 1G or 65536, got 'lots'" in capsys.readouterr().err
+    assert exit_.value.code == 2 and "expected a size like 64M, 1G or 65536, got 'lots'" in capsys.readouterr().err
     empty = tmp_path / "empty.h"
     empty.write_text("typedef int counter;\n")
     assert main(["inspect", str(empty)]) == 1

@@ -138,6 +138,12 @@ def test_extra_struct_children_are_named_too():
     assert lo.SoA.from_arrow(table, dtype, extra=["pos.z"]).to_aos().to_numpy()["pos"]["y"].tolist() == [2.0]
 
 
+def test_extra_names_only_columns_the_layout_does_not_have():
+    with pytest.raises(lo.LayoutError, match=r"extra names \['a'\], which the layout has: only columns the layout does "
+                                             r"not have are dropped"):
+        lo.SoA.from_arrow(pa.table({"a": [1]}), [("a", "<i8")], extra=["a"])
+
+
 @pytest.mark.parametrize("extra", ["ignore", 5, [1]])
 def test_extra_is_checked(extra):
     with pytest.raises(lo.LayoutError, match=r"extra must be 'error', 'drop' or a list of column names to drop"):
