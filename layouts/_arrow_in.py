@@ -173,14 +173,17 @@ class Problems:
         self.items.append((column, err))
 
     def raise_all(self):
-        if not self.items:
-            return
+        if self.items:
+            raise self.error()
+
+    def error(self):
+        """The one ConversionError for every problem (there is at least one)."""
         fixes = merge_fixes([getattr(err, "fix", None) or {} for _, err in self.items])
         if len(self.items) == 1:
             err = self.items[0][1]
         else:
             listed = "; ".join(f"({k}) {err}" for k, (_, err) in enumerate(self.items, 1))
-            unfixed = sorted({column for column, err in self.items if not getattr(err, "fix", None)})
+            unfixed = sorted({column for column, err in self.items if not getattr(err, "fix", None)} - {None})
             tail = f"to convert, pass {fix_text(fixes)}" if fixes else ""
             if unfixed:
                 tail += (" and " if tail else "") + (f"change the data or the layout of {', '.join(map(repr, unfixed))}"
@@ -188,7 +191,7 @@ class Problems:
             err = ConversionError(f"{len(self.items)} problems with the Arrow data's columns, all of them: {listed}; "
                                   f"{tail}")
         err.problems, err.fixes = list(self.items), fixes
-        raise err
+        return err
 
 
 def merge_fixes(fixes):

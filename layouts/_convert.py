@@ -1089,17 +1089,59 @@ def _rows(name, first, n, where=None):
         raise named from err
 
 
+def _whole_input(err, parts, first, check):
+    """``err``, a part's column problems (:class:`layouts._arrow_in.Problems`), with those of
+    the rest of the input that it does not have: the other parts are checked, not
+    converted, so that one error names every problem and every option the input needs."""
+    from ._arrow_in import Problems
+
+    if getattr(err, "problems", None) is None:
+        return err
+    found = Problems()
+    found.items = list(err.problems)
+    seen = {}  # column -> the kinds of fix its problems so far need
+    for column, e in found.items:
+        seen.setdefault(column, set()).update(getattr(e, "fix", None) or {"": None})
+    while True:
+        part = None
+        try:
+            where, part = next(parts)
+            check(part)
+        except StopIteration:
+            break
+        except (ConversionError, LayoutError) as later:
+            problems = getattr(later, "problems", None)
+            if problems is None:  # not a column problem (a damaged part): said once, and no further reading
+                found.add(None, later if part is None else
+                          type(later)(f"{where}, rows {first} to {first + part.num_rows}: {later}"))
+                break
+            for column, e in problems:
+                kinds = set(getattr(e, "fix", None) or {"": None})
+                if not kinds <= seen.get(column, set()):
+                    seen.setdefault(column, set()).update(kinds)
+                    at = ConversionError(f"{where}, rows {first} to {first + part.num_rows}: {e}")
+                    at.fix = getattr(e, "fix", None)
+                    found.add(column, at)
+        first += part.num_rows
+    return err if len(found.items) == len(err.problems) else found.error()
+
+
 def _arrow_to_records(src, layout, tmp, dst, chunk_bytes, fill, truncate, cast, overlap, threads, device,
                       progress, time_unit=None, extra="error"):
     rows = max(1, chunk_bytes // layout.itemsize)
     name = os.fspath(src) if isinstance(src, (str, os.PathLike)) else str(getattr(src, "name", "the input"))
 
+    def check(part):
+        return SoA.from_arrow(part, layout, fill=fill, truncate=truncate, cast=cast, time_unit=time_unit, extra=extra)
+
     def bound(parts):  # each part checked (buffers, offsets) and cast for the layout, its pages read
         first = 0
         for where, part in parts:
             with _rows(name, first, part.num_rows, where):
-                soa = SoA.from_arrow(part, layout, fill=fill, truncate=truncate, cast=cast, time_unit=time_unit,
-                                     extra=extra)
+                try:
+                    soa = check(part)
+                except ConversionError as err:
+                    raise _whole_input(err, parts, first + part.num_rows, check) from err
             if overlap:
                 _touch(soa)
             yield soa

@@ -277,3 +277,25 @@ def test_small_conversions_show_their_size_and_speed():
     assert str(r) == "1 records, 4.8 MB in, 3.9 MB out, 0.50 s, 9.60 MB/s -> x"
     r = lo.ConvertResult(records=1, bytes_in=4_800_000, bytes_out=4_800_000, seconds=0.01, dst="x")
     assert "0.48 GB/s" in str(r) and "0.00" not in str(r)
+
+
+def test_convert_reports_the_problems_of_every_row_group(tmp_path):
+    n = 300
+    pq.write_table(pa.table({
+        "ts_ns": pa.array(range(n), pa.timestamp("us")),
+        "qty": pa.array([None if i in (5, 250) else i for i in range(n)], pa.int32()),
+        "px": pa.array([None if i == 280 else 1.0 for i in range(n)]),
+        "big": pa.array([2**40 if i == 290 else 1 for i in range(n)]),
+    }), tmp_path / "m.parquet", row_group_size=100)
+    dtype = np.dtype([("ts_ns", "<i8"), ("qty", "<i4"), ("px", "<f8"), ("big", "<i4")])
+    with pytest.raises(lo.ConversionError, match=r"m.parquet, row group 0, rows 0 to 100: 4 problems with the Arrow "
+                                                 r"data's columns, all of them: \(1\) column 'ts_ns'.*\(2\) column 'qty' "
+                                                 r"has 1 nulls \(first at row 5\).*\(3\) row group 2, rows 200 to 300: "
+                                                 r"column 'px' has 1 nulls \(first at row 80\).*\(4\) row group 2, rows "
+                                                 r"200 to 300: column 'big' has Arrow type int64; field 'big' \(<i4\) "
+                                                 r"needs int32, and row 90 holds 1099511627776.*; to convert, pass "
+                                                 r"time_unit=\{'ts_ns': 'ns'\}, fill=\{'qty': value, 'px': value\} and "
+                                                 r"change the data or the layout of 'big' \(no option fixes it\)$") as err:
+        lo.convert(tmp_path / "m.parquet", dtype, tmp_path / "m.bin", chunk_bytes=100 * dtype.itemsize)
+    assert err.value.fixes == {"time_unit": {"ts_ns": "ns"}, "fill": {"qty": "value", "px": "value"}}
+    assert not (tmp_path / "m.bin").exists()
