@@ -606,7 +606,7 @@ def _hint_alignment(err, args, layout):
     if aligned.itemsize != layout.itemsize:
         err.args = (f"{err}; note: a --dtype list is packed, {layout.itemsize} bytes with no padding, where a C "
                     f"compiler aligns each field and gets {aligned.itemsize} bytes: for a C struct, use --struct "
-                    f"HEADER:NAME, or give the padding as fields",)
+                    f"HEADER:NAME, or --dtype \"{{'names': [...], 'formats': [...], 'aligned': True}}\"",)
 
 
 def _dtype_spec(text):

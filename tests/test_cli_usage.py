@@ -124,7 +124,8 @@ def test_a_packed_dtype_list_hints_at_c_alignment(tmp_path, capsys):
                      tmp_path / "c.parquet")
     assert rc == 1 and "32 bytes of records: 3 records of 9 bytes and 5 bytes left over" in err
     assert ("note: a --dtype list is packed, 9 bytes with no padding, where a C compiler aligns each field and gets 16 "
-            "bytes: for a C struct, use --struct HEADER:NAME, or give the padding as fields") in err
+            "bytes: for a C struct, use --struct HEADER:NAME, or --dtype \"{'names': [...], 'formats': [...], "
+            "'aligned': True}\"") in err
 
 
 def test_small_files_show_real_figures(tmp_path, capsys):
