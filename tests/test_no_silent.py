@@ -299,3 +299,16 @@ def test_convert_reports_the_problems_of_every_row_group(tmp_path):
         lo.convert(tmp_path / "m.parquet", dtype, tmp_path / "m.bin", chunk_bytes=100 * dtype.itemsize)
     assert err.value.fixes == {"time_unit": {"ts_ns": "ns"}, "fill": {"qty": "value", "px": "value"}}
     assert not (tmp_path / "m.bin").exists()
+
+
+def test_an_interval_is_no_count_of_a_unit():
+    table = pa.table({"x": pa.array([(1, 2, 3)], pa.month_day_nano_interval())})
+    with pytest.raises(lo.ConversionError, match=r"column 'x' has Arrow type month_day_nano_interval; field 'x' \(<i8\) "
+                                                 r"takes timestamps, durations, dates or times of day as counts of "
+                                                 r"nanoseconds"):
+        lo.SoA.from_arrow(table, [("x", "<i8")], time_unit="ns")
+
+
+def test_a_negative_offset_back_to_records_is_refused(headed):
+    with pytest.raises(lo.LayoutError, match=r"offset must be >= 0, got -3"):
+        lo.convert(headed / "h.parquet", TICK, headed / "back.bin", offset=-3, header=headed / "h.bin")
