@@ -772,6 +772,7 @@ def _add_convert_options(p):
     g.add_argument("--cast", choices=("strict", "parse"), default="strict",
                    help="Arrow -> records: parse: also convert text to numbers, booleans to integers "
                         "(only when every value comes back unchanged)")
+    g = p.add_argument_group("Arrow columns -> records: units, extra columns, the header")
     g.add_argument("--time-unit", action="append", default=[], metavar="[NAME=]UNIT",
                    help="Arrow -> records: integer field NAME takes times as counts of UNIT (s, ms, us, ns), e.g. "
                         "ts_ns=ns; UNIT name: from the end of the field's name (_ns, _us, _ms, _s); without NAME= "
