@@ -1,5 +1,5 @@
-"""The reduction and conversion suite with its report: ``python -m benchmarks``, or
-``layouts bench``.
+"""The reduction and conversion suite with its report (``layouts bench``; the same as
+``python -m layouts.benchmarks``, or ``python -m benchmarks`` in a source checkout).
 
     layouts bench                    # quick: 1,000,000 records per shape (12 s on a 2-core VM)
     layouts bench --full             # 10,000,000 records per shape, median of 7
@@ -20,7 +20,7 @@ from .reductions import ITEMSIZES, gpu_backend, suite
 
 
 def parser():
-    p = argparse.ArgumentParser(prog="layouts bench", description=__doc__.splitlines()[0],
+    p = argparse.ArgumentParser(prog="layouts bench", description=__doc__.split("\n\n", 1)[0].replace("``", ""),
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
     p.add_argument("--full", action="store_true", help="10,000,000 records per shape, median of 7 (default: quick)")
     p.add_argument("--records", type=int, help="records per record shape (overrides --full)")
@@ -53,7 +53,7 @@ def main(argv=None):
     except ValueError:
         print(f"layouts bench: --itemsizes takes record sizes that are multiples of 16, at least 16, "
               f"like 16,64,256; got {args.itemsizes!r}", file=sys.stderr)
-        return 1
+        return 2  # a wrong command line, as argparse exits
     gpu = None if args.cpu_only else gpu_backend()
     result = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
               "machine": {**machine(), **versions(), "gpu": gpu.name if gpu else None},

@@ -1,5 +1,8 @@
 """Arrow data bound for a record layout: find, check and (only where needed) cast columns."""
 
+import re
+import warnings
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -10,6 +13,13 @@ from ._plan import ColumnBuffers
 _FILLED = ("copy", "bits", "enum")  # kinds whose kernels write a fill value under a null
 _STRINGISH = (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_string, pa.types.is_large_string)
 CASTS = ("strict", "parse")
+TIME_UNITS = ("s", "ms", "us", "ns")
+_UNIT_NAMES = {"s": "seconds", "ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}
+# a unit at the end of a field's name, after "_" or ".": ts_ns, t_us, elapsed_ms, epoch_sec, at.nanos
+_NAMED_UNIT = re.compile(r"[_.](s|secs?|ms|msecs?|millis|us|usecs?|micros|ns|nsecs?|nanos)$", re.I)
+_UNIT_WORDS = {"s": "s", "sec": "s", "secs": "s", "ms": "ms", "msec": "ms", "msecs": "ms", "millis": "ms",
+               "us": "us", "usec": "us", "usecs": "us", "micros": "us", "ns": "ns", "nsec": "ns", "nsecs": "ns",
+               "nanos": "ns"}
 
 
 def check_cast(cast):
@@ -38,36 +48,213 @@ def as_table(obj):
     )
 
 
-def columns_from_arrow(obj, layout, fill, cast="strict"):
+def columns_from_arrow(obj, layout, fill, cast="strict", time_unit=None, extra="error"):
     """``(length, per-leaf ColumnBuffers, fills)`` for the layout, from Arrow data.
 
     Every column the layout uses is checked first (:func:`check_column`): the kernels
-    and pyarrow's casts only ever read buffers whose sizes and offsets were checked."""
+    and pyarrow's casts only ever read buffers whose sizes and offsets were checked.
+    Every column that does not fit the layout (missing, extra, a type or unit that needs
+    an option, nulls with no fill) is reported in one ConversionError, each with its fix
+    (:class:`Problems`)."""
     check_cast(cast)
+    drop = check_extra(extra)
     table = as_table(obj)
     unknown = set(fill) - set(layout.names)
     if unknown:
         raise LayoutError(f"fill names {sorted(unknown)}, which are not leaf fields; leaves are {layout.names}")
+    check = _Check(fill, cast, time_units(time_unit, layout), drop)
     try:
         table.validate()
     except pa.ArrowException as err:
         raise ConversionError(f"the Arrow data is not valid Arrow: {err}") from None
     leaves = iter(layout.fields)
-    columns, fills = [], {}
+    columns, fills = [], check.fills
     tops, present = layout._arrow_fields(), set(table.column_names)  # column_names is a new list each time
+    kept = sorted(drop & {top.name for top in tops}) if isinstance(drop, set) else []
+    if kept:
+        raise LayoutError(f"extra names {kept}, which the layout has: only columns the layout does not have are "
+                          f"dropped")
+    check.extras([c for c in table.column_names if c not in {top.name for top in tops}], "the Arrow data",
+                 [f.name for f in tops])
     for top in tops:
+        group = [next(leaves) for _ in range(_leaf_count(top.type))]
         if top.name not in present:
-            raise ConversionError(
+            check.problems.add(top.name, ConversionError(
                 f"the Arrow data has no column {top.name!r} (it has {table.column_names}); "
                 f"the layout needs {[f.name for f in tops]}"
-            )
+            ))
+            continue
         chunked = table.column(top.name)
         for chunk in chunked.chunks:
             check_column(chunk, top.name)
         arr = chunked.chunk(0) if chunked.num_chunks == 1 else pa.concat_arrays(chunked.chunks) \
             if chunked.num_chunks else pa.array([], type=chunked.type)
-        _descend(arr, top.type, top.name, leaves, columns, fill, fills, cast)
+        try:
+            _descend(arr, top.type, top.name, iter(group), columns, fill, fills, cast, check)
+        except ConversionError as err:
+            check.problems.add(top.name, err)
+    check.problems.raise_all()
     return table.num_rows, columns, fills
+
+
+def _leaf_count(arrow_type):
+    """Leaf fields under a (top-level) Arrow field of the layout."""
+    if pa.types.is_fixed_size_list(arrow_type):
+        return _leaf_count(arrow_type.value_type)
+    if pa.types.is_struct(arrow_type):
+        return sum(_leaf_count(child.type) for child in arrow_type)
+    return 1
+
+
+def check_extra(extra):
+    """``extra`` as ``"error"``, ``"drop"`` or a set of column names that may be dropped."""
+    if isinstance(extra, str):
+        if extra not in ("error", "drop"):
+            raise LayoutError(f"extra must be 'error', 'drop' or a list of column names to drop, got {extra!r}")
+        return set() if extra == "error" else extra
+    try:
+        names = set(extra)
+    except TypeError:
+        raise LayoutError(f"extra must be 'error', 'drop' or a list of column names to drop, got {extra!r}") from None
+    if not all(isinstance(n, str) for n in names):
+        raise LayoutError(f"extra must be 'error', 'drop' or a list of column names to drop, got {extra!r}")
+    return names
+
+
+def name_unit(name):
+    """The time unit a field's name ends in (``ts_ns`` -> ``"ns"``), or None."""
+    m = _NAMED_UNIT.search(name)
+    return _UNIT_WORDS[m.group(1).lower()] if m else None
+
+
+def time_units(time_unit, layout):
+    """``{leaf name: unit or "name"}`` (and ``None``: the one for every other leaf) from
+    ``time_unit``: None, a unit or ``"name"`` for every field, or ``{field: unit or "name"}``."""
+    allowed = TIME_UNITS + ("name",)
+    if time_unit is None:
+        return {}
+    if isinstance(time_unit, str):
+        if time_unit not in allowed:
+            raise LayoutError(f"time_unit must be one of {allowed} or {{field: unit}}, got {time_unit!r}")
+        return {None: time_unit}
+    try:
+        items = dict(time_unit).items()
+    except (TypeError, ValueError):
+        raise LayoutError(f"time_unit must be one of {allowed} or {{field: unit}}, got {time_unit!r}") from None
+    fields = {f.name: f for f in layout.fields}
+    out = {}
+    for name, unit in items:
+        field = fields.get(name)
+        if field is None:
+            raise LayoutError(f"time_unit names {name!r}, which is not a leaf field; leaves are {layout.names}")
+        if unit not in allowed:
+            raise LayoutError(f"time_unit[{name!r}] must be one of {allowed}, got {unit!r}")
+        if field.enum or field.kind == "bool" or field.dtype.kind not in "iumM":
+            raise LayoutError(f"time_unit names field {name!r} ({field.dtype.str}), but a time unit applies to "
+                              f"integer fields (times written as counts) and datetime fields (integers read as "
+                              f"counts)")
+        out[name] = unit
+    return out
+
+
+class Problems:
+    """Every column's problem, raised as one ConversionError: one problem as it is, more
+    as one message listing each with its fix and, at the end, every option they need.
+
+    Each problem is a ConversionError whose ``fix`` (if any) is the keyword arguments
+    that fix it: ``{"fill": {"qty": "value"}}``, ``{"cast": "parse"}``, ``{"truncate":
+    True}``, ``{"time_unit": {"ts_ns": "ns"}}``, ``{"extra": ["idx"]}``. The one raised
+    has ``problems`` (column, error) and ``fixes`` (all of them merged)."""
+
+    def __init__(self):
+        self.items = []
+
+    def add(self, column, err):
+        self.items.append((column, err))
+
+    def raise_all(self):
+        if self.items:
+            raise self.error()
+
+    def error(self):
+        """The one ConversionError for every problem (there is at least one)."""
+        fixes = merge_fixes([getattr(err, "fix", None) or {} for _, err in self.items])
+        if len(self.items) == 1:
+            err = self.items[0][1]
+        else:
+            listed = "; ".join(f"({k}) {err}" for k, (_, err) in enumerate(self.items, 1))
+            unfixed = sorted({column for column, err in self.items if not getattr(err, "fix", None)} - {None})
+            tail = f"to convert, pass {fix_text(fixes)}" if fixes else ""
+            if unfixed:
+                tail += (" and " if tail else "") + (f"change the data or the layout of {', '.join(map(repr, unfixed))}"
+                                                     f" (no option fixes {'it' if len(unfixed) == 1 else 'them'})")
+            err = ConversionError(f"{len(self.items)} problems with the Arrow data's columns, all of them: {listed}; "
+                                  f"{tail}")
+        err.problems, err.fixes = list(self.items), fixes
+        return err
+
+
+def merge_fixes(fixes):
+    """One dict of keyword arguments from several (dicts and lists merged, in order)."""
+    out = {}
+    for fix in fixes:
+        for key, value in fix.items():
+            if isinstance(value, dict):
+                out.setdefault(key, {}).update(value)
+            elif isinstance(value, list):
+                out[key] = list(dict.fromkeys(out.get(key, []) + value))
+            else:
+                out[key] = value
+    return out
+
+
+def fix_text(fixes):
+    """``fill={'qty': value}, cast='parse'``: the keyword arguments of ``fixes`` as text."""
+    def one(key, value):
+        if isinstance(value, dict):
+            return f"{key}={{" + ", ".join(f"{k!r}: {'value' if v == 'value' else repr(v)}"
+                                           for k, v in value.items()) + "}"
+        return f"{key}={value!r}"
+
+    return ", ".join(one(k, v) for k, v in fixes.items())
+
+
+def _problem(text, **fix):
+    """A ConversionError that carries the keyword arguments that fix it (see :class:`Problems`)."""
+    err = ConversionError(text)
+    err.fix = fix
+    return err
+
+
+class _Check:
+    """What checking one Arrow input against a layout needs: the options, and the problems found."""
+
+    def __init__(self, fill=None, cast="strict", units=None, drop=None):
+        self.fill, self.cast, self.units, self.drop = fill or {}, cast, units or {}, drop or set()
+        self.fills, self.problems = {}, Problems()
+
+    def extras(self, names, where, wanted):
+        """Columns (or struct children) ``names`` the layout does not have: a problem unless dropped."""
+        left = [] if self.drop == "drop" else [n for n in names if n not in self.drop]
+        if left:
+            said = f"columns {left}" if len(left) > 1 else f"a column {left[0]!r}"
+            self.problems.add(left[0], _problem(
+                f"{where} has {said} that the layout does not have "
+                f"(it has {wanted}), which would be lost: pass extra={left!r} to drop "
+                f"{'them' if len(left) > 1 else 'it'}, or change the layout", extra=left))
+
+    def unit(self, field):
+        """The unit ``time_unit`` gives ``field`` (``"name"`` read from its name), or None."""
+        unit = self.units.get(field.name, self.units.get(None))
+        if unit != "name":
+            return unit
+        named = name_unit(field.name)
+        if named is None:
+            raise _problem(
+                f"time_unit='name' takes field {field.name!r}'s unit from its name, but the name ends in no unit "
+                f"(like ts_ns, t_us, t_ms, t_s): pass time_unit={{{field.name!r}: 'UNIT'}}, the unit it counts "
+                f"(s, ms, us or ns)", time_unit={field.name: "UNIT"})
+        return named
 
 
 def check_column(arr, name):
@@ -113,7 +300,7 @@ def _check_offsets(arr):
         raise pa.ArrowInvalid(f"its offsets go down at row {row} ({ends[row]} then {ends[row + 1]})")
 
 
-def _descend(arr, arrow_type, name, leaves, columns, fill, fills, cast):
+def _descend(arr, arrow_type, name, leaves, columns, fill, fills, cast, check=None):
     if pa.types.is_fixed_size_list(arrow_type):
         if not pa.types.is_fixed_size_list(arr.type):
             arr = _cast(arr, pa.list_(arr.type.value_type, arrow_type.list_size), name, "") \
@@ -124,21 +311,26 @@ def _descend(arr, arrow_type, name, leaves, columns, fill, fills, cast):
                 f"{arrow_type.list_size}"
             )
         _no_parent_nulls(arr, name, "lists")
-        _descend(arr.flatten(), arrow_type.value_type, name, leaves, columns, fill, fills, cast)
+        _descend(arr.flatten(), arrow_type.value_type, name, leaves, columns, fill, fills, cast, check)
     elif pa.types.is_struct(arrow_type):
         if not pa.types.is_struct(arr.type):
             _mismatch(arr, arrow_type, name)
         _no_parent_nulls(arr, name, "structs")
+        if check is not None:
+            wanted = {c.name for c in arrow_type}
+            check.extras([f"{name}.{c.name}" for c in arr.type if c.name not in wanted], f"column {name!r}",
+                         [c.name for c in arrow_type])
         for child in arrow_type:
             index = arr.type.get_field_index(child.name)
             if index < 0:
                 raise ConversionError(
                     f"column {name!r} has no child {child.name!r} (it has {[c.name for c in arr.type]})"
                 )
-            _descend(arr.field(index), child.type, f"{name}.{child.name}", leaves, columns, fill, fills, cast)
+            _descend(arr.field(index), child.type, f"{name}.{child.name}", leaves, columns, fill, fills, cast,
+                     check)
     else:
         field = next(leaves)
-        columns.append(_leaf(arr, field, fill, fills, cast))
+        columns.append(_leaf(arr, field, fill, fills, cast, check))
 
 
 def _mismatch(arr, arrow_type, name):
@@ -154,43 +346,63 @@ def _no_parent_nulls(arr, name, what):
         )
 
 
-def _leaf(arr, field, fill, fills, cast):
-    """Check and, only where needed, cast one leaf column; returns its ColumnBuffers."""
+def _leaf(arr, field, fill, fills, cast, check=None):
+    """Check and, only where needed, cast one leaf column; returns its ColumnBuffers.
+
+    With ``check`` (:class:`_Check`), a column with nulls and no fill and a column whose
+    type does not fit are both reported (one ConversionError for the column either way)."""
     name, kind = field.name, field.kind
-    if kind in ("bytes", "cstr", "utf32"):
-        if kind == "bytes" and arr.type == field.arrow_type:
-            pass
-        elif kind == "utf32":
-            kind = "utf32"
-            if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
-                arr = _cast(arr, pa.string(), name, field, cast)
-        else:
-            kind = "cstr"
-            if not any(test(arr.type) for test in _STRINGISH):
-                arr = _cast(arr, pa.binary(), name, field, cast)
-    elif kind == "enum" or (field.enum and not pa.types.is_integer(arr.type)):
-        arr, kind = _enum_column(arr, field)  # names are welcome even with enum_as="int"
-    elif arr.type != field.arrow_type:
-        arr = _cast(arr, field.arrow_type, name, field, cast)
-    if arr.null_count:
+    problems = Problems()
+    nulls = arr.null_count
+    try:
+        if kind in ("bytes", "cstr", "utf32"):
+            if kind == "bytes" and arr.type == field.arrow_type:
+                pass
+            elif kind == "utf32":
+                kind = "utf32"
+                if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+                    arr = _cast(arr, pa.string(), name, field, cast)
+            else:
+                kind = "cstr"
+                if not any(test(arr.type) for test in _STRINGISH):
+                    arr = _cast(arr, pa.binary(), name, field, cast)
+        elif kind == "enum" or (field.enum and not pa.types.is_integer(arr.type)):
+            arr, kind = _enum_column(arr, field)  # names are welcome even with enum_as="int"
+        elif _counts_of_time(arr.type, field):
+            arr = _time_counts(arr, field, cast, check or _Check())
+        elif arr.type != field.arrow_type:
+            arr = _cast(arr, field.arrow_type, name, field, cast)
+    except ConversionError as err:
+        if check is None:
+            raise
+        problems.add(name, err)
+    if nulls and not problems.items:
+        nulls = arr.null_count  # (a cast keeps the nulls it was given)
+    if nulls:
         if name in fill and kind in _FILLED:
             fills[name] = fill[name]
         elif name in fill:
-            try:
-                value = _time_fill(field, fill[name], arr.type)
-                if value is not None:
-                    arr = pc.fill_null(arr, value if isinstance(value, pa.Scalar) else pa.scalar(value, type=arr.type))
-            except (pa.ArrowException, TypeError, ValueError, OverflowError) as err:
-                raise ConversionError(f"fill[{name!r}]={fill[name]!r} is not a {arr.type} value: {err}") from err
+            if not problems.items:
+                try:
+                    value = _time_fill(field, fill[name], arr.type)
+                    if value is not None:
+                        arr = pc.fill_null(arr, value if isinstance(value, pa.Scalar)
+                                           else pa.scalar(value, type=arr.type))
+                except (pa.ArrowException, TypeError, ValueError, OverflowError) as err:
+                    raise ConversionError(f"fill[{name!r}]={fill[name]!r} is not a {arr.type} value: {err}") from err
         elif field.dtype.kind not in "mM":
             first = pc.index(pc.is_null(arr), True).as_py()
-            raise ConversionError(
-                f"column {name!r} has {arr.null_count} nulls (first at row {first // max(field.count, 1)}), "
+            problems.add(name, _problem(
+                f"column {name!r} has {nulls} nulls (first at row {first // max(field.count, 1)}), "
                 f"but field {name!r} ({field.dtype.str} at offset {field.offset}) cannot hold a null; "
-                f"pass fill={{{name!r}: value}} to write a value in their place"
-            )
+                f"pass fill={{{name!r}: value}} to write a value in their place", fill={name: "value"}))
     elif name in fill and kind in _FILLED:
         fills[name] = fill[name]
+    if problems.items:
+        if len(problems.items) == 1:
+            raise problems.items[0][1]
+        (_, one), (_, two) = problems.items
+        raise _problem(f"{one}; and {two}", **merge_fixes([getattr(one, "fix", {}), getattr(two, "fix", {})]))
     if kind == "enum":
         return ColumnBuffers(arr.type, len(arr), *arr.buffers()[:1], None, arr.buffers()[1], arr.offset,
                              kind, arr.dictionary)
@@ -200,6 +412,74 @@ def _leaf(arr, field, fill, fills, cast):
     else:
         (validity, data), offsets = bufs, None
     return ColumnBuffers(arr.type, len(arr), validity, offsets, data, arr.offset, kind)
+
+
+def _counts_of_time(arrow_type, field):
+    """Whether a column of ``arrow_type`` meets ``field`` as times and counts: a time
+    column for an integer field, or an integer column for a datetime field."""
+    if field.enum or field.kind == "bool":
+        return False
+    if field.dtype.kind in "iu":
+        return _value_kind(arrow_type) == "time" and not pa.types.is_dictionary(arrow_type)
+    return field.dtype.kind in "mM" and pa.types.is_temporal(field.arrow_type) and pa.types.is_integer(arrow_type)
+
+
+def _time_counts(arr, field, cast, check):
+    """A time column as counts of the unit ``time_unit`` names for an integer field, or
+    an integer column as counts of that unit for a datetime field; a ConversionError
+    (whatever ``cast``) when no unit was named: a count's unit is never guessed."""
+    name, t = field.name, arr.type
+    unit = check.unit(field)
+    to_ints = field.dtype.kind in "iu"
+    if unit is None:
+        named = name_unit(name)
+        suggest = named or (None if to_ints else np.datetime_data(field.dtype)[0])
+        suggest = suggest if suggest in TIME_UNITS else (getattr(t, "unit", None) if to_ints else "ns")
+        suggest = suggest if suggest in TIME_UNITS else "s"
+        said = f" (the unit its name says)" if named else ""
+        have = f"{t} ({_value_kind(t)})"
+        if to_ints:
+            what = (f"field {name!r} ({field.dtype.str}) needs {field.arrow_type} (number), and times become "
+                    f"numbers only as counts of a unit you name, never silently in the column's unit")
+        else:
+            what = (f"field {name!r} ({field.dtype.str}) needs {field.arrow_type} (time), and numbers become times "
+                    f"only as counts of a unit you name")
+        also = " (cast='parse' does not choose one)" if cast == "parse" else ""
+        raise _problem(f"column {name!r} has Arrow type {have}; {what}{also}: pass time_unit={{{name!r}: "
+                       f"{suggest!r}}} to count {_UNIT_NAMES[suggest]}{said}, or convert the column first",
+                       time_unit={name: suggest})
+    named = name_unit(name)
+    if named is not None and named != unit:
+        warnings.warn(f"time_unit={{{name!r}: {unit!r}}} gives field {name!r} the unit {unit!r}, but its name "
+                      f"says {named!r}: the {'counts written' if to_ints else 'integers read'} are "
+                      f"{_UNIT_NAMES[unit]}", UserWarning, stacklevel=6)
+    if not to_ints:
+        ints = arr if arr.type == pa.int64() else _cast(arr, pa.int64(), name, field)
+        timed = ints.view(pa.timestamp(unit) if field.dtype.kind == "M" else pa.duration(unit))
+        return timed if timed.type == field.arrow_type else _cast(timed, field.arrow_type, name, field)
+    if pa.types.is_timestamp(t):
+        target = pa.timestamp(unit, t.tz)
+    elif pa.types.is_duration(t):
+        target = pa.duration(unit)
+    elif pa.types.is_date(t):
+        target = pa.timestamp(unit)
+    elif pa.types.is_time(t):
+        target = pa.time32(unit) if unit in ("s", "ms") else pa.time64(unit)
+    else:
+        raise ConversionError(f"column {name!r} has Arrow type {t}; field {name!r} ({field.dtype.str}) takes "
+                              f"timestamps, durations, dates or times of day as counts of {_UNIT_NAMES[unit]}")
+    try:
+        timed = arr if t == target else _cast(arr, target, name, field)
+    except ConversionError as err:
+        row = _first_changed(arr, target)
+        if row is None:
+            raise
+        raise ConversionError(
+            f"column {name!r} row {row // max(field.count, 1)}: {_shown(arr, row)} ({t}) is not a whole number of "
+            f"{_UNIT_NAMES[unit]} or is out of their range, the unit time_unit gives field {name!r} "
+            f"({field.dtype.str}): name a finer unit, or change the data") from err
+    counts = timed.view(pa.int32() if target.bit_width == 32 else pa.int64())
+    return counts if counts.type == field.arrow_type else _cast(counts, field.arrow_type, name, field)
 
 
 def _time_fill(field, value, arrow_type):
@@ -265,14 +545,21 @@ def _cast(arr, target, name, field, cast="strict"):
     needs = f"field {name!r} ({field.dtype.str}) needs {target}" if field else f"the layout needs {target}"
     have, want = _value_kind(arr.type), _value_kind(target)
     if cast == "strict" and have and want and have != want:
-        raise ConversionError(
+        raise _problem(
             f"column {name!r} has Arrow type {arr.type} ({have}); {needs} ({want}), and {have} values are not "
             f"converted to {want} unless asked: pass cast='parse' to convert them "
-            f"(still only when every value comes back unchanged), or convert the column first"
-        )
+            f"(still only when every value comes back unchanged), or convert the column first",
+            cast="parse")
     try:
         out = arr.cast(target, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
+        row = _first_changed(arr, target)
+        if row is not None:  # a value out of range: name it
+            raise ConversionError(
+                f"column {name!r} has Arrow type {arr.type}; {needs}, and row "
+                f"{row // max(getattr(field, 'count', 1), 1)} holds {_shown(arr, row)}, which does not fit it "
+                f"({err}): change the field's type or the data"
+            ) from err
         raise ConversionError(
             f"column {name!r} has Arrow type {arr.type}; {needs}, and casting would change "
             f"values or is not possible: {err}"
@@ -291,3 +578,26 @@ def _cast(arr, target, name, field, cast="strict"):
             f"{out[row].as_py()!r} as {target}; {needs}: change the field's type or the data"
         )
     return out
+
+
+def _first_changed(arr, target):
+    """The first index whose value an unchecked cast of ``arr`` to ``target`` changes
+    (out of range, cut), or None when there is none or it cannot be told."""
+    try:
+        back = arr.cast(target, safe=False).cast(arr.type, safe=False)
+        same = pc.fill_null(pc.equal(back, arr), True)
+        if pa.types.is_floating(arr.type):
+            same = pc.or_(same, pc.and_(pc.is_nan(arr), pc.is_nan(back)))
+        if pc.all(same).as_py() is False:
+            return pc.index(same, False).as_py()
+    except (pa.ArrowException, NotImplementedError):
+        pass
+    return None
+
+
+def _shown(arr, row):
+    """Value ``row`` of ``arr`` as a message shows it (a time Python cannot hold, as its count)."""
+    try:
+        return repr(arr[row].as_py())
+    except (OverflowError, ValueError):
+        return f"{arr.view(pa.int32() if arr.type.bit_width == 32 else pa.int64())[row].as_py()} counts"

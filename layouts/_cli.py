@@ -58,7 +58,10 @@ _BYTES_MODES = ("fixed", "binary", "string")
 
 
 class CommandError(Exception):
-    """A wrong option value found after parsing: one line, exit status 1."""
+    """A wrong option value found after parsing: one line, exit status 2 (a usage error)."""
+
+
+USAGE = 2  # the exit status of a wrong command line (argparse's, and the usual Unix tools')
 
 
 def _version():
@@ -518,6 +521,7 @@ def convert(args):
     if fmt == "records" and args.null:
         raise CommandError("--null turns values of records into nulls, but this writes records; "
                            "use --fill NAME=VALUE for nulls of the Arrow input")
+    _check_way_back(args, fmt)
     if fmt != "records" and (args.fill or args.truncate or args.cast != "strict"):
         flag = "--fill" if args.fill else "--truncate" if args.truncate else "--cast"
         raise CommandError(f"{flag} applies when writing records (Arrow -> records), but this writes {fmt}; "
@@ -534,6 +538,7 @@ def convert(args):
                    trailing=args.trailing, device=device, count=args.count)
     if fmt == "records":
         options.update(fill=fill, truncate=args.truncate, cast=args.cast)
+        options.update(_way_back_options(args, layout))
     else:
         options["nulls"] = nulls
     with _progress_bar(args.quiet) as bar:
@@ -544,6 +549,9 @@ def convert(args):
         try:
             result = lo.convert(src, layout, sys.stdout.buffer if to_stdout else args.dst, progress=progress,
                                 **options)
+        except lo.LayoutError as err:
+            _hint_alignment(err, args, layout)
+            raise
         except KeyboardInterrupt as err:  # held while the output was put in place: it is there, whole
             args.kept = getattr(err, "_layouts_output_kept", None)
             raise
@@ -590,6 +598,69 @@ def _check_open(args):
     if args.src == "-" and "stdin" in _CLOSED:
         raise CommandError("SRC -: standard input is closed (<&-), so there is nothing to read; pipe the input in "
                            "(... | layouts convert - ...) or give its path")
+
+
+def _check_way_back(args, fmt):
+    """The options of Arrow -> records, refused in the other direction; --offset on the
+    way back needs --header (it would be ignored), and --header needs --offset."""
+    if fmt != "records":
+        for flag, value in (("--time-unit", args.time_unit), ("--drop-extra", args.drop_extra),
+                            ("--header", args.header)):
+            if value:
+                raise CommandError(f"{flag} applies when writing records (Arrow -> records), but this writes {fmt}")
+        return
+    if args.header is None and args.offset:
+        raise CommandError(
+            f"--offset {args.offset} skips a header when reading records, but this writes records from Arrow data, "
+            f"where it would do nothing; to write the {args.offset}-byte header before the records, add --header "
+            f"FILE: the first {args.offset} bytes of FILE (the original records file) are copied")
+    if args.header is not None and args.offset <= 0:
+        raise CommandError(f"--header {args.header} needs --offset N, the header's size in bytes: the first N bytes "
+                           f"of {args.header} are written before the records")
+
+
+def _way_back_options(args, layout):
+    """``time_unit``, ``extra`` and ``header`` for :func:`layouts.convert` from --time-unit,
+    --drop-extra and --header."""
+    from ._arrow_in import TIME_UNITS
+
+    units, names = {}, set(layout.names)
+    for item in args.time_unit:
+        name, eq, unit = item.rpartition("=")
+        if unit not in TIME_UNITS + ("name",):
+            raise CommandError(f"--time-unit {item!r}: the unit must be one of {', '.join(TIME_UNITS)} or name")
+        if eq and name not in names:
+            raise CommandError(f"--time-unit {item}: {name!r} is not a leaf field; the leaves are {', '.join(names)}")
+        units[name if eq else None] = unit
+    default = units.pop(None, None)
+    if default is not None:
+        fields = [f for f in layout.fields if f.dtype.kind in "iumM" and not f.enum and f.kind != "bool"]
+        units = {**{f.name: default for f in fields}, **units}
+    drop = [n.strip() for item in args.drop_extra for n in item.split(",") if n.strip()]
+    return {"time_unit": units or None, "extra": drop or "error", "header": args.header}
+
+
+def _hint_alignment(err, args, layout):
+    """A --dtype list is packed (no padding); when the input's size does not divide into
+    records, say so if a C compiler's alignment would give another record size."""
+    if not args.dtype or "left over" not in str(err):
+        return
+    import numpy as np
+
+    try:
+        aligned = np.dtype(_dtype_spec(args.dtype), align=True)
+    except (ValueError, SyntaxError, TypeError):
+        return
+    if aligned.itemsize != layout.itemsize:
+        err.args = (f"{err}; note: a --dtype list is packed, {layout.itemsize} bytes with no padding, where a C "
+                    f"compiler aligns each field and gets {aligned.itemsize} bytes: for a C struct, use --struct "
+                    f"HEADER:NAME, or --dtype \"{{'names': [...], 'formats': [...], 'aligned': True}}\"",)
+
+
+def _dtype_spec(text):
+    import ast
+
+    return ast.literal_eval(text) if text.lstrip()[:1] in "[{(" else text
 
 
 class _progress_bar:
@@ -646,7 +717,7 @@ _FLAGS = {"fill": "--fill", "nulls": "--null", "bytes_as": "--bytes-as", "trunca
           "overwrite": "--overwrite", "trailing": "--trailing", "pointers": "--pointers", "unions": "--unions",
           "enum_as": "--enum-as", "device": "--device", "flatten": "--flatten", "cast": "--cast",
           "chunk_bytes": "--chunk", "offset": "--offset", "compression": "--compression", "format": "--format",
-          "count": "--count"}
+          "count": "--count", "time_unit": "--time-unit", "header": "--header"}
 _NAMES = "|".join(_FLAGS)
 
 
@@ -654,6 +725,8 @@ def command_hints(text):
     """A library message with its Python hints (``fill={'qty': value}``,
     ``truncate=True``, ``enum_as='int'``) written as the command's flags."""
     text = re.sub(r"Layout\.from_c\(\.\.\., ([^()]*)\)", r"\1", text)
+    text = re.sub(r"\bextra=\[([^\[\]]*)\]", lambda m: "--drop-extra " + ",".join(re.findall(r"'([^']*)'", m.group(1))),
+                  text)
 
     def mapping(m):
         items = re.findall(r"""['"]([^'"]*)['"]\s*:\s*('[^']*'|"[^"]*"|[^,}]+)""", m.group(2))
@@ -677,6 +750,12 @@ def _error_line(err):
     from ._errors import ConversionError, LayoutError
 
     text = command_hints(_one_line(err))
+    fixes = getattr(err, "fixes", None)
+    if fixes and len(getattr(err, "problems", ())) > 1:  # every flag the conversion needs, as one list
+        from ._arrow_in import fix_text
+
+        flags = " ".join(command_hints(fix_text({key: value})) for key, value in fixes.items())
+        text = text.replace(f"to convert, pass {command_hints(fix_text(fixes))}", f"to convert, add {flags}")
     if isinstance(err, (LayoutError, ConversionError, CommandError)):
         return text
     if isinstance(err, OSError):
@@ -742,20 +821,45 @@ def _add_convert_options(p):
     g.add_argument("--cast", choices=("strict", "parse"), default="strict",
                    help="Arrow -> records: parse: also convert text to numbers, booleans to integers "
                         "(only when every value comes back unchanged)")
+    g = p.add_argument_group("Arrow columns -> records: units, extra columns, the header")
+    g.add_argument("--time-unit", action="append", default=[], metavar="[NAME=]UNIT",
+                   help="Arrow -> records: integer field NAME takes times as counts of UNIT (s, ms, us, ns), e.g. "
+                        "ts_ns=ns; UNIT name: from the end of the field's name (_ns, _us, _ms, _s); without NAME= "
+                        "for every such field (repeatable)")
+    g.add_argument("--drop-extra", action="append", default=[], metavar="NAME[,NAME]",
+                   help="Arrow -> records: drop these columns, which the record type does not have (else an error)")
+    g.add_argument("--header", metavar="FILE",
+                   help="Arrow -> records: write the first --offset bytes of FILE (e.g. the original records file) "
+                        "before the records")
 
 
 def _parser_class():
     import argparse
 
     class _Parser(argparse.ArgumentParser):
-        """argparse with one-line errors: ``layouts convert: error: ... (see --help)``, exit 1 like
-        every other failure of the command."""
+        """argparse with one-line errors: ``layouts convert: error: ... (see --help)``, exit 2 (a
+        wrong command line); an unknown option is named before the arguments it left missing."""
+
+        def parse_known_args(self, args=None, namespace=None):
+            self._argv = list(sys.argv[1:] if args is None else args)
+            return super().parse_known_args(args, namespace)
 
         def error(self, message):
+            unknown = _unknown_options(self, getattr(self, "_argv", []))
+            if unknown and message.startswith("the following arguments are required"):
+                message = f"unrecognized arguments: {' '.join(unknown)}"  # the cause, not what it left missing
             print(f"{self.prog}: error: {_one_line(message)} (see {self.prog} --help)", file=sys.stderr)
-            raise SystemExit(1)
+            raise SystemExit(USAGE)
 
     return _Parser
+
+
+def _unknown_options(parser, argv):
+    """The options in ``argv`` that ``parser`` does not know (``--bogus``, ``--bogus=1``)."""
+    known = parser._option_string_actions
+    return [a for a in argv if a.startswith("-") and a != "-" and a != "--" and a.split("=", 1)[0] not in known
+            and not re.fullmatch(r"-\d+(\.\d*)?", a) and not (a[1:2] != "-" and a[:2] in known)  # -I/usr/include
+            and not any(k.startswith(a.split("=", 1)[0]) for k in known if k.startswith("--"))]
 
 
 def _parser():
@@ -949,7 +1053,8 @@ class _Run:
 
 def main(argv=None):
     """Run the command line ``argv`` (default: the process's arguments); returns the exit
-    status: 0, 1 for an error, 130 for Ctrl-C, 141 when standard output's reader left.
+    status: 0, 1 for an error, 2 for a wrong command line, 130 for Ctrl-C, 141 when standard
+    output's reader left.
 
     A Ctrl-C at any moment, while the modules load too, ends the command with one line
     (``layouts convert: interrupted; no output was written``) and 130; ``--debug`` shows
@@ -998,13 +1103,16 @@ def _command(argv, interrupts, run):
         run.command = argv[0]
     if argv[:1] == ["bench"]:  # the suite parses its own options
         return bench(argv[1:])
+    if not argv:  # bare `layouts`: the help, not an error
+        _parser().print_help()
+        return 0
     args = _parser().parse_args(argv)
     run.command, run.debug, run.args = args.command, getattr(args, "debug", False), args
     args.interrupts = interrupts
     if getattr(args, "records", 1) < 1:
         print(f"layouts demo: error: --records must be >= 1, got {args.records} (see layouts demo --help)",
               file=sys.stderr)
-        return 1
+        return USAGE
     command, debug = args.command, run.debug
     with warnings.catch_warnings():
         warnings.simplefilter("default")
@@ -1021,7 +1129,7 @@ def _command(argv, interrupts, run):
                 raise
             interrupts.quiet = True  # the outcome is decided: a Ctrl-C now would only add a line
             _say(command, f"error: {_error_line(err)}")
-            return 1
+            return USAGE if isinstance(err, CommandError) else 1
 
 
 if __name__ == "__main__":

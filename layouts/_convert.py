@@ -71,8 +71,20 @@ class ConvertResult:
         return self.bytes_in / self.seconds / 1e9 if self.seconds else float("inf")
 
     def __str__(self) -> str:
-        return (f"{self.records:,} records, {self.bytes_in / 1e6:,.1f} MB in, {self.bytes_out / 1e6:,.1f} MB "
-                f"out, {self.seconds:.2f} s, {self.gbps:.2f} GB/s -> {self.dst}")
+        return (f"{self.records:,} records, {_size(self.bytes_in)} in, {_size(self.bytes_out)} "
+                f"out, {self.seconds:.2f} s, {_speed(self.gbps)} -> {self.dst}")
+
+
+def _size(n):
+    """Bytes as MB with one decimal, or as kB or bytes where that would show 0.0 MB."""
+    return f"{n / 1e6:,.1f} MB" if n >= 50_000 else f"{n / 1e3:,.1f} kB" if n >= 1000 else f"{n:,} bytes"
+
+
+def _speed(gbps):
+    """GB/s with two decimals, or MB/s or kB/s where that would show 0.00 GB/s."""
+    if gbps >= 0.01:
+        return f"{gbps:,.2f} GB/s"
+    return f"{gbps * 1e3:,.2f} MB/s" if gbps >= 0.00001 else f"{gbps * 1e6:,.2f} kB/s"
 
 
 def output_format(dst, format=None):
@@ -104,7 +116,8 @@ def convert(src: "str | os.PathLike[str] | BinaryIO", layout: "Layout | np.typin
             nulls: "Mapping[str, Any] | None" = None,
             fill: "Mapping[str, Any] | None" = None, truncate: bool = False, cast: str = "strict",
             overlap: bool = True, threads: "int | None" = None,
-            progress: "Callable[[int, int, int | None], object] | None" = None) -> ConvertResult:
+            progress: "Callable[[int, int, int | None], object] | None" = None, time_unit: Any = None,
+            extra: Any = "error", header: "bytes | str | os.PathLike[str] | BinaryIO | None" = None) -> ConvertResult:
     """Convert a file chunk by chunk, in bounded memory, writing the output atomically.
 
     Parameters
@@ -163,10 +176,18 @@ def convert(src: "str | os.PathLike[str] | BinaryIO", layout: "Layout | np.typin
     trailing : {"error", "ignore"}
         A partial record at the end of the input (without ``count``): an error, or
         skipped with a warning saying how many bytes, where.
-    nulls, fill, truncate, cast
+    nulls, fill, truncate, cast, time_unit, extra
         As in :meth:`AoS.to_soa` and :meth:`SoA.from_arrow` (``cast`` is ``"strict"``
-        or ``"parse"``). A damaged or truncated Parquet/Arrow input is a
-        ConversionError naming the file and the batch or row group.
+        or ``"parse"``; ``time_unit`` names the unit of integer fields that take time
+        columns; ``extra="drop"`` or a list of names drops columns the layout does not
+        have, which are an error by default). A damaged or truncated Parquet/Arrow input
+        is a ConversionError naming the file and the batch or row group.
+    header : bytes, str, os.PathLike or binary file object, optional
+        Arrow -> records: the file header written before the records. Bytes are
+        written as given (``offset``, if given, must be their length); a path or file
+        (such as the original records file) gives its first ``offset`` bytes. Records ->
+        Arrow skips ``offset`` header bytes; Arrow -> records with an ``offset`` and no
+        ``header`` is an error (it would write no header).
     overlap : bool
         Read chunk k+1 while chunk k converts and chunk k-1 is written (records ->
         Arrow; on the GPU, the transfers too). ``False`` runs the same chunks one after
@@ -193,15 +214,18 @@ def convert(src: "str | os.PathLike[str] | BinaryIO", layout: "Layout | np.typin
     if isinstance(dst, (str, os.PathLike)) and os.path.isdir(dst):
         raise LayoutError(f"{dst} is a directory; give a file path for the output")
     fmt = output_format(dst, format)
+    offset, count = check_offset(offset), check_count(count)
+    head = _header_bytes(header, offset, fmt, time_unit, extra)
     if chunk_bytes < 1:
         raise LayoutError(f"chunk_bytes must be positive, got {chunk_bytes}")
-    offset, count = _records_only(fmt, offset, count)
+    count = _records_only(fmt, count)
     out = open_output(dst, overwrite=overwrite, src=src)  # checks dst; an unnamed or temporary file
     t0 = time.perf_counter()
     try:
         if fmt == "records":
+            _write_header(out, head)
             records, bytes_in = _arrow_to_records(src, layout, out, out.name, chunk_bytes, fill, truncate, cast,
-                                                  overlap, threads, device, progress)
+                                                  overlap, threads, device, progress, time_unit, extra)
         else:
             records, bytes_in = _records_to_arrow(src, layout, out, out.name, fmt, chunk_bytes, compression, offset,
                                                   trailing, nulls, overlap, threads, device, progress, count=count)
@@ -218,15 +242,64 @@ def convert(src: "str | os.PathLike[str] | BinaryIO", layout: "Layout | np.typin
     return ConvertResult(records, bytes_in, out.written(), time.perf_counter() - t0, out.name)
 
 
-def _records_only(fmt, offset, count):
-    """``offset`` and ``count`` checked (whole numbers >= 0); they describe a records
-    input, so with a Parquet/Arrow input (``format="records"``) they are refused."""
-    offset, count = check_offset(offset), check_count(count)
-    if fmt == "records" and (offset or count is not None):
-        given = f"offset={offset}" if offset else f"count={count}"
-        raise LayoutError(f"{given} applies to an input of records (records -> Arrow), but this reads a Parquet or "
-                          f"Arrow input to write records; leave it out")
-    return offset, count
+def _records_only(fmt, count):
+    """``count`` describes a records input, so with a Parquet/Arrow input (``format="records"``,
+    Arrow -> records) it is refused; ``offset`` there is the header's size (see :func:`_header_bytes`)."""
+    if fmt == "records" and count is not None:
+        raise LayoutError(f"count={count} applies to an input of records (records -> Arrow), but this reads a "
+                          f"Parquet or Arrow input to write records; leave it out")
+    return count
+
+
+def _header_bytes(header, offset, fmt, time_unit=None, extra="error"):
+    """The header to write before the records (Arrow -> records), or None; the options
+    that apply to one direction only are refused in the other."""
+    if fmt != "records":
+        for name, value, unset in (("header", header, None), ("time_unit", time_unit, None), ("extra", extra, "error")):
+            if value is not unset and value != unset:
+                raise LayoutError(f"{name}= applies when writing records (Arrow -> records), but this writes {fmt}")
+        return None
+    if header is None:
+        if offset:
+            raise LayoutError(
+                f"offset={offset} skips a header when reading records, but this writes records from Arrow data, "
+                f"where it would do nothing; to write a {offset}-byte header before the records, pass header= as "
+                f"the original records file (its first {offset} bytes are copied) or as the header's bytes")
+        return None
+    if isinstance(header, (bytes, bytearray, memoryview)):
+        data = bytes(header)
+        if offset and offset != len(data):
+            raise LayoutError(f"header= is {len(data)} bytes, but offset={offset}: give the header's bytes alone, "
+                              f"or leave offset out")
+        return data
+    if not offset:
+        raise LayoutError("header= a file needs offset=N, the header's size in bytes: its first N bytes are copied")
+    if isinstance(header, (str, os.PathLike)):
+        try:
+            with open(header, "rb") as f:
+                data = f.read(offset)
+        except OSError as err:
+            raise LayoutError(f"cannot read the header from {os.fspath(header)!r}: {err.strerror}") from None
+        where = os.fspath(header)
+    elif hasattr(header, "read"):
+        data, where = header.read(offset), str(getattr(header, "name", "the header file"))
+    else:
+        raise LayoutError(f"header= takes bytes, a path or a binary file object, got {type(header).__name__}")
+    if len(data) < offset:
+        raise LayoutError(f"the header file {where} is {len(data)} bytes, shorter than the {offset}-byte header "
+                          f"(offset={offset})")
+    return bytes(data)
+
+
+def _write_header(out, head):
+    """Write the header bytes before the records (the records' writer appends after them)."""
+    if head:
+        with _writing(out):
+            f = out.records_file()  # a file: a new buffered writer on its descriptor; a stream: the stream
+            f.write(head)
+            f.flush()
+            if not out.stream:
+                f.close()  # (the descriptor stays open)
 
 
 # ----------------------------------------------------------------- records -> Arrow
@@ -1219,19 +1292,64 @@ def _rows(name, first, n, where=None):
         yield
     except (LayoutError, ConversionError) as err:
         where = f"{where}, " if where else ""
-        raise type(err)(f"{name}, {where}rows {first} to {first + n}: {err}") from err
+        named = type(err)(f"{name}, {where}rows {first} to {first + n}: {err}")
+        named.__dict__.update(err.__dict__)  # problems and fixes (layouts._arrow_in.Problems)
+        raise named from err
+
+
+def _whole_input(err, parts, first, check):
+    """``err``, a part's column problems (:class:`layouts._arrow_in.Problems`), with those of
+    the rest of the input that it does not have: the other parts are checked, not
+    converted, so that one error names every problem and every option the input needs."""
+    from ._arrow_in import Problems
+
+    if getattr(err, "problems", None) is None:
+        return err
+    found = Problems()
+    found.items = list(err.problems)
+    seen = {}  # column -> the kinds of fix its problems so far need
+    for column, e in found.items:
+        seen.setdefault(column, set()).update(getattr(e, "fix", None) or {"": None})
+    while True:
+        part = None
+        try:
+            where, part = next(parts)
+            check(part)
+        except StopIteration:
+            break
+        except (ConversionError, LayoutError) as later:
+            problems = getattr(later, "problems", None)
+            if problems is None:  # not a column problem (a damaged part): said once, and no further reading
+                found.add(None, later if part is None else
+                          type(later)(f"{where}, rows {first} to {first + part.num_rows}: {later}"))
+                break
+            for column, e in problems:
+                kinds = set(getattr(e, "fix", None) or {"": None})
+                if not kinds <= seen.get(column, set()):
+                    seen.setdefault(column, set()).update(kinds)
+                    at = ConversionError(f"{where}, rows {first} to {first + part.num_rows}: {e}")
+                    at.fix = getattr(e, "fix", None)
+                    found.add(column, at)
+        first += part.num_rows
+    return err if len(found.items) == len(err.problems) else found.error()
 
 
 def _arrow_to_records(src, layout, tmp, dst, chunk_bytes, fill, truncate, cast, overlap, threads, device,
-                      progress):
+                      progress, time_unit=None, extra="error"):
     rows = max(1, chunk_bytes // layout.itemsize)
     name = os.fspath(src) if isinstance(src, (str, os.PathLike)) else str(getattr(src, "name", "the input"))
+
+    def check(part):
+        return SoA.from_arrow(part, layout, fill=fill, truncate=truncate, cast=cast, time_unit=time_unit, extra=extra)
 
     def bound(parts):  # each part checked (buffers, offsets) and cast for the layout, its pages read
         first = 0
         for where, part in parts:
             with _rows(name, first, part.num_rows, where):
-                soa = SoA.from_arrow(part, layout, fill=fill, truncate=truncate, cast=cast)
+                try:
+                    soa = check(part)
+                except ConversionError as err:
+                    raise _whole_input(err, parts, first + part.num_rows, check) from err
             if overlap:
                 _touch(soa)
             yield soa

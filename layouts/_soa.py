@@ -95,14 +95,14 @@ class SoA:
                              column.offset, column.kind, column.dictionary).to_array()
 
     @classmethod
-    def from_arrow(cls, obj, layout, *, fill=None, truncate=False, cast="strict"):
+    def from_arrow(cls, obj, layout, *, fill=None, truncate=False, cast="strict", time_unit=None, extra="error"):
         """Columns from Arrow data, bound for a record layout (checked, not yet written).
 
         Parameters
         ----------
         obj : pyarrow.Table, pyarrow.RecordBatch, or an Arrow PyCapsule producer
             Anything with ``__arrow_c_stream__`` or ``__arrow_c_array__`` (polars,
-            pandas, DuckDB results...). Columns are found by name; extra ones are ignored.
+            pandas, DuckDB results...). Columns are found by name.
         layout : Layout or numpy.dtype
         fill : dict, optional
             Leaf name -> value written where that column is null. A null with no fill
@@ -121,6 +121,21 @@ class SoA:
             ConversionError naming the column, its Arrow type and the field's type.
             ``"parse"``: such columns are cast too (text parsed as numbers, booleans as
             0/1...), still only when every value comes back unchanged.
+        time_unit : {"s", "ms", "us", "ns", "name"} or dict, optional
+            The unit of the counts in integer fields that take time columns (a
+            timestamp, duration, date or time of day becomes that many units), and of
+            integer columns bound for datetime fields: one unit for every such field,
+            ``{field: unit}``, or ``"name"`` to read it from the end of the field's
+            name (``ts_ns``: ns, ``t_us``, ``t_ms``, ``t_s``). Without one, a time
+            column for an integer field is a ConversionError (also with
+            ``cast="parse"``): a count's unit is never guessed.
+        extra : {"error", "drop"} or list of str
+            Columns (and struct children) the layout does not have: an error naming
+            them (default), dropped (``"drop"``), or only these ones dropped.
+
+        Every column that does not fit is reported in one ConversionError, each with
+        its fix; its ``problems`` holds ``(column, error)`` pairs and its ``fixes`` the
+        keyword arguments that fix them all (``{"fill": {"qty": "value"}, ...}``).
 
         Columns whose Arrow type equals the field's are used without a copy. Other
         types are cast only when no value changes; else ConversionError. What the
@@ -137,7 +152,7 @@ class SoA:
         from ._arrow_in import columns_from_arrow
 
         layout = as_layout(layout)
-        length, columns, fills = columns_from_arrow(obj, layout, dict(fill or {}), cast)
+        length, columns, fills = columns_from_arrow(obj, layout, dict(fill or {}), cast, time_unit, extra)
         return cls(layout, length, columns, fills=fills, truncate=truncate)
 
     # --------------------------------------------------------------- properties

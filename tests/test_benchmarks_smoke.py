@@ -73,7 +73,7 @@ def test_layouts_bench_writes_tables_json_and_png(tmp_path, capsys):
 def test_layouts_bench_options(tmp_path):
     run = subprocess.run([sys.executable, "-m", "layouts", "bench", "--itemsizes", "10,20"], cwd=tmp_path,
                          capture_output=True, text=True)
-    assert run.returncode == 1 and "--itemsizes takes record sizes that are multiples of 16" in run.stderr
+    assert run.returncode == 2 and "--itemsizes takes record sizes that are multiples of 16" in run.stderr
     run = subprocess.run([sys.executable, "-m", "layouts", "bench", "--help"], cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode == 0 and "--full" in run.stdout
 

@@ -31,7 +31,7 @@ def test_demo_in_a_temporary_directory(capsys):
 
 def test_module_entry_point_and_bad_argument():
     run = subprocess.run([sys.executable, "-m", "layouts", "demo", "--records", "0"], capture_output=True, text=True)
-    assert run.returncode == 1
+    assert run.returncode == 2
     assert run.stderr == "layouts demo: error: --records must be >= 1, got 0 (see layouts demo --help)\n"
 
 
@@ -40,7 +40,7 @@ def test_module_entry_point_and_bad_argument():
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "docs" / "command.md", ROOT / "README.md"]
 CONSOLE = re.compile(r"^```console( one-command)?\n(.*?)^```$", re.S | re.M)
-TIMES = re.compile(r"\d[\d,]*\.\d+ s, \d[\d,]*\.\d+ GB/s")
+TIMES = re.compile(r"\d[\d,]*\.\d+ s, \d[\d,]*\.\d+ [GMk]B/s")
 
 
 def console_commands(text):

@@ -248,7 +248,7 @@ def test_convert_command_with_a_c_header_and_stdin(tmp_path, capsys):
     assert main(["convert", str(tmp_path / "rec.bin"), "--struct", f"{header}:struct rec",
                  "--to", str(tmp_path / "rec.parquet"), "--chunk", "4k"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("converted 1,000 records, 0.0 MB in")
+    assert out.startswith("converted 1,000 records, 12.0 kB in")
     assert out.rstrip().endswith("(on cuda)" if REAL_GPU else "(on cpu)")  # --device auto
     assert pq.read_table(tmp_path / "rec.parquet").equals(table)
     assert main(["convert", str(tmp_path / "rec.parquet"), "--struct", str(header), "--to",
@@ -280,7 +280,9 @@ def test_convert_command_errors_are_one_line(tmp_path):
     for extra, message in cases:
         run = subprocess.run([sys.executable, "-m", "layouts", "convert", str(tmp_path / "a.bin"), *extra],
                              capture_output=True, text=True, env=env)
-        assert run.returncode == 1 and message in run.stderr and "Traceback" not in run.stderr, run.stderr
+        usage = message.startswith("--dtype")  # a wrong command line: status 2
+        assert run.returncode == (2 if usage else 1) and message in run.stderr and "Traceback" not in run.stderr, \
+            run.stderr
         lines = run.stderr.strip().splitlines()  # one error line, after one line per warning
         assert lines[-1].startswith("layouts convert: error: ")
         assert all(line.startswith("layouts convert: warning: ") for line in lines[:-1]), lines
@@ -317,7 +319,7 @@ def test_bad_arguments_are_named(tmp_path):
 def test_command_argument_errors(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["convert", "x.bin", "--dtype", "[('a','<i4')]", "--to", "x.arrow", "--chunk", "lots"])
-    assert exit_.value.code == 1 and "expected a size like 64M, 1G or 65536, got 'lots'" in capsys.readouterr().err
+    assert exit_.value.code == 2 and "expected a size like 64M, 1G or 65536, got 'lots'" in capsys.readouterr().err
     empty = tmp_path / "empty.h"
     empty.write_text("typedef int counter;\n")
     assert main(["inspect", str(empty)]) == 1

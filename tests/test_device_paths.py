@@ -502,7 +502,7 @@ def test_columns_of_another_width_or_unit_go_through_the_host_one_by_one(fake):
                           "ts": fake.Series(np.zeros(2, "M8[us]")), "day": fake.Series(np.zeros(2, "M8[s]")),
                           "px": fake.Series(np.zeros(2))})
     with pytest.raises(lo.ConversionError, match=r"column 'qty' has Arrow type int64; field 'qty' \(<i4\) needs int32, "
-                                                  r"and casting would change values"):
+                                                  r"and row 1 holds 1099511627776, which does not fit it"):
         lo.SoA.from_cudf(df2, layout)
 
 
