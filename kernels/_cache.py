@@ -227,6 +227,12 @@ class KernelCache(caching.FunctionCache):
                 f.save(key, payload)
             except OSError:  # a full or read-only disk: compiled again next time
                 pass
+            except Exception:  # noqa: BLE001 - a damaged index: begun again
+                try:
+                    f.flush()
+                    f.save(key, payload)
+                except Exception:  # noqa: BLE001
+                    pass
 
 
 def jit(**options):
