@@ -242,7 +242,8 @@ def jit(**options):
         if STAMP is None:
             return njit(cache=True, **options)(fn)
         dispatcher = njit(**options)(fn)
-        dispatcher._cache = KernelCache(dispatcher.py_func)
+        if hasattr(dispatcher, "py_func"):  # (not with NUMBA_DISABLE_JIT=1: the plain function)
+            dispatcher._cache = KernelCache(dispatcher.py_func)
         return dispatcher
 
     return wrap
