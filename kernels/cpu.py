@@ -16,8 +16,10 @@ leave the staging buffer by streaming stores, which do not read the lines they w
 
 Host functions: :func:`aos_to_soa` and :func:`soa_to_aos`. Both run a copy plan (see
 :mod:`kernels.plan`) and return ``None`` or the first fault as ``(row, op, code)``.
-The inner functions are compiled once and cached on disk (``cache=True``): the plan
-is data, so a new layout costs no compilation.
+The inner functions are compiled ahead of time (the wheel carries them, see
+:mod:`kernels._cache`) or once per machine, and cached on disk by the content of their
+sources: the plan is data, so a new layout costs no compilation either.
+:func:`precompile` loads or compiles them; :func:`missing` tells which would compile.
 """
 
 import contextlib
@@ -28,20 +30,19 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from numba import njit
 
-from . import _scalar
+from . import _cache, _scalar
 from ._memory import bswap16, bswap32, bswap64, load8, load16, load32, load64
 from ._memory import store8, store16, store32, store64, stream_fence, stream_line
 from ._memory import prefetch
 from .plan import (
     COUNT, DATA, E_INEXACT, E_NUL, E_NULL, E_RANGE, E_TOO_LONG, E_UTF, ELEM0, F_SIGNED, F_TRUNCATE,
     F_DENSE, F_UTF8, FLAGS, K_BITS, K_BOOL, K_BYTES, K_CIVIL, K_COPY, K_CSTR, K_ENUM, K_SCALE, K_UTF32,
-    KIND, N_BITS, N_NONE, NAT, NULLS, OFFS, OFFSETS, P1, P2, P3, SENT, SWAP, TABLE, VALID,
+    KIND, N_BITS, N_NONE, NAT, NCOLS, NULLS, OFFS, OFFSETS, P1, P2, P3, SENT, SWAP, TABLE, VALID,
     WIDTH,
 )
 
-__all__ = ["aos_to_soa", "soa_to_aos", "default_threads"]
+__all__ = ["aos_to_soa", "soa_to_aos", "default_threads", "precompile", "missing"]
 
 BLOCK_BYTES = 16 * 1024
 ROW_ALIGN = 64
@@ -51,7 +52,7 @@ STAGE_RECORD_MAX = 4096  # bigger records are written in place, not staged (64 r
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 I64_MAX = 2**63 - 1
 
-_jit = njit(nogil=True, cache=True)
+_jit = _cache.jit(nogil=True)  # numba.njit, cached on disk by content (kernels/_cache.py)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -1182,3 +1183,57 @@ def soa_to_aos(dst, itemsize, n, ops, offs, *, zero=True, threads=None, owners=N
     starts = _chunk_starts(n, itemsize, threads)
     stream = n * itemsize >= STREAM_BYTES
     return _run_chunks(_reverse_rows, starts, (dst, itemsize, ops, offs, zero, stream), owners)
+
+
+# ------------------------------------------------------------- compiled ahead of time
+
+
+def _entries():
+    """The kernels called from Python, each with arguments of the types the host functions
+    above pass it (no rows: a call runs nothing). One signature each, so they can be
+    compiled before they are needed: ``(name, kernel, arguments)``."""
+    ops, offs = np.zeros((1, NCOLS), dtype=np.int64), np.zeros(1, dtype=np.int64)
+    err, stop, starts = np.full(3, -1, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    return [
+        ("records -> columns", _forward_rows, (0, 1, starts[0], starts[0], ops, offs, False, err, stop)),
+        ("strings", _compact_strings, (ops[0], starts)),
+        ("columns -> records", _reverse_rows, (0, 1, starts[0], starts[0], ops, offs, True, False, err, stop)),
+    ]
+
+
+def _signature(kernel, args):
+    from numba import typeof
+
+    return tuple(typeof(a) for a in args)
+
+
+def missing(reverse=True):
+    """Names of the kernels that the next conversion would compile (none is on disk for
+    this machine: not shipped for this platform and versions, not cached here yet),
+    found without compiling or loading anything. ``reverse=False``: records -> columns only."""
+    names = []
+    for name, kernel, args in _entries():
+        if not reverse and kernel is _reverse_rows:
+            continue
+        sig = _signature(kernel, args)
+        if sig in kernel.overloads:
+            continue
+        cache = kernel._cache
+        holds = getattr(cache, "holds", None)
+        if holds is None or not holds(sig, kernel.targetctx.codegen().magic_tuple()):
+            names.append(name)
+    return names
+
+
+def precompile(progress=None):
+    """Load every kernel, compiling those that are on disk nowhere (see :func:`missing`)
+    and saving them for the next process. ``progress(name, i, n)`` is called before
+    kernel i of n is loaded or compiled. Returns ``{name: seconds}``."""
+    entries, took = _entries(), {}
+    for i, (name, kernel, args) in enumerate(entries):
+        if progress is not None:
+            progress(name, i, len(entries))
+        t0 = time.perf_counter()
+        kernel(*args)
+        took[name] = time.perf_counter() - t0
+    return took

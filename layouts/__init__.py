@@ -8,6 +8,7 @@
 """
 
 import sys
+from typing import TYPE_CHECKING
 
 __all__ = ["Layout", "Field", "LayoutError", "ConversionError", "__version__", "AoS", "SoA", "Column",
            "read_records", "convert", "ConvertResult", "memory_stats"]
@@ -15,21 +16,6 @@ __all__ = ["Layout", "Field", "LayoutError", "ConversionError", "__version__", "
 _WHERE = {"Layout": "_layout", "Field": "_layout", "LayoutError": "_errors", "ConversionError": "_errors",
           "AoS": "_aos", "SoA": "_soa", "Column": "_soa", "read_records": "_files", "convert": "_convert",
           "ConvertResult": "_convert"}
-
-
-def _the_command_starting():
-    """Whether this import is the ``layouts`` program starting: its console script, or
-    ``python -m layouts``. Then the public names load their modules (NumPy, pyarrow,
-    Numba: about 0.5 s) when first used, after the command has taken Ctrl-C over, so that
-    a Ctrl-C while they load is its one line and status 130, not an import's traceback;
-    and ``--help`` and ``--version`` answer at once. Any other import loads them now."""
-    script = sys.argv[0].replace("\\", "/").rsplit("/", 1)[-1] if sys.argv and sys.argv[0] else ""
-    if script.rsplit(".", 1)[0] in ("layouts", "layouts-script"):
-        return True
-    argv = list(getattr(sys, "orig_argv", ()))
-    if "-mlayouts" in argv:
-        return True
-    return "-m" in argv and argv[argv.index("-m") + 1:argv.index("-m") + 2] == ["layouts"]
 
 
 def __getattr__(name):
@@ -67,7 +53,11 @@ def memory_stats():
     return pool_stats()
 
 
-if not _the_command_starting():  # a library import: everything loads now, as it always has
+# Nothing heavy is imported here: each public name loads its module (NumPy, pyarrow, Numba:
+# about 0.5 s) when it is first used, so `import layouts` takes milliseconds and the command's
+# --help and --version answer at once (and a Ctrl-C while the modules load is the command's one
+# line and status 130, not an import's traceback). `from layouts import AoS` loads it as well.
+if TYPE_CHECKING:  # the names as a type checker sees them
     from ._aos import AoS
     from ._convert import ConvertResult, convert
     from ._errors import ConversionError, LayoutError
@@ -75,4 +65,4 @@ if not _the_command_starting():  # a library import: everything loads now, as it
     from ._layout import Field, Layout
     from ._soa import Column, SoA
 
-    __version__ = _version()
+    __version__: str

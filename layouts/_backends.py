@@ -3,7 +3,6 @@
 import ctypes
 import importlib.util
 import numbers
-import os
 import sys
 
 from ._errors import LayoutError
@@ -95,17 +94,16 @@ def kernels_cached(device="cpu", reverse=False):
     """Whether the conversion kernels for ``device`` are compiled and cached on disk
     already (so the next conversion only loads them), or None where that cannot be told.
 
-    Numba's on-disk cache has an index file per compiled function; this looks for the
-    index of the kernel records -> Arrow runs (and, with ``reverse``, of the one Arrow ->
-    records runs), without compiling anything.
+    The kernels look for their compiled code by content, in the package (the wheel ships
+    it) and in this machine's cache (``kernels/_cache.py``); this asks those indexes whether
+    the kernel records -> Arrow runs (and, with ``reverse``, the one Arrow -> records runs)
+    is there for this CPU, without compiling or loading anything.
     """
     if check_device(device, "cpu") != "cpu":
         return None
     from .kernels import cpu
 
-    kernels = (cpu._forward_rows, cpu._reverse_rows) if reverse else (cpu._forward_rows,)
     try:
-        paths = [fn._cache._cache_file._index_path for fn in kernels]
-    except AttributeError:  # another Numba's internals: unknown
+        return not cpu.missing(reverse=reverse)
+    except Exception:  # noqa: BLE001 - another Numba's internals: unknown
         return None
-    return all(os.path.exists(p) for p in paths)

@@ -28,7 +28,7 @@ def test_new_process_loads_kernels_from_disk(tmp_path):
         lo.AoS(np.zeros(3, [("a", "<i8"), ("b", "?")])).to_soa().to_aos()
         print(sum(cpu._forward_rows.stats.cache_hits.values()), sum(cpu._forward_rows.stats.cache_misses.values()))
     """)
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), LAYOUTS_SHIPPED_KERNELS="0")  # not the wheel's kernels
     run = lambda: subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
     first = run().stdout.split()
     second = run().stdout.split()
