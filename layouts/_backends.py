@@ -107,3 +107,14 @@ def kernels_cached(device="cpu", reverse=False):
         return not cpu.missing(reverse=reverse)
     except Exception:  # noqa: BLE001 - another Numba's internals: unknown
         return None
+
+
+def compile_kernels(device="cpu", progress=None):
+    """Load the conversion kernels for ``device`` now, compiling (once per machine) those
+    that are on disk nowhere; ``progress(name, i, n)`` is called before each. Returns
+    ``{name: seconds}`` (empty where the device compiles per launch instead)."""
+    if check_device(device, "cpu") != "cpu":
+        return {}
+    from .kernels import cpu
+
+    return cpu.precompile(progress)

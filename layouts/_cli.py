@@ -12,6 +12,7 @@ import io
 import os
 import re
 import sys
+import time
 import warnings
 
 __all__ = ["main"]
@@ -697,11 +698,21 @@ def warm_up(layout, device, direction, command, quiet):
     import numpy as np
 
     import layouts as lo
-    from ._backends import kernels_cached
+    from ._backends import compile_kernels, kernels_cached
 
     if not quiet and sys.stderr.isatty() and kernels_cached("cpu", reverse=direction == "records") is False:
-        _say(command, "compiling the conversion kernels for this machine (once; they are cached afterwards, "
-                      "about 10-20 s)...")
+        # none shipped for this platform and these versions, none cached here yet: compiled
+        # once for this machine, each kernel named as it starts, the time it took said after
+        _say(command, "compiling the conversion kernels for this machine, once (no compiled copy for this "
+                      "platform and these versions; later runs load them from disk)")
+        t0 = time.perf_counter()
+
+        def progress(name, i, n):
+            print(f"\r  kernel {i + 1} of {n}: {name} ...", end="", file=sys.stderr, flush=True)
+
+        compile_kernels("cpu", progress)
+        print(file=sys.stderr)
+        _say(command, f"compiled the kernels in {time.perf_counter() - t0:.1f} s")
     try:
         soa = lo.AoS(np.zeros(1, layout.dtype), layout).to_soa(threads=1)
         if direction == "records":

@@ -1,6 +1,7 @@
 """``layouts convert`` options, its errors (one line, exit 1; 2 for a wrong command line) and streaming to stdout."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -203,7 +204,10 @@ def test_compile_notice_on_a_terminal_only(files, capsys, monkeypatch):
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     _cli.warm_up(layout, "cpu", "arrow", "convert", quiet=False)
     err = capsys.readouterr().err
-    assert err.startswith("layouts convert: compiling the conversion kernels for this machine (once;")
+    assert err.startswith("layouts convert: compiling the conversion kernels for this machine, once (no compiled")
+    # each kernel named as it starts, then the time it took, measured
+    assert "\r  kernel 1 of 3: records -> columns ..." in err and "\r  kernel 3 of 3: columns -> records ..." in err
+    assert re.search(r"layouts convert: compiled the kernels in \d+\.\d s\n$", err), err
     _cli.warm_up(layout, "cpu", "arrow", "convert", quiet=True)
     monkeypatch.setattr(backends, "kernels_cached", lambda device="cpu", reverse=False: True)
     _cli.warm_up(layout, "cpu", "records", "convert", quiet=False)
