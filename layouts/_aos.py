@@ -9,7 +9,7 @@ from ._backends import check_device, check_threads, kernels_for
 from ._errors import ConversionError, LayoutError
 from ._faults import forward_error
 from ._layout import Layout
-from ._plan import Arena, forward_ops, null_bits
+from ._plan import Arena, claimed, forward_ops, null_bits
 
 if TYPE_CHECKING:
     from ._soa import SoA
@@ -215,7 +215,7 @@ class AoS:
             return self.to_device("cpu").to_soa(nulls=nulls, out=out, threads=threads)
         backend = kernels_for(device)
         n = len(self)
-        use = None
+        use, writes = None, []
         if out is None:
             arena = Arena(self.layout, n, frozenset(nulls))
             memory = arena.allocate()
@@ -224,16 +224,18 @@ class AoS:
             if overlaps(memory, self.array):
                 raise LayoutError("out= is an SoA whose arena holds these very records; the columns would "
                                   "overwrite the records while they are read: convert into a new SoA (no out=)")
-            use = out._use
-            use.generation += 1  # from here on, SoAs made earlier over this memory refuse to read it
-        ops, offs, keep = forward_ops(arena, memory.ctypes.data, nulls)
-        src = self.array.ctypes.data  # not __array_interface__, which describes every field
-        fault = backend.aos_to_soa(src, self.array.strides[0] if n else 1, n, ops, offs, threads=threads,
-                                   owners=(self.array, memory, ops, offs, keep))
-        del keep
-        if fault is not None:
-            raise forward_error(self.layout, self.array, fault)
-        return soa_over_arena(self.layout, n, arena, memory, nulls, self.array, use)
+            use, writes = out._use, [("cpu", *byte_range(memory), "out= (the arena of the SoA passed)")]
+        with claimed("AoS.to_soa", writes, [("cpu", *byte_range(self.array), "the records being converted")]):
+            if use is not None:
+                use.reuse()  # from here on, SoAs made earlier over this memory refuse to read it
+            ops, offs, keep = forward_ops(arena, memory.ctypes.data, nulls)
+            src = self.array.ctypes.data  # not __array_interface__, which describes every field
+            fault = backend.aos_to_soa(src, self.array.strides[0] if n else 1, n, ops, offs, threads=threads,
+                                       owners=(self.array, memory, ops, offs, keep))
+            del keep
+            if fault is not None:
+                raise forward_error(self.layout, self.array, fault)
+            return soa_over_arena(self.layout, n, arena, memory, nulls, self.array, use)
 
 
 def soa_over_arena(layout, n, arena, memory, nulls, records, use=None):
@@ -331,13 +333,6 @@ def _reusable(out, layout, n, nullable, device="cpu"):
         )
     if arena.capacity < n:
         raise LayoutError(f"out= holds {arena.capacity} records; these are {n}: pass a larger out")
-    live = out._use.live_exports()
-    if live:
-        raise LayoutError(
-            f"out= is still exported: {live} export(s) of its arena (to_arrow(), "
-            f"to_record_batch(), __arrow_c_stream__, a column's to_arrow()...) are alive, and writing other "
-            f"records over that memory would change them under their users; drop them first (del table), "
-            f"or pass out=None for a new arena")
     return arena, out._memory
 
 

@@ -5,11 +5,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ._aos import AoS, as_layout, overlaps
+from ._aos import AoS, as_layout, byte_range, overlaps
 from ._backends import check_device, check_threads, kernels_for
 from ._errors import LayoutError
 from ._faults import reverse_error
-from ._plan import ArenaUse, ColumnBuffers, native_dtype, reverse_ops
+from ._plan import ArenaUse, ColumnBuffers, claimed, native_dtype, reverse_ops
 
 __all__ = ["SoA", "Column"]
 
@@ -78,10 +78,24 @@ class SoA:
         ``to_soa(out=...)`` can refuse to write over memory an export still shows."""
         if self._memory is None:
             return None
-        self._current("to_arrow")
         token = _Export(self._memory)
-        self._use.exports.add(token)
+        self._use.export(self._generation, token, lambda: self._current("to_arrow"))
         return token
+
+    def _reads(self, space="cpu"):
+        """The byte ranges a conversion reading these columns reads, for :func:`claimed`:
+        the arena, or each borrowed Arrow buffer."""
+        what = "the columns being converted (this SoA's arena)"
+        if self._memory is not None:
+            if space == "cpu":
+                return [(space, *byte_range(self._memory), what)]
+            from ._cuda.device import pointer
+
+            first = pointer(self._memory)
+            return [(space, first, first + self._memory.shape[0], what)]
+        return [(space, b.address, b.address + b.size, f"column {f.name!r} being converted")
+                for f, c in zip(self.layout.fields, self._columns) for b in (c.validity, c.offsets, c.data)
+                if b is not None]
 
     def _exported(self, column, token):
         """``column`` (ColumnBuffers) as a pyarrow array whose buffers hold ``token``."""
@@ -367,17 +381,20 @@ class SoA:
         self._current("to_aos")
         backend = kernels_for(device)
         if out is None:
-            records = np.empty(n, dtype=self.layout.dtype)
+            records, writes = np.empty(n, dtype=self.layout.dtype), []
         else:
             records = _writable_records(out, self.layout, n, self._columns)
-        ops, offs, keep = reverse_ops(self.layout, self._columns, self._fills, self._truncate)
-        dst = records.ctypes.data
-        zero = bool(self.layout.holes) or any(f.kind == "bits" for f in self.layout.fields)
-        fault = backend.soa_to_aos(dst, itemsize, n, ops, offs, zero=zero, threads=threads,
-                                   owners=(records, self._columns, ops, offs, keep))
-        del keep
-        if fault is not None:
-            raise reverse_error(self.layout, self._columns, fault)
+            writes = [("cpu", *byte_range(records), "out= (the records array passed)")]
+        with claimed("SoA.to_aos", writes, self._reads()):
+            self._current("to_aos")  # not reused between the check above and the claim
+            ops, offs, keep = reverse_ops(self.layout, self._columns, self._fills, self._truncate)
+            dst = records.ctypes.data
+            zero = bool(self.layout.holes) or any(f.kind == "bits" for f in self.layout.fields)
+            fault = backend.soa_to_aos(dst, itemsize, n, ops, offs, zero=zero, threads=threads,
+                                       owners=(records, self._columns, ops, offs, keep))
+            del keep
+            if fault is not None:
+                raise reverse_error(self.layout, self._columns, fault)
         return AoS(records, self.layout)
 
 

@@ -1,0 +1,220 @@
+"""The containers under attack (issue 24): reused buffers written by two threads at once,
+duplicate Arrow column names, pickling, out-of-range datetimes in messages, and the hints
+for dtypes that are not records."""
+
+import json
+import os
+import pickle
+import re
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import layouts as lo
+from layouts.kernels import cpu as cpu_kernels
+
+ENV = {**os.environ, "PYTHONPATH": os.getcwd()}
+DT = np.dtype([("a", "<i8"), ("s", "S8"), ("q", "<i2")])
+LAYOUT = lo.Layout.from_dtype(DT, bytes_as={"s": "string"})
+BUSY = r"is being written right now by another conversion \(thread '[^']+', writing out= .*\): two conversions " \
+       r"writing one buffer at once would mix their records in it\. A buffer is owned by one conversion at a " \
+       r"time: give each thread its own out="
+
+
+def records(n, seed):
+    """Records whose every value says which call wrote them: ``a`` is the seed, the strings
+    have seed-dependent lengths (so mixed offsets run outside the data)."""
+    rng = np.random.default_rng(seed)
+    a = np.zeros(n, DT)
+    a["a"] = seed
+    a["s"] = [b"x" * int(k) for k in rng.integers(seed % 4, 8, n)]
+    a["q"] = rng.integers(0, 3, n)
+    return a
+
+
+class Held:
+    """Wraps a kernel host function so that the first call blocks (inside the conversion,
+    with its memory claimed) until released: a second conversion can be made to run
+    exactly then."""
+
+    def __init__(self, fn):
+        self.fn, self.entered, self.release, self.calls = fn, threading.Event(), threading.Event(), 0
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        if self.calls == 1:
+            self.entered.set()
+            assert self.release.wait(30)
+        return self.fn(*args, **kwargs)
+
+
+def in_thread(fn):
+    box = {}
+
+    def run():
+        try:
+            box["value"] = fn()
+        except BaseException as err:  # noqa: BLE001 - inspected by the test
+            box["error"] = err
+
+    t = threading.Thread(target=run, name="first-writer")
+    t.start()
+    return t, box
+
+
+# ------------------------------------------------------------------ 1. one writer per buffer
+def test_a_second_writer_of_an_arena_is_refused_while_the_first_runs(monkeypatch):
+    arena = lo.AoS(records(500, 1), LAYOUT).to_soa(nulls={"q": 0})
+    held = Held(cpu_kernels.aos_to_soa)
+    monkeypatch.setattr(cpu_kernels, "aos_to_soa", held)
+    mine, theirs = records(500, 2), records(400, 3)
+    t, box = in_thread(lambda: lo.AoS(mine, LAYOUT).to_soa(nulls={"q": 0}, out=arena))
+    try:
+        assert held.entered.wait(30)
+        with pytest.raises(lo.LayoutError, match=r"AoS.to_soa: out= \(the arena of the SoA passed\) " + BUSY):
+            lo.AoS(theirs, LAYOUT).to_soa(nulls={"q": 0}, out=arena)
+        # the same memory as a records array (another view of it) is refused as well
+        raw = np.frombuffer(arena.arena, np.uint8)[: 400 * DT.itemsize]
+        with pytest.raises(lo.LayoutError, match=r"SoA.to_aos: out= \(the records array passed\) " + BUSY):
+            lo.AoS(theirs, LAYOUT).to_soa().to_aos(out=raw)
+        with pytest.raises(lo.LayoutError, match=r"reading it now would mix old records with new ones"):
+            lo.AoS(raw, LAYOUT).to_soa()
+        with pytest.raises(lo.LayoutError, match=r"this SoA's arena was reused by a later to_soa"):
+            arena.to_arrow()
+    finally:
+        held.release.set()
+        t.join(30)
+    assert "error" not in box, box.get("error")
+    got = box["value"].to_arrow()
+    got.validate(full=True)
+    assert got.equals(lo.AoS(mine, LAYOUT).to_soa(nulls={"q": 0}).to_arrow())
+    del got
+    # once the first call returned, the arena is free again
+    again = lo.AoS(theirs, LAYOUT).to_soa(nulls={"q": 0}, out=box["value"])
+    assert (again.to_aos().to_numpy() == theirs).all()
+
+
+def test_two_views_of_one_records_buffer_are_one_buffer(monkeypatch):
+    buf = np.zeros(300, DT)
+    first, second = lo.AoS(records(300, 4), LAYOUT).to_soa(), lo.AoS(records(150, 5), LAYOUT).to_soa()
+    held = Held(cpu_kernels.soa_to_aos)
+    monkeypatch.setattr(cpu_kernels, "soa_to_aos", held)
+    t, box = in_thread(lambda: first.to_aos(out=buf))
+    try:
+        assert held.entered.wait(30)
+        for view in (buf.view(np.uint8), buf[100:].view(np.uint8), np.frombuffer(buf.data, np.int8)):
+            with pytest.raises(lo.LayoutError, match=r"SoA.to_aos: out= \(the records array passed\) " + BUSY):
+                second.to_aos(out=view)
+        with pytest.raises(lo.LayoutError, match=r"AoS.to_soa: the records being converted is being written "
+                                                 r"right now .* reading it now would mix old records with new "
+                                                 r"ones\. .* wait for that call to return"):
+            lo.AoS(buf[:10], LAYOUT).to_soa()
+    finally:
+        held.release.set()
+        t.join(30)
+    assert "error" not in box, box.get("error")
+    assert (buf == records(300, 4)).all()
+    second.to_aos(out=buf[150:].view(np.uint8))  # free again
+    assert (buf[150:] == records(150, 5)).all()
+
+
+def test_reading_an_arena_while_it_is_reused_is_refused(monkeypatch):
+    arena = lo.AoS(records(200, 6), LAYOUT).to_soa()
+    held = Held(cpu_kernels.soa_to_aos)
+    monkeypatch.setattr(cpu_kernels, "soa_to_aos", held)
+    t, box = in_thread(lambda: arena.to_aos())
+    try:
+        assert held.entered.wait(30)
+        with pytest.raises(lo.LayoutError, match=r"AoS.to_soa: out= \(the arena of the SoA passed\) is being "
+                                                 r"read right now .*writing it now would change records that "
+                                                 r"conversion has not read yet"):
+            lo.AoS(records(200, 7), LAYOUT).to_soa(out=arena)
+    finally:
+        held.release.set()
+        t.join(30)
+    assert (box["value"].to_numpy() == records(200, 6)).all()
+
+
+def test_a_second_writer_of_a_device_arena_is_refused(monkeypatch):
+    from layouts.kernels import cuda as cuda_kernels
+
+    arena = lo.AoS(records(100, 8), LAYOUT).to_soa(device="cuda")
+    held = Held(cuda_kernels.aos_to_soa)
+    monkeypatch.setattr(cuda_kernels, "aos_to_soa", held)
+    mine = records(100, 9)
+    t, box = in_thread(lambda: lo.AoS(mine, LAYOUT).to_soa(device="cuda", out=arena))
+    try:
+        assert held.entered.wait(60)
+        with pytest.raises(lo.LayoutError, match=r"out= \(the device arena of the SoA passed\) " + BUSY):
+            lo.AoS(records(100, 10), LAYOUT).to_soa(device="cuda", out=arena)
+    finally:
+        held.release.set()
+        t.join(60)
+    assert "error" not in box, box.get("error")
+    with pytest.raises(lo.LayoutError, match=r"SoA.to_device: this SoA's arena was reused by a later to_soa"):
+        arena.to_device("cpu")
+    assert (box["value"].to_aos().to_device("cpu").to_numpy() == mine).all()
+
+
+RACE = textwrap.dedent(r"""
+    import json, sys, threading
+    import numpy as np
+    sys.path.insert(0, "tests")
+    import layouts as lo
+    from test_trust_containers import LAYOUT, records
+
+    N, ROUNDS = 20_000, 12
+    inputs = {s: records(N - 1000 * s, s) for s in (1, 2)}
+    expect = {s: lo.AoS(a, LAYOUT).to_soa(nulls={"q": 0}).to_arrow() for s, a in inputs.items()}
+    ok = ("being written right now", "being read right now", "is still exported", "was reused by a later")
+    arena = lo.AoS(records(N, 3), LAYOUT).to_soa(nulls={"q": 0})
+    counts = {"written": 0, "refused": 0, "stale": 0}
+    bad = []
+
+    def writer(seed, barrier):
+        barrier.wait()
+        try:
+            soa = lo.AoS(inputs[seed], LAYOUT).to_soa(nulls={"q": 0}, out=arena)
+        except lo.LayoutError as err:
+            if not any(s in str(err) for s in ok):
+                bad.append(repr(err))
+            counts["refused"] += 1
+            return
+        try:
+            table = soa.to_arrow()
+        except lo.LayoutError as err:  # the other thread reused the arena after this call returned
+            counts["stale"] += 1 if "was reused by a later" in str(err) else bad.append(repr(err)) or 0
+            return
+        try:
+            table.validate(full=True)
+            if not table.equals(expect[seed]):
+                bad.append(f"seed {seed}: the table holds other records")
+        except Exception as err:
+            bad.append(f"seed {seed}: {err!r}")
+        counts["written"] += 1
+
+    for _ in range(ROUNDS):
+        barrier = threading.Barrier(2)
+        threads = [threading.Thread(target=writer, args=(s, barrier)) for s in (1, 2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    print(json.dumps({"bad": bad, **counts}))
+""")
+
+
+def test_two_threads_reusing_one_arena_never_mix_their_records():
+    """The attack as reported, with real threads, in a child process (a mix could crash
+    pyarrow): every call either is refused or returns its own records whole."""
+    proc = subprocess.run([sys.executable, "-c", RACE], env=ENV, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["bad"] == []
+    assert result["written"] + result["refused"] + result["stale"] == 24
+    assert result["written"] >= 1
