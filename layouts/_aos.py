@@ -131,6 +131,13 @@ class AoS:
                 f"bytes left over; pass the buffer cut to a multiple of the record size")
         self.layout, self.array, self.device = layout, raw, "cuda"
 
+    def __reduce__(self) -> "tuple[Any, ...]":
+        """Pickling: the records (NumPy pickles their bytes) and the layout; records on
+        the GPU come back on the GPU (the unpickling process needs one)."""
+        if self.device != "cpu":
+            return _aos_on_device, (self.to_device("cpu").array, self.layout, self.device)
+        return AoS, (self.array, self.layout)
+
     def __len__(self) -> int:
         if self.device == "cuda":
             return self.array.shape[0] // self.layout.itemsize
@@ -236,6 +243,11 @@ class AoS:
             if fault is not None:
                 raise forward_error(self.layout, self.array, fault)
             return soa_over_arena(self.layout, n, arena, memory, nulls, self.array, use)
+
+
+def _aos_on_device(array, layout, device):
+    """An unpickled AoS of GPU records: its host records moved back to ``device``."""
+    return AoS(array, layout).to_device(device)
 
 
 def soa_over_arena(layout, n, arena, memory, nulls, records, use=None):

@@ -9,7 +9,7 @@ from ._aos import AoS, as_layout, byte_range, overlaps
 from ._backends import check_device, check_threads, kernels_for
 from ._errors import LayoutError
 from ._faults import reverse_error
-from ._plan import ArenaUse, ColumnBuffers, claimed, native_dtype, reverse_ops
+from ._plan import ALIGN, ArenaUse, ColumnBuffers, claimed, native_dtype, reverse_ops
 
 __all__ = ["SoA", "Column"]
 
@@ -153,6 +153,30 @@ class SoA:
         layout = as_layout(layout)
         length, columns, fills = columns_from_arrow(obj, layout, dict(fill or {}), cast)
         return cls(layout, length, columns, fills=fills, truncate=truncate)
+
+    def __reduce__(self) -> "tuple[Any, ...]":
+        """Pickling (Dask ships SoAs between workers): the layout, the fill values and
+        the column buffers' bytes; an SoA over an arena pickles the arena (copied while
+        no conversion writes it) and comes back over an arena of its own, which a later
+        ``to_soa(out=...)`` can reuse. GPU columns come back on the GPU (the unpickling
+        process needs one). An SoA whose arena a later ``to_soa(out=...)`` reused holds
+        other records: pickling it is refused, as reading it is."""
+        if self.device != "cpu":
+            return _soa_on_device, (self.to_device("cpu"), self.device)
+        columns = [(c.type, c.length, c.validity, c.offsets, c.data, c.offset, c.kind, c.dictionary)
+                   for c in self._columns]
+        if self._memory is None:
+            return _soa_of_buffers, (self.layout, self._length, columns, self._fills, self._truncate)
+        with claimed("pickling an SoA", (), self._reads()):
+            self._current("__reduce__ (pickle)")
+            memory = self._memory.copy()
+        base = self._memory.ctypes.data
+
+        def at(b):
+            return None if b is None else (b.address - base, b.size)
+
+        columns = [(*c[:2], at(c[2]), at(c[3]), at(c[4]), *c[5:]) for c in columns]
+        return _soa_of_arena, (self.layout, self._length, columns, self._fills, self._truncate, self._arena, memory)
 
     # --------------------------------------------------------------- properties
     def __len__(self) -> int:
@@ -398,6 +422,31 @@ class SoA:
         return AoS(records, self.layout)
 
 
+def _soa_of_buffers(layout, length, columns, fills, truncate):
+    """An unpickled SoA of borrowed Arrow buffers (see :meth:`SoA.__reduce__`)."""
+    return SoA(layout, length, [ColumnBuffers(*c) for c in columns], fills=fills, truncate=truncate)
+
+
+def _soa_of_arena(layout, length, columns, fills, truncate, arena, memory):
+    """An unpickled SoA over an arena: ``memory`` copied to a new 64-byte-aligned
+    allocation, the columns at their offsets in it (see :meth:`SoA.__reduce__`)."""
+    raw = np.empty(memory.shape[0] + ALIGN, dtype=np.uint8)
+    skip = -raw.ctypes.data % ALIGN
+    own = raw[skip : skip + memory.shape[0]]
+    own[:] = memory
+
+    def buf(spec):
+        return None if spec is None else pa.py_buffer(own[spec[0] : spec[0] + spec[1]])
+
+    bound = [ColumnBuffers(t, n, buf(v), buf(o), buf(d), *rest) for t, n, v, o, d, *rest in columns]
+    return SoA(layout, length, bound, fills=fills, truncate=truncate, arena=arena, memory=own)
+
+
+def _soa_on_device(host, device):
+    """An unpickled GPU SoA: its host copy moved back to ``device``."""
+    return host.to_device(device)
+
+
 class _Export:
     """Held by the buffers of one export of an arena (see :meth:`SoA._exported`): alive
     while anything made from that export is, and keeps the arena's memory alive."""
@@ -456,6 +505,9 @@ class Column:
         self._soa, self._index = soa, index
         self.field = soa.layout.fields[index]
         self._buffers = soa._columns[index]
+
+    def __reduce__(self) -> "tuple[Any, ...]":
+        return Column, (self._soa, self._index)
 
     @property
     def name(self) -> str:

@@ -218,3 +218,76 @@ def test_two_threads_reusing_one_arena_never_mix_their_records():
     assert result["bad"] == []
     assert result["written"] + result["refused"] + result["stale"] == 24
     assert result["written"] >= 1
+
+
+# ------------------------------------------------------------------ 3. pickling
+PICKLED = np.dtype([("i", "<i4"), ("s", "S5"), ("u", "U3"), ("b", "?"), ("t", "<M8[ms]"), ("d", "<m8[10s]"),
+                    ("l", "<f4", (3,)), ("x", ">i8")])
+
+
+def every_kind():
+    a = np.zeros(5, PICKLED)
+    a["i"] = np.arange(5)
+    a["s"] = [b"ab", b"", b"hello", b"x", b"yy"]
+    a["u"] = ["é", "àb", "", "xyz", "q"]
+    a["b"] = [True, False, True, False, True]
+    a["t"] = np.array([0, 1, -1, "NaT", 5], dtype="M8[ms]")
+    a["d"] = np.arange(5)
+    a["l"] = np.arange(15).reshape(5, 3)
+    a["x"] = -1
+    return a, lo.Layout.from_dtype(PICKLED, bytes_as={"s": "string"})
+
+
+@pytest.mark.parametrize("protocol", [2, pickle.HIGHEST_PROTOCOL])
+def test_an_soa_pickles_and_comes_back_equal(protocol):
+    a, layout = every_kind()
+    soa = lo.AoS(a, layout).to_soa(nulls={"i": 2})
+    back = pickle.loads(pickle.dumps(soa, protocol=protocol))
+    assert back.to_arrow().equals(soa.to_arrow())
+    assert back.arena.ctypes.data % 64 == 0 and back.arena is not soa.arena
+    assert back.to_aos().to_numpy().tobytes() == soa.to_aos().to_numpy().tobytes()
+    again = lo.AoS(a[::-1].copy(), layout).to_soa(nulls={"i": 2}, out=back)  # an arena of its own, reusable
+    assert again.to_aos().to_numpy().tobytes() == a[::-1].tobytes()
+    # columns borrowed from Arrow (a slice), and one column on its own
+    borrowed = lo.SoA.from_arrow(soa.to_arrow().slice(1, 3), layout, fill={"i": 2})
+    back = pickle.loads(pickle.dumps(borrowed, protocol=protocol))
+    assert back.to_arrow().equals(borrowed.to_arrow())
+    assert back.to_aos().to_numpy().tobytes() == a[1:4].tobytes()
+    column = pickle.loads(pickle.dumps(soa["s"], protocol=protocol))
+    assert column.to_arrow().to_pylist() == ["ab", "", "hello", "x", "yy"]
+
+
+def test_c_enums_and_bit_fields_pickle_with_their_layout():
+    layout = lo.Layout.from_c("enum color { RED, GREEN = 5, BLUE = -3 };"
+                              "struct p { enum color c; unsigned k : 3, j : 5; };", "p")
+    raw = np.zeros(4, layout.dtype)
+    raw.view(np.uint8).reshape(4, -1)[:, 4] = [1, 0xFF, 7, 9]
+    raw["c"] = [0, 5, -3, 42]
+    soa = lo.AoS(raw, layout).to_soa()
+    back = pickle.loads(pickle.dumps(soa))
+    assert back.layout == layout and hash(back.layout) == hash(layout) and back.layout.c == layout.c
+    assert back.to_arrow().equals(soa.to_arrow())
+    assert back.to_arrow().column("c").to_pylist() == ["RED", "GREEN", "BLUE", "42"]
+    assert back.to_aos().to_numpy().tobytes() == soa.to_aos().to_numpy().tobytes()
+    assert pickle.loads(pickle.dumps(layout)) == layout
+    aos = pickle.loads(pickle.dumps(lo.AoS(raw.tobytes(), layout)))
+    assert aos.layout == layout and aos.to_numpy().tobytes() == raw.tobytes()
+
+
+def test_an_aos_and_an_soa_on_the_gpu_pickle_back_to_the_gpu():
+    a, layout = every_kind()
+    soa = lo.AoS(a, layout).to_soa(nulls={"i": 2}, device="cuda")
+    back = pickle.loads(pickle.dumps(soa))
+    assert back.device == "cuda"
+    assert back.to_device("cpu").to_arrow().equals(lo.AoS(a, layout).to_soa(nulls={"i": 2}).to_arrow())
+    aos = pickle.loads(pickle.dumps(lo.AoS(a, layout).to_device("cuda")))
+    assert aos.device == "cuda" and aos.to_device("cpu").to_numpy().tobytes() == a.tobytes()
+
+
+def test_pickling_an_soa_whose_arena_was_reused_is_refused():
+    old = lo.AoS(records(10, 1), LAYOUT).to_soa()
+    lo.AoS(records(10, 2), LAYOUT).to_soa(out=old)
+    with pytest.raises(lo.LayoutError, match=r"SoA.__reduce__ \(pickle\): this SoA's arena was reused by a later "
+                                             r"to_soa\(out=...\), so its buffers now hold other records; use the "
+                                             r"SoA that call returned"):
+        pickle.dumps(old)
