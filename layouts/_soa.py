@@ -148,10 +148,13 @@ class SoA:
         >>> lo.SoA.from_arrow(t, [("qty", "<i4")], cast="parse").to_aos().to_numpy()["qty"].tolist()
         [7, 8]
         """
-        from ._arrow_in import columns_from_arrow
+        from ._arrow_in import as_table, check_cast, columns_from_arrow
 
+        check_cast(cast)
         layout = as_layout(layout)
-        length, columns, fills = columns_from_arrow(obj, layout, dict(fill or {}), cast)
+        table = as_table(obj)
+        _unique_names(layout._arrow_fields(), list(table.schema), table.column_names)
+        length, columns, fills = columns_from_arrow(table, layout, dict(fill or {}), cast)
         return cls(layout, length, columns, fills=fills, truncate=truncate)
 
     def __reduce__(self) -> "tuple[Any, ...]":
@@ -420,6 +423,42 @@ class SoA:
             if fault is not None:
                 raise reverse_error(self.layout, self._columns, fault)
         return AoS(records, self.layout)
+
+
+def _unique_names(wanted, have, top, parent=None):
+    """Raise LayoutError where the Arrow fields ``have`` hold two or more of a name the
+    layout reads (``wanted``: its Arrow fields), at the top or among a struct's children
+    (``parent`` names the column), since a name would not say which to read; ``top``
+    are the table's column names, for the rename suggested."""
+    names = [f.name for f in have]
+    for want in wanted:
+        count = names.count(want.name)
+        if count == 1:
+            got, typ = have[names.index(want.name)].type, want.type
+            while pa.types.is_fixed_size_list(typ) and (pa.types.is_list(got) or pa.types.is_large_list(got)
+                                                        or pa.types.is_fixed_size_list(got)):
+                got, typ = got.value_type, typ.value_type
+            if pa.types.is_struct(typ) and pa.types.is_struct(got):
+                path = want.name if parent is None else f"{parent}.{want.name}"
+                _unique_names(list(typ), list(got), top, path)
+        elif count > 1:
+            at = [i for i, n in enumerate(names) if n == want.name]
+            if parent is None:
+                seen: "dict[str, int]" = {}
+                renamed = []
+                for n in names:
+                    seen[n] = seen.get(n, 0) + 1
+                    renamed.append(n if seen[n] == 1 or n != want.name else f"{n}_{seen[n]}")
+                raise LayoutError(
+                    f"the Arrow data has {count} columns named {want.name!r} (columns {at} of {names}); the "
+                    f"layout's field {want.name!r} is found by name, which would not say which one to read: "
+                    f"rename all but one first, e.g. table.rename_columns({renamed!r}) (pandas: df.columns = "
+                    f"[...]), or drop the ones not meant")
+            raise LayoutError(
+                f"column {parent!r} has {count} struct children named {want.name!r} (children {at} of {names}); "
+                f"the layout's field {parent + '.' + want.name!r} is found by name, which would not say which "
+                f"one to read: rename all but one first (pyarrow.compute.struct_field and "
+                f"pyarrow.StructArray.from_arrays with new names)")
 
 
 def _soa_of_buffers(layout, length, columns, fills, truncate):

@@ -291,3 +291,39 @@ def test_pickling_an_soa_whose_arena_was_reused_is_refused():
                                              r"to_soa\(out=...\), so its buffers now hold other records; use the "
                                              r"SoA that call returned"):
         pickle.dumps(old)
+
+
+# ------------------------------------------------------------------ 2. duplicate column names
+def test_two_arrow_columns_of_one_name_are_a_layout_error_naming_it():
+    table = pa.Table.from_arrays([pa.array([1]), pa.array([2.5]), pa.array([3])], names=["a", "b", "a"])
+    with pytest.raises(lo.LayoutError, match=re.escape(
+            "the Arrow data has 2 columns named 'a' (columns [0, 2] of ['a', 'b', 'a']); the layout's field 'a' "
+            "is found by name, which would not say which one to read: rename all but one first, e.g. "
+            "table.rename_columns(['a', 'b', 'a_2'])")):
+        lo.SoA.from_arrow(table, [("a", "<i8"), ("b", "<f8")])
+    # the suggested fix works; a duplicate the layout does not read is no matter
+    fixed = lo.SoA.from_arrow(table.rename_columns(["a", "b", "a_2"]), [("a", "<i8"), ("b", "<f8")])
+    assert fixed.to_aos().to_numpy().tolist() == [(1, 2.5)]
+    assert lo.SoA.from_arrow(table, [("b", "<f8")]).to_aos().to_numpy().tolist() == [(2.5,)]
+    batch = pa.RecordBatch.from_arrays([pa.array([1]), pa.array([2])], names=["a", "a"])
+    with pytest.raises(lo.LayoutError, match=r"2 columns named 'a'"):
+        lo.SoA.from_arrow(batch, [("a", "<i8")])
+
+
+def test_two_struct_children_of_one_name_are_a_layout_error_naming_them():
+    pos = pa.StructArray.from_arrays([pa.array([1.0]), pa.array([2.0])], names=["x", "x"])
+    with pytest.raises(lo.LayoutError, match=re.escape(
+            "column 'pos' has 2 struct children named 'x' (children [0, 1] of ['x', 'x']); the layout's field "
+            "'pos.x' is found by name")):
+        lo.SoA.from_arrow(pa.table({"pos": pos}), [("pos", [("x", "<f8")])])
+
+
+def test_a_parquet_file_with_two_columns_of_one_name_stops_convert_with_nothing_written(tmp_path):
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_arrays([pa.array([1, 2]), pa.array([3, 4])], names=["a", "a"]),
+                   tmp_path / "dup.parquet")
+    with pytest.raises(lo.LayoutError, match=r"dup\.parquet, row group 0, rows 0 to 2: the Arrow data has 2 "
+                                             r"columns named 'a'"):
+        lo.convert(tmp_path / "dup.parquet", [("a", "<i8")], tmp_path / "out.bin")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dup.parquet"]
