@@ -327,3 +327,46 @@ def test_a_parquet_file_with_two_columns_of_one_name_stops_convert_with_nothing_
                                              r"columns named 'a'"):
         lo.convert(tmp_path / "dup.parquet", [("a", "<i8")], tmp_path / "out.bin")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dup.parquet"]
+
+
+# ------------------------------------------------------------------ 4. out-of-range times in messages
+@pytest.mark.parametrize("dtype", ["<M8[10s]", ">M8[D]", "<M8[W]", "<M8[M]", "<M8[Y]", "<M8[h]", "<M8[2D]",
+                                   "<m8[m]", "<m8[D]", ">m8[10ms]"])
+def test_the_range_named_for_a_time_field_is_the_one_the_kernel_checks(dtype):
+    from layouts._faults import time_range
+
+    layout = lo.Layout.from_dtype([("t", dtype)])
+    lo_, hi = time_range(layout["t"])
+    for count, fits in ((lo_, True), (hi, True), (lo_ - 1, False), (hi + 1, False)):
+        records = np.zeros(1, layout.dtype)
+        records["t"] = np.array([count], np.int64).view(np.dtype(dtype).newbyteorder("="))
+        assert int(records["t"].astype(np.int64)[0]) == count
+        if fits:
+            lo.AoS(records, layout).to_soa()
+        else:
+            with pytest.raises(lo.ConversionError, match=rf"value {count} \(counts of .*\) does not fit Arrow .*"
+                                                         rf"counts from {lo_} to {hi}"):
+                lo.AoS(records, layout).to_soa()
+
+
+def test_an_out_of_range_time_is_shown_as_its_count_and_unit_not_a_wrapped_date():
+    records = np.zeros(1, [("t", "<M8[10s]")])
+    records["t"] = np.array([-2**63 + 1]).view("<M8[10s]")  # NumPy shows it as 1970-01-01T00:00:10
+    with pytest.raises(lo.ConversionError, match=re.escape(
+            "field 't' (<M8[10s] at offset 0), record 0: value -9223372036854775807 (counts of 10s since "
+            "1970-01-01) does not fit Arrow timestamp[s], which holds a <M8[10s] field's counts from "
+            "-922337203685477580 to 922337203685477580 (-292277022657-01-27T08:30:00 to "
+            "292277026596-12-04T15:30:00) only; fix the value (a missing time is NaT)")) as info:
+        lo.AoS(records).to_soa()
+    assert "1970" not in str(info.value).split("since 1970-01-01")[1]
+    # a sub-array names the element; a date beyond date32 that seconds can hold gets that hint, which works
+    days = np.zeros(1, [("d", "<M8[D]", (3,))])
+    days["d"][0] = np.array([0, 3_000_000_000, 1]).view("M8[D]")
+    with pytest.raises(lo.ConversionError, match=re.escape(
+            "record 0: element 1 of 3, value 3000000000 (counts of D since 1970-01-01) does not fit Arrow "
+            "date32[day], which holds a <M8[D] field's counts from -2147483648 to 2147483647 (-5877641-06-23 to "
+            "5881580-07-11) only; fix the value (a missing time is NaT), or store the field as M8[s] (Arrow "
+            "timestamp[s] holds it)")):
+        lo.AoS(days).to_soa()
+    seconds = days.astype([("d", "<M8[s]", (3,))])
+    assert lo.AoS(seconds).to_soa().to_aos().to_numpy().tobytes() == seconds.tobytes()
