@@ -370,3 +370,39 @@ def test_an_out_of_range_time_is_shown_as_its_count_and_unit_not_a_wrapped_date(
         lo.AoS(days).to_soa()
     seconds = days.astype([("d", "<M8[s]", (3,))])
     assert lo.AoS(seconds).to_soa().to_aos().to_numpy().tobytes() == seconds.tobytes()
+
+
+# ------------------------------------------------------------------ 5. hints for dtypes that are not records
+NOT_RECORDS = ["<i4", ">f8", "?", "S5", "U3", "<c16", "<f2", "M8[ns]", "(3,)i4", ">i2", "V8", "(2,)V4", "O", "(2,2)O",
+               "M8", "m8", "(2,)M8", "<f16", "<c32"]
+
+
+@pytest.mark.parametrize("dtype", NOT_RECORDS)
+def test_the_hint_for_a_dtype_that_is_not_a_record_works_when_followed(dtype):
+    try:
+        np.dtype(dtype)
+    except TypeError:
+        pytest.skip(f"no NumPy type {dtype} on this platform")
+    with pytest.raises(lo.LayoutError, match=r"Layout.from_dtype needs a structured dtype with named fields, got "
+                                             r".*: Layout\.from_dtype\(np\.dtype\(\[\('value', ") as info:
+        lo.Layout.from_dtype(np.dtype(dtype))
+    code = re.search(r"Layout\.from_dtype\((np\.dtype\(\[.*\]\).*)\)$", str(info.value)).group(1)
+    layout = eval(f"lo.Layout.from_dtype({code})", {"np": np, "lo": lo})  # noqa: S307 - our own message
+    assert layout.names[0].startswith("value")
+    records = np.zeros(3, layout.dtype)  # and it converts, both ways
+    assert lo.AoS(records, layout).to_soa().to_aos().to_numpy().tobytes() == records.tobytes()
+
+
+def test_an_object_dtype_is_told_why_no_record_holds_it_and_what_does():
+    with pytest.raises(lo.LayoutError, match=re.escape(
+            "got object: Python objects are pointers to values kept elsewhere, not bytes a record holds, so no "
+            "layout describes them; store the values in a fixed-size type first (e.g. np.asarray(values, "
+            "dtype='U16') for text, 'i8' or 'f8' for numbers), then describe that: "
+            "Layout.from_dtype(np.dtype([('value', '<U16')]))")):
+        lo.Layout.from_dtype(np.dtype(object))
+    with pytest.raises(lo.LayoutError, match=r"got \|S0, which a record field cannot hold either: a zero-length "
+                                             r"string holds nothing|got \|S0, which holds no bytes"):
+        lo.Layout.from_dtype(np.dtype("S0"))
+    with pytest.raises(lo.LayoutError, match=r"got \|V0, which holds no bytes: there is nothing for a record field "
+                                             r"to hold"):
+        lo.AoS(b"", layout=np.dtype("V0"))
