@@ -1,6 +1,6 @@
 """SoA: the records as Arrow columns (structure of arrays), and its column objects."""
 
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -8,8 +8,9 @@ import pyarrow as pa
 from ._aos import AoS, as_layout, byte_range, overlaps
 from ._backends import check_device, check_threads, kernels_for
 from ._errors import LayoutError
+from ._layout import Layout
 from ._faults import reverse_error
-from ._plan import ALIGN, ArenaUse, ColumnBuffers, claimed, native_dtype, reverse_ops
+from ._plan import ALIGN, Arena, ArenaUse, ColumnBuffers, claimed, native_dtype, reverse_ops
 
 __all__ = ["SoA", "Column"]
 
@@ -33,8 +34,9 @@ class SoA:
     True
     """
 
-    def __init__(self, layout, length, columns, *, fills=None, truncate=False, arena=None, memory=None,
-                 device="cpu"):
+    def __init__(self, layout: Layout, length: int, columns: "Iterable[ColumnBuffers]", *,
+                 fills: "Mapping[str, Any] | None" = None, truncate: bool = False, arena: "Arena | None" = None,
+                 memory: Any = None, device: str = "cpu") -> None:
         self.layout, self._length, self._columns = layout, length, tuple(columns)
         self.device = device
         self._fills, self._truncate = dict(fills or {}), truncate
@@ -109,7 +111,8 @@ class SoA:
                              column.offset, column.kind, column.dictionary).to_array()
 
     @classmethod
-    def from_arrow(cls, obj, layout, *, fill=None, truncate=False, cast="strict"):
+    def from_arrow(cls, obj: Any, layout: "Layout | np.typing.DTypeLike", *,
+                   fill: "Mapping[str, Any] | None" = None, truncate: bool = False, cast: str = "strict") -> "SoA":
         """Columns from Arrow data, bound for a record layout (checked, not yet written).
 
         Parameters
@@ -202,7 +205,7 @@ class SoA:
         """The Arrow schema of these columns."""
         return pa.schema(self.layout._arrow_fields([c.type for c in self._columns]))
 
-    def __arrow_c_schema__(self):
+    def __arrow_c_schema__(self) -> Any:
         return self.schema.__arrow_c_schema__()
 
     def __repr__(self) -> str:
@@ -308,10 +311,10 @@ class SoA:
         self._on_host("to_polars")
         return pl.from_arrow(self.to_arrow(), rechunk=rechunk)
 
-    def __arrow_c_stream__(self, requested_schema=None):
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         return self.to_arrow().__arrow_c_stream__(requested_schema)
 
-    def __arrow_c_array__(self, requested_schema=None):
+    def __arrow_c_array__(self, requested_schema: Any = None) -> "tuple[Any, Any]":
         return self.to_record_batch().__arrow_c_array__(requested_schema)
 
     def _on_host(self, what):
@@ -321,7 +324,7 @@ class SoA:
                 f"them there with .to_cudf(), a column's __cuda_array_interface__/__dlpack__, or "
                 f"__arrow_c_device_array__()")
 
-    def __arrow_c_device_array__(self, requested_schema=None, **kwargs):
+    def __arrow_c_device_array__(self, requested_schema: Any = None, **kwargs: Any) -> "tuple[Any, Any]":
         """The Arrow C Device Data Interface: ``(schema capsule, device array capsule)``
         over this SoA's buffers, no copy; device type CUDA for GPU columns, CPU
         otherwise. The buffers stay alive until the consumer releases the array."""
@@ -348,7 +351,8 @@ class SoA:
         return to_cudf(self.to_device("cuda") if self.device != "cuda" else self)
 
     @classmethod
-    def from_cudf(cls, df, layout, *, fill=None, truncate=False):
+    def from_cudf(cls, df: Any, layout: "Layout | np.typing.DTypeLike", *, fill: "Mapping[str, Any] | None" = None,
+                  truncate: bool = False) -> "SoA":
         """Columns of a ``cudf.DataFrame``, bound for a record layout, on the GPU.
 
         Checked by :meth:`from_arrow`'s rules. Each column's device buffers are copied
@@ -368,7 +372,7 @@ class SoA:
         return Column(self, i)
 
     @property
-    def columns(self) -> "list[Column]":
+    def columns(self) -> "list[str]":
         """Names of the leaf columns (``soa[name]`` gives one)."""
         return self.layout.names
 
@@ -444,7 +448,7 @@ def _unique_names(wanted, have, top, parent=None):
         elif count > 1:
             at = [i for i, n in enumerate(names) if n == want.name]
             if parent is None:
-                seen: "dict[str, int]" = {}
+                seen = {}
                 renamed = []
                 for n in names:
                     seen[n] = seen.get(n, 0) + 1
@@ -540,7 +544,7 @@ class Column:
     (the sentinel); see :attr:`null_count` and :meth:`to_arrow`.
     """
 
-    def __init__(self, soa, index):
+    def __init__(self, soa: SoA, index: int) -> None:
         self._soa, self._index = soa, index
         self.field = soa.layout.fields[index]
         self._buffers = soa._columns[index]
@@ -581,7 +585,7 @@ class Column:
         arr = self._soa._exported(self._buffers, self._soa._export())
         return _assemble(_wrap(arr.type, self.field.shape), len(self), iter([arr]))
 
-    def __arrow_c_array__(self, requested_schema=None):
+    def __arrow_c_array__(self, requested_schema: Any = None) -> "tuple[Any, Any]":
         return self.to_arrow().__arrow_c_array__(requested_schema)
 
     def _view_dtype(self):
@@ -617,7 +621,7 @@ class Column:
         return arr if dtype is None else arr.astype(dtype, copy=bool(copy))
 
     @property
-    def __cuda_array_interface__(self):
+    def __cuda_array_interface__(self) -> "dict[str, Any]":
         """The values on the GPU, for CuPy, Numba and PyTorch (no copy; already
         synchronised, so ``stream`` is None). Nulls are not described: see null_count."""
         if self.device != "cuda":
@@ -626,14 +630,14 @@ class Column:
 
         return column_interface(self)
 
-    def __dlpack__(self, **kwargs):
+    def __dlpack__(self, **kwargs: Any) -> Any:
         if self.device == "cuda":
             from ._cuda.device import _cupy
 
             return _cupy().asarray(self).__dlpack__(**kwargs)
         return self.to_numpy(copy=False).__dlpack__(**kwargs)
 
-    def __dlpack_device__(self):
+    def __dlpack_device__(self) -> "tuple[int, int]":
         if self.device == "cuda":
             from ._cuda.transpose import dlpack_device
 
