@@ -198,7 +198,9 @@ class AoS:
             column's ``to_arrow()``) is still alive, since its buffers would change under
             it; NumPy views of columns (``np.asarray(soa["px"])``) are not tracked and
             show the new values. ``out`` itself (and every SoA made earlier over the
-            arena) then refuses to be read: use the result.
+            arena) then refuses to be read: use the result. One conversion owns the
+            arena at a time: another thread's conversion writing or reading that memory
+            meanwhile is refused (LayoutError), never mixed with this one.
         threads : int, optional
             CPU threads to use (default: all this process may use).
         device : {"cpu", "cuda"}, optional

@@ -389,7 +389,9 @@ class SoA:
         ----------
         out : numpy.ndarray or AoS, optional
             A writable C-contiguous array of ``layout.dtype`` (or of bytes) with room
-            for the records; filled in place.
+            for the records; filled in place. While this call writes it, another
+            thread's conversion writing or reading that memory (any view of it) is
+            refused with a LayoutError.
         """
         device = check_device(device, self.device)
         threads = check_threads(threads)
