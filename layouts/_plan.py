@@ -264,16 +264,8 @@ class ArenaUse:
             self.exports.add(token)
 
 
-class _Claim:
-    __slots__ = ("space", "lo", "hi", "write", "what", "thread")
-
-    def __init__(self, space, lo, hi, write, what):
-        self.space, self.lo, self.hi, self.write, self.what = space, lo, hi, write, what
-        self.thread = threading.current_thread().name
-
-
 _claims_lock = threading.Lock()
-_claims: "list[_Claim]" = []  # the _Claim of every conversion running now, in any thread
+_claims: "dict[int, tuple[str, list[tuple], list[tuple]]]" = {}  # per conversion running: thread, writes, reads
 
 
 @contextmanager
@@ -289,30 +281,46 @@ def claimed(call, writes=(), reads=()):
     is writing, is refused with a LayoutError before it touches anything, rather than
     mixing its records with the other's. Ranges are compared as addresses, so two
     different NumPy views (or an AoS and a view) of the same memory are one buffer.
+    A write is checked against every range held, a read against the writes held only
+    (one or none per conversion), so many columns read at once cost no more than linear.
     """
-    mine = [_Claim(space, lo, hi, True, what) for space, lo, hi, what in writes if hi > lo]
-    mine += [_Claim(space, lo, hi, False, what) for space, lo, hi, what in reads if hi > lo]
+    writes = [w for w in writes if w[2] > w[1]]
+    reads = [r for r in reads if r[2] > r[1]]
+    thread = threading.current_thread().name
+    key = object()
     with _claims_lock:
-        for new in mine:
-            for old in _claims:
-                if old.space == new.space and old.lo < new.hi and new.lo < old.hi and (old.write or new.write):
-                    raise LayoutError(_conflict(call, new, old))
-        _claims.extend(mine)
+        for other, held_w, held_r in _claims.values():
+            for new, writing, held, held_writes in _pairs(writes, reads, held_w, held_r):
+                for old in held:
+                    if old[0] == new[0] and old[1] < new[2] and new[1] < old[2]:
+                        raise LayoutError(_conflict(call, new, writing, old, held_writes, other))
+        _claims[id(key)] = (thread, writes, reads)
     try:
         yield
     finally:
         with _claims_lock:
-            for c in mine:
-                _claims.remove(c)
+            del _claims[id(key)]
 
 
-def _conflict(call, new, old):
-    """The message for a conversion refused because ``old`` holds memory ``new`` needs."""
-    doing = "writing" if old.write else "reading"
-    clash = (f"{call}: {new.what} is {'being written' if old.write else 'being read'} right now by another "
-             f"conversion (thread {old.thread!r}, {doing} {old.what})")
-    if new.write:
-        why = ("two conversions writing one buffer at once would mix their records in it" if old.write else
+def _pairs(writes, reads, held_w, held_r):
+    """``(range of this call, whether it is written, ranges held by another, whether
+    those are written)`` to compare: writes against everything held, reads against the
+    writes held."""
+    for w in writes:
+        yield w, True, held_w, True
+        yield w, True, held_r, False
+    if held_w:
+        for r in reads:
+            yield r, False, held_w, True
+
+
+def _conflict(call, new, writing, old, old_writes, thread):
+    """The message for a conversion refused because another (in ``thread``) holds ``old``,
+    which overlaps the range ``new`` this call would write (``writing``) or read."""
+    clash = (f"{call}: {new[3]} is {'being written' if old_writes else 'being read'} right now by another "
+             f"conversion (thread {thread!r}, {'writing' if old_writes else 'reading'} {old[3]})")
+    if writing:
+        why = ("two conversions writing one buffer at once would mix their records in it" if old_writes else
                "writing it now would change records that conversion has not read yet")
         fix = ("give each thread its own out= (one SoA or one array per thread, or out=None for a new one), "
                "or wait for the other call to return")

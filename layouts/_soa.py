@@ -156,7 +156,7 @@ class SoA:
         check_cast(cast)
         layout = as_layout(layout)
         table = as_table(obj)
-        _unique_names(layout._arrow_fields(), list(table.schema), table.column_names)
+        _unique_names(layout._arrow_fields(), list(table.schema))
         length, columns, fills = columns_from_arrow(table, layout, dict(fill or {}), cast)
         return cls(layout, length, columns, fills=fills, truncate=truncate)
 
@@ -431,26 +431,28 @@ class SoA:
         return AoS(records, self.layout)
 
 
-def _unique_names(wanted, have, top, parent=None):
+def _unique_names(wanted: "list[pa.Field]", have: "list[pa.Field]", parent: "str | None" = None) -> None:
     """Raise LayoutError where the Arrow fields ``have`` hold two or more of a name the
     layout reads (``wanted``: its Arrow fields), at the top or among a struct's children
-    (``parent`` names the column), since a name would not say which to read; ``top``
-    are the table's column names, for the rename suggested."""
+    (``parent`` names the column), since a name would not say which to read."""
     names = [f.name for f in have]
+    where: "dict[str, list[int]]" = {}
+    for i, n in enumerate(names):
+        where.setdefault(n, []).append(i)
     for want in wanted:
-        count = names.count(want.name)
+        at = where.get(want.name, [])
+        count = len(at)
         if count == 1:
-            got, typ = have[names.index(want.name)].type, want.type
+            got, typ = have[at[0]].type, want.type
             while pa.types.is_fixed_size_list(typ) and (pa.types.is_list(got) or pa.types.is_large_list(got)
                                                         or pa.types.is_fixed_size_list(got)):
                 got, typ = got.value_type, typ.value_type
             if pa.types.is_struct(typ) and pa.types.is_struct(got):
                 path = want.name if parent is None else f"{parent}.{want.name}"
-                _unique_names(list(typ), list(got), top, path)
+                _unique_names(list(typ), list(got), path)
         elif count > 1:
-            at = [i for i, n in enumerate(names) if n == want.name]
             if parent is None:
-                seen = {}
+                seen: "dict[str, int]" = {}
                 renamed = []
                 for n in names:
                     seen[n] = seen.get(n, 0) + 1
