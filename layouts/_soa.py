@@ -612,13 +612,18 @@ class Column:
         b = self._buffers
         if dt is not None:
             view = np.frombuffer(b.data, dtype=dt, count=b.length, offset=b.offset * dt.itemsize)
-            return view.reshape(shape).copy() if copy else view.reshape(shape)
-        if copy is False:
+            if not copy:
+                return view.reshape(shape)
+        elif copy is False:
             raise ValueError(
                 f"column {self.name!r} is {b.type} in Arrow, which NumPy cannot view without a "
                 f"copy; call with copy=None or use to_arrow()"
             )
-        return b.to_array().to_numpy(zero_copy_only=False).reshape(shape)
+        with claimed("Column.to_numpy", (), self._soa._reads()):  # a copy is never of memory being rewritten
+            self._soa._current("Column.to_numpy")
+            if dt is not None:
+                return view.reshape(shape).copy()
+            return b.to_array().to_numpy(zero_copy_only=False).reshape(shape)
 
     def __array__(self, dtype: Any = None, copy: "bool | None" = None) -> np.ndarray:
         arr = self.to_numpy(copy=copy)

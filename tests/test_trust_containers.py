@@ -86,6 +86,8 @@ def test_a_second_writer_of_an_arena_is_refused_while_the_first_runs(monkeypatch
             lo.AoS(raw, LAYOUT).to_soa()
         with pytest.raises(lo.LayoutError, match=r"this SoA's arena was reused by a later to_soa"):
             arena.to_arrow()
+        with pytest.raises(lo.LayoutError, match=r"SoA.Column.to_numpy: this SoA's arena was reused"):
+            arena["s"].to_numpy()
     finally:
         held.release.set()
         t.join(30)
