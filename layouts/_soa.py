@@ -169,10 +169,11 @@ class SoA:
         other records: pickling it is refused, as reading it is."""
         if self.device != "cpu":
             return _soa_on_device, (self.to_device("cpu"), self.device)
+        if self._memory is None:  # borrowed Arrow buffers: only the bytes of these rows (a slice's own)
+            return _soa_of_buffers, (self.layout, self._length, [_own_bytes(c) for c in self._columns],
+                                     self._fills, self._truncate)
         columns = [(c.type, c.length, c.validity, c.offsets, c.data, c.offset, c.kind, c.dictionary)
                    for c in self._columns]
-        if self._memory is None:
-            return _soa_of_buffers, (self.layout, self._length, columns, self._fills, self._truncate)
         with claimed("pickling an SoA", (), self._reads()):
             self._current("__reduce__ (pickle)")
             memory = self._memory.copy()
@@ -469,9 +470,27 @@ def _unique_names(wanted: "list[pa.Field]", have: "list[pa.Field]", parent: "str
                 f"pyarrow.StructArray.from_arrays with new names)")
 
 
+def _own_bytes(c):
+    """A borrowed column as ``ColumnBuffers`` arguments holding NumPy arrays of only the
+    bytes its rows use (:meth:`ColumnBuffers.used`; string offsets rebased to them)."""
+    if c.length == 0:
+        large = pa.types.is_large_binary(c.type) or pa.types.is_large_string(c.type)
+        ends = None if c.offsets is None else np.zeros(1, "<i8" if large else "<i4")
+        return (c.type, 0, None, ends, None if c.data is None else np.zeros(0, np.uint8), 0, c.kind, c.dictionary)
+    first, validity, ends, data = c.used()
+    if ends is not None and ends[0]:
+        ends = ends - ends[0]
+    return (c.type, c.length, validity, ends, data, c.offset - first, c.kind, c.dictionary)
+
+
 def _soa_of_buffers(layout, length, columns, fills, truncate):
     """An unpickled SoA of borrowed Arrow buffers (see :meth:`SoA.__reduce__`)."""
-    return SoA(layout, length, [ColumnBuffers(*c) for c in columns], fills=fills, truncate=truncate)
+
+    def buf(b):
+        return b if b is None or isinstance(b, pa.Buffer) else pa.py_buffer(np.ascontiguousarray(b))
+
+    return SoA(layout, length, [ColumnBuffers(t, n, buf(v), buf(o), buf(d), *rest) for t, n, v, o, d, *rest in columns],
+               fills=fills, truncate=truncate)
 
 
 def _soa_of_arena(layout, length, columns, fills, truncate, arena, memory):

@@ -284,6 +284,21 @@ def test_an_soa_pickles_and_comes_back_equal(protocol):
     assert column.to_arrow().to_pylist() == ["ab", "", "hello", "x", "yy"]
 
 
+def test_a_slice_of_borrowed_arrow_columns_pickles_only_its_own_rows():
+    a, layout = every_kind()
+    big = np.resize(a, 20_000)
+    table = lo.AoS(big, layout).to_soa(nulls={"i": 2}).to_arrow()
+    whole = len(pickle.dumps(lo.SoA.from_arrow(table, layout, fill={"i": 2}), protocol=5))
+    for first, n in ((13, 7), (19_990, 10), (3, 0)):
+        part = lo.SoA.from_arrow(table.slice(first, n), layout, fill={"i": 2})
+        data = pickle.dumps(part, protocol=5)
+        assert len(data) < whole / 50
+        back = pickle.loads(data)
+        back.to_arrow().validate(full=True)
+        assert back.to_arrow().equals(part.to_arrow())
+        assert back.to_aos().to_numpy().tobytes() == big[first : first + n].tobytes()
+
+
 def test_c_enums_and_bit_fields_pickle_with_their_layout():
     layout = lo.Layout.from_c("enum color { RED, GREEN = 5, BLUE = -3 };"
                               "struct p { enum color c; unsigned k : 3, j : 5; };", "p")
