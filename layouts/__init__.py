@@ -10,6 +10,10 @@
 import sys
 from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing for the command's start
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["Layout", "Field", "LayoutError", "ConversionError", "__version__", "AoS", "SoA", "Column",
            "read_records", "convert", "ConvertResult", "memory_stats"]
 
@@ -45,7 +49,7 @@ def _version():
         return "0+unknown"
 
 
-def memory_stats():
+def memory_stats() -> "dict[str, Any]":
     """What the GPU memory pool holds (see :func:`layouts._cuda.device.pool_stats`); imports
     nothing GPU-related that is not loaded already."""
     from ._cuda.device import pool_stats

@@ -9,7 +9,7 @@ from ._backends import check_device, check_threads, kernels_for
 from ._errors import ConversionError, LayoutError
 from ._faults import forward_error, guarded_reads
 from ._layout import Layout
-from ._plan import Arena, forward_ops, null_bits
+from ._plan import Arena, claimed, forward_ops, null_bits
 
 if TYPE_CHECKING:
     from ._soa import SoA
@@ -131,6 +131,13 @@ class AoS:
                 f"bytes left over; pass the buffer cut to a multiple of the record size")
         self.layout, self.array, self.device = layout, raw, "cuda"
 
+    def __reduce__(self) -> "tuple[Any, ...]":
+        """Pickling: the records (NumPy pickles their bytes) and the layout; records on
+        the GPU come back on the GPU (the unpickling process needs one)."""
+        if self.device != "cpu":
+            return _aos_on_device, (self.to_device("cpu").array, self.layout, self.device)
+        return AoS, (self.array, self.layout)
+
     def __len__(self) -> int:
         if self.device == "cuda":
             return self.array.shape[0] // self.layout.itemsize
@@ -192,7 +199,9 @@ class AoS:
             column's ``to_arrow()``) is still alive, since its buffers would change under
             it; NumPy views of columns (``np.asarray(soa["px"])``) are not tracked and
             show the new values. ``out`` itself (and every SoA made earlier over the
-            arena) then refuses to be read: use the result.
+            arena) then refuses to be read: use the result. One conversion owns the
+            arena at a time: another thread's conversion writing or reading that memory
+            meanwhile is refused (LayoutError), never mixed with this one.
         threads : int, optional
             CPU threads to use (default: all this process may use).
         device : {"cpu", "cuda"}, optional
@@ -216,7 +225,7 @@ class AoS:
             return self.to_device("cpu").to_soa(nulls=nulls, out=out, threads=threads)
         backend = kernels_for(device)
         n = len(self)
-        use = None
+        use, writes = None, []
         if out is None:
             arena = Arena(self.layout, n, frozenset(nulls))
             memory = arena.allocate()
@@ -225,17 +234,25 @@ class AoS:
             if overlaps(memory, self.array):
                 raise LayoutError("out= is an SoA whose arena holds these very records; the columns would "
                                   "overwrite the records while they are read: convert into a new SoA (no out=)")
-            use = out._use
-            use.generation += 1  # from here on, SoAs made earlier over this memory refuse to read it
-        ops, offs, keep = forward_ops(arena, memory.ctypes.data, nulls)
-        src = self.array.ctypes.data  # not __array_interface__, which describes every field
-        with guarded_reads(self.array, self.layout.itemsize):  # a file mapped by read_records may shrink
+            use, writes = out._use, [("cpu", *byte_range(memory), "out= (the arena of the SoA passed)")]
+        # one conversion at a time per buffer; a file mapped by read_records may shrink meanwhile
+        with claimed("AoS.to_soa", writes, [("cpu", *byte_range(self.array), "the records being converted")]), \
+                guarded_reads(self.array, self.layout.itemsize):
+            if use is not None:
+                use.reuse()  # from here on, SoAs made earlier over this memory refuse to read it
+            ops, offs, keep = forward_ops(arena, memory.ctypes.data, nulls)
+            src = self.array.ctypes.data  # not __array_interface__, which describes every field
             fault = backend.aos_to_soa(src, self.array.strides[0] if n else 1, n, ops, offs, threads=threads,
                                        owners=(self.array, memory, ops, offs, keep))
             del keep
             if fault is not None:
                 raise forward_error(self.layout, self.array, fault)
             return soa_over_arena(self.layout, n, arena, memory, nulls, self.array, use)
+
+
+def _aos_on_device(array, layout, device):
+    """An unpickled AoS of GPU records: its host records moved back to ``device``."""
+    return AoS(array, layout).to_device(device)
 
 
 def soa_over_arena(layout, n, arena, memory, nulls, records, use=None):
@@ -333,13 +350,6 @@ def _reusable(out, layout, n, nullable, device="cpu"):
         )
     if arena.capacity < n:
         raise LayoutError(f"out= holds {arena.capacity} records; these are {n}: pass a larger out")
-    live = out._use.live_exports()
-    if live:
-        raise LayoutError(
-            f"out= is still exported: {live} export(s) of its arena (to_arrow(), "
-            f"to_record_batch(), __arrow_c_stream__, a column's to_arrow()...) are alive, and writing other "
-            f"records over that memory would change them under their users; drop them first (del table), "
-            f"or pass out=None for a new arena")
     return arena, out._memory
 
 

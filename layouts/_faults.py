@@ -34,6 +34,52 @@ def _record_value(array, field, row):
     return vals[0] if len(vals) == 1 else vals
 
 
+_I64_MAX, _I32_MIN, _I32_MAX = 2**63 - 1, -(2**31), 2**31 - 1
+
+
+def time_range(field):
+    """``(first, last)``: the counts of a datetime64/timedelta64 leaf that its Arrow type
+    holds, as the forward kernels check them (``v * factor`` fits int64; a date32 also
+    fits int32 days; months and years become the first day of their month)."""
+    f = field.factor
+    if field.kind == "civil":  # months (or years) -> date32 days of the month's first day
+        last_day, first_day = np.datetime64(_I32_MAX, "D"), np.datetime64(_I32_MIN, "D")
+        hi = int(last_day.astype("M8[M]").astype(np.int64))
+        lo = int(first_day.astype("M8[M]").astype(np.int64))
+        if np.datetime64(lo, "M").astype("M8[D]") < first_day:
+            lo += 1
+        return -(-lo // f), hi // f
+    lim = _I64_MAX // f
+    if field.arrow_type == pa.date32():
+        return max(-lim, -(-_I32_MIN // f)), min(lim, _I32_MAX // f)
+    return -lim, lim
+
+
+def _time_out_of_range(array, field, row):
+    """Why a datetime64/timedelta64 value does not fit its Arrow type: the raw count and
+    its unit (NumPy would show a wrapped date for it), and the counts that do fit."""
+    raw = np.frombuffer(array[row : row + 1].tobytes(), dtype=np.uint8)
+    counts = [int(raw[o : o + 8].view(field.dtype.byteorder.replace("|", "=") + "i8")[0])
+              for o in field.element_offsets()]
+    lo, hi = time_range(field)
+    bad = [k for k, v in enumerate(counts) if v != -(2**63) and not lo <= v <= hi]
+    k = bad[0] if bad else 0
+    unit, step = np.datetime_data(field.dtype)
+    step_unit = f"{step}{unit}" if step != 1 else unit
+    stamp = field.dtype.kind == "M"
+    what = f"counts of {step_unit} {'since 1970-01-01' if stamp else ''}".rstrip()
+    element = f"element {k} of {len(counts)}, " if len(counts) > 1 else ""
+    span = f"{lo} to {hi}"
+    if stamp:
+        span += f" ({np.datetime64(lo, step_unit)} to {np.datetime64(hi, step_unit)})"
+    fix = "fix the value (a missing time is NaT)"
+    if field.arrow_type == pa.date32() and abs(counts[k]) * field.factor * (31 if field.kind == "civil" else 1) \
+            <= _I64_MAX // 86400:
+        fix += f", or store the field as {field.dtype.kind}8[s] (Arrow timestamp[s] holds it)"
+    return (f"{element}value {counts[k]} ({what}) does not fit Arrow {field.arrow_type}, which holds a "
+            f"{field.dtype.str} field's counts from {span} only; {fix}")
+
+
 def forward_error(layout, array, fault, first=0, source=None, offset=0):
     """The ConversionError for a fault while converting records to columns.
 
@@ -46,9 +92,10 @@ def forward_error(layout, array, fault, first=0, source=None, offset=0):
     if source is not None:
         where = f"{source}: {where} (byte {offset + (first + row) * layout.itemsize} of the file)"
     value = _record_value(array, f, row)
-    if code == P.E_RANGE:
-        msg = (f"{where}: value {value!r} does not fit Arrow {f.arrow_type}; "
-               f"store the field in a finer-grained datetime64 unit (e.g. M8[s]) or fix the value")
+    if code == P.E_RANGE and f.dtype.kind in "mM":
+        msg = f"{where}: {_time_out_of_range(array, f, row)}"
+    elif code == P.E_RANGE:  # pragma: no cover - only time fields are range-checked going to Arrow
+        msg = f"{where}: value {value!r} does not fit Arrow {f.arrow_type}; fix the value"
     elif code == P.E_UTF and f.kind == "cstr":
         msg = (f"{where}: {value!r} is not valid UTF-8; map the field to bytes with "
                f"bytes_as={{{f.name!r}: 'binary'}} (or 'fixed')")

@@ -198,8 +198,8 @@ class Layout:
             raise LayoutError(f"cannot make a NumPy dtype of {self.dtype!r}: {err}") from err
         if dtype.names is None:
             raise LayoutError(
-                f"Layout.from_dtype needs a structured dtype with named fields, got {dtype}; "
-                f"wrap it as np.dtype([('value', {dtype.str!r})])"
+                f"Layout.from_dtype needs a structured dtype with named fields, got {dtype}"
+                f"{_one_field_hint(dtype, self.bytes_as, self.flatten, self.void_as)}"
             )
         if self.void_as not in _VOID_MODES:
             raise LayoutError(f"void_as must be one of {_VOID_MODES}, got {self.void_as!r}")
@@ -741,6 +741,48 @@ def _leaf_mapping(elem, name, offset, builder):
     raise unsupported(
         "Python objects are pointers, not record data", "store the values in a fixed-size type"
     )
+
+
+def _one_field_hint(dtype, bytes_as, flatten, void_as):
+    """The end of the message for a dtype that is not a record: how to describe it as a
+    record of one field, checked to work (with ``from_dtype``'s other options), or why
+    no record can hold it."""
+    base, shape = dtype.subdtype if dtype.subdtype is not None else (dtype, ())
+
+    def spelled(elem):
+        return f"np.dtype([('value', {elem.str!r}{', ' + repr(shape) if shape else ''})])"
+
+    def works(elem, **options):
+        mine = {"bytes_as": bytes_as if isinstance(bytes_as, str) else "fixed", "flatten": flatten,
+                "void_as": void_as, **options}
+        try:
+            Layout(np.dtype([("value", elem, shape) if shape else ("value", elem)]), **mine)
+        except (LayoutError, TypeError, ValueError) as err:
+            return str(err).split(": ", 1)[-1]
+        return None
+
+    if base.itemsize == 0:
+        return ", which holds no bytes: there is nothing for a record field to hold"
+    why = works(base)
+    if why is None:
+        return f"; wrap it as a one-field record: Layout.from_dtype({spelled(base)})"
+    if base.kind == "O":
+        return (": Python objects are pointers to values kept elsewhere, not bytes a record holds, so no "
+                "layout describes them; store the values in a fixed-size type first (e.g. "
+                "np.asarray(values, dtype='U16') for text, 'i8' or 'f8' for numbers), then describe that: "
+                f"Layout.from_dtype({spelled(np.dtype('<U16'))})")
+    if base.kind == "V" and works(base, void_as="bytes") is None:
+        return (f" (raw bytes); wrap it as a one-field record kept as Arrow fixed_size_binary: "
+                f"Layout.from_dtype({spelled(base)}, void_as='bytes')")
+    repaired = None
+    if base.kind in "mM" and np.datetime_data(base)[0] == "generic":
+        repaired = np.dtype(f"{base.byteorder.replace('|', '=')}{base.kind}8[s]")
+    elif base.kind in "fc" and base.itemsize > (8 if base.kind == "f" else 16):
+        repaired = np.dtype(f"{base.byteorder.replace('|', '=')}{base.kind}{8 if base.kind == 'f' else 16}")
+    if repaired is not None and works(repaired) is None:
+        return (f", which a record field cannot hold as it is ({why}); as {repaired} it can: "
+                f"Layout.from_dtype({spelled(repaired)})")
+    return f", which a record field cannot hold either: {why}"
 
 
 def _time_mapping(elem, unsupported):

@@ -7,14 +7,16 @@ turn a Layout plus buffer addresses into the int64 op table of :mod:`kernels.pla
 
 import gc
 import math
+import threading
 import weakref
+from contextlib import contextmanager
 
 import numpy as np
 import pyarrow as pa
 
 from .kernels import plan as P
 
-from ._errors import ConversionError
+from ._errors import ConversionError, LayoutError
 
 ALIGN = 64
 KIND_CODES = {
@@ -223,17 +225,109 @@ class ArenaUse:
     memory from one to the next): the generation, bumped each time the memory is written
     again, so that an older SoA refuses to read it; and the exports (pyarrow objects
     made by ``to_arrow`` and the like) still alive, which that memory must not change
-    under: reusing it is refused while there are any."""
+    under: reusing it is refused while there are any.
+
+    A lock makes "no export is alive, so bump the generation" (:meth:`reuse`) and "the
+    generation is current, so add an export" (:meth:`export`) one step each: an export
+    made in another thread while the arena is being reused either is refused or blocks
+    the reuse, never shows the memory changing under it."""
 
     def __init__(self):
         self.generation = 0
         self.exports = weakref.WeakSet()
+        self.lock = threading.Lock()
 
     def live_exports(self):
         """Exports still alive (after a garbage collection, if any seemed to be)."""
         if len(self.exports):
             gc.collect()
         return len(self.exports)
+
+    def reuse(self):
+        """Bump the generation for a write over the memory, or raise LayoutError while
+        an export of it is alive."""
+        with self.lock:
+            live = self.live_exports()
+            if live:
+                raise LayoutError(
+                    f"out= is still exported: {live} export(s) of its arena (to_arrow(), "
+                    f"to_record_batch(), __arrow_c_stream__, a column's to_arrow()...) are alive, and writing "
+                    f"other records over that memory would change them under their users; drop them first "
+                    f"(del table), or pass out=None for a new arena")
+            self.generation += 1  # from here on, SoAs made earlier over this memory refuse to read it
+
+    def export(self, generation, token, refuse):
+        """Add ``token`` (an export) if ``generation`` is still current, else call ``refuse()``."""
+        with self.lock:
+            if generation != self.generation:
+                refuse()
+            self.exports.add(token)
+
+
+_claims_lock = threading.Lock()
+_claims: "dict[int, tuple[str, list[tuple], list[tuple]]]" = {}  # per conversion running: thread, writes, reads
+
+
+@contextmanager
+def claimed(call, writes=(), reads=()):
+    """Hold the memory a conversion (``call``, e.g. ``"AoS.to_soa"``) writes and reads
+    while it runs: ``writes`` and ``reads`` are ``(space, first, end, what)`` byte
+    ranges (``space`` ``"cpu"`` or ``"cuda"``, ``what`` naming the buffer for a
+    message).
+
+    A range written is owned by one conversion at a time; a range read may be read by
+    any number at once, but not while one writes it. A conversion that would write
+    memory another one (in another thread) is reading or writing, or read memory another
+    is writing, is refused with a LayoutError before it touches anything, rather than
+    mixing its records with the other's. Ranges are compared as addresses, so two
+    different NumPy views (or an AoS and a view) of the same memory are one buffer.
+    A write is checked against every range held, a read against the writes held only
+    (one or none per conversion), so many columns read at once cost no more than linear.
+    """
+    writes = [w for w in writes if w[2] > w[1]]
+    reads = [r for r in reads if r[2] > r[1]]
+    thread = threading.current_thread().name
+    key = object()
+    with _claims_lock:
+        for other, held_w, held_r in _claims.values():
+            for new, writing, held, held_writes in _pairs(writes, reads, held_w, held_r):
+                for old in held:
+                    if old[0] == new[0] and old[1] < new[2] and new[1] < old[2]:
+                        raise LayoutError(_conflict(call, new, writing, old, held_writes, other))
+        _claims[id(key)] = (thread, writes, reads)
+    try:
+        yield
+    finally:
+        with _claims_lock:
+            del _claims[id(key)]
+
+
+def _pairs(writes, reads, held_w, held_r):
+    """``(range of this call, whether it is written, ranges held by another, whether
+    those are written)`` to compare: writes against everything held, reads against the
+    writes held."""
+    for w in writes:
+        yield w, True, held_w, True
+        yield w, True, held_r, False
+    if held_w:
+        for r in reads:
+            yield r, False, held_w, True
+
+
+def _conflict(call, new, writing, old, old_writes, thread):
+    """The message for a conversion refused because another (in ``thread``) holds ``old``,
+    which overlaps the range ``new`` this call would write (``writing``) or read."""
+    clash = (f"{call}: {new[3]} is {'being written' if old_writes else 'being read'} right now by another "
+             f"conversion (thread {thread!r}, {'writing' if old_writes else 'reading'} {old[3]})")
+    if writing:
+        why = ("two conversions writing one buffer at once would mix their records in it" if old_writes else
+               "writing it now would change records that conversion has not read yet")
+        fix = ("give each thread its own out= (one SoA or one array per thread, or out=None for a new one), "
+               "or wait for the other call to return")
+    else:
+        why = "reading it now would mix old records with new ones"
+        fix = "wait for that call to return before converting this memory, or convert a copy of it"
+    return f"{clash}: {why}. A buffer is owned by one conversion at a time: {fix}"
 
 
 def _offsets_table(layout):

@@ -1,15 +1,16 @@
 """SoA: the records as Arrow columns (structure of arrays), and its column objects."""
 
-from typing import Any
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from ._aos import AoS, as_layout, overlaps
+from ._aos import AoS, as_layout, byte_range, overlaps
 from ._backends import check_device, check_threads, kernels_for
 from ._errors import LayoutError
+from ._layout import Layout
 from ._faults import reverse_error
-from ._plan import ArenaUse, ColumnBuffers, native_dtype, reverse_ops
+from ._plan import ALIGN, Arena, ArenaUse, ColumnBuffers, claimed, native_dtype, reverse_ops
 
 __all__ = ["SoA", "Column"]
 
@@ -33,8 +34,9 @@ class SoA:
     True
     """
 
-    def __init__(self, layout, length, columns, *, fills=None, truncate=False, arena=None, memory=None,
-                 device="cpu"):
+    def __init__(self, layout: Layout, length: int, columns: "Iterable[ColumnBuffers]", *,
+                 fills: "Mapping[str, Any] | None" = None, truncate: bool = False, arena: "Arena | None" = None,
+                 memory: Any = None, device: str = "cpu") -> None:
         self.layout, self._length, self._columns = layout, length, tuple(columns)
         self.device = device
         self._fills, self._truncate = dict(fills or {}), truncate
@@ -78,10 +80,24 @@ class SoA:
         ``to_soa(out=...)`` can refuse to write over memory an export still shows."""
         if self._memory is None:
             return None
-        self._current("to_arrow")
         token = _Export(self._memory)
-        self._use.exports.add(token)
+        self._use.export(self._generation, token, lambda: self._current("to_arrow"))
         return token
+
+    def _reads(self, space="cpu"):
+        """The byte ranges a conversion reading these columns reads, for :func:`claimed`:
+        the arena, or each borrowed Arrow buffer."""
+        what = "the columns being converted (this SoA's arena)"
+        if self._memory is not None:
+            if space == "cpu":
+                return [(space, *byte_range(self._memory), what)]
+            from ._cuda.device import pointer
+
+            first = pointer(self._memory)
+            return [(space, first, first + self._memory.shape[0], what)]
+        return [(space, b.address, b.address + b.size, f"column {f.name!r} being converted")
+                for f, c in zip(self.layout.fields, self._columns) for b in (c.validity, c.offsets, c.data)
+                if b is not None]
 
     def _exported(self, column, token):
         """``column`` (ColumnBuffers) as a pyarrow array whose buffers hold ``token``."""
@@ -95,7 +111,10 @@ class SoA:
                              column.offset, column.kind, column.dictionary).to_array()
 
     @classmethod
-    def from_arrow(cls, obj, layout, *, fill=None, truncate=False, cast="strict", time_unit=None, extra="error"):
+    def from_arrow(cls, obj: Any, layout: "Layout | np.typing.DTypeLike", *,
+                   fill: "Mapping[str, Any] | None" = None, truncate: bool = False, cast: str = "strict",
+                   time_unit: "str | Mapping[str, str] | None" = None,
+                   extra: "str | Sequence[str]" = "error") -> "SoA":
         """Columns from Arrow data, bound for a record layout (checked, not yet written).
 
         Parameters
@@ -149,11 +168,39 @@ class SoA:
         >>> lo.SoA.from_arrow(t, [("qty", "<i4")], cast="parse").to_aos().to_numpy()["qty"].tolist()
         [7, 8]
         """
-        from ._arrow_in import columns_from_arrow
+        from ._arrow_in import as_table, check_cast, columns_from_arrow
 
+        check_cast(cast)
         layout = as_layout(layout)
-        length, columns, fills = columns_from_arrow(obj, layout, dict(fill or {}), cast, time_unit, extra)
+        table = as_table(obj)
+        _unique_names(layout._arrow_fields(), list(table.schema))
+        length, columns, fills = columns_from_arrow(table, layout, dict(fill or {}), cast, time_unit, extra)
         return cls(layout, length, columns, fills=fills, truncate=truncate)
+
+    def __reduce__(self) -> "tuple[Any, ...]":
+        """Pickling (Dask ships SoAs between workers): the layout, the fill values and
+        the column buffers' bytes; an SoA over an arena pickles the arena (copied while
+        no conversion writes it) and comes back over an arena of its own, which a later
+        ``to_soa(out=...)`` can reuse. GPU columns come back on the GPU (the unpickling
+        process needs one). An SoA whose arena a later ``to_soa(out=...)`` reused holds
+        other records: pickling it is refused, as reading it is."""
+        if self.device != "cpu":
+            return _soa_on_device, (self.to_device("cpu"), self.device)
+        if self._memory is None:  # borrowed Arrow buffers: only the bytes of these rows (a slice's own)
+            return _soa_of_buffers, (self.layout, self._length, [_own_bytes(c) for c in self._columns],
+                                     self._fills, self._truncate)
+        columns = [(c.type, c.length, c.validity, c.offsets, c.data, c.offset, c.kind, c.dictionary)
+                   for c in self._columns]
+        with claimed("pickling an SoA", (), self._reads()):
+            self._current("__reduce__ (pickle)")
+            memory = self._memory.copy()
+        base = self._memory.ctypes.data
+
+        def at(b):
+            return None if b is None else (b.address - base, b.size)
+
+        columns = [(*c[:2], at(c[2]), at(c[3]), at(c[4]), *c[5:]) for c in columns]
+        return _soa_of_arena, (self.layout, self._length, columns, self._fills, self._truncate, self._arena, memory)
 
     # --------------------------------------------------------------- properties
     def __len__(self) -> int:
@@ -176,7 +223,7 @@ class SoA:
         """The Arrow schema of these columns."""
         return pa.schema(self.layout._arrow_fields([c.type for c in self._columns]))
 
-    def __arrow_c_schema__(self):
+    def __arrow_c_schema__(self) -> Any:
         return self.schema.__arrow_c_schema__()
 
     def __repr__(self) -> str:
@@ -282,10 +329,10 @@ class SoA:
         self._on_host("to_polars")
         return pl.from_arrow(self.to_arrow(), rechunk=rechunk)
 
-    def __arrow_c_stream__(self, requested_schema=None):
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         return self.to_arrow().__arrow_c_stream__(requested_schema)
 
-    def __arrow_c_array__(self, requested_schema=None):
+    def __arrow_c_array__(self, requested_schema: Any = None) -> "tuple[Any, Any]":
         return self.to_record_batch().__arrow_c_array__(requested_schema)
 
     def _on_host(self, what):
@@ -295,7 +342,7 @@ class SoA:
                 f"them there with .to_cudf(), a column's __cuda_array_interface__/__dlpack__, or "
                 f"__arrow_c_device_array__()")
 
-    def __arrow_c_device_array__(self, requested_schema=None, **kwargs):
+    def __arrow_c_device_array__(self, requested_schema: Any = None, **kwargs: Any) -> "tuple[Any, Any]":
         """The Arrow C Device Data Interface: ``(schema capsule, device array capsule)``
         over this SoA's buffers, no copy; device type CUDA for GPU columns, CPU
         otherwise. The buffers stay alive until the consumer releases the array."""
@@ -322,7 +369,8 @@ class SoA:
         return to_cudf(self.to_device("cuda") if self.device != "cuda" else self)
 
     @classmethod
-    def from_cudf(cls, df, layout, *, fill=None, truncate=False):
+    def from_cudf(cls, df: Any, layout: "Layout | np.typing.DTypeLike", *, fill: "Mapping[str, Any] | None" = None,
+                  truncate: bool = False) -> "SoA":
         """Columns of a ``cudf.DataFrame``, bound for a record layout, on the GPU.
 
         Checked by :meth:`from_arrow`'s rules. Each column's device buffers are copied
@@ -342,7 +390,7 @@ class SoA:
         return Column(self, i)
 
     @property
-    def columns(self) -> "list[Column]":
+    def columns(self) -> "list[str]":
         """Names of the leaf columns (``soa[name]`` gives one)."""
         return self.layout.names
 
@@ -359,7 +407,9 @@ class SoA:
         ----------
         out : numpy.ndarray or AoS, optional
             A writable C-contiguous array of ``layout.dtype`` (or of bytes) with room
-            for the records; filled in place.
+            for the records; filled in place. While this call writes it, another
+            thread's conversion writing or reading that memory (any view of it) is
+            refused with a LayoutError.
         """
         device = check_device(device, self.device)
         threads = check_threads(threads)
@@ -382,18 +432,102 @@ class SoA:
         self._current("to_aos")
         backend = kernels_for(device)
         if out is None:
-            records = np.empty(n, dtype=self.layout.dtype)
+            records, writes = np.empty(n, dtype=self.layout.dtype), []
         else:
             records = _writable_records(out, self.layout, n, self._columns)
-        ops, offs, keep = reverse_ops(self.layout, self._columns, self._fills, self._truncate)
-        dst = records.ctypes.data
-        zero = bool(self.layout.holes) or any(f.kind == "bits" for f in self.layout.fields)
-        fault = backend.soa_to_aos(dst, itemsize, n, ops, offs, zero=zero, threads=threads,
-                                   owners=(records, self._columns, ops, offs, keep))
-        del keep
-        if fault is not None:
-            raise reverse_error(self.layout, self._columns, fault)
+            writes = [("cpu", *byte_range(records), "out= (the records array passed)")]
+        with claimed("SoA.to_aos", writes, self._reads()):
+            self._current("to_aos")  # not reused between the check above and the claim
+            ops, offs, keep = reverse_ops(self.layout, self._columns, self._fills, self._truncate)
+            dst = records.ctypes.data
+            zero = bool(self.layout.holes) or any(f.kind == "bits" for f in self.layout.fields)
+            fault = backend.soa_to_aos(dst, itemsize, n, ops, offs, zero=zero, threads=threads,
+                                       owners=(records, self._columns, ops, offs, keep))
+            del keep
+            if fault is not None:
+                raise reverse_error(self.layout, self._columns, fault)
         return AoS(records, self.layout)
+
+
+def _unique_names(wanted: "list[pa.Field]", have: "list[pa.Field]", parent: "str | None" = None) -> None:
+    """Raise LayoutError where the Arrow fields ``have`` hold two or more of a name the
+    layout reads (``wanted``: its Arrow fields), at the top or among a struct's children
+    (``parent`` names the column), since a name would not say which to read."""
+    names = [f.name for f in have]
+    where: "dict[str, list[int]]" = {}
+    for i, n in enumerate(names):
+        where.setdefault(n, []).append(i)
+    for want in wanted:
+        at = where.get(want.name, [])
+        count = len(at)
+        if count == 1:
+            got, typ = have[at[0]].type, want.type
+            while pa.types.is_fixed_size_list(typ) and (pa.types.is_list(got) or pa.types.is_large_list(got)
+                                                        or pa.types.is_fixed_size_list(got)):
+                got, typ = got.value_type, typ.value_type
+            if pa.types.is_struct(typ) and pa.types.is_struct(got):
+                path = want.name if parent is None else f"{parent}.{want.name}"
+                _unique_names(list(typ), list(got), path)
+        elif count > 1:
+            if parent is None:
+                seen: "dict[str, int]" = {}
+                renamed = []
+                for n in names:
+                    seen[n] = seen.get(n, 0) + 1
+                    renamed.append(n if seen[n] == 1 or n != want.name else f"{n}_{seen[n]}")
+                raise LayoutError(
+                    f"the Arrow data has {count} columns named {want.name!r} (columns {at} of {names}); the "
+                    f"layout's field {want.name!r} is found by name, which would not say which one to read: "
+                    f"rename all but one first, e.g. table.rename_columns({renamed!r}) (pandas: df.columns = "
+                    f"[...]), or drop the ones not meant")
+            raise LayoutError(
+                f"column {parent!r} has {count} struct children named {want.name!r} (children {at} of {names}); "
+                f"the layout's field {parent + '.' + want.name!r} is found by name, which would not say which "
+                f"one to read: rename all but one first (pyarrow.compute.struct_field and "
+                f"pyarrow.StructArray.from_arrays with new names)")
+
+
+def _own_bytes(c):
+    """A borrowed column as ``ColumnBuffers`` arguments holding NumPy arrays of only the
+    bytes its rows use (:meth:`ColumnBuffers.used`; string offsets rebased to them)."""
+    if c.length == 0:
+        large = pa.types.is_large_binary(c.type) or pa.types.is_large_string(c.type)
+        ends = None if c.offsets is None else np.zeros(1, "<i8" if large else "<i4")
+        return (c.type, 0, None, ends, None if c.data is None else np.zeros(0, np.uint8), 0, c.kind, c.dictionary)
+    first, validity, ends, data = c.used()
+    if ends is not None and ends[0]:
+        ends = ends - ends[0]
+    return (c.type, c.length, validity, ends, data, c.offset - first, c.kind, c.dictionary)
+
+
+def _soa_of_buffers(layout, length, columns, fills, truncate):
+    """An unpickled SoA of borrowed Arrow buffers (see :meth:`SoA.__reduce__`)."""
+
+    def buf(b):
+        return b if b is None or isinstance(b, pa.Buffer) else pa.py_buffer(np.ascontiguousarray(b))
+
+    return SoA(layout, length, [ColumnBuffers(t, n, buf(v), buf(o), buf(d), *rest) for t, n, v, o, d, *rest in columns],
+               fills=fills, truncate=truncate)
+
+
+def _soa_of_arena(layout, length, columns, fills, truncate, arena, memory):
+    """An unpickled SoA over an arena: ``memory`` copied to a new 64-byte-aligned
+    allocation, the columns at their offsets in it (see :meth:`SoA.__reduce__`)."""
+    raw = np.empty(memory.shape[0] + ALIGN, dtype=np.uint8)
+    skip = -raw.ctypes.data % ALIGN
+    own = raw[skip : skip + memory.shape[0]]
+    own[:] = memory
+
+    def buf(spec):
+        return None if spec is None else pa.py_buffer(own[spec[0] : spec[0] + spec[1]])
+
+    bound = [ColumnBuffers(t, n, buf(v), buf(o), buf(d), *rest) for t, n, v, o, d, *rest in columns]
+    return SoA(layout, length, bound, fills=fills, truncate=truncate, arena=arena, memory=own)
+
+
+def _soa_on_device(host, device):
+    """An unpickled GPU SoA: its host copy moved back to ``device``."""
+    return host.to_device(device)
 
 
 class _Export:
@@ -450,10 +584,13 @@ class Column:
     (the sentinel); see :attr:`null_count` and :meth:`to_arrow`.
     """
 
-    def __init__(self, soa, index):
+    def __init__(self, soa: SoA, index: int) -> None:
         self._soa, self._index = soa, index
         self.field = soa.layout.fields[index]
         self._buffers = soa._columns[index]
+
+    def __reduce__(self) -> "tuple[Any, ...]":
+        return Column, (self._soa, self._index)
 
     @property
     def name(self) -> str:
@@ -488,7 +625,7 @@ class Column:
         arr = self._soa._exported(self._buffers, self._soa._export())
         return _assemble(_wrap(arr.type, self.field.shape), len(self), iter([arr]))
 
-    def __arrow_c_array__(self, requested_schema=None):
+    def __arrow_c_array__(self, requested_schema: Any = None) -> "tuple[Any, Any]":
         return self.to_arrow().__arrow_c_array__(requested_schema)
 
     def _view_dtype(self):
@@ -511,20 +648,25 @@ class Column:
         b = self._buffers
         if dt is not None:
             view = np.frombuffer(b.data, dtype=dt, count=b.length, offset=b.offset * dt.itemsize)
-            return view.reshape(shape).copy() if copy else view.reshape(shape)
-        if copy is False:
+            if not copy:
+                return view.reshape(shape)
+        elif copy is False:
             raise ValueError(
                 f"column {self.name!r} is {b.type} in Arrow, which NumPy cannot view without a "
                 f"copy; call with copy=None or use to_arrow()"
             )
-        return b.to_array().to_numpy(zero_copy_only=False).reshape(shape)
+        with claimed("Column.to_numpy", (), self._soa._reads()):  # a copy is never of memory being rewritten
+            self._soa._current("Column.to_numpy")
+            if dt is not None:
+                return view.reshape(shape).copy()
+            return b.to_array().to_numpy(zero_copy_only=False).reshape(shape)
 
     def __array__(self, dtype: Any = None, copy: "bool | None" = None) -> np.ndarray:
         arr = self.to_numpy(copy=copy)
         return arr if dtype is None else arr.astype(dtype, copy=bool(copy))
 
     @property
-    def __cuda_array_interface__(self):
+    def __cuda_array_interface__(self) -> "dict[str, Any]":
         """The values on the GPU, for CuPy, Numba and PyTorch (no copy; already
         synchronised, so ``stream`` is None). Nulls are not described: see null_count."""
         if self.device != "cuda":
@@ -533,14 +675,14 @@ class Column:
 
         return column_interface(self)
 
-    def __dlpack__(self, **kwargs):
+    def __dlpack__(self, **kwargs: Any) -> Any:
         if self.device == "cuda":
             from ._cuda.device import _cupy
 
             return _cupy().asarray(self).__dlpack__(**kwargs)
         return self.to_numpy(copy=False).__dlpack__(**kwargs)
 
-    def __dlpack_device__(self):
+    def __dlpack_device__(self) -> "tuple[int, int]":
         if self.device == "cuda":
             from ._cuda.transpose import dlpack_device
 

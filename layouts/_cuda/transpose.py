@@ -15,7 +15,7 @@ from ..kernels import plan as P
 from . import device as _device
 from .._backends import kernels_for
 from .._faults import forward_error, reverse_error
-from .._plan import ALIGN, Arena, ColumnBuffers, forward_ops, reverse_ops
+from .._plan import ALIGN, Arena, ColumnBuffers, claimed, forward_ops, reverse_ops
 
 __all__ = ["Span", "forward", "reverse", "soa_to_host", "soa_to_device", "column_interface", "ForwardSlot",
            "ReverseSlot", "packing"]
@@ -50,29 +50,43 @@ def forward(aos, nulls, out=None):
     from .._soa import SoA
 
     layout, n = aos.layout, len(aos)
+    use, writes = None, ()
     if out is None:
         arena = Arena(layout, n, frozenset(nulls))
         memory = _device.empty(HEAD + arena.nbytes)
     else:
         arena, memory = _reusable(out, layout, n, frozenset(nulls), "cuda")
-    ops, offs, keep = forward_ops(arena, HEAD, nulls)
-    tables = _device_tables(ops, keep)
-    rec = _device.words(aos.array, n * layout.itemsize)
-    fault = kernels_for("cuda").aos_to_soa(rec, layout.itemsize, n, ops, offs, memory, tables)
-    if fault is not None:
-        raise forward_error(layout, aos.to_device("cpu").array, fault)
-    dictionaries = {}
-    for i, f in enumerate(layout.fields):
-        if f.kind == "enum":
-            start, size = arena.buffers[i]["data"]
-            start += HEAD
-            idx = _device.to_host(memory[start:], size).view(np.int32)[: n * f.count]
-            names, changed = _enum_dictionary(f, idx, lambda: aos.to_device("cpu").array)
-            if changed:
-                memory[start : start + idx.nbytes].copy_to_device(idx.view(np.uint8))
-            dictionaries[i] = names
+        use, writes = out._use, [_span_of(memory, "out= (the device arena of the SoA passed)")]
+    with claimed("AoS.to_soa", writes, [_span_of(aos.array, "the records being converted")]):
+        if use is not None:
+            use.reuse()  # from here on, SoAs made earlier over this memory refuse to read it
+        ops, offs, keep = forward_ops(arena, HEAD, nulls)
+        tables = _device_tables(ops, keep)
+        rec = _device.words(aos.array, n * layout.itemsize)
+        fault = kernels_for("cuda").aos_to_soa(rec, layout.itemsize, n, ops, offs, memory, tables)
+        if fault is not None:
+            raise forward_error(layout, aos.to_device("cpu").array, fault)
+        dictionaries = {}
+        for i, f in enumerate(layout.fields):
+            if f.kind == "enum":
+                start, size = arena.buffers[i]["data"]
+                start += HEAD
+                idx = _device.to_host(memory[start:], size).view(np.int32)[: n * f.count]
+                names, changed = _enum_dictionary(f, idx, lambda: aos.to_device("cpu").array)
+                if changed:
+                    memory[start : start + idx.nbytes].copy_to_device(idx.view(np.uint8))
+                dictionaries[i] = names
     columns = [_spans(arena, i, n, dictionaries.get(i)) for i in range(len(layout.fields))]
-    return SoA(layout, n, columns, fills=nulls, arena=arena, memory=memory, device="cuda")
+    soa = SoA(layout, n, columns, fills=nulls, arena=arena, memory=memory, device="cuda")
+    if use is not None:
+        soa._use, soa._generation = use, use.generation
+    return soa
+
+
+def _span_of(dev, what):
+    """``(space, first, end, what)`` of a 1-D device byte array, for :func:`claimed`."""
+    first = _device.pointer(dev)
+    return "cuda", first, first + dev.shape[0] * dev.dtype.itemsize, what
 
 
 def _word_bytes(nbytes):
@@ -205,13 +219,16 @@ def reverse(soa):
     from .._aos import AoS
 
     layout, n = soa.layout, len(soa)
-    ops, offs, keep = reverse_ops(layout, soa._columns, soa._fills, soa._truncate)
-    tables = _device_tables(ops, keep)
-    nbytes = n * layout.itemsize
-    out = _device.empty(nbytes)
-    fault = kernels_for("cuda").soa_to_aos(out.view(np.uint32), layout.itemsize, n, ops, offs, soa._memory, tables)
-    if fault is not None:
-        raise reverse_error(layout, soa_to_host(soa)._columns, fault)
+    with claimed("SoA.to_aos", (), soa._reads("cuda")):
+        soa._current("to_aos")
+        ops, offs, keep = reverse_ops(layout, soa._columns, soa._fills, soa._truncate)
+        tables = _device_tables(ops, keep)
+        nbytes = n * layout.itemsize
+        out = _device.empty(nbytes)
+        fault = kernels_for("cuda").soa_to_aos(out.view(np.uint32), layout.itemsize, n, ops, offs, soa._memory,
+                                               tables)
+        if fault is not None:
+            raise reverse_error(layout, soa_to_host(soa)._columns, fault)
     return AoS(out[:nbytes], layout)
 
 
@@ -222,7 +239,9 @@ def soa_to_host(soa):
     mem = soa._memory
     raw = np.empty(mem.shape[0] + ALIGN, dtype=np.uint8)
     skip = -raw.ctypes.data % ALIGN
-    host = _device.to_host(mem, out=raw[skip : skip + mem.shape[0]])
+    with claimed("SoA.to_device('cpu')", (), soa._reads("cuda")):
+        soa._current("to_device")
+        host = _device.to_host(mem, out=raw[skip : skip + mem.shape[0]])
 
     def buf(span):
         return None if span is None else pa.py_buffer(host[span.address : span.address + span.size])
@@ -272,8 +291,10 @@ def soa_to_device(soa):
     if soa._memory is not None:  # the arena goes as it is, straight after the head
         size = soa._memory.nbytes
         memory = _device.empty(HEAD + size)
-        if size:
-            memory[HEAD : HEAD + size].copy_to_device(soa._memory)
+        with claimed("SoA.to_device('cuda')", (), soa._reads()):
+            soa._current("to_device")
+            if size:
+                memory[HEAD : HEAD + size].copy_to_device(soa._memory)
         base = soa._memory.ctypes.data - HEAD
 
         def span(b):
