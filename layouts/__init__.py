@@ -10,11 +10,11 @@
 import sys
 
 __all__ = ["Layout", "Field", "LayoutError", "ConversionError", "__version__", "AoS", "SoA", "Column",
-           "read_records", "convert", "ConvertResult", "memory_stats"]
+           "read_records", "convert", "ConvertResult", "memory_stats", "Stream", "read_stream", "write_stream"]
 
 _WHERE = {"Layout": "_layout", "Field": "_layout", "LayoutError": "_errors", "ConversionError": "_errors",
           "AoS": "_aos", "SoA": "_soa", "Column": "_soa", "read_records": "_files", "convert": "_convert",
-          "ConvertResult": "_convert"}
+          "ConvertResult": "_convert", "Stream": "_stream", "read_stream": "_stream", "write_stream": "_stream"}
 
 
 def _the_command_starting():
@@ -74,5 +74,6 @@ if not _the_command_starting():  # a library import: everything loads now, as it
     from ._files import read_records
     from ._layout import Field, Layout
     from ._soa import Column, SoA
+    from ._stream import Stream, read_stream, write_stream
 
     __version__ = _version()

@@ -1,0 +1,198 @@
+"""Record streams on the CPU: the boundary scan, and gather/scatter by an index of offsets.
+
+A framed stream (a length field in every record, or a fixed size) is walked once by
+:func:`scan`: it finds each record's byte offset, length and type (the tag field looked
+up in a sorted table), checking every length against the bytes left before it moves on,
+so a damaged stream stops with a status and the offset, never a loop or a read past
+the end. :func:`gather` then copies each type's fixed part into a dense record buffer
+(one copy, read through the offsets), which the one-pass AoS -> SoA transpose takes;
+:func:`gather_tails` copies the bytes beyond the fixed part into one binary column.
+:func:`scatter` and :func:`scatter_tails` are the way back.
+
+All functions are compiled once and cached on disk (``nogil=True, cache=True``); they
+take only NumPy arrays and integers, and import nothing of ``layouts``.
+"""
+
+import numpy as np
+from numba import njit
+
+__all__ = ["scan", "gather", "gather_tails", "scatter", "scatter_tails", "put_uint",
+           "OK", "FULL", "SHORT_PREFIX", "PAST_END", "TOO_SMALL", "UNKNOWN_TAG"]
+
+_jit = njit(nogil=True, cache=True)
+
+# scan statuses
+OK = 0
+FULL = 1           # the output arrays are full: call again from ``pos`` with room
+SHORT_PREFIX = 2   # fewer bytes left than the length/tag fields need (a truncated record)
+PAST_END = 3       # the length runs past the end of the section
+TOO_SMALL = 4      # the length is smaller than the fields that framing reads (zero included)
+UNKNOWN_TAG = 5    # a tag value with no record type (unknown="error")
+
+
+@_jit
+def _get_uint(buf, pos, size, big):
+    """The unsigned integer of ``size`` (1..8) bytes at ``buf[pos]``."""
+    v = np.uint64(0)
+    if big:
+        for k in range(size):
+            v = (v << np.uint64(8)) | np.uint64(buf[pos + k])
+    else:
+        for k in range(size - 1, -1, -1):
+            v = (v << np.uint64(8)) | np.uint64(buf[pos + k])
+    return v
+
+
+@_jit
+def put_uint(buf, pos, size, big, value):
+    """Write ``value`` as an unsigned integer of ``size`` bytes at ``buf[pos]``."""
+    v = np.uint64(value)
+    if big:
+        for k in range(size - 1, -1, -1):
+            buf[pos + k] = np.uint8(v & np.uint64(0xFF))
+            v = v >> np.uint64(8)
+    else:
+        for k in range(size):
+            buf[pos + k] = np.uint8(v & np.uint64(0xFF))
+            v = v >> np.uint64(8)
+
+
+@_jit
+def scan(buf, pos, end, count, limit, len_off, len_size, len_big, unit, base, min_len,
+         tag_off, tag_size, tag_big, tag_values, tag_types, unknown, offsets, lengths, types):
+    """Walk records from ``pos`` to ``end`` (exclusive) of ``buf`` (uint8).
+
+    A record's length is ``base`` when ``len_size`` is 0 (fixed size), else
+    ``value * unit + base`` with ``value`` the unsigned ``len_size``-byte field at
+    ``len_off`` in the record. It must be at least ``min_len`` and fit before ``end``.
+    The type is 0 without a tag (``tag_size`` 0); else the tag value is looked up in
+    ``tag_values`` (sorted), giving ``tag_types``; an unknown value is an error
+    (``unknown`` 0), skipped (1: type -1) or kept (2: type ``len(tag_types)``).
+    Records are written from index ``count`` on, at most ``limit`` of them in all
+    (-1: no limit). Returns ``(status, pos, count)``: ``pos`` is where the scan stopped
+    (the offending record's offset on an error).
+    """
+    cap = offsets.shape[0]
+    need = len_off + len_size
+    if tag_off + tag_size > need:
+        need = tag_off + tag_size
+    ntypes = tag_values.shape[0]
+    while pos < end:
+        if limit >= 0 and count >= limit:
+            return OK, pos, count
+        if count >= cap:
+            return FULL, pos, count
+        left = end - pos
+        if left < need:
+            return SHORT_PREFIX, pos, count
+        if len_size == 0:
+            n = base
+            if n > left:
+                return PAST_END, pos, count
+        else:
+            value = _get_uint(buf, pos + len_off, len_size, len_big)
+            room = left - base
+            if room < 0 or value > np.uint64(room // unit):
+                return PAST_END, pos, count
+            n = np.int64(value) * unit + base
+        if n < min_len or n <= 0:
+            return TOO_SMALL, pos, count
+        t = 0
+        if tag_size > 0:
+            key = np.int64(_get_uint(buf, pos + tag_off, tag_size, tag_big))
+            lo, hi = 0, ntypes
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if tag_values[mid] < key:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if lo < ntypes and tag_values[lo] == key:
+                t = tag_types[lo]
+            elif unknown == 0:
+                return UNKNOWN_TAG, pos, count
+            elif unknown == 1:
+                t = -1
+            else:
+                t = ntypes
+        offsets[count] = pos
+        lengths[count] = n
+        types[count] = t
+        count += 1
+        pos += n
+    return OK, pos, count
+
+
+@_jit
+def gather(buf, offsets, run_src, run_dst, run_len, dense, itemsize, offset_at):
+    """Copy each record's fixed part into ``dense`` (uint8, ``len(offsets) * itemsize``):
+    run ``r`` copies ``run_len[r]`` bytes from ``offsets[i] + run_src[r]`` to
+    ``i * itemsize + run_dst[r]``; with ``offset_at`` >= 0 the record's offset is
+    stored there as a little-endian int64. The caller has checked that every run lies
+    inside its record and every record inside ``buf``."""
+    nruns = run_src.shape[0]
+    for i in range(offsets.shape[0]):
+        src = offsets[i]
+        dst = i * itemsize
+        for r in range(nruns):
+            s = src + run_src[r]
+            d = dst + run_dst[r]
+            for k in range(run_len[r]):
+                dense[d + k] = buf[s + k]
+        if offset_at >= 0:
+            put_uint(dense, dst + offset_at, 8, False, np.uint64(src))
+
+
+@_jit
+def gather_tails(buf, offsets, starts, ends, data):
+    """Copy ``buf[offsets[i] + ...]`` tails into ``data``: record ``i``'s tail is
+    ``ends[i] - ends[i-1]`` bytes (``ends[-1]`` is 0) from ``offsets[i] + starts[i]``."""
+    prev = np.int64(0)
+    for i in range(offsets.shape[0]):
+        s = offsets[i] + starts[i]
+        e = ends[i]
+        for k in range(e - prev):
+            data[prev + k] = buf[s + k]
+        prev = e
+
+
+@_jit
+def scatter(dense, itemsize, positions, run_src, run_dst, run_len, zero_off, zero_len, out):
+    """The mirror of :func:`gather`: record ``i`` of ``dense`` goes to ``out`` at
+    ``positions[i]`` (``run_dst`` is now the place in the dense record, ``run_src``
+    in the stream's record). Bytes ``zero_off[z] .. + zero_len[z]`` of each dense
+    record are the widening of a narrow field and must be zero. Returns -1, or the
+    first record whose value does not fit its field."""
+    nruns = run_src.shape[0]
+    nzero = zero_off.shape[0]
+    for i in range(positions.shape[0]):
+        d = i * itemsize
+        for z in range(nzero):
+            for k in range(zero_len[z]):
+                if dense[d + zero_off[z] + k] != 0:
+                    return i
+        p = positions[i]
+        for r in range(nruns):
+            s = d + run_dst[r]
+            o = p + run_src[r]
+            for k in range(run_len[r]):
+                out[o + k] = dense[s + k]
+    return -1
+
+
+@_jit
+def scatter_tails(offsets, data, positions, starts, out):
+    """Tail ``i`` (``data[offsets[i]:offsets[i+1]]``) goes to ``positions[i] + starts[i]``."""
+    for i in range(positions.shape[0]):
+        a = offsets[i]
+        n = offsets[i + 1] - a
+        o = positions[i] + starts[i]
+        for k in range(n):
+            out[o + k] = data[a + k]
+
+
+@_jit
+def put_fields(out, positions, at, size, big, values):
+    """Write ``values[i]`` as a ``size``-byte unsigned integer at ``positions[i] + at``."""
+    for i in range(positions.shape[0]):
+        put_uint(out, positions[i] + at, size, big, values[i])
