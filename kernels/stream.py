@@ -64,7 +64,8 @@ def scan(buf, pos, end, count, limit, len_off, len_size, len_big, unit, base, mi
 
     A record's length is ``base`` when ``len_size`` is 0 (fixed size), else
     ``value * unit + base`` with ``value`` the unsigned ``len_size``-byte field at
-    ``len_off`` in the record. It must be at least ``min_len`` and fit before ``end``.
+    ``len_off`` in the record. It must fit before ``end`` and be at least ``min_len``
+    (which covers the length and tag fields: the tag is read only inside the record).
     The type is 0 without a tag (``tag_size`` 0); else the tag value is looked up in
     ``tag_values`` (sorted), giving ``tag_types``; an unknown value is an error
     (``unknown`` 0), skipped (1: type -1) or kept (2: type ``len(tag_types)``).
@@ -73,9 +74,7 @@ def scan(buf, pos, end, count, limit, len_off, len_size, len_big, unit, base, mi
     (the offending record's offset on an error).
     """
     cap = offsets.shape[0]
-    need = len_off + len_size
-    if tag_off + tag_size > need:
-        need = tag_off + tag_size
+    need = len_off + len_size  # to read the length; the tag is checked against the length
     ntypes = tag_values.shape[0]
     while pos < end:
         if limit >= 0 and count >= limit:

@@ -154,7 +154,10 @@ def read_stream(src: Any, spec: Any) -> StreamTables:
         limit = -1
         if s.count is not None:
             limit = _checked(lambda: evaluate(s.count, values, f"{where}.count"), where)
-            if limit < 0 or (s.framing.size is not None and limit > (end - start)):
+            fixed = None
+            if s.framing.size is not None:
+                fixed = _checked(lambda: evaluate(s.framing.size, values, f"{where}.framing.size"), where)
+            if limit < 0 or (fixed is not None and limit * fixed > end - start):
                 raise ConversionError(f"{label}: {where}: count = {s.count!r} is {limit}, more records than the "
                                       f"{end - start} bytes from byte {start} can hold; the header is damaged")
         got = scan_section(stream, s, buf, label, order, values, start, end, limit, where)

@@ -278,11 +278,18 @@ class RecordType:
 class Framing:
     """How records are cut: ``size`` (an expression) for fixed-size records, or a
     ``length`` field; ``prefix`` bytes of framing come before each record's fields
-    (kept as the ``_prefix`` column when they hold more than the length field)."""
+    (kept as the ``_prefix`` column when they hold more than the length field). The
+    default prefix is the length field when it starts the record (ITCH's 2 bytes),
+    else none (pcap's length is a field of the record header)."""
 
     size: "int | str | None" = None
     length: "Length | None" = None
-    prefix: int = 0
+    prefix: "int | None" = None  # default: the length field's size when it starts the record, else 0
+
+    def __post_init__(self):
+        if self.prefix is None:
+            ln = self.length
+            object.__setattr__(self, "prefix", ln.size if ln is not None and ln.offset == 0 else 0)
 
 
 @dataclass(frozen=True)
@@ -481,8 +488,7 @@ def _framing(value, where) -> Framing:
             raise _err(f"{where}.length.counts_itself", f"{cs!r}; expected true or false")
         length = Length(ln.get("offset", 0), ln.get("size", 2), ln.get("order", "big"), unit, cs,
                         ln.get("adjust", 0))
-    return Framing(value.get("size"), length, value.get("prefix", 0 if length is None else length.size
-                                                        if length.offset == 0 else 0))
+    return Framing(value.get("size"), length, value.get("prefix"))
 
 
 def preset(name: str) -> Framing:
