@@ -373,14 +373,14 @@ def test_header_driven_errors(tmp_path):
 def test_header_count_of_length_framed_records():
     s = S([S.Section(S.Framing(length=S.Length(0, 1, "big")), [S.RecordType("r", S.Record([("v", "u1")]))],
                      count="n")], header=S.Record([("n", "u1")]))
-    assert lo.read_stream(b"\x02\x02\x07\x02\x08", s)["r"]["v"].to_numpy().tolist() == [7, 8]
+    assert lo.read_stream(b"\x02\x01\x07\x01\x08", s)["r"]["v"].to_numpy().tolist() == [7, 8]
     # records after the count are left to the next part: here none, so they are kept as _gaps
-    t = lo.read_stream(b"\x01\x02\x07\x02\x08", s)
-    assert t["_gaps"].to_arrow().to_pylist() == [{"_offset": 3, "_tail": b"\x02\x08"}]
-    assert lo.write_stream(t, s) == b"\x01\x02\x07\x02\x08"
+    t = lo.read_stream(b"\x01\x01\x07\x01\x08", s)
+    assert t["_gaps"].to_arrow().to_pylist() == [{"_offset": 3, "_tail": b"\x01\x08"}]
+    assert lo.write_stream(t, s) == b"\x01\x01\x07\x01\x08"
     with pytest.raises(lo.ConversionError, match=r"count = 'n' is 3 records, but the data ends after 2 \(byte 5\); "
                                                  r"the file is truncated or the header damaged"):
-        lo.read_stream(b"\x03\x02\x07\x02\x08", s)
+        lo.read_stream(b"\x03\x01\x07\x01\x08", s)
 
 
 def test_expression_overflow_and_division_by_zero():
