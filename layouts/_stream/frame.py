@@ -87,10 +87,12 @@ class Scanned:
 def section_params(stream: Stream, s: Section, order: str, header: dict, where: str):
     """(length params, tag params, min length) of a section, as the scan takes them."""
     f = s.framing
+    prefix = int(f.prefix or 0)
     if f.length is None:
         from .spec import evaluate
 
-        size = _checked(lambda: evaluate(f.size, header, f"{where}.framing.size"), where)
+        fixed = f.size if f.size is not None else 0
+        size = _checked(lambda: evaluate(fixed, header, f"{where}.framing.size"), where)
         if size <= 0:
             raise ConversionError(f"{where}: framing.size = {f.size!r} is {size}; fixed records need a size >= 1")
         lp = (0, 0, False, 1, size)
@@ -103,12 +105,12 @@ def section_params(stream: Stream, s: Section, order: str, header: dict, where: 
         tag = s.tag
         values = np.array([t.tag_value(tag, "") for t in s.types], np.int64)
         order_idx = np.argsort(values)
-        tp = (f.prefix + tag.offset, tag.size, tag.order == "big", values[order_idx],
+        tp = (prefix + tag.offset, tag.size, tag.order == "big", values[order_idx],
               order_idx.astype(np.int32))
-        need = max(need, f.prefix + tag.offset + tag.size)
+        need = max(need, prefix + tag.offset + tag.size)
     else:
         tp = (0, 0, False, np.zeros(0, np.int64), np.zeros(0, np.int32))
-    return lp, tp, max(need, f.prefix if f.length is not None else 1)
+    return lp, tp, max(need, prefix if f.length is not None else 1)
 
 
 def _checked(fn, where):

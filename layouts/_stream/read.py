@@ -254,9 +254,10 @@ def _with_tail(soa: SoA, layout: Layout, buf, offsets, starts, sizes) -> SoA:
 
 
 def _append(dtype: np.dtype, width: int) -> np.dtype:
-    names = list(dtype.names) + ["_tail"]
-    formats = [dtype.fields[n][0] for n in dtype.names] + [np.dtype(f"S{width}")]
-    offsets = [dtype.fields[n][1] for n in dtype.names] + [dtype.itemsize]
+    fields = dict(dtype.fields or {})
+    names = list(fields) + ["_tail"]
+    formats = [fields[n][0] for n in fields] + [np.dtype(f"S{width}")]
+    offsets = [fields[n][1] for n in fields] + [dtype.itemsize]
     return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": dtype.itemsize + width})
 
 

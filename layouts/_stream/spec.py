@@ -150,7 +150,7 @@ class Record:
 
     fields: tuple
     text: tuple = ()
-    decimals: tuple = ()  # ((field, places), ...)
+    decimals: Any = ()  # ((field, places), ...) or a dict
 
     def __post_init__(self):
         object.__setattr__(self, "fields", tuple(tuple(f) for f in self.fields))
@@ -195,16 +195,22 @@ class Record:
         runs, zeros = [], []
         at = 0
         if with_offset:
-            names.append("_offset"), formats.append("<i8"), offsets.append(0)
+            names.append("_offset")
+            formats.append("<i8")
+            offsets.append(0)
             at = 8
         if keep_prefix and prefix:
-            names.append("_prefix"), formats.append(f"S{prefix}"), offsets.append(at)
+            names.append("_prefix")
+            formats.append(f"S{prefix}")
+            offsets.append(at)
             runs.append((0, at, prefix))
             at += prefix
         src = prefix
         for name, t in self.fields:
             dt, width, o = field_dtype(t, order, name)
-            names.append(name), formats.append(dt), offsets.append(at)
+            names.append(name)
+            formats.append(dt)
+            offsets.append(at)
             pad = dt.itemsize - width
             if pad and o == ">":
                 zeros.append((at, pad))
@@ -267,7 +273,7 @@ class RecordType:
             raw = t.encode("latin-1")
             if len(raw) != tag.size:
                 raise _err(where, f"tag {t!r} has {len(raw)} bytes; the tag field has {tag.size}")
-            return int.from_bytes(raw, tag.order)
+            return int.from_bytes(raw, "big" if tag.order == "big" else "little")
         if type(t) is not int or not 0 <= t < 1 << (8 * tag.size):
             raise _err(where, f"tag {t!r} is not an integer 0..{(1 << 8 * tag.size) - 1} or a "
                               f"{tag.size}-character string")
@@ -570,7 +576,7 @@ def builtin_names() -> "list[str]":
 
 
 def builtin(name: str) -> Stream:
-    res = resources.files(__package__).joinpath("builtin", f"{name}.toml")
+    res = resources.files(__package__).joinpath("builtin").joinpath(f"{name}.toml")
     if not res.is_file():
         raise LayoutError(f"no built-in stream {name!r}; built-ins are {', '.join(builtin_names())}, or pass a "
                           f"path to a .toml description or a Stream")

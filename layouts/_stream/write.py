@@ -123,7 +123,7 @@ def write_stream(tables: Mapping[str, Any], spec: Any, dst: Any = None, *, order
     extra = sorted(set(tables) - names - {"_header", "_gaps", "_blocks", "_unknown"})
     if extra:
         raise ConversionError(f"table {extra[0]!r} is no record type of {stream.name} (types: {sorted(names)})")
-    pieces = []  # (start, end, writer)
+    pieces: list = []  # (start, end, writer)
     values: dict = {}
     pos = 0
     if stream.header is not None:
@@ -301,7 +301,7 @@ def _emit(out: np.ndarray, dst: Any, overwrite: bool) -> "bytes | None":
     if dst is None:
         return out.tobytes()
     if hasattr(dst, "write"):
-        dst.write(memoryview(out))
+        dst.write(out.data)
         return None
     path = os.fspath(dst)
     if os.path.exists(path) and not overwrite:
@@ -310,7 +310,7 @@ def _emit(out: np.ndarray, dst: Any, overwrite: bool) -> "bytes | None":
     fd, tmp = tempfile.mkstemp(prefix=".layouts-stream-", dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(memoryview(out))
+            f.write(out.data)
         os.replace(tmp, path)
     except BaseException as err:
         os.unlink(tmp)
