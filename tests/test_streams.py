@@ -498,3 +498,15 @@ def test_length_that_cannot_be_written():
     big = {"r": pa.table({"_offset": [0], "v": pa.array([1], pa.uint8()), "_tail": [b"x" * 300]})}
     with pytest.raises(lo.ConversionError, match=r"table 'r', row 0: a record of 302 bytes cannot be framed"):
         lo.write_stream(big, s)
+
+
+def test_text_with_a_nul_or_bad_utf8_is_an_error():
+    raw, _ = itch_file(np.random.default_rng(12), ["A"], 2)
+    bad = bytearray(raw)
+    bad[38 + 2 + 24] = 0  # a byte of the second message's stock symbol
+    with pytest.raises(lo.ConversionError, match=r"<buffer>: byte 64: text field 'stock' of a itch50 section\[0\] "
+                                                 r"type 'add_order' record \(at byte 38\) holds a NUL byte"):
+        lo.read_stream(bytes(bad), "itch50")
+    bad[38 + 2 + 24] = 0xFF
+    with pytest.raises(lo.ConversionError, match=r"<buffer>: itch50 section\[0\] type 'add_order': .*stock.*UTF-8"):
+        lo.read_stream(bytes(bad), "itch50")

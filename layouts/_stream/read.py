@@ -227,10 +227,31 @@ def _convert(buf, record: Record, order, offsets, lengths, prefix, keep_prefix, 
     r = np.array(runs, np.int64).reshape(-1, 3)
     K.gather(buf, np.ascontiguousarray(offsets), r[:, 0].copy(), r[:, 1].copy(), r[:, 2].copy(), dense,
              layout.itemsize, offset_at)
-    soa = AoS(dense.view(layout.dtype), layout).to_soa()
+    if n and record.text:
+        _check_text(dense.reshape(n, layout.itemsize), layout, record, offsets, runs, label, what)
+    try:
+        soa = AoS(dense.view(layout.dtype), layout).to_soa()
+    except ConversionError as err:
+        raise ConversionError(f"{label}: {what}: {err}") from err
     if not tails:
         return soa, layout
     return _with_tail(soa, layout, buf, offsets, np.full(n, fixed, np.int64), lengths - fixed), layout
+
+
+def _check_text(rows, layout, record, offsets, runs, label, what):
+    """Text fields hold no NUL byte: a string column would end at it and the bytes after
+    it would not go back (C-string mode), so a NUL is an error, not a silent change."""
+    index = {name: k for k, name in enumerate(layout.names)}
+    for name in record.text:
+        f = layout[name]
+        nul = np.flatnonzero((rows[:, f.offset:f.offset + f.width] == 0).any(axis=1))
+        if len(nul):
+            i = int(nul[0])
+            src = runs[index[name] - 1][0]  # runs: one per column after _offset
+            raise ConversionError(
+                f"{label}: byte {int(offsets[i]) + src}: text field {name!r} of a {what} record (at byte "
+                f"{int(offsets[i])}) holds a NUL byte; text is kept byte for byte only without NULs: the stream "
+                f"is damaged, or read the field as bytes (drop it from the type's text list)")
 
 
 def _with_tail(soa: SoA, layout: Layout, buf, offsets, starts, sizes) -> SoA:
