@@ -16,7 +16,9 @@ take only NumPy arrays and integers, and import nothing of ``layouts``.
 import numpy as np
 from numba import njit
 
-__all__ = ["scan", "gather", "gather_tails", "scatter", "scatter_tails", "put_uint",
+from ._memory import load8, load64, store8, store64
+
+__all__ = ["scan", "group", "gather", "gather_tails", "scatter", "scatter_tails", "put_uint",
            "OK", "FULL", "SHORT_PREFIX", "PAST_END", "TOO_SMALL", "UNKNOWN_TAG"]
 
 _jit = njit(nogil=True, cache=True)
@@ -123,6 +125,37 @@ def scan(buf, pos, end, count, limit, len_off, len_size, len_big, unit, base, mi
 
 
 @_jit
+def _copy(dst, src, n):
+    """Copy ``n`` bytes between raw addresses, 8 at a time (unaligned loads and stores)."""
+    k = 0
+    while k + 8 <= n:
+        store64(dst + k, load64(src + k))
+        k += 8
+    while k < n:
+        store8(dst + k, load8(src + k))
+        k += 1
+
+
+@_jit
+def group(types, ntypes, offsets, lengths, g_offsets, g_lengths):
+    """Records grouped by type, in stream order within each (a counting sort): type
+    ``t`` (-1 for skipped records, which go first) gets ``bounds[t + 1]..bounds[t + 2]``
+    of ``g_offsets``/``g_lengths``. Returns ``bounds`` (``ntypes + 2`` entries + 1)."""
+    bounds = np.zeros(ntypes + 3, np.int64)
+    for i in range(types.shape[0]):
+        bounds[types[i] + 2] += 1
+    for t in range(1, ntypes + 3):
+        bounds[t] += bounds[t - 1]
+    fill = bounds.copy()
+    for i in range(types.shape[0]):
+        j = fill[types[i] + 1]
+        g_offsets[j] = offsets[i]
+        g_lengths[j] = lengths[i]
+        fill[types[i] + 1] = j + 1
+    return bounds
+
+
+@_jit
 def gather(buf, offsets, run_src, run_dst, run_len, dense, itemsize, offset_at):
     """Copy each record's fixed part into ``dense`` (uint8, ``len(offsets) * itemsize``):
     run ``r`` copies ``run_len[r]`` bytes from ``offsets[i] + run_src[r]`` to
@@ -130,16 +163,15 @@ def gather(buf, offsets, run_src, run_dst, run_len, dense, itemsize, offset_at):
     stored there as a little-endian int64. The caller has checked that every run lies
     inside its record and every record inside ``buf``."""
     nruns = run_src.shape[0]
+    base = buf.ctypes.data
+    out = dense.ctypes.data
     for i in range(offsets.shape[0]):
-        src = offsets[i]
-        dst = i * itemsize
+        src = base + offsets[i]
+        dst = out + i * itemsize
         for r in range(nruns):
-            s = src + run_src[r]
-            d = dst + run_dst[r]
-            for k in range(run_len[r]):
-                dense[d + k] = buf[s + k]
+            _copy(dst + run_dst[r], src + run_src[r], run_len[r])
         if offset_at >= 0:
-            put_uint(dense, dst + offset_at, 8, False, np.uint64(src))
+            put_uint(dense, i * itemsize + offset_at, 8, False, np.uint64(offsets[i]))
 
 
 @_jit

@@ -15,7 +15,7 @@ from .._plan import ColumnBuffers
 from .._soa import SoA
 from ..kernels import stream as K
 from .frame import Scanned, _checked, detect_order, scan_section, source_bytes
-from .spec import Record, Section, Stream, builtin, evaluate, load
+from .spec import Record, Section, Stream, builtin, evaluate, field_dtype, load
 
 __all__ = ["read_stream", "StreamTables", "resolve"]
 
@@ -185,19 +185,18 @@ def _header_values(soa: SoA) -> dict:
 def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where):
     keep = _keep_prefix(s)
     ntypes = len(s.types)
-    counts = np.bincount(got.types + 1, minlength=ntypes + 2) if len(got.types) else np.zeros(ntypes + 2, np.int64)
-    order_idx = np.argsort(got.types.astype(np.int16), kind="stable")
-    bounds = np.concatenate([[0], np.cumsum(counts)])
+    g_offsets, g_lengths = np.empty_like(got.offsets), np.empty_like(got.lengths)
+    bounds = K.group(got.types, ntypes, got.offsets, got.lengths, g_offsets, g_lengths)
     for ti, t in enumerate(s.types):
-        sel = order_idx[bounds[ti + 1]:bounds[ti + 2]]
-        soa, _ = _convert(buf, t.record, order, got.offsets[sel], got.lengths[sel], s.framing.prefix, keep,
+        a, b = bounds[ti + 1], bounds[ti + 2]
+        soa, _ = _convert(buf, t.record, order, g_offsets[a:b], g_lengths[a:b], s.framing.prefix, keep,
                           s.tail == "column", label, f"{where} type {t.name!r}")
         out[t.name] = soa
         if t.record.decimals:
             out.decimals[t.name] = dict(t.record.decimals)
-    if counts[ntypes + 1]:
-        sel = order_idx[bounds[ntypes + 1]:bounds[ntypes + 2]]
-        out["_unknown"] = _raw_table(buf, got.offsets[sel], got.lengths[sel])
+    if bounds[ntypes + 2] > bounds[ntypes + 1]:
+        a, b = bounds[ntypes + 1], bounds[ntypes + 2]
+        out["_unknown"] = _raw_table(buf, g_offsets[a:b], g_lengths[a:b])
     if got.blocks is not None:
         out["_blocks"] = _raw_table(buf, got.blocks, np.full(len(got.blocks), 4, np.int64), fixed=4)
 
@@ -228,7 +227,7 @@ def _convert(buf, record: Record, order, offsets, lengths, prefix, keep_prefix, 
     K.gather(buf, np.ascontiguousarray(offsets), r[:, 0].copy(), r[:, 1].copy(), r[:, 2].copy(), dense,
              layout.itemsize, offset_at)
     if n and record.text:
-        _check_text(dense.reshape(n, layout.itemsize), layout, record, offsets, runs, label, what)
+        _check_text(dense.reshape(n, layout.itemsize), layout, record, offsets, prefix, order, label, what)
     try:
         soa = AoS(dense.view(layout.dtype), layout).to_soa()
     except ConversionError as err:
@@ -238,16 +237,19 @@ def _convert(buf, record: Record, order, offsets, lengths, prefix, keep_prefix, 
     return _with_tail(soa, layout, buf, offsets, np.full(n, fixed, np.int64), lengths - fixed), layout
 
 
-def _check_text(rows, layout, record, offsets, runs, label, what):
+def _check_text(rows, layout, record, offsets, prefix, order, label, what):
     """Text fields hold no NUL byte: a string column would end at it and the bytes after
     it would not go back (C-string mode), so a NUL is an error, not a silent change."""
-    index = {name: k for k, name in enumerate(layout.names)}
+    at, starts = prefix, {}
+    for name, t in record.fields:
+        starts[name] = at
+        at += field_dtype(t, order, name)[1]
     for name in record.text:
         f = layout[name]
         nul = np.flatnonzero((rows[:, f.offset:f.offset + f.width] == 0).any(axis=1))
         if len(nul):
             i = int(nul[0])
-            src = runs[index[name] - 1][0]  # runs: one per column after _offset
+            src = starts[name]
             raise ConversionError(
                 f"{label}: byte {int(offsets[i]) + src}: text field {name!r} of a {what} record (at byte "
                 f"{int(offsets[i])}) holds a NUL byte; text is kept byte for byte only without NULs: the stream "

@@ -8,6 +8,7 @@ checked when built: a mistake is a LayoutError naming the key and the fix.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 import sys
@@ -185,45 +186,59 @@ class Record:
         return sum(field_dtype(t, order, "")[1] for _, t in self.fields)
 
     def plan(self, order: str, prefix: int, with_offset: bool, keep_prefix: bool = False):
-        """(Layout, runs, zero ranges, byte offset of ``_offset`` or -1): how the
-        stream bytes (a record starting ``prefix`` bytes into its frame) map to a
-        packed dense record: ``_offset`` first, then ``_prefix`` (the framing bytes,
-        with ``keep_prefix``), then the fields."""
-        names: list = []
-        formats: list = []
-        offsets: list = []
-        runs, zeros = [], []
-        at = 0
-        if with_offset:
-            names.append("_offset")
-            formats.append("<i8")
-            offsets.append(0)
-            at = 8
-        if keep_prefix and prefix:
-            names.append("_prefix")
-            formats.append(f"S{prefix}")
-            offsets.append(at)
-            runs.append((0, at, prefix))
-            at += prefix
-        src = prefix
-        for name, t in self.fields:
-            dt, width, o = field_dtype(t, order, name)
-            names.append(name)
-            formats.append(dt)
-            offsets.append(at)
-            pad = dt.itemsize - width
-            if pad and o == ">":
-                zeros.append((at, pad))
-                runs.append((src, at + pad, width))
-            else:
-                if pad:
-                    zeros.append((at + width, pad))
-                runs.append((src, at, width))
-            at += dt.itemsize
-            src += width
-        dtype = np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": at})
-        bytes_as = {n: "string" for n in self.text}
-        return Layout.from_dtype(dtype, bytes_as=bytes_as or "fixed"), runs, zeros, (0 if with_offset else -1)
+        """See :func:`_plan` (cached: a Record is a value)."""
+        return _plan(self, order, prefix, with_offset, keep_prefix)
+
+
+@functools.lru_cache(maxsize=512)
+def _plan(self: Record, order: str, prefix: int, with_offset: bool, keep_prefix: bool):
+    """(Layout, runs, zero ranges, byte offset of ``_offset`` or -1): how the
+    stream bytes (a record starting ``prefix`` bytes into its frame) map to a
+    packed dense record: ``_offset`` first, then ``_prefix`` (the framing bytes,
+    with ``keep_prefix``), then the fields."""
+    names: list = []
+    formats: list = []
+    offsets: list = []
+    runs, zeros = [], []
+    at = 0
+    if with_offset:
+        names.append("_offset")
+        formats.append("<i8")
+        offsets.append(0)
+        at = 8
+    if keep_prefix and prefix:
+        names.append("_prefix")
+        formats.append(f"S{prefix}")
+        offsets.append(at)
+        runs.append((0, at, prefix))
+        at += prefix
+    src = prefix
+    for name, t in self.fields:
+        dt, width, o = field_dtype(t, order, name)
+        names.append(name)
+        formats.append(dt)
+        offsets.append(at)
+        pad = dt.itemsize - width
+        if pad and o == ">":
+            zeros.append((at, pad))
+            runs.append((src, at + pad, width))
+        else:
+            if pad:
+                zeros.append((at + width, pad))
+            runs.append((src, at, width))
+        at += dt.itemsize
+        src += width
+    merged: list = []  # runs that continue each other in both records become one copy
+    for r in runs:
+        if merged and merged[-1][0] + merged[-1][2] == r[0] and merged[-1][1] + merged[-1][2] == r[1]:
+            merged[-1] = (merged[-1][0], merged[-1][1], merged[-1][2] + r[2])
+        else:
+            merged.append(r)
+    runs = merged
+    dtype = np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": at})
+    bytes_as = {n: "string" for n in self.text}
+    return (Layout.from_dtype(dtype, bytes_as=bytes_as or "fixed"), tuple(runs), tuple(zeros),
+            0 if with_offset else -1)
 
 
 @dataclass(frozen=True)
