@@ -179,11 +179,11 @@ def gather_tails(buf, offsets, starts, ends, data):
     """Copy ``buf[offsets[i] + ...]`` tails into ``data``: record ``i``'s tail is
     ``ends[i] - ends[i-1]`` bytes (``ends[-1]`` is 0) from ``offsets[i] + starts[i]``."""
     prev = np.int64(0)
+    base = buf.ctypes.data
+    out = data.ctypes.data
     for i in range(offsets.shape[0]):
-        s = offsets[i] + starts[i]
         e = ends[i]
-        for k in range(e - prev):
-            data[prev + k] = buf[s + k]
+        _copy(out + prev, base + offsets[i] + starts[i], e - prev)
         prev = e
 
 
@@ -196,6 +196,8 @@ def scatter(dense, itemsize, positions, run_src, run_dst, run_len, zero_off, zer
     first record whose value does not fit its field."""
     nruns = run_src.shape[0]
     nzero = zero_off.shape[0]
+    src = dense.ctypes.data
+    dst = out.ctypes.data
     for i in range(positions.shape[0]):
         d = i * itemsize
         for z in range(nzero):
@@ -204,22 +206,18 @@ def scatter(dense, itemsize, positions, run_src, run_dst, run_len, zero_off, zer
                     return i
         p = positions[i]
         for r in range(nruns):
-            s = d + run_dst[r]
-            o = p + run_src[r]
-            for k in range(run_len[r]):
-                out[o + k] = dense[s + k]
+            _copy(dst + p + run_src[r], src + d + run_dst[r], run_len[r])
     return -1
 
 
 @_jit
 def scatter_tails(offsets, data, positions, starts, out):
     """Tail ``i`` (``data[offsets[i]:offsets[i+1]]``) goes to ``positions[i] + starts[i]``."""
+    src = data.ctypes.data
+    dst = out.ctypes.data
     for i in range(positions.shape[0]):
         a = offsets[i]
-        n = offsets[i + 1] - a
-        o = positions[i] + starts[i]
-        for k in range(n):
-            out[o + k] = data[a + k]
+        _copy(dst + positions[i] + starts[i], src + a, offsets[i + 1] - a)
 
 
 @_jit

@@ -59,6 +59,10 @@ def _tails(table: pa.Table, n: int, what: str) -> "tuple[np.ndarray, np.ndarray]
     bufs = col.buffers()
     offs = np.frombuffer(bufs[1], np.int64)[col.offset:col.offset + n + 1]
     data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    # the kernels copy through these offsets: check them first (a damaged Arrow array)
+    if len(offs) != n + 1 or (n and (offs[0] < 0 or np.any(np.diff(offs) < 0) or offs[-1] > len(data))):
+        raise ConversionError(f"{what}: the _tail column's offsets are damaged (not increasing, or past its "
+                              f"{len(data)} data bytes); rebuild the column")
     return np.ascontiguousarray(offs), data
 
 
