@@ -18,7 +18,7 @@ from numba import njit
 
 from ._memory import load8, load64, store8, store64
 
-__all__ = ["scan", "group", "gather", "gather_tails", "scatter", "scatter_tails", "put_uint",
+__all__ = ["scan", "group", "gather", "first_nul", "gather_tails", "scatter", "scatter_tails", "put_uint",
            "OK", "FULL", "SHORT_PREFIX", "PAST_END", "TOO_SMALL", "UNKNOWN_TAG"]
 
 _jit = njit(nogil=True, cache=True)
@@ -61,7 +61,7 @@ def put_uint(buf, pos, size, big, value):
 
 @_jit
 def scan(buf, pos, end, count, limit, len_off, len_size, len_big, unit, base, min_len,
-         tag_off, tag_size, tag_big, tag_values, tag_types, unknown, offsets, lengths, types):
+         tag_off, tag_size, tag_big, tag_values, tag_types, direct, unknown, offsets, lengths, types):
     """Walk records from ``pos`` to ``end`` (exclusive) of ``buf`` (uint8).
 
     A record's length is ``base`` when ``len_size`` is 0 (fixed size), else
@@ -101,15 +101,21 @@ def scan(buf, pos, end, count, limit, len_off, len_size, len_big, unit, base, mi
         t = 0
         if tag_size > 0:
             key = np.int64(_get_uint(buf, pos + tag_off, tag_size, tag_big))
-            lo, hi = 0, ntypes
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if tag_values[mid] < key:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            if lo < ntypes and tag_values[lo] == key:
-                t = tag_types[lo]
+            found = -1
+            if direct.shape[0] > 0:
+                found = direct[key]
+            else:
+                lo, hi = 0, ntypes
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if tag_values[mid] < key:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                if lo < ntypes and tag_values[lo] == key:
+                    found = tag_types[lo]
+            if found >= 0:
+                t = found
             elif unknown == 0:
                 return UNKNOWN_TAG, pos, count
             elif unknown == 1:
@@ -172,6 +178,20 @@ def gather(buf, offsets, run_src, run_dst, run_len, dense, itemsize, offset_at):
             _copy(dst + run_dst[r], src + run_src[r], run_len[r])
         if offset_at >= 0:
             put_uint(dense, i * itemsize + offset_at, 8, False, np.uint64(offsets[i]))
+
+
+@_jit
+def first_nul(dense, itemsize, starts, widths):
+    """The first record (of ``len(dense) // itemsize``) with a zero byte in one of the
+    byte ranges ``starts[f] .. + widths[f]``, or -1."""
+    n = dense.shape[0] // itemsize
+    for i in range(n):
+        base = i * itemsize
+        for f in range(starts.shape[0]):
+            for k in range(widths[f]):
+                if dense[base + starts[f] + k] == 0:
+                    return i
+    return -1
 
 
 @_jit

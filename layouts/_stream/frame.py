@@ -105,11 +105,14 @@ def section_params(stream: Stream, s: Section, order: str, header: dict, where: 
         tag = s.tag
         values = np.array([t.tag_value(tag, "") for t in s.types], np.int64)
         order_idx = np.argsort(values)
+        direct = np.full(1 << (8 * tag.size) if tag.size <= 2 else 0, -1, np.int32)
+        if len(direct):  # 1- and 2-byte tags: a table indexed by the value
+            direct[values] = np.arange(len(values), dtype=np.int32)
         tp = (prefix + tag.offset, tag.size, tag.order == "big", values[order_idx],
-              order_idx.astype(np.int32))
+              order_idx.astype(np.int32), direct)
         need = max(need, prefix + tag.offset + tag.size)
     else:
-        tp = (0, 0, False, np.zeros(0, np.int64), np.zeros(0, np.int32))
+        tp = (0, 0, False, np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32))
     return lp, tp, max(need, prefix if f.length is not None else 1)
 
 

@@ -244,11 +244,14 @@ def _check_text(rows, layout, record, offsets, prefix, order, label, what):
     for name, t in record.fields:
         starts[name] = at
         at += field_dtype(t, order, name)[1]
-    for name in record.text:
-        f = layout[name]
-        nul = np.flatnonzero((rows[:, f.offset:f.offset + f.width] == 0).any(axis=1))
-        if len(nul):
-            i = int(nul[0])
+    fields = [layout[name] for name in record.text]
+    i = K.first_nul(rows.reshape(-1), layout.itemsize, np.array([f.offset for f in fields], np.int64),
+                    np.array([f.width for f in fields], np.int64))
+    if i < 0:
+        return
+    row = rows[i]
+    for name, f in zip(record.text, fields):
+        if (row[f.offset:f.offset + f.width] == 0).any():
             src = starts[name]
             raise ConversionError(
                 f"{label}: byte {int(offsets[i]) + src}: text field {name!r} of a {what} record (at byte "
