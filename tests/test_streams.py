@@ -510,3 +510,37 @@ def test_text_with_a_nul_or_bad_utf8_is_an_error():
     bad[38 + 2 + 24] = 0xFF
     with pytest.raises(lo.ConversionError, match=r"<buffer>: itch50 section\[0\] type 'add_order': .*stock.*UTF-8"):
         lo.read_stream(bytes(bad), "itch50")
+
+
+def test_a_new_description_or_source_compiles_nothing():
+    from layouts.kernels import stream as K
+
+    raw, _ = itch_file(np.random.default_rng(13), list(ITCH), 50)
+    lo.write_stream(lo.read_stream(raw, "itch50"), "itch50")
+    kernels = (K.scan, K.group, K.gather, K.first_nul, K.scatter, K.put_fields)
+    before = [len(k.signatures) for k in kernels]
+    lo.write_stream(lo.read_stream(_tagged_bytes(), _tagged("keep")), _tagged("keep"))
+    lo.read_stream(bytearray(raw), "itch50")
+    lo.read_stream(np.frombuffer(raw, np.uint8).copy(), "itch50")
+    assert [len(k.signatures) for k in kernels] == before
+
+
+@pytest.mark.slow
+def test_a_new_process_loads_the_stream_kernels_from_disk(tmp_path):
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import layouts as lo
+        from layouts.kernels import stream as K
+        data = b"\\x00\\x13D" + bytes(18)
+        lo.write_stream(lo.read_stream(data, "itch50"), "itch50")
+        print(sum(K.scan.stats.cache_hits.values()), sum(K.scan.stats.cache_misses.values()))
+    """)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    run = lambda: subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    run()
+    hits, misses = map(int, run().stdout.split())
+    assert hits >= 1 and misses == 0

@@ -21,8 +21,17 @@ __all__ = ["source_bytes", "detect_order", "scan_section", "Scanned"]
 
 
 def source_bytes(src) -> "tuple[np.ndarray, str, object]":
-    """(uint8 array, label for messages, owner to keep alive) of a path, a bytes-like
-    object, or a binary file object (read from its current position)."""
+    """(read-only uint8 array, label for messages, owner to keep alive) of a path, a
+    bytes-like object, or a binary file object (read from its current position). Always
+    read-only, so the kernels see one array type (one compiled signature)."""
+    buf, label, owner = _source_bytes(src)
+    if buf.flags.writeable:
+        buf = buf.view()
+        buf.flags.writeable = False
+    return buf, label, owner
+
+
+def _source_bytes(src):
     if isinstance(src, (str, os.PathLike)):
         label = os.fspath(src)
         try:
