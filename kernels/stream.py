@@ -19,7 +19,7 @@ from numba import njit
 from ._memory import load8, load64, store8, store64
 
 __all__ = ["scan", "group", "gather", "first_nul", "gather_tails", "scatter", "scatter_tails", "put_uint",
-           "OK", "FULL", "SHORT_PREFIX", "PAST_END", "TOO_SMALL", "UNKNOWN_TAG"]
+           "OK", "FULL", "SHORT_PREFIX", "PAST_END", "TOO_SMALL", "UNKNOWN_TAG", "SHORT_RECORD"]
 
 _jit = njit(nogil=True, cache=True)
 
@@ -30,6 +30,7 @@ SHORT_PREFIX = 2   # fewer bytes left than the length/tag fields need (a truncat
 PAST_END = 3       # the length runs past the end of the section
 TOO_SMALL = 4      # the length is smaller than the fields that framing reads (zero included)
 UNKNOWN_TAG = 5    # a tag value with no record type (unknown="error")
+SHORT_RECORD = 6   # a record shorter than its type's fields
 
 
 @_jit
@@ -61,7 +62,7 @@ def put_uint(buf, pos, size, big, value):
 
 @_jit
 def scan(buf, pos, end, count, limit, len_off, len_size, len_big, unit, base, min_len,
-         tag_off, tag_size, tag_big, tag_values, tag_types, direct, unknown, offsets, lengths, types):
+         tag_off, tag_size, tag_big, tag_values, tag_types, direct, unknown, type_min, offsets, lengths, types):
     """Walk records from ``pos`` to ``end`` (exclusive) of ``buf`` (uint8).
 
     A record's length is ``base`` when ``len_size`` is 0 (fixed size), else
@@ -72,7 +73,8 @@ def scan(buf, pos, end, count, limit, len_off, len_size, len_big, unit, base, mi
     ``tag_values`` (sorted), giving ``tag_types``; an unknown value is an error
     (``unknown`` 0), skipped (1: type -1) or kept (2: type ``len(tag_types)``).
     Records are written from index ``count`` on, at most ``limit`` of them in all
-    (-1: no limit). Returns ``(status, pos, count)``: ``pos`` is where the scan stopped
+    (-1: no limit). A record of type ``t`` shorter than ``type_min[t]`` stops the scan
+    (``SHORT_RECORD``) there, before the records after it are cut. Returns ``(status, pos, count)``: ``pos`` is where the scan stopped
     (the offending record's offset on an error).
     """
     cap = offsets.shape[0]
@@ -122,6 +124,8 @@ def scan(buf, pos, end, count, limit, len_off, len_size, len_big, unit, base, mi
                 t = -1
             else:
                 t = ntypes
+        if 0 <= t < type_min.shape[0] and n < type_min[t]:
+            return SHORT_RECORD, pos, count
         offsets[count] = pos
         lengths[count] = n
         types[count] = t

@@ -544,3 +544,54 @@ def test_a_new_process_loads_the_stream_kernels_from_disk(tmp_path):
     run()
     hits, misses = map(int, run().stdout.split())
     assert hits >= 1 and misses == 0
+
+
+MULTI = """
+name = "multi"
+order = "little"
+
+[header]
+fields = [["magic", "S4"], ["n_fixed", "<u2"]]
+
+[[section]]
+count = "n_fixed"
+framing = { size = 6 }
+tag = { offset = 0, size = 2, order = "little" }
+[section.types.temp]
+tag = 1
+fields = [["kind", "<u2"], ["celsius", "<f4"]]
+[section.types.pressure]
+tag = 2
+fields = [["kind", "<u2"], ["pascal", "<u4"]]
+
+[[section]]
+framing = { length = { offset = 0, size = 2, order = "little", unit = "words", counts_itself = true } }
+tail = "column"
+[section.types.note]
+fields = [["flags", "u1"]]
+"""
+
+
+def test_two_sections_fixed_tags_and_word_lengths(tmp_path):
+    spec = tmp_path / "multi.toml"
+    spec.write_text(MULTI)
+    fixed = struct.pack("<Hf", 1, 21.5) + struct.pack("<HI", 2, 101325) + struct.pack("<Hf", 1, -3.0)
+    notes = struct.pack("<HB", 2, 7) + b"x" + struct.pack("<HB", 3, 9) + b"abc"  # lengths in 2-byte words
+    raw = b"MLTI" + struct.pack("<H", 3) + fixed + notes
+    t = lo.read_stream(raw, spec)
+    assert t["temp"].to_arrow().to_pylist() == [{"_offset": 6, "kind": 1, "celsius": 21.5},
+                                                {"_offset": 18, "kind": 1, "celsius": -3.0}]
+    assert t["pressure"]["pascal"].to_numpy().tolist() == [101325]
+    assert t["note"].to_arrow().to_pylist() == [{"_offset": 24, "flags": 7, "_tail": b"x"},
+                                                {"_offset": 28, "flags": 9, "_tail": b"abc"}]
+    assert lo.write_stream(t, spec) == raw
+    # a tail that leaves a record of an odd number of bytes cannot be said in words
+    t2 = dict(t)
+    t2["note"] = pa.table({"_offset": [0], "flags": pa.array([1], pa.uint8()), "_tail": [b"xy"]})
+    with pytest.raises(lo.ConversionError, match=r"table 'note', row 0: a record of 5 bytes cannot be framed: its "
+                                                 r"length field \(2 bytes, unit 2"):
+        lo.write_stream(t2, spec)
+    # a record too short for its type stops the scan there (not at the garbage after it)
+    with pytest.raises(lo.ConversionError, match=r"<buffer>: byte 24: a multi section\[1\] type 'note' record of 2 "
+                                                 r"bytes, shorter than the type's 3 bytes of fields"):
+        lo.read_stream(raw[:24] + struct.pack("<H", 1) + raw[26:], spec)

@@ -122,7 +122,8 @@ def section_params(stream: Stream, s: Section, order: str, header: dict, where: 
         need = max(need, prefix + tag.offset + tag.size)
     else:
         tp = (0, 0, False, np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32))
-    return lp, tp, max(need, prefix if f.length is not None else 1)
+    type_min = np.array([prefix + t.record.size(order) for t in s.types], np.int64)
+    return lp, tp, type_min, max(need, prefix if f.length is not None else 1)
 
 
 def _checked(fn, where):
@@ -135,10 +136,10 @@ def _checked(fn, where):
 def scan_section(stream: Stream, s: Section, buf: np.ndarray, label: str, order: str, header: dict,
                  start: int, end: int, limit: int, where: str) -> Scanned:
     """Index the records of ``buf[start:end]`` (at most ``limit``; -1 none)."""
-    lp, tp, min_len = section_params(stream, s, order, header, where)
+    lp, tp, type_min, min_len = section_params(stream, s, order, header, where)
     unknown = {"error": 0, "skip": 1, "keep": 2}[s.unknown]
     if isinstance(s, _BdwSection):
-        return _scan_blocks(stream, s, buf, label, lp, tp, min_len, unknown, start, end, limit, where)
+        return _scan_blocks(stream, s, buf, label, start, end, limit, where)
     guess = max(16, min((end - start) // max(min_len, 1) + 1, (end - start) // 32 + 1024))
     if limit >= 0:
         guess = min(guess, limit) if limit > 0 else 1
@@ -147,18 +148,18 @@ def scan_section(stream: Stream, s: Section, buf: np.ndarray, label: str, order:
     types = np.empty(guess, np.int32)
     pos, count = start, 0
     while True:
-        status, pos, count = K.scan(buf, pos, end, count, limit, *lp, min_len, *tp, unknown,
+        status, pos, count = K.scan(buf, pos, end, count, limit, *lp, min_len, *tp, unknown, type_min,
                                     offsets, lengths, types)
         if status != K.FULL:
             break
         room = offsets.shape[0] * 2
         offsets, lengths, types = (np.resize(a, room) for a in (offsets, lengths, types))
     if status != K.OK:
-        raise _scan_error(status, s, buf, label, pos, end, lp, tp, min_len, where)
+        raise _scan_error(status, s, buf, label, pos, end, lp, tp, type_min, min_len, where)
     return Scanned(start, pos, offsets[:count], lengths[:count], types[:count])
 
 
-def _scan_blocks(stream, s, buf, label, lp, tp, min_len, unknown, start, end, limit, where):
+def _scan_blocks(stream, s, buf, label, start, end, limit, where):
     """VB: block descriptor words (a 2-byte big-endian length counting the BDW), each
     followed by RDW records that fill the block exactly."""
     parts, blocks, pos = [], [], start
@@ -181,8 +182,20 @@ def _scan_blocks(stream, s, buf, label, lp, tp, min_len, unknown, start, end, li
     return Scanned(start, pos, *cat, blocks=np.array(blocks, np.int64))
 
 
-def _scan_error(status, s, buf, label, pos, end, lp, tp, min_len, where):
+def _scan_error(status, s, buf, label, pos, end, lp, tp, type_min, min_len, where):
     left = end - pos
+    if status == K.SHORT_RECORD:
+        off, size, big, unit, base = lp
+        n = base
+        if size:
+            n = int.from_bytes(bytes(buf[pos + off:pos + off + size]), "big" if big else "little") * unit + base
+        t = 0
+        if tp[1]:
+            value = int.from_bytes(bytes(buf[pos + tp[0]:pos + tp[0] + tp[1]]), "big" if tp[2] else "little")
+            t = int(tp[5][value]) if len(tp[5]) else int(tp[4][np.searchsorted(tp[3], value)])
+        return ConversionError(
+            f"{label}: byte {pos}: a {where} type {s.types[t].name!r} record of {n} bytes, shorter than the type's "
+            f"{int(type_min[t])} bytes of fields; the stream is damaged, or the type's fields are wrong")
     if status == K.SHORT_PREFIX:
         return ConversionError(
             f"{label}: byte {pos}: the last record is truncated: {left} bytes left, fewer than the {min_len} its "
