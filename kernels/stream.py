@@ -18,7 +18,7 @@ from numba import njit
 
 from ._memory import load8, load64, store8, store64
 
-__all__ = ["scan", "group", "gather", "first_nul", "gather_tails", "scatter", "scatter_tails", "put_uint",
+__all__ = ["scan", "group", "gather", "gather_all", "first_nul", "gather_tails", "scatter", "scatter_tails", "put_uint",
            "OK", "FULL", "SHORT_PREFIX", "PAST_END", "TOO_SMALL", "UNKNOWN_TAG", "SHORT_RECORD"]
 
 _jit = njit(nogil=True, cache=True)
@@ -182,6 +182,33 @@ def gather(buf, offsets, run_src, run_dst, run_len, dense, itemsize, offset_at):
             _copy(dst + run_dst[r], src + run_src[r], run_len[r])
         if offset_at >= 0:
             put_uint(dense, i * itemsize + offset_at, 8, False, np.uint64(offsets[i]))
+
+
+@_jit
+def gather_all(buf, offsets, types, dense_addr, itemsize, offset_at, run_start, run_src, run_dst, run_len):
+    """:func:`gather` for every type in one pass over the stream, in stream order: record
+    ``i`` of type ``t = types[i]`` (skipped when outside ``0..len(dense_addr)``) goes to
+    the next record of type ``t``'s dense buffer at address ``dense_addr[t]`` (records of
+    ``itemsize[t]`` bytes), by its runs ``run_start[t] .. run_start[t + 1]``; with
+    ``offset_at[t]`` >= 0 its offset is stored there (little-endian int64). The caller
+    has checked every record against its type's size and keeps the buffers alive."""
+    ntypes = dense_addr.shape[0]
+    cursor = np.zeros(ntypes, np.int64)
+    base = buf.ctypes.data
+    for i in range(offsets.shape[0]):
+        t = types[i]
+        if t < 0 or t >= ntypes:
+            continue
+        dst = dense_addr[t] + cursor[t] * itemsize[t]
+        src = base + offsets[i]
+        for r in range(run_start[t], run_start[t + 1]):
+            _copy(dst + run_dst[r], src + run_src[r], run_len[r])
+        if offset_at[t] >= 0:
+            v = np.uint64(offsets[i])
+            for k in range(8):
+                store8(dst + offset_at[t] + k, np.uint8(v & np.uint64(0xFF)))
+                v = v >> np.uint64(8)
+        cursor[t] += 1
 
 
 @_jit

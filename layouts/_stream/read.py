@@ -183,15 +183,32 @@ def _header_values(soa: SoA) -> dict:
 
 
 def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where):
+    """One table per record type of a scanned section: the records checked against their
+    type's size, every type's fixed parts gathered in one pass over the stream (in
+    stream order, into one dense buffer per type), then each type transposed."""
     keep = _keep_prefix(s)
     ntypes = len(s.types)
+    prefix = int(s.framing.prefix or 0)
     g_offsets, g_lengths = np.empty_like(got.offsets), np.empty_like(got.lengths)
     bounds = K.group(got.types, ntypes, got.offsets, got.lengths, g_offsets, g_lengths)
+    plans, denses, runs_all, starts = [], [], [], [0]
     for ti, t in enumerate(s.types):
         a, b = bounds[ti + 1], bounds[ti + 2]
-        soa, _ = _convert(buf, t.record, order, g_offsets[a:b], g_lengths[a:b], s.framing.prefix, keep,
-                          s.tail == "column", label, f"{where} type {t.name!r}")
-        out[t.name] = soa
+        what = f"{where} type {t.name!r}"
+        _check_sizes(g_offsets[a:b], g_lengths[a:b], prefix + t.record.size(order), s.tail == "column", label, what)
+        layout, runs, _, offset_at = t.record.plan(order, prefix, True, keep)
+        plans.append((layout, offset_at))
+        denses.append(np.zeros((b - a) * layout.itemsize, np.uint8))
+        runs_all.extend(runs)
+        starts.append(len(runs_all))
+    r = np.array(runs_all, np.int64).reshape(-1, 3)
+    K.gather_all(buf, got.offsets, got.types, np.array([d.ctypes.data for d in denses], np.int64),
+                 np.array([p[0].itemsize for p in plans], np.int64), np.array([p[1] for p in plans], np.int64),
+                 np.array(starts, np.int64), r[:, 0].copy(), r[:, 1].copy(), r[:, 2].copy())
+    for ti, t in enumerate(s.types):
+        a, b = bounds[ti + 1], bounds[ti + 2]
+        out[t.name] = _transpose(buf, t.record, order, plans[ti][0], denses[ti], g_offsets[a:b], g_lengths[a:b],
+                                 prefix, s.tail == "column", label, f"{where} type {t.name!r}")
         if t.record.decimals:
             out.decimals[t.name] = dict(t.record.decimals)
     if bounds[ntypes + 2] > bounds[ntypes + 1]:
@@ -201,31 +218,41 @@ def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where):
         out["_blocks"] = _raw_table(buf, got.blocks, np.full(len(got.blocks), 4, np.int64), fixed=4)
 
 
-def _convert(buf, record: Record, order, offsets, lengths, prefix, keep_prefix, tails, label, what):
-    """The SoA of one record type: fixed parts gathered by offset into a dense buffer,
-    transposed in one pass; tails (bytes beyond the fields) as ``_tail``."""
-    layout, runs, zeros, offset_at = record.plan(order, prefix, True, keep_prefix)
-    fixed = prefix + record.size(order)
-    n = len(offsets)
-    if n:
-        short = np.flatnonzero(lengths < fixed)
-        if len(short):
-            i = short[0]
+def _check_sizes(offsets, lengths, fixed, tails, label, what):
+    """Every record holds its type's fields (and, without tails, nothing more)."""
+    if not len(offsets):
+        return
+    short = np.flatnonzero(lengths < fixed)
+    if len(short):
+        i = short[0]
+        raise ConversionError(
+            f"{label}: byte {offsets[i]}: a {what} record of {lengths[i]} bytes, shorter than the type's "
+            f"{fixed} bytes of fields; the stream is damaged, or the type's fields are wrong")
+    if not tails:
+        extra = np.flatnonzero(lengths > fixed)
+        if len(extra):
+            i = extra[0]
             raise ConversionError(
-                f"{label}: byte {offsets[i]}: a {what} record of {lengths[i]} bytes, shorter than the type's "
-                f"{fixed} bytes of fields; the stream is damaged, or the type's fields are wrong")
-        if not tails:
-            extra = np.flatnonzero(lengths > fixed)
-            if len(extra):
-                i = extra[0]
-                raise ConversionError(
-                    f"{label}: byte {offsets[i]}: a {what} record of {lengths[i]} bytes, longer than the type's "
-                    f"{fixed} bytes of fields; declare the rest as fields, or set tail = \"column\" in the section "
-                    f"to keep it as the _tail column")
-    dense = np.zeros(n * layout.itemsize, np.uint8)
+                f"{label}: byte {offsets[i]}: a {what} record of {lengths[i]} bytes, longer than the type's "
+                f"{fixed} bytes of fields; declare the rest as fields, or set tail = \"column\" in the section "
+                f"to keep it as the _tail column")
+
+
+def _convert(buf, record: Record, order, offsets, lengths, prefix, keep_prefix, tails, label, what):
+    """The SoA of one record type (the header): fixed parts gathered by offset into a
+    dense buffer, transposed in one pass; tails (bytes beyond the fields) as ``_tail``."""
+    layout, runs, zeros, offset_at = record.plan(order, prefix, True, keep_prefix)
+    _check_sizes(offsets, lengths, prefix + record.size(order), tails, label, what)
+    dense = np.zeros(len(offsets) * layout.itemsize, np.uint8)
     r = np.array(runs, np.int64).reshape(-1, 3)
     K.gather(buf, np.ascontiguousarray(offsets), r[:, 0].copy(), r[:, 1].copy(), r[:, 2].copy(), dense,
              layout.itemsize, offset_at)
+    return _transpose(buf, record, order, layout, dense, offsets, lengths, prefix, tails, label, what), layout
+
+
+def _transpose(buf, record, order, layout, dense, offsets, lengths, prefix, tails, label, what):
+    """The gathered records of one type (``dense``) as an SoA, with ``_tail``."""
+    n = len(offsets)
     if n and record.text:
         _check_text(dense.reshape(n, layout.itemsize), layout, record, offsets, prefix, order, label, what)
     try:
@@ -233,8 +260,9 @@ def _convert(buf, record: Record, order, offsets, lengths, prefix, keep_prefix, 
     except ConversionError as err:
         raise ConversionError(f"{label}: {what}: {err}") from err
     if not tails:
-        return soa, layout
-    return _with_tail(soa, layout, buf, offsets, np.full(n, fixed, np.int64), lengths - fixed), layout
+        return soa
+    fixed = prefix + record.size(order)
+    return _with_tail(soa, layout, buf, offsets, np.full(n, fixed, np.int64), lengths - fixed)
 
 
 def _check_text(rows, layout, record, offsets, prefix, order, label, what):
