@@ -228,7 +228,7 @@ def _section(tables, stream, s: Section, order, start, where, values):
         return start, []
     keys = np.concatenate([e[0] for e in entries])
     sizes = np.concatenate([e[1] for e in entries]).astype(np.int64)
-    which = np.concatenate([np.full(len(e[0]), k, np.int32) for k, e in enumerate(entries)])
+    cut = np.cumsum([0] + [len(e[0]) for e in entries])  # part k is keys[cut[k]:cut[k + 1]]
     idx = np.argsort(keys, kind="stable")
     if len(idx) > 1 and np.any(np.diff(keys[idx]) == 0):
         k = int(keys[idx][np.flatnonzero(np.diff(keys[idx]) == 0)[0]])
@@ -241,14 +241,13 @@ def _section(tables, stream, s: Section, order, start, where, values):
     pos[idx] = start + ends - sizes[idx]
     end = start + int(ends[-1]) if len(idx) else start
     for k, p in enumerate(parts):
-        p[5 if p[0] == "fixed" else -1] = pos[which == k]
+        p[5 if p[0] == "fixed" else -1] = pos[cut[k]:cut[k + 1]]
     if isinstance(s, _BdwSection) and len(idx):
-        order_which = which[idx]
         bk = len(parts) - 1
-        if order_which[0] != bk:
+        if idx[0] < cut[bk]:  # the first piece of the section is not a block descriptor word
             raise ConversionError(f"{where}: the first record comes before the first block descriptor word; each "
                                   f"record needs a block (_blocks._offset below the records')")
-        bpos = pos[which == bk]
+        bpos = pos[cut[bk]:cut[bk + 1]]
         srt = np.argsort(bpos)
         lens = np.empty(len(bpos), np.int64)
         lens[srt] = np.diff(np.append(bpos[srt], end))
