@@ -595,3 +595,16 @@ def test_two_sections_fixed_tags_and_word_lengths(tmp_path):
     with pytest.raises(lo.ConversionError, match=r"<buffer>: byte 24: a multi section\[1\] type 'note' record of 2 "
                                                  r"bytes, shorter than the type's 3 bytes of fields"):
         lo.read_stream(raw[:24] + struct.pack("<H", 1) + raw[26:], spec)
+
+
+def test_decimals_of_signed_and_nullable_columns():
+    s = S([S.Section(S.Framing(size=4), [S.RecordType("r", S.Record([("px", "<i4")], decimals={"px": 4}))])],
+          order="little")
+    t = lo.read_stream(struct.pack("<ii", -12345, 2**31 - 1), s)
+    assert [str(d) for d in t.decimal("r", "px").to_pylist()] == ["-1.2345", "214748.3647"]
+    from layouts._stream.read import scaled
+
+    col = pa.array([None, 2**64 - 1, 5], pa.uint64()).slice(1)
+    assert [str(d) for d in scaled(col, 2).to_pylist()] == ["184467440737095516.15", "0.05"]
+    with_null = pa.array([3, None], pa.int64())
+    assert scaled(with_null, 1).to_pylist()[1] is None

@@ -55,8 +55,8 @@ class StreamTables(dict):
 def scaled(values: pa.Array, places: int) -> pa.Array:
     """Integers as ``decimal128(38, places)`` with the same unscaled values (exact:
     the 16-byte little-endian two's complement Arrow uses, built from the integers)."""
-    ints = values.to_numpy(zero_copy_only=False).astype(np.int64 if pa.types.is_signed_integer(values.type)
-                                                       else np.uint64)
+    ints = values.fill_null(0).to_numpy(zero_copy_only=False).astype(
+        np.int64 if pa.types.is_signed_integer(values.type) else np.uint64)
     words = np.zeros((len(ints), 2), np.uint64)
     words[:, 0] = ints.view(np.uint64)
     if ints.dtype == np.int64:
@@ -112,8 +112,9 @@ def read_stream(src: Any, spec: Any) -> StreamTables:
     --------
     >>> import struct, layouts as lo
     >>> data = struct.pack(">H", 3) + b"X\\x00\\x07" + struct.pack(">H", 3) + b"X\\x00\\x09"
-    >>> s = lo.Stream([lo.Section(lo.Framing(length=lo.Length(0, 2, "big"), prefix=2),
-    ...     [lo.RecordType("x", lo.Record([("kind", "S1"), ("qty", ">u2")]))])])
+    >>> S = lo.Stream
+    >>> s = S([S.Section(S.Framing(length=S.Length(0, 2, "big")),
+    ...     [S.RecordType("x", S.Record([("kind", "S1"), ("qty", ">u2")]))])])
     >>> t = lo.read_stream(data, s)
     >>> t["x"]["qty"].to_numpy().tolist(), t["x"]["_offset"].to_numpy().tolist()
     ([7, 9], [0, 5])

@@ -359,8 +359,9 @@ class Stream:
     Examples
     --------
     >>> import layouts as lo
-    >>> s = lo.Stream(sections=[Section(Framing(length=Length(0, 2, "big")),
-    ...     [RecordType("msg", Record([("kind", "S1"), ("qty", ">u4")]))])])
+    >>> S = lo.Stream
+    >>> s = S(sections=[S.Section(S.Framing(length=S.Length(0, 2, "big")),
+    ...     [S.RecordType("msg", S.Record([("kind", "S1"), ("qty", ">u4")]))])])
     >>> s.sections[0].framing.length.size
     2
     """

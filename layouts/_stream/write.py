@@ -114,6 +114,16 @@ def write_stream(tables: Mapping[str, Any], spec: Any, dst: Any = None, *, order
     order : "big" or "little", optional
         The byte order of a stream whose order comes from a magic number; defaults to
         ``tables.order`` (set by read_stream).
+
+    Examples
+    --------
+    >>> import pyarrow as pa, layouts as lo
+    >>> S = lo.Stream
+    >>> s = S([S.Section(S.Framing(length=S.Length(0, 1, "big")), [S.RecordType("x", S.Record([("v", ">u2")]))],
+    ...                  tail="column")])
+    >>> t = pa.table({"_offset": [0, 1], "v": pa.array([7, 8], pa.uint16()), "_tail": [b"", b"hi"]})
+    >>> lo.write_stream({"x": t}, s)
+    b'\\x02\\x00\\x07\\x04\\x00\\x08hi'
     """
     stream = resolve(spec)
     if stream.byteorder is not None:
