@@ -608,3 +608,14 @@ def test_decimals_of_signed_and_nullable_columns():
     assert [str(d) for d in scaled(col, 2).to_pylist()] == ["184467440737095516.15", "0.05"]
     with_null = pa.array([3, None], pa.int64())
     assert scaled(with_null, 1).to_pylist()[1] is None
+
+
+def test_pcap_with_no_packets_and_only_empty_packets():
+    empty = _pcap_by_hand("<", False, [])
+    t = lo.read_stream(empty, "pcap")
+    assert len(t["packet"]) == 0 and t["packet"].to_arrow().schema.field("_tail").type == pa.binary()
+    assert lo.write_stream(t, "pcap") == empty
+    zeros = _pcap_by_hand(">", True, [(1, 2, b"", 0), (3, 4, b"", 60)])
+    t = lo.read_stream(zeros, "pcap")
+    assert t["packet"].to_arrow().column("_tail").to_pylist() == [b"", b""]
+    assert lo.write_stream(t, "pcap") == zeros
