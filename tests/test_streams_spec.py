@@ -65,7 +65,10 @@ BAD = [
     ("[[section]]\nframing = { length = { size = 2, counts_itself = 'yes' } }\n[section.types.a]\n"
      "fields = [['x', 'u1']]\n", r"framing.length.counts_itself: 'yes'; expected true or false"),
     ("[[section]]\nframing = { size = 'n + 1' }\n[section.types.a]\nfields = [['x', 'u1']]\n",
-     r"framing.size: 'n \+ 1' names 'n', which is no header field \(header fields: none"),
+     r"framing.size: 'n \+ 1' names 'n', which is no integer field of the header \(integer header fields: none"),
+    ("[header]\nfields = [['sig', 'S4'], ['n', '<u4']]\n[[section]]\noffset = 'sig'\nframing = { size = 1 }\n"
+     "[section.types.a]\nfields = [['x', 'u1']]\n", r"'sig' names 'sig', which is no integer field of the header "
+                                                    r"\(integer header fields: n\)"),
     ("[header]\nfields = [['n', '<u4']]\n[[section]]\nframing = { size = 'n ** 2' }\n[section.types.a]\n"
      "fields = [['x', 'u1']]\n", r"'n \*\* 2' uses Pow; expressions have header field names, integers, \+ - \* //"),
     ("[header]\nfields = [['n', '<u4']]\n[[section]]\noffset = 'n +'\nframing = { size = 1 }\n[section.types.a]\n"

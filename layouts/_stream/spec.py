@@ -66,8 +66,9 @@ def check_expr(text: "str | int", where: str, names: "tuple[str, ...]") -> "str 
             continue
         if isinstance(node, ast.Name):
             if node.id not in names:
-                known = ", ".join(names) or "none: the stream has no header"
-                raise _err(where, f"{text!r} names {node.id!r}, which is no header field (header fields: {known})")
+                known = ", ".join(names) or "none"
+                raise _err(where, f"{text!r} names {node.id!r}, which is no integer field of the header (integer "
+                                  f"header fields: {known})")
             continue
         raise _err(where, f"{text!r} uses {type(node).__name__}; expressions have header field names, integers, "
                           f"+ - * // and parentheses only")
@@ -391,7 +392,8 @@ class Stream:
         for order in self.orders():
             if self.header is not None:
                 self.header.check(f"{w}: header", order)
-                header_names = tuple(n for n, _ in self.header.fields)
+                header_names = tuple(n for n, t in self.header.fields  # integer fields only
+                                     if field_dtype(t, order, n)[0].kind in "iu")
         if not self.sections:
             raise _err(w, "a stream needs at least one section: [[section]] with its framing and types")
         names = set()
