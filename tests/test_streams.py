@@ -361,6 +361,10 @@ def test_header_driven_errors(tmp_path):
     short = raw[:14] + struct.pack("<H", 8) + raw[16:]
     with pytest.raises(lo.ConversionError, match=r"record of 8 bytes, shorter than the type's 14 bytes of fields"):
         lo.read_stream(short, spec)
+    inside = raw[:6] + struct.pack("<I", 10) + raw[10:]
+    with pytest.raises(lo.ConversionError, match=r"offset = 'offset_to_points' is 10, inside the part before it "
+                                                 r"\(which ends at byte 16\)"):
+        lo.read_stream(inside, spec)
     with pytest.raises(lo.ConversionError, match=r"shorter than the 16-byte header"):
         lo.read_stream(raw[:10], spec)
     t = dict(lo.read_stream(raw, spec))

@@ -145,6 +145,10 @@ def read_stream(src: Any, spec: Any) -> StreamTables:
         if not 0 <= start <= size:
             raise ConversionError(f"{label}: {where}: offset = {s.offset!r} is {start}, outside the file (0..{size} "
                                   f"bytes); the header is damaged or the description's offset is wrong")
+        if start < pos:
+            raise ConversionError(f"{label}: {where}: offset = {s.offset!r} is {start}, inside the part before it "
+                                  f"(which ends at byte {pos}); sections follow the header and each other in file "
+                                  f"order: the header is damaged or the description's offset is wrong")
         end = size
         if s.bytes is not None:
             n = _checked(lambda: evaluate(s.bytes, values, f"{where}.bytes"), where)
