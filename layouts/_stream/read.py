@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import numpy as np
@@ -263,7 +264,10 @@ def _transpose(buf, record, order, layout, dense, offsets, lengths, prefix, tail
     try:
         soa = AoS(dense.view(layout.dtype), layout).to_soa()
     except ConversionError as err:
-        raise ConversionError(f"{label}: {what}: {err}") from err
+        m = re.search(r"record (\d+)", str(err))
+        at = f" byte {int(offsets[int(m.group(1))])}:" if m and int(m.group(1)) < n else ""
+        raise ConversionError(f"{label}:{at} a {what} record: {err}; in a stream description, drop the field from the "
+                              f"type's text list to read it as bytes") from err
     if not tails:
         return soa
     fixed = prefix + record.size(order)
