@@ -4,6 +4,7 @@ that write back to the same bytes."""
 
 import ast
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -84,3 +85,36 @@ def test_fuzz_hundreds_of_mutations():
     assert [sum(t) for t in totals] == [150, 150, 300]
     # both outcomes occur: some mutations still parse (and wrote back exactly), others are errors
     assert all(ok > 0 and errors > 0 for ok, errors in totals), totals
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SIGBUS on a truncated mapping, Linux")
+def test_a_file_that_shrinks_while_mapped_is_a_clear_error(tmp_path):
+    path = tmp_path / "day.itch"
+    code = textwrap.dedent(f"""
+        import os, sys
+        import numpy as np
+        import layouts as lo
+        from layouts._stream import read
+        sys.path.insert(0, {HERE!r})
+        from test_streams import itch_file, ITCH
+        raw, _ = itch_file(np.random.default_rng(1), list(ITCH), 3000)
+        path = {str(path)!r}
+        open(path, "wb").write(raw)
+        real = read.scan_section
+
+        def shrink_then_scan(*args, **kwargs):  # the file is mapped by now
+            os.truncate(path, 4096)
+            return real(*args, **kwargs)
+
+        read.scan_section = shrink_then_scan
+        try:
+            lo.read_stream(path, "itch50")
+        except lo.ConversionError as err:
+            print(err)
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(HERE),
+                                                                           os.environ.get("PYTHONPATH", "")])))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert re.search(rf"^{re.escape(str(path))}: the file shrank while it was read: it was \d+ bytes, and byte "
+                     r"409[6-9] was gone when read; read it again", proc.stdout), proc.stdout

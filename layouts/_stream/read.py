@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
 from typing import Any
@@ -15,6 +16,7 @@ from .._layout import Layout
 from .._plan import ColumnBuffers
 from .._soa import SoA
 from ..kernels import stream as K
+from ..kernels._memory import MappedGuard
 from .frame import Scanned, _checked, detect_order, scan_section, source_bytes
 from .spec import Record, Section, Stream, builtin, evaluate, field_dtype, load
 
@@ -122,6 +124,28 @@ def read_stream(src: Any, spec: Any) -> StreamTables:
     """
     stream = resolve(spec)
     buf, label, owner = source_bytes(src)
+    # a mapped file truncated meanwhile: the gone pages read as zeros (no SIGBUS) and
+    # the read is reported as such, whatever else those zeros caused
+    mapped = isinstance(owner, mmap.mmap)
+    with MappedGuard(buf.ctypes.data if mapped and buf.nbytes else 0, buf.nbytes if mapped else 0) as guard:
+        try:
+            out = _read(stream, buf, label)
+        except ConversionError as err:
+            _check_shrunk(guard, label, buf.nbytes, err)
+            raise
+        _check_shrunk(guard, label, buf.nbytes, None)
+    del owner
+    return out
+
+
+def _check_shrunk(guard, label, size, err):
+    lost = guard.fault()
+    if lost is not None:
+        raise ConversionError(f"{label}: the file shrank while it was read: it was {size} bytes, and byte {lost} "
+                              f"was gone when read; read it again once whoever writes it is done") from err
+
+
+def _read(stream: Stream, buf: np.ndarray, label: str) -> StreamTables:
     order = detect_order(stream, buf, label)
     size = buf.shape[0]
     out = StreamTables()
@@ -177,7 +201,6 @@ def read_stream(src: Any, spec: Any) -> StreamTables:
         covered.append((start, got.end))
         pos = got.end
     _gaps(out, buf, covered, size)
-    del owner
     return out
 
 
