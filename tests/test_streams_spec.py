@@ -106,6 +106,9 @@ BAD = [
      r"types.a: the section has a tag: give this type its value"),
     ("[[section]]\nframing = { size = 1 }\ntag = { size = 1 }\n[section.types.a]\ntag = 'AB'\n"
      "fields = [['x', 'u1']]\n", r"tag 'AB' has 2 bytes; the tag field has 1"),
+    ("[[section]]\nframing = { size = 1 }\ntag = { size = 1 }\n[section.types.a]\ntag = '\u20ac'\n"
+     "fields = [['x', 'u1']]\n", r"tag '\u20ac' is not one byte per character \(latin-1\); give its value as an "
+                                 r"integer"),
     ("[[section]]\nframing = { size = 1 }\ntag = { size = 1 }\n[section.types.a]\ntag = 300\n"
      "fields = [['x', 'u1']]\n", r"tag 300 is not an integer 0..255"),
     ("[[section]]\nframing = { size = 1 }\ntag = { size = 1 }\n[section.types.a]\ntag = 1\nfields = [['x', 'u1']]\n"

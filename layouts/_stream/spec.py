@@ -286,7 +286,11 @@ class RecordType:
     def tag_value(self, tag: Tag, where: str) -> int:
         t = self.tag
         if isinstance(t, str):
-            raw = t.encode("latin-1")
+            try:
+                raw = t.encode("latin-1")
+            except UnicodeEncodeError as err:
+                raise _err(where, f"tag {t!r} is not one byte per character (latin-1); give its value as an "
+                                  f"integer") from err
             if len(raw) != tag.size:
                 raise _err(where, f"tag {t!r} has {len(raw)} bytes; the tag field has {tag.size}")
             return int.from_bytes(raw, "big" if tag.order == "big" else "little")
