@@ -94,6 +94,10 @@ BAD = [
     ("[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x']]\n",
      r"field \('x',\) is not a \[name, type\] pair"),
     ("[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = []\n", r"a record needs at least one field"),
+    ("[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [5]\n",
+     r"field \(5,\) is not a \[name, type\] pair"),
+    ("[byteorder]\nmagic = 5\n[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'u1']]\n",
+     r"byteorder.magic: 5; expected a list of numbers"),
     ("[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'u1']]\ntext = ['x']\n",
      r"text names 'x', which is no S<n> field"),
     ("[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'S1']]\ndecimals = { x = 2 }\n",
@@ -160,3 +164,44 @@ def test_python_objects_are_checked_too():
     with pytest.raises(lo.LayoutError, match=r"types.a: the name 'a' is taken"):
         S([S.Section(S.Framing(size=1), [S.RecordType("a", rec)]), S.Section(S.Framing(size=1),
                                                                                [S.RecordType("a", rec)])])
+
+
+def test_damaged_descriptions_give_only_layout_errors():
+    """Values of the wrong kind anywhere in a description: a LayoutError, never a crash."""
+    import copy
+    import random
+    import sys
+
+    from layouts._stream.spec import from_dict
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        import tomli as tomllib
+    from test_streams import LAS_LIKE, MULTI
+
+    builtin = lo._stream.spec.resources.files("layouts._stream") / "builtin"
+    docs = [tomllib.loads(t) for t in (GOOD, LAS_LIKE, MULTI, (builtin / "pcap.toml").read_text(),
+                                       (builtin / "itch50.toml").read_text())]
+    junk = [None, 5, -1, 2**70, 1.5, "x", "", "a + ", "=u4", [], [1], ["a"], [["a", 5]], {}, {"q": 1}, True]
+    rng = random.Random(7)
+
+    def paths(node, at=()):
+        yield at
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for k, v in items:
+            yield from paths(v, at + (k,))
+
+    checked = 0
+    for _ in range(800):
+        doc = copy.deepcopy(rng.choice(docs))
+        where = rng.choice([p for p in paths(doc) if p])
+        node = doc
+        for k in where[:-1]:
+            node = node[k]
+        node[where[-1]] = rng.choice(junk)
+        try:
+            from_dict(doc, "fuzz.toml")
+        except lo.LayoutError:
+            checked += 1
+    assert checked > 400

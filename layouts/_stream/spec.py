@@ -155,10 +155,12 @@ class Record:
     decimals: Any = ()  # ((field, places), ...) or a dict
 
     def __post_init__(self):
-        object.__setattr__(self, "fields", tuple(tuple(f) for f in self.fields))
+        object.__setattr__(self, "fields", tuple(tuple(f) if isinstance(f, (list, tuple)) else (f,)
+                                                 for f in self.fields))
         object.__setattr__(self, "text", tuple(self.text))
         d = self.decimals.items() if isinstance(self.decimals, Mapping) else self.decimals
-        object.__setattr__(self, "decimals", tuple(tuple(x) for x in d))
+        object.__setattr__(self, "decimals", tuple(tuple(x) if isinstance(x, (list, tuple)) else (x, None)
+                                                   for x in d))
 
     def check(self, where: str, order: str) -> None:
         if not self.fields:
@@ -175,10 +177,10 @@ class Record:
             field_dtype(f[1], order, f"{where}.fields.{f[0]}")
         kinds = {n: t for n, t in self.fields}
         for n in self.text:
-            if n not in kinds or not kinds[n].lstrip("|").startswith("S"):
+            if not isinstance(n, str) or n not in kinds or not kinds[n].lstrip("|").startswith("S"):
                 raise _err(where, f"text names {n!r}, which is no S<n> field of this record")
         for n, places in self.decimals:
-            if n not in kinds or kinds[n].lstrip("<>=|")[0] not in "iu":
+            if not isinstance(n, str) or n not in kinds or kinds[n].lstrip("<>=|")[0] not in "iu":
                 raise _err(where, f"decimals names {n!r}, which is no integer field of this record")
             if type(places) is not int or not 0 <= places <= 38:
                 raise _err(where, f"decimals.{n} = {places!r}; expected an integer 0..38")
@@ -538,7 +540,10 @@ def from_dict(doc: Mapping[str, Any], name: str, layouts: "Mapping[str, Any] | N
     if "byteorder" in doc:
         b = doc["byteorder"]
         _keys(b, {"offset", "size", "magic"}, f"{name}: byteorder")
-        bo = ByteOrder(b.get("offset", 0), b.get("size", 4), tuple(b.get("magic", ())))
+        magic = b.get("magic", [])
+        if not isinstance(magic, list):
+            raise _err(f"{name}: byteorder.magic", f"{magic!r}; expected a list of numbers, magic = [0xa1b2c3d4]")
+        bo = ByteOrder(b.get("offset", 0), b.get("size", 4), tuple(magic))
     sections = doc.get("section")
     if not isinstance(sections, list) or not sections:
         raise _err(name, "missing [[section]]: a stream needs at least one section of records")
