@@ -15,11 +15,11 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["Layout", "Field", "LayoutError", "ConversionError", "__version__", "AoS", "SoA", "Column",
-           "read_records", "convert", "ConvertResult", "memory_stats"]
+           "read_records", "convert", "ConvertResult", "memory_stats", "Stream", "read_stream", "write_stream"]
 
 _WHERE = {"Layout": "_layout", "Field": "_layout", "LayoutError": "_errors", "ConversionError": "_errors",
           "AoS": "_aos", "SoA": "_soa", "Column": "_soa", "read_records": "_files", "convert": "_convert",
-          "ConvertResult": "_convert"}
+          "ConvertResult": "_convert", "Stream": "_stream", "read_stream": "_stream", "write_stream": "_stream"}
 
 
 def __getattr__(name):
@@ -68,5 +68,6 @@ if TYPE_CHECKING:  # the names as a type checker sees them
     from ._files import read_records
     from ._layout import Field, Layout
     from ._soa import Column, SoA
+    from ._stream import Stream, read_stream, write_stream
 
     __version__: str

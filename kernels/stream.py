@@ -1,0 +1,278 @@
+"""Record streams on the CPU: the boundary scan, and gather/scatter by an index of offsets.
+
+A framed stream (a length field in every record, or a fixed size) is walked once by
+:func:`scan`: it finds each record's byte offset, length and type (the tag field looked
+up in a sorted table), checking every length against the bytes left before it moves on,
+so a damaged stream stops with a status and the offset, never a loop or a read past
+the end. :func:`gather` then copies each type's fixed part into a dense record buffer
+(one copy, read through the offsets), which the one-pass AoS -> SoA transpose takes;
+:func:`gather_tails` copies the bytes beyond the fixed part into one binary column.
+:func:`scatter` and :func:`scatter_tails` are the way back.
+
+All functions are compiled once and cached on disk (``nogil=True, cache=True``); they
+take only NumPy arrays and integers, and import nothing of ``layouts``.
+"""
+
+import numpy as np
+from numba import njit
+
+from ._memory import load8, load64, store8, store64
+
+__all__ = ["scan", "group", "gather", "gather_all", "first_nul", "gather_tails", "scatter", "scatter_tails", "put_uint",
+           "OK", "FULL", "SHORT_PREFIX", "PAST_END", "TOO_SMALL", "UNKNOWN_TAG", "SHORT_RECORD"]
+
+_jit = njit(nogil=True, cache=True)
+
+# scan statuses
+OK = 0
+FULL = 1           # the output arrays are full: call again from ``pos`` with room
+SHORT_PREFIX = 2   # fewer bytes left than the length/tag fields need (a truncated record)
+PAST_END = 3       # the length runs past the end of the section
+TOO_SMALL = 4      # the length is smaller than the fields that framing reads (zero included)
+UNKNOWN_TAG = 5    # a tag value with no record type (unknown="error")
+SHORT_RECORD = 6   # a record shorter than its type's fields
+
+
+@_jit
+def _get_uint(buf, pos, size, big):
+    """The unsigned integer of ``size`` (1..8) bytes at ``buf[pos]``."""
+    v = np.uint64(0)
+    if big:
+        for k in range(size):
+            v = (v << np.uint64(8)) | np.uint64(buf[pos + k])
+    else:
+        for k in range(size - 1, -1, -1):
+            v = (v << np.uint64(8)) | np.uint64(buf[pos + k])
+    return v
+
+
+@_jit
+def put_uint(buf, pos, size, big, value):
+    """Write ``value`` as an unsigned integer of ``size`` bytes at ``buf[pos]``."""
+    v = np.uint64(value)
+    if big:
+        for k in range(size - 1, -1, -1):
+            buf[pos + k] = np.uint8(v & np.uint64(0xFF))
+            v = v >> np.uint64(8)
+    else:
+        for k in range(size):
+            buf[pos + k] = np.uint8(v & np.uint64(0xFF))
+            v = v >> np.uint64(8)
+
+
+@_jit
+def scan(buf, pos, end, count, limit, len_off, len_size, len_big, unit, base, min_len,
+         tag_off, tag_size, tag_big, tag_values, tag_types, direct, unknown, type_min, offsets, lengths, types):
+    """Walk records from ``pos`` to ``end`` (exclusive) of ``buf`` (uint8).
+
+    A record's length is ``base`` when ``len_size`` is 0 (fixed size), else
+    ``value * unit + base`` with ``value`` the unsigned ``len_size``-byte field at
+    ``len_off`` in the record. It must fit before ``end`` and be at least ``min_len``
+    (which covers the length and tag fields: the tag is read only inside the record).
+    The type is 0 without a tag (``tag_size`` 0); else the tag value is looked up in
+    ``tag_values`` (sorted), giving ``tag_types``; an unknown value is an error
+    (``unknown`` 0), skipped (1: type -1) or kept (2: type ``len(tag_types)``).
+    Records are written from index ``count`` on, at most ``limit`` of them in all
+    (-1: no limit). A record of type ``t`` shorter than ``type_min[t]`` stops the scan
+    (``SHORT_RECORD``) there, before the records after it are cut. Returns ``(status, pos, count)``: ``pos`` is where the scan stopped
+    (the offending record's offset on an error).
+    """
+    cap = offsets.shape[0]
+    need = len_off + len_size  # to read the length; the tag is checked against the length
+    ntypes = tag_values.shape[0]
+    while pos < end:
+        if limit >= 0 and count >= limit:
+            return OK, pos, count
+        if count >= cap:
+            return FULL, pos, count
+        left = end - pos
+        if left < need:
+            return SHORT_PREFIX, pos, count
+        if len_size == 0:
+            n = base
+            if n > left:
+                return PAST_END, pos, count
+        else:
+            value = _get_uint(buf, pos + len_off, len_size, len_big)
+            room = left - base
+            if room < 0 or value > np.uint64(room // unit):
+                return PAST_END, pos, count
+            n = np.int64(value) * unit + base
+        if n < min_len or n <= 0:
+            return TOO_SMALL, pos, count
+        t = 0
+        if tag_size > 0:
+            key = np.int64(_get_uint(buf, pos + tag_off, tag_size, tag_big))
+            found = -1
+            if direct.shape[0] > 0:
+                found = direct[key]
+            else:
+                lo, hi = 0, ntypes
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if tag_values[mid] < key:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                if lo < ntypes and tag_values[lo] == key:
+                    found = tag_types[lo]
+            if found >= 0:
+                t = found
+            elif unknown == 0:
+                return UNKNOWN_TAG, pos, count
+            elif unknown == 1:
+                t = -1
+            else:
+                t = ntypes
+        if 0 <= t < type_min.shape[0] and n < type_min[t]:
+            return SHORT_RECORD, pos, count
+        offsets[count] = pos
+        lengths[count] = n
+        types[count] = t
+        count += 1
+        pos += n
+    return OK, pos, count
+
+
+@_jit
+def _copy(dst, src, n):
+    """Copy ``n`` bytes between raw addresses, 8 at a time (unaligned loads and stores)."""
+    k = 0
+    while k + 8 <= n:
+        store64(dst + k, load64(src + k))
+        k += 8
+    while k < n:
+        store8(dst + k, load8(src + k))
+        k += 1
+
+
+@_jit
+def group(types, ntypes, offsets, lengths, g_offsets, g_lengths):
+    """Records grouped by type, in stream order within each (a counting sort): type
+    ``t`` (-1 for skipped records, which go first) gets ``bounds[t + 1]..bounds[t + 2]``
+    of ``g_offsets``/``g_lengths``. Returns ``bounds`` (``ntypes + 2`` entries + 1)."""
+    bounds = np.zeros(ntypes + 3, np.int64)
+    for i in range(types.shape[0]):
+        bounds[types[i] + 2] += 1
+    for t in range(1, ntypes + 3):
+        bounds[t] += bounds[t - 1]
+    fill = bounds.copy()
+    for i in range(types.shape[0]):
+        j = fill[types[i] + 1]
+        g_offsets[j] = offsets[i]
+        g_lengths[j] = lengths[i]
+        fill[types[i] + 1] = j + 1
+    return bounds
+
+
+@_jit
+def gather(buf, offsets, run_src, run_dst, run_len, dense, itemsize, offset_at):
+    """Copy each record's fixed part into ``dense`` (uint8, ``len(offsets) * itemsize``):
+    run ``r`` copies ``run_len[r]`` bytes from ``offsets[i] + run_src[r]`` to
+    ``i * itemsize + run_dst[r]``; with ``offset_at`` >= 0 the record's offset is
+    stored there as a little-endian int64. The caller has checked that every run lies
+    inside its record and every record inside ``buf``."""
+    nruns = run_src.shape[0]
+    base = buf.ctypes.data
+    out = dense.ctypes.data
+    for i in range(offsets.shape[0]):
+        src = base + offsets[i]
+        dst = out + i * itemsize
+        for r in range(nruns):
+            _copy(dst + run_dst[r], src + run_src[r], run_len[r])
+        if offset_at >= 0:
+            put_uint(dense, i * itemsize + offset_at, 8, False, np.uint64(offsets[i]))
+
+
+@_jit
+def gather_all(buf, offsets, types, dense_addr, itemsize, offset_at, run_start, run_src, run_dst, run_len):
+    """:func:`gather` for every type in one pass over the stream, in stream order: record
+    ``i`` of type ``t = types[i]`` (skipped when outside ``0..len(dense_addr)``) goes to
+    the next record of type ``t``'s dense buffer at address ``dense_addr[t]`` (records of
+    ``itemsize[t]`` bytes), by its runs ``run_start[t] .. run_start[t + 1]``; with
+    ``offset_at[t]`` >= 0 its offset is stored there (little-endian int64). The caller
+    has checked every record against its type's size and keeps the buffers alive."""
+    ntypes = dense_addr.shape[0]
+    cursor = np.zeros(ntypes, np.int64)
+    base = buf.ctypes.data
+    for i in range(offsets.shape[0]):
+        t = types[i]
+        if t < 0 or t >= ntypes:
+            continue
+        dst = dense_addr[t] + cursor[t] * itemsize[t]
+        src = base + offsets[i]
+        for r in range(run_start[t], run_start[t + 1]):
+            _copy(dst + run_dst[r], src + run_src[r], run_len[r])
+        if offset_at[t] >= 0:
+            v = np.uint64(offsets[i])
+            for k in range(8):
+                store8(dst + offset_at[t] + k, np.uint8(v & np.uint64(0xFF)))
+                v = v >> np.uint64(8)
+        cursor[t] += 1
+
+
+@_jit
+def first_nul(dense, itemsize, starts, widths):
+    """The first record (of ``len(dense) // itemsize``) with a zero byte in one of the
+    byte ranges ``starts[f] .. + widths[f]``, or -1."""
+    n = dense.shape[0] // itemsize
+    for i in range(n):
+        base = i * itemsize
+        for f in range(starts.shape[0]):
+            for k in range(widths[f]):
+                if dense[base + starts[f] + k] == 0:
+                    return i
+    return -1
+
+
+@_jit
+def gather_tails(buf, offsets, starts, ends, data):
+    """Copy ``buf[offsets[i] + ...]`` tails into ``data``: record ``i``'s tail is
+    ``ends[i] - ends[i-1]`` bytes (``ends[-1]`` is 0) from ``offsets[i] + starts[i]``."""
+    prev = np.int64(0)
+    base = buf.ctypes.data
+    out = data.ctypes.data
+    for i in range(offsets.shape[0]):
+        e = ends[i]
+        _copy(out + prev, base + offsets[i] + starts[i], e - prev)
+        prev = e
+
+
+@_jit
+def scatter(dense, itemsize, positions, run_src, run_dst, run_len, zero_off, zero_len, out):
+    """The mirror of :func:`gather`: record ``i`` of ``dense`` goes to ``out`` at
+    ``positions[i]`` (``run_dst`` is now the place in the dense record, ``run_src``
+    in the stream's record). Bytes ``zero_off[z] .. + zero_len[z]`` of each dense
+    record are the widening of a narrow field and must be zero. Returns -1, or the
+    first record whose value does not fit its field."""
+    nruns = run_src.shape[0]
+    nzero = zero_off.shape[0]
+    src = dense.ctypes.data
+    dst = out.ctypes.data
+    for i in range(positions.shape[0]):
+        d = i * itemsize
+        for z in range(nzero):
+            for k in range(zero_len[z]):
+                if dense[d + zero_off[z] + k] != 0:
+                    return i
+        p = positions[i]
+        for r in range(nruns):
+            _copy(dst + p + run_src[r], src + d + run_dst[r], run_len[r])
+    return -1
+
+
+@_jit
+def scatter_tails(offsets, data, positions, starts, out):
+    """Tail ``i`` (``data[offsets[i]:offsets[i+1]]``) goes to ``positions[i] + starts[i]``."""
+    src = data.ctypes.data
+    dst = out.ctypes.data
+    for i in range(positions.shape[0]):
+        a = offsets[i]
+        _copy(dst + positions[i] + starts[i], src + a, offsets[i + 1] - a)
+
+
+@_jit
+def put_fields(out, positions, at, size, big, values):
+    """Write ``values[i]`` as a ``size``-byte unsigned integer at ``positions[i] + at``."""
+    for i in range(positions.shape[0]):
+        put_uint(out, positions[i] + at, size, big, values[i])

@@ -1,0 +1,227 @@
+"""Framing: the bytes of a source, the byte order, and the boundary scan of a section.
+
+:func:`scan_section` drives the Numba scan (:func:`layouts.kernels.stream.scan`),
+growing its index arrays as needed, and turns a scan status into a ConversionError that
+names the source, the byte offset, the record type and the fix.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._errors import ConversionError
+from ..kernels import stream as K
+from .spec import Section, Stream, _BdwSection
+
+__all__ = ["source_bytes", "detect_order", "scan_section", "Scanned"]
+
+
+def source_bytes(src) -> "tuple[np.ndarray, str, object]":
+    """(read-only uint8 array, label for messages, owner to keep alive) of a path, a
+    bytes-like object, or a binary file object (read from its current position). Always
+    read-only, so the kernels see one array type (one compiled signature)."""
+    buf, label, owner = _source_bytes(src)
+    if buf.flags.writeable:
+        buf = buf.view()
+        buf.flags.writeable = False
+    return buf, label, owner
+
+
+def _source_bytes(src):
+    if isinstance(src, (str, os.PathLike)):
+        label = os.fspath(src)
+        try:
+            with open(label, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if size == 0:
+                    return np.zeros(0, np.uint8), label, None
+                try:
+                    m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                except (OSError, ValueError):  # not mappable (a pipe, a special file): read it
+                    data = f.read()
+                    return np.frombuffer(data, np.uint8), label, data
+        except OSError as err:
+            raise ConversionError(f"cannot read {label}: {err.strerror}") from err
+        return np.frombuffer(m, np.uint8), label, m
+    if hasattr(src, "read"):
+        label = getattr(src, "name", None)
+        label = label if isinstance(label, str) else "<file object>"
+        data = src.read()
+        if not isinstance(data, (bytes, bytearray)):
+            raise ConversionError(f"{label}: read() gave {type(data).__name__}; open the file in binary mode ('rb')")
+        return np.frombuffer(data, np.uint8), label, data
+    try:
+        view = memoryview(src)
+    except TypeError as err:
+        raise ConversionError(f"read_stream needs a path, a bytes-like object or a binary file object, got "
+                              f"{type(src).__name__}") from err
+    return np.frombuffer(view.cast("B") if view.ndim != 1 or view.format != "B" else view, np.uint8), \
+        "<buffer>", view
+
+
+def detect_order(stream: Stream, buf: np.ndarray, label: str) -> str:
+    """The byte order of ``=`` fields: the stream's, or the one its magic number says."""
+    b = stream.byteorder
+    if b is None:
+        return stream.order
+    if buf.shape[0] < b.offset + b.size:
+        raise ConversionError(f"{label}: {buf.shape[0]} bytes, too short for the magic number at byte {b.offset} "
+                              f"({b.size} bytes) of a {stream.name} stream; is it one?")
+    raw = bytes(buf[b.offset:b.offset + b.size])
+    for order in ("big", "little"):
+        if int.from_bytes(raw, order) in b.magic:
+            return order
+    want = ", ".join(f"{m:#x}" for m in b.magic)
+    raise ConversionError(f"{label}: byte {b.offset}: magic number {raw.hex()} is none of {want} (either byte "
+                          f"order); this is no {stream.name} stream, or it is damaged")
+
+
+@dataclass
+class Scanned:
+    """One section's index: offsets, lengths and type numbers of its records (-1:
+    skipped, ``len(types)``: an unknown tag kept), and the bytes it spans."""
+
+    start: int
+    end: int
+    offsets: np.ndarray
+    lengths: np.ndarray
+    types: np.ndarray
+    blocks: "np.ndarray | None" = None  # VB: offsets of the block descriptor words
+
+
+def section_params(stream: Stream, s: Section, order: str, header: dict, where: str):
+    """(length params, tag params, min length) of a section, as the scan takes them."""
+    f = s.framing
+    prefix = int(f.prefix or 0)
+    if f.length is None:
+        from .spec import evaluate
+
+        fixed = f.size if f.size is not None else 0
+        size = _checked(lambda: evaluate(fixed, header, f"{where}.framing.size"), where)
+        if size <= 0:
+            raise ConversionError(f"{where}: framing.size = {f.size!r} is {size}; fixed records need a size >= 1")
+        lp = (0, 0, False, 1, size)
+        need = 1
+    else:
+        ln = f.length
+        lp = (ln.offset, ln.size, ln.big(order), ln.unit, ln.base())
+        need = ln.offset + ln.size
+    if s.tag is not None:
+        tag = s.tag
+        values = np.array([t.tag_value(tag, "") for t in s.types], np.int64)
+        order_idx = np.argsort(values)
+        direct = np.full(1 << (8 * tag.size) if tag.size <= 2 else 0, -1, np.int32)
+        if len(direct):  # 1- and 2-byte tags: a table indexed by the value
+            direct[values] = np.arange(len(values), dtype=np.int32)
+        tp = (prefix + tag.offset, tag.size, tag.order == "big", values[order_idx],
+              order_idx.astype(np.int32), direct)
+        need = max(need, prefix + tag.offset + tag.size)
+    else:
+        tp = (0, 0, False, np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32))
+    type_min = np.array([prefix + t.record.size(order) for t in s.types], np.int64)
+    return lp, tp, type_min, max(need, prefix if f.length is not None else 1)
+
+
+def _checked(fn, where):
+    try:
+        return fn()
+    except ValueError as err:
+        raise ConversionError(f"{where}: {err}; check the header fields the expression uses") from err
+
+
+def scan_section(stream: Stream, s: Section, buf: np.ndarray, label: str, order: str, header: dict,
+                 start: int, end: int, limit: int, where: str) -> Scanned:
+    """Index the records of ``buf[start:end]`` (at most ``limit``; -1 none)."""
+    lp, tp, type_min, min_len = section_params(stream, s, order, header, where)
+    unknown = {"error": 0, "skip": 1, "keep": 2}[s.unknown]
+    if isinstance(s, _BdwSection):
+        return _scan_blocks(stream, s, buf, label, start, end, limit, where)
+    guess = max(16, min((end - start) // max(min_len, 1) + 1, (end - start) // 32 + 1024))
+    if limit >= 0:
+        guess = min(guess, limit) if limit > 0 else 1
+    offsets = np.empty(guess, np.int64)
+    lengths = np.empty(guess, np.int64)
+    types = np.empty(guess, np.int32)
+    pos, count = start, 0
+    while True:
+        status, pos, count = K.scan(buf, pos, end, count, limit, *lp, min_len, *tp, unknown, type_min,
+                                    offsets, lengths, types)
+        if status != K.FULL:
+            break
+        room = offsets.shape[0] * 2
+        offsets, lengths, types = (np.resize(a, room) for a in (offsets, lengths, types))
+    if status != K.OK:
+        raise _scan_error(status, s, buf, label, pos, end, lp, tp, type_min, min_len, where)
+    return Scanned(start, pos, offsets[:count], lengths[:count], types[:count])
+
+
+def _scan_blocks(stream, s, buf, label, start, end, limit, where):
+    """VB: block descriptor words (a 2-byte big-endian length counting the BDW), each
+    followed by RDW records that fill the block exactly."""
+    parts, blocks, pos = [], [], start
+    while pos < end and (limit < 0 or sum(len(p[0]) for p in parts) < limit):
+        if end - pos < 4:
+            raise ConversionError(f"{label}: byte {pos}: {end - pos} bytes left, too few for a block descriptor "
+                                  f"word (4 bytes); the file is truncated")
+        n = int(buf[pos]) << 8 | int(buf[pos + 1])
+        if n < 8 or n > end - pos:
+            why = "past the end of the data" if n > end - pos else "smaller than a BDW and one RDW (8 bytes)"
+            raise ConversionError(f"{label}: byte {pos}: block descriptor word says the block is {n} bytes, {why} "
+                                  f"({end - pos} left); the file is damaged or not VB (try the rdw framing)")
+        blocks.append(pos)
+        sub = Section(s.framing, s.types, s.tag, tail=s.tail, unknown=s.unknown)
+        got = scan_section(stream, sub, buf, label, "big", {}, pos + 4, pos + n, -1, where)
+        parts.append((got.offsets, got.lengths, got.types))
+        pos += n
+    cat = [np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, dt)
+           for i, dt in enumerate((np.int64, np.int64, np.int32))]
+    return Scanned(start, pos, *cat, blocks=np.array(blocks, np.int64))
+
+
+def _scan_error(status, s, buf, label, pos, end, lp, tp, type_min, min_len, where):
+    left = end - pos
+    if status == K.SHORT_RECORD:
+        off, size, big, unit, base = lp
+        n = base
+        if size:
+            n = int.from_bytes(bytes(buf[pos + off:pos + off + size]), "big" if big else "little") * unit + base
+        t = 0
+        if tp[1]:
+            value = int.from_bytes(bytes(buf[pos + tp[0]:pos + tp[0] + tp[1]]), "big" if tp[2] else "little")
+            t = int(tp[5][value]) if len(tp[5]) else int(tp[4][np.searchsorted(tp[3], value)])
+        return ConversionError(
+            f"{label}: byte {pos}: a {where} type {s.types[t].name!r} record of {n} bytes, shorter than the type's "
+            f"{int(type_min[t])} bytes of fields; the stream is damaged, or the type's fields are wrong")
+    if status == K.SHORT_PREFIX:
+        return ConversionError(
+            f"{label}: byte {pos}: the last record is truncated: {left} bytes left, fewer than the {min_len} its "
+            f"framing needs ({where}); the file was cut short, or the section's offset/bytes are wrong")
+    if status == K.UNKNOWN_TAG:
+        toff, tsize, tbig = tp[0], tp[1], tp[2]
+        value = int.from_bytes(bytes(buf[pos + toff:pos + toff + tsize]), "big" if tbig else "little")
+        shown = f"{value} ({bytes(buf[pos + toff:pos + toff + tsize])!r})"
+        known = ", ".join(f"{t.name}={t.tag!r}" for t in s.types)
+        return ConversionError(
+            f"{label}: byte {pos}: record type tag {shown} at byte {pos + toff} is no type of {where} (types: "
+            f"{known}); the stream is damaged, or set unknown = \"skip\" or \"keep\" in the section")
+    off, size, big, unit, base = lp
+    if size == 0:
+        return ConversionError(
+            f"{label}: byte {pos}: the last record is truncated: {left} bytes left, a record is {base} bytes "
+            f"({where}); the file was cut short, or it has bytes after the records (give the section bytes= or "
+            f"count=)")
+    value = int.from_bytes(bytes(buf[pos + off:pos + off + size]), "big" if big else "little")
+    n = value * unit + base
+    if status == K.PAST_END:
+        return ConversionError(
+            f"{label}: byte {pos}: the record's length field (byte {pos + off}) says {value}, a record of {n} bytes, "
+            f"past the end of the data ({left} bytes left); the file is truncated or damaged, or the framing's "
+            f"length settings (unit, counts_itself, adjust) are wrong")
+    return ConversionError(
+        f"{label}: byte {pos}: the record's length field (byte {pos + off}) says {value}, a record of {n} bytes, "
+        f"less than the {max(min_len, 1)} bytes its framing needs; a zero or too-small length means a damaged "
+        f"stream or wrong framing settings (counts_itself, adjust)")

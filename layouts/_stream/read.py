@@ -1,0 +1,380 @@
+"""read_stream: a framed, multi-type file -> {record type name: SoA}."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .._aos import AoS
+from .._errors import ConversionError, LayoutError
+from .._layout import Layout
+from .._plan import ColumnBuffers
+from .._soa import SoA
+from ..kernels import stream as K
+from ..kernels._memory import MappedGuard
+from .frame import Scanned, _checked, detect_order, scan_section, source_bytes
+from .spec import Record, Section, Stream, builtin, evaluate, field_dtype, load
+
+__all__ = ["read_stream", "StreamTables", "resolve"]
+
+_BINARY_MAX = 2**31 - 1
+
+
+class StreamTables(dict):
+    """What :func:`read_stream` returns: a dict from record type name to :class:`SoA`.
+
+    Every table has ``_offset`` (int64: the record's byte offset in the stream, its
+    framing included), then ``_prefix`` where the framing has bytes besides a length
+    field (an RDW's), the type's fields, and ``_tail`` (binary: the bytes beyond the
+    fields) where the section keeps tails. Reserved entries: ``"_header"`` (one row,
+    the file header's fields), ``"_gaps"`` (``_offset``, ``_tail``: bytes no part
+    of the description covers, kept so the stream goes back byte for byte),
+    ``"_blocks"`` (VB block descriptor words), ``"_unknown"`` (records with an unknown
+    tag, with ``unknown = "keep"``: ``_offset`` and the whole record in ``_tail``).
+
+    Attributes: ``stream`` (the description), ``order`` (the byte order found or
+    given), ``decimals`` ({type: {field: implied decimal places}}).
+    """
+
+    stream: Stream
+    order: str
+    decimals: "dict[str, dict[str, int]]"
+
+    def decimal(self, type_name: str, field: str) -> pa.Array:
+        """An integer column with implied decimals as an exact Arrow ``decimal128``."""
+        places = self.decimals.get(type_name, {}).get(field)
+        if places is None:
+            raise LayoutError(f"{type_name}.{field} has no implied decimals; the ones that do: "
+                              f"{[f'{t}.{f}' for t, d in self.decimals.items() for f in d]}")
+        column = self[type_name].to_arrow().column(field).combine_chunks()
+        return scaled(column, places)
+
+
+def scaled(values: pa.Array, places: int) -> pa.Array:
+    """Integers as ``decimal128(38, places)`` with the same unscaled values (exact:
+    the 16-byte little-endian two's complement Arrow uses, built from the integers)."""
+    ints = values.fill_null(0).to_numpy(zero_copy_only=False).astype(
+        np.int64 if pa.types.is_signed_integer(values.type) else np.uint64)
+    words = np.zeros((len(ints), 2), np.uint64)
+    words[:, 0] = ints.view(np.uint64)
+    if ints.dtype == np.int64:
+        words[:, 1] = np.where(ints < 0, np.uint64(2**64 - 1), np.uint64(0))
+    validity = values.buffers()[0]
+    if validity is not None and values.offset:
+        validity = pa.array(values.is_valid()).buffers()[1]
+    return pa.Array.from_buffers(pa.decimal128(38, places), len(ints), [validity, pa.py_buffer(words)])
+
+
+def resolve(spec: Any) -> Stream:
+    """A Stream from a Stream, a path to a description file, or a built-in name."""
+    if isinstance(spec, Stream):
+        return spec
+    if isinstance(spec, (str, os.PathLike)):
+        name = os.fspath(spec)
+        if name in ("rdw", "bdw"):
+            raise LayoutError(f"the {name} built-in needs the record's layout: pass lo.Stream.{name}(dtype) "
+                              f"(a NumPy structured dtype or a list of (name, type) fields)")
+        if os.sep in name or name.endswith(".toml") or os.path.exists(name):
+            return load(name)
+        return builtin(name)
+    raise LayoutError(f"spec must be a Stream, a path to a .toml description or a built-in name, got "
+                      f"{type(spec).__name__}")
+
+
+def _keep_prefix(s: Section) -> bool:
+    f = s.framing
+    if not f.prefix:
+        return False
+    return not (f.length is not None and f.length.offset == 0 and f.length.size == f.prefix)
+
+
+def read_stream(src: Any, spec: Any) -> StreamTables:
+    """Read a framed, multi-type record stream into one table per record type.
+
+    Parameters
+    ----------
+    src : path, bytes-like object, or binary file object
+        A file object is read from its current position.
+    spec : Stream, path to a ``.toml`` description, or a built-in name
+        Built-ins: ``"pcap"``, ``"itch50"``; ``lo.Stream.rdw(dtype)`` and
+        ``lo.Stream.bdw(dtype)`` for IBM V and VB files. See docs/streams.md.
+
+    Returns
+    -------
+    StreamTables
+        A dict from record type name to :class:`SoA`; each has ``_offset``, the
+        record's byte offset, so types can be joined and the order restored.
+        :func:`write_stream` takes it back, byte for byte.
+
+    Examples
+    --------
+    >>> import struct, layouts as lo
+    >>> data = struct.pack(">H", 3) + b"X\\x00\\x07" + struct.pack(">H", 3) + b"X\\x00\\x09"
+    >>> S = lo.Stream
+    >>> s = S([S.Section(S.Framing(length=S.Length(0, 2, "big")),
+    ...     [S.RecordType("x", S.Record([("kind", "S1"), ("qty", ">u2")]))])])
+    >>> t = lo.read_stream(data, s)
+    >>> t["x"]["qty"].to_numpy().tolist(), t["x"]["_offset"].to_numpy().tolist()
+    ([7, 9], [0, 5])
+    """
+    stream = resolve(spec)
+    buf, label, owner = source_bytes(src)
+    # a mapped file truncated meanwhile: the gone pages read as zeros (no SIGBUS) and
+    # the read is reported as such, whatever else those zeros caused
+    mapped = isinstance(owner, mmap.mmap)
+    with MappedGuard(buf.ctypes.data if mapped and buf.nbytes else 0, buf.nbytes if mapped else 0) as guard:
+        try:
+            out = _read(stream, buf, label)
+        except ConversionError as err:
+            _check_shrunk(guard, label, buf.nbytes, err)
+            raise
+        _check_shrunk(guard, label, buf.nbytes, None)
+    del owner
+    return out
+
+
+def _check_shrunk(guard, label, size, err):
+    lost = guard.fault()
+    if lost is not None:
+        raise ConversionError(f"{label}: the file shrank while it was read: it was {size} bytes, and byte {lost} "
+                              f"was gone when read; read it again once whoever writes it is done") from err
+
+
+def _read(stream: Stream, buf: np.ndarray, label: str) -> StreamTables:
+    order = detect_order(stream, buf, label)
+    size = buf.shape[0]
+    out = StreamTables()
+    out.stream, out.order, out.decimals = stream, order, {}
+    values: dict = {}
+    covered = []
+    pos = 0
+    if stream.header is not None:
+        h = stream.header.size(order)
+        if size < h:
+            raise ConversionError(f"{label}: {size} bytes, shorter than the {h}-byte header of a {stream.name} "
+                                  f"stream; the file is truncated or of another kind")
+        soa, _ = _convert(buf, stream.header, order, np.zeros(1, np.int64), np.full(1, h, np.int64), 0, False,
+                          False, label, "header")
+        out["_header"] = soa
+        values = _header_values(soa)
+        covered.append((0, h))
+        pos = h
+    for i, s in enumerate(stream.sections):
+        where = f"{stream.name} section[{i}]"
+        start = pos if s.offset is None else _checked(lambda: evaluate(s.offset, values, f"{where}.offset"), where)
+        if not 0 <= start <= size:
+            raise ConversionError(f"{label}: {where}: offset = {s.offset!r} is {start}, outside the file (0..{size} "
+                                  f"bytes); the header is damaged or the description's offset is wrong")
+        if start < pos:
+            raise ConversionError(f"{label}: {where}: offset = {s.offset!r} is {start}, inside the part before it "
+                                  f"(which ends at byte {pos}); sections follow the header and each other in file "
+                                  f"order: the header is damaged or the description's offset is wrong")
+        end = size
+        if s.bytes is not None:
+            n = _checked(lambda: evaluate(s.bytes, values, f"{where}.bytes"), where)
+            if n < 0 or start + n > size:
+                raise ConversionError(f"{label}: {where}: bytes = {s.bytes!r} is {n}, from byte {start} past the "
+                                      f"end of the file ({size} bytes); the header is damaged or the file truncated")
+            end = start + n
+        limit = -1
+        if s.count is not None:
+            limit = _checked(lambda: evaluate(s.count, values, f"{where}.count"), where)
+            fixed = None
+            if s.framing.size is not None:
+                fixed = _checked(lambda: evaluate(s.framing.size, values, f"{where}.framing.size"), where)
+            if limit < 0 or (fixed is not None and limit * fixed > end - start):
+                raise ConversionError(f"{label}: {where}: count = {s.count!r} is {limit}, more records than the "
+                                      f"{end - start} bytes from byte {start} can hold; the header is damaged")
+        got = scan_section(stream, s, buf, label, order, values, start, end, limit, where)
+        if limit >= 0 and len(got.offsets) < limit:
+            raise ConversionError(f"{label}: {where}: count = {s.count!r} is {limit} records, but the data ends "
+                                  f"after {len(got.offsets)} (byte {got.end}); the file is truncated or the "
+                                  f"header damaged")
+        if s.bytes is not None and got.end != end:
+            raise ConversionError(f"{label}: byte {got.end}: {where} should end at byte {end} (bytes = {s.bytes!r})")
+        _tables(out, stream, s, got, buf, label, order, where)
+        covered.append((start, got.end))
+        pos = got.end
+    _gaps(out, buf, covered, size)
+    return out
+
+
+def _header_values(soa: SoA) -> dict:
+    """The header's integer fields as Python ints (for expressions)."""
+    table = soa.to_arrow()
+    return {n: table.column(n)[0].as_py() for n in table.column_names
+            if pa.types.is_integer(table.schema.field(n).type)}
+
+
+def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where):
+    """One table per record type of a scanned section: the records checked against their
+    type's size, every type's fixed parts gathered in one pass over the stream (in
+    stream order, into one dense buffer per type), then each type transposed."""
+    keep = _keep_prefix(s)
+    ntypes = len(s.types)
+    prefix = int(s.framing.prefix or 0)
+    g_offsets, g_lengths = np.empty_like(got.offsets), np.empty_like(got.lengths)
+    bounds = K.group(got.types, ntypes, got.offsets, got.lengths, g_offsets, g_lengths)
+    plans, denses, runs_all, starts = [], [], [], [0]
+    for ti, t in enumerate(s.types):
+        a, b = bounds[ti + 1], bounds[ti + 2]
+        what = f"{where} type {t.name!r}"
+        _check_sizes(g_offsets[a:b], g_lengths[a:b], prefix + t.record.size(order), s.tail == "column", label, what)
+        layout, runs, _, offset_at = t.record.plan(order, prefix, True, keep)
+        plans.append((layout, offset_at))
+        denses.append(np.zeros((b - a) * layout.itemsize, np.uint8))
+        runs_all.extend(runs)
+        starts.append(len(runs_all))
+    r = np.array(runs_all, np.int64).reshape(-1, 3)
+    K.gather_all(buf, got.offsets, got.types, np.array([d.ctypes.data for d in denses], np.int64),
+                 np.array([p[0].itemsize for p in plans], np.int64), np.array([p[1] for p in plans], np.int64),
+                 np.array(starts, np.int64), r[:, 0].copy(), r[:, 1].copy(), r[:, 2].copy())
+    for ti, t in enumerate(s.types):
+        a, b = bounds[ti + 1], bounds[ti + 2]
+        out[t.name] = _transpose(buf, t.record, order, plans[ti][0], denses[ti], g_offsets[a:b], g_lengths[a:b],
+                                 prefix, s.tail == "column", label, f"{where} type {t.name!r}")
+        if t.record.decimals:
+            out.decimals[t.name] = dict(t.record.decimals)
+    if bounds[ntypes + 2] > bounds[ntypes + 1]:
+        a, b = bounds[ntypes + 1], bounds[ntypes + 2]
+        out["_unknown"] = _raw_table(buf, g_offsets[a:b], g_lengths[a:b])
+    if got.blocks is not None:
+        out["_blocks"] = _raw_table(buf, got.blocks, np.full(len(got.blocks), 4, np.int64), fixed=4)
+
+
+def _check_sizes(offsets, lengths, fixed, tails, label, what):
+    """Every record holds its type's fields (and, without tails, nothing more)."""
+    if not len(offsets):
+        return
+    short = np.flatnonzero(lengths < fixed)
+    if len(short):
+        i = short[0]
+        raise ConversionError(
+            f"{label}: byte {offsets[i]}: a {what} record of {lengths[i]} bytes, shorter than the type's "
+            f"{fixed} bytes of fields; the stream is damaged, or the type's fields are wrong")
+    if not tails:
+        extra = np.flatnonzero(lengths > fixed)
+        if len(extra):
+            i = extra[0]
+            raise ConversionError(
+                f"{label}: byte {offsets[i]}: a {what} record of {lengths[i]} bytes, longer than the type's "
+                f"{fixed} bytes of fields; declare the rest as fields, or set tail = \"column\" in the section "
+                f"to keep it as the _tail column")
+
+
+def _convert(buf, record: Record, order, offsets, lengths, prefix, keep_prefix, tails, label, what):
+    """The SoA of one record type (the header): fixed parts gathered by offset into a
+    dense buffer, transposed in one pass; tails (bytes beyond the fields) as ``_tail``."""
+    layout, runs, zeros, offset_at = record.plan(order, prefix, True, keep_prefix)
+    _check_sizes(offsets, lengths, prefix + record.size(order), tails, label, what)
+    dense = np.zeros(len(offsets) * layout.itemsize, np.uint8)
+    r = np.array(runs, np.int64).reshape(-1, 3)
+    K.gather(buf, np.ascontiguousarray(offsets), r[:, 0].copy(), r[:, 1].copy(), r[:, 2].copy(), dense,
+             layout.itemsize, offset_at)
+    return _transpose(buf, record, order, layout, dense, offsets, lengths, prefix, tails, label, what), layout
+
+
+def _transpose(buf, record, order, layout, dense, offsets, lengths, prefix, tails, label, what):
+    """The gathered records of one type (``dense``) as an SoA, with ``_tail``."""
+    n = len(offsets)
+    if n and record.text:
+        _check_text(dense.reshape(n, layout.itemsize), layout, record, offsets, prefix, order, label, what)
+    try:
+        soa = AoS(dense.view(layout.dtype), layout).to_soa()
+    except ConversionError as err:
+        m = re.search(r"record (\d+)", str(err))
+        at = f" byte {int(offsets[int(m.group(1))])}:" if m and int(m.group(1)) < n else ""
+        raise ConversionError(f"{label}:{at} a {what} record: {err}; in a stream description, drop the field from the "
+                              f"type's text list to read it as bytes") from err
+    if not tails:
+        return soa
+    fixed = prefix + record.size(order)
+    return _with_tail(soa, layout, buf, offsets, np.full(n, fixed, np.int64), lengths - fixed)
+
+
+def _check_text(rows, layout, record, offsets, prefix, order, label, what):
+    """Text fields hold no NUL byte: a string column would end at it and the bytes after
+    it would not go back (C-string mode), so a NUL is an error, not a silent change."""
+    at, starts = prefix, {}
+    for name, t in record.fields:
+        starts[name] = at
+        at += field_dtype(t, order, name)[1]
+    fields = [layout[name] for name in record.text]
+    i = K.first_nul(rows.reshape(-1), layout.itemsize, np.array([f.offset for f in fields], np.int64),
+                    np.array([f.width for f in fields], np.int64))
+    if i < 0:
+        return
+    row = rows[i]
+    for name, f in zip(record.text, fields):
+        if (row[f.offset:f.offset + f.width] == 0).any():
+            src = starts[name]
+            raise ConversionError(
+                f"{label}: byte {int(offsets[i]) + src}: text field {name!r} of a {what} record (at byte "
+                f"{int(offsets[i])}) holds a NUL byte; text is kept byte for byte only without NULs: the stream "
+                f"is damaged, or read the field as bytes (drop it from the type's text list)")
+
+
+def _with_tail(soa: SoA, layout: Layout, buf, offsets, starts, sizes) -> SoA:
+    """``soa`` plus a ``_tail`` binary column of ``sizes[i]`` bytes from
+    ``offsets[i] + starts[i]`` (binary, or large_binary past 2 GiB)."""
+    n = len(offsets)
+    ends = np.cumsum(sizes, dtype=np.int64) if n else np.zeros(0, np.int64)
+    total = int(ends[-1]) if n else 0
+    data = np.empty(max(total, 1), np.uint8)
+    K.gather_tails(buf, np.ascontiguousarray(offsets), np.ascontiguousarray(starts), ends, data)
+    large = total > _BINARY_MAX
+    offs = np.concatenate([[0], ends]).astype(np.int64 if large else np.int32)
+    width = max(int(sizes.max()) if n else 1, 1)
+    dtype = _append(layout.dtype, width)
+    modes = dict(layout.bytes_as)
+    modes["_tail"] = "binary"
+    tail_layout = Layout.from_dtype(dtype, bytes_as={k: v for k, v in modes.items() if v != "fixed"})
+    column = ColumnBuffers(pa.large_binary() if large else pa.binary(), n, None, pa.py_buffer(offs),
+                           pa.py_buffer(data[:total] if total else data[:0]))
+    return SoA(tail_layout, n, list(soa._columns) + [column])
+
+
+def _append(dtype: np.dtype, width: int) -> np.dtype:
+    fields = dict(dtype.fields or {})
+    names = list(fields) + ["_tail"]
+    formats = [fields[n][0] for n in fields] + [np.dtype(f"S{width}")]
+    offsets = [fields[n][1] for n in fields] + [dtype.itemsize]
+    return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": dtype.itemsize + width})
+
+
+def _raw_table(buf, offsets, lengths, fixed=None) -> SoA:
+    """``_offset`` and the whole bytes of each piece as ``_tail`` (or as ``_prefix``
+    of ``fixed`` bytes)."""
+    offsets = np.ascontiguousarray(offsets, np.int64)
+    if fixed is not None:
+        layout = Layout.from_dtype(np.dtype({"names": ["_offset", "_prefix"], "formats": ["<i8", f"S{fixed}"],
+                                             "offsets": [0, 8], "itemsize": 8 + fixed}))
+        dense = np.zeros(len(offsets) * layout.itemsize, np.uint8)
+        K.gather(buf, offsets, np.zeros(1, np.int64), np.full(1, 8, np.int64), np.full(1, fixed, np.int64), dense,
+                 layout.itemsize, 0)
+        return AoS(dense.view(layout.dtype), layout).to_soa()
+    layout = Layout.from_dtype(np.dtype([("_offset", "<i8")]))
+    dense = np.zeros(len(offsets) * 8, np.uint8)
+    K.gather(buf, offsets, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), dense, 8, 0)
+    soa = AoS(dense.view(layout.dtype), layout).to_soa()
+    return _with_tail(soa, layout, buf, offsets, np.zeros(len(offsets), np.int64), np.asarray(lengths, np.int64))
+
+
+def _gaps(out, buf, covered, size):
+    """Bytes no header or section covers, as the ``_gaps`` table (when there are any)."""
+    covered = sorted(covered)
+    gaps, at = [], 0
+    for a, b in covered:
+        if a > at:
+            gaps.append((at, a - at))
+        at = max(at, b)
+    if at < size:
+        gaps.append((at, size - at))
+    if gaps:
+        g = np.array(gaps, np.int64)
+        out["_gaps"] = _raw_table(buf, g[:, 0].copy(), g[:, 1].copy())

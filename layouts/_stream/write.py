@@ -1,0 +1,334 @@
+"""write_stream: {record type name: table} -> the framed stream, byte for byte."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any, Mapping
+
+import numpy as np
+import pyarrow as pa
+
+from .._errors import ConversionError, LayoutError
+from .._soa import SoA
+from ..kernels import stream as K
+from .frame import _checked
+from .read import _keep_prefix, resolve
+from .spec import Record, Section, evaluate, _BdwSection
+
+__all__ = ["write_stream"]
+
+
+def _arrow(value: Any, name: str) -> pa.Table:
+    if isinstance(value, SoA):
+        return value.to_arrow()
+    if isinstance(value, pa.RecordBatch):
+        return pa.Table.from_batches([value])
+    if isinstance(value, pa.Table):
+        return value
+    if hasattr(value, "__arrow_c_stream__") or hasattr(value, "__arrow_c_array__"):
+        return pa.table(value)
+    raise ConversionError(f"table {name!r} is a {type(value).__name__}; give an SoA, a pyarrow Table or anything "
+                          f"with __arrow_c_stream__")
+
+
+def _column(table: pa.Table, name: str, what: str, fix: str) -> pa.Array:
+    if name not in table.column_names:
+        raise ConversionError(f"{what} has no column {name!r}; {fix}")
+    return table.column(name).combine_chunks()
+
+
+def _offsets(table: pa.Table, what: str) -> np.ndarray:
+    col = _column(table, "_offset", what, "add _offset: each record's place in the stream's order (its byte "
+                                          "offset, as read_stream gives it, or any increasing numbers)")
+    if col.null_count:
+        raise ConversionError(f"{what}: _offset has {col.null_count} nulls; every record needs its place")
+    return col.cast(pa.int64()).to_numpy(zero_copy_only=False)
+
+
+def _tails(table: pa.Table, n: int, what: str) -> "tuple[np.ndarray, np.ndarray]":
+    """(int64 offsets, uint8 data) of the ``_tail`` column (empty tails without it)."""
+    if "_tail" not in table.column_names:
+        return np.zeros(n + 1, np.int64), np.zeros(0, np.uint8)
+    col = table.column("_tail").combine_chunks()
+    if not (pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type)):
+        raise ConversionError(f"{what}: _tail is {col.type}; expected binary (the bytes after the fields)")
+    if col.null_count:
+        raise ConversionError(f"{what}: _tail has {col.null_count} nulls; use empty bytes for records without a tail")
+    col = col.cast(pa.large_binary())
+    bufs = col.buffers()
+    offs = np.frombuffer(bufs[1], np.int64)[col.offset:col.offset + n + 1]
+    data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    # the kernels copy through these offsets: check them first (a damaged Arrow array)
+    if len(offs) != n + 1 or (n and (offs[0] < 0 or np.any(np.diff(offs) < 0) or offs[-1] > len(data))):
+        raise ConversionError(f"{what}: the _tail column's offsets are damaged (not increasing, or past its "
+                              f"{len(data)} data bytes); rebuild the column")
+    return np.ascontiguousarray(offs), data
+
+
+def _dense(table: pa.Table, record: Record, order, prefix, keep, what):
+    """The fixed parts as packed records (uint8), and the plan that placed them."""
+    layout, runs, zeros, _ = record.plan(order, prefix, True, keep)
+    missing = [n for n in layout.names if n not in table.column_names]
+    if missing:
+        raise ConversionError(f"{what} has no column {missing[0]!r}; its columns must include {layout.names}")
+    soa = SoA.from_arrow(table.select(layout.names), layout)
+    return soa.to_aos().to_numpy().view(np.uint8).reshape(-1), layout, runs, zeros
+
+
+def _place(out, dense, layout, runs, zeros, positions, what, record, order):
+    r = np.array(runs, np.int64).reshape(-1, 3)
+    z = np.array(zeros, np.int64).reshape(-1, 2)
+    bad = K.scatter(dense, layout.itemsize, positions, r[:, 0].copy(), r[:, 1].copy(), r[:, 2].copy(),
+                    z[:, 0].copy(), z[:, 1].copy(), out)
+    if bad >= 0:
+        row = dense[bad * layout.itemsize:(bad + 1) * layout.itemsize].view(layout.dtype)[0]
+        for name, t in record.fields:
+            from .spec import field_dtype
+
+            dt, width, _ = field_dtype(t, order, name)
+            if dt.itemsize != width and int(row[name]) >= 1 << (8 * width):
+                raise ConversionError(f"{what}, row {bad}: field {name!r} = {int(row[name])} does not fit its "
+                                      f"{width} bytes ({t}); the largest is {(1 << 8 * width) - 1}")
+        raise ConversionError(f"{what}, row {bad}: a value does not fit its field")  # pragma: no cover
+
+
+def write_stream(tables: Mapping[str, Any], spec: Any, dst: Any = None, *, order: "str | None" = None,
+                 overwrite: bool = False) -> "bytes | None":
+    """Write tables (as :func:`read_stream` gives them) back as the stream, in the order
+    of their ``_offset`` columns.
+
+    Records of all types are merged by ``_offset`` and laid end to end from the
+    section's start; each record's length field is computed from its size, its tag
+    written from its type, and header expressions (``count``, ``bytes``, ``offset``)
+    are checked against what is written. Tables from ``read_stream`` give back the
+    same bytes.
+
+    Parameters
+    ----------
+    tables : dict of name -> SoA, pyarrow Table or Arrow producer
+    spec : Stream, path to a description, or a built-in name
+    dst : path, binary file object, or None (return the bytes)
+        A path is written whole or not at all (a temporary file renamed into place);
+        an existing one needs ``overwrite=True``.
+    order : "big" or "little", optional
+        The byte order of a stream whose order comes from a magic number; defaults to
+        ``tables.order`` (set by read_stream).
+
+    Examples
+    --------
+    >>> import pyarrow as pa, layouts as lo
+    >>> S = lo.Stream
+    >>> s = S([S.Section(S.Framing(length=S.Length(0, 1, "big")), [S.RecordType("x", S.Record([("v", ">u2")]))],
+    ...                  tail="column")])
+    >>> t = pa.table({"_offset": [0, 1], "v": pa.array([7, 8], pa.uint16()), "_tail": [b"", b"hi"]})
+    >>> lo.write_stream({"x": t}, s)
+    b'\\x02\\x00\\x07\\x04\\x00\\x08hi'
+    """
+    stream = resolve(spec)
+    if stream.byteorder is not None:
+        order = order or getattr(tables, "order", None)
+        if order not in ("big", "little"):
+            raise LayoutError(f"{stream.name}: the byte order comes from the file's magic number; pass order=\"big\" "
+                              f"or \"little\" (read_stream's result carries it as .order)")
+    else:
+        order = stream.order
+    names = {t.name for s in stream.sections for t in s.types}
+    extra = sorted(set(tables) - names - {"_header", "_gaps", "_blocks", "_unknown"})
+    if extra:
+        raise ConversionError(f"table {extra[0]!r} is no record type of {stream.name} (types: {sorted(names)})")
+    pieces: list = []  # (start, end, writer)
+    values: dict = {}
+    pos = 0
+    if stream.header is not None:
+        if "_header" not in tables:
+            raise ConversionError(f"{stream.name} has a header: tables need '_header' (one row of its fields)")
+        ht = _arrow(tables["_header"], "_header")
+        if ht.num_rows != 1:
+            raise ConversionError(f"'_header' has {ht.num_rows} rows; a stream has one header")
+        ht = ht.append_column("_offset", pa.array([0], pa.int64())) if "_offset" not in ht.column_names else ht
+        dense, layout, runs, zeros = _dense(ht, stream.header, order, 0, False, "_header")
+        h = stream.header.size(order)
+        values = {n: ht.column(n)[0].as_py() for n in ht.column_names
+                  if pa.types.is_integer(ht.schema.field(n).type)}
+        pieces.append((0, h, ("fixed", dense, layout, runs, zeros, np.zeros(1, np.int64), "_header",
+                              stream.header)))
+        pos = h
+    for i, s in enumerate(stream.sections):
+        where = f"{stream.name} section[{i}]"
+        start = pos if s.offset is None else _checked(lambda: evaluate(s.offset, values, f"{where}.offset"), where)
+        end, parts = _section(tables, stream, s, order, start, where, values)
+        nrec = sum(len(p[5]) for p in parts if p[0] == "fixed")
+        if s.count is not None:
+            want = _checked(lambda: evaluate(s.count, values, f"{where}.count"), where)
+            if want != nrec:
+                raise ConversionError(f"{where}: the header's count = {s.count!r} is {want}, but the tables hold "
+                                      f"{nrec} records; set the header field to {nrec}")
+        if s.bytes is not None:
+            want = _checked(lambda: evaluate(s.bytes, values, f"{where}.bytes"), where)
+            if want != end - start:
+                raise ConversionError(f"{where}: the header's bytes = {s.bytes!r} is {want}, but the records take "
+                                      f"{end - start} bytes; set the header field to {end - start}")
+        pieces.append((start, end, ("many", parts)))
+        pos = end
+    if "_gaps" in tables:
+        gt = _arrow(tables["_gaps"], "_gaps")
+        goffs = _offsets(gt, "'_gaps'")
+        toffs, data = _tails(gt, gt.num_rows, "'_gaps'")
+        for k in range(gt.num_rows):
+            a = int(goffs[k])
+            pieces.append((a, a + int(toffs[k + 1] - toffs[k]), ("raw", data[toffs[k]:toffs[k + 1]])))
+    pieces.sort(key=lambda p: (p[0], p[1]))
+    at = 0
+    for a, b, _ in pieces:
+        if a != at:
+            what = "overlap" if a < at else "leave a hole"
+            raise ConversionError(f"the parts of the stream {what} at byte {min(a, at)} (one ends at {at}, the next "
+                                  f"starts at {a}); check the header's offsets and the _gaps table")
+        at = b
+    out = np.zeros(at, np.uint8)
+    for a, b, w in pieces:
+        if w[0] == "raw":
+            out[a:b] = w[1]
+        elif w[0] == "fixed":
+            _, dense, layout, runs, zeros, positions, what, rec = w
+            _place(out, dense, layout, runs, zeros, positions + a, what, rec, order)
+        else:
+            for p in w[1]:
+                _write_part(out, p, order)
+    return _emit(out, dst, overwrite)
+
+
+def _section(tables, stream, s: Section, order, start, where, values):
+    """(end, parts) of one section: each type's records at their new positions."""
+    keep = _keep_prefix(s)
+    prefix = s.framing.prefix
+    entries = []  # per part: (offsets, sizes)
+    parts: list = []
+    for t in s.types:
+        what = f"table {t.name!r}"
+        if t.name not in tables:
+            continue
+        table = _arrow(tables[t.name], t.name)
+        n = table.num_rows
+        offs = _offsets(table, what)
+        toffs, tdata = _tails(table, n, what)
+        if s.tail == "error" and n and (toffs[-1] - toffs[0]):
+            raise ConversionError(f"{what} has a _tail with bytes, but {where} keeps no tails (tail = \"error\"); "
+                                  f"drop the column or set tail = \"column\"")
+        dense, layout, runs, zeros = _dense(table, t.record, order, prefix, keep, what)
+        fixed = prefix + t.record.size(order)
+        sizes = fixed + np.diff(toffs)
+        parts.append(["fixed", dense, layout, runs, zeros, None, what, t.record, fixed, toffs, tdata, t, s])
+        entries.append((offs, sizes))
+    if "_unknown" in tables and s.unknown == "keep":
+        table = _arrow(tables["_unknown"], "_unknown")
+        toffs, tdata = _tails(table, table.num_rows, "table '_unknown'")
+        parts.append(["raw", toffs, tdata, None])
+        entries.append((_offsets(table, "table '_unknown'"), np.diff(toffs)))
+    if isinstance(s, _BdwSection):
+        table = _arrow(tables.get("_blocks", pa.table({"_offset": pa.array([], pa.int64()),
+                                                         "_prefix": pa.array([], pa.binary(4))})), "_blocks")
+        boffs = _offsets(table, "table '_blocks'")
+        prefixes = _column(table, "_prefix", "table '_blocks'", "give each block's 4 BDW bytes")
+        parts.append(["blocks", np.frombuffer(prefixes.cast(pa.binary(4)).buffers()[1], np.uint8)
+                      [prefixes.offset * 4:(prefixes.offset + len(boffs)) * 4], None])
+        entries.append((boffs, np.full(len(boffs), 4, np.int64)))
+    if not entries:
+        return start, []
+    keys = np.concatenate([e[0] for e in entries])
+    sizes = np.concatenate([e[1] for e in entries]).astype(np.int64)
+    cut = np.cumsum([0] + [len(e[0]) for e in entries])  # part k is keys[cut[k]:cut[k + 1]]
+    idx = np.argsort(keys, kind="stable")
+    if len(idx) > 1 and np.any(np.diff(keys[idx]) == 0):
+        k = int(keys[idx][np.flatnonzero(np.diff(keys[idx]) == 0)[0]])
+        raise ConversionError(f"{where}: two records have _offset {k}; the order of the stream is ambiguous "
+                              f"(offsets must be unique)")
+    pos = np.empty(len(idx), np.int64)
+    ends = np.cumsum(sizes[idx])
+    if len(idx) and ends[-1] > 2**62:
+        raise ConversionError(f"{where}: the records add up to {int(ends[-1])} bytes; too large")
+    pos[idx] = start + ends - sizes[idx]
+    end = start + int(ends[-1]) if len(idx) else start
+    for k, p in enumerate(parts):
+        p[5 if p[0] == "fixed" else -1] = pos[cut[k]:cut[k + 1]]
+    if isinstance(s, _BdwSection) and len(idx):
+        bk = len(parts) - 1
+        if idx[0] < cut[bk]:  # the first piece of the section is not a block descriptor word
+            raise ConversionError(f"{where}: the first record comes before the first block descriptor word; each "
+                                  f"record needs a block (_blocks._offset below the records')")
+        bpos = pos[cut[bk]:cut[bk + 1]]
+        srt = np.argsort(bpos)
+        lens = np.empty(len(bpos), np.int64)
+        lens[srt] = np.diff(np.append(bpos[srt], end))
+        if np.any(lens > 0xFFFF) or np.any(lens < 8):
+            k = int(np.flatnonzero((lens > 0xFFFF) | (lens < 8))[0])
+            raise ConversionError(f"{where}: block {k} (byte {int(bpos[k])}) would be {int(lens[k])} bytes; a VB "
+                                  f"block holds 8..65535 (a BDW and at least one record)")
+        parts[bk][-1] = (bpos, lens)
+    if s.framing.size is not None:
+        fs = _checked(lambda: evaluate(s.framing.size, values, f"{where}.framing.size"), where)
+        if np.any(sizes != fs):
+            raise ConversionError(f"{where}: fixed-size records are {fs} bytes, a record here would be "
+                                  f"{int(sizes[sizes != fs][0])} (its _tail has the wrong length)")
+    return end, parts
+
+
+def _write_part(out, p, order):
+    kind = p[0]
+    if kind == "raw":
+        toffs, tdata, positions = p[1], p[2], p[3]
+        K.scatter_tails(toffs - toffs[0], tdata[toffs[0]:], positions, np.zeros(len(positions), np.int64), out)
+        return
+    if kind == "blocks":
+        raw, (bpos, lens) = p[1], p[2]
+        for k in range(len(bpos)):
+            out[bpos[k]:bpos[k] + 4] = raw[4 * k:4 * k + 4]
+        K.put_fields(out, bpos, 0, 2, True, lens.astype(np.uint64))
+        return
+    _, dense, layout, runs, zeros, positions, what, record, fixed, toffs, tdata, t, s = p
+    _place(out, dense, layout, runs, zeros, positions, what, record, order)
+    if len(tdata):
+        K.scatter_tails(toffs - toffs[0], tdata[toffs[0]:], positions, np.full(len(positions), fixed, np.int64),
+                        out)
+    ln = s.framing.length
+    if ln is not None and len(positions):
+        sizes = fixed + np.diff(toffs)
+        raw = sizes - ln.base()
+        value = raw // ln.unit
+        bad = np.flatnonzero((raw % ln.unit != 0) | (raw < 0) | (value >= (1 << (8 * ln.size)) if ln.size < 8
+                                                                  else raw < 0))
+        if len(bad):
+            k = int(bad[0])
+            raise ConversionError(f"{what}, row {k}: a record of {int(sizes[k])} bytes cannot be framed: its length "
+                                  f"field ({ln.size} bytes, unit {ln.unit}, counting from {ln.base()}) cannot say it; "
+                                  f"shorten its _tail")
+        K.put_fields(out, positions, ln.offset, ln.size, ln.big(order), value.astype(np.uint64))
+    if s.tag is not None and len(positions):
+        v = t.tag_value(s.tag, what)
+        K.put_fields(out, positions, s.framing.prefix + s.tag.offset, s.tag.size, s.tag.order == "big",
+                     np.full(len(positions), v, np.uint64))
+
+
+def _emit(out: np.ndarray, dst: Any, overwrite: bool) -> "bytes | None":
+    if dst is None:
+        return out.tobytes()
+    if hasattr(dst, "write"):
+        dst.write(out.data)
+        return None
+    path = os.fspath(dst)
+    if os.path.exists(path) and not overwrite:
+        raise ConversionError(f"{path} exists; pass overwrite=True to replace it")
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".layouts-stream-", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(out.data)
+        os.replace(tmp, path)
+    except BaseException as err:
+        os.unlink(tmp)
+        if isinstance(err, OSError):
+            raise ConversionError(f"writing {path} failed: {err.strerror}; the destination was left as it "
+                                  f"was") from err
+        raise
+    return None

@@ -1,0 +1,627 @@
+"""Record streams: read_stream / write_stream, the built-ins against independent oracles
+(dpkt for pcap, a struct encoder of the ITCH 5.0 specification), a header-driven file,
+mainframe V and VB records, and the round trip byte for byte."""
+
+import io
+import struct
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import layouts as lo
+
+S = lo.Stream
+
+
+# --------------------------------------------------------------------------- pcap
+def _pcap_by_hand(order, nano, packets, snaplen=65535, network=1):
+    """A classic pcap file written with struct (``order`` "<" or ">")."""
+    magic = 0xA1B23C4D if nano else 0xA1B2C3D4
+    out = struct.pack(order + "IHHiIII", magic, 2, 4, 0, 0, snaplen, network)
+    for sec, frac, data, orig in packets:
+        out += struct.pack(order + "IIII", sec, frac, len(data), orig) + data
+    return out
+
+
+def _packets(rng, n, snaplen=None):
+    out = []
+    for i in range(n):
+        size = int(rng.integers(0, 200)) if i % 5 else 0
+        data = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
+        orig = size
+        if snaplen is not None and size > snaplen:
+            data, orig = data[:snaplen], size
+        out.append((1_700_000_000 + i, int(rng.integers(0, 999_999)), data, orig))
+    return out
+
+
+@pytest.mark.parametrize("nano", [False, True])
+def test_pcap_against_dpkt_writer_and_reader(tmp_path, nano):
+    dpkt = pytest.importorskip("dpkt")
+    rng = np.random.default_rng(1)
+    path = tmp_path / "cap.pcap"
+    sent = []
+    with open(path, "wb") as f:
+        w = dpkt.pcap.Writer(f, snaplen=1500, linktype=dpkt.pcap.DLT_EN10MB, nano=nano)
+        for i in range(50):
+            data = rng.integers(0, 256, int(rng.integers(0, 300)) if i % 7 else 0, dtype=np.uint8).tobytes()
+            ts = 1_700_000_000 + i + (i * 1237 % 1_000_000) / 1e6
+            w.writepkt(data, ts=ts)
+            sent.append(data)
+    with open(path, "rb") as f:
+        expect = list(dpkt.pcap.Reader(f))
+    t = lo.read_stream(path, "pcap")
+    assert t.order == "little"
+    pk = t["packet"].to_arrow()
+    assert pk.num_rows == len(expect) == 50
+    scale = 1e9 if nano else 1e6
+    for row, (ts, buf), data in zip(pk.to_pylist(), expect, sent):
+        assert row["_tail"] == buf == data
+        assert row["incl_len"] == row["orig_len"] == len(buf)
+        assert abs(row["ts_sec"] + row["ts_frac"] / scale - float(ts)) < 1e-6
+    h = t["_header"].to_arrow().to_pylist()[0]
+    assert h["magic"] == (0xA1B23C4D if nano else 0xA1B2C3D4)
+    assert h["snaplen"] == 1500 and h["network"] == dpkt.pcap.DLT_EN10MB
+    assert lo.write_stream(t, "pcap") == path.read_bytes()
+
+
+@pytest.mark.parametrize("order", ["<", ">"])
+@pytest.mark.parametrize("nano", [False, True])
+def test_pcap_both_byte_orders_snaplen_and_empty_packets(order, nano):
+    dpkt = pytest.importorskip("dpkt")
+    rng = np.random.default_rng(2)
+    pkts = _packets(rng, 40, snaplen=64)
+    raw = _pcap_by_hand(order, nano, pkts, snaplen=64)
+    t = lo.read_stream(io.BytesIO(raw), "pcap")
+    assert t.order == ("little" if order == "<" else "big")
+    rows = t["packet"].to_arrow().to_pylist()
+    expect = list(dpkt.pcap.Reader(io.BytesIO(raw)))
+    assert len(rows) == len(expect) == 40
+    for row, (ts, buf), (sec, frac, data, orig) in zip(rows, expect, pkts):
+        assert row["_tail"] == buf == data
+        assert (row["ts_sec"], row["ts_frac"], row["orig_len"]) == (sec, frac, orig)
+    assert any(r["orig_len"] > r["incl_len"] for r in rows)  # snaplen-truncated packets
+    assert any(r["incl_len"] == 0 for r in rows)
+    assert lo.write_stream(t, "pcap") == raw
+
+
+def test_pcap_offsets_restore_order_and_file_object_position():
+    raw = _pcap_by_hand("<", False, _packets(np.random.default_rng(3), 5))
+    f = io.BytesIO(b"junk" + raw)
+    f.seek(4)
+    t = lo.read_stream(f, "pcap")
+    offs = t["packet"]["_offset"].to_numpy()
+    assert offs[0] == 24 and np.all(np.diff(offs) > 0)
+
+
+def test_pcap_errors():
+    raw = _pcap_by_hand("<", False, _packets(np.random.default_rng(4), 3))
+    with pytest.raises(lo.ConversionError, match=r"<buffer>: byte 0: magic number .* is none of 0xa1b2c3d4"):
+        lo.read_stream(b"\0" * 40, "pcap")
+    with pytest.raises(lo.ConversionError, match=r"shorter than the 24-byte header of a pcap stream"):
+        lo.read_stream(raw[:4] + b"\0" * 10, "pcap")
+    with pytest.raises(lo.ConversionError, match=r"length field .* past the end of the data"):
+        lo.read_stream(raw[:-1], "pcap")
+    with pytest.raises(lo.ConversionError, match=r"byte 24: the last record is truncated: 10 bytes left"):
+        lo.read_stream(raw[:34], "pcap")
+    with pytest.raises(lo.LayoutError, match=r"pass order=\"big\" or \"little\""):
+        lo.write_stream(dict(lo.read_stream(raw, "pcap")), "pcap")
+
+
+# --------------------------------------------------------------------------- ITCH 5.0
+# An independent encoder: each message type's struct format and field names, written
+# from the specification's tables (type byte first; 6-byte timestamps packed apart).
+ITCH = {
+    "S": ("system_event", "c", ["event_code"]),
+    "R": ("stock_directory", "8sccIcc2scccccIc",
+          ["stock", "market_category", "financial_status_indicator", "round_lot_size", "round_lots_only",
+           "issue_classification", "issue_sub_type", "authenticity", "short_sale_threshold_indicator", "ipo_flag",
+           "luld_reference_price_tier", "etp_flag", "etp_leverage_factor", "inverse_indicator"]),
+    "H": ("stock_trading_action", "8scc4s", ["stock", "trading_state", "reserved", "reason"]),
+    "Y": ("reg_sho_restriction", "8sc", ["stock", "reg_sho_action"]),
+    "L": ("market_participant_position", "4s8sccc",
+          ["mpid", "stock", "primary_market_maker", "market_maker_mode", "market_participant_state"]),
+    "V": ("mwcb_decline_level", "QQQ", ["level_1", "level_2", "level_3"]),
+    "W": ("mwcb_status", "c", ["breached_level"]),
+    "K": ("ipo_quoting_period_update", "8sIcI",
+          ["stock", "ipo_quotation_release_time", "ipo_quotation_release_qualifier", "ipo_price"]),
+    "J": ("luld_auction_collar", "8sIIII",
+          ["stock", "auction_collar_reference_price", "upper_auction_collar_price", "lower_auction_collar_price",
+           "auction_collar_extension"]),
+    "h": ("operational_halt", "8scc", ["stock", "market_code", "operational_halt_action"]),
+    "A": ("add_order", "QcI8sI", ["order_reference_number", "buy_sell_indicator", "shares", "stock", "price"]),
+    "F": ("add_order_mpid", "QcI8sI4s",
+          ["order_reference_number", "buy_sell_indicator", "shares", "stock", "price", "attribution"]),
+    "E": ("order_executed", "QIQ", ["order_reference_number", "executed_shares", "match_number"]),
+    "C": ("order_executed_with_price", "QIQcI",
+          ["order_reference_number", "executed_shares", "match_number", "printable", "execution_price"]),
+    "X": ("order_cancel", "QI", ["order_reference_number", "cancelled_shares"]),
+    "D": ("order_delete", "Q", ["order_reference_number"]),
+    "U": ("order_replace", "QQII", ["original_order_reference_number", "new_order_reference_number", "shares",
+                                    "price"]),
+    "P": ("trade", "QcI8sIQ", ["order_reference_number", "buy_sell_indicator", "shares", "stock", "price",
+                               "match_number"]),
+    "Q": ("cross_trade", "Q8sIQc", ["shares", "stock", "cross_price", "match_number", "cross_type"]),
+    "B": ("broken_trade", "Q", ["match_number"]),
+    "I": ("noii", "QQc8sIIIcc",
+          ["paired_shares", "imbalance_shares", "imbalance_direction", "stock", "far_price", "near_price",
+           "current_reference_price", "cross_type", "price_variation_indicator"]),
+    "N": ("rpii", "8sc", ["stock", "interest_flag"]),
+    "O": ("direct_listing_price_discovery", "8scIIIQII",
+          ["stock", "open_eligibility_status", "minimum_allowable_price", "maximum_allowable_price",
+           "near_execution_price", "near_execution_time", "lower_price_range_collar", "upper_price_range_collar"]),
+}
+# total message lengths in the specification's tables (type byte included)
+ITCH_LENGTHS = {"S": 12, "R": 39, "H": 25, "Y": 20, "L": 26, "V": 35, "W": 12, "K": 28, "J": 35, "h": 21, "A": 36,
+                "F": 40, "E": 31, "C": 36, "X": 23, "D": 19, "U": 35, "P": 44, "Q": 40, "B": 19, "I": 50, "N": 20,
+                "O": 48}
+
+
+def _itch_value(code, rng):
+    if code == "c":
+        return bytes([int(rng.integers(65, 91))])
+    if code.endswith("s"):
+        n = int(code[:-1])
+        word = bytes(rng.integers(65, 91, int(rng.integers(1, n + 1)), dtype=np.uint8))
+        return word.ljust(n, b" ")
+    return int(rng.integers(0, {"I": 2**32, "Q": 2**63}[code]))
+
+
+def _codes(fmt):
+    import re
+
+    return re.findall(r"\d*[a-zA-Z]", fmt)
+
+
+def itch_file(rng, types, n):
+    """(bytes, expected rows per type name) of ``n`` messages of ``types``."""
+    out, rows = [], {ITCH[t][0]: [] for t in ITCH}
+    offset = 0
+    for _ in range(n):
+        t = types[int(rng.integers(0, len(types)))]
+        name, fmt, fields = ITCH[t]
+        vals = [_itch_value(c, rng) for c in _codes(fmt)]
+        loc, trk, ts = int(rng.integers(0, 2**16)), int(rng.integers(0, 2**16)), int(rng.integers(0, 86_400 * 10**9))
+        body = t.encode() + struct.pack(">HH", loc, trk) + ts.to_bytes(6, "big") + struct.pack(">" + fmt, *vals)
+        assert len(body) == ITCH_LENGTHS[t], t
+        msg = struct.pack(">H", len(body)) + body
+        row = {"_offset": offset, "message_type": t, "stock_locate": loc, "tracking_number": trk, "timestamp": ts}
+        for f, v in zip(fields, vals):
+            row[f] = v.decode() if isinstance(v, bytes) else v
+        rows[name].append(row)
+        out.append(msg)
+        offset += len(msg)
+    return b"".join(out), rows
+
+
+def test_itch50_every_message_type_field_by_field():
+    rng = np.random.default_rng(5)
+    raw, rows = itch_file(rng, list(ITCH), 2000)
+    t = lo.read_stream(raw, "itch50")
+    for name, expect in rows.items():
+        assert expect, name
+        got = t[name].to_arrow().to_pylist()
+        assert got == expect, name
+    assert lo.write_stream(t, "itch50") == raw
+
+
+def test_itch50_layouts_match_the_spec_lengths():
+    stream = lo.Stream.builtin("itch50")
+    (sec,) = stream.sections
+    sizes = {t.tag: t.record.size("big") for t in sec.types}
+    assert sizes == ITCH_LENGTHS
+
+
+def test_itch50_text_decimals_and_types():
+    raw, _ = itch_file(np.random.default_rng(6), ["A"], 3)
+    t = lo.read_stream(raw, "itch50")
+    schema = t["add_order"].to_arrow().schema
+    assert schema.field("stock").type == pa.string()
+    assert schema.field("timestamp").type == pa.uint64()
+    assert schema.field("price").type == pa.uint32()
+    assert t.decimals["add_order"] == {"price": 4}
+    dec = t.decimal("add_order", "price")
+    assert dec.type == pa.decimal128(38, 4)
+    ints = t["add_order"]["price"].to_numpy()
+    assert [int(d.scaleb(4)) for d in dec.to_pylist()] == ints.tolist()
+    with pytest.raises(lo.LayoutError, match=r"add_order.shares has no implied decimals"):
+        t.decimal("add_order", "shares")
+
+
+def test_itch50_write_from_changed_tables():
+    raw, _ = itch_file(np.random.default_rng(7), ["A", "D", "E"], 30)
+    t = dict(lo.read_stream(raw, "itch50"))
+    table = t["add_order"].to_arrow()
+    t["add_order"] = table.set_column(table.column_names.index("shares"), "shares",
+                                      pa.array([7] * table.num_rows, pa.uint32()))
+    back = lo.read_stream(lo.write_stream(t, "itch50"), "itch50")
+    assert back["add_order"]["shares"].to_numpy().tolist() == [7] * table.num_rows
+    assert back["order_delete"].to_arrow().equals(t["order_delete"].to_arrow())
+    # fewer records: the stream closes up, order kept
+    t["order_delete"] = t["order_delete"].to_arrow().slice(1)
+    again = lo.read_stream(lo.write_stream(t, "itch50"), "itch50")
+    assert len(again["order_delete"]) == len(back["order_delete"]) - 1
+
+
+ITCH_ERRORS = [
+    (b"\x00\x00", r"byte 0: the record's length field \(byte 0\) says 0, a record of 2 bytes, less than the 3"),
+    (b"\x00\x05AB", r"byte 0: the record's length field \(byte 0\) says 5, a record of 7 bytes, past the end"),
+    (b"\x00", r"byte 0: the last record is truncated: 1 bytes left"),
+    (b"\x00\x01Z", r"record type tag 90 \(b'Z'\) at byte 2 is no type of itch50 section\[0\]"),
+    (b"\x00\x05Axxxx", r"byte 0: a itch50 section\[0\] type 'add_order' record of 7 bytes, shorter than the type's 38"),
+]
+
+
+@pytest.mark.parametrize("raw,match", ITCH_ERRORS)
+def test_itch50_hostile_input(raw, match):
+    good, _ = itch_file(np.random.default_rng(8), ["D"], 2)
+    with pytest.raises(lo.ConversionError, match=match.replace("byte 0", f"byte {len(good)}")
+                       .replace("at byte 2", f"at byte {len(good) + 2}").replace("(byte 0)", f"(byte {len(good)})")):
+        lo.read_stream(good + raw, "itch50")
+
+
+def test_itch50_longer_message_is_an_error_naming_tail():
+    body = b"D" + b"\0" * 18 + b"extra"
+    with pytest.raises(lo.ConversionError, match=r"<buffer>: byte 0: .*'order_delete' record of 26 bytes, longer "
+                                                 r"than the type's 21 .* set tail = \"column\""):
+        lo.read_stream(struct.pack(">H", len(body)) + body, "itch50")
+
+
+# --------------------------------------------------------------------------- unknown tags
+def _tagged(unknown):
+    return S([S.Section(S.Framing(length=S.Length(0, 1, "big")),
+                        [S.RecordType("a", S.Record([("k", "S1"), ("v", ">u2")]), "a"),
+                         S.RecordType("b", S.Record([("k", "S1"), ("w", "<i4")]), "b")],
+                        tag=S.Tag(0, 1), unknown=unknown)])
+
+
+def _tagged_bytes():
+    return (b"\x03a\x00\x07" + b"\x05b\x01\x00\x00\x00" + b"\x02zz" + b"\x03a\x00\x09")
+
+
+def test_unknown_tags_skip_keep_error():
+    raw = _tagged_bytes()
+    with pytest.raises(lo.ConversionError, match=r"byte 10: record type tag 122 \(b'z'\) at byte 11 .* unknown = "):
+        lo.read_stream(raw, _tagged("error"))
+    skip = lo.read_stream(raw, _tagged("skip"))
+    assert skip["a"]["v"].to_numpy().tolist() == [7, 9] and "_unknown" not in skip
+    keep = lo.read_stream(raw, _tagged("keep"))
+    assert keep["_unknown"].to_arrow().to_pylist() == [{"_offset": 10, "_tail": b"\x02zz"}]
+    assert keep["a"]["_offset"].to_numpy().tolist() == [0, 13]
+    assert lo.write_stream(keep, _tagged("keep")) == raw
+    # skipped records are not written back
+    assert lo.write_stream(skip, _tagged("skip")) == raw[:10] + raw[13:]
+
+
+# --------------------------------------------------------------------------- header-driven files
+LAS_LIKE = """
+name = "points"
+order = "little"
+
+[header]
+fields = [["signature", "S4"], ["header_size", "<u2"], ["offset_to_points", "<u4"], ["point_count", "<u4"],
+          ["point_record_length", "<u2"]]
+text = ["signature"]
+
+[[section]]
+offset = "offset_to_points"
+count = "point_count"
+framing = { size = "point_record_length" }
+tail = "column"
+
+[section.types.point]
+fields = [["x", "<i4"], ["y", "<i4"], ["z", "<i4"], ["intensity", "<u2"]]
+"""
+
+
+def las_like(n, record_length=20, vlr=b"VLR-BYTES!"):
+    rng = np.random.default_rng(9)
+    header = struct.pack("<4sHIIH", b"LASF", 16, 16 + len(vlr), n, record_length)
+    pts = []
+    for _ in range(n):
+        x, y, z = (int(v) for v in rng.integers(-2**31, 2**31, 3))
+        extra = bytes(rng.integers(0, 256, record_length - 14, dtype=np.uint8))
+        pts.append((x, y, z, int(rng.integers(0, 2**16)), extra))
+    body = b"".join(struct.pack("<iiiH", *p[:4]) + p[4] for p in pts)
+    return header + vlr + body, pts
+
+
+def test_header_gives_offset_count_and_record_size(tmp_path):
+    spec = tmp_path / "points.toml"
+    spec.write_text(LAS_LIKE)
+    raw, pts = las_like(25)
+    t = lo.read_stream(raw, spec)
+    assert t["_header"].to_arrow().to_pylist()[0]["point_count"] == 25
+    rows = t["point"].to_arrow().to_pylist()
+    assert [(r["x"], r["y"], r["z"], r["intensity"], r["_tail"]) for r in rows] == pts
+    assert rows[0]["_offset"] == 26
+    assert t["_gaps"].to_arrow().to_pylist() == [{"_offset": 16, "_tail": b"VLR-BYTES!"}]
+    out = tmp_path / "back.bin"
+    lo.write_stream(t, spec, out)
+    assert out.read_bytes() == raw
+    with pytest.raises(lo.ConversionError, match=r"back.bin exists; pass overwrite=True"):
+        lo.write_stream(t, spec, out)
+    lo.write_stream(t, spec, out, overwrite=True)
+
+
+def test_header_driven_errors(tmp_path):
+    spec = tmp_path / "points.toml"
+    spec.write_text(LAS_LIKE)
+    raw, _ = las_like(5)
+    bad_offset = raw[:6] + struct.pack("<I", 10**6) + raw[10:]
+    with pytest.raises(lo.ConversionError, match=r"offset = 'offset_to_points' is 1000000, outside the file"):
+        lo.read_stream(bad_offset, spec)
+    with pytest.raises(lo.ConversionError, match=r"count = 'point_count' is 5, more records than the 80 bytes from "
+                                                 r"byte 26 can hold; the header is damaged"):
+        lo.read_stream(raw[:-20], spec)
+    zero = raw[:14] + struct.pack("<H", 0) + raw[16:]
+    with pytest.raises(lo.ConversionError, match=r"framing.size = 'point_record_length' is 0; fixed records need"):
+        lo.read_stream(zero, spec)
+    short = raw[:14] + struct.pack("<H", 8) + raw[16:]
+    with pytest.raises(lo.ConversionError, match=r"record of 8 bytes, shorter than the type's 14 bytes of fields"):
+        lo.read_stream(short, spec)
+    inside = raw[:6] + struct.pack("<I", 10) + raw[10:]
+    with pytest.raises(lo.ConversionError, match=r"offset = 'offset_to_points' is 10, inside the part before it "
+                                                 r"\(which ends at byte 16\)"):
+        lo.read_stream(inside, spec)
+    with pytest.raises(lo.ConversionError, match=r"shorter than the 16-byte header"):
+        lo.read_stream(raw[:10], spec)
+    t = dict(lo.read_stream(raw, spec))
+    t["point"] = t["point"].to_arrow().slice(1)
+    with pytest.raises(lo.ConversionError, match=r"the header's count = 'point_count' is 5, but the tables hold 4 "
+                                                 r"records; set the header field to 4"):
+        lo.write_stream(t, spec)
+
+
+def test_header_count_of_length_framed_records():
+    s = S([S.Section(S.Framing(length=S.Length(0, 1, "big")), [S.RecordType("r", S.Record([("v", "u1")]))],
+                     count="n")], header=S.Record([("n", "u1")]))
+    assert lo.read_stream(b"\x02\x01\x07\x01\x08", s)["r"]["v"].to_numpy().tolist() == [7, 8]
+    # records after the count are left to the next part: here none, so they are kept as _gaps
+    t = lo.read_stream(b"\x01\x01\x07\x01\x08", s)
+    assert t["_gaps"].to_arrow().to_pylist() == [{"_offset": 3, "_tail": b"\x01\x08"}]
+    assert lo.write_stream(t, s) == b"\x01\x01\x07\x01\x08"
+    with pytest.raises(lo.ConversionError, match=r"count = 'n' is 3 records, but the data ends after 2 \(byte 5\); "
+                                                 r"the file is truncated or the header damaged"):
+        lo.read_stream(b"\x03\x01\x07\x01\x08", s)
+
+
+def test_expression_overflow_and_division_by_zero():
+    hdr = S.Record([("a", "<u8"), ("b", "<u8")])
+    sec = S.Section(S.Framing(size=4), [S.RecordType("r", S.Record([("v", "<u4")]))], offset="a * b")
+    s = S([sec], header=hdr, order="little")
+    with pytest.raises(lo.ConversionError, match=r"offset = 'a \* b' overflows int64"):
+        lo.read_stream(struct.pack("<QQ", 2**40, 2**40) + b"\0" * 8, s)
+    s2 = S([S.Section(S.Framing(size=4), [S.RecordType("r", S.Record([("v", "<u4")]))], count="a // b")],
+           header=hdr, order="little")
+    with pytest.raises(lo.ConversionError, match=r"count = 'a // b' divides by zero"):
+        lo.read_stream(struct.pack("<QQ", 1, 0) + b"\0" * 8, s2)
+    with pytest.raises(lo.ConversionError, match=r"count = 'a // b' is 4, more records than the 8 bytes"):
+        lo.read_stream(struct.pack("<QQ", 4, 1) + b"\0" * 8, s2)
+
+
+# --------------------------------------------------------------------------- mainframe V / VB
+REC = np.dtype([("id", ">u4"), ("name", "S6")])
+
+
+def _rdw(body):
+    return struct.pack(">HH", len(body) + 4, 0) + body
+
+
+def test_rdw_records_with_tails():
+    bodies = [struct.pack(">I", i) + b"ABCDEF" + b"x" * i for i in range(6)]
+    raw = b"".join(_rdw(b) for b in bodies)
+    t = lo.read_stream(raw, S.rdw(REC, tail="column"))
+    rows = t["record"].to_arrow().to_pylist()
+    assert [r["id"] for r in rows] == list(range(6))
+    assert [r["_tail"] for r in rows] == [b"x" * i for i in range(6)]
+    assert rows[0]["_prefix"] == b"\x00\x0e\x00\x00"
+    assert lo.write_stream(t, S.rdw(REC, tail="column")) == raw
+    with pytest.raises(lo.ConversionError, match=r"longer than the type's 14 bytes of fields"):
+        lo.read_stream(raw, S.rdw(REC))
+    with pytest.raises(lo.ConversionError, match=r"says 3, a record of 3 bytes, less than the 4 bytes"):
+        lo.read_stream(b"\x00\x03\x00\x00", S.rdw(REC))
+    with pytest.raises(lo.LayoutError, match=r"the rdw built-in needs the record's layout: pass lo.Stream.rdw"):
+        lo.read_stream(raw, "rdw")
+
+
+def test_bdw_blocks_of_rdw_records():
+    recs = [_rdw(struct.pack(">I", i) + b"NAME%02d" % i) for i in range(7)]
+    blocks = [recs[:3], recs[3:4], recs[4:]]
+    raw = b"".join(struct.pack(">HH", 4 + sum(map(len, b)), 0) + b"".join(b) for b in blocks)
+    t = lo.read_stream(raw, S.bdw(REC))
+    assert t["record"]["id"].to_numpy().tolist() == list(range(7))
+    assert t["_blocks"]["_offset"].to_numpy().tolist() == [0, 46, 64]
+    assert lo.write_stream(t, S.bdw(REC)) == raw
+    with pytest.raises(lo.ConversionError, match=r"byte 0: block descriptor word says the block is 999 bytes, past"):
+        lo.read_stream(struct.pack(">HH", 999, 0) + raw[4:], S.bdw(REC))
+    # a record running past its block
+    bad = struct.pack(">HH", 20, 0) + raw[4:]
+    with pytest.raises(lo.ConversionError, match=r"byte 18: the record's length field \(byte 18\) says 14, a record "
+                                                 r"of 14 bytes, past the end of the data \(2 bytes left\)"):
+        lo.read_stream(bad, S.bdw(REC))
+
+
+def test_record_from_dtype_errors():
+    with pytest.raises(lo.LayoutError, match=r"record.b: field at offset 8 \(expected 4\)"):
+        S.rdw(np.dtype([("a", ">u4"), ("b", ">u8")], align=True))
+
+
+# --------------------------------------------------------------------------- sources and results
+def test_sources_path_bytes_memoryview_file(tmp_path):
+    raw = _tagged_bytes()[:10]
+    p = tmp_path / "s.bin"
+    p.write_bytes(raw)
+    for src in (p, str(p), raw, bytearray(raw), memoryview(raw), np.frombuffer(raw, np.uint8)):
+        t = lo.read_stream(src, _tagged("error"))
+        assert t["b"]["w"].to_numpy().tolist() == [1]
+    with open(p, "rb") as f:
+        assert lo.read_stream(f, _tagged("error"))["a"]["v"].to_numpy().tolist() == [7]
+    empty = tmp_path / "empty.bin"
+    empty.write_bytes(b"")
+    assert len(lo.read_stream(empty, _tagged("error"))["a"]) == 0
+    with pytest.raises(lo.ConversionError, match=r"cannot read .*missing.bin: No such file"):
+        lo.read_stream(tmp_path / "missing.bin", _tagged("error"))
+    with pytest.raises(lo.ConversionError, match=r"open the file in binary mode"):
+        lo.read_stream(io.StringIO("x"), _tagged("error"))
+    with pytest.raises(lo.ConversionError, match=r"needs a path, a bytes-like object or a binary file object, got int"):
+        lo.read_stream(5, _tagged("error"))
+
+
+def test_write_to_file_object_and_table_errors():
+    raw = _tagged_bytes()[:10]
+    t = lo.read_stream(raw, _tagged("error"))
+    f = io.BytesIO()
+    assert lo.write_stream(t, _tagged("error"), f) is None and f.getvalue() == raw
+    with pytest.raises(lo.ConversionError, match=r"table 'zz' is no record type of <stream>"):
+        lo.write_stream({"zz": t["a"]}, _tagged("error"))
+    with pytest.raises(lo.ConversionError, match=r"table 'a' has no column '_offset'; add _offset"):
+        lo.write_stream({"a": pa.table({"k": ["a"], "v": pa.array([1], pa.uint16())})}, _tagged("error"))
+    with pytest.raises(lo.ConversionError, match=r"table 'a' is a int; give an SoA"):
+        lo.write_stream({"a": 3}, _tagged("error"))
+    two = pa.table({"_offset": [0, 0], "k": ["a", "a"], "v": pa.array([1, 2], pa.uint16())})
+    with pytest.raises(lo.ConversionError, match=r"two records have _offset 0; the order of the stream is ambiguous"):
+        lo.write_stream({"a": two}, _tagged("error"))
+    # tables built by hand: any increasing _offset gives the order
+    built = {"a": pa.table({"_offset": [5, 1], "k": ["a", "a"], "v": pa.array([1, 2], pa.uint16())})}
+    assert lo.write_stream(built, _tagged("error")) == b"\x03a\x00\x02\x03a\x00\x01"
+
+
+def test_widened_field_that_does_not_fit_is_an_error():
+    s = S([S.Section(S.Framing(size=3), [S.RecordType("r", S.Record([("v", ">u3")]))])])
+    t = lo.read_stream(b"\x01\x02\x03", s)
+    assert t["r"]["v"].to_numpy().tolist() == [0x010203]
+    with pytest.raises(lo.ConversionError, match=r"table 'r', row 0: field 'v' = 16777216 does not fit its 3 bytes"):
+        lo.write_stream({"r": pa.table({"_offset": [0], "v": pa.array([2**24], pa.uint32())})}, s)
+
+
+def test_length_that_cannot_be_written():
+    s = S([S.Section(S.Framing(length=S.Length(0, 1, "big")), [S.RecordType("r", S.Record([("v", "u1")]))],
+                     tail="column")])
+    big = {"r": pa.table({"_offset": [0], "v": pa.array([1], pa.uint8()), "_tail": [b"x" * 300]})}
+    with pytest.raises(lo.ConversionError, match=r"table 'r', row 0: a record of 302 bytes cannot be framed"):
+        lo.write_stream(big, s)
+
+
+def test_text_with_a_nul_or_bad_utf8_is_an_error():
+    raw, _ = itch_file(np.random.default_rng(12), ["A"], 2)
+    bad = bytearray(raw)
+    bad[38 + 2 + 24] = 0  # a byte of the second message's stock symbol
+    with pytest.raises(lo.ConversionError, match=r"<buffer>: byte 64: text field 'stock' of a itch50 section\[0\] "
+                                                 r"type 'add_order' record \(at byte 38\) holds a NUL byte"):
+        lo.read_stream(bytes(bad), "itch50")
+    bad[38 + 2 + 24] = 0xFF
+    with pytest.raises(lo.ConversionError, match=r"<buffer>: byte 38: a itch50 section\[0\] type 'add_order' record: "
+                                                 r".*'stock'.*not valid UTF-8.* drop the field from the type's text "
+                                                 r"list"):
+        lo.read_stream(bytes(bad), "itch50")
+
+
+def test_a_new_description_or_source_compiles_nothing():
+    from layouts.kernels import stream as K
+
+    raw, _ = itch_file(np.random.default_rng(13), list(ITCH), 50)
+    lo.write_stream(lo.read_stream(raw, "itch50"), "itch50")
+    kernels = (K.scan, K.group, K.gather, K.first_nul, K.scatter, K.put_fields)
+    before = [len(k.signatures) for k in kernels]
+    lo.write_stream(lo.read_stream(_tagged_bytes(), _tagged("keep")), _tagged("keep"))
+    lo.read_stream(bytearray(raw), "itch50")
+    lo.read_stream(np.frombuffer(raw, np.uint8).copy(), "itch50")
+    assert [len(k.signatures) for k in kernels] == before
+
+
+@pytest.mark.slow
+def test_a_new_process_loads_the_stream_kernels_from_disk(tmp_path):
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import layouts as lo
+        from layouts.kernels import stream as K
+        data = b"\\x00\\x13D" + bytes(18)
+        lo.write_stream(lo.read_stream(data, "itch50"), "itch50")
+        print(sum(K.scan.stats.cache_hits.values()), sum(K.scan.stats.cache_misses.values()))
+    """)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    run = lambda: subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    run()
+    hits, misses = map(int, run().stdout.split())
+    assert hits >= 1 and misses == 0
+
+
+MULTI = """
+name = "multi"
+order = "little"
+
+[header]
+fields = [["magic", "S4"], ["n_fixed", "<u2"]]
+
+[[section]]
+count = "n_fixed"
+framing = { size = 6 }
+tag = { offset = 0, size = 2, order = "little" }
+[section.types.temp]
+tag = 1
+fields = [["kind", "<u2"], ["celsius", "<f4"]]
+[section.types.pressure]
+tag = 2
+fields = [["kind", "<u2"], ["pascal", "<u4"]]
+
+[[section]]
+framing = { length = { offset = 0, size = 2, order = "little", unit = "words", counts_itself = true } }
+tail = "column"
+[section.types.note]
+fields = [["flags", "u1"]]
+"""
+
+
+def test_two_sections_fixed_tags_and_word_lengths(tmp_path):
+    spec = tmp_path / "multi.toml"
+    spec.write_text(MULTI)
+    fixed = struct.pack("<Hf", 1, 21.5) + struct.pack("<HI", 2, 101325) + struct.pack("<Hf", 1, -3.0)
+    notes = struct.pack("<HB", 2, 7) + b"x" + struct.pack("<HB", 3, 9) + b"abc"  # lengths in 2-byte words
+    raw = b"MLTI" + struct.pack("<H", 3) + fixed + notes
+    t = lo.read_stream(raw, spec)
+    assert t["temp"].to_arrow().to_pylist() == [{"_offset": 6, "kind": 1, "celsius": 21.5},
+                                                {"_offset": 18, "kind": 1, "celsius": -3.0}]
+    assert t["pressure"]["pascal"].to_numpy().tolist() == [101325]
+    assert t["note"].to_arrow().to_pylist() == [{"_offset": 24, "flags": 7, "_tail": b"x"},
+                                                {"_offset": 28, "flags": 9, "_tail": b"abc"}]
+    assert lo.write_stream(t, spec) == raw
+    # a tail that leaves a record of an odd number of bytes cannot be said in words
+    t2 = dict(t)
+    t2["note"] = pa.table({"_offset": [0], "flags": pa.array([1], pa.uint8()), "_tail": [b"xy"]})
+    with pytest.raises(lo.ConversionError, match=r"table 'note', row 0: a record of 5 bytes cannot be framed: its "
+                                                 r"length field \(2 bytes, unit 2"):
+        lo.write_stream(t2, spec)
+    # a record too short for its type stops the scan there (not at the garbage after it)
+    with pytest.raises(lo.ConversionError, match=r"<buffer>: byte 24: a multi section\[1\] type 'note' record of 2 "
+                                                 r"bytes, shorter than the type's 3 bytes of fields"):
+        lo.read_stream(raw[:24] + struct.pack("<H", 1) + raw[26:], spec)
+
+
+def test_decimals_of_signed_and_nullable_columns():
+    s = S([S.Section(S.Framing(size=4), [S.RecordType("r", S.Record([("px", "<i4")], decimals={"px": 4}))])],
+          order="little")
+    t = lo.read_stream(struct.pack("<ii", -12345, 2**31 - 1), s)
+    assert [str(d) for d in t.decimal("r", "px").to_pylist()] == ["-1.2345", "214748.3647"]
+    from layouts._stream.read import scaled
+
+    col = pa.array([None, 2**64 - 1, 5], pa.uint64()).slice(1)
+    assert [str(d) for d in scaled(col, 2).to_pylist()] == ["184467440737095516.15", "0.05"]
+    with_null = pa.array([3, None], pa.int64())
+    assert scaled(with_null, 1).to_pylist()[1] is None
+
+
+def test_pcap_with_no_packets_and_only_empty_packets():
+    empty = _pcap_by_hand("<", False, [])
+    t = lo.read_stream(empty, "pcap")
+    assert len(t["packet"]) == 0 and t["packet"].to_arrow().schema.field("_tail").type == pa.binary()
+    assert lo.write_stream(t, "pcap") == empty
+    zeros = _pcap_by_hand(">", True, [(1, 2, b"", 0), (3, 4, b"", 60)])
+    t = lo.read_stream(zeros, "pcap")
+    assert t["packet"].to_arrow().column("_tail").to_pylist() == [b"", b""]
+    assert lo.write_stream(t, "pcap") == zeros
