@@ -8,7 +8,6 @@
 """
 
 import sys
-from typing import TYPE_CHECKING
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing for the command's start
 if TYPE_CHECKING:
