@@ -21,6 +21,7 @@ import errno
 import io
 import os
 import queue
+import re
 import stat
 import threading
 import time
@@ -1284,6 +1285,15 @@ def _ahead(items, overlap, depth=2):
             yield item
 
 
+_ROW = re.compile(r"\brow (\d+)\b")
+
+
+def _input_rows(err, first):
+    """A part's message with each row it names counted from the input's first row (the
+    checks count from the part's)."""
+    return _ROW.sub(lambda m: f"row {first + int(m.group(1))}", str(err)) if first else str(err)
+
+
 @contextmanager
 def _rows(name, first, n, where=None):
     """Name the input, its batch or row group and its rows in an error about one part
@@ -1292,7 +1302,7 @@ def _rows(name, first, n, where=None):
         yield
     except (LayoutError, ConversionError) as err:
         where = f"{where}, " if where else ""
-        named = type(err)(f"{name}, {where}rows {first} to {first + n}: {err}")
+        named = type(err)(f"{name}, {where}rows {first} to {first + n}: {_input_rows(err, first)}")
         named.__dict__.update(err.__dict__)  # problems and fixes (layouts._arrow_in.Problems)
         raise named from err
 
@@ -1321,13 +1331,13 @@ def _whole_input(err, parts, first, check):
             problems = getattr(later, "problems", None)
             if problems is None:  # not a column problem (a damaged part): said once, and no further reading
                 found.add(None, later if part is None else
-                          type(later)(f"{where}, rows {first} to {first + part.num_rows}: {later}"))
+                          type(later)(f"{where}, rows {first} to {first + part.num_rows}: {_input_rows(later, first)}"))
                 break
             for column, e in problems:
                 kinds = set(getattr(e, "fix", None) or {"": None})
                 if not kinds <= seen.get(column, set()):
                     seen.setdefault(column, set()).update(kinds)
-                    at = ConversionError(f"{where}, rows {first} to {first + part.num_rows}: {e}")
+                    at = ConversionError(f"{where}, rows {first} to {first + part.num_rows}: {_input_rows(e, first)}")
                     at.fix = getattr(e, "fix", None)
                     found.add(column, at)
         first += part.num_rows

@@ -291,9 +291,9 @@ def test_convert_reports_the_problems_of_every_row_group(tmp_path):
     with pytest.raises(lo.ConversionError, match=r"m.parquet, row group 0, rows 0 to 100: 4 problems with the Arrow "
                                                  r"data's columns, all of them: \(1\) column 'ts_ns'.*\(2\) column 'qty' "
                                                  r"has 1 nulls \(first at row 5\).*\(3\) row group 2, rows 200 to 300: "
-                                                 r"column 'px' has 1 nulls \(first at row 80\).*\(4\) row group 2, rows "
+                                                 r"column 'px' has 1 nulls \(first at row 280\).*\(4\) row group 2, rows "
                                                  r"200 to 300: column 'big' has Arrow type int64; field 'big' \(<i4\) "
-                                                 r"needs int32, and row 90 holds 1099511627776.*; to convert, pass "
+                                                 r"needs int32, and row 290 holds 1099511627776.*; to convert, pass "
                                                  r"time_unit=\{'ts_ns': 'ns'\}, fill=\{'qty': value, 'px': value\} and "
                                                  r"change the data or the layout of 'big' \(no option fixes it\)$") as err:
         lo.convert(tmp_path / "m.parquet", dtype, tmp_path / "m.bin", chunk_bytes=100 * dtype.itemsize)
