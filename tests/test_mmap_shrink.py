@@ -113,6 +113,10 @@ def test_truncation_at_random_moments_never_crashes(tmp_path):
                 assert "in.bin shrank while it was being converted" in str(err), err
                 assert open(dst, "rb").read() == b"old"
                 outcome = "error"
+            except lo.LayoutError as err:  # cut before convert looked at its size: a shorter file
+                assert "bytes left over" in str(err), err
+                assert open(dst, "rb").read() == b"old"
+                outcome = "cut before the start"
             timer.join()
             assert sorted(os.listdir(d)) == ["in.bin", "out"], os.listdir(d)
             results[outcome] = results.get(outcome, 0) + 1

@@ -466,8 +466,8 @@ def test_the_command_with_its_standard_streams_closed(tmp_path):
     run = sh(f"{layouts} a.bin {dtype} --to a.arrow >&-")  # works: the summary goes nowhere
     assert run.returncode == 0 and "Error" not in run.stderr, run.stderr
     assert pa.ipc.open_file(str(tmp_path / "a.arrow")).read_all().num_rows == 10
-    run = sh(f"{layouts} a.bin {dtype} --to - >&-")
-    assert run.returncode == 1 and run.stderr == ("layouts convert: error: --to -: standard output is closed (>&-), "
+    run = sh(f"{layouts} a.bin {dtype} --to - >&-")  # a command line that cannot work: status 2
+    assert run.returncode == 2 and run.stderr == ("layouts convert: error: --to -: standard output is closed (>&-), "
                                                   "so the data has nowhere to go; redirect it to a file or a pipe, "
                                                   "or give --to FILE\n"), run.stderr
     run = sh(f"{layouts} a.bin {dtype} --to b.arrow 2>&-")
@@ -475,7 +475,7 @@ def test_the_command_with_its_standard_streams_closed(tmp_path):
     run = sh(f"{layouts} a.bin {dtype} --to a.arrow 2>&-")  # an error: status 1, its line not on stdout
     assert run.returncode == 1 and run.stdout == "", run.stdout
     run = sh(f"{layouts} - {dtype} --to c.arrow <&-")
-    assert run.returncode == 1 and "SRC -: standard input is closed (<&-)" in run.stderr, run.stderr
+    assert run.returncode == 2 and "SRC -: standard input is closed (<&-)" in run.stderr, run.stderr
     run = sh(f"{layouts} a.bin {dtype} --to d.arrow >&- 2>&-")
     assert run.returncode == 0 and (tmp_path / "d.arrow").exists()
 
