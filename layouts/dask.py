@@ -24,7 +24,7 @@ from ._files import check_count, check_offset, check_trailing, too_few, whole_re
 if TYPE_CHECKING:
     from ._layout import Layout
 
-__all__ = ["read_records", "byte_ranges", "read_range"]
+__all__ = ["read_records", "byte_ranges", "read_range", "read_stream", "stream_schemas"]
 
 DEVICES = ("cpu", "cuda")
 
@@ -280,3 +280,221 @@ def _require_cudf():
             f"them from RAPIDS for your CUDA version, e.g. pip install cudf-cu12 dask-cudf-cu12"
         ) from None
     return cudf
+
+
+# --------------------------------------------------------------------------- record streams
+RESERVED_TABLES = ("_header", "_gaps", "_blocks", "_unknown")
+
+
+def read_stream(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str]]", spec: Any, *,
+                types: "Sequence[str] | None" = None, file_column: str = "_file",
+                storage_options: "dict[str, Any] | None" = None) -> "dict[str, Any]":
+    """Record stream files as lazy Dask DataFrames, one per record type, one partition per file.
+
+    Each partition is :func:`layouts.read_stream` of one whole file: the framing of a
+    length-prefixed stream (pcap, ITCH, RDW) can only be followed from the file's start,
+    so a file is not cut into byte ranges. Files are read when a partition is computed;
+    the graph, and every frame's ``meta``, come from the description and the file names
+    alone (no file is opened to build them).
+
+    Parameters
+    ----------
+    paths : str, os.PathLike or list of them
+        Files, glob patterns (``"days/*.itch"``) or fsspec URLs, as :func:`read_records`
+        takes them; matched files in sorted order, one partition each.
+    spec : Stream, path to a ``.toml`` description, or a built-in name
+        As :func:`layouts.read_stream` takes it (``"pcap"``, ``"itch50"``); a mistake in
+        it is a LayoutError here, before any file is read.
+    types : list of str, optional
+        Which tables to return: record type names of the description and, only when named
+        here, the reserved entries it can produce (``"_header"``, ``"_gaps"``, and
+        ``"_blocks"``/``"_unknown"`` where a section has them). Default: every record type.
+    file_column : str
+        Name of the column, first in every frame, that names each row's file: a pandas
+        ``Categorical`` whose categories are the matched files in partition order (ordered,
+        so sorting on it and ``_offset`` restores the files' order), as fsspec names them
+        (a local file: its absolute path).
+    storage_options : dict, optional
+        Passed to fsspec to open the files.
+
+    Returns
+    -------
+    dict of str to dask.dataframe.DataFrame
+        One frame per type, in the description's order. Columns: ``file_column``, then the
+        columns of :func:`layouts.read_stream`'s table (``_offset``, ``_prefix``, the
+        fields, ``_tail``) as pandas ``ArrowDtype``. ``_offset`` and the file column
+        identify a record. Each partition's index counts its file's records of that type
+        from 0; divisions are unknown (record counts are known only once read).
+
+    The frames of one call share their read tasks: computing several together
+    (``dask.compute(frames["add_order"], frames["trade"])``) reads each file once. A file
+    that fails is a ConversionError naming it (and the byte offset and record type) when
+    its partition is computed. A local file is memory-mapped and its reads are guarded:
+    one that shrinks while it is read is a ConversionError naming it, not a SIGBUS.
+    """
+    dd, fsspec = _require_dask()
+    import pandas as pd
+    from dask import delayed
+
+    from ._stream.read import resolve
+
+    stream = resolve(spec)
+    if not isinstance(file_column, str) or not file_column:
+        raise LayoutError(f"file_column must be a column name (a non-empty str), got {file_column!r}")
+    empties = stream_schemas(stream)
+    record_types = [n for n in empties if n not in RESERVED_TABLES]
+    wanted = list(record_types) if types is None else _checked_types(types, empties, record_types)
+    for name in wanted:
+        if file_column in empties[name].names:
+            raise LayoutError(f"table {name!r} has a column named {file_column!r}; pass another "
+                              f"file_column=, e.g. file_column='_path'")
+    fs, _, names = fsspec.core.get_fs_token_paths(paths, mode="rb", storage_options=storage_options or {})
+    if not names:
+        raise LayoutError(f"no files match {paths!r}; check the path or glob pattern")
+    files = pd.CategoricalDtype(names, ordered=True)
+    task = _StreamTask(fs, stream, {n: empties[n] for n in wanted}, file_column, files)
+    reads = [delayed(task, pure=True)(i, name, dask_key_name=f"layouts-read-stream-{_token(task, name)}")
+             for i, name in enumerate(names)]
+    out = {}
+    for name in wanted:
+        meta = _stream_frame(empties[name].empty_table(), file_column, files, 0)
+        parts = [delayed(_pick, pure=True)(r, name) for r in reads]
+        out[name] = dd.from_delayed(parts, meta=meta, verify_meta=False)
+    return out
+
+
+def stream_schemas(spec: Any) -> "dict[str, Any]":
+    """``{table name: pyarrow.Schema}`` of every table :func:`layouts.read_stream` can
+    return for a description, computed from the description alone: its record types in
+    order, then the reserved entries it can produce (``_header`` with a header,
+    ``_blocks`` for VB sections, ``_unknown`` where a section keeps unknown tags, and
+    ``_gaps``). They are the schemas of ``read_stream``'s own tables for a section with
+    no records (the same code builds them), so a file's tables have them too."""
+    from ._stream.frame import Scanned
+    from ._stream.read import StreamTables, _convert, _raw_table, _tables, resolve
+    from ._stream.spec import _BdwSection
+
+    stream = resolve(spec)
+    order = stream.orders()[0]  # the byte order changes no Arrow type
+    buf = np.zeros(0, np.uint8)
+    buf.flags.writeable = False
+    none = np.zeros(0, np.int64)
+    got = StreamTables()
+    got.stream, got.order, got.decimals = stream, order, {}
+    for i, s in enumerate(stream.sections):
+        blocks = none if isinstance(s, _BdwSection) else None
+        _tables(got, stream, s, Scanned(0, 0, none, none, np.zeros(0, np.int32), blocks), buf, "<schema>", order,
+                f"{stream.name} section[{i}]")
+    out = {name: soa.to_arrow().schema for name, soa in got.items() if name != "_blocks"}
+    if stream.header is not None:
+        out["_header"] = _convert(buf, stream.header, order, none, none, 0, False, False, "<schema>",
+                                  "header")[0].to_arrow().schema
+    if "_blocks" in got:
+        out["_blocks"] = got["_blocks"].to_arrow().schema
+    raw = _raw_table(buf, none, none).to_arrow().schema
+    if any(s.unknown == "keep" for s in stream.sections):
+        out["_unknown"] = raw
+    out["_gaps"] = raw
+    return out
+
+
+def _checked_types(types, empties, record_types):
+    if isinstance(types, str):
+        types = [types]
+    wanted = list(types)
+    for name in wanted:
+        if name not in empties:
+            extra = [n for n in empties if n in RESERVED_TABLES]
+            raise LayoutError(f"types names {name!r}, which is no table of this stream; its record types: "
+                              f"{', '.join(record_types)}; reserved tables it can have: {', '.join(extra)}")
+    if len(set(wanted)) != len(wanted):
+        raise LayoutError(f"types names a table twice: {wanted!r}")
+    return wanted
+
+
+def _token(*parts):
+    from dask.base import tokenize
+
+    return tokenize(*parts)
+
+
+def _pick(frames, name):
+    return frames[name]
+
+
+class _StreamTask:
+    """One file: :func:`layouts.read_stream` of it, every wanted table as a pandas frame
+    with the file column; tables the file lacks (a reserved entry, a type with no
+    records...) are empty frames of the planned schema."""
+
+    def __init__(self, fs, stream, schemas, file_column, files):
+        self.fs, self.stream, self.schemas, self.file_column, self.files = fs, stream, schemas, file_column, files
+
+    def __dask_tokenize__(self):
+        return ("layouts-stream-task", _token(self.fs), self.stream, sorted((k, str(v)) for k, v in
+                                                                           self.schemas.items()),
+                self.file_column, tuple(self.files.categories))
+
+    def __call__(self, index, name):
+        from ._errors import ConversionError
+        from ._stream.read import read_stream as read
+
+        if _is_local(self.fs):
+            tables = read(name, self.stream)  # mapped, its reads guarded
+        else:
+            with self.fs.open(name, "rb") as f:
+                data = read_range(f, 0, self.fs.size(name))
+            try:
+                tables = read(data, self.stream)
+            except ConversionError as err:
+                raise ConversionError(_relabel(str(err), name)) from err
+        out = {}
+        for table_name, schema in self.schemas.items():
+            table = tables[table_name].to_arrow() if table_name in tables else schema.empty_table()
+            out[table_name] = _stream_frame(_as_schema(table, schema), self.file_column, self.files, index)
+        return out
+
+
+def _relabel(message, name):
+    """A read_stream message about a buffer, naming the file instead."""
+    return name + message[len("<buffer>"):] if message.startswith("<buffer>") else f"{name}: {message}"
+
+
+def _as_schema(table, schema, limit=2**31 - 1):
+    """``table`` with ``schema``'s types: a ``_tail`` that read_stream made
+    ``large_binary`` (a file with more than 2 GiB of tails) becomes ``binary`` in chunks
+    of at most ``limit`` bytes each, so every partition has the planned dtype."""
+    import pyarrow as pa
+
+    if table.schema.equals(schema):
+        return table
+    columns = []
+    for field in schema:
+        column = table.column(field.name)
+        if column.type == field.type:
+            columns.append(column)
+            continue
+        if not (pa.types.is_large_binary(column.type) and pa.types.is_binary(field.type)):
+            raise LayoutError(f"column {field.name!r} is {column.type}, but {field.type} was planned; please report "
+                              f"this as a bug of layouts.dask.read_stream")
+        chunks = []
+        for chunk in column.chunks:
+            offsets = np.frombuffer(chunk.buffers()[1], np.int64)[chunk.offset:chunk.offset + len(chunk) + 1]
+            start = 0
+            while start < len(chunk):
+                stop = int(np.searchsorted(offsets, offsets[start] + limit, side="right")) - 1
+                stop = max(stop, start + 1)
+                chunks.append(chunk.slice(start, stop - start).cast(field.type))
+                start = stop
+        columns.append(pa.chunked_array(chunks, field.type))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _stream_frame(table, file_column, files, index):
+    """A partition: the table's columns as pandas ``ArrowDtype`` (no copy), the file column first."""
+    import pandas as pd
+
+    frame = table.to_pandas(types_mapper=pd.ArrowDtype)
+    frame.insert(0, file_column, pd.Categorical.from_codes(np.full(table.num_rows, index, np.int64), dtype=files))
+    frame.index = pd.RangeIndex(table.num_rows)
+    return frame
