@@ -407,8 +407,9 @@ def _checked_types(types, empties, record_types):
             extra = [n for n in empties if n in RESERVED_TABLES]
             raise LayoutError(f"types names {name!r}, which is no table of this stream; its record types: "
                               f"{', '.join(record_types)}; reserved tables it can have: {', '.join(extra)}")
-    if len(set(wanted)) != len(wanted):
-        raise LayoutError(f"types names a table twice: {wanted!r}")
+    twice = sorted({n for n in wanted if wanted.count(n) > 1})
+    if twice:
+        raise LayoutError(f"types names {', '.join(map(repr, twice))} twice; name each table once")
     return wanted
 
 
