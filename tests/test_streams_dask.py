@@ -22,7 +22,8 @@ fsspec = pytest.importorskip("fsspec")
 
 import layouts.dask as ld  # noqa: E402
 from dask_audit import AuditFileSystem  # noqa: E402
-from test_streams import ITCH, _packets, _pcap_by_hand, _rdw, _tagged, _tagged_bytes, itch_file  # noqa: E402
+from test_streams import (ITCH, LAS_LIKE, _packets, _pcap_by_hand, _rdw, _tagged, _tagged_bytes,  # noqa: E402
+                          itch_file, las_like)
 
 fsspec.register_implementation("audit", AuditFileSystem, clobber=True)
 HERE = Path(__file__).parent
@@ -244,12 +245,37 @@ def test_a_file_that_shrinks_while_its_partition_reads_it(tmp_path):
             frames["add_order"].compute(scheduler="sync")
         except lo.ConversionError as err:
             print(err)
+        read.scan_section = real
+
+        # a byte range of fixed-size records, cut while its task has it mapped
+        import layouts._faults as faults
+        S = lo.Stream
+        spec = S([S.Section(S.Framing(size=6), [S.RecordType("a", S.Record([("k", "S1"), ("v", "<u4"),
+                                                                            ("x", "u1")]), "a")], tag=S.Tag(0, 1))])
+        ranged = path + ".bin"
+        open(ranged, "wb").write(b"a\\1\\0\\0\\0\\7" * 100_000)
+        frames = ld.read_stream(ranged, spec, blocksize=60_000)
+
+        class Cut(faults.MappedGuard):
+            def __init__(self, address, nbytes):
+                os.truncate(ranged, 300_000)
+                super().__init__(address, nbytes)
+
+        faults.MappedGuard = Cut
+        try:
+            frames["a"].partitions[7].compute(scheduler="sync")
+        except lo.ConversionError as err:
+            print(err)
     """)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                           env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE.parent),
                                                                            os.environ.get("PYTHONPATH", "")])))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.startswith(f"{path}: the file shrank while it was read: it was "), proc.stdout
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 2 and lines[0].startswith(f"{path}: the file shrank while it was read: it was "), lines
+    assert lines[1].startswith(f"{path}.bin shrank while it was being read by Dask: it is now 300,000 bytes, so "
+                               f"record 50,000 (byte 300,000 of the file) and the ones after it are gone; another "
+                               f"program truncated or rewrote the file: call layouts.dask.read_stream again"), lines
 
 
 def audited(paths, log):
@@ -287,3 +313,89 @@ def test_on_a_two_process_local_cluster(itch_files, tmp_path):
                                   check_exact=True)
     assert shares == expected(paths, "itch50", "trade").shares.sum()
     assert audited(paths, log) == {str(p): [(0, p.stat().st_size)] for p in paths if p.stat().st_size}
+
+
+# --------------------------------------------------------------------------- byte ranges of fixed-size records
+@pytest.fixture(scope="module")
+def las_files(tmp_path_factory):
+    """Header + bytes between it and the points + fixed-size points (with tails), one file
+    with bytes after its points, one with no points."""
+    folder = tmp_path_factory.mktemp("las")
+    spec = folder / "points.toml"
+    spec.write_text(LAS_LIKE)
+    paths = []
+    for i, (n, after) in enumerate([(50, b""), (7, b""), (0, b""), (23, b"TRAILER")]):
+        path = folder / f"p{i}.las"
+        path.write_bytes(las_like(n)[0] + after)
+        paths.append(path)
+    return folder, paths, str(spec)
+
+
+def test_fixed_size_records_cut_into_byte_ranges(las_files, tmp_path):
+    folder, paths, spec = las_files
+    log = tmp_path / "reads.log"
+    frames = ld.read_stream([f"audit://{p}" for p in paths], spec, types=["point", "_header", "_gaps"],
+                            blocksize=200, storage_options={"log": str(log)})
+    # 20-byte points, 10 a range: 50 -> 5 ranges, 23 -> 3; a file with one range (7, 0 points) is one partition
+    assert frames["point"].npartitions == 5 + 1 + 1 + 3
+    header_reads = audited(paths, log)  # planning read each file's 16-byte header, nothing more
+    assert header_reads == {str(p): [(0, 16)] for p in paths}
+    log.unlink()
+    got = check_frames(frames, paths, spec)
+    assert len(got["point"]) == 80 and len(got["_header"]) == 4
+    assert got["_gaps"]._offset.tolist() == [16, 16, 16, 16, 26 + 23 * 20]
+    assert got["_gaps"]._tail.iloc[-1] == b"TRAILER"
+    # each task read its own range once: [0, first records' end), then ranges of 10 points, the last to the end
+    reads = audited(paths, log)
+    p0, p3 = str(paths[0]), str(paths[3])
+    assert sorted(reads[p0]) == [(0, 226), (226, 426), (426, 626), (626, 826), (826, 1026)]
+    assert sorted(reads[p3]) == [(0, 226), (226, 426), (426, 493)]
+    assert reads[str(paths[1])] == [(0, paths[1].stat().st_size)] and reads[str(paths[2])] == [
+        (0, paths[2].stat().st_size)]
+
+
+def test_byte_ranges_of_a_tagged_stream_without_header_and_their_errors(tmp_path):
+    spec = S([S.Section(S.Framing(size=6), [S.RecordType("a", S.Record([("k", "S1"), ("v", "<u4")]), "a"),
+                                            S.RecordType("b", S.Record([("k", "S1"), ("w", "<i4")]), "b")],
+                        tag=S.Tag(0, 1), tail="column")])
+    good = b"".join((b"a" if i % 3 else b"b") + struct.pack("<i", i) + bytes([i % 7]) for i in range(100))
+    (tmp_path / "good.bin").write_bytes(good)
+    frames = ld.read_stream(str(tmp_path / "good.bin"), spec, blocksize=60)
+    assert frames["a"].npartitions == 10
+    got = check_frames(frames, [tmp_path / "good.bin"], spec)
+    assert got["b"]["w"].tolist() == list(range(0, 100, 3)) and got["a"]["_offset"].tolist()[:2] == [6, 12]
+    # an unknown tag in the seventh range: the same message as read_stream of the whole file
+    bad = tmp_path / "bad.bin"
+    bad.write_bytes(good[:6 * 65] + b"z" + good[6 * 65 + 1:])
+    with pytest.raises(lo.ConversionError) as whole:
+        lo.read_stream(bad, spec)
+    frames = ld.read_stream(str(bad), spec, blocksize=60)
+    with pytest.raises(lo.ConversionError, match=rf"^{bad}: byte 390: record type tag 122 \(b'z'\) at byte 390 "
+                       ) as err:
+        frames["a"].compute(scheduler="sync")
+    assert str(err.value) == str(whole.value)
+    # a truncated last record: one whole-file partition, read_stream's own error
+    (tmp_path / "cut.bin").write_bytes(good[:-2])
+    frames = ld.read_stream(str(tmp_path / "cut.bin"), spec, blocksize=60)
+    assert frames["a"].npartitions == 1
+    with pytest.raises(lo.ConversionError, match=rf"^{tmp_path / 'cut.bin'}: byte 594: the last record is "
+                                                 r"truncated: 4 bytes left, a record is 6 bytes"):
+        frames["a"].compute(scheduler="sync")
+    # the file cut after the ranges were planned
+    frames = ld.read_stream(str(tmp_path / "good.bin"), spec, blocksize=60)
+    os.truncate(tmp_path / "good.bin", 300)
+    with pytest.raises(lo.ConversionError, match=rf"^{tmp_path / 'good.bin'} shrank after layouts.dask.read_stream "
+                                                 r"planned its byte ranges: it is now 300 bytes, and the range \[300, "
+                                                 r"360\) is gone; call layouts.dask.read_stream again"):
+        frames["b"].partitions[5].compute(scheduler="sync")
+
+
+def test_length_framed_streams_are_not_cut(pcap_files):
+    folder, paths = pcap_files
+    with pytest.raises(lo.LayoutError, match=r"blocksize= cuts only streams of fixed-size records .* pcap frames "
+                                             r"its records by a length field: where a record starts is known only "
+                                             r"from the ones before it, so each file is one partition: leave "
+                                             r"blocksize out"):
+        ld.read_stream(str(folder / "*.pcap"), "pcap", blocksize="1MiB")
+    with pytest.raises(lo.LayoutError, match=r"blocksize must be a positive number of bytes"):
+        ld.read_stream(str(folder / "*.pcap"), "pcap", blocksize=0)
