@@ -2,10 +2,14 @@
 
 Each partition is one byte range of one file, cut on record boundaries; its task reads
 that range and nothing else, and transposes it with this library's one-pass kernel.
+Record streams (:func:`read_stream`) give one DataFrame per record type, a partition
+per file (or per byte range of fixed-size records).
 
 >>> import layouts.dask as ld                                      # doctest: +SKIP
 >>> df = ld.read_records("ticks/*.bin", layout, blocksize="128MiB")  # doctest: +SKIP
 >>> df[df.qty > 100].px.mean().compute()                          # doctest: +SKIP
+>>> frames = ld.read_stream("days/*.itch", "itch50")                # doctest: +SKIP
+>>> frames["add_order"].shares.sum().compute()                      # doctest: +SKIP
 
 Needs the ``dask`` extra (``pip install 'layouts-arrow[dask]'``); nothing here imports Dask
 until it is called.
@@ -316,7 +320,7 @@ def read_stream(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str]
     ----------
     paths : str, os.PathLike or list of them
         Files, glob patterns (``"days/*.itch"``) or fsspec URLs, as :func:`read_records`
-        takes them; matched files in sorted order, one partition each.
+        takes them; matched files in sorted order, one partition each (or one per range).
     spec : Stream, path to a ``.toml`` description, or a built-in name
         As :func:`layouts.read_stream` takes it (``"pcap"``, ``"itch50"``); a mistake in
         it is a LayoutError here, before any file is read.
@@ -350,6 +354,13 @@ def read_stream(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str]
     that fails is a ConversionError naming it (and the byte offset and record type) when
     its partition is computed. A local file is memory-mapped and its reads are guarded:
     one that shrinks while it is read is a ConversionError naming it, not a SIGBUS.
+
+    Examples
+    --------
+    >>> import dask, layouts.dask as ld                                  # doctest: +SKIP
+    >>> frames = ld.read_stream("days/*.itch", "itch50")                 # doctest: +SKIP
+    >>> adds, trades = dask.compute(frames["add_order"], frames["trade"])  # doctest: +SKIP
+    >>> ld.read_stream("caps/*.pcap", "pcap", types=["packet", "_header"])["_header"].compute()  # doctest: +SKIP
     """
     dd, fsspec = _require_dask()
     import pandas as pd
