@@ -2,29 +2,35 @@
 
 Each partition is one byte range of one file, cut on record boundaries; its task reads
 that range and nothing else, and transposes it with this library's one-pass kernel.
+Record streams (:func:`read_stream`) give one DataFrame per record type, a partition
+per file (or per byte range of fixed-size records).
 
 >>> import layouts.dask as ld                                      # doctest: +SKIP
 >>> df = ld.read_records("ticks/*.bin", layout, blocksize="128MiB")  # doctest: +SKIP
 >>> df[df.qty > 100].px.mean().compute()                          # doctest: +SKIP
+>>> frames = ld.read_stream("days/*.itch", "itch50")                # doctest: +SKIP
+>>> frames["add_order"].shares.sum().compute()                      # doctest: +SKIP
 
 Needs the ``dask`` extra (``pip install 'layouts-arrow[dask]'``); nothing here imports Dask
 until it is called.
 """
 
 import os
+import re
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
 
 import numpy as np
 
 from ._aos import AoS, as_layout, checked_nulls
-from ._errors import LayoutError
+from ._soa import SoA
+from ._errors import ConversionError, LayoutError
 from ._faults import guarded_reads, shrunk_error
 from ._files import check_count, check_offset, check_trailing, too_few, whole_records
 
 if TYPE_CHECKING:
     from ._layout import Layout
 
-__all__ = ["read_records", "byte_ranges", "read_range"]
+__all__ = ["read_records", "byte_ranges", "read_range", "read_stream", "stream_schemas"]
 
 DEVICES = ("cpu", "cuda")
 
@@ -83,20 +89,11 @@ def read_records(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str
     partition is computed, never a SIGBUS that kills the worker.
     """
     dd, fsspec = _require_dask()
-    from dask.utils import parse_bytes
-
     layout = as_layout(layout)
     check_trailing(trailing)
     if device not in DEVICES:
         raise LayoutError(f"device must be one of {DEVICES}, got {device!r}")
-    size = blocksize
-    if isinstance(size, str):
-        try:
-            size = parse_bytes(size)
-        except ValueError:
-            pass
-    if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size <= 0:
-        raise LayoutError(f"blocksize must be a positive number of bytes or a size like '64MiB', got {blocksize!r}")
+    size = _blocksize(blocksize)
     nulls = checked_nulls(layout, nulls)
     if device == "cuda":
         _require_cudf()
@@ -118,6 +115,21 @@ def read_records(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str
         _Task(fs, options), parts, meta=meta, divisions=divisions, label="layouts-read-records",
         enforce_metadata=False,
     )
+
+
+def _blocksize(blocksize):
+    """A positive number of bytes from ``blocksize`` (an int, or a size like ``"64MiB"``)."""
+    from dask.utils import parse_bytes
+
+    size = blocksize
+    if isinstance(size, str):
+        try:
+            size = parse_bytes(size)
+        except ValueError:
+            pass
+    if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size <= 0:
+        raise LayoutError(f"blocksize must be a positive number of bytes or a size like '64MiB', got {blocksize!r}")
+    return int(size)
 
 
 def _per_file(value, names, what, check):
@@ -280,3 +292,388 @@ def _require_cudf():
             f"them from RAPIDS for your CUDA version, e.g. pip install cudf-cu12 dask-cudf-cu12"
         ) from None
     return cudf
+
+
+# --------------------------------------------------------------------------- record streams
+RESERVED_TABLES = ("_header", "_gaps", "_blocks", "_unknown")
+
+
+def read_stream(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str]]", spec: Any, *,
+                types: "Sequence[str] | None" = None, blocksize: "int | str | None" = None,
+                file_column: str = "_file", storage_options: "dict[str, Any] | None" = None) -> "dict[str, Any]":
+    """Record stream files as lazy Dask DataFrames, one per record type, one partition per file.
+
+    Each partition is :func:`layouts.read_stream` of one whole file: the framing of a
+    length-prefixed stream (pcap, ITCH, RDW) can only be followed from the file's start,
+    so such a file is not cut into byte ranges. Files are read when a partition is
+    computed; the graph, and every frame's ``meta``, come from the description and the
+    file names alone (no file is opened to build them).
+
+    With ``blocksize``, a stream of fixed-size records (one section with
+    ``framing = { size = ... }``, behind an optional header) is cut into byte ranges of
+    whole records, as :func:`read_records` cuts files: planning them reads each file's
+    size and, where the description has a header, its header (a few bytes) on the
+    client. The first range of a file holds the header and whatever precedes the
+    records, the last one whatever follows them; each task reads its range only.
+
+    Parameters
+    ----------
+    paths : str, os.PathLike or list of them
+        Files, glob patterns (``"days/*.itch"``) or fsspec URLs, as :func:`read_records`
+        takes them; matched files in sorted order, one partition each (or one per range).
+    spec : Stream, path to a ``.toml`` description, or a built-in name
+        As :func:`layouts.read_stream` takes it (``"pcap"``, ``"itch50"``); a mistake in
+        it is a LayoutError here, before any file is read.
+    types : list of str, optional
+        Which tables to return: record type names of the description and, only when named
+        here, the reserved entries it can produce (``"_header"``, ``"_gaps"``, and
+        ``"_blocks"``/``"_unknown"`` where a section has them). Default: every record type.
+    blocksize : int or str, optional
+        Target bytes per partition (``"64MiB"``) for a stream of fixed-size records (see
+        above); None (default): one partition per file. A length-framed description with
+        ``blocksize`` is a LayoutError saying why it cannot be cut.
+    file_column : str
+        Name of the column, first in every frame, that names each row's file: a pandas
+        ``Categorical`` whose categories are the matched files in partition order (ordered,
+        so sorting on it and ``_offset`` restores the files' order), as fsspec names them
+        (a local file: its absolute path).
+    storage_options : dict, optional
+        Passed to fsspec to open the files.
+
+    Returns
+    -------
+    dict of str to dask.dataframe.DataFrame
+        One frame per type, in the description's order. Columns: ``file_column``, then the
+        columns of :func:`layouts.read_stream`'s table (``_offset``, ``_prefix``, the
+        fields, ``_tail``) as pandas ``ArrowDtype``. ``_offset`` and the file column
+        identify a record. Each partition's index counts its records of that type from 0;
+        divisions are unknown (record counts per type are known only once read).
+
+    The frames of one call share their read tasks: computing several together
+    (``dask.compute(frames["add_order"], frames["trade"])``) reads each file once. A file
+    that fails is a ConversionError naming it (and the byte offset and record type) when
+    its partition is computed. A local file is memory-mapped and its reads are guarded:
+    one that shrinks while it is read is a ConversionError naming it, not a SIGBUS.
+
+    Examples
+    --------
+    >>> import dask, layouts.dask as ld                                  # doctest: +SKIP
+    >>> frames = ld.read_stream("days/*.itch", "itch50")                 # doctest: +SKIP
+    >>> adds, trades = dask.compute(frames["add_order"], frames["trade"])  # doctest: +SKIP
+    >>> ld.read_stream("caps/*.pcap", "pcap", types=["packet", "_header"])["_header"].compute()  # doctest: +SKIP
+    """
+    dd, fsspec = _require_dask()
+    import pandas as pd
+    from dask import delayed
+
+    from ._stream.read import resolve
+
+    stream = resolve(spec)
+    if not isinstance(file_column, str) or not file_column:
+        raise LayoutError(f"file_column must be a column name (a non-empty str), got {file_column!r}")
+    empties = stream_schemas(stream)
+    record_types = [n for n in empties if n not in RESERVED_TABLES]
+    wanted = list(record_types) if types is None else _checked_types(types, empties, record_types)
+    for name in wanted:
+        if file_column in empties[name].names:
+            raise LayoutError(f"table {name!r} has a column named {file_column!r}; pass another "
+                              f"file_column=, e.g. file_column='_path'")
+    size = None if blocksize is None else _blocksize(blocksize)
+    if size is not None:
+        why = _unsplittable(stream)
+        if why:
+            raise LayoutError(f"blocksize= cuts only streams of fixed-size records (one section with framing = "
+                              f"{{ size = ... }}) into byte ranges; {stream.name} {why}, so each file is one "
+                              f"partition: leave blocksize out")
+    fs, _, names = fsspec.core.get_fs_token_paths(paths, mode="rb", storage_options=storage_options or {})
+    if not names:
+        raise LayoutError(f"no files match {paths!r}; check the path or glob pattern")
+    files = pd.CategoricalDtype(names, ordered=True)
+    task = _StreamTask(fs, stream, {n: empties[n] for n in wanted}, file_column, files)
+    pieces = [(i, name, piece) for i, name in enumerate(names)
+              for piece in ([None] if size is None else _stream_ranges(fs, name, stream, size))]
+    reads = [delayed(task, pure=True)(i, name, piece,
+                                      dask_key_name=f"layouts-read-stream-{_token(task, name, piece)}")
+             for i, name, piece in pieces]
+    out = {}
+    for name in wanted:
+        meta = _stream_frame(empties[name].empty_table(), file_column, files, 0)
+        parts = [delayed(_pick, pure=True)(r, name) for r in reads]
+        out[name] = dd.from_delayed(parts, meta=meta, verify_meta=False)
+    return out
+
+
+def stream_schemas(spec: Any) -> "dict[str, Any]":
+    """``{table name: pyarrow.Schema}`` of every table :func:`layouts.read_stream` can
+    return for a description, computed from the description alone: its record types in
+    order, then the reserved entries it can produce (``_header`` with a header,
+    ``_blocks`` for VB sections, ``_unknown`` where a section keeps unknown tags, and
+    ``_gaps``). They are the schemas of ``read_stream``'s own tables for a section with
+    no records (the same code builds them), so a file's tables have them too."""
+    from ._stream.frame import Scanned
+    from ._stream.read import StreamTables, _convert, _raw_table, _tables, resolve
+    from ._stream.spec import _BdwSection
+
+    stream = resolve(spec)
+    order = stream.orders()[0]  # the byte order changes no Arrow type
+    buf = np.zeros(0, np.uint8)
+    buf.flags.writeable = False
+    none = np.zeros(0, np.int64)
+    got = StreamTables()
+    got.stream, got.order, got.decimals = stream, order, {}
+    for i, s in enumerate(stream.sections):
+        blocks = none if isinstance(s, _BdwSection) else None
+        _tables(got, stream, s, Scanned(0, 0, none, none, np.zeros(0, np.int32), blocks), buf, "<schema>", order,
+                f"{stream.name} section[{i}]")
+    out = {name: soa.to_arrow().schema for name, soa in got.items() if name != "_blocks"}
+    if stream.header is not None:
+        out["_header"] = _convert(buf, stream.header, order, none, none, 0, False, False, "<schema>",
+                                  "header")[0].to_arrow().schema
+    if "_blocks" in got:
+        out["_blocks"] = got["_blocks"].to_arrow().schema
+    raw = _raw_table(buf, none, none).to_arrow().schema
+    if any(s.unknown == "keep" for s in stream.sections):
+        out["_unknown"] = raw
+    out["_gaps"] = raw
+    return out
+
+
+def _checked_types(types, empties, record_types):
+    if isinstance(types, str):
+        types = [types]
+    wanted = list(types)
+    for name in wanted:
+        if name not in empties:
+            extra = [n for n in empties if n in RESERVED_TABLES]
+            raise LayoutError(f"types names {name!r}, which is no table of this stream; its record types: "
+                              f"{', '.join(record_types)}; reserved tables it can have: {', '.join(extra)}")
+    twice = sorted({n for n in wanted if wanted.count(n) > 1})
+    if twice:
+        raise LayoutError(f"types names {', '.join(map(repr, twice))} twice; name each table once")
+    return wanted
+
+
+def _token(*parts):
+    from dask.base import tokenize
+
+    return tokenize(*parts)
+
+
+def _pick(frames, name):
+    return frames[name]
+
+
+class _StreamTask:
+    """One file: :func:`layouts.read_stream` of it, every wanted table as a pandas frame
+    with the file column; tables the file lacks (a reserved entry, a type with no
+    records...) are empty frames of the planned schema."""
+
+    def __init__(self, fs, stream, schemas, file_column, files):
+        self.fs, self.stream, self.schemas, self.file_column, self.files = fs, stream, schemas, file_column, files
+
+    def __dask_tokenize__(self):
+        return ("layouts-stream-task", _token(self.fs), self.stream, sorted((k, str(v)) for k, v in
+                                                                           self.schemas.items()),
+                self.file_column, tuple(self.files.categories))
+
+    def __call__(self, index, name, piece=None):
+        from ._stream.read import read_stream as read
+
+        if piece is None and _is_local(self.fs):
+            tables = read(name, self.stream)  # mapped, its reads guarded
+        elif piece is None:
+            with self.fs.open(name, "rb") as f:
+                data = read_range(f, 0, self.fs.size(name))
+            try:
+                tables = read(data, self.stream)
+            except ConversionError as err:
+                raise ConversionError(_relabel(str(err), name)) from err
+        else:
+            tables = self._range(name, piece)
+        out = {}
+        for table_name, schema in self.schemas.items():
+            table = tables.get(table_name, schema.empty_table())
+            table = table.to_arrow() if isinstance(table, SoA) else table
+            out[table_name] = _stream_frame(_as_schema(table, schema), self.file_column, self.files, index)
+        return out
+
+
+    def _range(self, name, piece):
+        """read_stream of bytes ``[start, stop)`` of a file of fixed-size records: the
+        first range with the description's header (the section's count cut to the range's
+        records), a later one as a section of its own, its offsets moved to the file's."""
+        import dataclasses
+
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from ._stream.read import read_stream as read
+        from ._stream.spec import Stream
+
+        start, stop, first, count, order, record_size, section_start = piece
+        s = self.stream.sections[0]
+        framing = dataclasses.replace(s.framing, size=record_size)
+        if first:
+            sub = dataclasses.replace(self.stream, sections=(dataclasses.replace(
+                s, framing=framing, offset=section_start, count=count, bytes=None),))
+        else:
+            sub = Stream([dataclasses.replace(s, framing=framing, offset=None, count=count, bytes=None)],
+                         order=order, name=self.stream.name)
+        if _is_local(self.fs):
+            data = _map_range(name, start, stop)
+            with guarded_reads(data, record_size, base=section_start, doing=_DOING, fix=_FIX_STREAM):
+                tables = _read_labelled(read, data, sub, name, start)
+        else:
+            with self.fs.open(name, "rb") as f:
+                tables = _read_labelled(read, read_range(f, start, stop), sub, name, start)
+        out = {}
+        for key, soa in tables.items():
+            table = soa.to_arrow()
+            if start:
+                i = table.schema.get_field_index("_offset")
+                table = table.set_column(i, "_offset", pc.add(table.column(i), pa.scalar(start, pa.int64())))
+            out[key] = table
+        return out
+
+
+def _read_labelled(read, data, stream, name, start):
+    """read_stream of a file's bytes from ``start`` on; its errors name the file and its bytes."""
+    try:
+        return read(data, stream)
+    except ConversionError as err:
+        raise ConversionError(_relabel(str(err), name, start)) from err
+
+
+def _unsplittable(stream):
+    """Why ``stream``'s files cannot be cut into byte ranges (None: they can)."""
+    if len(stream.sections) != 1:
+        return f"has {len(stream.sections)} sections"
+    if stream.sections[0].framing.size is None:
+        return "frames its records by a length field: where a record starts is known only from the ones before it"
+    return None
+
+
+def _stream_ranges(fs, name, stream, blocksize):
+    """Byte ranges of whole records of one file of fixed-size records:
+    ``[(start, stop, first, records, byte order, record size, section start), ...]``,
+    or ``[None]`` (one whole-file partition) when the file has one range or its header
+    or size does not fit the description (read_stream then reports what is wrong, when
+    the partition is computed)."""
+    from ._stream.frame import detect_order
+    from ._stream.read import _convert, _header_values
+    from ._stream.spec import evaluate
+
+    size = fs.size(name)
+    s = stream.sections[0]
+    order, values, h = stream.orders()[0], {}, 0
+    if stream.header is not None or stream.byteorder is not None:
+        b = stream.byteorder
+        h = stream.header.size(order) if stream.header is not None else 0
+        need = max(h, b.offset + b.size if b is not None else 0)
+        if size < need:
+            return [None]
+        with fs.open(name, "rb") as f:
+            head = read_range(f, 0, need)
+        head.flags.writeable = False
+        try:
+            order = detect_order(stream, head, name)
+            if stream.header is not None:
+                at = np.zeros(1, np.int64)
+                header, _ = _convert(head, stream.header, order, at, np.full(1, h, np.int64), 0, False, False, name,
+                                     "header")
+                values = _header_values(header)
+        except ConversionError:
+            return [None]
+    try:
+        start = h if s.offset is None else evaluate(s.offset, values, "offset")
+        record_size = evaluate(s.framing.size, values, "framing.size")
+        end = size if s.bytes is None else start + evaluate(s.bytes, values, "bytes")
+        count = None if s.count is None else evaluate(s.count, values, "count")
+    except ValueError:
+        return [None]
+    if record_size <= 0 or not h <= start <= end <= size:
+        return [None]
+    if count is None:
+        if (end - start) % record_size:
+            return [None]
+        count = (end - start) // record_size
+    elif count < 0 or count * record_size > end - start or (s.bytes is not None and count * record_size != end - start):
+        return [None]
+    per = max(1, blocksize // record_size)
+    if count <= per:
+        return [None]
+    out = []
+    for k in range(0, count, per):
+        n = min(per, count - k)
+        first, last = k == 0, k + n == count
+        lo = 0 if first else start + k * record_size
+        hi = size if last else start + (k + n) * record_size
+        out.append((lo, hi, first, n, order, record_size, start))
+    return out
+
+
+def _map_range(name, start, stop):
+    """Bytes ``[start, stop)`` of a local file, memory-mapped (a file now shorter: the
+    ConversionError of :func:`layouts._faults.shrunk_error`)."""
+    for _ in range(2):
+        size = os.path.getsize(name)
+        if size < stop:
+            break
+        try:
+            return np.memmap(name, np.uint8, mode="r", offset=start, shape=(stop - start,))
+        except ValueError:  # cut between the size and the map
+            continue
+    raise ConversionError(f"{name} shrank after layouts.dask.read_stream planned its byte ranges: it is now {size} "
+                          f"bytes, and the range [{start}, {stop}) is gone; {_FIX_STREAM}")
+
+
+_FIX_STREAM = ("call layouts.dask.read_stream again once it is complete (its byte ranges were planned from its size "
+               "when read_stream was called)")
+
+
+def _relabel(message, name, shift=0):
+    """A read_stream message about a buffer (of bytes from ``shift`` on), naming the file
+    and its bytes instead."""
+    if shift:
+        message = re.sub(r"\bbyte (\d+)", lambda m: f"byte {int(m.group(1)) + shift}", message)
+    return name + message[len("<buffer>"):] if message.startswith("<buffer>") else f"{name}: {message}"
+
+
+def _as_schema(table, schema, limit=2**31 - 1):
+    """``table`` with ``schema``'s types: a ``_tail`` that read_stream made
+    ``large_binary`` (a file with more than 2 GiB of tails) becomes ``binary`` in chunks
+    of at most ``limit`` bytes each, so every partition has the planned dtype."""
+    import pyarrow as pa
+
+    if table.schema.equals(schema):
+        return table
+    columns = []
+    for field in schema:
+        column = table.column(field.name)
+        if column.type == field.type:
+            columns.append(column)
+            continue
+        if not (pa.types.is_large_binary(column.type) and pa.types.is_binary(field.type)):
+            raise LayoutError(f"column {field.name!r} is {column.type}, but {field.type} was planned; please report "
+                              f"this as a bug of layouts.dask.read_stream")
+        chunks = []
+        for chunk in column.chunks:
+            offsets = np.frombuffer(chunk.buffers()[1], np.int64)[chunk.offset:chunk.offset + len(chunk) + 1]
+            start = 0
+            while start < len(chunk):
+                stop = int(np.searchsorted(offsets, offsets[start] + limit, side="right")) - 1
+                stop = max(stop, start + 1)
+                chunks.append(chunk.slice(start, stop - start).cast(field.type))
+                start = stop
+        columns.append(pa.chunked_array(chunks, field.type))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _stream_frame(table, file_column, files, index):
+    """A partition: the table's columns as pandas ``ArrowDtype`` (no copy), the file column first."""
+    import pandas as pd
+
+    frame = table.to_pandas(types_mapper=pd.ArrowDtype)
+    frame.insert(0, file_column, pd.Categorical.from_codes(np.full(table.num_rows, index, np.int64), dtype=files))
+    frame.index = pd.RangeIndex(table.num_rows)
+    return frame
