@@ -190,6 +190,20 @@ def _read_one(path: str, fmt: str) -> pa.Table:
         return pa.ipc.open_file(f).read_all()
 
 
+def _written_from(path: str, kind: str) -> "str | None":
+    """The stream a file of a directory was written from (its metadata), if it says."""
+    try:
+        if kind == "parquet":
+            import pyarrow.parquet as pq
+
+            schema = pq.read_schema(path)
+        else:
+            schema = _read_one(path, kind).schema
+        return json.loads((schema.metadata or {})[META])["stream"]
+    except (OSError, pa.ArrowException, KeyError, ValueError, TypeError):
+        return None
+
+
 def read_dir(src: str, stream: Stream, fmt: "str | None" = None) -> "tuple[dict, str | None, dict]":
     """The tables of a directory :func:`write_dir` wrote: ``(tables, order, files)``
     (``order`` from the files' metadata, None where they have none; ``files``: table
@@ -210,10 +224,13 @@ def read_dir(src: str, stream: Stream, fmt: "str | None" = None) -> "tuple[dict,
         if e.startswith(".") or kind is None or (fmt is not None and kind != fmt):
             continue  # not a table of the set (a README, a hidden file)
         if stem not in known:
+            origin = _written_from(os.path.join(path, e), kind)
+            hint = f"it was written from a {origin} stream: check --stream" if origin not in (None, stream.name) \
+                else "or check --stream"
             raise ConversionError(
                 f"{os.path.join(label, e)} is no record type of {stream.name} and no reserved table; remove or rename "
                 f"it (a type's file is TYPE{ext}; types: {', '.join(types)}; reserved: {', '.join(RESERVED_TABLES)}), "
-                f"or check --stream")
+                f"{hint}")
         found.setdefault(stem, []).append((e, kind))
     for stem, both in found.items():
         if len(both) > 1:
@@ -280,6 +297,21 @@ def _check_columns(stream: Stream, tables: dict, files: dict) -> None:
             if extra:
                 raise ConversionError(f"{files[t.name]} has a column {extra[0]!r}, which record type {t.name!r} does "
                                       f"not have (its columns: {', '.join(want)}); it would not be written: drop it")
+            types = {f.name: f.arrow_type for f in layout.fields}
+            types["_tail"] = pa.binary()
+            for n in want:
+                found, need = table.schema.field(n).type, types[n]
+                if not _fits(found, need):
+                    raise ConversionError(f"{files[t.name]}: column {n!r} is {found}, but record type {t.name!r} "
+                                          f"needs {need}; cast the column to {need} (as layouts convert --stream "
+                                          f"wrote it)")
+
+
+def _fits(found: pa.DataType, need: pa.DataType) -> bool:
+    if found == need:
+        return True
+    kinds = ((pa.types.is_string, pa.types.is_large_string), (pa.types.is_binary, pa.types.is_large_binary))
+    return any(any(k(found) for k in pair) and any(k(need) for k in pair) for pair in kinds)
 
 
 def table_bytes(stream: Stream, tables: Mapping[str, Any], order: str) -> "dict[str, tuple[int, int]]":
