@@ -4,7 +4,7 @@ or not at all; every error of the command's stream parts."""
 
 import json
 import os
-import struct
+import re
 import subprocess
 import sys
 import textwrap
@@ -87,7 +87,7 @@ def test_itch50_every_type_and_format_round_trips(tmp_path, itch, fmt):
 
 
 def test_empty_types_are_empty_tables_with_their_columns(tmp_path):
-    raw = b"".join(m for m in [itch_file(np.random.default_rng(2), ["A"], 5)[0]])
+    raw = itch_file(np.random.default_rng(2), ["A"], 5)[0]
     (tmp_path / "a.itch").write_bytes(raw)
     assert run("convert", tmp_path / "a.itch", "--stream", "itch50", "--to", tmp_path / "d", "--quiet") == 0
     trade = pq.read_table(tmp_path / "d" / "trade.parquet")
@@ -174,7 +174,7 @@ def test_inspect_itch_counts_add_up(itch, capsys):
 ])
 def test_conflicting_options_are_usage_errors(pcap, tmp_path, capsys, argv, match):
     err = error(capsys, "convert", pcap, "--stream", "pcap", "--to", tmp_path / "d", *argv, status=2)
-    assert __import__("re").search(match, err), err
+    assert re.search(match, err), err
     assert not (tmp_path / "d").exists()
 
 
@@ -296,8 +296,8 @@ def test_errors_of_the_way_back(pcap, itch, tmp_path, capsys):
     t = pq.read_table(d / "packet.parquet")
     pq.write_table(t.drop_columns(["orig_len"]), d / "packet.parquet")
     err = error(capsys, "convert", d, "--stream", "pcap", "--to", back, "--overwrite")
-    assert f"{d / 'packet.parquet'} has no column 'orig_len', which record type 'packet' needs (its columns: _offset, " \
-           f"ts_sec, ts_frac, incl_len, orig_len, _tail)" in err
+    assert f"{d / 'packet.parquet'} has no column 'orig_len', which record type 'packet' needs (its columns: " \
+           f"_offset, ts_sec, ts_frac, incl_len, orig_len, _tail)" in err
     pq.write_table(t.append_column("note", pa.array(["x"] * t.num_rows)), d / "packet.parquet")
     err = error(capsys, "convert", d, "--stream", "pcap", "--to", back, "--overwrite")
     assert f"{d / 'packet.parquet'} has a column 'note', which record type 'packet' does not have" in err
@@ -424,7 +424,6 @@ def test_help_shows_the_option():
     out = subprocess.run([sys.executable, "-m", "layouts", "convert", "--help"], capture_output=True, text=True,
                          env=dict(os.environ, COLUMNS="200")).stdout
     assert "--stream SPEC" in out and "layouts convert day.itch --stream itch50 --to day/" in out
-    struct.pack("<I", 0)  # (struct is used by the fixtures' helpers)
 
 
 def test_a_value_that_does_not_fit_names_the_file(itch, tmp_path, capsys):
