@@ -436,3 +436,11 @@ def test_a_value_that_does_not_fit_names_the_file(itch, tmp_path, capsys):
     assert f"table 'add_order' ({d / 'add_order.parquet'}), row 0: field 'timestamp' = 281474976710656 does not fit " \
            f"its 6 bytes" in err
     assert listing(tmp_path) == ["d", "day.itch"]
+
+
+def test_a_missing_source(tmp_path, capsys):
+    err = error(capsys, "convert", tmp_path / "nope.pcap", "--stream", "pcap", "--to", tmp_path / "d")
+    assert err == f"layouts convert: error: cannot read {tmp_path / 'nope.pcap'}: No such file or directory\n"
+    err = error(capsys, "inspect", tmp_path / "nope.pcap", "--stream", "pcap")
+    assert err == f"layouts inspect: error: cannot read {tmp_path / 'nope.pcap'}: No such file or directory\n"
+    assert listing(tmp_path) == []

@@ -111,12 +111,16 @@ def write_dir(tables: Mapping[str, Any], stream: Stream, order: str, dst: str, f
     parent = os.path.dirname(os.path.realpath(path) if exists else os.path.abspath(path))
     if not os.path.isdir(parent):
         raise ConversionError(f"cannot create {label}: its parent directory {parent} does not exist; create it first")
-    try:
-        tmp = tempfile.mkdtemp(prefix=".layouts-stream-", dir=parent)
-    except OSError as err:
-        raise ConversionError(f"cannot write {label}: {err.strerror} in {parent}; nothing was written") from err
+    made = InterruptHold()  # a Ctrl-C as the temporary directory is made: raised once it is ours to remove
+    with made:
+        try:
+            tmp = tempfile.mkdtemp(prefix=".layouts-stream-", dir=parent)
+        except OSError as err:
+            raise ConversionError(f"cannot write {label}: {err.strerror} in {parent}; nothing was written") from err
     written: "list[str]" = []
+    held = 0
     try:
+        made.deliver()
         for name in set_names(stream):
             if name not in tables:
                 continue
@@ -135,18 +139,21 @@ def write_dir(tables: Mapping[str, Any], stream: Stream, order: str, dst: str, f
             check()
         hold = InterruptHold()
         with hold:
-            _commit(tmp, path, label, exists, written, [f for f in present if f not in written] if exists else [],
-                    present)
+            _commit(tmp, path, label, exists, written, present)
+        held = hold.count
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    if hold.count:
+        cleanup = InterruptHold()
+        with cleanup:
+            shutil.rmtree(tmp, ignore_errors=True)
+        held += cleanup.count
+    if held:  # the set is in place, whole: say so with the Ctrl-C
         stop = KeyboardInterrupt()
         setattr(stop, "_layouts_output_kept", label)
         raise stop
     return written
 
 
-def _commit(tmp, path, label, exists, written, stale, present):
+def _commit(tmp, path, label, exists, written, present):
     """Move the complete set into place: a new directory renamed whole; into an existing
     one, the old files of the set moved aside first, and all put back on a failure."""
     if not exists:
