@@ -444,3 +444,50 @@ def test_a_missing_source(tmp_path, capsys):
     err = error(capsys, "inspect", tmp_path / "nope.pcap", "--stream", "pcap")
     assert err == f"layouts inspect: error: cannot read {tmp_path / 'nope.pcap'}: No such file or directory\n"
     assert listing(tmp_path) == []
+
+
+@pytest.mark.slow
+def test_ctrl_c_at_random_moments(tmp_path):
+    """``layouts convert --stream`` sent SIGINT at random moments, startup included, both
+    ways: exit 130 after one line (or 0), and the output is absent or complete, with no
+    temporary left beside it."""
+    import random
+    import signal
+    import time
+
+    raw, _ = itch_file(np.random.default_rng(8), list(ITCH), 20_000)
+    (tmp_path / "day.itch").write_bytes(raw)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+
+    def start(*argv):
+        return subprocess.Popen([sys.executable, "-m", "layouts", "convert", *map(str, argv), "--quiet"],
+                                env=env, stderr=subprocess.PIPE)
+
+    t0 = time.perf_counter()
+    first = start(tmp_path / "day.itch", "--stream", "itch50", "--to", tmp_path / "full")
+    assert first.communicate(timeout=120)[1] == b"" and first.returncode == 0
+    seconds = time.perf_counter() - t0
+    before = listing(tmp_path)
+    rng = random.Random(26)
+    codes = []
+    for i in range(8):
+        back = i % 2 == 1
+        dst = tmp_path / ("out.itch" if back else "out")
+        proc = start(tmp_path / "full", "--stream", "itch50", "--to", dst) if back else \
+            start(tmp_path / "day.itch", "--stream", "itch50", "--to", dst)
+        time.sleep(rng.uniform(0.2, 1.1) * seconds)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        codes.append(proc.returncode)
+        assert proc.returncode in (0, 130), err.decode()[-2000:]
+        if proc.returncode == 130:
+            lines = err.decode().splitlines()
+            assert len(lines) == 1 and lines[0].startswith("layouts convert: interrupted"), lines
+        if back and dst.exists():
+            assert dst.read_bytes() == raw
+            dst.unlink()
+        elif dst.exists():
+            assert listing(dst) == listing(tmp_path / "full")
+            subprocess.run(["rm", "-r", str(dst)], check=True)
+        assert listing(tmp_path) == before, (i, listing(tmp_path))
+    assert 130 in codes, codes  # some runs were cut short
