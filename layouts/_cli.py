@@ -651,6 +651,7 @@ def _stream_out(args, stream, interrupts):
     except KeyboardInterrupt as err:  # held while the files were moved into place: they are there, whole
         args.kept = getattr(err, "_layouts_output_kept", None)
         raise
+    args.kept = args.dst
     interrupts.quiet = True  # the set is in place: done, whatever Ctrl-C comes now
     if not args.quiet:
         counts = table_bytes(stream, tables, tables.order)
@@ -694,6 +695,7 @@ def _stream_back(args, stream, interrupts):
         err.args = (re.sub(r"(?:table )?'(\w+)'", lambda m: f"{m.group(0)} ({files[m.group(1)]})"
                            if m.group(1) in files else m.group(0), str(err), count=1),)
         raise
+    args.kept = args.dst
     interrupts.quiet = True
     if not args.quiet:
         n = sum(t.num_rows for name, t in tables.items() if not name.startswith("_"))
@@ -1094,7 +1096,10 @@ def _parser():
                     ".parquet/.pq, .feather, .arrow/.ipc/.arrows (or --format says so); Arrow/Parquet -> records "
                     "when it ends in .bin, .dat, .rec, .records or .raw (or --format records). The output "
                     "appears only when complete. --to - streams to standard output: an Arrow IPC stream, or "
-                    "records when SRC is Parquet/Arrow.")
+                    "records when SRC is Parquet/Arrow. --stream SPEC converts a record stream (a built-in: pcap, itch50; "
+                    "or a .toml description) to a directory of one table per record type, and back: "
+                    "layouts convert day.itch --stream itch50 --to day/; layouts convert day/ --stream itch50 "
+                    "--to day.itch")
     p.add_argument("src", help="input file, or - for standard input")
     record = p.add_mutually_exclusive_group(required=True)
     record.add_argument("--struct", metavar="HEADER[:NAME]", help="the record type from a C header")
