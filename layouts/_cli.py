@@ -604,6 +604,10 @@ def _stream_of(spec):
     from ._errors import LayoutError
     from ._stream.read import resolve
 
+    if spec in ("rdw", "bdw"):
+        raise LayoutError(f"--stream {spec}: the {spec} framing needs the record's fields: write a .toml description "
+                          f"with framing = \"{spec}\" in its [[section]] and the fields in [section.types.record] "
+                          f"(docs/streams.md), and pass --stream FILE.toml")
     try:
         return resolve(spec)
     except LayoutError as err:

@@ -5,6 +5,7 @@ or not at all; every error of the command's stream parts."""
 import json
 import os
 import re
+import struct
 import subprocess
 import sys
 import textwrap
@@ -491,3 +492,26 @@ def test_ctrl_c_at_random_moments(tmp_path):
             subprocess.run(["rm", "-r", str(dst)], check=True)
         assert listing(tmp_path) == before, (i, listing(tmp_path))
     assert 130 in codes, codes  # some runs were cut short
+
+
+def test_vb_blocks_through_a_toml_description(tmp_path, capsys):
+    desc = tmp_path / "vb.toml"
+    desc.write_text('name = "vb"\n[[section]]\nframing = "bdw"\ntail = "column"\n[section.types.record]\n'
+                    'fields = [["id", ">u4"], ["name", "S6"]]\n')
+
+    def rdw(body):
+        return struct.pack(">HH", len(body) + 4, 0) + body
+
+    recs = [rdw(struct.pack(">I", i) + b"NAME%02d" % i + b"x" * i) for i in range(7)]
+    raw = b"".join(struct.pack(">HH", 4 + sum(map(len, b)), 0) + b"".join(b) for b in [recs[:3], recs[3:4], recs[4:]])
+    (tmp_path / "vb.bin").write_bytes(raw)
+    assert run("convert", tmp_path / "vb.bin", "--stream", desc, "--to", tmp_path / "vb", "--quiet") == 0
+    assert listing(tmp_path / "vb") == ["_blocks.parquet", "record.parquet"]
+    assert run("convert", tmp_path / "vb", "--stream", desc, "--to", tmp_path / "back.bin", "--quiet") == 0
+    assert (tmp_path / "back.bin").read_bytes() == raw
+    assert run("inspect", tmp_path / "vb.bin", "--stream", desc) == 0
+    assert capsys.readouterr().out.splitlines()[-3:] == ["record         7    119", "_blocks        3     12",
+                                                         "total          7    131"]
+    err = error(capsys, "convert", tmp_path / "vb.bin", "--stream", "bdw", "--to", tmp_path / "x")
+    assert "--stream bdw: the bdw framing needs the record's fields: write a .toml description with framing = " \
+           "\"bdw\" in its [[section]]" in err
