@@ -1100,8 +1100,8 @@ def _parser():
                     ".parquet/.pq, .feather, .arrow/.ipc/.arrows (or --format says so); Arrow/Parquet -> records "
                     "when it ends in .bin, .dat, .rec, .records or .raw (or --format records). The output "
                     "appears only when complete. --to - streams to standard output: an Arrow IPC stream, or "
-                    "records when SRC is Parquet/Arrow. --stream SPEC converts a record stream (a built-in: pcap, itch50; "
-                    "or a .toml description) to a directory of one table per record type, and back: "
+                    "records when SRC is Parquet/Arrow. --stream SPEC converts a record stream (a built-in: pcap, "
+                    "itch50; or a .toml description) to a directory of one table per record type, and back: "
                     "layouts convert day.itch --stream itch50 --to day/; layouts convert day/ --stream itch50 "
                     "--to day.itch")
     p.add_argument("src", help="input file, or - for standard input")
