@@ -340,9 +340,18 @@ def test_header_gives_offset_count_and_record_size(tmp_path):
     out = tmp_path / "back.bin"
     lo.write_stream(t, spec, out)
     assert out.read_bytes() == raw
-    with pytest.raises(lo.ConversionError, match=r"back.bin exists; pass overwrite=True"):
+    with pytest.raises(lo.LayoutError, match=r"back.bin exists; pass overwrite=True"):
         lo.write_stream(t, spec, out)
     lo.write_stream(t, spec, out, overwrite=True)
+    # the rules of every output: through a symlink the target is replaced and the link
+    # stays; a directory is refused, never replaced
+    link = tmp_path / "link.bin"
+    link.symlink_to(out)
+    lo.write_stream(t, spec, link, overwrite=True)
+    assert link.is_symlink() and out.read_bytes() == raw
+    with pytest.raises(lo.LayoutError, match=r"is a directory"):
+        lo.write_stream(t, spec, tmp_path, overwrite=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["back.bin", "link.bin", "points.toml"]
 
 
 def test_header_driven_errors(tmp_path):

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from typing import Any, Mapping
 
 import numpy as np
 import pyarrow as pa
 
 from .._errors import ConversionError, LayoutError
+from .._files import open_output
 from .._soa import SoA
 from ..kernels import stream as K
 from .frame import _checked
@@ -311,24 +310,25 @@ def _write_part(out, p, order):
 
 
 def _emit(out: np.ndarray, dst: Any, overwrite: bool) -> "bytes | None":
+    """The stream's bytes, or written to ``dst`` by the rules of every output
+    (:func:`layouts._files.open_output`): a file whole or not at all, never replacing
+    what is not a regular file; FIFOs, devices and file objects streamed into."""
     if dst is None:
         return out.tobytes()
-    if hasattr(dst, "write"):
-        dst.write(out.data)
-        return None
-    path = os.fspath(dst)
-    if os.path.exists(path) and not overwrite:
-        raise ConversionError(f"{path} exists; pass overwrite=True to replace it")
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".layouts-stream-", dir=folder)
+    target = open_output(dst, overwrite=overwrite)
     try:
-        with os.fdopen(fd, "wb") as f:
+        f = target.records_file()
+        try:
             f.write(out.data)
-        os.replace(tmp, path)
+            f.flush()
+        finally:
+            if not target.stream:
+                f.close()  # (the descriptor stays open until commit)
+        target.commit()
     except BaseException as err:
-        os.unlink(tmp)
-        if isinstance(err, OSError):
-            raise ConversionError(f"writing {path} failed: {err.strerror}; the destination was left as it "
-                                  f"was") from err
+        target.discard()
+        if isinstance(err, OSError) and not isinstance(err, BrokenPipeError):
+            raise ConversionError(f"writing {target.name} failed: {err.strerror or err}; the destination was left "
+                                  f"as it was") from err
         raise
     return None
