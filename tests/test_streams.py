@@ -634,3 +634,16 @@ def test_pcap_with_no_packets_and_only_empty_packets():
     t = lo.read_stream(zeros, "pcap")
     assert t["packet"].to_arrow().column("_tail").to_pylist() == [b"", b""]
     assert lo.write_stream(t, "pcap") == zeros
+
+
+def test_a_counted_section_with_kept_unknown_records_goes_back(tmp_path):
+    """read_stream counts records of no type (kept with unknown = "keep") against the
+    header's count; write_stream counts them too (it counted typed records only)."""
+    spec = tmp_path / "counted.toml"
+    spec.write_text('name = "counted"\norder = "little"\n[header]\nfields = [["n", "<u4"]]\n'
+                    '[[section]]\ncount = "n"\nunknown = "keep"\ntag = {offset = 0, size = 1}\n'
+                    'framing = {size = 3}\n[section.types.a]\ntag = "A"\nfields = [["kind", "S1"], ["v", "<u2"]]\n')
+    raw = struct.pack("<I", 3) + b"A\x01\x00" + b"Z\x02\x00" + b"A\x03\x00"
+    t = lo.read_stream(raw, spec)
+    assert (t["a"].to_arrow().num_rows, t["_unknown"].to_arrow().num_rows) == (2, 1)
+    assert lo.write_stream(t, spec) == raw

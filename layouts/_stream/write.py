@@ -157,7 +157,9 @@ def write_stream(tables: Mapping[str, Any], spec: Any, dst: Any = None, *, order
         where = f"{stream.name} section[{i}]"
         start = pos if s.offset is None else _checked(lambda: evaluate(s.offset, values, f"{where}.offset"), where)
         end, parts = _section(tables, stream, s, order, start, where, values)
-        nrec = sum(len(p[5]) for p in parts if p[0] == "fixed")
+        # records of every type and, kept with unknown = "keep", those of no type: read_stream
+        # counts both against the header's count
+        nrec = sum(len(p[5]) for p in parts if p[0] == "fixed") + sum(len(p[-1]) for p in parts if p[0] == "raw")
         if s.count is not None:
             want = _checked(lambda: evaluate(s.count, values, f"{where}.count"), where)
             if want != nrec:
