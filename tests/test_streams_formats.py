@@ -191,3 +191,126 @@ def test_las_write_refuses_what_the_header_contradicts():
         h = t["_header"].to_arrow()
         h = h.set_column(h.column_names.index("point_data_format_id"), "point_data_format_id", pa.array([2], pa.uint8()))
         lo.write_stream(dict(t, _header=h), "las")
+
+
+# --------------------------------------------------------------------------- SEG-Y (segyio)
+segyio = pytest.importorskip("segyio")
+
+SAMPLES = {1: np.float32, 2: np.int32, 3: np.int16, 5: np.float32, 8: np.int8}
+TYPE_OF = {1: "ibm32", 2: "int32", 3: "int16", 5: "float32", 8: "int8"}
+
+
+def _segy(path, fmt, ilines=(1, 2, 3), xlines=(10, 11, 12, 13), ns=25, ext_headers=0):
+    """A SEG-Y file written by segyio.create: its bytes and the samples written."""
+    spec = segyio.spec()
+    spec.ilines, spec.xlines, spec.samples = list(ilines), list(xlines), list(range(ns))
+    spec.format, spec.sorting = fmt, 2
+    spec.ext_headers = ext_headers
+    rng = np.random.default_rng(fmt)
+    data = []
+    with segyio.create(path, spec) as f:
+        k = 0
+        for il in ilines:
+            for xl in xlines:
+                f.header[k] = {segyio.su.iline: il, segyio.su.xline: xl, segyio.su.offset: 7 * k - 20,
+                               segyio.su.cdpx: 1000 + k, segyio.su.tracf: k + 1}
+                if SAMPLES[fmt] == np.float32:
+                    trace = (rng.standard_normal(ns) * 100).astype(np.float32)
+                else:
+                    info = np.iinfo(SAMPLES[fmt])
+                    trace = rng.integers(info.min, info.max, ns, endpoint=True).astype(SAMPLES[fmt])
+                f.trace[k] = trace
+                data.append(trace)
+                k += 1
+        if ext_headers:
+            f.text[1] = b"C 1 an extended textual header".ljust(3200)
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def _ibm_to_float(bits):
+    """IBM System/360 single precision floats (uint32) as float64, exactly."""
+    bits = bits.astype(np.uint64)
+    sign = np.where(bits >> np.uint64(31), -1.0, 1.0)
+    exp = ((bits >> np.uint64(24)) & np.uint64(0x7F)).astype(np.int64) - 64
+    mant = (bits & np.uint64(0xFFFFFF)).astype(np.float64) / 2.0**24
+    return sign * mant * np.power(16.0, exp)
+
+
+@pytest.mark.parametrize("fmt", [1, 2, 3, 5, 8])
+def test_segy_traces_equal_segyio_and_round_trip(tmp_path, fmt):
+    path = tmp_path / f"f{fmt}.sgy"
+    raw = _segy(path, fmt)
+    t = lo.read_stream(path, "segy")
+    name = TYPE_OF[fmt]
+    assert {k for k in t if len(t[k].to_arrow())} == {"_header", name}
+    tr = t[name].to_arrow()
+    assert tr.num_rows == 12 and tr.column("_offset").to_pylist() == [3600 + k * (240 + 25 * tr.schema.field(
+        "samples").type.value_type.bit_width // 8) for k in range(12)]
+    assert tr.schema.field("samples").type.list_size == 25
+    h = t["_header"].to_arrow().to_pylist()[0]
+    with segyio.open(path, ignore_geometry=True) as f:
+        assert (h["samples_per_trace"], h["sample_format"]) == (f.bin[segyio.su.hns], f.bin[segyio.su.format])
+        # the textual header is the file's bytes (EBCDIC here); segyio gives it as ASCII
+        assert h["textual_header"] == raw[:3200]
+        assert h["textual_header"].decode("cp037")[:800] == bytes(f.text[0])[:800].decode("ascii")
+        for col, key in [("inline_3d", segyio.su.iline), ("crossline_3d", segyio.su.xline),
+                         ("offset", segyio.su.offset), ("cdp_x", segyio.su.cdpx), ("trace_number", segyio.su.tracf),
+                         ("trace_sample_count", segyio.su.ns)]:
+            assert tr.column(col).to_pylist() == [f.header[k][key] for k in range(f.tracecount)], col
+        samples = np.stack(tr.column("samples").to_numpy(zero_copy_only=False))
+        if fmt == 1:  # IBM floats stay their raw bits; decoded they are segyio's floats
+            assert samples.dtype == np.uint32
+            assert np.array_equal(_ibm_to_float(samples).astype(np.float32), f.trace.raw[:])
+        else:
+            assert samples.dtype == SAMPLES[fmt] and np.array_equal(samples, f.trace.raw[:])
+    assert lo.write_stream(t, "segy") == raw
+
+
+def test_segy_extended_headers_changed_samples_and_the_write_back(tmp_path):
+    raw = _segy(tmp_path / "ext.sgy", 5, ext_headers=1)
+    t = lo.read_stream(raw, "segy")
+    assert t["_header"].to_arrow().column("extended_textual_headers").to_pylist() == [1]
+    gaps = t["_gaps"].to_arrow().to_pylist()
+    assert gaps == [{"_offset": 3600, "_tail": raw[3600:6800]}] and gaps[0]["_tail"].decode("cp037").startswith("C 1 an extended")
+    assert t["float32"].to_arrow().column("_offset").to_pylist()[0] == 6800
+    assert lo.write_stream(t, "segy") == raw
+    tr = t["float32"].to_arrow()
+    new = np.arange(12 * 25, dtype=np.float32).reshape(12, 25)
+    tr = tr.set_column(tr.column_names.index("samples"), "samples",
+                       pa.FixedSizeListArray.from_arrays(pa.array(new.ravel()), 25))
+    lo.write_stream(dict(t, float32=tr.slice(2, 5)), "segy", tmp_path / "new.sgy")
+    with segyio.open(tmp_path / "new.sgy", ignore_geometry=True) as f:
+        assert f.tracecount == 5 and np.array_equal(f.trace.raw[:], new[2:7])
+    with pytest.raises(lo.ConversionError, match=r"the parts of the stream overlap at byte 3500 \(one ends at 3600, the next starts at 3500\)"):
+        lo.write_stream({k: v for k, v in t.items() if k != "_gaps"} | {"_gaps": pa.table(
+            {"_offset": pa.array([3500], pa.int64()), "_tail": pa.array([b"x" * 3300])})}, "segy")
+
+
+def test_segy_damaged_binary_headers_are_errors(tmp_path):
+    raw = _segy(tmp_path / "d.sgy", 5)
+    with pytest.raises(lo.ConversionError, match=r"segy section\[0\]: select = 'sample_format' is 4, no type of the "
+                                                 r"section \(types: ibm32=1, int32=2"):
+        lo.read_stream(_set(raw, 3224, ">h", 4), "segy")
+    with pytest.raises(lo.ConversionError, match=r"<buffer>: segy section\[0\].types.ibm32.fields.samples: the list "
+                                                 r"length 'samples_per_trace' is 0; a list needs at least 1 element"):
+        lo.read_stream(_set(raw, 3220, ">H", 0), "segy")
+    with pytest.raises(lo.ConversionError, match=r"<buffer>: segy section\[0\].types.ibm32.fields.samples: the list "
+                                                 r"length 'samples_per_trace' is 65535, more elements than the 7680 "
+                                                 r"bytes of the data can hold"):
+        lo.read_stream(_set(raw, 3220, ">H", 65535), "segy")
+    with pytest.raises(lo.ConversionError, match=r"<buffer>: byte 3600: the last record is truncated: 4080 bytes left, "
+                                                 r"a record is 4240 bytes \(segy section\[0\]\)"):
+        lo.read_stream(_set(raw, 3220, ">H", 1000), "segy")
+    with pytest.raises(lo.ConversionError, match=r"<buffer>: byte 4280: the last record is truncated: 300 bytes left, "
+                                                 r"a record is 340 bytes"):
+        lo.read_stream(raw[:4580], "segy")
+    with pytest.raises(lo.ConversionError, match=r"offset = '3600 \+ 3200 \* extended_textual_headers' is 400, inside "
+                                                 r"the part before it \(which ends at byte 3600\)"):
+        lo.read_stream(_set(raw, 3504, ">h", -1), "segy")
+    with pytest.raises(lo.ConversionError, match=r"offset = '3600 \+ 3200 \* extended_textual_headers' is 104851600, "
+                                                 r"outside the file"):
+        lo.read_stream(_set(raw, 3504, ">h", 32765), "segy")
+    with pytest.raises(lo.ConversionError, match=r"<buffer>: 3000 bytes, shorter than the 3600-byte header of a segy "
+                                                 r"stream"):
+        lo.read_stream(raw[:3000], "segy")

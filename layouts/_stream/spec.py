@@ -562,9 +562,8 @@ class Stream:
                                            "(select), not both; drop one")
             if f.size is not None:
                 check_expr(f.size, f"{sw}.framing.size", header_names)
-            else:
+            elif f.length is not None:
                 ln = f.length
-                assert ln is not None
                 if not (_nat(ln.offset) and ln.size in range(1, 9) and ln.order in ("big", "little", "=")):
                     raise _err(f"{sw}.framing.length", "needs offset >= 0, size 1..8 and order \"big\", \"little\" "
                                                         "or \"=\" (the stream's)")
