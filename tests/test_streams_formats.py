@@ -6,6 +6,7 @@ in older versions), max()/min() in expressions, select (the type from a header f
 framing = "fixed", and lists whose length is a header field."""
 
 import io
+import re
 import struct
 
 import numpy as np
@@ -314,3 +315,159 @@ def test_segy_damaged_binary_headers_are_errors(tmp_path):
     with pytest.raises(lo.ConversionError, match=r"<buffer>: 3000 bytes, shorter than the 3600-byte header of a segy "
                                                  r"stream"):
         lo.read_stream(raw[:3000], "segy")
+
+
+# --------------------------------------------------------------------------- DBN (databento-dbn)
+dbn = pytest.importorskip("databento_dbn")
+
+DBN_TYPES = {"trades": "TradeMsg", "mbp1": "MBP1Msg", "mbp10": "MBP10Msg", "status": "StatusMsg",
+             "imbalance": "ImbalanceMsg", "statistics": "StatMsg", "ohlcv_1s": "OHLCVMsg", "ohlcv_1m": "OHLCVMsg",
+             "ohlcv_1h": "OHLCVMsg", "ohlcv_1d": "OHLCVMsg", "ohlcv_eod": "OHLCVMsg", "mbo": "MBOMsg",
+             "cmbp1": "CMBP1Msg", "cbbo_1s": "CBBOMsg", "cbbo_1m": "CBBOMsg", "bbo_1s": "BBOMsg", "bbo_1m": "BBOMsg"}
+
+
+def test_dbn_types_are_the_packages_record_layouts():
+    """Each type of the built-in is its databento-dbn class's layout (its _dtypes, less
+    the length byte the framing owns), with 9 implied decimals on its price fields."""
+    spec = lo.Stream.builtin("dbn")
+    types = {t.name: t for t in spec.sections[1].types}
+    assert set(types) == set(DBN_TYPES)
+    for name, cls in DBN_TYPES.items():
+        k = getattr(dbn, cls)
+        want = [(n.lstrip("_"), t if t[0] == "S" or t[1] == "1" else "<" + t) for n, t in k._dtypes if n != "length"]
+        assert list(types[name].record.fields) == want, name
+        assert 1 + types[name].record.size("little") == k.size_hint, name
+        assert dict(types[name].record.decimals) == {p: 9 for p in k._price_fields}, name
+        rtype = {"trades": "MBP_0", "mbp1": "MBP_1", "mbp10": "MBP_10", "imbalance": "IMBALANCE",
+                 "cmbp1": "CMBP_1", "statistics": "STATISTICS"}.get(name, name.upper())
+        assert types[name].tag == int(getattr(dbn.RType, rtype)), name
+
+
+def _dbn_records(ts_out=False):
+    D = dbn
+    out = ts_out and {"ts_out": 1_700_000_000_000_000_999} or {}
+    side = [D.Side.BID, D.Side.ASK, D.Side.NONE]
+    recs = []
+    for i in range(6):
+        recs.append(D.MBOMsg(publisher_id=1, instrument_id=100 + i, ts_event=1_700_000_000_000_000_000 + i,
+                             order_id=2**63 + i, price=-5 * 10**9 + i, size=i + 1, action=D.Action.ADD,
+                             side=side[i % 3], ts_recv=1_700_000_000_000_000_100 + i, flags=128, channel_id=i,
+                             ts_in_delta=-i, sequence=2**32 - 1 - i, **out))
+        recs.append(D.TradeMsg(publisher_id=2, instrument_id=7, ts_event=10 + i, price=123_450_000_000 + i,
+                               size=100 * i, action=D.Action.TRADE, side=side[i % 3], flags=0, depth=0,
+                               ts_recv=11 + i, ts_in_delta=5, sequence=i, **out))
+        if i % 2:
+            recs.append(D.OHLCVMsg(rtype=D.RType.OHLCV_1S if i % 3 else D.RType.OHLCV_1M, publisher_id=1,
+                                   instrument_id=2, ts_event=40 + i, open=1, high=5 + i, low=-1, close=3,
+                                   volume=2**64 - 1 - i, **out))
+            recs.append(D.MBP1Msg(publisher_id=3, instrument_id=4, ts_event=50 + i, price=10**9, size=1,
+                                  action=D.Action.CANCEL, side=D.Side.ASK, flags=2, depth=0, ts_recv=51, ts_in_delta=0,
+                                  sequence=i, levels=D.BidAskPair(bid_px=99 * 10**9, ask_px=101 * 10**9, bid_sz=3,
+                                                                  ask_sz=4, bid_ct=1, ask_ct=2), **out))
+        if i == 2:
+            recs.append(D.StatMsg(publisher_id=1, instrument_id=2, ts_event=60, ts_recv=61, ts_ref=62,
+                                  price=7 * 10**9, quantity=-2**40, stat_type=D.StatType.OPENING_PRICE, **out))
+            recs.append(D.ErrorMsg(ts_event=70, err="a rtype the built-in leaves to _unknown", **out))
+    return recs
+
+
+def _dbn_file(recs, ts_out=False):
+    m = dbn.Metadata(dataset="XNAS.ITCH", start=1_700_000_000_000_000_000, stype_in=dbn.SType.RAW_SYMBOL,
+                     stype_out=dbn.SType.INSTRUMENT_ID, schema=None, symbols=["AAPL", "MSFT"],
+                     end=1_700_000_100_000_000_000, ts_out=ts_out)
+    return bytes(m) + b"".join(bytes(r) for r in recs)
+
+
+def _decoded(raw, ts_out=False):
+    dec = dbn.DBNDecoder(ts_out=ts_out)
+    dec.write(raw)
+    return dec.decode()
+
+
+def _as_value(v):
+    if isinstance(getattr(v, "value", None), str):  # the c_char enums (Action, Side)
+        return v.value.encode()
+    if isinstance(v, str):  # c_char fields
+        return v.encode()
+    return int(v) if not isinstance(v, float) else v
+
+
+@pytest.mark.parametrize("ts_out", [False, True])
+def test_dbn_records_equal_the_decoder_and_round_trip(ts_out):
+    raw = _dbn_file(_dbn_records(ts_out), ts_out)
+    t = lo.read_stream(raw, "dbn")
+    decoded = _decoded(raw, ts_out)
+    meta, records = decoded[0], decoded[1:]
+    h = t["_header"].to_arrow().to_pylist()[0]
+    assert (h["magic"], h["version"]) == ("DBN", meta.version) and h["metadata_length"] == len(bytes(meta)) - 8
+    m = t["metadata"].to_arrow().to_pylist()[0]
+    assert m["dataset"].rstrip(b"\0").decode() == meta.dataset and (m["start"], m["end"]) == (meta.start, meta.end)
+    assert b"AAPL" in m["_tail"] and m["schema"] == 0xFFFF  # mixed schemas
+    by_offset = {}
+    for name in DBN_TYPES:
+        table = t[name].to_arrow()
+        for row in table.to_pylist():
+            by_offset[row["_offset"]] = (name, row)
+    offset = 8 + h["metadata_length"]
+    unknown = t["_unknown"].to_arrow().to_pylist()
+    for rec in records:
+        size = len(bytes(rec))
+        if isinstance(rec, dbn.ErrorMsg):  # not described: kept whole
+            assert unknown == [{"_offset": offset, "_tail": bytes(rec)}]
+            offset += size
+            continue
+        name, row = by_offset[offset]
+        assert type(rec).__name__ == DBN_TYPES[name]
+        for field in row:
+            if field in ("_offset", "_tail") or field.startswith("reserved"):
+                continue
+            level = re.fullmatch(r"((?:bid|ask)_(?:px|sz|ct))_(\d\d)", field)
+            value = getattr(rec.levels[int(level[2])], level[1]) if level else getattr(rec, field)
+            assert row[field] == _as_value(value), (name, field)
+        assert row["_tail"] == (struct.pack("<Q", rec.ts_out) if ts_out else b"")
+        offset += size
+    assert offset == len(raw) and len(by_offset) == len(records) - 1
+    assert t.decimals["mbo"] == {"price": 9}
+    assert t.decimal("mbo", "price").to_pylist()[0] == __import__("decimal").Decimal("-5.000000000")
+    assert lo.write_stream(t, "dbn") == raw
+
+
+def test_dbn_changed_prices_and_fewer_records_read_back_in_the_decoder():
+    raw = _dbn_file(_dbn_records())
+    t = lo.read_stream(raw, "dbn")
+    mbo = t["mbo"].to_arrow()
+    mbo = mbo.set_column(mbo.column_names.index("price"), "price", pa.array(np.arange(6, dtype=np.int64) * 10**9))
+    out = lo.write_stream(dict(t, mbo=mbo.slice(1, 3), trades=t["trades"].to_arrow().slice(0, 0)), "dbn")
+    recs = _decoded(out)[1:]
+    assert [r.price for r in recs if isinstance(r, dbn.MBOMsg)] == [10**9, 2 * 10**9, 3 * 10**9]
+    assert not [r for r in recs if isinstance(r, dbn.TradeMsg)]
+    assert len(recs) == 3 + 3 + 3 + 1 + 1  # mbo, ohlcv, mbp1, statistics, the error kept in _unknown
+
+
+def test_dbn_damaged_streams_are_errors_naming_the_byte():
+    raw = _dbn_file(_dbn_records()[:3])
+    meta = 8 + struct.unpack_from("<I", raw, 4)[0]
+    with pytest.raises(lo.ConversionError, match=rf"<buffer>: byte {meta}: the record's length field \(byte {meta}\) "
+                                                 rf"says 0, a record of 0 bytes, less than the 2 bytes its framing "
+                                                 rf"needs"):
+        lo.read_stream(_set(raw, meta, "B", 0), "dbn")
+    with pytest.raises(lo.ConversionError, match=rf"<buffer>: byte {meta}: the record's length field \(byte {meta}\) "
+                                                 rf"says 255, a record of 1020 bytes, past the end of the data"):
+        lo.read_stream(_set(raw, meta, "B", 255), "dbn")
+    with pytest.raises(lo.ConversionError, match=rf"<buffer>: byte {meta + 56}: a dbn section\[1\] type 'trades' "
+                                                 rf"record of 44 bytes, shorter than the type's 48 bytes of fields"):
+        lo.read_stream(_set(raw, meta + 56, "B", 11), "dbn")
+    with pytest.raises(lo.ConversionError, match=rf"<buffer>: byte {len(raw) - 56}: the record's length field "
+                                                 rf"\(byte {len(raw) - 56}\) says 14, a record of 56 bytes, past the "
+                                                 rf"end of the data \(55 bytes left\)"):
+        lo.read_stream(raw[:-1], "dbn")
+    with pytest.raises(lo.ConversionError, match=r"dbn section\[0\]: count = 1 is 1, more records than the \d+ bytes "
+                                                 r"from byte 8 can hold; the header is damaged"):
+        lo.read_stream(_set(raw, 4, "<I", 2**32 - 1), "dbn")
+    with pytest.raises(lo.ConversionError, match=r"<buffer>: 5 bytes, shorter than the 8-byte header of a dbn stream"):
+        lo.read_stream(raw[:5], "dbn")
+    # an rtype no type describes is kept whole, as _unknown (the built-in's unknown = "keep")
+    t = lo.read_stream(_set(raw, meta + 1, "B", 0x7F), "dbn")
+    assert t["_unknown"].to_arrow().to_pylist() == [{"_offset": meta, "_tail": _set(raw, meta + 1, "B", 0x7F)[
+        meta:meta + 56]}]
+    assert lo.write_stream(t, "dbn") == _set(raw, meta + 1, "B", 0x7F)
