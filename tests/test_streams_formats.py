@@ -471,3 +471,155 @@ def test_dbn_damaged_streams_are_errors_naming_the_byte():
     assert t["_unknown"].to_arrow().to_pylist() == [{"_offset": meta, "_tail": _set(raw, meta + 1, "B", 0x7F)[
         meta:meta + 56]}]
     assert lo.write_stream(t, "dbn") == _set(raw, meta + 1, "B", 0x7F)
+
+
+# --------------------------------------------------------------------------- the language parts
+def _tiny(kind=2, n=3, records=2, select=True):
+    """A header (kind, n), then records of the type ``kind`` selects, each a u2 id and n
+    samples (f4 for kind 2, i2 for kind 3)."""
+    body = b""
+    for r in range(records):
+        body += struct.pack("<H", r) + (struct.pack(f"<{n}f", *range(n)) if kind == 2 else
+                                         struct.pack(f"<{n}h", *range(-n, 0)))
+    return struct.pack("<BH", kind, n) + body
+
+
+def _tiny_spec():
+    return S([S.Section(S.Framing(), [S.RecordType("f4", S.Record([("id", "<u2"), ("v", "<f4[n]")]), tag=2),
+                                      S.RecordType("i2", S.Record([("id", "<u2"), ("v", "<i2[n]")]), tag=3)],
+                        select="kind")],
+             header=S.Record([("kind", "u1"), ("n", "<u2")]), order="little", name="tiny")
+
+
+def test_select_fixed_framing_and_header_sized_lists_in_python():
+    spec = _tiny_spec()
+    for kind in (2, 3):
+        raw = _tiny(kind)
+        t = lo.read_stream(raw, spec)
+        name = {2: "f4", 3: "i2"}[kind]
+        other = {2: "i2", 3: "f4"}[kind]
+        a = t[name].to_arrow()
+        assert a.schema.field("v").type.list_size == 3 and len(t[other].to_arrow()) == 0
+        assert a.column("v").to_pylist() == ([[0.0, 1.0, 2.0]] * 2 if kind == 2 else [[-3, -2, -1]] * 2)
+        assert a.column("_offset").to_pylist() == [3, 3 + a.schema.field("v").type.value_type.bit_width // 8 * 3 + 2]
+        assert lo.write_stream(t, spec) == raw
+    h = t["_header"].to_arrow()
+    h = h.set_column(h.column_names.index("n"), "n", pa.array([4], pa.uint16()))
+    with pytest.raises(lo.ConversionError, match=r"table 'i2': column 'v' holds lists of 3; the field is a sub-array "
+                                                 r"of 4; its lists \(v <i2\[4\]\) have the lengths the header gives: "
+                                                 r"set the header field to the lists' length"):
+        lo.write_stream(dict(t, _header=h), spec)
+    with pytest.raises(lo.ConversionError, match=r"<buffer>: tiny section\[0\]: select = 'kind' is 9, no type of the "
+                                                 r"section \(types: f4=2, i2=3\)"):
+        lo.read_stream(b"\x09" + _tiny()[1:], spec)
+    with pytest.raises(lo.ConversionError, match=r"<buffer>: byte 17: the last record is truncated: 13 bytes left, a "
+                                                 r"record is 14 bytes \(tiny section\[0\]\)"):
+        lo.read_stream(_tiny()[:-1], spec)
+
+
+def test_max_min_in_expressions():
+    from layouts._stream.spec import check_expr, evaluate
+
+    assert evaluate(check_expr("max(a, b) + min(a, b, 1)", "x", ("a", "b")), {"a": 3, "b": 9}, "x") == 10
+    with pytest.raises(lo.LayoutError, match=r"x: 'max\(a\)' uses Call max\(\); the only functions are max\(a, b, "
+                                             r"\.\.\.\) and min\(a, b, \.\.\.\)"):
+        check_expr("max(a)", "x", ("a",))
+    with pytest.raises(lo.LayoutError, match=r"x: 'abs\(a, a\)' uses Call abs\(\)"):
+        check_expr("abs(a, a)", "x", ("a",))
+    with pytest.raises(lo.LayoutError, match=r"x: 'max\(a, c\)' names 'c', which is no integer field of the header"):
+        check_expr("max(a, c)", "x", ("a",))
+
+
+@pytest.mark.parametrize("make,match", [
+    (lambda: S([S.Section(S.Framing(), [S.RecordType("a", S.Record([("v", "S4[3]")]))])]),
+     r"section\[0\].types.a.fields.v: 'S4\[3\]': a list holds numbers of 1, 2, 4 or 8 bytes"),
+    (lambda: S([S.Section(S.Framing(), [S.RecordType("a", S.Record([("v", "?[k]")]))])],
+               header=S.Record([("k", "u1")])),
+     r"section\[0\].types.a.fields.v: '\?\[k\]': a list holds numbers of 1, 2, 4 or 8 bytes \('>f4\[n\]', "
+     r"'<u4\[5\]'\), not '\?'"),
+    (lambda: S([S.Section(S.Framing(), [S.RecordType("a", S.Record([("v", ">u6[2]")]))])]),
+     r"'>u6\[2\]': a list holds numbers of 1, 2, 4 or 8 bytes \('>f4\[n\]', '<u4\[5\]'\), not '>u6'"),
+    (lambda: S([S.Section(S.Framing(), [S.RecordType("a", S.Record([("v", ">f4[0]")]))])]),
+     r"'>f4\[0\]': a list needs at least 1 element"),
+    (lambda: S([S.Section(S.Framing(), [S.RecordType("a", S.Record([("v", ">f4[n]")]))])]),
+     r"types.a.fields.v: list length: 'n' names 'n', which is no integer field of the header \(integer header "
+     r"fields: none\)"),
+    (lambda: S([S.Section(S.Framing(size=4), [S.RecordType("a", S.Record([("v", ">u4")]))])],
+               header=S.Record([("n", "u1"), ("v", ">f4[n]")])),
+     r"header.fields.v: list length: 'n' names 'n', which is no integer field of the header"),
+    (lambda: S([S.Section(S.Framing(), [S.RecordType("a", S.Record([("v", "u1")]), tag=1),
+                                        S.RecordType("b", S.Record([("v", "u1")]), tag=2)], tag=S.Tag(0, 1),
+                          select="k")], header=S.Record([("k", "u1")])),
+     r"section\[0\].select: a section's type comes from a tag in each record or from the header \(select\), not both"),
+    (lambda: S([S.Section(S.Framing(), [S.RecordType("a", S.Record([("v", "u1")]), tag=1),
+                                        S.RecordType("b", S.Record([("v", "u1")]), tag=2)], tag=S.Tag(0, 1))]),
+     r"section\[0\].framing: \"fixed\" \(each record its type's fields\) needs one record type or select = "
+     r"\"<header field>\" choosing one; this section has 2 types"),
+    (lambda: S([S.Section(S.Framing(), [S.RecordType("a", S.Record([("v", "u1")]), tag="A")], select="k")],
+               header=S.Record([("k", "u1")])),
+     r"types.a: the section selects its type by the header's 'k': give this type the value that selects it, tag = "
+     r"<integer >= 0> \(got 'A'\)"),
+    (lambda: S([S.Section(S.Framing(), [S.RecordType("a", S.Record([("v", "u1")]), tag=1),
+                                        S.RecordType("b", S.Record([("v", "u1")]), tag=1)], select="k")],
+               header=S.Record([("k", "u1")])),
+     r"types.b: tag 1 is also 'a''s; each type needs its own"),
+    (lambda: S([S.Section(S.Framing(size=1), [S.RecordType("a", S.Record([("v", "u1")]))])], header_size="n"),
+     r"header.size: there is no header: give \[header\] fields, or drop size"),
+    (lambda: S([S.Section(S.Framing(size=1), [S.RecordType("a", S.Record([("v", "u1")]))])],
+               header=S.Record([("k", "u1")]), header_size="m"),
+     r"header.size: 'm' names 'm', which is no integer field of the header \(integer header fields: k\)"),
+    (lambda: S([S.Section(S.Framing(size=1), [S.RecordType("a", S.Record([("v", "u1")]))], select="z")],
+               header=S.Record([("k", "u1")])),
+     r"section\[0\].select: 'z' names 'z', which is no integer field of the header"),
+])
+def test_new_description_errors_name_the_key_and_the_fix(make, match):
+    with pytest.raises(lo.LayoutError, match=match):
+        make()
+
+
+def test_toml_header_size_select_fixed_and_lists(tmp_path):
+    doc = '''
+name = "tiny"
+order = "little"
+[header]
+size = "hsize"
+fields = [["kind", "u1"], ["n", "<u2"], ["hsize", "u1"], ["later", "<u4"]]
+[[section]]
+offset = "hsize"
+select = "kind"
+framing = "fixed"
+[section.types.f4]
+tag = 2
+fields = [["id", "<u2"], ["v", "<f4[n]"]]
+[section.types.i2]
+tag = 3
+fields = [["id", "<u2"], ["v", "<i2[n]"]]
+'''
+    (tmp_path / "tiny.toml").write_text(doc)
+    old = _tiny(3)[:3] + b"\x04" + _tiny(3)[3:]      # hsize 4: no 'later'
+    new = _tiny(2)[:3] + b"\x08" + struct.pack("<I", 77) + _tiny(2)[3:]
+    for raw in (old, new):
+        t = lo.read_stream(raw, str(tmp_path / "tiny.toml"))
+        assert ("later" in t["_header"].to_arrow().column_names) == (raw is new)
+        assert lo.write_stream(t, str(tmp_path / "tiny.toml")) == raw
+    (tmp_path / "bad.toml").write_text(doc.replace('[section.types.f4]\n', '[section.types.f4]\nsize = 3\n'))
+    with pytest.raises(lo.LayoutError, match=r"bad.toml: section\[0\].types.f4: unknown key 'size'; the keys here are "
+                                             r"about, decimals, fields, tag, text"):
+        lo.Stream.load(tmp_path / "bad.toml")
+    (tmp_path / "bad.toml").write_text(doc.replace('framing = "fixed"', 'framing = "fix"'))
+    with pytest.raises(lo.LayoutError, match=r"section\[0\].framing: 'fix' is no preset; presets are rdw, bdw, fixed"):
+        lo.Stream.load(tmp_path / "bad.toml")
+
+
+def test_list_lengths_from_hostile_headers():
+    spec = S([S.Section(S.Framing(), [S.RecordType("a", S.Record([("v", "<f4[n * n * n]")]))])],
+             header=S.Record([("n", "<u4")]), order="little", name="cube")
+    with pytest.raises(lo.ConversionError, match=r"<buffer>: cube section\[0\].types.a.fields.v: list length = "
+                                                 r"'n \* n \* n' overflows int64"):
+        lo.read_stream(struct.pack("<I", 2**31) + b"\0" * 8, spec)
+    with pytest.raises(lo.ConversionError, match=r"the list length 'n \* n \* n' is 8, more elements than the 7 bytes "
+                                                 r"of the data can hold"):
+        lo.read_stream(struct.pack("<I", 2) + b"\0" * 3, spec)
+    raw = struct.pack("<I", 1) + struct.pack("<f", 1.5) * 2
+    t = lo.read_stream(raw, spec)
+    assert t["a"].to_arrow().column("v").to_pylist() == [[1.5], [1.5]] and lo.write_stream(t, spec) == raw

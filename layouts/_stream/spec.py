@@ -139,10 +139,7 @@ def field_dtype(spec: str, order: str, where: str) -> "tuple[np.dtype, int, str]
     lm = _LIST_TYPE.match(spec) if isinstance(spec, str) else None
     if lm is not None:
         base, count = lm.group(1), lm.group(2).strip()
-        dt, width, o = field_dtype(base, order, where)
-        if dt.kind not in "iuf" or dt.itemsize != width:
-            raise _err(where, f"{spec!r}: a list holds numbers of 1, 2, 4 or 8 bytes ('>f4[n]', '<u4[5]'), not "
-                              f"{base!r}")
+        dt, width, o = list_item(spec, base, order, where)
         if not count.isdigit():
             raise _err(where, f"{spec!r}: a list's length {count!r} is an expression; it has a type only once the "
                               f"header is read (Record.resolve)")
@@ -173,6 +170,15 @@ def field_dtype(spec: str, order: str, where: str) -> "tuple[np.dtype, int, str]
         raise _err(where, f"{spec!r}: a {size}-byte number needs a byte order: '>{kind}{size}', '<{kind}{size}' "
                           f"or '={kind}{size}'")
     return np.dtype(f"{o if size > 1 else '|'}{kind}{size}"), size, o if size > 1 else "|"
+
+
+def list_item(spec: str, base: str, order: str, where: str) -> "tuple[np.dtype, int, str]":
+    """The item type of list type ``spec`` (``base[...]``): a number of 1, 2, 4 or 8 bytes."""
+    dt, width, o = field_dtype(base, order, where)
+    if dt.kind not in "iuf" or dt.itemsize != width:
+        raise _err(where, f"{spec!r}: a list holds numbers of 1, 2, 4 or 8 bytes ('>f4[n]', '<u4[5]'), not "
+                          f"{base!r}")
+    return dt, width, o
 
 
 # --------------------------------------------------------------------------- parts
@@ -211,7 +217,7 @@ class Record:
             lm = _LIST_TYPE.match(f[1])
             if lm is not None and not lm.group(2).strip().isdigit():
                 check_expr(lm.group(2).strip(), f"{where}.fields.{f[0]}: list length", names)
-                field_dtype(lm.group(1) + "[1]", order, f"{where}.fields.{f[0]}")
+                list_item(f[1], lm.group(1), order, f"{where}.fields.{f[0]}")
             else:
                 field_dtype(f[1], order, f"{where}.fields.{f[0]}")
         kinds = {n: t for n, t in self.fields}

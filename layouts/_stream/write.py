@@ -72,7 +72,16 @@ def _dense(table: pa.Table, record: Record, order, prefix, keep, what):
     missing = [n for n in layout.names if n not in table.column_names]
     if missing:
         raise ConversionError(f"{what} has no column {missing[0]!r}; its columns must include {layout.names}")
-    soa = SoA.from_arrow(table.select(layout.names), layout)
+    try:
+        soa = SoA.from_arrow(table.select(layout.names), layout)
+    except ConversionError as err:
+        lists = [f"{n} {t}" for n, t in record.fields if "[" in t]
+        if not lists:
+            raise
+        if not table.num_rows:  # an empty table of a type the header's lengths do not fit: nothing to write
+            return np.zeros(0, np.uint8), layout, runs, zeros
+        raise ConversionError(f"{what}: {err}; its lists ({', '.join(lists)}) have the lengths the header gives: "
+                              f"set the header field to the lists' length, or the lists to the header's") from err
     return soa.to_aos().to_numpy().view(np.uint8).reshape(-1), layout, runs, zeros
 
 
