@@ -100,7 +100,8 @@ def test_las_points_equal_laspy_and_round_trip(version, fmt):
     assert ("start_of_waveform_data" in h) == (version != "1.2")
     assert ("point_count" in h) == (version == "1.4")
     if version == "1.4":
-        assert h["point_count"] == 7 and h["points_by_return"] == [int(v) for v in las.header.number_of_points_by_return]
+        assert h["point_count"] == 7
+        assert h["points_by_return"] == [int(v) for v in las.header.number_of_points_by_return]
     # the VLR lies between the header and the points, in _gaps
     gaps = t["_gaps"].to_arrow().to_pylist()
     assert gaps[0]["_offset"] == h["header_size"] and b"projection, say" in gaps[0]["_tail"]
@@ -190,7 +191,8 @@ def test_las_write_refuses_what_the_header_contradicts():
     with pytest.raises(lo.ConversionError, match=r"table 'format3' has 7 records, but the header's select = "
                                                  r"'point_data_format_id' chooses type 'format2'"):
         h = t["_header"].to_arrow()
-        h = h.set_column(h.column_names.index("point_data_format_id"), "point_data_format_id", pa.array([2], pa.uint8()))
+        h = h.set_column(h.column_names.index("point_data_format_id"), "point_data_format_id",
+                         pa.array([2], pa.uint8()))
         lo.write_stream(dict(t, _header=h), "las")
 
 
@@ -273,7 +275,8 @@ def test_segy_extended_headers_changed_samples_and_the_write_back(tmp_path):
     t = lo.read_stream(raw, "segy")
     assert t["_header"].to_arrow().column("extended_textual_headers").to_pylist() == [1]
     gaps = t["_gaps"].to_arrow().to_pylist()
-    assert gaps == [{"_offset": 3600, "_tail": raw[3600:6800]}] and gaps[0]["_tail"].decode("cp037").startswith("C 1 an extended")
+    assert gaps == [{"_offset": 3600, "_tail": raw[3600:6800]}]
+    assert gaps[0]["_tail"].decode("cp037").startswith("C 1 an extended")
     assert t["float32"].to_arrow().column("_offset").to_pylist()[0] == 6800
     assert lo.write_stream(t, "segy") == raw
     tr = t["float32"].to_arrow()
@@ -283,7 +286,8 @@ def test_segy_extended_headers_changed_samples_and_the_write_back(tmp_path):
     lo.write_stream(dict(t, float32=tr.slice(2, 5)), "segy", tmp_path / "new.sgy")
     with segyio.open(tmp_path / "new.sgy", ignore_geometry=True) as f:
         assert f.tracecount == 5 and np.array_equal(f.trace.raw[:], new[2:7])
-    with pytest.raises(lo.ConversionError, match=r"the parts of the stream overlap at byte 3500 \(one ends at 3600, the next starts at 3500\)"):
+    with pytest.raises(lo.ConversionError, match=r"the parts of the stream overlap at byte 3500 \(one ends at 3600, "
+                                                 r"the next starts at 3500\)"):
         lo.write_stream({k: v for k, v in t.items() if k != "_gaps"} | {"_gaps": pa.table(
             {"_offset": pa.array([3500], pa.int64()), "_tail": pa.array([b"x" * 3300])})}, "segy")
 

@@ -101,7 +101,7 @@ def read_stream(src: Any, spec: Any) -> StreamTables:
     src : path, bytes-like object, or binary file object
         A file object is read from its current position.
     spec : Stream, path to a ``.toml`` description, or a built-in name
-        Built-ins: ``"pcap"``, ``"itch50"``; ``lo.Stream.rdw(dtype)`` and
+        Built-ins: ``"pcap"``, ``"itch50"``, ``"las"``, ``"segy"``, ``"dbn"``; ``lo.Stream.rdw(dtype)`` and
         ``lo.Stream.bdw(dtype)`` for IBM V and VB files. See docs/streams.md.
 
     Returns
