@@ -5,9 +5,14 @@ byte for byte. Also the language parts these formats needed: header.size (fields
 in older versions), max()/min() in expressions, select (the type from a header field),
 framing = "fixed", and lists whose length is a header field."""
 
+import ast
 import io
+import os
 import re
 import struct
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pyarrow as pa
@@ -627,3 +632,77 @@ def test_list_lengths_from_hostile_headers():
     raw = struct.pack("<I", 1) + struct.pack("<f", 1.5) * 2
     t = lo.read_stream(raw, spec)
     assert t["a"].to_arrow().column("v").to_pylist() == [[1.5], [1.5]] and lo.write_stream(t, spec) == raw
+
+
+# --------------------------------------------------------------------------- mutated files
+FUZZ_CHILD = textwrap.dedent(r"""
+    import sys, tempfile, os
+    import numpy as np
+    import layouts as lo
+    sys.path.insert(0, {here!r})
+    from test_streams_formats import _las, _segy, _dbn_file, _dbn_records
+
+    def mutate(raw, rng, hot):
+        b = bytearray(raw)
+        # half the mutations hit the bytes the description reads first (headers, the first records)
+        i = int(rng.integers(0, min(len(b), hot) if rng.integers(0, 2) else len(b)))
+        kind = int(rng.integers(0, 5))
+        if kind == 0:
+            b[i] ^= 1 << int(rng.integers(0, 8))
+        elif kind == 1:
+            b[i] = int(rng.integers(0, 256))
+        elif kind == 2:
+            del b[i:]
+        elif kind == 3:
+            b[i:i] = bytes(rng.integers(0, 256, int(rng.integers(1, 5)), dtype=np.uint8))
+        else:
+            b[i:i + 2] = bytes([255, 255]) if rng.integers(0, 2) else bytes([0, 0])
+        return bytes(b)
+
+    def run(raw, spec, seed, n, hot):
+        rng = np.random.default_rng(seed)
+        ok = errors = 0
+        for _ in range(n):
+            m = mutate(raw, rng, hot)
+            try:
+                t = lo.read_stream(m, spec)
+            except (lo.ConversionError, lo.LayoutError) as err:
+                assert "<buffer>" in str(err), str(err)
+                errors += 1
+                continue
+            assert lo.write_stream(t, spec) == m, (spec, seed)
+            ok += 1
+        return ok, errors
+
+    n = {n}
+    folder = tempfile.mkdtemp()
+    files = [(_las("1.2", 3, vlr=True)[0], "las", 400), (_las("1.4", 7, extra=True, evlr=True)[0], "las", 500),
+             (_segy(os.path.join(folder, "a.sgy"), 5), "segy", 4000), (_segy(os.path.join(folder, "b.sgy"), 1),
+             "segy", 4000), (_dbn_file(_dbn_records()), "dbn", 400)]
+    print("OK", [run(raw, spec, k, n, hot) for k, (raw, spec, hot) in enumerate(files)])
+""")
+
+
+def _fuzz(n, timeout):
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(here), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-c", FUZZ_CHILD.format(here=here, n=n)], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("OK "))
+    return ast.literal_eval(line[3:])
+
+
+def test_mutated_las_segy_dbn_files_are_errors_or_exact():
+    """Each mutation of a laspy, segyio or databento-dbn file (in a child process: a crash
+    or a hang fails the test) is a library error naming <buffer>, or tables that write
+    back to exactly the mutated bytes."""
+    totals = _fuzz(4, 300)
+    assert [sum(t) for t in totals] == [4] * 5
+
+
+@pytest.mark.slow
+def test_hundreds_of_mutated_las_segy_dbn_files():
+    totals = _fuzz(120, 600)
+    assert [sum(t) for t in totals] == [120] * 5
+    assert all(ok > 0 and errors > 0 for ok, errors in totals), totals
