@@ -453,7 +453,8 @@ class Stream:
 
     Build it in Python or load it with :func:`load` from a TOML file (see
     docs/streams.md). ``order`` is the byte order of ``=`` fields: ``"big"``,
-    ``"little"``, or found in the file (``byteorder``).
+    ``"little"``, or found in the file (``byteorder``). ``header_size``: the header's
+    size in a file, an expression over its fields (fields past it are absent).
 
     Examples
     --------
