@@ -100,8 +100,10 @@ def section_params(stream: Stream, s: Section, order: str, header: dict, where: 
     if f.length is None:
         from .spec import evaluate
 
-        fixed = f.size if f.size is not None else 0
-        size = _checked(lambda: evaluate(fixed, header, f"{where}.framing.size"), where)
+        if f.size is None:  # "fixed": each record is its (one) type's fields
+            size = prefix + s.types[0].record.size(order)
+        else:
+            size = _checked(lambda: evaluate(f.size, header, f"{where}.framing.size"), where)
         if size <= 0:
             raise ConversionError(f"{where}: framing.size = {f.size!r} is {size}; fixed records need a size >= 1")
         lp = (0, 0, False, 1, size)
@@ -136,6 +138,12 @@ def _checked(fn, where):
 def scan_section(stream: Stream, s: Section, buf: np.ndarray, label: str, order: str, header: dict,
                  start: int, end: int, limit: int, where: str) -> Scanned:
     """Index the records of ``buf[start:end]`` (at most ``limit``; -1 none)."""
+    if s.select is not None:
+        t = selected(s, header, label, where)
+        sub = Section(s.framing, (s.types[t],), tail=s.tail, unknown=s.unknown)
+        got = scan_section(stream, sub, buf, label, order, header, start, end, limit, where)
+        got.types[:] = t
+        return got
     lp, tp, type_min, min_len = section_params(stream, s, order, header, where)
     unknown = {"error": 0, "skip": 1, "keep": 2}[s.unknown]
     if isinstance(s, _BdwSection):
@@ -157,6 +165,21 @@ def scan_section(stream: Stream, s: Section, buf: np.ndarray, label: str, order:
     if status != K.OK:
         raise _scan_error(status, s, buf, label, pos, end, lp, tp, type_min, min_len, where)
     return Scanned(start, pos, offsets[:count], lengths[:count], types[:count])
+
+
+def selected(s: Section, header: dict, label: str, where: str) -> int:
+    """The index of the type a section's ``select`` expression chooses."""
+    from .spec import evaluate
+
+    assert s.select is not None
+    value = _checked(lambda: evaluate(s.select, header, f"{where}.select"), where)
+    for i, t in enumerate(s.types):
+        if t.tag == value:
+            return i
+    known = ", ".join(f"{t.name}={t.tag!r}" for t in s.types)
+    raise ConversionError(f"{label}: {where}: select = {s.select!r} is {value}, no type of the section (types: "
+                          f"{known}); the header is damaged, or the file uses a kind of record the description "
+                          f"lacks (add a type with tag = {value})")
 
 
 def _scan_blocks(stream, s, buf, label, start, end, limit, where):

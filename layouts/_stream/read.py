@@ -101,7 +101,7 @@ def read_stream(src: Any, spec: Any) -> StreamTables:
     src : path, bytes-like object, or binary file object
         A file object is read from its current position.
     spec : Stream, path to a ``.toml`` description, or a built-in name
-        Built-ins: ``"pcap"``, ``"itch50"``; ``lo.Stream.rdw(dtype)`` and
+        Built-ins: ``"pcap"``, ``"itch50"``, ``"las"``, ``"segy"``, ``"dbn"``; ``lo.Stream.rdw(dtype)`` and
         ``lo.Stream.bdw(dtype)`` for IBM V and VB files. See docs/streams.md.
 
     Returns
@@ -154,18 +154,19 @@ def _read(stream: Stream, buf: np.ndarray, label: str) -> StreamTables:
     covered = []
     pos = 0
     if stream.header is not None:
-        h = stream.header.size(order)
+        hrec, h = _header_record(stream, buf, order, label)
         if size < h:
             raise ConversionError(f"{label}: {size} bytes, shorter than the {h}-byte header of a {stream.name} "
                                   f"stream; the file is truncated or of another kind")
-        soa, _ = _convert(buf, stream.header, order, np.zeros(1, np.int64), np.full(1, h, np.int64), 0, False,
+        soa, _ = _convert(buf, hrec, order, np.zeros(1, np.int64), np.full(1, h, np.int64), 0, False,
                           False, label, "header")
         out["_header"] = soa
-        values = _header_values(soa)
+        values = header_values(stream, soa, order)
         covered.append((0, h))
         pos = h
     for i, s in enumerate(stream.sections):
         where = f"{stream.name} section[{i}]"
+        s = _checked(lambda: s.resolve(values, where, size), label)  # list lengths from the header
         start = pos if s.offset is None else _checked(lambda: evaluate(s.offset, values, f"{where}.offset"), where)
         if not 0 <= start <= size:
             raise ConversionError(f"{label}: {where}: offset = {s.offset!r} is {start}, outside the file (0..{size} "
@@ -204,11 +205,40 @@ def _read(stream: Stream, buf: np.ndarray, label: str) -> StreamTables:
     return out
 
 
-def _header_values(soa: SoA) -> dict:
-    """The header's integer fields as Python ints (for expressions)."""
-    table = soa.to_arrow()
-    return {n: table.column(n)[0].as_py() for n in table.column_names
-            if pa.types.is_integer(table.schema.field(n).type)}
+def header_values(stream: Stream, soa: "SoA | pa.Table", order: str) -> dict:
+    """The header's integer fields as Python ints (for expressions); fields past the
+    header's size (absent from ``soa``) are 0."""
+    table = soa.to_arrow() if isinstance(soa, SoA) else soa
+    assert stream.header is not None
+    values = {n: 0 for n, t in stream.header.fields if field_dtype(t, order, n)[0].kind in "iu"}
+    values.update({n: table.column(n)[0].as_py() for n in table.column_names
+                   if n in values and pa.types.is_integer(table.schema.field(n).type)})
+    return values
+
+
+def _header_record(stream: Stream, buf, order, label) -> "tuple[Record, int]":
+    """The header's fields present in this file (``header.size``) and their size."""
+    assert stream.header is not None
+    if stream.header_size is None:
+        return stream.header, stream.header.size(order)
+    need = stream.header_needs(order)
+    if buf.shape[0] < need:
+        raise ConversionError(f"{label}: {buf.shape[0]} bytes, shorter than the {need} bytes of a {stream.name} "
+                              f"header that give its size; the file is truncated or of another kind")
+    at, first = 0, []
+    for name, t in stream.header.fields:
+        if at >= need:
+            break
+        first.append((name, t))
+        at += field_dtype(t, order, name)[1]
+    soa, _ = _convert(buf, Record(tuple(first)), order, np.zeros(1, np.int64), np.full(1, need, np.int64), 0,
+                      False, False, label, "header")
+    values = header_values(stream, soa, order)
+    rec, h = _checked(lambda: stream.header_record(values, order, stream.name), label)
+    if buf.shape[0] < h:
+        raise ConversionError(f"{label}: {buf.shape[0]} bytes, shorter than its {h}-byte header (header.size = "
+                              f"{stream.header_size!r}); the file is truncated or the header damaged")
+    return rec, h
 
 
 def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where):

@@ -8,6 +8,7 @@ checked when built: a mistake is a LayoutError naming the key and the fix.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import os
 import re
@@ -30,9 +31,11 @@ __all__ = ["Stream", "Record", "Section", "Framing", "Length", "Tag", "RecordTyp
            "load", "builtin_names", "RESERVED"]
 
 RESERVED = ("_offset", "_tail", "_prefix", "_header", "_gaps")
-_PRESETS = ("rdw", "bdw")
+_PRESETS = ("rdw", "bdw", "fixed")
 _UNITS = {"bytes": 1, "words": 2}
 _FIELD_TYPE = re.compile(r"^([<>=|]?)([iufSb?])(\d*)$")
+_LIST_TYPE = re.compile(r"^([^\[\]]*)\[(.*)\]$")  # a list field: '>f4[samples_per_trace]', '<u4[5]'
+_CALLS = ("max", "min")
 
 
 def _err(where, msg):
@@ -58,7 +61,18 @@ def check_expr(text: "str | int", where: str, names: "tuple[str, ...]") -> "str 
     except SyntaxError as err:
         raise _err(where, f"{text!r} is not an expression ({err.msg}); write e.g. \"offset_to_points\" or "
                           f"\"header_size + 4 * count\"") from err
+    calls = set()
     for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            if not (isinstance(node.func, ast.Name) and node.func.id in _CALLS and len(node.args) >= 2
+                    and not node.keywords):
+                fn = node.func.id if isinstance(node.func, ast.Name) else "?"
+                raise _err(where, f"{text!r} uses Call {fn}(); the only functions are max(a, b, ...) and "
+                                  f"min(a, b, ...)")
+            calls.add(id(node.func))
+            continue
+        if id(node) in calls:
+            continue
         if isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Load)) or isinstance(node, _OPS) \
                 or isinstance(node, ast.USub):
             continue
@@ -71,7 +85,7 @@ def check_expr(text: "str | int", where: str, names: "tuple[str, ...]") -> "str 
                                   f"header fields: {known})")
             continue
         raise _err(where, f"{text!r} uses {type(node).__name__}; expressions have header field names, integers, "
-                          f"+ - * // and parentheses only")
+                          f"+ - * //, max(), min() and parentheses only")
     return text
 
 
@@ -90,6 +104,9 @@ def evaluate(text: "str | int", values: Mapping[str, int], where: str) -> int:
             v = int(values[node.id])
         elif isinstance(node, ast.UnaryOp):
             v = -ev(node.operand)
+        elif isinstance(node, ast.Call):
+            args = [ev(a) for a in node.args]
+            v = max(args) if node.func.id == "max" else min(args)
         else:
             a, b = ev(node.left), ev(node.right)
             if isinstance(node.op, ast.Add):
@@ -116,7 +133,20 @@ def field_dtype(spec: str, order: str, where: str) -> "tuple[np.dtype, int, str]
     Types are NumPy's (``>u4``, ``<f8``, ``S8``, ``u1``) with ``=`` meaning the
     stream's byte order (fixed, or detected from a magic number: ``order``), plus
     unsigned integers of 3, 5, 6 and 7 bytes (``>u6``: an ITCH timestamp), widened
-    to the next NumPy integer in the table."""
+    to the next NumPy integer in the table. ``>f4[12]`` is a list of 12 (a fixed-size
+    list column); a list whose length is an expression (``>f4[samples_per_trace]``)
+    has a type only once :meth:`Record.resolve` has put the header's value in."""
+    lm = _LIST_TYPE.match(spec) if isinstance(spec, str) else None
+    if lm is not None:
+        base, count = lm.group(1), lm.group(2).strip()
+        dt, width, o = list_item(spec, base, order, where)
+        if not count.isdigit():
+            raise _err(where, f"{spec!r}: a list's length {count!r} is an expression; it has a type only once the "
+                              f"header is read (Record.resolve)")
+        n = int(count)
+        if n < 1:
+            raise _err(where, f"{spec!r}: a list needs at least 1 element")
+        return np.dtype((dt, (n,))), width * n, o
     m = _FIELD_TYPE.match(spec) if isinstance(spec, str) else None
     if m is None:
         raise _err(where, f"field type {spec!r} is not one of: a NumPy type like '>u4', '<f8', 'S8', 'u1', "
@@ -142,6 +172,15 @@ def field_dtype(spec: str, order: str, where: str) -> "tuple[np.dtype, int, str]
     return np.dtype(f"{o if size > 1 else '|'}{kind}{size}"), size, o if size > 1 else "|"
 
 
+def list_item(spec: str, base: str, order: str, where: str) -> "tuple[np.dtype, int, str]":
+    """The item type of list type ``spec`` (``base[...]``): a number of 1, 2, 4 or 8 bytes."""
+    dt, width, o = field_dtype(base, order, where)
+    if dt.kind not in "iuf" or dt.itemsize != width:
+        raise _err(where, f"{spec!r}: a list holds numbers of 1, 2, 4 or 8 bytes ('>f4[n]', '<u4[5]'), not "
+                          f"{base!r}")
+    return dt, width, o
+
+
 # --------------------------------------------------------------------------- parts
 @dataclass(frozen=True)
 class Record:
@@ -162,7 +201,8 @@ class Record:
         object.__setattr__(self, "decimals", tuple(tuple(x) if isinstance(x, (list, tuple)) else (x, None)
                                                    for x in d))
 
-    def check(self, where: str, order: str) -> None:
+    def check(self, where: str, order: str, names: "tuple[str, ...]" = ()) -> None:
+        """Check the fields; ``names``: the header fields list lengths may use."""
         if not self.fields:
             raise _err(where, "a record needs at least one field: fields = [[\"name\", \">u4\"], ...]")
         seen = set()
@@ -174,7 +214,12 @@ class Record:
             if f[0] in RESERVED or not f[0]:
                 raise _err(where, f"field name {f[0]!r} is reserved ({', '.join(RESERVED)}); rename it")
             seen.add(f[0])
-            field_dtype(f[1], order, f"{where}.fields.{f[0]}")
+            lm = _LIST_TYPE.match(f[1])
+            if lm is not None and not lm.group(2).strip().isdigit():
+                check_expr(lm.group(2).strip(), f"{where}.fields.{f[0]}: list length", names)
+                list_item(f[1], lm.group(1), order, f"{where}.fields.{f[0]}")
+            else:
+                field_dtype(f[1], order, f"{where}.fields.{f[0]}")
         kinds = {n: t for n, t in self.fields}
         for n in self.text:
             if not isinstance(n, str) or n not in kinds or not kinds[n].lstrip("|").startswith("S"):
@@ -188,9 +233,42 @@ class Record:
     def size(self, order: str) -> int:
         return sum(field_dtype(t, order, "")[1] for _, t in self.fields)
 
+    def min_size(self, order: str) -> int:
+        """The size with every list whose length is an expression taken as empty."""
+        return sum(0 if _open_list(t) else field_dtype(t, order, "")[1] for _, t in self.fields)
+
+    def resolve(self, values: Mapping[str, int], where: str, limit: int) -> "Record":
+        """This record with every list length that is an expression replaced by its
+        value (``values``: the header's integer fields); ValueError when a length is
+        below 1 or the record would exceed ``limit`` bytes."""
+        if not any(_open_list(t) for _, t in self.fields):
+            return self
+        fields = []
+        for name, t in self.fields:
+            if _open_list(t):
+                lm = _LIST_TYPE.match(t)
+                assert lm is not None
+                expr = lm.group(2).strip()
+                n = evaluate(expr, values, f"{where}.fields.{name}: list length")
+                if n < 1:
+                    raise ValueError(f"{where}.fields.{name}: the list length {expr!r} is {n}; a list needs at "
+                                     f"least 1 element")
+                if n > limit:
+                    raise ValueError(f"{where}.fields.{name}: the list length {expr!r} is {n}, more elements than "
+                                     f"the {limit} bytes of the data can hold")
+                t = f"{lm.group(1)}[{n}]"
+            fields.append((name, t))
+        return dataclasses.replace(self, fields=tuple(fields))
+
     def plan(self, order: str, prefix: int, with_offset: bool, keep_prefix: bool = False):
         """See :func:`_plan` (cached: a Record is a value)."""
         return _plan(self, order, prefix, with_offset, keep_prefix)
+
+
+def _open_list(t: str) -> bool:
+    """Whether ``t`` is a list type whose length is an expression."""
+    lm = _LIST_TYPE.match(t)
+    return lm is not None and not lm.group(2).strip().isdigit()
 
 
 @functools.lru_cache(maxsize=512)
@@ -308,7 +386,9 @@ class Framing:
     ``length`` field; ``prefix`` bytes of framing come before each record's fields
     (kept as the ``_prefix`` column when they hold more than the length field). The
     default prefix is the length field when it starts the record (ITCH's 2 bytes),
-    else none (pcap's length is a field of the record header)."""
+    else none (pcap's length is a field of the record header). With neither ``size``
+    nor ``length`` (``framing = "fixed"``), each record is exactly its type's fields
+    (one type, or the one the header selects)."""
 
     size: "int | str | None" = None
     length: "Length | None" = None
@@ -327,7 +407,10 @@ class Section:
     expressions over header fields. ``types``: the record types (one without a tag).
     ``tail``: what bytes of a record beyond its type's fields are: ``"column"`` (the
     ``_tail`` binary column) or ``"error"``. ``unknown``: a tag with no type is an
-    ``"error"``, or ``"skip"``ped, or kept (``"keep"``, as the ``_unknown`` table)."""
+    ``"error"``, or ``"skip"``ped, or kept (``"keep"``, as the ``_unknown`` table).
+    ``select``: an expression over header fields whose value is the (integer) tag of the
+    one type every record of the section has (a LAS point format), instead of a tag in
+    each record."""
 
     framing: Framing
     types: tuple
@@ -337,9 +420,18 @@ class Section:
     bytes: "int | str | None" = None
     tail: str = "error"
     unknown: str = "error"
+    select: "int | str | None" = None
 
     def __post_init__(self):
         object.__setattr__(self, "types", tuple(self.types))
+
+    def resolve(self, values: Mapping[str, int], where: str, limit: int) -> "Section":
+        """This section with its types' list lengths taken from the header (``values``)."""
+        types = tuple(dataclasses.replace(t, record=t.record.resolve(values, f"{where}.types.{t.name}", limit))
+                      for t in self.types)
+        if all(a.record is b.record for a, b in zip(types, self.types)):
+            return self
+        return dataclasses.replace(self, types=types)
 
 
 @dataclass(frozen=True)
@@ -361,7 +453,8 @@ class Stream:
 
     Build it in Python or load it with :func:`load` from a TOML file (see
     docs/streams.md). ``order`` is the byte order of ``=`` fields: ``"big"``,
-    ``"little"``, or found in the file (``byteorder``).
+    ``"little"``, or found in the file (``byteorder``). ``header_size``: the header's
+    size in a file, an expression over its fields (fields past it are absent).
 
     Examples
     --------
@@ -378,10 +471,53 @@ class Stream:
     order: str = "big"
     byteorder: "ByteOrder | None" = None
     name: str = "<stream>"
+    header_size: "int | str | None" = None
 
     def __post_init__(self):
         object.__setattr__(self, "sections", tuple(self.sections))
         self.check()
+
+    def header_record(self, values: Mapping[str, int], order: str, where: str) -> "tuple[Record, int]":
+        """(the header's fields that lie inside its ``header_size``, that size): with
+        ``header_size`` (an expression over header fields, e.g. LAS's ``header_size``),
+        fields past it are absent (newer versions' fields in an older file). ValueError
+        when the size cuts a field or ends before the fields it is computed from."""
+        rec = self.header
+        assert rec is not None
+        full = rec.size(order)
+        if self.header_size is None:
+            return rec, full
+        n = evaluate(self.header_size, values, f"{where}: header.size")
+        need = self.header_needs(order)
+        if n < need:
+            raise ValueError(f"{where}: header.size = {self.header_size!r} is {n}, less than the {need} bytes "
+                             f"holding the fields it is computed from")
+        at, keep = 0, []
+        for name, t in rec.fields:
+            w = field_dtype(t, order, name)[1]
+            if at + w <= n:
+                keep.append((name, t))
+            elif at < n:
+                raise ValueError(f"{where}: header.size = {self.header_size!r} is {n}, which cuts field {name!r} "
+                                 f"(bytes {at}..{at + w})")
+            at += w
+        if len(keep) == len(rec.fields):
+            return rec, full
+        kept = {k for k, _ in keep}
+        return Record(tuple(keep), tuple(x for x in rec.text if x in kept),
+                      tuple(d for d in rec.decimals if d[0] in kept)), sum(
+            field_dtype(t, order, k)[1] for k, t in keep)
+
+    def header_needs(self, order: str) -> int:
+        """The bytes of the header up to the last field ``header_size`` names."""
+        assert self.header is not None
+        used = {n.id for n in ast.walk(ast.parse(str(self.header_size), mode="eval")) if isinstance(n, ast.Name)}
+        at = end = 0
+        for name, t in self.header.fields:
+            at += field_dtype(t, order, name)[1]
+            if name in used:
+                end = at
+        return end
 
     def orders(self) -> "tuple[str, ...]":
         return ("big", "little") if self.byteorder is not None else (self.order,)
@@ -400,6 +536,10 @@ class Stream:
                 self.header.check(f"{w}: header", order)
                 header_names = tuple(n for n, t in self.header.fields  # integer fields only
                                      if field_dtype(t, order, n)[0].kind in "iu")
+        if self.header_size is not None:
+            if self.header is None:
+                raise _err(f"{w}: header.size", "there is no header: give [header] fields, or drop size")
+            check_expr(self.header_size, f"{w}: header.size", header_names)
         if not self.sections:
             raise _err(w, "a stream needs at least one section: [[section]] with its framing and types")
         names = set()
@@ -407,7 +547,7 @@ class Stream:
             sw = f"{w}: section[{i}]"
             if not isinstance(s, Section):
                 raise _err(sw, f"expected a Section, got {type(s).__name__}")
-            for key in ("offset", "count", "bytes"):
+            for key in ("offset", "count", "bytes", "select"):
                 v = getattr(s, key)
                 if v is not None:
                     check_expr(v, f"{sw}.{key}", header_names)
@@ -418,13 +558,19 @@ class Stream:
             f = s.framing
             if not _nat(f.prefix):
                 raise _err(f"{sw}.framing.prefix", f"{f.prefix!r}; expected an integer >= 0")
-            if (f.size is None) == (f.length is None):
+            if f.size is not None and f.length is not None:
                 raise _err(f"{sw}.framing", "give either size (fixed-size records) or length (a length field)")
+            if f.size is None and f.length is None and len(s.types) > 1 and s.select is None:
+                raise _err(f"{sw}.framing", f"\"fixed\" (each record its type's fields) needs one record type or "
+                                            f"select = \"<header field>\" choosing one; this section has "
+                                            f"{len(s.types)} types: give size, length, or select")
+            if s.select is not None and s.tag is not None:
+                raise _err(f"{sw}.select", "a section's type comes from a tag in each record or from the header "
+                                           "(select), not both; drop one")
             if f.size is not None:
                 check_expr(f.size, f"{sw}.framing.size", header_names)
-            else:
+            elif f.length is not None:
                 ln = f.length
-                assert ln is not None
                 if not (_nat(ln.offset) and ln.size in range(1, 9) and ln.order in ("big", "little", "=")):
                     raise _err(f"{sw}.framing.length", "needs offset >= 0, size 1..8 and order \"big\", \"little\" "
                                                         "or \"=\" (the stream's)")
@@ -435,7 +581,7 @@ class Stream:
                     raise _err(f"{sw}.framing.length.adjust", f"{ln.adjust!r}; expected an integer")
             if not s.types:
                 raise _err(sw, "a section needs at least one record type: [section.types.NAME]")
-            if s.tag is None and len(s.types) > 1:
+            if s.tag is None and s.select is None and len(s.types) > 1:
                 raise _err(sw, f"{len(s.types)} record types but no tag to tell them apart: add tag = "
                                f"{{ offset = ..., size = ... }}")
             if s.tag is not None and not (_nat(s.tag.offset) and s.tag.size in range(1, 9)
@@ -450,7 +596,14 @@ class Stream:
                     raise _err(tw, f"the name {t.name!r} is taken (by another type or reserved); rename it")
                 names.add(t.name)
                 for order in self.orders():
-                    t.record.check(tw, order)
+                    t.record.check(tw, order, header_names)
+                if s.select is not None:
+                    if type(t.tag) is not int or t.tag < 0:
+                        raise _err(tw, f"the section selects its type by the header's {s.select!r}: give this type "
+                                       f"the value that selects it, tag = <integer >= 0> (got {t.tag!r})")
+                    if t.tag in tags:
+                        raise _err(tw, f"tag {t.tag!r} is also {tags[t.tag]!r}'s; each type needs its own")
+                    tags[t.tag] = t.name
                 if s.tag is not None:
                     if t.tag is None:
                         raise _err(tw, "the section has a tag: give this type its value, tag = \"A\" or a number")
@@ -458,7 +611,7 @@ class Stream:
                     if v in tags:
                         raise _err(tw, f"tag {t.tag!r} is also {tags[v]!r}'s; each type needs its own")
                     tags[v] = t.name
-                    if s.tag.offset + s.tag.size > t.record.size(self.orders()[0]):
+                    if s.tag.offset + s.tag.size > t.record.min_size(self.orders()[0]):
                         raise _err(f"{sw}.tag", f"the tag (bytes {s.tag.offset}..{s.tag.offset + s.tag.size}) lies "
                                                 f"beyond type {t.name!r}'s fields; make the tag a field of every type")
 
@@ -469,7 +622,7 @@ def _nat(v):
 
 # --------------------------------------------------------------------------- TOML
 _STREAM_KEYS = {"name", "order", "byteorder", "header", "section", "version", "about"}
-_SECTION_KEYS = {"offset", "count", "bytes", "framing", "tag", "types", "tail", "unknown"}
+_SECTION_KEYS = {"offset", "count", "bytes", "framing", "tag", "types", "tail", "unknown", "select"}
 _RECORD_KEYS = {"fields", "text", "decimals", "tag", "about"}
 
 
@@ -481,8 +634,9 @@ def _keys(table, allowed, where):
         raise _err(where, f"unknown key {extra[0]!r}; the keys here are {', '.join(sorted(allowed))}")
 
 
-def _record(table, where, with_tag=False) -> "tuple[Record, Any]":
-    _keys(table, _RECORD_KEYS if with_tag else _RECORD_KEYS - {"tag"}, where)
+def _record(table, where, with_tag=False, header=False) -> "tuple[Record, Any]":
+    allowed = _RECORD_KEYS if with_tag else _RECORD_KEYS - {"tag"}
+    _keys(table, allowed | {"size"} if header else allowed, where)
     if "fields" not in table:
         raise _err(where, "missing fields = [[\"name\", \">u4\"], ...]")
     fields = table["fields"]
@@ -502,7 +656,7 @@ def _framing(value, where) -> Framing:
     if isinstance(value, str):
         if value not in _PRESETS:
             raise _err(where, f"{value!r} is no preset; presets are {', '.join(_PRESETS)}, or write a table")
-        return preset(value)
+        return Framing() if value == "fixed" else preset(value)
     _keys(value, {"size", "length", "prefix"}, where)
     length = None
     if "length" in value:
@@ -535,7 +689,7 @@ def from_dict(doc: Mapping[str, Any], name: str, layouts: "Mapping[str, Any] | N
     _keys(doc, _STREAM_KEYS, name)
     header = None
     if "header" in doc:
-        header, _ = _record(doc["header"], f"{name}: header")
+        header, _ = _record(doc["header"], f"{name}: header", header=True)
     bo = None
     if "byteorder" in doc:
         b = doc["byteorder"]
@@ -552,7 +706,8 @@ def from_dict(doc: Mapping[str, Any], name: str, layouts: "Mapping[str, Any] | N
         sw = f"{name}: section[{i}]"
         _keys(s, _SECTION_KEYS, sw)
         if "framing" not in s:
-            raise _err(sw, "missing framing: framing = { size = 24 }, { length = {...} }, \"rdw\" or \"bdw\"")
+            raise _err(sw, "missing framing: framing = { size = 24 }, { length = {...} }, \"rdw\", \"bdw\" or "
+                           "\"fixed\"")
         framing = _framing(s["framing"], f"{sw}.framing")
         tag = None
         if "tag" in s:
@@ -567,10 +722,11 @@ def from_dict(doc: Mapping[str, Any], name: str, layouts: "Mapping[str, Any] | N
             types.append(RecordType(tname, rec, tv))
         bdw = s["framing"] == "bdw"
         out.append(_BdwSection(framing, tuple(types), tag, s.get("offset"), s.get("count"), s.get("bytes"),
-                               s.get("tail", "error"), s.get("unknown", "error")) if bdw else
+                               s.get("tail", "error"), s.get("unknown", "error"), s.get("select")) if bdw else
                    Section(framing, tuple(types), tag, s.get("offset"), s.get("count"), s.get("bytes"),
-                           s.get("tail", "error"), s.get("unknown", "error")))
-    return Stream(tuple(out), header, doc.get("order", "big"), bo, doc.get("name", name))
+                           s.get("tail", "error"), s.get("unknown", "error"), s.get("select")))
+    hsize = doc["header"].get("size") if isinstance(doc.get("header"), dict) else None
+    return Stream(tuple(out), header, doc.get("order", "big"), bo, doc.get("name", name), hsize)
 
 
 @dataclass(frozen=True)

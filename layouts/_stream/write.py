@@ -11,8 +11,8 @@ from .._errors import ConversionError, LayoutError
 from .._files import open_output
 from .._soa import SoA
 from ..kernels import stream as K
-from .frame import _checked
-from .read import _keep_prefix, resolve
+from .frame import _checked, selected
+from .read import _keep_prefix, header_values, resolve
 from .spec import Record, Section, evaluate, _BdwSection
 
 __all__ = ["write_stream"]
@@ -71,7 +71,16 @@ def _dense(table: pa.Table, record: Record, order, prefix, keep, what):
     missing = [n for n in layout.names if n not in table.column_names]
     if missing:
         raise ConversionError(f"{what} has no column {missing[0]!r}; its columns must include {layout.names}")
-    soa = SoA.from_arrow(table.select(layout.names), layout)
+    try:
+        soa = SoA.from_arrow(table.select(layout.names), layout)
+    except ConversionError as err:
+        lists = [f"{n} {t}" for n, t in record.fields if "[" in t]
+        if not lists:
+            raise
+        if not table.num_rows:  # an empty table of a type the header's lengths do not fit: nothing to write
+            return np.zeros(0, np.uint8), layout, runs, zeros
+        raise ConversionError(f"{what}: {err}; its lists ({', '.join(lists)}) have the lengths the header gives: "
+                              f"set the header field to the lists' length, or the lists to the header's") from err
     return soa.to_aos().to_numpy().view(np.uint8).reshape(-1), layout, runs, zeros
 
 
@@ -146,15 +155,19 @@ def write_stream(tables: Mapping[str, Any], spec: Any, dst: Any = None, *, order
         if ht.num_rows != 1:
             raise ConversionError(f"'_header' has {ht.num_rows} rows; a stream has one header")
         ht = ht.append_column("_offset", pa.array([0], pa.int64())) if "_offset" not in ht.column_names else ht
-        dense, layout, runs, zeros = _dense(ht, stream.header, order, 0, False, "_header")
-        h = stream.header.size(order)
-        values = {n: ht.column(n)[0].as_py() for n in ht.column_names
-                  if pa.types.is_integer(ht.schema.field(n).type)}
-        pieces.append((0, h, ("fixed", dense, layout, runs, zeros, np.zeros(1, np.int64), "_header",
-                              stream.header)))
+        values = header_values(stream, ht, order)
+        hrec, h = _checked(lambda: stream.header_record(values, order, stream.name), "'_header'")
+        absent = [n for n, _ in stream.header.fields if n in ht.column_names and n not in dict(hrec.fields)]
+        if absent:
+            raise ConversionError(f"'_header' has column {absent[0]!r}, a field past the header's size = "
+                                  f"{stream.header_size!r} ({h} bytes); drop the column, or set the size field so "
+                                  f"the header holds it")
+        dense, layout, runs, zeros = _dense(ht, hrec, order, 0, False, "_header")
+        pieces.append((0, h, ("fixed", dense, layout, runs, zeros, np.zeros(1, np.int64), "_header", hrec)))
         pos = h
     for i, s in enumerate(stream.sections):
         where = f"{stream.name} section[{i}]"
+        s = _checked(lambda: s.resolve(values, where, 2**62), where)  # list lengths from the header
         start = pos if s.offset is None else _checked(lambda: evaluate(s.offset, values, f"{where}.offset"), where)
         end, parts = _section(tables, stream, s, order, start, where, values)
         # records of every type and, kept with unknown = "keep", those of no type: read_stream
@@ -206,12 +219,17 @@ def _section(tables, stream, s: Section, order, start, where, values):
     prefix = s.framing.prefix
     entries = []  # per part: (offsets, sizes)
     parts: list = []
+    chosen = s.types[selected(s, values, "the header", where)].name if s.select is not None else None
     for t in s.types:
         what = f"table {t.name!r}"
         if t.name not in tables:
             continue
         table = _arrow(tables[t.name], t.name)
         n = table.num_rows
+        if chosen is not None and t.name != chosen and n:
+            raise ConversionError(f"{what} has {n} records, but the header's select = {s.select!r} chooses type "
+                                  f"{chosen!r} for all of {where}; set the header field to type {t.name!r}'s tag "
+                                  f"({t.tag!r}), or move the records")
         offs = _offsets(table, what)
         toffs, tdata = _tails(table, n, what)
         if s.tail == "error" and n and (toffs[-1] - toffs[0]):
