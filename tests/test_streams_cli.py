@@ -202,7 +202,7 @@ def test_usage_errors_of_paths(pcap, tmp_path, capsys):
 
 def test_spec_that_is_missing_or_not_toml(pcap, tmp_path, capsys):
     err = error(capsys, "convert", pcap, "--stream", "pcapng", "--to", tmp_path / "d")
-    assert "layouts convert: error: no built-in stream 'pcapng'; built-ins are itch50, pcap; give --stream NAME or " \
+    assert "layouts convert: error: no built-in stream 'pcapng'; built-ins are dbn, itch50, las, pcap, segy; give --stream NAME or " \
            "--stream PATH.toml" in err
     err = error(capsys, "convert", pcap, "--stream", tmp_path / "nope.toml", "--to", tmp_path / "d")
     assert f"cannot read the stream description {tmp_path / 'nope.toml'}: No such file or directory" in err
