@@ -560,11 +560,13 @@ def _stream_ranges(fs, name, stream, blocksize):
     or size does not fit the description (read_stream then reports what is wrong, when
     the partition is computed)."""
     from ._stream.frame import detect_order
-    from ._stream.read import _convert, _header_values
+    from ._stream.read import _convert, header_values
     from ._stream.spec import evaluate
 
     size = fs.size(name)
     s = stream.sections[0]
+    if getattr(stream, "header_size", None) is not None:  # a header whose size its fields give (LAS): whole files
+        return [None]
     order, values, h = stream.orders()[0], {}, 0
     if stream.header is not None or stream.byteorder is not None:
         b = stream.byteorder
@@ -581,7 +583,7 @@ def _stream_ranges(fs, name, stream, blocksize):
                 at = np.zeros(1, np.int64)
                 header, _ = _convert(head, stream.header, order, at, np.full(1, h, np.int64), 0, False, False, name,
                                      "header")
-                values = _header_values(header)
+                values = header_values(stream, header, order)
         except ConversionError:
             return [None]
     try:
@@ -589,7 +591,7 @@ def _stream_ranges(fs, name, stream, blocksize):
         record_size = evaluate(s.framing.size, values, "framing.size")
         end = size if s.bytes is None else start + evaluate(s.bytes, values, "bytes")
         count = None if s.count is None else evaluate(s.count, values, "count")
-    except ValueError:
+    except (ValueError, TypeError, LayoutError):  # sizes the description does not give as numbers: whole files
         return [None]
     if record_size <= 0 or not h <= start <= end <= size:
         return [None]

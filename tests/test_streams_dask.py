@@ -399,3 +399,17 @@ def test_length_framed_streams_are_not_cut(pcap_files):
         ld.read_stream(str(folder / "*.pcap"), "pcap", blocksize="1MiB")
     with pytest.raises(lo.LayoutError, match=r"blocksize must be a positive number of bytes"):
         ld.read_stream(str(folder / "*.pcap"), "pcap", blocksize=0)
+
+
+def test_las_files_whose_header_gives_its_own_size_are_whole_partitions(tmp_path):
+    """LAS headers size themselves (header.size): such files are never cut into byte
+    ranges, and each partition equals read_stream of its file."""
+    laspy = pytest.importorskip("laspy")
+    for k in range(2):
+        las = laspy.create(point_format=3, file_version="1.2")
+        las.X, las.Y, las.Z = np.arange(5) + k, np.arange(5), np.arange(5)
+        las.write(str(tmp_path / f"p{k}.las"))
+    for blocksize in (None, 100):
+        frames = ld.read_stream(str(tmp_path / "p*.las"), "las", types=["format3"], blocksize=blocksize)
+        assert frames["format3"].npartitions == 2
+        assert frames["format3"].compute()["X"].tolist() == [0, 1, 2, 3, 4, 1, 2, 3, 4, 5]
