@@ -70,12 +70,12 @@ def columns_from_arrow(obj, layout, fill, cast="strict", time_unit=None, extra="
     leaves = iter(layout.fields)
     columns, fills = [], check.fills
     tops, present = layout._arrow_fields(), set(table.column_names)  # column_names is a new list each time
-    kept = sorted(drop & {top.name for top in tops}) if isinstance(drop, set) else []
+    names = {top.name for top in tops}  # once: a set per column made 10,000 columns cost 26 s
+    kept = sorted(drop & names) if isinstance(drop, set) else []
     if kept:
         raise LayoutError(f"extra names {kept}, which the layout has: only columns the layout does not have are "
                           f"dropped")
-    check.extras([c for c in table.column_names if c not in {top.name for top in tops}], "the Arrow data",
-                 [f.name for f in tops])
+    check.extras([c for c in table.column_names if c not in names], "the Arrow data", [f.name for f in tops])
     for top in tops:
         group = [next(leaves) for _ in range(_leaf_count(top.type))]
         if top.name not in present:
