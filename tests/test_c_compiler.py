@@ -611,3 +611,28 @@ def test_an_unexpected_python_error_becomes_a_layout_error(monkeypatch, error):
         type(error), rf"<string>: the C declarations could not be laid out \({type(error).__name__}")
     with pytest.raises(lo.LayoutError, match=message):
         lo.Layout.from_c("struct a { int x; };", compiler=None)
+
+
+@pytest.mark.skipif(FOUND is None, reason="needs a C compiler")
+def test_an_edited_included_header_or_another_cwd_is_compiled_again(tmp_path, monkeypatch):
+    # the compile cache was keyed on the main file's text: an edited sub.h gave the old layout
+    sub = tmp_path / "sub.h"
+    sub.write_text("typedef char T;\n")
+    main_h = tmp_path / "main.h"
+    main_h.write_text('#include "sub.h"\nstruct s { char c; T v; };\n')
+    assert lo.Layout.from_c(main_h, "s").itemsize == 2
+    from layouts._cdecl import record_names
+
+    assert record_names(main_h) == ["struct s"]
+    sub.write_text("typedef double T;\n")
+    assert lo.Layout.from_c(main_h, "s").itemsize == 16
+    sub.write_text("typedef short T;\n")
+    assert lo.Layout.from_c(main_h, "s").itemsize == 4
+    src = '#include "sub.h"\nstruct s { char c; T v; };'
+    for folder, typedef, size in (("a", "char", 2), ("b", "double", 16), ("a", "char", 2)):
+        (tmp_path / folder).mkdir(exist_ok=True)
+        (tmp_path / folder / "sub.h").write_text(f"typedef {typedef} T;\n")
+        monkeypatch.chdir(tmp_path / folder)
+        assert lo.Layout.from_c(src, "s").itemsize == size, folder
+    monkeypatch.setenv("CC", f"{FOUND.path} -DT=int")  # the compiler's options are part of the key
+    assert lo.Layout.from_c("struct s { char c; T v; };", "s").itemsize == 8

@@ -29,7 +29,7 @@ import functools
 import sys
 
 from .._errors import LayoutError
-from .compiler import alignments, check_text, compile_declarations, find_compiler
+from .compiler import alignments, check_text, compile_declarations, find_compiler, fingerprint
 from .extract import BYTEORDERS
 from .files import is_elf
 
@@ -108,8 +108,7 @@ def from_c(source, name=None, *, byteorder="native", pack=None, unions=None, poi
 
     text, filename = read_source(source)
     check_text(text, filename)
-    key = ((cc.path, cc.flags, cc.origin), text, filename, tuple(include_dirs),
-           tuple(sorted((defines or {}).items())), pack, _sso(byteorder, cc))
+    key = _key(cc, text, filename, include_dirs, defines, pack, _sso(byteorder, cc))
     debug = _compiled(key)
     die, label = debug.find(name)
     align = alignments(cc, text, filename, include_dirs, defines, pack, key[-1], [label])[0]
@@ -130,17 +129,35 @@ def _sso(byteorder, cc):
     return want if cc.is_gcc and want and want != sys.byteorder else None
 
 
-@functools.lru_cache(maxsize=8)
+def _key(cc, text, filename, include_dirs, defines, pack, sso):
+    """The compile cache's key: everything the layout depends on. The main file's text is
+    not enough: the fingerprint is the preprocessed text (every included header as it is
+    now, found from the current folder and include_dirs as they are now), with the
+    compiler and its options; None where preprocessing failed (no caching)."""
+    defines = tuple(sorted((defines or {}).items()))
+    digest = fingerprint(cc, text, filename, include_dirs, dict(defines), pack, sso)
+    return ((cc.path, cc.flags, cc.origin), text, filename, tuple(include_dirs), defines, pack, digest, sso)
+
+
 def _compiled(key):
-    """The indexed debug information of the declarations (cached: ``layouts inspect``
-    lays out every record of one header)."""
+    """The indexed debug information of the declarations (cached by :func:`_key`:
+    ``layouts inspect`` lays out every record of one header)."""
+    if key[-2] is None:
+        return _compile(key)
+    return _cached(key)
+
+
+def _compile(key):
     from .compiler import Compiler
     from .dwarf import Debug
 
-    path, text, filename, include_dirs, defines, pack, sso = key
+    path, text, filename, include_dirs, defines, pack, _, sso = key
     cc = Compiler(*path)
     done = compile_declarations(cc, text, filename, include_dirs, dict(defines), pack, sso)
     return Debug(done.obj, filename, done.name_of, done.main)
+
+
+_cached = functools.lru_cache(maxsize=8)(_compile)
 
 
 def _fallback(source, name, byteorder, pack, unions, pointers, enum_as, include_dirs, defines, preprocessor):
@@ -165,8 +182,7 @@ def record_names(source, *, include_dirs=(), defines=None, preprocessor="auto", 
 
     text, filename = read_source(source)
     check_text(text, filename)
-    key = ((cc.path, cc.flags, cc.origin), text, filename, tuple(include_dirs),
-           tuple(sorted((defines or {}).items())), None, None)
+    key = _key(cc, text, filename, include_dirs, defines, None, None)
     named = _compiled(key).named()
     return sorted(named, key=lambda label: _position(named[label]))
 

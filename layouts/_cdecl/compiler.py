@@ -8,6 +8,7 @@ alignment only where one was written). Both run with a time limit.
 """
 
 import functools
+import hashlib
 import os
 import re
 import shlex
@@ -271,6 +272,27 @@ def compile_declarations(cc, text, filename, include_dirs, defines, pack, sso):
         if run.returncode != 0:
             raise _failed(cc, run, main, filename, tmp)
         return Compiled(_object(cc, obj, filename, tmp), os.path.abspath(main), filename, tmp)
+
+
+def fingerprint(cc, text, filename, include_dirs, defines, pack, sso):
+    """A digest of the declarations as the compiler's preprocessor sees them: the text of
+    every header they include (wherever ``-I``, the current folder or the compiler's own
+    search finds it), the macros and the options. Two sources with one fingerprint lay out
+    alike, so the compile cache is keyed on it, never on the main file's text alone (an
+    edited ``#include``d header, or a ``#include "sub.h"`` that resolves against another
+    current folder, must be compiled again). None where the preprocessor failed (the
+    compile then runs, uncached, and reports the error)."""
+    with tempfile.TemporaryDirectory(prefix="layouts-cc-") as tmp:
+        main = _place(text, filename, tmp)
+        unit = Path(tmp) / "layouts_unit.c"
+        unit.write_text(f'#include "{_quote(main)}"\n')
+        args = _args(cc, filename, include_dirs, defines, pack, sso) + ["-E", str(unit)]
+        run = _command(cc, args, tmp, filename)
+        if run.returncode != 0:
+            return None
+        digest = hashlib.sha256(run.stdout.replace(tmp, "").encode("utf-8", "surrogateescape"))
+        digest.update(repr(args[1:]).replace(tmp, "").encode("utf-8", "surrogateescape"))
+        return digest.hexdigest()
 
 
 def alignments(cc, text, filename, include_dirs, defines, pack, sso, spellings):
