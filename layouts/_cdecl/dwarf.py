@@ -77,6 +77,7 @@ class Debug:
                     f"{source} has no DWARF debug information; rebuild it with -g (and keep it: no strip, "
                     f"no -s), or describe the record with Layout.from_c")
             self.little = elf.little_endian
+            self.machine = elf["e_machine"]
             debug_bytes = _debug_sections(elf, source, size)
             dwarf = elf.get_dwarf_info()
             self.dies, self.files = {}, {}
@@ -548,21 +549,44 @@ class _Walk:
         return bit_word(self.bits, leaf, p, nbits, value, record_size, self._order(order_of), where)
 
     def alignment(self, die):
-        """The record's alignment from the debug information alone (DW_AT_alignment where
-        written, else the largest member alignment): for files whose compiler is not here."""
+        """The record's alignment from the debug information alone, for files whose compiler
+        is not here: DW_AT_alignment where written (``aligned``, ``_Alignas``), else as the
+        compiler derives it: the largest member alignment by the target's ABI, lowered by
+        the evidence of packing the offsets give (a member at an offset its type's
+        alignment does not divide was packed, to at most the largest power of two dividing
+        that offset, and so were the others: ``#pragma pack(n)`` or ``packed``), and by the
+        size (a multiple of the alignment). A record packed with no such evidence (every
+        member happens to fall where it would anyway) cannot be told apart from DWARF: the
+        Layout notes that its alignment is inferred."""
+        return self._record_alignment(die, 0)
+
+    def _record_alignment(self, die, depth):
         d = self.d
         explicit = _int(die, "DW_AT_alignment")
-        best = 1
+        members = []  # (alignment the type would have unpacked, explicit alignment of the member)
+        cap = 1 << 16
         for m in die.iter_children():
-            if m.tag != "DW_TAG_member":
+            if m.tag != "DW_TAG_member" or "DW_AT_bit_size" in m.attributes:
                 continue
-            best = max(best, _int(m, "DW_AT_alignment", 1), self._type_alignment(d.ref(m), 0))
+            offset, mtype = _int(m, "DW_AT_data_member_location", 0), d.ref(m)
+            natural, own = self._type_alignment(mtype, depth + 1), _int(m, "DW_AT_alignment")
+            if own is None and offset % natural:
+                natural = offset & -offset
+                inner = d.strip(mtype)
+                while inner is not None and inner.tag == "DW_TAG_array_type":
+                    inner = d.strip(d.ref(inner))
+                if inner is None or inner.tag not in _RECORDS:  # a scalar out of place: the record is packed
+                    cap = min(cap, natural)  # (a record out of place may be a packed type in a plain record)
+            members.append((natural, own))
+        best = 1
+        for m in die.iter_children():  # a bit-field's type counts as for any member (unless packed)
+            if m.tag == "DW_TAG_member" and "DW_AT_bit_size" in m.attributes and _int(m, "DW_AT_bit_size"):
+                best = max(best, min(cap, self._type_alignment(d.ref(m), depth + 1)))
+        for natural, own in members:
+            best = max(best, own if own is not None else min(cap, natural))
         size = _int(die, "DW_AT_byte_size", 0)
-        offsets_fit = all(
-            (_int(m, "DW_AT_data_member_location", 0) % self._type_alignment(d.ref(m), 0) == 0)
-            for m in die.iter_children() if m.tag == "DW_TAG_member" and "DW_AT_bit_size" not in m.attributes)
-        if not offsets_fit or (size and size % best):
-            best = 1  # a packed record
+        while size and size % best:
+            best //= 2
         return max(best, explicit or 1)
 
     def _type_alignment(self, t, depth):
@@ -570,15 +594,32 @@ class _Walk:
         if depth > 64 or t is None:
             return 1
         if "DW_AT_alignment" in t.attributes:
-            return _int(t, "DW_AT_alignment", 1)
+            return _int(t, "DW_AT_alignment", 1) or 1
+        if t.tag == "DW_TAG_array_type" and "DW_AT_GNU_vector" in t.attributes:
+            size = _int(t, "DW_AT_byte_size")  # GCC leaves it out: the elements' size times their number
+            if size is None:
+                element = d.strip(d.ref(t))
+                size = (_int(element, "DW_AT_byte_size", 1) or 1) * int(np.prod([n or 1 for n in d._dims(t)]))
+            return min(size, 16) if size & (size - 1) == 0 else 1
         if t.tag in _QUALIFIERS or t.tag in ("DW_TAG_typedef", "DW_TAG_array_type"):
-            if t.tag == "DW_TAG_array_type" and "DW_AT_GNU_vector" in t.attributes:
-                return _int(t, "DW_AT_byte_size", 1) or 1
             return self._type_alignment(d.ref(t), depth + 1)
         if t.tag in _RECORDS:
-            return self.alignment(t) if depth < 32 else 1
-        size = _int(t, "DW_AT_byte_size", 1) or 1
+            return self._record_alignment(t, depth) if depth < 32 else 1
+        if t.tag == "DW_TAG_enumeration_type" and "DW_AT_type" in t.attributes:
+            return self._type_alignment(d.ref(t), depth + 1)
+        size = _int(t, "DW_AT_byte_size") or (t.cu["address_size"] if t.tag in (
+            "DW_TAG_pointer_type", "DW_TAG_reference_type") else 1)
+        if t.tag == "DW_TAG_base_type" and _ATE.get(self._encoding(t)) == "c":
+            size //= 2  # a complex number is aligned as its real part
+        if d.machine == "EM_386":
+            size = min(size, 4)  # the i386 System V ABI: long long, double, long double in 4
         return min(size, 16) if size & (size - 1) == 0 else 1
+
+    @staticmethod
+    def _encoding(t):
+        encoding = t.attributes.get("DW_AT_encoding")
+        value = encoding.value if encoding is not None else None
+        return value if isinstance(value, str) else _ENCODINGS.get(value)
 
 
 _ENCODINGS = {1: "DW_ATE_address", 2: "DW_ATE_boolean", 3: "DW_ATE_complex_float", 4: "DW_ATE_float",
