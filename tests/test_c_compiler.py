@@ -342,10 +342,11 @@ def test_the_compiler_and_the_preprocessor_run_with_a_time_limit(tmp_path, monke
     monkeypatch.setattr(ccmod, "TIME_LIMIT", 0.5)
     slow_cc = _script(tmp_path / "slow-gcc", "sleep 30")
     started = time.perf_counter()
-    with pytest.raises(lo.LayoutError, match=r"the C compiler \(.*slow-gcc\) ran for more than 0.5 s on <string>"):
+    with pytest.raises(lo.LayoutError, match=r"the C compiler \(.*slow-gcc\) did not finish in 0.5 s on <string> "
+                                             r"and was stopped \(ran for more than 0.5 s\); a huge header"):
         lo.Layout.from_c("struct a { int x; };", compiler=str(slow_cc))
     slow_cpp = _script(tmp_path / "slow-cpp", "sleep 30")
-    with pytest.raises(lo.LayoutError, match=r"the C preprocessor \(.*slow-cpp\) ran for more than 0.5 s"):
+    with pytest.raises(lo.LayoutError, match=r"the C preprocessor \(.*slow-cpp\) did not finish in 0.5 s"):
         lo.Layout.from_c("#define N 2\nstruct a { int x[N]; };", preprocessor=str(slow_cpp), compiler=None)
     assert time.perf_counter() - started < 10  # the sleeping children were killed, not waited for
 
@@ -355,7 +356,8 @@ def test_a_macro_bomb_is_stopped_at_the_time_limit(monkeypatch):
     monkeypatch.setattr(ccmod, "TIME_LIMIT", 1.0)
     bomb = "#define A0 x\n" + "".join(f"#define A{i} A{i - 1} A{i - 1}\n" for i in range(1, 30))
     started = time.perf_counter()
-    with pytest.raises(lo.LayoutError, match=r"the C compiler \(.*\) ran for more than 1 s on <string> and was stopped"):
+    with pytest.raises(lo.LayoutError, match=r"the C compiler \(.*\) did not finish in 1 s on <string> and was stopped \(ran for "
+                                             r"more than 1 s\); a huge header, a macro that expands without end"):
         lo.Layout.from_c(bomb + "struct s { int A29; };")
     assert time.perf_counter() - started < 10
 
@@ -636,3 +638,85 @@ def test_an_edited_included_header_or_another_cwd_is_compiled_again(tmp_path, mo
         assert lo.Layout.from_c(src, "s").itemsize == size, folder
     monkeypatch.setenv("CC", f"{FOUND.path} -DT=int")  # the compiler's options are part of the key
     assert lo.Layout.from_c("struct s { char c; T v; };", "s").itemsize == 8
+
+
+def _in_child(code, timeout=120):
+    """Run ``code`` in a child Python (a hang there fails the test at ``timeout``, never
+    blocks the run); its stdout."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]), str(Path(__file__).parent)])}
+    run = subprocess.run([__import__("sys").executable, "-c", code], capture_output=True, text=True, timeout=timeout,
+                         env=env)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run.stdout
+
+
+@needs_gcc
+def test_a_compiler_that_writes_its_object_as_a_fifo_is_refused_without_blocking(tmp_path):
+    wrapper = _script(tmp_path / "fifo-gcc", f'{FOUND.path} "$@" || exit $?\n'
+                      'while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done\n'
+                      '[ -n "$out" ] && rm -f "$out" && mkfifo "$out"\nexit 0')
+    out = _in_child(f"""
+import layouts as lo
+try:
+    lo.Layout.from_c("struct a {{ int x; }};", compiler={str(wrapper)!r})
+except lo.LayoutError as err:
+    print(err)
+""")
+    assert re.search(r"the C compiler's output '.*\.o' is a FIFO \(named pipe\), not a regular file; the C "
+                     r"compiler .*fifo-gcc \(named by compiler=.*\) must write its object file as a regular file; "
+                     r"fix or install it", out), out
+
+
+@needs_gcc
+def test_an_include_of_a_fifo_says_so_at_the_time_limit(tmp_path):
+    os.mkfifo(tmp_path / "fifo.h")
+    (tmp_path / "main.h").write_text('#include "fifo.h"\nstruct s { int a; };\n')
+    for preprocessor in ("'auto'", "None"):  # the compiler, and the built-in path's cpp
+        out = _in_child(f"""
+import layouts as lo
+from layouts._cdecl import compiler
+compiler.TIME_LIMIT = 1.0
+try:
+    lo.Layout.from_c({str(tmp_path / "main.h")!r}, compiler={preprocessor})
+except lo.LayoutError as err:
+    print(err)
+""")
+        assert re.search(r"\) did not finish in 1 s on .*main.h and was stopped: it was reading '.*fifo.h', which "
+                         r"is a FIFO \(named pipe\), not a header file \(a FIFO waits for a writer, a device such "
+                         r"as /dev/zero never ends\); #include only regular files", out), out
+    (tmp_path / "zero.h").write_text('#include "/dev/zero"\nstruct s { int a; };\n')
+    out = _in_child(f"""
+import layouts as lo
+from layouts._cdecl import compiler
+compiler.TIME_LIMIT = 1.0
+try:
+    lo.Layout.from_c({str(tmp_path / "zero.h")!r})
+except lo.LayoutError as err:
+    print(err)
+""")
+    assert re.search(r"did not finish in 1 s on .*zero.h and was stopped: it was reading '/dev/zero', which is a "
+                     r"character device, not a header file", out), out
+
+
+def test_a_compiler_that_hangs_on_version_is_stopped_soon_with_its_children(tmp_path, monkeypatch):
+    pids = tmp_path / "pids"
+    hang = _script(tmp_path / "mycc", f'sleep 300 &\necho $! > {pids}\nwait')
+    monkeypatch.setattr(ccmod, "PROBE_LIMIT", 0.5)
+    ccmod._is_clang.cache_clear()
+    started = time.perf_counter()
+    with pytest.raises(lo.LayoutError, match=r"the C compiler .*mycc did not answer `.*mycc --version` in 0.5 s "
+                                             r"and was stopped \(with what it started\); it would hang on the "
+                                             r"declarations too: fix it, or name another compiler"):
+        lo.Layout.from_c("struct a { int x; };", compiler=str(hang))
+    assert time.perf_counter() - started < 20  # one short limit, not the compile's 30 s on top
+    child = int(pids.read_text())
+    for _ in range(100):  # the sleep the probe started was killed with it (a zombie is dead too)
+        try:
+            state = Path(f"/proc/{child}/stat").read_text().split(")")[-1].split()[0]
+        except OSError:
+            break
+        if state == "Z":
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"the probe's child {child} is still running")

@@ -57,17 +57,37 @@ class Compiler:
         return "fix or reinstall it, or pass compiler=None (layouts inspect --compiler none) for the built-in path"
 
 
+#: Seconds ``CC --version`` may take (asked only of a compiler whose name does not say gcc
+#: or clang): a compiler that does not answer that is broken, and says so at once.
+PROBE_LIMIT = 10.0
+
+
 @functools.lru_cache(maxsize=16)
 def _is_clang(path, flags=()):
     name = Path(path).name
     if "clang" in name or "gcc" in name:
         return "clang" in name
-    try:  # "cc", "c99", a wrapper ("ccache gcc"): ask it
-        version = subprocess.run([path, *flags, "--version"], capture_output=True, text=True, errors="replace",
-                                 timeout=TIME_LIMIT).stdout
-    except (OSError, subprocess.SubprocessError):
+    args = [path, *flags, "--version"]  # "cc", "c99", a wrapper ("ccache gcc"): ask it
+    try:
+        version = run_limited(args, limit=min(PROBE_LIMIT, TIME_LIMIT)).stdout
+    except subprocess.TimeoutExpired:
+        raise LayoutError(
+            f"the C compiler {_shown(args[:-1])} did not answer `{_shown(args)}` in "
+            f"{min(PROBE_LIMIT, TIME_LIMIT):g} s and was stopped (with what it started); it would hang on "
+            f"the declarations too: fix it, or name another compiler (CC=..., compiler=...), or pass "
+            f"compiler=None for the built-in pycparser/cffi path") from None
+    except OSError:
         version = ""
     return "clang" in version.lower()
+
+
+def _shown(args, limit=400):
+    """A command line for a message, at most about ``limit`` characters (a CC with
+    thousands of options would make the message megabytes long)."""
+    text = shlex.join([str(a) for a in args])
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit // 2]} ...[{len(text) - limit:,} characters]... {text[-limit // 2:]}"
 
 
 def find_compiler(compiler):
@@ -161,16 +181,20 @@ def check_text(data, filename):
             f"data file? Pass the C header (or the declarations as text) as the source")
 
 
-def run_limited(args, cwd=None, input=None):
-    """Run a program with the time limit; on timeout its whole process group is killed
-    (gcc's cc1 and cpp too, which a plain ``subprocess.run(timeout=)`` would wait for).
-    Raises subprocess.TimeoutExpired or OSError."""
+def run_limited(args, cwd=None, input=None, limit=None):
+    """Run a program with the time limit (``limit`` seconds, else :data:`TIME_LIMIT`) in
+    its own process group; on timeout the whole group is killed (gcc's cc1 and cpp too,
+    which a plain ``subprocess.run(timeout=)`` would wait for). Raises OSError or
+    subprocess.TimeoutExpired, whose ``special`` lists the FIFOs and devices the group
+    had open when it was stopped (a ``#include`` of one blocks or never ends)."""
     proc = subprocess.Popen(args, cwd=cwd, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
                             env={**os.environ, "LC_ALL": "C", "LANG": "C"}, start_new_session=True)
     try:
-        out, err = proc.communicate(input, timeout=TIME_LIMIT)
-    except BaseException:
+        out, err = proc.communicate(input, timeout=TIME_LIMIT if limit is None else limit)
+    except BaseException as error:
+        if isinstance(error, subprocess.TimeoutExpired):
+            error.special = _special_files_open(proc.pid)
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:
@@ -180,14 +204,101 @@ def run_limited(args, cwd=None, input=None):
     return subprocess.CompletedProcess(args, proc.returncode, out, err)
 
 
-def _command(cc, args, cwd, what):
+def _special_files_open(group):
+    """``[(path, kind)]`` of the FIFOs and devices the processes of a process group hold
+    open beyond their standard streams (read from /proc on Linux; elsewhere none)."""
+    from .files import kind_of
+
+    found = []
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return found
+    for pid in pids:
+        try:
+            if os.getpgid(int(pid)) != group:
+                continue
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            if int(fd) <= 2:
+                continue
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                kind = kind_of(os.stat(f"/proc/{pid}/fd/{fd}").st_mode)  # stat, never open
+            except OSError:
+                continue
+            if kind and kind not in ("a directory", "a socket") and target.startswith("/") \
+                    and (target, kind) not in found and target != "/dev/null":
+                found.append((target, kind))
+    return found
+
+
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
+
+
+def special_include(text, filename, args):
+    """``(path, kind)`` of the first ``#include`` that resolves to a FIFO or a device,
+    following the headers' includes as the preprocessor searches (the including file's
+    folder for ``"..."``, then the ``-I`` folders of ``args``, then the system's); None
+    when there is none. Only ``stat`` is called on what is found: nothing blocks. A
+    reading of the text, not of the preprocessor (an ``#include`` of a macro, or inside
+    ``#if 0``, is not followed): what it finds explains a hang, it decides nothing."""
+    from .files import kind_of, open_regular
+
+    dirs = [args[i + 1] if a == "-I" else a[2:] for i, a in enumerate(args)
+            if a.startswith("-I") and (a != "-I" or i + 1 < len(args))]
+    dirs += ["/usr/local/include", "/usr/include"]
+    base = os.getcwd() if filename == "<string>" else os.path.dirname(os.path.abspath(filename))
+    todo, seen = [(text, base)], set()
+    while todo and len(seen) < 256:
+        source, here = todo.pop()
+        for quote, name in _INCLUDE.findall(source):
+            folders = ([here] if quote == '"' else []) + dirs
+            for folder in ([""] if os.path.isabs(name) else folders):
+                path = os.path.join(folder, name)
+                try:
+                    kind = kind_of(os.stat(path).st_mode)
+                except (OSError, ValueError):
+                    continue
+                if kind is not None and kind != "a directory":
+                    return path, kind
+                if kind is None and path not in seen:
+                    seen.add(path)
+                    try:
+                        with open_regular(path, "") as f:
+                            todo.append((f.read(1 << 20).decode("utf-8", "replace"), os.path.dirname(path)))
+                    except (OSError, LayoutError):
+                        pass
+                break
+    return None
+
+
+def timed_out(tool, what, err, fix, includes=None):
+    """The message of a compiler or preprocessor stopped at the time limit: the special
+    file it was reading where there is one (open, or ``#include``d: ``includes`` is
+    ``(text, filename, args)``), else the likely causes, never a guess as fact."""
+    special = getattr(err, "special", None)
+    if not special and includes is not None:
+        found = special_include(*includes)
+        special = [found] if found else None
+    head = f"{tool} did not finish in {TIME_LIMIT:g} s on {what} and was stopped"
+    if special:
+        path, kind = special[0]
+        return (f"{head}: it was reading {path!r}, which is {kind}, not a header file (a FIFO waits for a writer, "
+                f"a device such as /dev/zero never ends); #include only regular files")
+    return (f"{head} (ran for more than {TIME_LIMIT:g} s); a huge header, a macro that expands without end, or a "
+            f"compiler that hangs? {fix}")
+
+
+def _command(cc, args, cwd, what, text=None):
     try:
         return run_limited(args, cwd)
-    except subprocess.TimeoutExpired:
-        raise LayoutError(
-            f"the C compiler ({cc.path}) ran for more than {TIME_LIMIT:g} s on {what} and was stopped; "
-            f"a macro that expands without end, or a huge header? Simplify the declarations, or pass "
-            f"compiler=None for the built-in path") from None
+    except subprocess.TimeoutExpired as err:
+        raise LayoutError(timed_out(f"the C compiler ({cc.path})", what, err,
+                                    "Simplify the declarations, or pass compiler=None for the built-in path",
+                                    None if text is None else (text, what, args))) from None
     except OSError as err:
         raise LayoutError(f"could not run the C compiler {cc.label}: {err.strerror or err}; {cc.fix}") from None
 
@@ -224,15 +335,37 @@ def _broken(cc, tmp):
 
 
 def _elf_object(path):
+    """Whether the compiler wrote an ELF file at ``path``; never blocks: anything but a
+    regular file (a FIFO, a link to a device) is refused before it is opened."""
+    from .files import is_elf
+
+    return is_elf(path)
+
+
+def _read_object(cc, obj):
+    from .files import open_regular
+
     try:
-        with open(path, "rb") as f:
-            return f.read(4) == b"\x7fELF"
-    except OSError:
-        return False
+        with open_regular(obj, f"the C compiler {cc.label} must write its object file as a regular file; {cc.fix}") \
+                as f:
+            return f.read()
+    except LayoutError as err:
+        raise LayoutError(f"the C compiler's output {err}") from None
+    except OSError as err:
+        raise LayoutError(f"cannot read the object file the C compiler {cc.label} wrote: {err.strerror or err}; "
+                          f"{cc.fix}") from None
 
 
 def _object(cc, obj, filename, tmp):
     """The object file a compile that exited 0 wrote: its bytes, checked to be ELF."""
+    from .files import open_regular
+
+    try:
+        open_regular(obj, "").close()
+    except LayoutError:
+        return _read_object(cc, obj)  # its message: what the compiler wrote instead of a file
+    except OSError:
+        pass
     if not _elf_object(obj):
         broken = _broken(cc, tmp)
         if broken:
@@ -240,7 +373,7 @@ def _object(cc, obj, filename, tmp):
         raise LayoutError(f"the C compiler {cc.label} exited with status 0 on {filename} but wrote no ELF object "
                           f"file; layouts reads the DWARF of ELF objects (gcc or clang targeting Linux or a BSD); "
                           f"{cc.fix}")
-    return obj.read_bytes()
+    return _read_object(cc, obj)
 
 
 class Compiled:
@@ -268,7 +401,7 @@ def compile_declarations(cc, text, filename, include_dirs, defines, pack, sso):
         args += ["-c", "-g", "-fno-eliminate-unused-debug-types", "-o", str(obj), str(unit)]
         if cc.is_gcc:  # names inline, not in .debug_str: no relocation per name for the reader
             args.insert(-4, "-fno-merge-debug-strings")
-        run = _command(cc, args, tmp, filename)
+        run = _command(cc, args, tmp, filename, text)
         if run.returncode != 0:
             raise _failed(cc, run, main, filename, tmp)
         return Compiled(_object(cc, obj, filename, tmp), os.path.abspath(main), filename, tmp)
@@ -287,7 +420,7 @@ def fingerprint(cc, text, filename, include_dirs, defines, pack, sso):
         unit = Path(tmp) / "layouts_unit.c"
         unit.write_text(f'#include "{_quote(main)}"\n')
         args = _args(cc, filename, include_dirs, defines, pack, sso) + ["-E", str(unit)]
-        run = _command(cc, args, tmp, filename)
+        run = _command(cc, args, tmp, filename, text)
         if run.returncode != 0:
             return None
         digest = hashlib.sha256(run.stdout.replace(tmp, "").encode("utf-8", "surrogateescape"))
@@ -306,7 +439,7 @@ def alignments(cc, text, filename, include_dirs, defines, pack, sso, spellings):
         obj = Path(tmp) / "layouts_align.o"
         args = _args(cc, filename, include_dirs, defines, pack, sso) + ["-c", "-fno-common", "-o", str(obj),
                                                                           str(unit)]
-        run = _command(cc, args, tmp, filename)
+        run = _command(cc, args, tmp, filename, text)
         if run.returncode != 0:
             raise _failed(cc, run, main, filename, tmp)
         return symbol_sizes(_object(cc, obj, filename, tmp), "__layouts_align_", len(spellings))

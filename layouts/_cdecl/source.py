@@ -91,10 +91,9 @@ def preprocess(text, filename, preprocessor, include_dirs, defines):
 
     try:
         run = compiler.run_limited(args, input=text if filename == "<string>" else None)
-    except subprocess.TimeoutExpired:
-        raise LayoutError(
-            f"the C preprocessor ({cpp[0]}) ran for more than {compiler.TIME_LIMIT:g} s on {filename} and was stopped; "
-            f"a macro that expands without end, or a huge header? Simplify the declarations") from None
+    except subprocess.TimeoutExpired as err:
+        raise LayoutError(compiler.timed_out(f"the C preprocessor ({cpp[0]})", filename, err,
+                                             "Simplify the declarations", (text, filename, args))) from None
     except OSError as err:
         raise LayoutError(f"could not run the C preprocessor {cpp[0]}: {err}") from None
     if run.returncode != 0:
