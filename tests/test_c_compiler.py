@@ -720,3 +720,25 @@ def test_a_compiler_that_hangs_on_version_is_stopped_soon_with_its_children(tmp_
         time.sleep(0.05)
     else:
         pytest.fail(f"the probe's child {child} is still running")
+
+
+@needs_gcc
+def test_relative_paths_in_cc_and_compiler_are_the_callers(tmp_path, monkeypatch):
+    # the compiler ran in a temporary folder: ./wrap.sh and -Iinc were not found there
+    (tmp_path / "cc").mkdir()
+    _script(tmp_path / "cc" / "wrap.sh", f'exec {FOUND.path} "$@"')
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "def.h").write_text("typedef double T;\n")
+    (tmp_path / "cfg.h").write_text("#define N 3\n")
+    monkeypatch.chdir(tmp_path)
+    src = '#include "def.h"\nstruct s { char c; T v[N]; };'
+    monkeypatch.setenv("CC", "./cc/wrap.sh -Iinc -include cfg.h")
+    assert lo.Layout.from_c(src, "s").itemsize == 32
+    monkeypatch.delenv("CC")
+    assert lo.Layout.from_c(src, "s", compiler="cc/wrap.sh -I inc -DN=1").itemsize == 16
+    assert lo.Layout.from_c(src, "s", compiler="./cc/wrap.sh -Iinc -DN=2").itemsize == 24
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # the same words, from another folder: not there
+    with pytest.raises(lo.LayoutError, match=r"compiler='./cc/wrap.sh -Iinc -DN=2' names a C compiler that is "
+                                             r"not installed: './cc/wrap.sh' does not exist"):
+        lo.Layout.from_c(src, "s", compiler="./cc/wrap.sh -Iinc -DN=2")

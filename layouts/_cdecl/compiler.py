@@ -4,7 +4,10 @@ The compiler is the authority on layout: whatever gcc or clang accepts is laid o
 lays it out. The declarations are compiled once with debug information
 (``-g -fno-eliminate-unused-debug-types``) into an object file whose DWARF describes every
 type; a second, tiny compile asks ``_Alignof`` of the record looked up (DWARF gives an
-alignment only where one was written). Both run with a time limit.
+alignment only where one was written). Both run with a time limit, in the caller's current
+folder (the files they write are in a temporary one, named by absolute paths), so that a
+relative path in ``$CC`` or ``compiler=`` (``./cc/wrap.sh``, ``gcc -Iinc -include
+cfg.h``) means what it means in the shell it was typed in.
 """
 
 import functools
@@ -159,10 +162,10 @@ def _command_line(text):
     text the shell could not split (an unclosed quote)."""
     found = shutil.which(text)
     if found:
-        return found, ()
+        return os.path.abspath(found), ()
     words = shlex.split(text)
     found = shutil.which(words[0]) if words else None
-    return (found, tuple(words[1:])) if found else None
+    return (os.path.abspath(found), tuple(words[1:])) if found else None
 
 
 def check_text(data, filename):
@@ -320,7 +323,7 @@ def _broken(cc, tmp):
     out = Path(tmp) / "layouts_probe.o"
     args = [cc.path, *cc.flags, "-x", "c", "-c", "-o", str(out), str(probe)]
     try:
-        run = run_limited(args, tmp)
+        run = run_limited(args)
     except subprocess.TimeoutExpired:
         return (f"the C compiler {cc.label} does not work: it ran for more than {TIME_LIMIT:g} s on an empty file "
                 f"and was stopped; {cc.fix}")
@@ -401,7 +404,7 @@ def compile_declarations(cc, text, filename, include_dirs, defines, pack, sso):
         args += ["-c", "-g", "-fno-eliminate-unused-debug-types", "-o", str(obj), str(unit)]
         if cc.is_gcc:  # names inline, not in .debug_str: no relocation per name for the reader
             args.insert(-4, "-fno-merge-debug-strings")
-        run = _command(cc, args, tmp, filename, text)
+        run = _command(cc, args, None, filename, text)
         if run.returncode != 0:
             raise _failed(cc, run, main, filename, tmp)
         return Compiled(_object(cc, obj, filename, tmp), os.path.abspath(main), filename, tmp)
@@ -420,7 +423,7 @@ def fingerprint(cc, text, filename, include_dirs, defines, pack, sso):
         unit = Path(tmp) / "layouts_unit.c"
         unit.write_text(f'#include "{_quote(main)}"\n')
         args = _args(cc, filename, include_dirs, defines, pack, sso) + ["-E", str(unit)]
-        run = _command(cc, args, tmp, filename, text)
+        run = _command(cc, args, None, filename, text)
         if run.returncode != 0:
             return None
         digest = hashlib.sha256(run.stdout.replace(tmp, "").encode("utf-8", "surrogateescape"))
@@ -439,7 +442,7 @@ def alignments(cc, text, filename, include_dirs, defines, pack, sso, spellings):
         obj = Path(tmp) / "layouts_align.o"
         args = _args(cc, filename, include_dirs, defines, pack, sso) + ["-c", "-fno-common", "-o", str(obj),
                                                                           str(unit)]
-        run = _command(cc, args, tmp, filename, text)
+        run = _command(cc, args, None, filename, text)
         if run.returncode != 0:
             raise _failed(cc, run, main, filename, tmp)
         return symbol_sizes(_object(cc, obj, filename, tmp), "__layouts_align_", len(spellings))
