@@ -742,3 +742,17 @@ def test_relative_paths_in_cc_and_compiler_are_the_callers(tmp_path, monkeypatch
     with pytest.raises(lo.LayoutError, match=r"compiler='./cc/wrap.sh -Iinc -DN=2' names a C compiler that is "
                                              r"not installed: './cc/wrap.sh' does not exist"):
         lo.Layout.from_c(src, "s", compiler="./cc/wrap.sh -Iinc -DN=2")
+
+
+@pytest.mark.parametrize("value", [" ", "\t\n "])
+def test_a_cc_of_only_blanks_is_an_error_never_the_host_compiler(monkeypatch, value):
+    monkeypatch.setenv("CC", value)
+    with pytest.raises(lo.LayoutError, match=rf"CC={re.escape(repr(value))} names no program; name a C compiler "
+                                             r"\(gcc, clang, a path\), or unset CC \(layouts then uses gcc, cc or "
+                                             r"clang from PATH\) or pass compiler=None"):
+        lo.Layout.from_c(CHAR_LL)
+    with pytest.raises(lo.LayoutError, match=r"compiler=' ' names no program; name a C compiler \(gcc, clang, a "
+                                             r"path\) or pass compiler=None"):
+        lo.Layout.from_c(CHAR_LL, compiler=" ")
+    monkeypatch.setenv("CC", "")  # empty is unset
+    assert lo.Layout.from_c(CHAR_LL) == lo.Layout.from_c(CHAR_LL, compiler=None)

@@ -110,9 +110,9 @@ def find_compiler(compiler):
         raise LayoutError(f"compiler must be 'auto', None, False, True or the name/path of a C compiler, "
                           f"got {compiler!r}")
     if compiler in ("auto", True):
-        cc = os.environ.get("CC", "").strip()
-        if cc:
-            return _named(cc, f"CC={cc!r}")
+        cc = os.environ.get("CC", "")
+        if cc:  # set: it must name a compiler ("" is unset; "  " names none, and is an error)
+            return _named(cc.strip(), f"CC={cc!r}")
         for name in ("gcc", "cc", "clang"):
             found = _command_line(name)
             if found:
@@ -137,7 +137,9 @@ def _named(text, origin):
         return Compiler(*found, origin=origin)
     words = shlex.split(text)
     if not words:
-        raise LayoutError(f"{origin} names no program; name a C compiler (gcc, clang, a path) or pass compiler=None")
+        unset = ", or unset CC (layouts then uses gcc, cc or clang from PATH)" if origin.startswith("CC=") else ""
+        raise LayoutError(f"{origin} names no program; name a C compiler (gcc, clang, a path){unset} or pass "
+                          f"compiler=None")
     program = words[0]
     if os.path.dirname(program):
         looked = ("exists but is not an executable file" if os.path.isfile(program) and not os.path.isdir(program)
