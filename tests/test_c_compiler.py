@@ -756,3 +756,19 @@ def test_a_cc_of_only_blanks_is_an_error_never_the_host_compiler(monkeypatch, va
         lo.Layout.from_c(CHAR_LL, compiler=" ")
     monkeypatch.setenv("CC", "")  # empty is unset
     assert lo.Layout.from_c(CHAR_LL) == lo.Layout.from_c(CHAR_LL, compiler=None)
+
+
+@pytest.mark.parametrize("compiler", ["auto", None])
+@pytest.mark.parametrize("name", [b'q"uote.h', b"back\\slash.h", b"\xff\xfe.h", b"new\nline.h", b"tab\t.h"])
+def test_header_paths_with_quotes_backslashes_and_bytes_that_are_not_utf8(tmp_path, name, compiler):
+    # the generated #include "<path>" was not escaped (and C has no escape for a quote
+    # there): wrong errors with the compiler, "defines 0 structs" without it
+    path = os.path.join(os.fsencode(tmp_path), name)
+    with open(path, "wb") as f:
+        f.write(b"struct s { char c; long long l; };\n")
+    layout = lo.Layout.from_c(Path(os.fsdecode(path)), compiler=compiler)
+    assert (layout.itemsize, layout.c.name) == (16, "struct s")
+    with open(path, "ab") as f:
+        f.write(b"struct t { int x[; };\n")
+    with pytest.raises(lo.LayoutError, match=r"\.h:2:\d+: C (syntax )?error"):
+        lo.Layout.from_c(Path(os.fsdecode(path)), "struct s", compiler=compiler)

@@ -400,9 +400,9 @@ def compile_declarations(cc, text, filename, include_dirs, defines, pack, sso):
     with tempfile.TemporaryDirectory(prefix="layouts-cc-") as tmp:
         main = _place(text, filename, tmp)
         unit = Path(tmp) / "layouts_unit.c"
-        unit.write_text(f'#include "{_quote(main)}"\n')
+        unit.write_text("\n")  # the declarations come in by -include: a path needs no quoting there
         obj = Path(tmp) / "layouts_unit.o"
-        args = _args(cc, filename, include_dirs, defines, pack, sso)
+        args = _args(cc, filename, include_dirs, defines, pack, sso) + ["-include", main]
         args += ["-c", "-g", "-fno-eliminate-unused-debug-types", "-o", str(obj), str(unit)]
         if cc.is_gcc:  # names inline, not in .debug_str: no relocation per name for the reader
             args.insert(-4, "-fno-merge-debug-strings")
@@ -423,8 +423,8 @@ def fingerprint(cc, text, filename, include_dirs, defines, pack, sso):
     with tempfile.TemporaryDirectory(prefix="layouts-cc-") as tmp:
         main = _place(text, filename, tmp)
         unit = Path(tmp) / "layouts_unit.c"
-        unit.write_text(f'#include "{_quote(main)}"\n')
-        args = _args(cc, filename, include_dirs, defines, pack, sso) + ["-E", str(unit)]
+        unit.write_text("\n")
+        args = _args(cc, filename, include_dirs, defines, pack, sso) + ["-include", main, "-E", str(unit)]
         run = _command(cc, args, None, filename, text)
         if run.returncode != 0:
             return None
@@ -440,10 +440,10 @@ def alignments(cc, text, filename, include_dirs, defines, pack, sso, spellings):
         main = _place(text, filename, tmp)
         probes = "".join(f"char __layouts_align_{i}[_Alignof({s})];\n" for i, s in enumerate(spellings))
         unit = Path(tmp) / "layouts_align.c"
-        unit.write_text(f'#include "{_quote(main)}"\n{probes}')
+        unit.write_text(probes)
         obj = Path(tmp) / "layouts_align.o"
-        args = _args(cc, filename, include_dirs, defines, pack, sso) + ["-c", "-fno-common", "-o", str(obj),
-                                                                          str(unit)]
+        args = _args(cc, filename, include_dirs, defines, pack, sso) + ["-include", main, "-c", "-fno-common", "-o",
+                                                                          str(obj), str(unit)]
         run = _command(cc, args, None, filename, text)
         if run.returncode != 0:
             raise _failed(cc, run, main, filename, tmp)
@@ -473,10 +473,6 @@ def _place(text, filename, tmp):
     main = Path(tmp) / _MAIN
     main.write_text(text)
     return str(main)
-
-
-def _quote(path):
-    return str(path).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _args(cc, filename, include_dirs, defines, pack, sso):

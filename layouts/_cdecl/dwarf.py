@@ -105,14 +105,13 @@ class Debug:
             lp = None
         if lp is None:
             return [], 1
-        dirs = [d.decode("utf-8", "replace") if isinstance(d, bytes) else str(d)
-                for d in lp.header.include_directory]
+        dirs = [os.fsdecode(d) if isinstance(d, bytes) else str(d) for d in lp.header.include_directory]
         comp_dir = cu.get_top_DIE().attributes.get("DW_AT_comp_dir")
-        comp_dir = comp_dir.value.decode("utf-8", "replace") if comp_dir else ""
+        comp_dir = os.fsdecode(comp_dir.value) if comp_dir and isinstance(comp_dir.value, bytes) else ""
         files = []
         version = lp.header.version
-        for entry in lp.header.file_entry:
-            name = entry.name.decode("utf-8", "replace") if isinstance(entry.name, bytes) else str(entry.name)
+        for entry in lp.header.file_entry:  # as os names files (a name that is not UTF-8 stays itself)
+            name = os.fsdecode(entry.name) if isinstance(entry.name, bytes) else str(entry.name)
             index = entry.dir_index
             folder = (dirs[index] if index < len(dirs) else "") if version >= 5 else \
                 (dirs[index - 1] if 0 < index <= len(dirs) else comp_dir)

@@ -101,12 +101,13 @@ def preprocess(text, filename, preprocessor, include_dirs, defines):
         raise LayoutError(f"the C preprocessor failed: {first.replace('<stdin>', '<string>')}")
     lines, origin = [], []
     file, line = main, 1
+    shown = os.fsencode(filename).decode("utf-8", "replace")  # as the output is decoded
     marker = re.compile(r'#\s*(\d+)\s+"((?:[^"\\]|\\.)*)"')
     for raw in run.stdout.split("\n"):
         m = marker.match(raw)
         if m:
-            line, file = int(m.group(1)), m.group(2)
-            file = main if file in ("<stdin>", filename) else file
+            line, file = int(m.group(1)), _unquote(m.group(2))
+            file = main if file in ("<stdin>", filename, shown) else file
             lines.append("")
             origin.append((file, line))
             continue
@@ -114,6 +115,12 @@ def preprocess(text, filename, preprocessor, include_dirs, defines):
         origin.append((file, line))
         line += 1
     return Preprocessed("\n".join(lines), origin, main)
+
+
+def _unquote(name):
+    """A file name of a line marker, as cpp quotes it (``\\``, ``\"``, ``\n``, octal)."""
+    return re.sub(r'\\([0-7]{1,3}|.)', lambda m: chr(int(m.group(1), 8)) if m.group(1)[0] in "01234567"
+                  else "\n" if m.group(1) == "n" else m.group(1), name)
 
 
 def _mini_preprocess(text, filename, defines):
