@@ -772,3 +772,59 @@ def test_header_paths_with_quotes_backslashes_and_bytes_that_are_not_utf8(tmp_pa
         f.write(b"struct t { int x[; };\n")
     with pytest.raises(lo.LayoutError, match=r"\.h:2:\d+: C (syntax )?error"):
         lo.Layout.from_c(Path(os.fsdecode(path)), "struct s", compiler=compiler)
+
+
+def test_an_empty_source_says_so():
+    for source in ("", "  "):  # was "'.' is a directory"
+        with pytest.raises(lo.LayoutError, match=r"the source is empty \('\s*'\): pass C declarations as text "
+                                                 r"\('struct s \{ int x; \};'\) or the path of a header file"):
+            lo.Layout.from_c(source)
+
+
+@needs_gcc
+def test_a_header_that_declares_nothing_is_not_told_to_rebuild_with_g(tmp_path):
+    for text in ("", "/* nothing */\n#define N 3\n"):  # was: "has no DWARF ...; rebuild it with -g"
+        (tmp_path / "e.h").write_text(text)
+        with pytest.raises(lo.LayoutError, match=r"e.h declares no types: the source defines 0 structs/unions \(it "
+                                                 r"is empty, or only comments or macros\); pass the header"):
+            lo.Layout.from_c(tmp_path / "e.h")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs /proc")
+@pytest.mark.parametrize("compiler", ["auto", None])
+def test_a_file_whose_size_says_zero_is_read_for_its_text(compiler):
+    # /proc files have st_size 0: the compiler and cpp read them as empty
+    with pytest.raises(lo.LayoutError, match=r"/proc/self/status:1:\d+: C (syntax )?error"):
+        lo.Layout.from_c("/proc/self/status", compiler=compiler)
+
+
+@needs_gcc
+def test_a_compiler_that_writes_a_truncated_object_or_is_killed_is_named(tmp_path):
+    trunc = _script(tmp_path / "trunc-gcc", f'{FOUND.path} "$@" || exit $?\n'
+                    'while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done\n'
+                    '[ -n "$out" ] && truncate -s 100 "$out"\nexit 0')
+    with pytest.raises(lo.LayoutError, match=r"the C compiler .*trunc-gcc \(named by compiler=.*\) wrote an object "
+                                             r"file for <string> that pyelftools cannot read \(.*\): a truncated or "
+                                             r"damaged ELF file; fix or install it"):
+        lo.Layout.from_c("struct a { int x; };", compiler=str(trunc))
+    killed = _script(tmp_path / "killed-gcc", f'case "$*" in *-E*) exec {FOUND.path} "$@";; esac\nkill -SEGV $$')
+    with pytest.raises(lo.LayoutError, match=r"the C compiler .*killed-gcc \(named by .*\) was killed by signal "
+                                             r"SIGSEGV \(11\) while compiling <string> \(out of memory, a crash"):
+        lo.Layout.from_c("struct a { int x; };", compiler=str(killed))
+
+
+def test_from_dwarf_of_none_names_what_it_reads():
+    for call in (lo.Layout.from_dwarf, __import__("layouts._cdecl", fromlist=["x"]).dwarf_record_names):
+        with pytest.raises(lo.LayoutError, match=r"from_dwarf reads the path of an ELF object, executable or shared "
+                                                 r"library built with -g \(a str or os.PathLike such as 'prog.o'\), "
+                                                 r"got NoneType"):
+            call(None)
+
+
+@needs_gcc
+def test_a_cc_with_thousands_of_options_gives_a_short_message(monkeypatch):
+    monkeypatch.setenv("CC", f"{FOUND.path} " + " ".join(["-DX=1"] * 40000) + " -fno-such-option")
+    with pytest.raises(lo.LayoutError, match=r"the C compiler .*gcc -DX=1 .* \.\.\.\[[\d,]+ characters\]\.\.\. "
+                                             r".*-fno-such-option \(named by CC=") as err:
+        lo.Layout.from_c("struct a { int x; };")
+    assert len(str(err.value)) < 3000

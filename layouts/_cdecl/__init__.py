@@ -26,6 +26,7 @@ Two paths give the same ``(dtype, CInfo)``:
 
 import dataclasses
 import functools
+import os
 import sys
 
 from .._errors import LayoutError
@@ -154,7 +155,7 @@ def _compile(key):
     path, text, filename, include_dirs, defines, pack, _, sso = key
     cc = Compiler(*path)
     done = compile_declarations(cc, text, filename, include_dirs, dict(defines), pack, sso)
-    return Debug(done.obj, filename, done.name_of, done.main)
+    return Debug(done.obj, filename, done.name_of, done.main, compiled_by=(cc.label, cc.fix))
 
 
 _cached = functools.lru_cache(maxsize=8)(_compile)
@@ -193,11 +194,18 @@ def _position(die):
             attrs["DW_AT_decl_column"].value if "DW_AT_decl_column" in attrs else 0)
 
 
+def _check_path(path):
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise LayoutError(f"from_dwarf reads the path of an ELF object, executable or shared library built with -g "
+                          f"(a str or os.PathLike such as 'prog.o'), got {type(path).__name__}")
+
+
 @_guarded
 def from_dwarf(path, name=None, *, byteorder=None, unions=None, pointers="error", enum_as="dictionary"):
     """``(dtype, CInfo)`` of a record type in the DWARF of an ELF file built with ``-g``."""
     from .dwarf import read_file
 
+    _check_path(path)
     debug = read_file(path)
     if byteorder is None:
         byteorder = "little" if debug.little else "big"
@@ -211,6 +219,7 @@ def dwarf_record_names(path):
     """Names of the records of an ELF file's DWARF that come from its own (not system) files."""
     from .dwarf import read_file
 
+    _check_path(path)
     named = read_file(path).named()
     return list(named)
 

@@ -45,7 +45,7 @@ class Compiler:
     @property
     def label(self):
         """The compiler for messages: its command and who named it."""
-        command = shlex.join([self.path, *self.flags])
+        command = _shown([self.path, *self.flags])
         return f"{command} (named by {self.origin})" if self.origin else command
 
     @property
@@ -87,7 +87,10 @@ def _is_clang(path, flags=()):
 def _shown(args, limit=400):
     """A command line for a message, at most about ``limit`` characters (a CC with
     thousands of options would make the message megabytes long)."""
-    text = shlex.join([str(a) for a in args])
+    return _clip(shlex.join([str(a) for a in args]), limit)
+
+
+def _clip(text, limit=400):
     if len(text) <= limit:
         return text
     return f"{text[: limit // 2]} ...[{len(text) - limit:,} characters]... {text[-limit // 2:]}"
@@ -112,7 +115,7 @@ def find_compiler(compiler):
     if compiler in ("auto", True):
         cc = os.environ.get("CC", "")
         if cc:  # set: it must name a compiler ("" is unset; "  " names none, and is an error)
-            return _named(cc.strip(), f"CC={cc!r}")
+            return _named(cc.strip(), f"CC={_clip(cc)!r}")
         for name in ("gcc", "cc", "clang"):
             found = _command_line(name)
             if found:
@@ -122,7 +125,7 @@ def find_compiler(compiler):
                               "or clang, or pass compiler=None to use the built-in pycparser/cffi path")
         return None
     text = os.fspath(compiler)
-    return _named(text, f"compiler={text!r}")
+    return _named(text, f"compiler={_clip(text)!r}")
 
 
 def _named(text, origin):
@@ -144,11 +147,11 @@ def _named(text, origin):
     if os.path.dirname(program):
         looked = ("exists but is not an executable file" if os.path.isfile(program) and not os.path.isdir(program)
                   else "is a directory" if os.path.isdir(program) else "does not exist")
-        looked = f"{program!r} {looked}"
+        looked = f"{_clip(program)!r} {looked}"
     else:
         path = os.environ.get("PATH", os.defpath)
         shown = path if len(path) <= 300 else path[:300] + "..."
-        looked = f"{program!r} was looked for on PATH ({shown}) and not found"
+        looked = f"{_clip(program)!r} was looked for on PATH ({shown}) and not found"
     if origin.startswith("CC="):
         fix = ("install it, or unset CC (layouts then uses gcc, cc or clang from PATH), or pass compiler=None "
                "(layouts inspect --compiler none) for the built-in pycparser/cffi path; both of the latter lay "
@@ -311,6 +314,9 @@ def _command(cc, args, cwd, what, text=None):
 def _failed(cc, run, main, filename, tmp):
     """The LayoutError of a compile that failed: the declarations' first C error, or, when
     the compiler printed none and cannot compile an empty file either, the compiler itself."""
+    if run.returncode < 0:
+        return LayoutError(f"the C compiler {cc.label} was killed by {_signal(run.returncode)} while compiling "
+                           f"{filename} (out of memory, a crash, or killed from outside); {cc.fix}")
     if not _DIAG.search(run.stderr):
         broken = _broken(cc, tmp)
         if broken:
@@ -334,9 +340,17 @@ def _broken(cc, tmp):
     if run.returncode == 0 and _elf_object(out):
         return None
     said = next((ln.strip() for ln in run.stderr.splitlines() if ln.strip()), "")
-    result = f"exited with status {run.returncode}" if run.returncode else "wrote no ELF object file"
-    return (f"the C compiler {cc.label} does not work: `{shlex.join(args[:-2] + ['x.o', 'empty.c'])}` "
+    result = f"was killed by {_signal(run.returncode)}" if run.returncode < 0 else \
+        f"exited with status {run.returncode}" if run.returncode else "wrote no ELF object file"
+    return (f"the C compiler {cc.label} does not work: `{_shown(args[:-2] + ['x.o', 'empty.c'])}` "
             f"{result}{': ' + said[:200] if said else ' and printed nothing'}; {cc.fix}")
+
+
+def _signal(returncode):
+    try:
+        return f"signal {signal.Signals(-returncode).name} ({-returncode})"
+    except ValueError:
+        return f"signal {-returncode}"
 
 
 def _elf_object(path):
@@ -468,8 +482,11 @@ def symbol_sizes(data, prefix, n):
 
 def _place(text, filename, tmp):
     """The path the compiler reads the declarations from."""
-    if filename != "<string>" and Path(filename).is_file():
+    if filename != "<string>" and Path(filename).is_file() and (os.stat(filename).st_size or not text):
         return os.path.abspath(filename)
+    # text, or a file whose size says 0 and that has text (/proc/...: the compiler, which
+    # believes the size, would read it as empty): the text read, from the folder
+    # (the header's own, by -iquote: its #include "..." find what they found)
     main = Path(tmp) / _MAIN
     main.write_text(text)
     return str(main)
@@ -487,6 +504,8 @@ def _args(cc, filename, include_dirs, defines, pack, sso):
     args += [f"-D{k}" if v is None else f"-D{k}={v}" for k, v in (defines or {}).items()]
     base = os.getcwd() if filename == "<string>" else os.path.dirname(os.path.abspath(filename))
     args += ["-I", base]
+    if filename != "<string>":
+        args += ["-iquote", base]
     return args
 
 
@@ -499,14 +518,14 @@ def _diagnostic(stderr, main, filename, tmp, cc):
     tool = Path(cc.path).name
     if not m:
         first = next((ln for ln in stderr.splitlines() if ln.strip()), "(no message)")
-        return f"{filename}: the C compiler ({tool}) rejected the declarations: {first.strip()}"
+        return f"{filename}: the C compiler ({tool}) rejected the declarations: {first.strip()[:500]}"
     file = m.group("file")
     if os.path.abspath(file) == main or file == _MAIN:
         file = filename
     elif file.startswith(tmp):
         file = filename
     where = f"{file}:{m.group('line')}" + (f":{m.group('col')}" if m.group("col") else "")
-    msg = m.group("msg").strip()
+    msg = m.group("msg").strip()[:500]
     hint = "fix the declaration"
     if "No such file" in msg or "file not found" in msg:
         hint = "pass include_dirs=[...] (-I) for the folder that holds it"

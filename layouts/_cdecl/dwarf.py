@@ -58,9 +58,11 @@ def _int(die, name, default=None):
 class Debug:
     """The types of an ELF file's DWARF, indexed by name."""
 
-    def __init__(self, data, source, name_of=None, main=None):
+    def __init__(self, data, source, name_of=None, main=None, compiled_by=None):
         """``data``: the object's bytes, or a binary file object open on it (read by
-        sections: only the headers and the debug sections are read, never the whole file)."""
+        sections: only the headers and the debug sections are read, never the whole file).
+        ``compiled_by``: ``(compiler, fix)`` where layouts compiled ``source`` itself (its
+        messages then speak of the compiler and the declarations, not of rebuilding)."""
         from elftools.common.exceptions import ELFError, ELFParseError
         from elftools.elf.elffile import ELFFile
 
@@ -73,6 +75,11 @@ class Debug:
             stream.seek(0)
             elf = ELFFile(stream)
             if elf.get_section_by_name(".debug_info") is None and elf.get_section_by_name(".zdebug_info") is None:
+                if compiled_by is not None:  # GCC writes none for a unit that declares nothing
+                    raise LayoutError(
+                        f"{source} declares no types: the source defines 0 structs/unions (it is empty, or only "
+                        f"comments or macros); pass the header that declares the record, or the declarations "
+                        f"as text")
                 raise LayoutError(
                     f"{source} has no DWARF debug information; rebuild it with -g (and keep it: no strip, "
                     f"no -s), or describe the record with Layout.from_c")
@@ -86,9 +93,15 @@ class Debug:
                 self.files[cu.cu_offset] = self._file_table(dwarf, cu)
                 for die in cu.iter_DIEs():
                     self._index(die)
+        except LayoutError:  # a TypeError: not to be wrapped below
+            raise
         except MemoryError:
             raise LayoutError(_out_of_memory(source, debug_bytes)) from None
         except (ELFError, ELFParseError) as err:
+            if compiled_by is not None:
+                raise LayoutError(
+                    f"the C compiler {compiled_by[0]} wrote an object file for {source} that pyelftools cannot "
+                    f"read ({err}): a truncated or damaged ELF file; {compiled_by[1]}") from None
             raise LayoutError(f"{source} is not an ELF object, executable or shared library that pyelftools "
                               f"can read ({err}); pass one built with -g") from None
         except (ValueError, KeyError, IndexError, AssertionError, TypeError, EOFError) as err:

@@ -12,11 +12,14 @@ from .._errors import LayoutError
 
 def read_source(source):
     """``(text, filename)`` of a path or of declarations given as text."""
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and source.strip() and "\n" not in source
                                            and not re.search(r"[;{}]", source)):
         return _read_header(Path(source)), str(Path(source))
     if not isinstance(source, str):
         raise LayoutError(f"source must be C declarations (str) or a file path, got {type(source).__name__}")
+    if not source.strip():
+        raise LayoutError(f"the source is empty ({source!r}): pass C declarations as text "
+                          f"('struct s {{ int x; }};') or the path of a header file")
     return source, "<string>"
 
 
@@ -83,14 +86,18 @@ def preprocess(text, filename, preprocessor, include_dirs, defines):
     args = [*cpp, "-x", "c", "-std=gnu11"]
     args += [f"-I{d}" for d in include_dirs]
     args += [f"-D{k}" if v is None else f"-D{k}={v}" for k, v in defines.items()]
+    # a file whose size says 0 but that has text (/proc/...): cpp, which believes the
+    # size, would read it as empty; it gets the text read instead
+    piped = filename == "<string>" or (bool(text) and os.stat(filename).st_size == 0)
     if filename == "<string>":
         args += ["-I", os.getcwd(), "-"]
     else:
-        args += ["-I", str(Path(filename).parent), filename]
+        args += ["-iquote", str(Path(filename).parent), "-I", str(Path(filename).parent),
+                 "-" if piped else filename]
     from . import compiler
 
     try:
-        run = compiler.run_limited(args, input=text if filename == "<string>" else None)
+        run = compiler.run_limited(args, input=text if piped else None)
     except subprocess.TimeoutExpired as err:
         raise LayoutError(compiler.timed_out(f"the C preprocessor ({cpp[0]})", filename, err,
                                              "Simplify the declarations", (text, filename, args))) from None
