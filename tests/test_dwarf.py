@@ -199,3 +199,56 @@ def test_from_dwarf_alignment_for_i386(tmp_path):
     for name in ("struct ll", "struct f"):  # the compiler's _Alignof, with -m32
         assert lo.Layout.from_dwarf(tmp_path / "i.o", name).alignment == \
             lo.Layout.from_c(tmp_path / "i.c", name, compiler=f"{CC} -m32").alignment == 4, name
+
+
+def _patched(tmp_path, name, flags, patch, members=2):
+    """An object built from a small struct with ``flags``, its section ``name`` changed by
+    ``patch(data, header_offset, section)`` (ELF64 little-endian offsets)."""
+    from elftools.elf.elffile import ELFFile
+
+    fields = "".join(f" int field_number_{i};" for i in range(members - 1))  # many: worth compressing
+    (tmp_path / "p.c").write_text(f"struct p {{ double b;{fields} }}; struct p v;\n")
+    built = subprocess.run([CC, "-g", *flags, "-c", "-o", str(tmp_path / "p.o"), str(tmp_path / "p.c")],
+                           capture_output=True, text=True)
+    if built.returncode != 0:
+        pytest.skip(f"the compiler here does not take {flags}: {built.stderr[:80]}")
+    data = bytearray((tmp_path / "p.o").read_bytes())
+    with open(tmp_path / "p.o", "rb") as f:
+        elf = ELFFile(f)
+        if elf.elfclass != 64 or not elf.little_endian:
+            pytest.skip("the patch offsets are those of ELF64 little-endian")
+        index = next(i for i, s in enumerate(elf.iter_sections()) if s.name == name)
+        section = elf.get_section(index)
+        patch(data, elf["e_shoff"] + index * elf["e_shentsize"], section)
+    (tmp_path / "bad.o").write_bytes(bytes(data))
+    return tmp_path / "bad.o"
+
+
+@needs_cc
+def test_a_debug_section_that_claims_bytes_the_file_does_not_hold_is_refused(tmp_path):
+    def nobits(data, header, section):
+        data[header + 4: header + 8] = (8).to_bytes(4, "little")  # SHT_NOBITS
+        data[header + 32: header + 40] = (1 << 40).to_bytes(8, "little")  # 1 TiB
+
+    bad = _patched(tmp_path, ".debug_info", [], nobits)
+    with pytest.raises(lo.LayoutError, match=r"bad.o: section .debug_info claims 1,099,511,627,776 bytes but holds "
+                                             r"none in the file \(SHT_NOBITS\): a damaged file, or one whose debug "
+                                             r"information was moved to a separate file"):
+        lo.Layout.from_dwarf(bad, "struct p")
+
+
+@needs_cc
+def test_a_compressed_debug_section_that_claims_gigabytes_is_refused_before_it_is_inflated(tmp_path):
+    def bomb(data, header, section):
+        assert section["sh_flags"] & 0x800
+        start = section["sh_offset"]
+        data[start + 8: start + 16] = (4 << 30).to_bytes(8, "little")  # Elf64_Chdr.ch_size: 4 GiB
+
+    bad = _patched(tmp_path, ".debug_info", ["-gz=zlib"], bomb, members=200)
+    with pytest.raises(lo.LayoutError, match=r"bad.o: its DWARF sections decompress to more than layouts reads "
+                                             r"\([\d,]+ bytes so far; section .debug_info alone 4,294,967,296 bytes "
+                                             r"from [\d,]+ in the file; the limit is 256 MiB: 256 MiB, or 64 times "
+                                             r"the file's [\d,]+ bytes\): a damaged file or a compression bomb; "
+                                             r"rebuild it with -g \(uncompressed: -gz=none\)"):
+        lo.Layout.from_dwarf(bad, "struct p")
+    assert lo.Layout.from_dwarf(tmp_path / "p.o", "struct p").itemsize == 808  # as built: read

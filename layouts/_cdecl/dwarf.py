@@ -639,21 +639,57 @@ _ENCODINGS = {1: "DW_ATE_address", 2: "DW_ATE_boolean", 3: "DW_ATE_complex_float
               0x10: "DW_ATE_UTF"}
 
 
+#: The DWARF sections pyelftools reads (others, ``.debug_foo``, are never decompressed).
+_READ = {"info", "aranges", "abbrev", "str", "line", "frame", "loc", "ranges", "pubtypes", "pubnames", "addr",
+         "str_offsets", "line_str", "loclists", "rnglists", "sup", "types"}
+#: The most bytes of DWARF read into memory, decompressed: 256 MiB, or 64 times the file's
+#: size for a larger file (compressed DWARF is rarely a tenth of its size; a "compression
+#: bomb" claims far more).
+DWARF_FLOOR, DWARF_RATIO = 256 << 20, 64
+
+
 def _debug_sections(elf, source, size):
     """The bytes of the file's DWARF sections, ``.debug_*`` and ``.eh_frame`` (what
     pyelftools reads into memory; nothing else of the file is read), after checking that
-    each lies inside the file."""
-    total = 0
+    each lies inside the file, that none claims bytes the file does not hold (SHT_NOBITS),
+    and that, decompressed, they stay under :data:`DWARF_FLOOR` or :data:`DWARF_RATIO`
+    times the file's size."""
+    total, limit = 0, max(DWARF_FLOOR, DWARF_RATIO * size)
     for section in elf.iter_sections():
-        if section["sh_type"] == "SHT_NOBITS" or not (section.name.startswith((".debug", ".zdebug"))
-                                                      or section.name == ".eh_frame"):
+        name = section.name
+        if not (name.startswith((".debug", ".zdebug")) or name == ".eh_frame"):
             continue
+        read = name == ".eh_frame" or name.split("_", 1)[-1] in _READ
         start, length = section["sh_offset"], section["sh_size"]
+        if section["sh_type"] == "SHT_NOBITS":
+            if read and length:
+                raise LayoutError(
+                    f"{source}: section {name} claims {length:,} bytes but holds none in the file (SHT_NOBITS): "
+                    f"a damaged file, or one whose debug information was moved to a separate file (objcopy "
+                    f"--only-keep-debug, a .debug file): pass the file that holds it")
+            continue
         if start + length > size:
             raise LayoutError(
-                f"{source}: section {section.name} runs past the end of the file ({length:,} bytes at offset "
+                f"{source}: section {name} runs past the end of the file ({length:,} bytes at offset "
                 f"{start:,}; the file has {size:,}): the file is truncated or damaged; build or copy it again")
-        total += length
+        if not read:
+            continue
+        unpacked = length
+        if section["sh_flags"] & 0x800:  # SHF_COMPRESSED: the size is in its header
+            unpacked = getattr(section, "data_size", length)
+        elif name.startswith(".zdebug") and length >= 12:  # GNU: "ZLIB" and the size, big-endian
+            elf.stream.seek(start)
+            head = elf.stream.read(12)
+            if head[:4] == b"ZLIB":
+                unpacked = int.from_bytes(head[4:], "big")
+        total += unpacked
+        if total > limit:
+            raise LayoutError(
+                f"{source}: its DWARF sections decompress to more than layouts reads ({total:,} bytes so far; "
+                f"section {name} alone {unpacked:,} bytes from {length:,} in the file; the limit is "
+                f"{limit >> 20:,} MiB: 256 MiB, or 64 times the file's {size:,} bytes): a damaged file or a "
+                f"compression bomb; rebuild it with -g (uncompressed: -gz=none), or describe the record with "
+                f"Layout.from_c")
     return total
 
 
