@@ -252,3 +252,35 @@ def test_a_compressed_debug_section_that_claims_gigabytes_is_refused_before_it_i
                                              r"rebuild it with -g \(uncompressed: -gz=none\)"):
         lo.Layout.from_dwarf(bad, "struct p")
     assert lo.Layout.from_dwarf(tmp_path / "p.o", "struct p").itemsize == 808  # as built: read
+
+
+VARIANTS = [
+    (["-gsplit-dwarf"], r"v.o was built with -gsplit-dwarf: its types are in the separate file '.*v.dwo', which "
+                        r"layouts does not read; rebuild it without -gsplit-dwarf"),
+    (["-gdwarf-4", "-fdebug-types-section"], r"v.o was built with -fdebug-types-section \(DWARF 4 type units, "
+                                             r"\.debug_types\), which layouts does not read; rebuild it without"),
+    (["-gdwarf-5", "-fdebug-types-section"], r"v.o was built with -fdebug-types-section \(DWARF 5 type units\), "
+                                             r"which pyelftools cannot read; rebuild it without"),
+    (["-gz=zlib-gnu"], r"v.o has its DWARF compressed the old GNU way \(.zdebug_\* sections: -gz=zlib-gnu, or "
+                       r"--compress-debug-sections=zlib-gnu\), which pyelftools cannot read; rebuild it with "
+                       r"-gz=zlib or -gz=none, or run `objcopy --decompress-debug-sections .*v.o`"),
+    (["-flto"], r"v.o is a GCC LTO object \(-flto\): its code and debug information are written when it is linked; "
+                r"pass the linked program or library, or rebuild the object without -flto"),
+]
+
+
+@needs_cc
+@pytest.mark.parametrize("flags, message", VARIANTS, ids=[" ".join(f) for f, _ in VARIANTS])
+def test_dwarf_variants_pyelftools_cannot_read_are_named_with_the_fix(tmp_path, flags, message):
+    # were "defines: none", "pyelftools can read (expected 4, found 0); pass one built with -g"
+    # or "has no DWARF debug information; rebuild it with -g"
+    (tmp_path / "v.c").write_text("struct v { char c; double d; int a[3]; };\nstruct v gv;\n" + " ".join(
+        f"int f{i}(int x) {{ return x + {i}; }}" for i in range(40)))  # enough DWARF for -gz to compress
+    built = subprocess.run([CC, "-g", *flags, "-c", "-o", str(tmp_path / "v.o"), str(tmp_path / "v.c")],
+                           capture_output=True, text=True, cwd=tmp_path)
+    if built.returncode != 0:
+        pytest.skip(f"the compiler here does not take {flags}: {built.stderr[:80]}")
+    if flags == ["-gz=zlib-gnu"] and b".zdebug" not in (tmp_path / "v.o").read_bytes():
+        pytest.skip("the assembler here wrote no .zdebug sections")
+    with pytest.raises(lo.LayoutError, match=message):
+        lo.Layout.from_dwarf(tmp_path / "v.o", "struct v")

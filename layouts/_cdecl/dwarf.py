@@ -74,6 +74,7 @@ class Debug:
             size = stream.seek(0, io.SEEK_END)
             stream.seek(0)
             elf = ELFFile(stream)
+            _variant(elf, source)
             if elf.get_section_by_name(".debug_info") is None and elf.get_section_by_name(".zdebug_info") is None:
                 if compiled_by is not None:  # GCC writes none for a unit that declares nothing
                     raise LayoutError(
@@ -86,13 +87,24 @@ class Debug:
             self.little = elf.little_endian
             self.machine = elf["e_machine"]
             debug_bytes = _debug_sections(elf, source, size)
+            _type_units(elf, source)
             dwarf = elf.get_dwarf_info()
             self.dies, self.files = {}, {}
             self.tags, self.typedefs, self.records = {}, {}, []
+            dwo = None
             for cu in dwarf.iter_CUs():
+                top = cu.get_top_DIE()
+                named = top.attributes.get("DW_AT_dwo_name") or top.attributes.get("DW_AT_GNU_dwo_name")
+                if named is not None and dwo is None:
+                    dwo = os.fsdecode(named.value) if isinstance(named.value, bytes) else str(named.value)
                 self.files[cu.cu_offset] = self._file_table(dwarf, cu)
                 for die in cu.iter_DIEs():
                     self._index(die)
+            if dwo is not None and not self.records:
+                raise LayoutError(
+                    f"{source} was built with -gsplit-dwarf: its types are in the separate file {dwo!r}, which "
+                    f"layouts does not read; rebuild it without -gsplit-dwarf, or describe the record with "
+                    f"Layout.from_c")
         except LayoutError:  # a TypeError: not to be wrapped below
             raise
         except MemoryError:
@@ -637,6 +649,54 @@ class _Walk:
 _ENCODINGS = {1: "DW_ATE_address", 2: "DW_ATE_boolean", 3: "DW_ATE_complex_float", 4: "DW_ATE_float",
               5: "DW_ATE_signed", 6: "DW_ATE_signed_char", 7: "DW_ATE_unsigned", 8: "DW_ATE_unsigned_char",
               0x10: "DW_ATE_UTF"}
+
+
+def _variant(elf, source):
+    """Refuse, naming it and the fix, a kind of DWARF that pyelftools cannot read (or
+    reads as nothing): GNU-compressed ``.zdebug_*``, ``-fdebug-types-section`` type units
+    (DWARF 4's ``.debug_types``, DWARF 5's type units), a GCC LTO object's debug sections."""
+    names = [section.name for section in elf.iter_sections()]
+    if any(name.startswith(".zdebug") for name in names):
+        raise LayoutError(
+            f"{source} has its DWARF compressed the old GNU way (.zdebug_* sections: -gz=zlib-gnu, or "
+            f"--compress-debug-sections=zlib-gnu), which pyelftools cannot read; rebuild it with -gz=zlib or "
+            f"-gz=none, or run `objcopy --decompress-debug-sections {source}`")
+    fix = "rebuild it without -fdebug-types-section, or describe the record with Layout.from_c"
+    if ".debug_types" in names:
+        raise LayoutError(f"{source} was built with -fdebug-types-section (DWARF 4 type units, .debug_types), "
+                          f"which layouts does not read; {fix}")
+    if ".debug_info" not in names and any(name.startswith((".gnu.lto_", ".gnu.debuglto_")) for name in names):
+        raise LayoutError(
+            f"{source} is a GCC LTO object (-flto): its code and debug information are written when it is "
+            f"linked; pass the linked program or library, or rebuild the object without -flto (or with "
+            f"-ffat-lto-objects), or describe the record with Layout.from_c")
+
+
+def _type_units(elf, source):
+    """Refuse DWARF 5 type units (``-fdebug-types-section``), found from the unit headers
+    of every ``.debug_info`` (an object has one per COMDAT group); called once the
+    sections' sizes are checked (it reads them)."""
+    fix = "rebuild it without -fdebug-types-section, or describe the record with Layout.from_c"
+    for info in elf.iter_sections():
+        if info.name == ".debug_info" and info["sh_type"] != "SHT_NOBITS":
+            _unit_headers(info.data(), "little" if elf.little_endian else "big", source, fix)
+
+
+def _unit_headers(data, order, source, fix):
+    at = 0
+    for _ in range(1 << 20):  # unit headers: length, version, and in DWARF 5 the unit type
+        if at + 11 > len(data):
+            break
+        length, head = int.from_bytes(data[at: at + 4], order), 4
+        if length == 0xFFFFFFFF:
+            length, head = int.from_bytes(data[at + 4: at + 12], order), 12
+        version = int.from_bytes(data[at + head: at + head + 2], order)
+        if version >= 5 and at + head + 2 < len(data) and data[at + head + 2] in (0x02, 0x06):  # DW_UT_(split_)type
+            raise LayoutError(f"{source} was built with -fdebug-types-section (DWARF 5 type units), which "
+                              f"pyelftools cannot read; {fix}")
+        if length == 0:
+            break
+        at += head + length
 
 
 #: The DWARF sections pyelftools reads (others, ``.debug_foo``, are never decompressed).
