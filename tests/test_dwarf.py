@@ -230,10 +230,19 @@ def test_a_debug_section_that_claims_bytes_the_file_does_not_hold_is_refused(tmp
         data[header + 4: header + 8] = (8).to_bytes(4, "little")  # SHT_NOBITS
         data[header + 32: header + 40] = (1 << 40).to_bytes(8, "little")  # 1 TiB
 
-    bad = _patched(tmp_path, ".debug_info", [], nobits)
-    with pytest.raises(lo.LayoutError, match=r"bad.o: section .debug_info claims 1,099,511,627,776 bytes but holds "
-                                             r"none in the file \(SHT_NOBITS\): a damaged file, or one whose debug "
-                                             r"information was moved to a separate file"):
+    for section in (".debug_info", ".debug_str", ".rela.debug_info", ".symtab"):
+        bad = _patched(tmp_path, section, [], nobits)
+        with pytest.raises(lo.LayoutError, match=rf"bad.o: section {section} claims 1,099,511,627,776 bytes but "
+                                                 r"holds none in the file \(SHT_NOBITS\): a damaged file, or one "
+                                                 r"whose debug information was moved to a separate file"):
+            lo.Layout.from_dwarf(bad, "struct p")
+
+    def huge(data, header, section):
+        data[header + 32: header + 40] = (1 << 40).to_bytes(8, "little")
+
+    bad = _patched(tmp_path, ".rela.debug_info", [], huge)  # relocating the DWARF reads it too
+    with pytest.raises(lo.LayoutError, match=r"bad.o: section .rela.debug_info runs past the end of the file "
+                                             r"\(1,099,511,627,776 bytes at offset"):
         lo.Layout.from_dwarf(bad, "struct p")
 
 

@@ -717,9 +717,11 @@ def _debug_sections(elf, source, size):
     total, limit = 0, max(DWARF_FLOOR, DWARF_RATIO * size)
     for section in elf.iter_sections():
         name = section.name
-        if not (name.startswith((".debug", ".zdebug")) or name == ".eh_frame"):
+        helper = name.startswith((".rela.debug", ".rel.debug", ".rela.eh_frame", ".rel.eh_frame")) or \
+            name in (".symtab", ".strtab")  # what relocating the DWARF of an object file reads
+        if not (name.startswith((".debug", ".zdebug")) or name == ".eh_frame" or helper):
             continue
-        read = name == ".eh_frame" or name.split("_", 1)[-1] in _READ
+        read = helper or name == ".eh_frame" or name.split("_", 1)[-1] in _READ
         start, length = section["sh_offset"], section["sh_size"]
         if section["sh_type"] == "SHT_NOBITS":
             if read and length:
@@ -735,7 +737,9 @@ def _debug_sections(elf, source, size):
         if not read:
             continue
         unpacked = length
-        if section["sh_flags"] & 0x800:  # SHF_COMPRESSED: the size is in its header
+        if helper:
+            pass
+        elif section["sh_flags"] & 0x800:  # SHF_COMPRESSED: the size is in its header
             unpacked = getattr(section, "data_size", length)
         elif name.startswith(".zdebug") and length >= 12:  # GNU: "ZLIB" and the size, big-endian
             elf.stream.seek(start)
