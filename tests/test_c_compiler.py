@@ -828,3 +828,22 @@ def test_a_cc_with_thousands_of_options_gives_a_short_message(monkeypatch):
                                              r".*-fno-such-option \(named by CC=") as err:
         lo.Layout.from_c("struct a { int x; };")
     assert len(str(err.value)) < 3000
+
+
+@needs_gcc
+def test_a_compiler_that_leaves_a_background_child_holding_its_output_is_not_waited_for(tmp_path, monkeypatch):
+    # its output went to pipes: the child kept them open, and the compile ran into the time limit
+    pids = tmp_path / "pids"
+    wrapper = _script(tmp_path / "bg-gcc", f'(sleep 300 & echo $! >> {pids})\nexec {FOUND.path} "$@"')
+    monkeypatch.setattr(ccmod, "TIME_LIMIT", 120.0)  # a regression fails here, not in 30 s
+    assert lo.Layout.from_c("struct bg { char c; double d; };", compiler=str(wrapper)).itemsize == 16
+    for child in map(int, pids.read_text().split()):  # and what it left running was stopped
+        for _ in range(100):
+            try:
+                if Path(f"/proc/{child}/stat").read_text().split(")")[-1].split()[0] == "Z":
+                    break
+            except OSError:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail(f"the compiler's background child {child} is still running")

@@ -192,24 +192,39 @@ def check_text(data, filename):
 def run_limited(args, cwd=None, input=None, limit=None):
     """Run a program with the time limit (``limit`` seconds, else :data:`TIME_LIMIT`) in
     its own process group; on timeout the whole group is killed (gcc's cc1 and cpp too,
-    which a plain ``subprocess.run(timeout=)`` would wait for). Raises OSError or
-    subprocess.TimeoutExpired, whose ``special`` lists the FIFOs and devices the group
-    had open when it was stopped (a ``#include`` of one blocks or never ends)."""
-    proc = subprocess.Popen(args, cwd=cwd, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
-                            env={**os.environ, "LC_ALL": "C", "LANG": "C"}, start_new_session=True)
-    try:
-        out, err = proc.communicate(input, timeout=TIME_LIMIT if limit is None else limit)
-    except BaseException as error:
-        if isinstance(error, subprocess.TimeoutExpired):
-            error.special = _special_files_open(proc.pid)
+    which a plain ``subprocess.run(timeout=)`` would wait for), and so is whatever the
+    program left running when it exited. Its output goes to temporary files, not pipes:
+    a background child that keeps them open does not hold the caller until the limit.
+    Raises OSError or subprocess.TimeoutExpired, whose ``special`` lists the FIFOs and
+    devices the group had open when it was stopped (a ``#include`` of one blocks or never
+    ends)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as given:
+        if input is not None:
+            given.write(input.encode("utf-8", "surrogateescape"))
+            given.seek(0)
+        proc = subprocess.Popen(args, cwd=cwd, stdin=given if input is not None else subprocess.DEVNULL,
+                                stdout=out, stderr=err, env={**os.environ, "LC_ALL": "C", "LANG": "C"},
+                                start_new_session=True)
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        proc.communicate()
-        raise
-    return subprocess.CompletedProcess(args, proc.returncode, out, err)
+            proc.wait(timeout=TIME_LIMIT if limit is None else limit)
+        except BaseException as error:
+            if isinstance(error, subprocess.TimeoutExpired):
+                error.special = _special_files_open(proc.pid)
+            _kill_group(proc.pid)
+            proc.wait()
+            raise
+        _kill_group(proc.pid)  # what it left running in the background
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(args, proc.returncode, out.read().decode("utf-8", "replace"),
+                                           err.read().decode("utf-8", "replace"))
+
+
+def _kill_group(group):
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except OSError:
+        pass
 
 
 def _special_files_open(group):
