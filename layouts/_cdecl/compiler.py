@@ -497,7 +497,7 @@ def symbol_sizes(data, prefix, n):
 
 def _place(text, filename, tmp):
     """The path the compiler reads the declarations from."""
-    if filename != "<string>" and Path(filename).is_file() and (os.stat(filename).st_size or not text):
+    if filename != "<string>" and Path(filename).is_file() and (_size(filename) or not text):
         return os.path.abspath(filename)
     # text, or a file whose size says 0 and that has text (/proc/...: the compiler, which
     # believes the size, would read it as empty): the text read, from the folder
@@ -505,6 +505,13 @@ def _place(text, filename, tmp):
     main = Path(tmp) / _MAIN
     main.write_text(text)
     return str(main)
+
+
+def _size(path):
+    try:
+        return os.stat(path).st_size
+    except (OSError, ValueError):
+        return 0
 
 
 def _args(cc, filename, include_dirs, defines, pack, sso):

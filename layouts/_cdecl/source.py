@@ -88,7 +88,7 @@ def preprocess(text, filename, preprocessor, include_dirs, defines):
     args += [f"-D{k}" if v is None else f"-D{k}={v}" for k, v in defines.items()]
     # a file whose size says 0 but that has text (/proc/...): cpp, which believes the
     # size, would read it as empty; it gets the text read instead
-    piped = filename == "<string>" or (bool(text) and os.stat(filename).st_size == 0)
+    piped = filename == "<string>" or (bool(text) and _size(filename) == 0)
     if filename == "<string>":
         args += ["-I", os.getcwd(), "-"]
     else:
@@ -122,6 +122,13 @@ def preprocess(text, filename, preprocessor, include_dirs, defines):
         origin.append((file, line))
         line += 1
     return Preprocessed("\n".join(lines), origin, main)
+
+
+def _size(path):
+    try:
+        return os.stat(path).st_size
+    except (OSError, ValueError):  # gone since it was read: preprocess the text read
+        return 0
 
 
 def _unquote(name):
