@@ -342,10 +342,11 @@ def test_the_compiler_and_the_preprocessor_run_with_a_time_limit(tmp_path, monke
     monkeypatch.setattr(ccmod, "TIME_LIMIT", 0.5)
     slow_cc = _script(tmp_path / "slow-gcc", "sleep 30")
     started = time.perf_counter()
-    with pytest.raises(lo.LayoutError, match=r"the C compiler \(.*slow-gcc\) ran for more than 0.5 s on <string>"):
+    with pytest.raises(lo.LayoutError, match=r"the C compiler \(.*slow-gcc\) did not finish in 0.5 s on <string> "
+                                             r"and was stopped \(ran for more than 0.5 s\); a huge header"):
         lo.Layout.from_c("struct a { int x; };", compiler=str(slow_cc))
     slow_cpp = _script(tmp_path / "slow-cpp", "sleep 30")
-    with pytest.raises(lo.LayoutError, match=r"the C preprocessor \(.*slow-cpp\) ran for more than 0.5 s"):
+    with pytest.raises(lo.LayoutError, match=r"the C preprocessor \(.*slow-cpp\) did not finish in 0.5 s"):
         lo.Layout.from_c("#define N 2\nstruct a { int x[N]; };", preprocessor=str(slow_cpp), compiler=None)
     assert time.perf_counter() - started < 10  # the sleeping children were killed, not waited for
 
@@ -355,7 +356,8 @@ def test_a_macro_bomb_is_stopped_at_the_time_limit(monkeypatch):
     monkeypatch.setattr(ccmod, "TIME_LIMIT", 1.0)
     bomb = "#define A0 x\n" + "".join(f"#define A{i} A{i - 1} A{i - 1}\n" for i in range(1, 30))
     started = time.perf_counter()
-    with pytest.raises(lo.LayoutError, match=r"the C compiler \(.*\) ran for more than 1 s on <string> and was stopped"):
+    with pytest.raises(lo.LayoutError, match=r"the C compiler \(.*\) did not finish in 1 s on <string> and was stopped \(ran for "
+                                             r"more than 1 s\); a huge header, a macro that expands without end"):
         lo.Layout.from_c(bomb + "struct s { int A29; };")
     assert time.perf_counter() - started < 10
 
@@ -611,3 +613,237 @@ def test_an_unexpected_python_error_becomes_a_layout_error(monkeypatch, error):
         type(error), rf"<string>: the C declarations could not be laid out \({type(error).__name__}")
     with pytest.raises(lo.LayoutError, match=message):
         lo.Layout.from_c("struct a { int x; };", compiler=None)
+
+
+@pytest.mark.skipif(FOUND is None, reason="needs a C compiler")
+def test_an_edited_included_header_or_another_cwd_is_compiled_again(tmp_path, monkeypatch):
+    # the compile cache was keyed on the main file's text: an edited sub.h gave the old layout
+    sub = tmp_path / "sub.h"
+    sub.write_text("typedef char T;\n")
+    main_h = tmp_path / "main.h"
+    main_h.write_text('#include "sub.h"\nstruct s { char c; T v; };\n')
+    assert lo.Layout.from_c(main_h, "s").itemsize == 2
+    from layouts._cdecl import record_names
+
+    assert record_names(main_h) == ["struct s"]
+    sub.write_text("typedef double T;\n")
+    assert lo.Layout.from_c(main_h, "s").itemsize == 16
+    sub.write_text("typedef short T;\n")
+    assert lo.Layout.from_c(main_h, "s").itemsize == 4
+    src = '#include "sub.h"\nstruct s { char c; T v; };'
+    for folder, typedef, size in (("a", "char", 2), ("b", "double", 16), ("a", "char", 2)):
+        (tmp_path / folder).mkdir(exist_ok=True)
+        (tmp_path / folder / "sub.h").write_text(f"typedef {typedef} T;\n")
+        monkeypatch.chdir(tmp_path / folder)
+        assert lo.Layout.from_c(src, "s").itemsize == size, folder
+    monkeypatch.setenv("CC", f"{FOUND.path} -DT=int")  # the compiler's options are part of the key
+    assert lo.Layout.from_c("struct s { char c; T v; };", "s").itemsize == 8
+
+
+def _in_child(code, timeout=120):
+    """Run ``code`` in a child Python (a hang there fails the test at ``timeout``, never
+    blocks the run); its stdout."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]), str(Path(__file__).parent)])}
+    run = subprocess.run([__import__("sys").executable, "-c", code], capture_output=True, text=True, timeout=timeout,
+                         env=env)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run.stdout
+
+
+@needs_gcc
+def test_a_compiler_that_writes_its_object_as_a_fifo_is_refused_without_blocking(tmp_path):
+    wrapper = _script(tmp_path / "fifo-gcc", f'{FOUND.path} "$@" || exit $?\n'
+                      'while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done\n'
+                      '[ -n "$out" ] && rm -f "$out" && mkfifo "$out"\nexit 0')
+    out = _in_child(f"""
+import layouts as lo
+try:
+    lo.Layout.from_c("struct a {{ int x; }};", compiler={str(wrapper)!r})
+except lo.LayoutError as err:
+    print(err)
+""")
+    assert re.search(r"the C compiler's output '.*\.o' is a FIFO \(named pipe\), not a regular file; the C "
+                     r"compiler .*fifo-gcc \(named by compiler=.*\) must write its object file as a regular file; "
+                     r"fix or install it", out), out
+
+
+@needs_gcc
+def test_an_include_of_a_fifo_says_so_at_the_time_limit(tmp_path):
+    os.mkfifo(tmp_path / "fifo.h")
+    (tmp_path / "main.h").write_text('#include "fifo.h"\nstruct s { int a; };\n')
+    for preprocessor in ("'auto'", "None"):  # the compiler, and the built-in path's cpp
+        out = _in_child(f"""
+import layouts as lo
+from layouts._cdecl import compiler
+compiler.TIME_LIMIT = 1.0
+try:
+    lo.Layout.from_c({str(tmp_path / "main.h")!r}, compiler={preprocessor})
+except lo.LayoutError as err:
+    print(err)
+""")
+        assert re.search(r"\) did not finish in 1 s on .*main.h and was stopped: it was reading '.*fifo.h', which "
+                         r"is a FIFO \(named pipe\), not a header file \(a FIFO waits for a writer, a device such "
+                         r"as /dev/zero never ends\); #include only regular files", out), out
+    (tmp_path / "zero.h").write_text('#include "/dev/zero"\nstruct s { int a; };\n')
+    out = _in_child(f"""
+import layouts as lo
+from layouts._cdecl import compiler
+compiler.TIME_LIMIT = 1.0
+try:
+    lo.Layout.from_c({str(tmp_path / "zero.h")!r})
+except lo.LayoutError as err:
+    print(err)
+""")
+    assert re.search(r"did not finish in 1 s on .*zero.h and was stopped: it was reading '/dev/zero', which is a "
+                     r"character device, not a header file", out), out
+
+
+def test_a_compiler_that_hangs_on_version_is_stopped_soon_with_its_children(tmp_path, monkeypatch):
+    pids = tmp_path / "pids"
+    hang = _script(tmp_path / "mycc", f'sleep 300 &\necho $! > {pids}\nwait')
+    monkeypatch.setattr(ccmod, "PROBE_LIMIT", 0.5)
+    ccmod._is_clang.cache_clear()
+    started = time.perf_counter()
+    with pytest.raises(lo.LayoutError, match=r"the C compiler .*mycc did not answer `.*mycc --version` in 0.5 s "
+                                             r"and was stopped \(with what it started\); it would hang on the "
+                                             r"declarations too: fix it, or name another compiler"):
+        lo.Layout.from_c("struct a { int x; };", compiler=str(hang))
+    assert time.perf_counter() - started < 20  # one short limit, not the compile's 30 s on top
+    child = int(pids.read_text())
+    for _ in range(100):  # the sleep the probe started was killed with it (a zombie is dead too)
+        try:
+            state = Path(f"/proc/{child}/stat").read_text().split(")")[-1].split()[0]
+        except OSError:
+            break
+        if state == "Z":
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"the probe's child {child} is still running")
+
+
+@needs_gcc
+def test_relative_paths_in_cc_and_compiler_are_the_callers(tmp_path, monkeypatch):
+    # the compiler ran in a temporary folder: ./wrap.sh and -Iinc were not found there
+    (tmp_path / "cc").mkdir()
+    _script(tmp_path / "cc" / "wrap.sh", f'exec {FOUND.path} "$@"')
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "def.h").write_text("typedef double T;\n")
+    (tmp_path / "cfg.h").write_text("#define N 3\n")
+    monkeypatch.chdir(tmp_path)
+    src = '#include "def.h"\nstruct s { char c; T v[N]; };'
+    monkeypatch.setenv("CC", "./cc/wrap.sh -Iinc -include cfg.h")
+    assert lo.Layout.from_c(src, "s").itemsize == 32
+    monkeypatch.delenv("CC")
+    assert lo.Layout.from_c(src, "s", compiler="cc/wrap.sh -I inc -DN=1").itemsize == 16
+    assert lo.Layout.from_c(src, "s", compiler="./cc/wrap.sh -Iinc -DN=2").itemsize == 24
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # the same words, from another folder: not there
+    with pytest.raises(lo.LayoutError, match=r"compiler='./cc/wrap.sh -Iinc -DN=2' names a C compiler that is "
+                                             r"not installed: './cc/wrap.sh' does not exist"):
+        lo.Layout.from_c(src, "s", compiler="./cc/wrap.sh -Iinc -DN=2")
+
+
+@pytest.mark.parametrize("value", [" ", "\t\n "])
+def test_a_cc_of_only_blanks_is_an_error_never_the_host_compiler(monkeypatch, value):
+    monkeypatch.setenv("CC", value)
+    with pytest.raises(lo.LayoutError, match=rf"CC={re.escape(repr(value))} names no program; name a C compiler "
+                                             r"\(gcc, clang, a path\), or unset CC \(layouts then uses gcc, cc or "
+                                             r"clang from PATH\) or pass compiler=None"):
+        lo.Layout.from_c(CHAR_LL)
+    with pytest.raises(lo.LayoutError, match=r"compiler=' ' names no program; name a C compiler \(gcc, clang, a "
+                                             r"path\) or pass compiler=None"):
+        lo.Layout.from_c(CHAR_LL, compiler=" ")
+    monkeypatch.setenv("CC", "")  # empty is unset
+    assert lo.Layout.from_c(CHAR_LL) == lo.Layout.from_c(CHAR_LL, compiler=None)
+
+
+@pytest.mark.parametrize("compiler", ["auto", None])
+@pytest.mark.parametrize("name", [b'q"uote.h', b"back\\slash.h", b"\xff\xfe.h", b"new\nline.h", b"tab\t.h"])
+def test_header_paths_with_quotes_backslashes_and_bytes_that_are_not_utf8(tmp_path, name, compiler):
+    # the generated #include "<path>" was not escaped (and C has no escape for a quote
+    # there): wrong errors with the compiler, "defines 0 structs" without it
+    path = os.path.join(os.fsencode(tmp_path), name)
+    with open(path, "wb") as f:
+        f.write(b"struct s { char c; long long l; };\n")
+    layout = lo.Layout.from_c(Path(os.fsdecode(path)), compiler=compiler)
+    assert (layout.itemsize, layout.c.name) == (16, "struct s")
+    with open(path, "ab") as f:
+        f.write(b"struct t { int x[; };\n")
+    with pytest.raises(lo.LayoutError, match=r"\.h:2:\d+: C (syntax )?error"):
+        lo.Layout.from_c(Path(os.fsdecode(path)), "struct s", compiler=compiler)
+
+
+def test_an_empty_source_says_so():
+    for source in ("", "  "):  # was "'.' is a directory"
+        with pytest.raises(lo.LayoutError, match=r"the source is empty \('\s*'\): pass C declarations as text "
+                                                 r"\('struct s \{ int x; \};'\) or the path of a header file"):
+            lo.Layout.from_c(source)
+
+
+@needs_gcc
+def test_a_header_that_declares_nothing_is_not_told_to_rebuild_with_g(tmp_path):
+    for text in ("", "/* nothing */\n#define N 3\n"):  # was: "has no DWARF ...; rebuild it with -g"
+        (tmp_path / "e.h").write_text(text)
+        with pytest.raises(lo.LayoutError, match=r"e.h declares no types: the source defines 0 structs/unions \(it "
+                                                 r"is empty, or only comments or macros\); pass the header"):
+            lo.Layout.from_c(tmp_path / "e.h")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs /proc")
+@pytest.mark.parametrize("compiler", ["auto", None])
+def test_a_file_whose_size_says_zero_is_read_for_its_text(compiler):
+    # /proc files have st_size 0: the compiler and cpp read them as empty
+    with pytest.raises(lo.LayoutError, match=r"/proc/self/status:1:\d+: C (syntax )?error"):
+        lo.Layout.from_c("/proc/self/status", compiler=compiler)
+
+
+@needs_gcc
+def test_a_compiler_that_writes_a_truncated_object_or_is_killed_is_named(tmp_path):
+    trunc = _script(tmp_path / "trunc-gcc", f'{FOUND.path} "$@" || exit $?\n'
+                    'while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done\n'
+                    '[ -n "$out" ] && truncate -s 100 "$out"\nexit 0')
+    with pytest.raises(lo.LayoutError, match=r"the C compiler .*trunc-gcc \(named by compiler=.*\) wrote an object "
+                                             r"file for <string> that pyelftools cannot read \(.*\): a truncated or "
+                                             r"damaged ELF file; fix or install it"):
+        lo.Layout.from_c("struct a { int x; };", compiler=str(trunc))
+    killed = _script(tmp_path / "killed-gcc", f'case "$*" in *-E*) exec {FOUND.path} "$@";; esac\nkill -SEGV $$')
+    with pytest.raises(lo.LayoutError, match=r"the C compiler .*killed-gcc \(named by .*\) was killed by signal "
+                                             r"SIGSEGV \(11\) while compiling <string> \(out of memory, a crash"):
+        lo.Layout.from_c("struct a { int x; };", compiler=str(killed))
+
+
+def test_from_dwarf_of_none_names_what_it_reads():
+    for call in (lo.Layout.from_dwarf, __import__("layouts._cdecl", fromlist=["x"]).dwarf_record_names):
+        with pytest.raises(lo.LayoutError, match=r"from_dwarf reads the path of an ELF object, executable or shared "
+                                                 r"library built with -g \(a str or os.PathLike such as 'prog.o'\), "
+                                                 r"got NoneType"):
+            call(None)
+
+
+@needs_gcc
+def test_a_cc_with_thousands_of_options_gives_a_short_message(monkeypatch):
+    monkeypatch.setenv("CC", f"{FOUND.path} " + " ".join(["-DX=1"] * 40000) + " -fno-such-option")
+    with pytest.raises(lo.LayoutError, match=r"the C compiler .*gcc -DX=1 .* \.\.\.\[[\d,]+ characters\]\.\.\. "
+                                             r".*-fno-such-option \(named by CC=") as err:
+        lo.Layout.from_c("struct a { int x; };")
+    assert len(str(err.value)) < 3000
+
+
+@needs_gcc
+def test_a_compiler_that_leaves_a_background_child_holding_its_output_is_not_waited_for(tmp_path, monkeypatch):
+    # its output went to pipes: the child kept them open, and the compile ran into the time limit
+    pids = tmp_path / "pids"
+    wrapper = _script(tmp_path / "bg-gcc", f'(sleep 300 & echo $! >> {pids})\nexec {FOUND.path} "$@"')
+    monkeypatch.setattr(ccmod, "TIME_LIMIT", 120.0)  # a regression fails here, not in 30 s
+    assert lo.Layout.from_c("struct bg { char c; double d; };", compiler=str(wrapper)).itemsize == 16
+    for child in map(int, pids.read_text().split()):  # and what it left running was stopped
+        for _ in range(100):
+            try:
+                if Path(f"/proc/{child}/stat").read_text().split(")")[-1].split()[0] == "Z":
+                    break
+            except OSError:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail(f"the compiler's background child {child} is still running")

@@ -26,10 +26,11 @@ Two paths give the same ``(dtype, CInfo)``:
 
 import dataclasses
 import functools
+import os
 import sys
 
 from .._errors import LayoutError
-from .compiler import alignments, check_text, compile_declarations, find_compiler
+from .compiler import alignments, check_text, compile_declarations, find_compiler, fingerprint
 from .extract import BYTEORDERS
 from .files import is_elf
 
@@ -108,8 +109,7 @@ def from_c(source, name=None, *, byteorder="native", pack=None, unions=None, poi
 
     text, filename = read_source(source)
     check_text(text, filename)
-    key = ((cc.path, cc.flags, cc.origin), text, filename, tuple(include_dirs),
-           tuple(sorted((defines or {}).items())), pack, _sso(byteorder, cc))
+    key = _key(cc, text, filename, include_dirs, defines, pack, _sso(byteorder, cc))
     debug = _compiled(key)
     die, label = debug.find(name)
     align = alignments(cc, text, filename, include_dirs, defines, pack, key[-1], [label])[0]
@@ -130,17 +130,35 @@ def _sso(byteorder, cc):
     return want if cc.is_gcc and want and want != sys.byteorder else None
 
 
-@functools.lru_cache(maxsize=8)
+def _key(cc, text, filename, include_dirs, defines, pack, sso):
+    """The compile cache's key: everything the layout depends on. The main file's text is
+    not enough: the fingerprint is the preprocessed text (every included header as it is
+    now, found from the current folder and include_dirs as they are now), with the
+    compiler and its options; None where preprocessing failed (no caching)."""
+    defines = tuple(sorted((defines or {}).items()))
+    digest = fingerprint(cc, text, filename, include_dirs, dict(defines), pack, sso)
+    return ((cc.path, cc.flags, cc.origin), text, filename, tuple(include_dirs), defines, pack, digest, sso)
+
+
 def _compiled(key):
-    """The indexed debug information of the declarations (cached: ``layouts inspect``
-    lays out every record of one header)."""
+    """The indexed debug information of the declarations (cached by :func:`_key`:
+    ``layouts inspect`` lays out every record of one header)."""
+    if key[-2] is None:
+        return _compile(key)
+    return _cached(key)
+
+
+def _compile(key):
     from .compiler import Compiler
     from .dwarf import Debug
 
-    path, text, filename, include_dirs, defines, pack, sso = key
+    path, text, filename, include_dirs, defines, pack, _, sso = key
     cc = Compiler(*path)
     done = compile_declarations(cc, text, filename, include_dirs, dict(defines), pack, sso)
-    return Debug(done.obj, filename, done.name_of, done.main)
+    return Debug(done.obj, filename, done.name_of, done.main, compiled_by=(cc.label, cc.fix))
+
+
+_cached = functools.lru_cache(maxsize=8)(_compile)
 
 
 def _fallback(source, name, byteorder, pack, unions, pointers, enum_as, include_dirs, defines, preprocessor):
@@ -165,8 +183,7 @@ def record_names(source, *, include_dirs=(), defines=None, preprocessor="auto", 
 
     text, filename = read_source(source)
     check_text(text, filename)
-    key = ((cc.path, cc.flags, cc.origin), text, filename, tuple(include_dirs),
-           tuple(sorted((defines or {}).items())), None, None)
+    key = _key(cc, text, filename, include_dirs, defines, None, None)
     named = _compiled(key).named()
     return sorted(named, key=lambda label: _position(named[label]))
 
@@ -177,11 +194,18 @@ def _position(die):
             attrs["DW_AT_decl_column"].value if "DW_AT_decl_column" in attrs else 0)
 
 
+def _check_path(path):
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise LayoutError(f"from_dwarf reads the path of an ELF object, executable or shared library built with -g "
+                          f"(a str or os.PathLike such as 'prog.o'), got {type(path).__name__}")
+
+
 @_guarded
 def from_dwarf(path, name=None, *, byteorder=None, unions=None, pointers="error", enum_as="dictionary"):
     """``(dtype, CInfo)`` of a record type in the DWARF of an ELF file built with ``-g``."""
     from .dwarf import read_file
 
+    _check_path(path)
     debug = read_file(path)
     if byteorder is None:
         byteorder = "little" if debug.little else "big"
@@ -195,6 +219,7 @@ def dwarf_record_names(path):
     """Names of the records of an ELF file's DWARF that come from its own (not system) files."""
     from .dwarf import read_file
 
+    _check_path(path)
     named = read_file(path).named()
     return list(named)
 

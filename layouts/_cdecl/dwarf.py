@@ -58,9 +58,11 @@ def _int(die, name, default=None):
 class Debug:
     """The types of an ELF file's DWARF, indexed by name."""
 
-    def __init__(self, data, source, name_of=None, main=None):
+    def __init__(self, data, source, name_of=None, main=None, compiled_by=None):
         """``data``: the object's bytes, or a binary file object open on it (read by
-        sections: only the headers and the debug sections are read, never the whole file)."""
+        sections: only the headers and the debug sections are read, never the whole file).
+        ``compiled_by``: ``(compiler, fix)`` where layouts compiled ``source`` itself (its
+        messages then speak of the compiler and the declarations, not of rebuilding)."""
         from elftools.common.exceptions import ELFError, ELFParseError
         from elftools.elf.elffile import ELFFile
 
@@ -72,22 +74,46 @@ class Debug:
             size = stream.seek(0, io.SEEK_END)
             stream.seek(0)
             elf = ELFFile(stream)
+            _variant(elf, source)
             if elf.get_section_by_name(".debug_info") is None and elf.get_section_by_name(".zdebug_info") is None:
+                if compiled_by is not None:  # GCC writes none for a unit that declares nothing
+                    raise LayoutError(
+                        f"{source} declares no types: the source defines 0 structs/unions (it is empty, or only "
+                        f"comments or macros); pass the header that declares the record, or the declarations "
+                        f"as text")
                 raise LayoutError(
                     f"{source} has no DWARF debug information; rebuild it with -g (and keep it: no strip, "
                     f"no -s), or describe the record with Layout.from_c")
             self.little = elf.little_endian
+            self.machine = elf["e_machine"]
             debug_bytes = _debug_sections(elf, source, size)
+            _type_units(elf, source)
             dwarf = elf.get_dwarf_info()
             self.dies, self.files = {}, {}
             self.tags, self.typedefs, self.records = {}, {}, []
+            dwo = None
             for cu in dwarf.iter_CUs():
+                top = cu.get_top_DIE()
+                named = top.attributes.get("DW_AT_dwo_name") or top.attributes.get("DW_AT_GNU_dwo_name")
+                if named is not None and dwo is None:
+                    dwo = os.fsdecode(named.value) if isinstance(named.value, bytes) else str(named.value)
                 self.files[cu.cu_offset] = self._file_table(dwarf, cu)
                 for die in cu.iter_DIEs():
                     self._index(die)
+            if dwo is not None and not self.records:
+                raise LayoutError(
+                    f"{source} was built with -gsplit-dwarf: its types are in the separate file {dwo!r}, which "
+                    f"layouts does not read; rebuild it without -gsplit-dwarf, or describe the record with "
+                    f"Layout.from_c")
+        except LayoutError:  # a TypeError: not to be wrapped below
+            raise
         except MemoryError:
             raise LayoutError(_out_of_memory(source, debug_bytes)) from None
         except (ELFError, ELFParseError) as err:
+            if compiled_by is not None:
+                raise LayoutError(
+                    f"the C compiler {compiled_by[0]} wrote an object file for {source} that pyelftools cannot "
+                    f"read ({err}): a truncated or damaged ELF file; {compiled_by[1]}") from None
             raise LayoutError(f"{source} is not an ELF object, executable or shared library that pyelftools "
                               f"can read ({err}); pass one built with -g") from None
         except (ValueError, KeyError, IndexError, AssertionError, TypeError, EOFError) as err:
@@ -104,14 +130,13 @@ class Debug:
             lp = None
         if lp is None:
             return [], 1
-        dirs = [d.decode("utf-8", "replace") if isinstance(d, bytes) else str(d)
-                for d in lp.header.include_directory]
+        dirs = [os.fsdecode(d) if isinstance(d, bytes) else str(d) for d in lp.header.include_directory]
         comp_dir = cu.get_top_DIE().attributes.get("DW_AT_comp_dir")
-        comp_dir = comp_dir.value.decode("utf-8", "replace") if comp_dir else ""
+        comp_dir = os.fsdecode(comp_dir.value) if comp_dir and isinstance(comp_dir.value, bytes) else ""
         files = []
         version = lp.header.version
-        for entry in lp.header.file_entry:
-            name = entry.name.decode("utf-8", "replace") if isinstance(entry.name, bytes) else str(entry.name)
+        for entry in lp.header.file_entry:  # as os names files (a name that is not UTF-8 stays itself)
+            name = os.fsdecode(entry.name) if isinstance(entry.name, bytes) else str(entry.name)
             index = entry.dir_index
             folder = (dirs[index] if index < len(dirs) else "") if version >= 5 else \
                 (dirs[index - 1] if 0 < index <= len(dirs) else comp_dir)
@@ -548,21 +573,44 @@ class _Walk:
         return bit_word(self.bits, leaf, p, nbits, value, record_size, self._order(order_of), where)
 
     def alignment(self, die):
-        """The record's alignment from the debug information alone (DW_AT_alignment where
-        written, else the largest member alignment): for files whose compiler is not here."""
+        """The record's alignment from the debug information alone, for files whose compiler
+        is not here: DW_AT_alignment where written (``aligned``, ``_Alignas``), else as the
+        compiler derives it: the largest member alignment by the target's ABI, lowered by
+        the evidence of packing the offsets give (a member at an offset its type's
+        alignment does not divide was packed, to at most the largest power of two dividing
+        that offset, and so were the others: ``#pragma pack(n)`` or ``packed``), and by the
+        size (a multiple of the alignment). A record packed with no such evidence (every
+        member happens to fall where it would anyway) cannot be told apart from DWARF: the
+        Layout notes that its alignment is inferred."""
+        return self._record_alignment(die, 0)
+
+    def _record_alignment(self, die, depth):
         d = self.d
         explicit = _int(die, "DW_AT_alignment")
-        best = 1
+        members = []  # (alignment the type would have unpacked, explicit alignment of the member)
+        cap = 1 << 16
         for m in die.iter_children():
-            if m.tag != "DW_TAG_member":
+            if m.tag != "DW_TAG_member" or "DW_AT_bit_size" in m.attributes:
                 continue
-            best = max(best, _int(m, "DW_AT_alignment", 1), self._type_alignment(d.ref(m), 0))
+            offset, mtype = _int(m, "DW_AT_data_member_location", 0), d.ref(m)
+            natural, own = self._type_alignment(mtype, depth + 1), _int(m, "DW_AT_alignment")
+            if own is None and offset % natural:
+                natural = offset & -offset
+                inner = d.strip(mtype)
+                while inner is not None and inner.tag == "DW_TAG_array_type":
+                    inner = d.strip(d.ref(inner))
+                if inner is None or inner.tag not in _RECORDS:  # a scalar out of place: the record is packed
+                    cap = min(cap, natural)  # (a record out of place may be a packed type in a plain record)
+            members.append((natural, own))
+        best = 1
+        for m in die.iter_children():  # a bit-field's type counts as for any member (unless packed)
+            if m.tag == "DW_TAG_member" and "DW_AT_bit_size" in m.attributes and _int(m, "DW_AT_bit_size"):
+                best = max(best, min(cap, self._type_alignment(d.ref(m), depth + 1)))
+        for natural, own in members:
+            best = max(best, own if own is not None else min(cap, natural))
         size = _int(die, "DW_AT_byte_size", 0)
-        offsets_fit = all(
-            (_int(m, "DW_AT_data_member_location", 0) % self._type_alignment(d.ref(m), 0) == 0)
-            for m in die.iter_children() if m.tag == "DW_TAG_member" and "DW_AT_bit_size" not in m.attributes)
-        if not offsets_fit or (size and size % best):
-            best = 1  # a packed record
+        while size and size % best:
+            best //= 2
         return max(best, explicit or 1)
 
     def _type_alignment(self, t, depth):
@@ -570,15 +618,32 @@ class _Walk:
         if depth > 64 or t is None:
             return 1
         if "DW_AT_alignment" in t.attributes:
-            return _int(t, "DW_AT_alignment", 1)
+            return _int(t, "DW_AT_alignment", 1) or 1
+        if t.tag == "DW_TAG_array_type" and "DW_AT_GNU_vector" in t.attributes:
+            size = _int(t, "DW_AT_byte_size")  # GCC leaves it out: the elements' size times their number
+            if size is None:
+                element = d.strip(d.ref(t))
+                size = (_int(element, "DW_AT_byte_size", 1) or 1) * int(np.prod([n or 1 for n in d._dims(t)]))
+            return min(size, 16) if size & (size - 1) == 0 else 1
         if t.tag in _QUALIFIERS or t.tag in ("DW_TAG_typedef", "DW_TAG_array_type"):
-            if t.tag == "DW_TAG_array_type" and "DW_AT_GNU_vector" in t.attributes:
-                return _int(t, "DW_AT_byte_size", 1) or 1
             return self._type_alignment(d.ref(t), depth + 1)
         if t.tag in _RECORDS:
-            return self.alignment(t) if depth < 32 else 1
-        size = _int(t, "DW_AT_byte_size", 1) or 1
+            return self._record_alignment(t, depth) if depth < 32 else 1
+        if t.tag == "DW_TAG_enumeration_type" and "DW_AT_type" in t.attributes:
+            return self._type_alignment(d.ref(t), depth + 1)
+        size = _int(t, "DW_AT_byte_size") or (t.cu["address_size"] if t.tag in (
+            "DW_TAG_pointer_type", "DW_TAG_reference_type") else 1)
+        if t.tag == "DW_TAG_base_type" and _ATE.get(self._encoding(t)) == "c":
+            size //= 2  # a complex number is aligned as its real part
+        if d.machine == "EM_386":
+            size = min(size, 4)  # the i386 System V ABI: long long, double, long double in 4
         return min(size, 16) if size & (size - 1) == 0 else 1
+
+    @staticmethod
+    def _encoding(t):
+        encoding = t.attributes.get("DW_AT_encoding")
+        value = encoding.value if encoding is not None else None
+        return value if isinstance(value, str) else _ENCODINGS.get(value)
 
 
 _ENCODINGS = {1: "DW_ATE_address", 2: "DW_ATE_boolean", 3: "DW_ATE_complex_float", 4: "DW_ATE_float",
@@ -586,21 +651,109 @@ _ENCODINGS = {1: "DW_ATE_address", 2: "DW_ATE_boolean", 3: "DW_ATE_complex_float
               0x10: "DW_ATE_UTF"}
 
 
+def _variant(elf, source):
+    """Refuse, naming it and the fix, a kind of DWARF that pyelftools cannot read (or
+    reads as nothing): GNU-compressed ``.zdebug_*``, ``-fdebug-types-section`` type units
+    (DWARF 4's ``.debug_types``, DWARF 5's type units), a GCC LTO object's debug sections."""
+    names = [section.name for section in elf.iter_sections()]
+    if any(name.startswith(".zdebug") for name in names):
+        raise LayoutError(
+            f"{source} has its DWARF compressed the old GNU way (.zdebug_* sections: -gz=zlib-gnu, or "
+            f"--compress-debug-sections=zlib-gnu), which pyelftools cannot read; rebuild it with -gz=zlib or "
+            f"-gz=none, or run `objcopy --decompress-debug-sections {source}`")
+    fix = "rebuild it without -fdebug-types-section, or describe the record with Layout.from_c"
+    if ".debug_types" in names:
+        raise LayoutError(f"{source} was built with -fdebug-types-section (DWARF 4 type units, .debug_types), "
+                          f"which layouts does not read; {fix}")
+    if ".debug_info" not in names and any(name.startswith((".gnu.lto_", ".gnu.debuglto_")) for name in names):
+        raise LayoutError(
+            f"{source} is a GCC LTO object (-flto): its code and debug information are written when it is "
+            f"linked; pass the linked program or library, or rebuild the object without -flto (or with "
+            f"-ffat-lto-objects), or describe the record with Layout.from_c")
+
+
+def _type_units(elf, source):
+    """Refuse DWARF 5 type units (``-fdebug-types-section``), found from the unit headers
+    of every ``.debug_info`` (an object has one per COMDAT group); called once the
+    sections' sizes are checked (it reads them)."""
+    fix = "rebuild it without -fdebug-types-section, or describe the record with Layout.from_c"
+    for info in elf.iter_sections():
+        if info.name == ".debug_info" and info["sh_type"] != "SHT_NOBITS":
+            _unit_headers(info.data(), "little" if elf.little_endian else "big", source, fix)
+
+
+def _unit_headers(data, order, source, fix):
+    at = 0
+    for _ in range(1 << 20):  # unit headers: length, version, and in DWARF 5 the unit type
+        if at + 11 > len(data):
+            break
+        length, head = int.from_bytes(data[at: at + 4], order), 4
+        if length == 0xFFFFFFFF:
+            length, head = int.from_bytes(data[at + 4: at + 12], order), 12
+        version = int.from_bytes(data[at + head: at + head + 2], order)
+        if version >= 5 and at + head + 2 < len(data) and data[at + head + 2] in (0x02, 0x06):  # DW_UT_(split_)type
+            raise LayoutError(f"{source} was built with -fdebug-types-section (DWARF 5 type units), which "
+                              f"pyelftools cannot read; {fix}")
+        if length == 0:
+            break
+        at += head + length
+
+
+#: The DWARF sections pyelftools reads (others, ``.debug_foo``, are never decompressed).
+_READ = {"info", "aranges", "abbrev", "str", "line", "frame", "loc", "ranges", "pubtypes", "pubnames", "addr",
+         "str_offsets", "line_str", "loclists", "rnglists", "sup", "types"}
+#: The most bytes of DWARF read into memory, decompressed: 256 MiB, or 64 times the file's
+#: size for a larger file (compressed DWARF is rarely a tenth of its size; a "compression
+#: bomb" claims far more).
+DWARF_FLOOR, DWARF_RATIO = 256 << 20, 64
+
+
 def _debug_sections(elf, source, size):
     """The bytes of the file's DWARF sections, ``.debug_*`` and ``.eh_frame`` (what
     pyelftools reads into memory; nothing else of the file is read), after checking that
-    each lies inside the file."""
-    total = 0
+    each lies inside the file, that none claims bytes the file does not hold (SHT_NOBITS),
+    and that, decompressed, they stay under :data:`DWARF_FLOOR` or :data:`DWARF_RATIO`
+    times the file's size."""
+    total, limit = 0, max(DWARF_FLOOR, DWARF_RATIO * size)
     for section in elf.iter_sections():
-        if section["sh_type"] == "SHT_NOBITS" or not (section.name.startswith((".debug", ".zdebug"))
-                                                      or section.name == ".eh_frame"):
+        name = section.name
+        helper = name.startswith((".rela.debug", ".rel.debug", ".rela.eh_frame", ".rel.eh_frame")) or \
+            name in (".symtab", ".strtab")  # what relocating the DWARF of an object file reads
+        if not (name.startswith((".debug", ".zdebug")) or name == ".eh_frame" or helper):
             continue
+        read = helper or name == ".eh_frame" or name.split("_", 1)[-1] in _READ
         start, length = section["sh_offset"], section["sh_size"]
+        if section["sh_type"] == "SHT_NOBITS":
+            if read and length:
+                raise LayoutError(
+                    f"{source}: section {name} claims {length:,} bytes but holds none in the file (SHT_NOBITS): "
+                    f"a damaged file, or one whose debug information was moved to a separate file (objcopy "
+                    f"--only-keep-debug, a .debug file): pass the file that holds it")
+            continue
         if start + length > size:
             raise LayoutError(
-                f"{source}: section {section.name} runs past the end of the file ({length:,} bytes at offset "
+                f"{source}: section {name} runs past the end of the file ({length:,} bytes at offset "
                 f"{start:,}; the file has {size:,}): the file is truncated or damaged; build or copy it again")
-        total += length
+        if not read:
+            continue
+        unpacked = length
+        if helper:
+            pass
+        elif section["sh_flags"] & 0x800:  # SHF_COMPRESSED: the size is in its header
+            unpacked = getattr(section, "data_size", length)
+        elif name.startswith(".zdebug") and length >= 12:  # GNU: "ZLIB" and the size, big-endian
+            elf.stream.seek(start)
+            head = elf.stream.read(12)
+            if head[:4] == b"ZLIB":
+                unpacked = int.from_bytes(head[4:], "big")
+        total += unpacked
+        if total > limit:
+            raise LayoutError(
+                f"{source}: its DWARF sections decompress to more than layouts reads ({total:,} bytes so far; "
+                f"section {name} alone {unpacked:,} bytes from {length:,} in the file; the limit is "
+                f"{limit >> 20:,} MiB: 256 MiB, or 64 times the file's {size:,} bytes): a damaged file or a "
+                f"compression bomb; rebuild it with -g (uncompressed: -gz=none), or describe the record with "
+                f"Layout.from_c")
     return total
 
 

@@ -12,11 +12,14 @@ from .._errors import LayoutError
 
 def read_source(source):
     """``(text, filename)`` of a path or of declarations given as text."""
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and source.strip() and "\n" not in source
                                            and not re.search(r"[;{}]", source)):
         return _read_header(Path(source)), str(Path(source))
     if not isinstance(source, str):
         raise LayoutError(f"source must be C declarations (str) or a file path, got {type(source).__name__}")
+    if not source.strip():
+        raise LayoutError(f"the source is empty ({source!r}): pass C declarations as text "
+                          f"('struct s {{ int x; }};') or the path of a header file")
     return source, "<string>"
 
 
@@ -83,18 +86,21 @@ def preprocess(text, filename, preprocessor, include_dirs, defines):
     args = [*cpp, "-x", "c", "-std=gnu11"]
     args += [f"-I{d}" for d in include_dirs]
     args += [f"-D{k}" if v is None else f"-D{k}={v}" for k, v in defines.items()]
+    # a file whose size says 0 but that has text (/proc/...): cpp, which believes the
+    # size, would read it as empty; it gets the text read instead
+    piped = filename == "<string>" or (bool(text) and _size(filename) == 0)
     if filename == "<string>":
         args += ["-I", os.getcwd(), "-"]
     else:
-        args += ["-I", str(Path(filename).parent), filename]
+        args += ["-iquote", str(Path(filename).parent), "-I", str(Path(filename).parent),
+                 "-" if piped else filename]
     from . import compiler
 
     try:
-        run = compiler.run_limited(args, input=text if filename == "<string>" else None)
-    except subprocess.TimeoutExpired:
-        raise LayoutError(
-            f"the C preprocessor ({cpp[0]}) ran for more than {compiler.TIME_LIMIT:g} s on {filename} and was stopped; "
-            f"a macro that expands without end, or a huge header? Simplify the declarations") from None
+        run = compiler.run_limited(args, input=text if piped else None)
+    except subprocess.TimeoutExpired as err:
+        raise LayoutError(compiler.timed_out(f"the C preprocessor ({cpp[0]})", filename, err,
+                                             "Simplify the declarations", (text, filename, args))) from None
     except OSError as err:
         raise LayoutError(f"could not run the C preprocessor {cpp[0]}: {err}") from None
     if run.returncode != 0:
@@ -102,12 +108,13 @@ def preprocess(text, filename, preprocessor, include_dirs, defines):
         raise LayoutError(f"the C preprocessor failed: {first.replace('<stdin>', '<string>')}")
     lines, origin = [], []
     file, line = main, 1
+    shown = os.fsencode(filename).decode("utf-8", "replace")  # as the output is decoded
     marker = re.compile(r'#\s*(\d+)\s+"((?:[^"\\]|\\.)*)"')
     for raw in run.stdout.split("\n"):
         m = marker.match(raw)
         if m:
-            line, file = int(m.group(1)), m.group(2)
-            file = main if file in ("<stdin>", filename) else file
+            line, file = int(m.group(1)), _unquote(m.group(2))
+            file = main if file in ("<stdin>", filename, shown) else file
             lines.append("")
             origin.append((file, line))
             continue
@@ -115,6 +122,19 @@ def preprocess(text, filename, preprocessor, include_dirs, defines):
         origin.append((file, line))
         line += 1
     return Preprocessed("\n".join(lines), origin, main)
+
+
+def _size(path):
+    try:
+        return os.stat(path).st_size
+    except (OSError, ValueError):  # gone since it was read: preprocess the text read
+        return 0
+
+
+def _unquote(name):
+    """A file name of a line marker, as cpp quotes it (``\\``, ``\"``, ``\n``, octal)."""
+    return re.sub(r'\\([0-7]{1,3}|.)', lambda m: chr(int(m.group(1), 8)) if m.group(1)[0] in "01234567"
+                  else "\n" if m.group(1) == "n" else m.group(1), name)
 
 
 def _mini_preprocess(text, filename, defines):
