@@ -133,10 +133,22 @@ class AoS:
 
     def __reduce__(self) -> "tuple[Any, ...]":
         """Pickling: the records (NumPy pickles their bytes) and the layout; records on
-        the GPU come back on the GPU (the unpickling process needs one)."""
+        the GPU come back on the GPU (the unpickling process needs one). Records of a
+        file mapped by ``read_records`` are copied with guarded reads first: a file that
+        another program truncated is a ConversionError naming it, as in ``to_soa``."""
         if self.device != "cpu":
             return _aos_on_device, (self.to_device("cpu").array, self.layout, self.device)
-        return AoS, (self.array, self.layout)
+        if not isinstance(self.array, np.memmap):
+            return AoS, (self.array, self.layout)
+        return AoS, (self._copy("pickled", self.array.dtype), self.layout)
+
+    def _copy(self, doing, dtype):
+        """The records copied (cast to ``dtype``) into memory of their own, for pickling or
+        ``np.array(aos)``. Records a file mapped by ``read_records`` are copied with
+        guarded reads: if another program truncated the file, a ConversionError naming
+        it and the first record gone, as ``to_soa`` gives, instead of SIGBUS."""
+        with guarded_reads(self.array, self.layout.itemsize, doing=doing):
+            return np.array(self.array, dtype=dtype, copy=True, subok=False)
 
     def __len__(self) -> int:
         if self.device == "cuda":
@@ -153,9 +165,9 @@ class AoS:
 
     def __array__(self, dtype: Any = None, copy: "bool | None" = None) -> np.ndarray:
         self._on_host("__array__")
-        if copy:
-            return self.array.astype(dtype or self.array.dtype, copy=True)
-        return self.array if dtype is None else self.array.astype(dtype, copy=False)
+        if copy or (dtype is not None and np.dtype(dtype) != self.array.dtype):
+            return self._copy("copied", np.dtype(dtype or self.array.dtype))
+        return self.array
 
     def to_numpy(self) -> np.ndarray:
         """The records as a NumPy structured array (a view, no copy)."""
