@@ -9,7 +9,7 @@ from ._backends import check_device, check_threads, kernels_for
 from ._errors import ConversionError, LayoutError
 from ._faults import forward_error, guarded_reads
 from ._layout import Layout
-from ._plan import Arena, claimed, forward_ops, null_bits
+from ._plan import Arena, claimed, file_span, forward_ops, null_bits
 
 if TYPE_CHECKING:
     from ._soa import SoA
@@ -248,7 +248,9 @@ class AoS:
                                   "overwrite the records while they are read: convert into a new SoA (no out=)")
             use, writes = out._use, [("cpu", *byte_range(memory), "out= (the arena of the SoA passed)")]
         # one conversion at a time per buffer; a file mapped by read_records may shrink meanwhile
-        with claimed("AoS.to_soa", writes, [("cpu", *byte_range(self.array), "the records being converted")]), \
+        reads = [("cpu", *byte_range(self.array), "the records being converted")]
+        reads += file_span(self.array, "the records being converted")
+        with claimed("AoS.to_soa", writes, reads), \
                 guarded_reads(self.array, self.layout.itemsize):
             if use is not None:
                 use.reuse()  # from here on, SoAs made earlier over this memory refuse to read it

@@ -7,6 +7,8 @@ turn a Layout plus buffer addresses into the int64 op table of :mod:`kernels.pla
 
 import gc
 import math
+import mmap
+import os
 import threading
 import weakref
 from contextlib import contextmanager
@@ -280,7 +282,9 @@ def claimed(call, writes=(), reads=()):
     memory another one (in another thread) is reading or writing, or read memory another
     is writing, is refused with a LayoutError before it touches anything, rather than
     mixing its records with the other's. Ranges are compared as addresses, so two
-    different NumPy views (or an AoS and a view) of the same memory are one buffer.
+    different NumPy views (or an AoS and a view) of the same memory are one buffer;
+    a ``numpy.memmap`` also claims its file's bytes (:func:`file_span`), so two maps
+    of one file are one buffer too.
     A write is checked against every range held, a read against the writes held only
     (one or none per conversion), so many columns read at once cost no more than linear.
     """
@@ -300,6 +304,29 @@ def claimed(call, writes=(), reads=()):
     finally:
         with _claims_lock:
             del _claims[id(key)]
+
+
+def file_span(array, what):
+    """The claim range (for :func:`claimed`) of the file bytes under a ``numpy.memmap``
+    (or a view of one), as a list of none or one: ``("file <device>:<inode>", first,
+    end, what)``, ``first``/``end`` bytes of the file. Two maps of one file (say
+    ``np.memmap(path, mode="r+")`` written by one thread and ``read_records(path)``
+    converted by another) are at different addresses but share pages: their address
+    ranges do not meet, their file ranges do. The file is the one at the map's
+    ``filename`` now (``os.stat``): a map whose file was renamed away after it was made
+    is not matched with a map of its new name."""
+    mm = getattr(array, "_mmap", None) if isinstance(array, np.memmap) else None
+    name = getattr(array, "filename", None)
+    if mm is None or name is None or array.size == 0:
+        return []
+    try:
+        mapped_at = np.frombuffer(mm, np.uint8).ctypes.data
+        st = os.stat(name)
+    except (ValueError, OSError):  # closed, or the file is gone: nothing else can map it by that name
+        return []
+    lo, hi = getattr(np.lib, "array_utils", np).byte_bounds(np.asarray(array))
+    first = array.offset - array.offset % mmap.ALLOCATIONGRANULARITY + (lo - mapped_at)
+    return [(f"file {st.st_dev}:{st.st_ino}", first, first + (hi - lo), what)]
 
 
 def _pairs(writes, reads, held_w, held_r):

@@ -10,7 +10,7 @@ from ._backends import check_device, check_threads, kernels_for
 from ._errors import LayoutError
 from ._layout import Layout
 from ._faults import reverse_error
-from ._plan import ALIGN, Arena, ArenaUse, ColumnBuffers, claimed, native_dtype, reverse_ops
+from ._plan import ALIGN, Arena, ArenaUse, ColumnBuffers, claimed, file_span, native_dtype, reverse_ops
 
 __all__ = ["SoA", "Column"]
 
@@ -408,7 +408,8 @@ class SoA:
         out : numpy.ndarray or AoS, optional
             A writable C-contiguous array of ``layout.dtype`` (or of bytes) with room
             for the records; filled in place. While this call writes it, another
-            thread's conversion writing or reading that memory (any view of it) is
+            thread's conversion writing or reading that memory (any view of it, or,
+            for a ``numpy.memmap``, any other map of those bytes of its file) is
             refused with a LayoutError.
         """
         device = check_device(device, self.device)
@@ -436,6 +437,7 @@ class SoA:
         else:
             records = _writable_records(out, self.layout, n, self._columns)
             writes = [("cpu", *byte_range(records), "out= (the records array passed)")]
+            writes += file_span(records, "out= (the records array passed)")
         with claimed("SoA.to_aos", writes, self._reads()):
             self._current("to_aos")  # not reused between the check above and the claim
             ops, offs, keep = reverse_ops(self.layout, self._columns, self._fills, self._truncate)

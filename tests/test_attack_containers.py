@@ -79,3 +79,73 @@ def test_a_mapped_aos_pickles_as_its_records(tmp_path):
     plain = lo.AoS(records)
     assert not np.shares_memory(plain.__array__(copy=True), records)
     assert np.asarray(plain) is records
+
+
+# ------------------------------------------------ 2. one file mapped twice
+
+DT = np.dtype([("a", "<i8"), ("b", "<i8")])
+
+
+def test_a_file_mapped_twice_is_one_buffer_to_the_claims(tmp_path):
+    """Two maps of one file have different addresses and the same pages: a conversion
+    writing through one refuses another reading or writing through the other."""
+    from layouts._plan import claimed, file_span
+
+    path = tmp_path / "shared.bin"
+    np.zeros(1000, DT).tofile(path)
+    out = np.memmap(path, dtype=DT, mode="r+")
+    soa = lo.AoS(np.ones(850, DT)).to_soa()
+    with claimed("test", file_span(out[100:200], "records 100-199 of the writer's map")):
+        with pytest.raises(lo.LayoutError, match=r"AoS\.to_soa: the records being converted is being written right "
+                                                 r"now by another conversion .*writing records 100-199 of the "
+                                                 r"writer's map.*reading it now would mix old records with new ones"):
+            lo.read_records(path, DT).to_soa()
+        with pytest.raises(lo.LayoutError, match=r"SoA\.to_aos: out= \(the records array passed\) is being written "
+                                                 r"right now .*two conversions writing one buffer at once"):
+            soa.to_aos(out=np.memmap(path, dtype=DT, mode="r+", offset=150 * DT.itemsize, shape=(850,)))
+        # bytes of the file the writer does not hold are free: no false refusal
+        assert len(lo.read_records(path, DT, offset=200 * DT.itemsize).to_soa()) == 800
+        assert lo.read_records(path, DT, count=100).to_soa()["a"].to_arrow().to_pylist() == [0] * 100
+        other = tmp_path / "other.bin"
+        np.zeros(1000, DT).tofile(other)
+        assert len(lo.read_records(other, DT).to_soa()) == 1000
+    assert len(lo.read_records(path, DT).to_soa()) == 1000  # released
+
+
+def test_a_file_written_through_one_map_and_read_through_another_never_mixes(tmp_path):
+    """The attack: one thread writes all-1 then all-2 records into a file through
+    np.memmap(mode="r+"); another converts read_records of the same file. Each
+    conversion is whole (a == b in every record) or refused, never mixed."""
+    out = _child(f"""
+        import threading, numpy as np, layouts as lo
+        n, dt = 200_000, np.dtype([("a", "<i8"), ("b", "<i8")])
+        path = {str(tmp_path / "shared.bin")!r}
+        np.zeros(n, dt).tofile(path)
+        out = np.memmap(path, dtype=dt, mode="r+")
+        ones = lo.AoS(np.ones(n, dt)).to_soa()
+        twos = lo.AoS(np.full(n, 2, "<i8").repeat(2).view(dt)).to_soa()
+        done, writes = threading.Event(), [0, 0]
+        def writer():
+            while not done.is_set():
+                try:
+                    (ones if writes[0] % 2 else twos).to_aos(out=out)
+                    writes[0] += 1
+                except lo.LayoutError:
+                    writes[1] += 1
+        t = threading.Thread(target=writer)
+        t.start()
+        mixed = whole = refused = 0
+        while whole + refused < 20 or writes[0] < 2:
+            try:
+                s = lo.read_records(path, dt).to_soa()
+            except lo.LayoutError:
+                refused += 1
+                continue
+            whole += 1
+            mixed += int((np.asarray(s["a"]) != np.asarray(s["b"])).sum())
+        done.set()
+        t.join()
+        print(mixed, whole, refused)
+    """)
+    mixed, whole, refused = map(int, out.split())
+    assert mixed == 0 and whole + refused >= 20, out
