@@ -149,3 +149,51 @@ def test_a_file_written_through_one_map_and_read_through_another_never_mixes(tmp
     """)
     mixed, whole, refused = map(int, out.split())
     assert mixed == 0 and whole + refused >= 20, out
+
+
+# ------------------------------------------------ 3. a kernel cache of FIFOs
+
+TINY = """
+from layouts.kernels._cache import jit
+
+@jit()
+def plus_one(x):
+    return x + 1
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs")
+def test_cache_files_that_are_fifos_are_misses_not_hangs(tmp_path):
+    """A kernel cache whose index (or data) files are FIFOs hung the first call: Numba's
+    loader opened them, and an open of a FIFO with no writer waits for ever. Now a
+    cache file that is not a regular file is a miss: the kernel is compiled and saved
+    over it. A small kernel through the same cache (cheap to compile), in a child."""
+    (tmp_path / "tiny.py").write_text(TINY)
+    cache = tmp_path / "cache"
+    env = {**ENV, "LAYOUTS_CACHE_DIR": str(cache), "LAYOUTS_SHIPPED_KERNELS": "0",
+           "PYTHONPATH": str(tmp_path) + os.pathsep + ENV["PYTHONPATH"]}
+    index = _child("import tiny; print(tiny.plus_one(41), tiny.plus_one._cache._cache_file._index_path)",
+                   env=env).split()[1]  # compiled and saved: a regular index and data file
+    os.unlink(index)
+    os.mkfifo(index)
+    out = _child(f"""
+        import os, numba, tiny
+        from layouts.kernels import _cache
+        cache = tiny.plus_one._cache
+        f = cache._cache_file
+        assert f._index_path == {index!r}
+        assert f._load_index() == {{}} and f.load("any key") is None
+        assert not cache.holds((numba.int64,), ("x86_64", "host", ""))
+        try:
+            _cache._read_regular({index!r})
+        except OSError as err:
+            print(err)
+        assert tiny.plus_one(41) == 42  # compiled, and saved over the FIFO
+        assert os.path.isfile({index!r})
+        (key, name), = f._load_index().items()
+        os.unlink(os.path.join(os.path.dirname({index!r}), name))
+        os.mkfifo(os.path.join(os.path.dirname({index!r}), name))
+        assert f.load(key) is None  # a data file that is a FIFO: a miss
+        print("done")
+    """, env=env, timeout=60)
+    assert "not a regular file, so not a kernel cache file" in out and "done" in out, out
