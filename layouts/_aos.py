@@ -24,7 +24,8 @@ def checked_nulls(layout, nulls):
     Any value of the field's type is a sentinel, compared bit for bit: ``-0.0`` (then
     ``0.0`` is not null), ``-inf``, uint64 values above 2**63. Datetime and timedelta
     fields take only ``NaT``, their null already (another sentinel would merge two kinds
-    of missing value, and NaT would not come back). A NaN sentinel
+    of missing value, and NaT would not come back); a NaT given for one is dropped from
+    the dict returned (the field's nulls are its NaTs anyway). A NaN sentinel
     makes every NaN null, whatever its payload or sign, and writing the records back
     puts the sentinel NaN in their place: NaN payloads are canonicalised.
     """
@@ -32,8 +33,18 @@ def checked_nulls(layout, nulls):
     unknown = set(nulls) - set(layout.names)
     if unknown:
         raise LayoutError(f"nulls names {sorted(unknown)}, which are not leaf fields; leaves are {layout.names}")
-    for name, value in nulls.items():
+    for name, value in list(nulls.items()):
         field = layout[name]
+        if field.dtype.kind in "mM":
+            if not _is_nat(value):
+                raise ConversionError(
+                    f"nulls[{name!r}]={value!r}: field {name!r} ({field.dtype.str} at offset {field.offset}) is a "
+                    f"datetime, whose null is NaT already (nulls= takes only NaT for it); a second sentinel "
+                    f"would make both null and NaT would come back as {value!r}: write NaT in those records "
+                    f"instead (a[a[{name!r}] == v] = NaT)"
+                )
+            del nulls[name]  # NaT: null already, whatever unit the field converts from
+            continue
         null_bits(field, value, "nulls")  # a ConversionError now, before any record is read
         if field.kind in ("bits", "enum"):
             what = "C bit-field" if field.kind == "bits" else "C enum (a dictionary column)"
@@ -42,12 +53,6 @@ def checked_nulls(layout, nulls):
                 f"sentinel nulls are not applied to those yet; convert without it and null the value in Arrow "
                 f"(pyarrow.compute.if_else(pyarrow.compute.equal(column, value), None, column))"
                 + ("" if field.kind == "bits" else ", or read the enum as integers (enum_as='int')")
-            )
-        if field.dtype.kind in "mM" and not _is_nat(value):
-            raise ConversionError(
-                f"nulls[{name!r}]={value!r}: field {name!r} ({field.dtype.str} at offset {field.offset}) is a "
-                f"datetime, whose null is NaT already; a second sentinel would make both null and NaT would "
-                f"come back as {value!r}: write NaT in those records instead (a[a[{name!r}] == v] = NaT)"
             )
     return nulls
 
@@ -254,14 +259,19 @@ class AoS:
                 guarded_reads(self.array, self.layout.itemsize):
             if use is not None:
                 use.reuse()  # from here on, SoAs made earlier over this memory refuse to read it
-            ops, offs, keep = forward_ops(arena, memory.ctypes.data, nulls)
-            src = self.array.ctypes.data  # not __array_interface__, which describes every field
-            fault = backend.aos_to_soa(src, self.array.strides[0] if n else 1, n, ops, offs, threads=threads,
-                                       owners=(self.array, memory, ops, offs, keep))
-            del keep
-            if fault is not None:
-                raise forward_error(self.layout, self.array, fault)
-            return soa_over_arena(self.layout, n, arena, memory, nulls, self.array, use)
+            try:
+                ops, offs, keep = forward_ops(arena, memory.ctypes.data, nulls)
+                src = self.array.ctypes.data  # not __array_interface__, which describes every field
+                fault = backend.aos_to_soa(src, self.array.strides[0] if n else 1, n, ops, offs, threads=threads,
+                                           owners=(self.array, memory, ops, offs, keep))
+                del keep
+                if fault is not None:
+                    raise forward_error(self.layout, self.array, fault)
+                return soa_over_arena(self.layout, n, arena, memory, nulls, self.array, use)
+            except BaseException:
+                if use is not None:
+                    use.failed()  # the SoAs made earlier say so: this call returned none to use instead
+                raise
 
 
 def _aos_on_device(array, layout, device):

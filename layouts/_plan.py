@@ -236,6 +236,7 @@ class ArenaUse:
 
     def __init__(self):
         self.generation = 0
+        self.failed_generation = -1  # the generation whose write over the memory raised, if the last one did
         self.exports = weakref.WeakSet()
         self.lock = threading.Lock()
 
@@ -257,6 +258,12 @@ class ArenaUse:
                     f"other records over that memory would change them under their users; drop them first "
                     f"(del table), or pass out=None for a new arena")
             self.generation += 1  # from here on, SoAs made earlier over this memory refuse to read it
+
+    def failed(self):
+        """Note that the write of the current generation raised: it returned no SoA, and
+        the memory holds part of its records."""
+        with self.lock:
+            self.failed_generation = self.generation
 
     def export(self, generation, token, refuse):
         """Add ``token`` (an export) if ``generation`` is still current, else call ``refuse()``."""

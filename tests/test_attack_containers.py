@@ -197,3 +197,74 @@ def test_cache_files_that_are_fifos_are_misses_not_hangs(tmp_path):
         print("done")
     """, env=env, timeout=60)
     assert "not a regular file, so not a kernel cache file" in out and "done" in out, out
+
+
+# ------------------------------------------------ 4. messages and raw exceptions
+
+def test_datetime_nulls_take_nat_and_say_so_for_any_unit():
+    """A day-unit field converts through another kernel than a second-unit one: the
+    message named that ('converted as scale') and refused even NaT."""
+    records = np.zeros(3, [("t", "<M8[D]"), ("d", "<m8[h]"), ("s", "<M8[s]")])
+    records["t"][1] = records["d"][1] = records["s"][1] = np.datetime64("NaT")
+    for name, value in [("t", np.datetime64(5, "D")), ("d", np.timedelta64(2, "h")), ("s", np.datetime64(5, "s"))]:
+        with pytest.raises(lo.ConversionError, match=rf"nulls\['{name}'\]=.*: field '{name}' \(<[mM]8\[\w\] at offset "
+                                                     r"\d+\) is a datetime, whose null is NaT already \(nulls= "
+                                                     r"takes only NaT for it\).*write NaT in those records instead"):
+            lo.AoS(records).to_soa(nulls={name: value})
+    nat = {"t": np.datetime64("NaT"), "d": np.timedelta64("NaT"), "s": np.datetime64("NaT")}
+    soa = lo.AoS(records).to_soa(nulls=nat)
+    assert [soa[n].null_count for n in "tds"] == [1, 1, 1]
+    assert soa.to_aos().array.tobytes() == records.tobytes()
+    assert lo.AoS(records).to_soa(out=soa).to_arrow().equals(lo.AoS(records).to_soa().to_arrow())
+
+
+def test_a_complex_or_struct_field_names_its_leaf_columns():
+    soa = lo.AoS(np.zeros(2, [("c", "<c16"), ("pos", [("x", "<f4"), ("y", "<f4")]),
+                              ("n", [("a", [("b", "u1")])])])).to_soa()
+    with pytest.raises(lo.LayoutError, match=r"no leaf column 'c': 'c' is a complex or struct field, whose leaf "
+                                             r"columns are 'c\.re', 'c\.im'; take one of those \(soa\['c\.re'\]\), "
+                                             r"or the whole field as an Arrow struct column with "
+                                             r"soa\.to_arrow\(\)\.column\('c'\)"):
+        soa["c"]
+    with pytest.raises(KeyError, match=r"no leaf column 'pos': .*leaf columns are 'pos\.x', 'pos\.y'"):
+        soa["pos"]
+    with pytest.raises(lo.LayoutError, match=r"'n\.a' is a complex or struct field, whose leaf columns are "
+                                             r"'n\.a\.b'.*the Arrow struct column that holds it, "
+                                             r"soa\.to_arrow\(\)\.column\('n'\)"):
+        soa["n.a"]
+    with pytest.raises(KeyError, match=r"^no leaf column 'zz'; columns are \['c\.re', 'c\.im', 'pos\.x', 'pos\.y', "
+                                       r"'n\.a\.b'\]$"):
+        soa["zz"]
+    assert soa["c.im"].name == "c.im"
+
+
+def test_to_pandas_with_numpy_types_names_the_date_they_cannot_hold():
+    pytest.importorskip("pandas")
+    soa = lo.AoS(np.array([(0,), (2**31 - 1,)], [("t", "<i8")]).view([("t", "<M8[D]")])).to_soa()
+    for backend in ("numpy", "numpy_nullable"):
+        with pytest.raises(lo.ConversionError, match=rf"SoA\.to_pandas\(dtype_backend='{backend}'\): column 't' "
+                                                     r"\(date32\[day\]\) holds the value 2147483647 \(days since "
+                                                     r"1970-01-01\), which that backend's types cannot hold "
+                                                     r"\(ValueError: .*\); use the default dtype_backend='pyarrow'"):
+            soa.to_pandas(dtype_backend=backend)
+    assert str(soa.to_pandas()["t"].dtype) == "date32[day][pyarrow]"  # the default backend holds it
+
+
+def test_an_soa_whose_arena_a_failed_call_reused_says_that_call_failed():
+    dt = [("t", "<M8[D]")]
+    good = np.zeros(2, dt)
+    bad = np.array([(0,), (2**40,)], [("t", "<i8")]).view(dt)  # past date32
+    first = lo.AoS(good).to_soa()
+    with pytest.raises(lo.ConversionError, match=r"record 1: value 1099511627776 \(counts of D"):
+        lo.AoS(bad).to_soa(out=first)
+    with pytest.raises(lo.LayoutError, match=r"SoA\.to_arrow: this SoA's arena was reused by a later "
+                                             r"to_soa\(out=\.\.\.\) that failed \(it raised, and returned no SoA\), "
+                                             r"so its buffers now hold part of that call's records.*convert the "
+                                             r"records again, into a new arena \(out=None\) or into this one"):
+        first.to_arrow()
+    second = lo.AoS(good).to_soa(out=first)  # the fix works
+    assert second.to_arrow().column("t").to_pylist() == [np.datetime64(0, "D").item()] * 2
+    with pytest.raises(lo.LayoutError, match=r"SoA\.to_arrow: this SoA's arena was reused by a later "
+                                             r"to_soa\(out=\.\.\.\), so its buffers now hold other records; use the "
+                                             r"SoA that call returned"):
+        first.to_arrow()
