@@ -20,11 +20,17 @@ index and data files, Numba's serialisation) are found by *content*:
   checkout, ``LAYOUTS_SHIPPED_KERNELS=0``) are saved there, for this machine's CPU:
   compiled once per machine, not once per install.
 
-A failure to read any of it is a cache miss (the kernels are compiled), never an error.
+A failure to read any of it is a cache miss (the kernels are compiled), never an error,
+and never a hang: a cache file that is not a regular file (a FIFO, a device, a folder
+put in its place) is not read, it is a miss (:class:`_CacheFile`).
 """
 
+import errno
 import hashlib
+import io
 import os
+import pickle
+import stat
 import sys
 import tempfile
 
@@ -140,6 +146,51 @@ class _Impl(caching.CompileResultCacheImpl):
                                                      getattr(sys, "abiflags", ""))
 
 
+def _read_regular(path):
+    """The bytes of the regular file at ``path``. Anything else there is an OSError, found
+    without waiting: the file is opened non-blocking (a FIFO with no writer would block
+    ``open`` for ever; a FIFO or a device would block or never end ``read``) and checked
+    with ``fstat`` before a byte is read."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+                 | getattr(os, "O_BINARY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file, so not a kernel cache file", path)
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+
+
+class _CacheFile(caching.IndexDataCacheFile):
+    """Numba's index and data files, read only when they are regular files
+    (:func:`_read_regular`): an index that is not one holds nothing (then a kernel
+    compiled is saved over it, renamed into place as Numba does), a data file that is not
+    one is a miss."""
+
+    def _load_index(self):
+        try:
+            raw = _read_regular(self._index_path)
+        except FileNotFoundError:
+            return {}
+        except OSError as err:
+            if err.errno == errno.EINVAL:  # not a regular file: nothing cached there
+                return {}
+            raise
+        f = io.BytesIO(raw)
+        if pickle.load(f) != self._version:  # another Numba's: its stream may not unpickle
+            return {}
+        stamp, overloads = pickle.loads(f.read())
+        return overloads if stamp == self._source_stamp else {}
+
+    def _load_data(self, name):
+        return pickle.loads(_read_regular(self._data_path(name)))
+
+
 class _Magic:
     """Stands for a codegen in Numba's index key: only its magic tuple is read."""
 
@@ -165,11 +216,11 @@ class KernelCache(caching.FunctionCache):
         self._sources = []  # (index file, whether it holds code for the portable target)
         shipped = shipped_dir()
         if shipped is not None and ship is None and os.path.isdir(shipped):
-            self._sources.append((caching.IndexDataCacheFile(shipped, base, STAMP), True))
+            self._sources.append((_CacheFile(shipped, base, STAMP), True))
         if mine is not None:
-            self._sources.append((caching.IndexDataCacheFile(mine, base, STAMP), False))
+            self._sources.append((_CacheFile(mine, base, STAMP), False))
         self._targets = [f for f, _ in self._sources if not _]
-        self._ship = caching.IndexDataCacheFile(ship, base, STAMP) if ship is not None else None
+        self._ship = _CacheFile(ship, base, STAMP) if ship is not None else None
         self._cache_path = mine or HERE
         self.enable()
 
@@ -180,8 +231,7 @@ class KernelCache(caching.FunctionCache):
         for f, portable in self._sources:
             if portable and os.path.exists(f._index_path):
                 return f
-        return self._targets[0] if self._targets else caching.IndexDataCacheFile(HERE, self._impl.filename_base,
-                                                                                 STAMP)
+        return self._targets[0] if self._targets else _CacheFile(HERE, self._impl.filename_base, STAMP)
 
     def flush(self):
         for f in self._targets:

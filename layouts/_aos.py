@@ -9,7 +9,7 @@ from ._backends import check_device, check_threads, kernels_for
 from ._errors import ConversionError, LayoutError
 from ._faults import forward_error, guarded_reads
 from ._layout import Layout
-from ._plan import Arena, claimed, forward_ops, null_bits
+from ._plan import Arena, claimed, file_span, forward_ops, null_bits
 
 if TYPE_CHECKING:
     from ._soa import SoA
@@ -24,7 +24,8 @@ def checked_nulls(layout, nulls):
     Any value of the field's type is a sentinel, compared bit for bit: ``-0.0`` (then
     ``0.0`` is not null), ``-inf``, uint64 values above 2**63. Datetime and timedelta
     fields take only ``NaT``, their null already (another sentinel would merge two kinds
-    of missing value, and NaT would not come back). A NaN sentinel
+    of missing value, and NaT would not come back); a NaT given for one is dropped from
+    the dict returned (the field's nulls are its NaTs anyway). A NaN sentinel
     makes every NaN null, whatever its payload or sign, and writing the records back
     puts the sentinel NaN in their place: NaN payloads are canonicalised.
     """
@@ -32,8 +33,18 @@ def checked_nulls(layout, nulls):
     unknown = set(nulls) - set(layout.names)
     if unknown:
         raise LayoutError(f"nulls names {sorted(unknown)}, which are not leaf fields; leaves are {layout.names}")
-    for name, value in nulls.items():
+    for name, value in list(nulls.items()):
         field = layout[name]
+        if field.dtype.kind in "mM":
+            if not _is_nat(value):
+                raise ConversionError(
+                    f"nulls[{name!r}]={value!r}: field {name!r} ({field.dtype.str} at offset {field.offset}) is a "
+                    f"datetime, whose null is NaT already (nulls= takes only NaT for it); a second sentinel "
+                    f"would make both null and NaT would come back as {value!r}: write NaT in those records "
+                    f"instead (a[a[{name!r}] == v] = NaT)"
+                )
+            del nulls[name]  # NaT: null already, whatever unit the field converts from
+            continue
         null_bits(field, value, "nulls")  # a ConversionError now, before any record is read
         if field.kind in ("bits", "enum"):
             what = "C bit-field" if field.kind == "bits" else "C enum (a dictionary column)"
@@ -42,12 +53,6 @@ def checked_nulls(layout, nulls):
                 f"sentinel nulls are not applied to those yet; convert without it and null the value in Arrow "
                 f"(pyarrow.compute.if_else(pyarrow.compute.equal(column, value), None, column))"
                 + ("" if field.kind == "bits" else ", or read the enum as integers (enum_as='int')")
-            )
-        if field.dtype.kind in "mM" and not _is_nat(value):
-            raise ConversionError(
-                f"nulls[{name!r}]={value!r}: field {name!r} ({field.dtype.str} at offset {field.offset}) is a "
-                f"datetime, whose null is NaT already; a second sentinel would make both null and NaT would "
-                f"come back as {value!r}: write NaT in those records instead (a[a[{name!r}] == v] = NaT)"
             )
     return nulls
 
@@ -133,10 +138,22 @@ class AoS:
 
     def __reduce__(self) -> "tuple[Any, ...]":
         """Pickling: the records (NumPy pickles their bytes) and the layout; records on
-        the GPU come back on the GPU (the unpickling process needs one)."""
+        the GPU come back on the GPU (the unpickling process needs one). Records of a
+        file mapped by ``read_records`` are copied with guarded reads first: a file that
+        another program truncated is a ConversionError naming it, as in ``to_soa``."""
         if self.device != "cpu":
             return _aos_on_device, (self.to_device("cpu").array, self.layout, self.device)
-        return AoS, (self.array, self.layout)
+        if not isinstance(self.array, np.memmap):
+            return AoS, (self.array, self.layout)
+        return AoS, (self._copy("pickled", self.array.dtype), self.layout)
+
+    def _copy(self, doing, dtype):
+        """The records copied (cast to ``dtype``) into memory of their own, for pickling or
+        ``np.array(aos)``. Records a file mapped by ``read_records`` are copied with
+        guarded reads: if another program truncated the file, a ConversionError naming
+        it and the first record gone, as ``to_soa`` gives, instead of SIGBUS."""
+        with guarded_reads(self.array, self.layout.itemsize, doing=doing):
+            return np.array(self.array, dtype=dtype, copy=True, subok=False)
 
     def __len__(self) -> int:
         if self.device == "cuda":
@@ -153,9 +170,9 @@ class AoS:
 
     def __array__(self, dtype: Any = None, copy: "bool | None" = None) -> np.ndarray:
         self._on_host("__array__")
-        if copy:
-            return self.array.astype(dtype or self.array.dtype, copy=True)
-        return self.array if dtype is None else self.array.astype(dtype, copy=False)
+        if copy or (dtype is not None and np.dtype(dtype) != self.array.dtype):
+            return self._copy("copied", np.dtype(dtype or self.array.dtype))
+        return self.array
 
     def to_numpy(self) -> np.ndarray:
         """The records as a NumPy structured array (a view, no copy)."""
@@ -236,18 +253,25 @@ class AoS:
                                   "overwrite the records while they are read: convert into a new SoA (no out=)")
             use, writes = out._use, [("cpu", *byte_range(memory), "out= (the arena of the SoA passed)")]
         # one conversion at a time per buffer; a file mapped by read_records may shrink meanwhile
-        with claimed("AoS.to_soa", writes, [("cpu", *byte_range(self.array), "the records being converted")]), \
+        reads = [("cpu", *byte_range(self.array), "the records being converted")]
+        reads += file_span(self.array, "the records being converted")
+        with claimed("AoS.to_soa", writes, reads), \
                 guarded_reads(self.array, self.layout.itemsize):
             if use is not None:
                 use.reuse()  # from here on, SoAs made earlier over this memory refuse to read it
-            ops, offs, keep = forward_ops(arena, memory.ctypes.data, nulls)
-            src = self.array.ctypes.data  # not __array_interface__, which describes every field
-            fault = backend.aos_to_soa(src, self.array.strides[0] if n else 1, n, ops, offs, threads=threads,
-                                       owners=(self.array, memory, ops, offs, keep))
-            del keep
-            if fault is not None:
-                raise forward_error(self.layout, self.array, fault)
-            return soa_over_arena(self.layout, n, arena, memory, nulls, self.array, use)
+            try:
+                ops, offs, keep = forward_ops(arena, memory.ctypes.data, nulls)
+                src = self.array.ctypes.data  # not __array_interface__, which describes every field
+                fault = backend.aos_to_soa(src, self.array.strides[0] if n else 1, n, ops, offs, threads=threads,
+                                           owners=(self.array, memory, ops, offs, keep))
+                del keep
+                if fault is not None:
+                    raise forward_error(self.layout, self.array, fault)
+                return soa_over_arena(self.layout, n, arena, memory, nulls, self.array, use)
+            except BaseException:
+                if use is not None:
+                    use.failed()  # the SoAs made earlier say so: this call returned none to use instead
+                raise
 
 
 def _aos_on_device(array, layout, device):

@@ -7,6 +7,8 @@ turn a Layout plus buffer addresses into the int64 op table of :mod:`kernels.pla
 
 import gc
 import math
+import mmap
+import os
 import threading
 import weakref
 from contextlib import contextmanager
@@ -234,6 +236,7 @@ class ArenaUse:
 
     def __init__(self):
         self.generation = 0
+        self.failed_generation = -1  # the generation whose write over the memory raised, if the last one did
         self.exports = weakref.WeakSet()
         self.lock = threading.Lock()
 
@@ -255,6 +258,12 @@ class ArenaUse:
                     f"other records over that memory would change them under their users; drop them first "
                     f"(del table), or pass out=None for a new arena")
             self.generation += 1  # from here on, SoAs made earlier over this memory refuse to read it
+
+    def failed(self):
+        """Note that the write of the current generation raised: it returned no SoA, and
+        the memory holds part of its records."""
+        with self.lock:
+            self.failed_generation = self.generation
 
     def export(self, generation, token, refuse):
         """Add ``token`` (an export) if ``generation`` is still current, else call ``refuse()``."""
@@ -280,7 +289,9 @@ def claimed(call, writes=(), reads=()):
     memory another one (in another thread) is reading or writing, or read memory another
     is writing, is refused with a LayoutError before it touches anything, rather than
     mixing its records with the other's. Ranges are compared as addresses, so two
-    different NumPy views (or an AoS and a view) of the same memory are one buffer.
+    different NumPy views (or an AoS and a view) of the same memory are one buffer;
+    a ``numpy.memmap`` also claims its file's bytes (:func:`file_span`), so two maps
+    of one file are one buffer too.
     A write is checked against every range held, a read against the writes held only
     (one or none per conversion), so many columns read at once cost no more than linear.
     """
@@ -300,6 +311,29 @@ def claimed(call, writes=(), reads=()):
     finally:
         with _claims_lock:
             del _claims[id(key)]
+
+
+def file_span(array, what):
+    """The claim range (for :func:`claimed`) of the file bytes under a ``numpy.memmap``
+    (or a view of one), as a list of none or one: ``("file <device>:<inode>", first,
+    end, what)``, ``first``/``end`` bytes of the file. Two maps of one file (say
+    ``np.memmap(path, mode="r+")`` written by one thread and ``read_records(path)``
+    converted by another) are at different addresses but share pages: their address
+    ranges do not meet, their file ranges do. The file is the one at the map's
+    ``filename`` now (``os.stat``): a map whose file was renamed away after it was made
+    is not matched with a map of its new name."""
+    mm = getattr(array, "_mmap", None) if isinstance(array, np.memmap) else None
+    name = getattr(array, "filename", None)
+    if mm is None or name is None or array.size == 0:
+        return []
+    try:
+        mapped_at = np.frombuffer(mm, np.uint8).ctypes.data
+        st = os.stat(name)
+    except (ValueError, OSError):  # closed, or the file is gone: nothing else can map it by that name
+        return []
+    lo, hi = getattr(np.lib, "array_utils", np).byte_bounds(np.asarray(array))
+    first = array.offset - array.offset % mmap.ALLOCATIONGRANULARITY + (lo - mapped_at)
+    return [(f"file {st.st_dev}:{st.st_ino}", first, first + (hi - lo), what)]
 
 
 def _pairs(writes, reads, held_w, held_r):

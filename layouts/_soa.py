@@ -7,10 +7,10 @@ import pyarrow as pa
 
 from ._aos import AoS, as_layout, byte_range, overlaps
 from ._backends import check_device, check_threads, kernels_for
-from ._errors import LayoutError
+from ._errors import ConversionError, LayoutError
 from ._layout import Layout
 from ._faults import reverse_error
-from ._plan import ALIGN, Arena, ArenaUse, ColumnBuffers, claimed, native_dtype, reverse_ops
+from ._plan import ALIGN, Arena, ArenaUse, ColumnBuffers, claimed, file_span, native_dtype, reverse_ops
 
 __all__ = ["SoA", "Column"]
 
@@ -69,6 +69,12 @@ class SoA:
 
     def _current(self, what):
         """Refuse to read an arena a later ``to_soa(out=...)`` has written over."""
+        if self._generation != self._use.generation and self._use.failed_generation == self._use.generation:
+            raise LayoutError(
+                f"SoA.{what}: this SoA's arena was reused by a later to_soa(out=...) that failed (it raised, and "
+                f"returned no SoA), so its buffers now hold part of that call's records, not this SoA's: convert "
+                f"the records again, into a new arena (out=None) or into this one (out= this SoA), and use the "
+                f"SoA that returns")
         if self._generation != self._use.generation:
             raise LayoutError(
                 f"SoA.{what}: this SoA's arena was reused by a later to_soa(out=...), so its buffers now hold "
@@ -292,11 +298,16 @@ class SoA:
             raise LayoutError(
                 f"dtype_backend must be 'pyarrow', 'numpy' or 'numpy_nullable', got {dtype_backend!r}")
         self._on_host("to_pandas")
+        mapper_given = types_mapper is not None
         if types_mapper is None and dtype_backend == "pyarrow":
             types_mapper = pd.ArrowDtype
         elif types_mapper is None and dtype_backend == "numpy_nullable":
             types_mapper = _nullable_dtypes(pd).get
-        return self.to_arrow().to_pandas(types_mapper=types_mapper, **options)
+        table = self.to_arrow()
+        try:
+            return table.to_pandas(types_mapper=types_mapper, **options)
+        except (ValueError, OverflowError) as err:  # a value pandas' NumPy types (or Python's) cannot hold
+            raise _pandas_error(table, dtype_backend, types_mapper, mapper_given, options, err) from err
 
     def to_polars(self, *, rechunk: bool = False) -> Any:
         """The columns as a polars DataFrame (``polars.from_arrow``).
@@ -386,7 +397,7 @@ class SoA:
     def __getitem__(self, name: str) -> "Column":
         i = self.layout._positions.get(name)
         if i is None:
-            raise KeyError(f"no leaf column {name!r}; columns are {self.layout.names}")
+            raise _NoColumn(_no_column(self.layout.names, name))
         return Column(self, i)
 
     @property
@@ -408,7 +419,8 @@ class SoA:
         out : numpy.ndarray or AoS, optional
             A writable C-contiguous array of ``layout.dtype`` (or of bytes) with room
             for the records; filled in place. While this call writes it, another
-            thread's conversion writing or reading that memory (any view of it) is
+            thread's conversion writing or reading that memory (any view of it, or,
+            for a ``numpy.memmap``, any other map of those bytes of its file) is
             refused with a LayoutError.
         """
         device = check_device(device, self.device)
@@ -436,6 +448,7 @@ class SoA:
         else:
             records = _writable_records(out, self.layout, n, self._columns)
             writes = [("cpu", *byte_range(records), "out= (the records array passed)")]
+            writes += file_span(records, "out= (the records array passed)")
         with claimed("SoA.to_aos", writes, self._reads()):
             self._current("to_aos")  # not reused between the check above and the claim
             ops, offs, keep = reverse_ops(self.layout, self._columns, self._fills, self._truncate)
@@ -549,6 +562,59 @@ def _assemble(arrow_type, length, leaves):
         children = [_assemble(arrow_type.field(i).type, length, leaves) for i in range(arrow_type.num_fields)]
         return pa.Array.from_buffers(arrow_type, length, [None], children=children)
     return next(leaves)
+
+
+def _pandas_error(table, dtype_backend, types_mapper, mapper_given, options, err):
+    """The ConversionError for ``to_pandas`` failing on a value: the column, the value
+    (as Arrow's raw count for a time, which Python may not hold) and the fix."""
+    for name in table.column_names:
+        column = table.column(name)
+        try:
+            table.select([name]).to_pandas(types_mapper=types_mapper, **options)
+        except (ValueError, OverflowError):
+            break
+    else:
+        return ConversionError(f"SoA.to_pandas(dtype_backend={dtype_backend!r}): {err}; use the default "
+                               f"dtype_backend='pyarrow' (pandas.ArrowDtype columns hold every Arrow value)")
+    value = ""
+    t = column.type
+    if pa.types.is_temporal(t) and column.length() > 0:
+        import pyarrow.compute as pc
+
+        raw = column.combine_chunks().view(pa.int64() if t.bit_width == 64 else pa.int32())
+        unit = "days" if pa.types.is_date32(t) else getattr(t, "unit", "")
+        for count in pc.min_max(raw).values():
+            try:
+                pa.array([count.as_py()], raw.type).view(t).to_pandas(types_mapper=types_mapper, **options)
+            except (ValueError, OverflowError):
+                value = f" the value {count.as_py()} ({unit} since 1970-01-01),"
+                break
+    types, fix = ("those types", " with no types_mapper") if mapper_given else ("that backend's types", "")
+    return ConversionError(
+        f"SoA.to_pandas(dtype_backend={dtype_backend!r}): column {name!r} ({t}) holds{value or ' a value'} "
+        f"which {types} cannot hold ({type(err).__name__}: {err}); use the default dtype_backend='pyarrow'{fix} "
+        f"(pandas.ArrowDtype columns hold every Arrow value), or fix the value")
+
+
+class _NoColumn(LayoutError, KeyError):
+    """``soa[name]`` of a name that is not a leaf column: a LayoutError, and a KeyError
+    (what a mapping raises) whose text is the message, not its repr."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def _no_column(names, name):
+    """Why ``soa[name]`` has no column: the leaves of ``name`` if it is a complex or
+    struct field (whose leaves are ``name.re``, ``name.x``...), else the columns there are."""
+    leaves = [n for n in names if isinstance(name, str) and n.startswith(name + ".")]
+    if not leaves:
+        return f"no leaf column {name!r}; columns are {names}"
+    top = name.split(".")[0]
+    whole = (f"the whole field as an Arrow struct column with soa.to_arrow().column({name!r})" if top == name else
+             f"the Arrow struct column that holds it, soa.to_arrow().column({top!r})")
+    return (f"no leaf column {name!r}: {name!r} is a complex or struct field, whose leaf columns are "
+            f"{', '.join(map(repr, leaves))}; take one of those (soa[{leaves[0]!r}]), or {whole}")
 
 
 def _writable_records(out, layout, n, columns):
