@@ -2,6 +2,7 @@
 
 import re
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pyarrow as pa
@@ -70,6 +71,7 @@ def columns_from_arrow(obj, layout, fill, cast="strict", time_unit=None, extra="
     leaves = iter(layout.fields)
     columns, fills = [], check.fills
     tops, present = layout._arrow_fields(), set(table.column_names)  # column_names is a new list each time
+    check.stored = _stored_units(table.schema)
     kept = sorted(drop & {top.name for top in tops}) if isinstance(drop, set) else []
     if kept:
         raise LayoutError(f"extra names {kept}, which the layout has: only columns the layout does not have are "
@@ -232,6 +234,7 @@ class _Check:
     def __init__(self, fill=None, cast="strict", units=None, drop=None):
         self.fill, self.cast, self.units, self.drop = fill or {}, cast, units or {}, drop or set()
         self.fills, self.problems = {}, Problems()
+        self.stored = {}  # {column: the datetime64/timedelta64 dtype its int64 counts are (to_arrow's metadata)}
 
     def extras(self, names, where, wanted):
         """Columns (or struct children) ``names`` the layout does not have: a problem unless dropped."""
@@ -368,6 +371,8 @@ def _leaf(arr, field, fill, fills, cast, check=None):
                     arr = _cast(arr, pa.binary(), name, field, cast)
         elif kind == "enum" or (field.enum and not pa.types.is_integer(arr.type)):
             arr, kind = _enum_column(arr, field)  # names are welcome even with enum_as="int"
+        elif _scales_to_raw(arr.type, field, check or _Check()):
+            arr = _raw_counts(arr, field, check or _Check())
         elif _counts_of_time(arr.type, field):
             arr = _time_counts(arr, field, cast, check or _Check())
         elif arr.type != field.arrow_type:
@@ -422,6 +427,125 @@ def _counts_of_time(arrow_type, field):
     if field.dtype.kind in "iu":
         return _value_kind(arrow_type) == "time" and not pa.types.is_dictionary(arrow_type)
     return field.dtype.kind in "mM" and pa.types.is_temporal(field.arrow_type) and pa.types.is_integer(arrow_type)
+
+
+# A unit's size: (seconds, length) for fixed units, (months, length) for months and years.
+_UNIT_SIZES = {"as": ("s", Fraction(1, 10**18)), "fs": ("s", Fraction(1, 10**15)), "ps": ("s", Fraction(1, 10**12)),
+               "ns": ("s", Fraction(1, 10**9)), "us": ("s", Fraction(1, 10**6)), "ms": ("s", Fraction(1, 1000)),
+               "s": ("s", Fraction(1)), "m": ("s", Fraction(60)), "h": ("s", Fraction(3600)),
+               "D": ("s", Fraction(86400)), "W": ("s", Fraction(604800)), "M": ("months", Fraction(1)),
+               "Y": ("months", Fraction(12))}
+_INT64_MAX = 2**63 - 1
+
+
+def _raw_time(field):
+    """Whether ``field`` is a datetime/timedelta whose unit Arrow has no type for (ps, fs,
+    as; timedelta months and years): its column is ``int64`` counts of the field's unit."""
+    return field.dtype.kind in "mM" and not field.enum and field.arrow_type == pa.int64()
+
+
+def _source_unit(arrow_type, field, check):
+    """``(unit, count)`` that the values of a column of ``arrow_type`` count, for a
+    :func:`_raw_time` field; None when they are the field's own counts (an integer column
+    with no ``time_unit`` for the field) or not times at all."""
+    if pa.types.is_dictionary(arrow_type):
+        return _source_unit(arrow_type.value_type, field, check)
+    if pa.types.is_timestamp(arrow_type) or pa.types.is_duration(arrow_type) or pa.types.is_time(arrow_type):
+        return arrow_type.unit, 1
+    if pa.types.is_date32(arrow_type):
+        return "D", 1
+    if pa.types.is_date64(arrow_type):
+        return "ms", 1
+    if pa.types.is_integer(arrow_type):
+        unit = check.unit(field)
+        if unit is not None:
+            return unit, 1
+        stored = check.stored.get(field.name)
+        if stored is not None and stored != field.dtype.newbyteorder("="):
+            return np.datetime_data(stored)
+    return None
+
+
+def _scales_to_raw(arrow_type, field, check):
+    """Whether :func:`_raw_counts` writes the column: a :func:`_raw_time` field from a
+    time column or counts of a named unit, or a datetime field of an Arrow unit from
+    int64 counts that ``to_arrow`` marked as another unit (``layouts.dtype``)."""
+    if not _raw_time(field):
+        exact = field.dtype.kind in "mM" and not field.enum and pa.types.is_integer(arrow_type) \
+            and check.stored.get(field.name) is not None and check.unit(field) is None \
+            and getattr(field.arrow_type, "unit", None) == np.datetime_data(field.dtype)[0] \
+            and np.datetime_data(field.dtype)[1] == 1
+        if not exact:
+            return False
+    return _source_unit(arrow_type, field, check) is not None
+
+
+def _stored_units(schema):
+    """``{column: dtype}`` for int64 columns that ``to_arrow`` wrote from datetime64 or
+    timedelta64 fields Arrow has no unit for (the field metadata ``layouts.dtype``)."""
+    out = {}
+    for f in schema:
+        text = (f.metadata or {}).get(b"layouts.dtype")
+        if text is not None and pa.types.is_integer(f.type):
+            try:
+                dtype = np.dtype(text.decode())
+            except (TypeError, ValueError, UnicodeDecodeError):
+                continue
+            if dtype.kind in "mM" and np.datetime_data(dtype)[0] in _UNIT_SIZES:
+                out[f.name] = dtype.newbyteorder("=")
+    return out
+
+
+def _raw_counts(arr, field, check):
+    """A time column (or an integer column with ``time_unit``) as int64 counts of a
+    :func:`_raw_time` field's unit, scaled exactly (``timestamp[ns]`` into ``M8[ps]``:
+    x1000); a ConversionError naming the row of a value that does not fit or is not a
+    whole number of the unit, and for units that cannot be compared (seconds and months)."""
+    name, t = field.name, arr.type
+    if pa.types.is_dictionary(t):
+        arr, t = arr.dictionary_decode(), t.value_type
+    unit, count = _source_unit(t, field, check)
+    want, wcount = np.datetime_data(field.dtype)
+    stamp = field.dtype.kind == "M"
+    stored = pa.types.is_integer(t) and check.unit(field) is None
+    if stored:
+        given = f"{t} counts of {check.stored[name]} (its layouts.dtype metadata, from to_arrow)"
+    else:
+        given = f"integers counted in {_UNIT_NAMES[unit]}" if pa.types.is_integer(t) else f"Arrow type {t}"
+    wanted = f"field {name!r} ({field.dtype.str}, counts of {wcount}{want})"
+    if stored and check.stored[name].kind != field.dtype.kind:
+        raise ConversionError(f"column {name!r} holds {given}; {wanted} holds "
+                              f"{'points in time' if stamp else 'durations'}: change the field's type or the data")
+    if pa.types.is_time(t) or (stamp and pa.types.is_duration(t)) or (not stamp and (
+            pa.types.is_timestamp(t) or pa.types.is_date(t))):
+        what = "times of day" if pa.types.is_time(t) else "durations" if pa.types.is_duration(t) else "points in time"
+        raise ConversionError(f"column {name!r} has {given} ({what}); {wanted} holds "
+                              f"{'points in time' if stamp else 'durations'}: change the field's type or the data")
+    (base, size), (wbase, wsize) = _UNIT_SIZES[unit], _UNIT_SIZES[want]
+    if base != wbase:
+        raise ConversionError(
+            f"column {name!r} has {given}; {wanted} counts {'months' if wbase == 'months' else 'fixed units'}, and "
+            f"a month or a year is not a whole number of seconds, so no value can be converted exactly: write the "
+            f"counts of the field's unit as int64 (what to_arrow writes), or change the field's type")
+    factor = (size * count) / (wsize * wcount)
+    ints = arr if pa.types.is_integer(t) else arr.view(pa.int32() if t.bit_width == 32 else pa.int64())
+    values = np.asarray(pc.fill_null(ints, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    valid = np.ones(len(arr), bool) if arr.null_count == 0 else \
+        np.asarray(pc.is_valid(arr).to_numpy(zero_copy_only=False), bool)
+    limit = _INT64_MAX // factor.numerator
+    big = valid & ((values > limit) | (values < -limit))
+    scaled = values * factor.numerator if not big.any() else values
+    part = valid & (scaled % factor.denominator != 0) if factor.denominator != 1 else np.zeros(len(arr), bool)
+    if big.any() or part.any():
+        row = int(np.argmax(big | part))
+        why = (f"more than {_INT64_MAX} counts of {want} (int64) when scaled by {factor.numerator}" if big[row]
+               else f"not a whole number of {wcount}{want}")
+        raise ConversionError(
+            f"column {name!r} row {row // max(field.count, 1)}: {int(values[row])} {unit} ({given}) is {why}, so "
+            f"{wanted} cannot hold it exactly: change the field's unit or the data")
+    scaled = scaled // factor.denominator
+    out = pa.array(scaled, pa.int64(), mask=None if arr.null_count == 0 else ~valid)
+    return out if field.arrow_type == pa.int64() else out.view(field.arrow_type)
 
 
 def _time_counts(arr, field, cast, check):

@@ -1,0 +1,116 @@
+"""What an attacker found in Arrow -> records: times copied across units, problems found
+one at a time, options taken silently, raw exceptions, messages that said the wrong thing."""
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.feather as feather
+import pytest
+
+import layouts as lo
+from layouts._cli import main
+
+
+def one(column, dtype, **kw):
+    return lo.SoA.from_arrow(pa.table({"t": column}), [("t", dtype)], **kw).to_aos().to_numpy()["t"]
+
+
+def run(capsys, *argv):
+    rc = main([*map(str, argv)])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+# 1. times into units Arrow has no type for (ps, fs, as; timedelta months and years)
+
+@pytest.mark.parametrize("column, dtype, expected", [
+    (pa.array([5, None], pa.timestamp("ns")), "<M8[ps]", np.array([5000, "NaT"], "M8[ps]")),
+    (pa.array([5], pa.timestamp("s")), "<M8[as]", np.array([5 * 10**18], "M8[as]")),
+    (pa.array([-7], pa.timestamp("us")), "<M8[fs]", np.array([-7 * 10**9], "M8[fs]")),
+    (pa.array([3], pa.timestamp("ns")), "<M8[3ps]", np.array([1000], "M8[3ps]")),
+    (pa.array([2], pa.date32()), "<M8[ps]", np.array([2 * 86400 * 10**12], "M8[ps]")),
+    (pa.array([5], pa.duration("ms")), "<m8[ps]", np.array([5 * 10**9], "m8[ps]")),
+    (pa.array([5], pa.duration("ns")), ">m8[as]", np.array([5 * 10**9], "m8[as]")),
+])
+@pytest.mark.parametrize("cast", ["strict", "parse"])
+def test_times_are_scaled_to_the_fields_unit(column, dtype, expected, cast):
+    out = one(column, dtype, cast=cast)
+    assert out.dtype == np.dtype(dtype) and np.array_equal(out.astype(expected.dtype), expected, equal_nan=True)
+
+
+@pytest.mark.parametrize("unit, dtype, count", [("ns", "<M8[ps]", 5000), ("s", "<M8[fs]", 5 * 10**15),
+                                                ("ms", "<m8[as]", 5 * 10**15)])
+def test_counts_of_a_named_unit_are_scaled(unit, dtype, count):
+    out = one(pa.array([5]), dtype, time_unit=unit)
+    assert out.view(np.int64).tolist() == [count]
+    assert one(pa.array([5]), dtype).view(np.int64).tolist() == [5]  # no unit named: the field's own counts
+
+
+@pytest.mark.parametrize("column, dtype, kw, match", [
+    (pa.array([0, 2**62], pa.timestamp("ns")), "<M8[fs]", {},
+     r"column 't' row 1: 4611686018427387904 ns \(Arrow type timestamp\[ns\]\) is more than 9223372036854775807 "
+     r"counts of fs \(int64\) when scaled by 1000000, so field 't' \(<M8\[fs\], counts of 1fs\) cannot hold it "
+     r"exactly: change the field's unit or the data"),
+    (pa.array([10], pa.timestamp("s")), "<M8[as]", {"cast": "parse"},
+     r"row 0: 10 s .* is more than 9223372036854775807 counts of as"),
+    (pa.array([3, 5], pa.timestamp("ns")), "<M8[3ps]", {},
+     r"column 't' row 1: 5 ns \(Arrow type timestamp\[ns\]\) is not a whole number of 3ps"),
+    (pa.array([5], pa.duration("s")), "<m8[M]", {"cast": "parse"},
+     r"column 't' has Arrow type duration\[s\]; field 't' \(<m8\[M\], counts of 1M\) counts months, and a month "
+     r"or a year is not a whole number of seconds, so no value can be converted exactly"),
+    (pa.array([5], pa.duration("s")), "<m8[Y]", {}, r"counts months, and a month or a year is not"),
+    (pa.array([5]), "<m8[Y]", {"time_unit": "s"},
+     r"column 't' has integers counted in seconds; field 't' \(<m8\[Y\], counts of 1Y\) counts months"),
+    (pa.array([5], pa.duration("ns")), "<M8[ps]", {"cast": "parse"},
+     r"column 't' has Arrow type duration\[ns\] \(durations\); field 't' \(<M8\[ps\], counts of 1ps\) holds "
+     r"points in time: change the field's type or the data"),
+    (pa.array([5], pa.timestamp("ns")), "<m8[ps]", {}, r"\(points in time\); field 't' .* holds durations"),
+    (pa.array([5], pa.time64("ns")), "<M8[ps]", {}, r"\(times of day\); field 't' .* holds points in time"),
+    (pa.array([5], pa.timestamp("s")), "<M8[M]", {"cast": "parse"}, r"becomes datetime.date\(1970, 1, 1\)"),
+    (pa.array([5], pa.timestamp("s")), "<M8[Y]", {}, r"becomes datetime.date\(1970, 1, 1\)"),
+])
+def test_times_that_do_not_fit_exactly_are_refused(column, dtype, kw, match):
+    with pytest.raises(lo.ConversionError, match=match) as caught:
+        one(column, dtype, **kw)
+    assert "cast='parse'" not in str(caught.value).replace("(cast='parse' does not", "")
+
+
+@pytest.mark.parametrize("dtype", ["<M8[ps]", "<M8[fs]", "<M8[as]", "<m8[ps]", "<m8[fs]", "<m8[as]", "<m8[M]",
+                                   "<m8[Y]", "<M8[M]", "<M8[Y]"])
+def test_records_arrow_records_keeps_every_unit(dtype):
+    x = np.zeros(3, [("t", dtype)])
+    x["t"] = np.array([5, -3, 7]).astype(x.dtype["t"])
+    table = lo.AoS(x).to_soa().to_arrow()
+    back = lo.SoA.from_arrow(table, x.dtype).to_aos().to_numpy()
+    assert back.tobytes() == x.tobytes()
+
+
+@pytest.mark.parametrize("dtype, ok", [("<M8[fs]", 5000 * 1000), ("<M8[as]", 5000 * 10**6), ("<M8[ns]", 5)])
+def test_to_arrow_counts_are_read_in_their_own_unit(dtype, ok):
+    """``to_arrow`` writes ps as int64 counts marked ``layouts.dtype``; another field's unit scales them."""
+    x = np.array([(5000,)], [("t", "<M8[ps]")])
+    table = lo.AoS(x).to_soa().to_arrow()
+    assert table.schema.field("t").type == pa.int64()
+    assert table.schema.field("t").metadata == {b"layouts.dtype": b"datetime64[ps]"}
+    assert lo.SoA.from_arrow(table, [("t", dtype)]).to_aos().to_numpy()["t"].view(np.int64).tolist() == [ok]
+    with pytest.raises(lo.ConversionError, match=r"row 0: 5000 ps \(int64 counts of datetime64\[ps\] \(its "
+                                                 r"layouts.dtype metadata, from to_arrow\)\) is not a whole number "
+                                                 r"of 1us"):
+        lo.SoA.from_arrow(table, [("t", "<M8[us]")])
+    with pytest.raises(lo.ConversionError, match=r"holds int64 counts of datetime64\[ps\] .* holds durations"):
+        lo.SoA.from_arrow(table, [("t", "<m8[ps]")])
+
+
+def test_the_command_scales_too(tmp_path, capsys):
+    feather.write_feather(pa.table({"t": pa.array([5], pa.timestamp("ns"))}), tmp_path / "ts.arrow")
+    feather.write_feather(pa.table({"t": pa.array([5])}), tmp_path / "n.arrow")
+    dtype = "[('t', '<M8[ps]')]"
+    for src, extra in (("ts.arrow", ["--cast", "parse"]), ("ts.arrow", []), ("n.arrow", ["--time-unit", "ns"])):
+        rc, _, err = run(capsys, "convert", tmp_path / src, "--dtype", dtype, "--to", tmp_path / "o.bin",
+                         "--overwrite", "--quiet", *extra)
+        assert rc == 0, err
+        assert np.fromfile(tmp_path / "o.bin", "<i8").tolist() == [5000]
+    rc, _, err = run(capsys, "convert", tmp_path / "ts.arrow", "--dtype", "[('t', '<m8[M]')]", "--to",
+                     tmp_path / "m.bin", "--cast", "parse", "--quiet")
+    assert rc == 1 and not (tmp_path / "m.bin").exists()
+    assert "column 't' has Arrow type timestamp[ns] (points in time); field 't' (<m8[M], counts of 1M) holds " \
+           "durations" in err
