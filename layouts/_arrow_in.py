@@ -49,14 +49,15 @@ def as_table(obj):
     )
 
 
-def columns_from_arrow(obj, layout, fill, cast="strict", time_unit=None, extra="error"):
+def columns_from_arrow(obj, layout, fill, cast="strict", time_unit=None, extra="error", truncate=None):
     """``(length, per-leaf ColumnBuffers, fills)`` for the layout, from Arrow data.
 
     Every column the layout uses is checked first (:func:`check_column`): the kernels
     and pyarrow's casts only ever read buffers whose sizes and offsets were checked.
     Every column that does not fit the layout (missing, extra, a type or unit that needs
     an option, nulls with no fill) is reported in one ConversionError, each with its fix
-    (:class:`Problems`)."""
+    (:class:`Problems`). With ``truncate=False`` a string longer than its field is one of
+    those problems (``None``: not checked here, the kernel refuses it when writing)."""
     check_cast(cast)
     drop = check_extra(extra)
     table = as_table(obj)
@@ -64,6 +65,7 @@ def columns_from_arrow(obj, layout, fill, cast="strict", time_unit=None, extra="
     if unknown:
         raise LayoutError(f"fill names {sorted(unknown)}, which are not leaf fields; leaves are {layout.names}")
     check = _Check(fill, cast, time_units(time_unit, layout), drop)
+    check.truncate = truncate
     try:
         table.validate()
     except pa.ArrowException as err:
@@ -234,6 +236,7 @@ class _Check:
     def __init__(self, fill=None, cast="strict", units=None, drop=None):
         self.fill, self.cast, self.units, self.drop = fill or {}, cast, units or {}, drop or set()
         self.fills, self.problems = {}, Problems()
+        self.truncate = None  # False: strings longer than their field are problems (fix: truncate=True)
         self.stored = {}  # {column: the datetime64/timedelta64 dtype its int64 counts are (to_arrow's metadata)}
 
     def extras(self, names, where, wanted):
@@ -381,6 +384,10 @@ def _leaf(arr, field, fill, fills, cast, check=None):
         if check is None:
             raise
         problems.add(name, err)
+    if check is not None and check.truncate is False and kind in ("cstr", "utf32") and not problems.items:
+        too_long = _too_long(arr, field, kind)
+        if too_long is not None:
+            problems.add(name, too_long)
     if nulls and not problems.items:
         nulls = arr.null_count  # (a cast keeps the nulls it was given)
     if nulls:
@@ -406,8 +413,8 @@ def _leaf(arr, field, fill, fills, cast, check=None):
     if problems.items:
         if len(problems.items) == 1:
             raise problems.items[0][1]
-        (_, one), (_, two) = problems.items
-        raise _problem(f"{one}; and {two}", **merge_fixes([getattr(one, "fix", {}), getattr(two, "fix", {})]))
+        errs = [err for _, err in problems.items]
+        raise _problem("; and ".join(map(str, errs)), **merge_fixes([getattr(err, "fix", None) or {} for err in errs]))
     if kind == "enum":
         return ColumnBuffers(arr.type, len(arr), *arr.buffers()[:1], None, arr.buffers()[1], arr.offset,
                              kind, arr.dictionary)
@@ -417,6 +424,28 @@ def _leaf(arr, field, fill, fills, cast, check=None):
     else:
         (validity, data), offsets = bufs, None
     return ColumnBuffers(arr.type, len(arr), validity, offsets, data, arr.offset, kind)
+
+
+def _too_long(arr, field, kind):
+    """The problem (fix: ``truncate=True``) of the first string of ``arr`` longer than
+    ``field`` (bytes; characters for ``U<n>``), or None when every one fits."""
+    width = field.width // 4 if kind == "utf32" else field.width
+    try:
+        lengths = pc.utf8_length(arr) if kind == "utf32" else pc.binary_length(arr)
+        longest = pc.max(lengths).as_py()
+        if longest is None or longest <= width:
+            return None
+        row = pc.index(pc.greater(lengths, width), True).as_py()
+        length = lengths[row].as_py()
+    except (pa.ArrowException, NotImplementedError):
+        return None  # the kernel still refuses it when writing
+    value = arr[row].as_py()
+    shown = repr(value if len(value) <= 40 else value[:40]) + ("..." if len(value) > 40 else "")
+    unit = "characters" if kind == "utf32" else "bytes"
+    return _problem(f"column {field.name!r} row {row // max(field.count, 1)}: {shown} ({length} "
+                    f"{unit}) is longer than field {field.name!r} ({field.dtype.str} at offset {field.offset}, "
+                    f"{width} {unit}{'' if longest == length else f'; the longest value has {longest}'}): pass truncate=True to cut such values to "
+                    f"{width} {unit}, or change the field's width", truncate=True)
 
 
 def _counts_of_time(arrow_type, field):

@@ -114,3 +114,36 @@ def test_the_command_scales_too(tmp_path, capsys):
     assert rc == 1 and not (tmp_path / "m.bin").exists()
     assert "column 't' has Arrow type timestamp[ns] (points in time); field 't' (<m8[M], counts of 1M) holds " \
            "durations" in err
+
+
+# 2. a string longer than its field is one of the column problems, listed with the others
+
+def _columns(table, dtype, **kw):
+    from layouts._aos import as_layout
+    from layouts._arrow_in import columns_from_arrow
+
+    return columns_from_arrow(table, as_layout(dtype), {}, **kw)
+
+
+def test_over_long_strings_are_listed_with_the_other_problems():
+    table = pa.table({"s": ["ab", "abcd", "abcdef"], "q": [1, None, 3], "u": ["é", "ééé", ""]})
+    dtype = [("s", "S3"), ("q", "<i4"), ("u", "<U2")]
+    with pytest.raises(lo.ConversionError, match=r"^3 problems with the Arrow data's columns, all of them: \(1\) column "
+                                                 r"'s' row 1: 'abcd' \(4 bytes\) is longer than field 's' \(\|S3 at "
+                                                 r"offset 0, 3 bytes; the longest value has 6\): pass truncate=True to "
+                                                 r"cut such values to 3 bytes, or change the field's width; \(2\) .*"
+                                                 r"\(3\) column 'u' row 1: 'ééé' \(3 characters\) is longer than field "
+                                                 r"'u' \(<U2 at offset 7, 2 characters\).* to convert, pass "
+                                                 r"truncate=True, fill=\{'q': value\}$") as caught:
+        _columns(table, dtype, truncate=False)
+    assert caught.value.fixes == {"truncate": True, "fill": {"q": "value"}}
+    assert [c for c, _ in caught.value.problems] == ["s", "q", "u"]
+    _columns(pa.table({"s": ["abcd"], "q": [1], "u": ["ééé"]}), dtype, truncate=True)  # the fix: no problem left
+    _columns(pa.table({"s": ["abc"], "q": [1], "u": ["éé"]}), dtype, truncate=False)  # exactly the width fits
+
+
+def test_an_over_long_string_and_nulls_in_one_column():
+    with pytest.raises(lo.ConversionError, match=r"column 's' row 1: b'abcd' \(4 bytes\) is longer than field 's' .*; "
+                                                 r"and column 's' has 1 nulls \(first at row 0\)") as caught:
+        _columns(pa.table({"s": pa.array([None, b"abcd"], pa.binary())}), [("s", "S3")], truncate=False)
+    assert caught.value.fixes == {"truncate": True, "fill": {"s": "value"}}
