@@ -818,7 +818,13 @@ def _way_back_options(args, layout):
             raise CommandError(f"--time-unit {item!r}: the unit must be one of {', '.join(TIME_UNITS)} or name")
         if eq and name not in names:
             raise CommandError(f"--time-unit {item}: {name!r} is not a leaf field; the leaves are {', '.join(names)}")
-        units[name if eq else None] = unit
+        key = name if eq else None
+        if key in units and units[key][0] != unit:
+            raise CommandError(f"--time-unit {units[key][1]} and --time-unit {item} give "
+                               f"{'the default unit' if key is None else f'field {name!r}'} two units; "
+                               f"give one --time-unit {'UNIT' if key is None else f'{name}=UNIT'}")
+        units.setdefault(key, (unit, item))
+    units = {key: unit for key, (unit, _) in units.items()}
     default = units.pop(None, None)
     if default is not None:
         fields = [f for f in layout.fields if f.dtype.kind in "iumM" and not f.enum and f.kind != "bool"]

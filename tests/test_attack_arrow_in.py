@@ -1,6 +1,8 @@
 """What an attacker found in Arrow -> records: times copied across units, problems found
 one at a time, options taken silently, raw exceptions, messages that said the wrong thing."""
 
+import re
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.feather as feather
@@ -147,3 +149,20 @@ def test_an_over_long_string_and_nulls_in_one_column():
                                                  r"and column 's' has 1 nulls \(first at row 0\)") as caught:
         _columns(pa.table({"s": pa.array([None, b"abcd"], pa.binary())}), [("s", "S3")], truncate=False)
     assert caught.value.fixes == {"truncate": True, "fill": {"s": "value"}}
+
+
+# 3. --time-unit twice for one field (or twice without a field) is a usage error
+
+@pytest.mark.parametrize("first, second, match", [
+    ("t=ns", "t=us", r"--time-unit t=ns and --time-unit t=us give field 't' two units; give one --time-unit t=UNIT"),
+    ("ns", "s", r"--time-unit ns and --time-unit s give the default unit two units; give one --time-unit UNIT"),
+])
+def test_a_time_unit_given_twice(tmp_path, capsys, first, second, match):
+    feather.write_feather(pa.table({"t": pa.array([5])}), tmp_path / "n.arrow")
+    rc, _, err = run(capsys, "convert", tmp_path / "n.arrow", "--dtype", "[('t', '<M8[ps]')]", "--to",
+                     tmp_path / "o.bin", "--time-unit", first, "--time-unit", second)
+    assert rc == 2 and not (tmp_path / "o.bin").exists()
+    assert re.search(match, err), err
+    rc, _, err = run(capsys, "convert", tmp_path / "n.arrow", "--dtype", "[('t', '<M8[ps]')]", "--to",
+                     tmp_path / "o.bin", "--time-unit", first, "--time-unit", first, "--quiet")
+    assert rc == 0, err  # the same unit twice is no contradiction
