@@ -41,12 +41,30 @@ def as_table(obj):
             return pa.RecordBatchReader.from_stream(obj).read_all()
         if hasattr(obj, "__arrow_c_array__"):
             return pa.Table.from_batches([pa.record_batch(obj)])
-    except pa.ArrowException as err:
+    except (pa.ArrowException, ValueError) as err:
+        _duplicate_columns(obj)
         raise ConversionError(f"reading the Arrow data of a {type(obj).__name__} failed: {err}") from err
     raise TypeError(
         f"SoA.from_arrow takes a pyarrow Table/RecordBatch or an object with "
         f"__arrow_c_stream__ or __arrow_c_array__, got {type(obj).__name__}"
     )
+
+
+def _duplicate_columns(obj):
+    """A LayoutError naming the repeated names of a data frame's columns, which its Arrow
+    export refuses (pandas: ValueError), as the Table path names them; else nothing."""
+    try:
+        names = [str(c) for c in obj.columns]
+    except Exception:  # noqa: BLE001 - not a data frame, or one that cannot list them: the caller's error
+        return
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        where = {n: [i for i, m in enumerate(names) if m == n] for n in twice}
+        raise LayoutError(
+            f"the {type(obj).__name__} has "
+            + ", ".join(f"{len(at)} columns named {n!r} (columns {at})" for n, at in where.items())
+            + f" of {names}; a field is found by name, which would not say which one to read: rename all but one "
+              f"first (pandas: df.columns = [...]), or drop the ones not meant")
 
 
 def columns_from_arrow(obj, layout, fill, cast="strict", time_unit=None, extra="error", truncate=None):
@@ -727,8 +745,8 @@ def _cast(arr, target, name, field, cast="strict"):
     if pc.all(same).as_py() is False:
         row = pc.index(same, False).as_py()
         raise ConversionError(
-            f"column {name!r} row {row}: {arr[row].as_py()!r} ({arr.type}) becomes "
-            f"{out[row].as_py()!r} as {target}; {needs}: change the field's type or the data"
+            f"column {name!r} row {row}: {_shown(arr, row)} ({arr.type}) becomes "
+            f"{_shown(out, row)} as {target}; {needs}: change the field's type or the data"
         )
     return out
 
@@ -749,8 +767,22 @@ def _first_changed(arr, target):
 
 
 def _shown(arr, row):
-    """Value ``row`` of ``arr`` as a message shows it (a time Python cannot hold, as its count)."""
+    """Value ``row`` of ``arr`` as a message shows it: a time Python cannot hold (a date
+    past year 9999, a time of day below a microsecond) as its raw count and unit."""
+    t = arr.type
+    if pa.types.is_temporal(t):
+        unit = "days" if pa.types.is_date32(t) else "ms" if pa.types.is_date64(t) else t.unit
+        try:
+            count = arr.view(pa.int32() if t.bit_width == 32 else pa.int64())[row].as_py()
+        except (pa.ArrowException, ValueError, TypeError):
+            count = None
+        if count is not None and (pa.types.is_time(t) and unit == "ns" and count % 1000):
+            return f"{count} {unit}"  # datetime.time would drop the nanoseconds
+        try:
+            return repr(arr[row].as_py())
+        except (OverflowError, ValueError, TypeError, pa.ArrowException):
+            return f"{count} {unit}" if count is not None else "<a value Python cannot show>"
     try:
         return repr(arr[row].as_py())
-    except (OverflowError, ValueError):
-        return f"{arr.view(pa.int32() if arr.type.bit_width == 32 else pa.int64())[row].as_py()} counts"
+    except (OverflowError, ValueError, TypeError, pa.ArrowException):
+        return "<a value Python cannot show>"

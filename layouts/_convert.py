@@ -275,21 +275,49 @@ def _header_bytes(header, offset, fmt, time_unit=None, extra="error"):
         return data
     if not offset:
         raise LayoutError("header= a file needs offset=N, the header's size in bytes: its first N bytes are copied")
+    if offset > HEADER_CAP:
+        raise LayoutError(f"offset={offset} asks for a header of {offset} bytes, more than the {HEADER_CAP} bytes "
+                          f"(1 GiB) a header may have: give offset= as the header's size (the bytes before the "
+                          f"first record of the original records file)")
     if isinstance(header, (str, os.PathLike)):
-        try:
-            with open(header, "rb") as f:
-                data = f.read(offset)
-        except OSError as err:
-            raise LayoutError(f"cannot read the header from {os.fspath(header)!r}: {err.strerror}") from None
+        from ._cdecl.files import open_regular
+
         where = os.fspath(header)
+        try:
+            with open_regular(header, f"header= is the original records file, whose first {offset} bytes "
+                                      f"(offset={offset}) are copied") as f:
+                size = os.fstat(f.fileno()).st_size
+                if size < offset:
+                    raise LayoutError(f"the header file {where} is {size} bytes, shorter than the {offset}-byte "
+                                      f"header (offset={offset})")
+                data = _read_header(f, offset)
+        except OSError as err:
+            raise LayoutError(f"cannot read the header from {where!r}: {err.strerror}") from None
     elif hasattr(header, "read"):
-        data, where = header.read(offset), str(getattr(header, "name", "the header file"))
+        where = str(getattr(header, "name", f"(a {type(header).__name__})"))
+        data = _read_header(header, offset)
     else:
         raise LayoutError(f"header= takes bytes, a path or a binary file object, got {type(header).__name__}")
     if len(data) < offset:
         raise LayoutError(f"the header file {where} is {len(data)} bytes, shorter than the {offset}-byte header "
                           f"(offset={offset})")
     return bytes(data)
+
+
+HEADER_CAP = 2**30  # the largest header= the way back writes (offset=), in bytes
+
+
+def _read_header(f, offset):
+    """Up to ``offset`` bytes of ``f``, read 1 MiB at a time (a file object that ends
+    sooner gives fewer: the caller says so), never more than it holds."""
+    parts, left = [], offset
+    while left:
+        part = f.read(min(left, 1 << 20))
+        if not part:
+            break
+        parts.append(bytes(part))
+        left -= len(part)
+    return b"".join(parts)
 
 
 def _write_header(out, head):

@@ -1,7 +1,11 @@
 """What an attacker found in Arrow -> records: times copied across units, problems found
 one at a time, options taken silently, raw exceptions, messages that said the wrong thing."""
 
+import io
+import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pyarrow as pa
@@ -166,3 +170,67 @@ def test_a_time_unit_given_twice(tmp_path, capsys, first, second, match):
     rc, _, err = run(capsys, "convert", tmp_path / "n.arrow", "--dtype", "[('t', '<M8[ps]')]", "--to",
                      tmp_path / "o.bin", "--time-unit", first, "--time-unit", first, "--quiet")
     assert rc == 0, err  # the same unit twice is no contradiction
+
+
+# 4. raw exceptions: dates Python cannot hold, headers too large or not files, pandas' duplicate names
+
+@pytest.mark.parametrize("dtype", ["<M8[D]", "<M8[W]", "<M8[M]", "<M8[Y]"])
+@pytest.mark.parametrize("big", [86400 * 2**31, 86400 * 2**40])
+def test_a_date_python_cannot_hold_is_shown_as_its_count(dtype, big):
+    table = pa.table({"t": pa.array([0, big], pa.timestamp("s"))})
+    with pytest.raises(lo.ConversionError, match=rf"column 't' row 1: {big} s \(timestamp\[s\]\) becomes .* as "
+                                                 rf"date32\[day\]; field 't' \(<M8\[{dtype[-2]}\]\) needs date32\[day\]"):
+        lo.SoA.from_arrow(table, [("t", dtype)]).to_aos()
+
+
+@pytest.fixture
+def arrow_in(tmp_path):
+    feather.write_feather(pa.table({"a": pa.array([1], pa.int32())}), tmp_path / "in.arrow")
+    (tmp_path / "h.hdr").write_bytes(b"HEAD")
+    return tmp_path
+
+
+@pytest.mark.parametrize("offset, header, match", [
+    (2**63 - 1, "h.hdr", r"offset=9223372036854775807 asks for a header of 9223372036854775807 bytes, more than the "
+                         r"1073741824 bytes \(1 GiB\) a header may have: give offset= as the header's size"),
+    (2**40, "/dev/zero", r"offset=1099511627776 asks for a header of 1099511627776 bytes, more than the 1073741824"),
+    (8, "/dev/zero", r"'/dev/zero' is a character device, not a regular file; header= is the original records "
+                     r"file, whose first 8 bytes \(offset=8\) are copied"),
+    (4, ".", r"is a directory, not a regular file"),
+    (10**6, "h.hdr", r"the header file .*h.hdr is 4 bytes, shorter than the 1000000-byte header \(offset=1000000\)"),
+    (2**40, io.BytesIO(b"HEAD"), r"offset=1099511627776 asks for a header of 1099511627776 bytes"),
+    (5, io.BytesIO(b"HEAD"), r"the header file \(a BytesIO\) is 4 bytes, shorter than the 5-byte header \(offset=5\)"),
+])
+def test_headers_that_cannot_be_read_whole(arrow_in, offset, header, match):
+    where = header if not isinstance(header, str) or header.startswith("/") else str(arrow_in / header)
+    with pytest.raises(lo.LayoutError, match=match):
+        lo.convert(arrow_in / "in.arrow", [("a", "<i4")], arrow_in / "out.bin", offset=offset, header=where)
+    assert not (arrow_in / "out.bin").exists()
+    lo.convert(arrow_in / "in.arrow", [("a", "<i4")], arrow_in / "out.bin", offset=4, header=arrow_in / "h.hdr")
+    assert (arrow_in / "out.bin").read_bytes() == b"HEAD\x01\x00\x00\x00"
+
+
+def test_the_commands_header_checks(arrow_in, capsys):
+    rc, _, err = run(capsys, "convert", arrow_in / "in.arrow", "--dtype", "[('a', '<i4')]", "--to", arrow_in / "o.bin",
+                     "--header", arrow_in / "h.hdr", "--offset", "99999999999999999999")
+    assert rc == 1 and "--offset 99999999999999999999 asks for a header of 99999999999999999999 bytes, more than " \
+                       "the 1073741824 bytes (1 GiB) a header may have: give --offset as the header's size" in err
+
+
+def test_a_fifo_header_is_refused_at_once(arrow_in):
+    os.mkfifo(arrow_in / "h.fifo")
+    done = subprocess.run([sys.executable, "-m", "layouts", "convert", str(arrow_in / "in.arrow"), "--dtype",
+                           "[('a', '<i4')]", "--to", str(arrow_in / "o.bin"), "--header", str(arrow_in / "h.fifo"),
+                           "--offset", "4"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and not (arrow_in / "o.bin").exists()
+    assert re.search(r"h.fifo' is a FIFO \(named pipe\), not a regular file; --header is the original records file, "
+                     r"whose first 4 bytes \(--offset 4\) are copied", done.stderr), done.stderr
+
+
+def test_duplicate_pandas_columns_are_named():
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame([[1, 2, 3]], columns=["a", "a", "b"])
+    with pytest.raises(lo.LayoutError, match=r"^the DataFrame has 2 columns named 'a' \(columns \[0, 1\]\) of \['a', "
+                                             r"'a', 'b'\]; a field is found by name, which would not say which one to "
+                                             r"read: rename all but one first \(pandas: df.columns = \[...\]\)"):
+        lo.SoA.from_arrow(frame, [("a", "<i8")])
