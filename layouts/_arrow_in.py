@@ -259,7 +259,7 @@ class _Check:
 
     def extras(self, names, where, wanted):
         """Columns (or struct children) ``names`` the layout does not have: a problem unless dropped."""
-        left = [] if self.drop == "drop" else [n for n in names if n not in self.drop]
+        left = [] if self.drop == "drop" else list(dict.fromkeys(n for n in names if n not in self.drop))
         if left:
             said = f"columns {left}" if len(left) > 1 else f"a column {left[0]!r}"
             self.problems.add(left[0], _problem(
@@ -647,10 +647,22 @@ def _time_counts(arr, field, cast, check):
             raise
         raise ConversionError(
             f"column {name!r} row {row // max(field.count, 1)}: {_shown(arr, row)} ({t}) is not a whole number of "
-            f"{_UNIT_NAMES[unit]} or is out of their range, the unit time_unit gives field {name!r} "
-            f"({field.dtype.str}): name a finer unit, or change the data") from err
+            f"{_UNIT_NAMES[unit]} or is out of their range, the unit time_unit={{{name!r}: {unit!r}}} gives field "
+            f"{name!r} ({field.dtype.str}): name a finer unit, or change the data") from err
     counts = timed.view(pa.int32() if target.bit_width == 32 else pa.int64())
-    return counts if counts.type == field.arrow_type else _cast(counts, field.arrow_type, name, field)
+    if counts.type == field.arrow_type:
+        return counts
+    try:
+        return _cast(counts, field.arrow_type, name, field)
+    except ConversionError as err:
+        row = _first_changed(counts, field.arrow_type)
+        if row is None:
+            raise
+        raise ConversionError(
+            f"column {name!r} row {row // max(field.count, 1)}: {_shown(arr, row)} ({t}) is "
+            f"{counts[row].as_py()} {_UNIT_NAMES[unit]} (time_unit={{{name!r}: {unit!r}}}), which field {name!r} "
+            f"({field.dtype.str}, {field.arrow_type}) cannot hold: name a coarser unit, widen the field, or change "
+            f"the data") from err
 
 
 def _time_fill(field, value, arrow_type):

@@ -796,6 +796,10 @@ def _check_way_back(args, fmt):
             if value:
                 raise CommandError(f"{flag} applies when writing records (Arrow -> records), but this writes {fmt}")
         return
+    if args.count is not None:  # a usage error, as the flags above are the other way
+        from ._convert import count_on_the_way_back
+
+        raise CommandError(command_hints(count_on_the_way_back(args.count, None if args.src == "-" else args.src)))
     if args.header is None and args.offset:
         raise CommandError(
             f"--offset {args.offset} skips a header when reading records, but this writes records from Arrow data, "

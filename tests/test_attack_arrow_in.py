@@ -234,3 +234,79 @@ def test_duplicate_pandas_columns_are_named():
                                              r"'a', 'b'\]; a field is found by name, which would not say which one to "
                                              r"read: rename all but one first \(pandas: df.columns = \[...\]\)"):
         lo.SoA.from_arrow(frame, [("a", "<i8")])
+
+
+# 5. messages that said the wrong thing
+
+def test_a_time_of_day_too_big_for_its_field_names_its_own_type():
+    with pytest.raises(lo.ConversionError, match=r"^column 't' row 1: datetime.time\(23, 59, 59\) \(time32\[s\]\) is "
+                                                 r"86399 seconds \(time_unit=\{'t': 's'\}\), which field 't' \(<i2, "
+                                                 r"int16\) cannot hold: name a coarser unit, widen the field, or change "
+                                                 r"the data$"):
+        one(pa.array([5, 86399], pa.time32("s")), "<i2", time_unit="s")
+    with pytest.raises(lo.ConversionError, match=r"\(time32\[s\]\) is 86399000000000 nanoseconds \(time_unit=\{'t': "
+                                                 r"'ns'\}\), which field 't' \(<i4, int32\) cannot hold"):
+        one(pa.array([86399], pa.time32("s")), "<i4", time_unit="ns")
+
+
+def test_a_nanosecond_time_of_day_is_shown_as_its_count():
+    with pytest.raises(lo.ConversionError, match=r"^column 't' row 0: 1 ns \(time64\[ns\]\) is not a whole number of "
+                                                 r"microseconds or is out of their range, the unit time_unit=\{'t': "
+                                                 r"'us'\} gives field 't' \(<i8\)"):
+        one(pa.array([1], pa.time64("ns")), "<i8", time_unit="us")
+
+
+def test_the_command_names_its_time_unit_flag(tmp_path, capsys):
+    feather.write_feather(pa.table({"t": pa.array([1000, 1500], pa.timestamp("ms"))}), tmp_path / "t.arrow")
+    rc, _, err = run(capsys, "convert", tmp_path / "t.arrow", "--dtype", "[('t', '<i8')]", "--to", tmp_path / "o.bin",
+                     "--time-unit", "s")
+    assert rc == 1 and "the unit --time-unit t=s gives field 't' (<i8)" in err and "time_unit" not in err, err
+
+
+def test_an_extra_column_named_twice_is_named_once():
+    table = pa.table([[1], [1], [2]], names=["t", "b", "b"])
+    with pytest.raises(lo.ConversionError, match=r"the Arrow data has a column 'b' that the layout does not have "
+                                                 r"\(it has \['t'\]\), which would be lost: pass extra=\['b'\] to drop"):
+        lo.SoA.from_arrow(table, [("t", "<i8")])
+
+
+def test_a_partial_record_of_a_file_object_counts_from_its_position(tmp_path):
+    f = io.BytesIO(bytes(17 + 80 + 3))
+    f.seek(17)
+    with pytest.warns(UserWarning, match=r"the input has 83 bytes of records: 10 records of 8 bytes and 3 bytes left "
+                                         r"over, from byte 80 counted from where reading began \(a file object's "
+                                         r"position when it was given\); skipped those 3 bytes: "):
+        lo.convert(f, [("a", "<i8")], tmp_path / "o.arrow", trailing="ignore")
+    f.seek(17)
+    with pytest.warns(UserWarning, match=r"from byte 80 counted from where reading began \(a file object's position "
+                                         r"when it was given, the 8-byte header offset included\)"):
+        lo.convert(f, [("a", "<i8")], tmp_path / "p.arrow", trailing="ignore", offset=8)
+
+
+@pytest.mark.parametrize("chunk", [1.5, True, "64", 64.0])
+def test_chunk_bytes_must_be_an_int(tmp_path, chunk):
+    (tmp_path / "c.bin").write_bytes(bytes(16))
+    with pytest.raises(lo.LayoutError, match=rf"^chunk_bytes must be a whole number of bytes \(an int, e.g. 64 << 20\), "
+                                             rf"got {re.escape(repr(chunk))} \({type(chunk).__name__}\)$"):
+        lo.convert(tmp_path / "c.bin", [("a", "<i8")], tmp_path / "o.arrow", chunk_bytes=chunk)
+    assert not (tmp_path / "o.arrow").exists()
+    lo.convert(tmp_path / "c.bin", [("a", "<i8")], tmp_path / "o.arrow", chunk_bytes=np.int64(8))
+
+
+def test_count_on_the_way_back_says_what_is_wrong(tmp_path, capsys):
+    (tmp_path / "z.bin").write_bytes(bytes(32))
+    feather.write_feather(pa.table({"a": pa.array([1])}), tmp_path / "in.arrow")
+    rc, _, err = run(capsys, "convert", tmp_path / "z.bin", "--dtype", "[('a', '<i8')]", "--to", tmp_path / "z.out",
+                     "--format", "records", "--count", "1")
+    assert rc == 2 and "--count 1 applies to an input of records (records -> Arrow), whose first 1 records it takes, " \
+                       "but this writes records (--format records, or a records destination), which it makes only " \
+                       "from Parquet or Arrow data, and " in err and "z.bin is neither (it has no Parquet or Arrow " \
+                       "magic bytes: records, it seems): records -> records is no conversion; to convert records to " \
+                       "Arrow, give an Arrow destination (.parquet, .feather, .arrow, .arrows) or --format parquet" in err
+    rc, _, err = run(capsys, "convert", tmp_path / "in.arrow", "--dtype", "[('a', '<i8')]", "--to", tmp_path / "o.bin",
+                     "--count", "1")
+    assert rc == 2 and "in.arrow is an Arrow IPC file, whose every row is written: leave --count out" in err, err
+    with pytest.raises(lo.LayoutError, match=r"count=1 applies to an input of records .* and its input is Parquet or "
+                                             r"Arrow data, whose every row is written: leave count= out"):
+        lo.convert(io.BytesIO(bytes(8)), [("a", "<i8")], tmp_path / "o.bin", count=1)
+    assert not (tmp_path / "o.bin").exists() and not (tmp_path / "z.out").exists()
