@@ -1053,8 +1053,10 @@ def _parser_class():
 
         def error(self, message):
             unknown = _unknown_options(self, getattr(self, "_argv", []))
-            if unknown and message.startswith("the following arguments are required"):
+            if unknown and message.startswith(("the following arguments are required", "one of the arguments")):
                 message = f"unrecognized arguments: {' '.join(unknown)}"  # the cause, not what it left missing
+            elif unknown and not message.startswith("unrecognized arguments"):
+                message = f"unrecognized arguments: {' '.join(unknown)}; and {message}"  # the unknown one first
             print(f"{self.prog}: error: {_one_line(message)} (see {self.prog} --help)", file=sys.stderr)
             raise SystemExit(USAGE)
 
@@ -1149,8 +1151,16 @@ def _parser():
 
 def bench(argv):
     """``layouts bench``: the benchmark suite of ``benchmarks/`` (``python -m benchmarks``)."""
-    from .benchmarks.__main__ import main as suite
+    from .benchmarks.__main__ import main as suite, parser
 
+    check = parser()
+
+    def error(message):  # one line, as the other subcommands' usage errors (the suite's parser prints its usage)
+        print(f"layouts bench: error: {_one_line(message)} (see layouts bench --help)", file=sys.stderr)
+        raise SystemExit(USAGE)
+
+    check.error = error
+    check.parse_args(argv)  # a wrong command line stops here, before the suite starts
     return suite(argv)
 
 

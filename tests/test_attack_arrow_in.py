@@ -310,3 +310,25 @@ def test_count_on_the_way_back_says_what_is_wrong(tmp_path, capsys):
                                              r"Arrow data, whose every row is written: leave count= out"):
         lo.convert(io.BytesIO(bytes(8)), [("a", "<i8")], tmp_path / "o.bin", count=1)
     assert not (tmp_path / "o.bin").exists() and not (tmp_path / "z.out").exists()
+
+
+# 6. usage errors: the unknown option first, bench's one line, --count the other way exits 2
+
+@pytest.mark.parametrize("argv, line", [
+    (["convert", "z.bin", "--to", "z.arrow", "--bogus", "--dtype"],
+     "layouts convert: error: unrecognized arguments: --bogus; and argument --dtype: expected one argument "
+     "(see layouts convert --help)\n"),
+    (["convert", "z.bin", "--bogus", "--to", "z.arrow"],
+     "layouts convert: error: unrecognized arguments: --bogus (see layouts convert --help)\n"),
+    (["convert", "z.bin", "--to", "z.arrow", "--dtype"],
+     "layouts convert: error: argument --dtype: expected one argument (see layouts convert --help)\n"),
+    (["bench", "--bogus"], "layouts bench: error: unrecognized arguments: --bogus (see layouts bench --help)\n"),
+    (["bench", "--records", "x"],
+     "layouts bench: error: argument --records: invalid int value: 'x' (see layouts bench --help)\n"),
+])
+def test_usage_errors_are_one_line_with_the_unknown_option_first(tmp_path, capsys, argv, line):
+    with pytest.raises(SystemExit) as caught:
+        main(argv)
+    assert caught.value.code == 2
+    out, err = capsys.readouterr()
+    assert err == line and out == ""
