@@ -332,3 +332,18 @@ def test_usage_errors_are_one_line_with_the_unknown_option_first(tmp_path, capsy
     assert caught.value.code == 2
     out, err = capsys.readouterr()
     assert err == line and out == ""
+
+
+def test_scaled_times_from_slices_dictionaries_and_sub_arrays():
+    sliced = pa.array([1, None, 3, 4], pa.timestamp("ns")).slice(1)
+    out = one(sliced, "<M8[ps]")
+    assert np.isnat(out[0]) and out[1:].view(np.int64).tolist() == [3000, 4000]
+    coded = pa.array([1, 2, 1], pa.timestamp("ns")).dictionary_encode()
+    assert one(coded, "<M8[ps]").view(np.int64).tolist() == [1000, 2000, 1000]
+    lists = pa.array([[1, 2], [3, 4]], pa.list_(pa.timestamp("ns"), 2))
+    out = lo.SoA.from_arrow(pa.table({"t": lists}), [("t", "<M8[ps]", (2,))]).to_aos().to_numpy()["t"]
+    assert out.view(np.int64).tolist() == [[1000, 2000], [3000, 4000]]
+    lists = pa.array([[1, 2], [3, 2**62]], pa.list_(pa.timestamp("ns"), 2))
+    with pytest.raises(lo.ConversionError, match=r"^column 't' row 1: 4611686018427387904 ns \(Arrow type "
+                                                 r"timestamp\[ns\]\) is more than 9223372036854775807 counts of fs"):
+        lo.SoA.from_arrow(pa.table({"t": lists}), [("t", "<M8[fs]", (2,))])
