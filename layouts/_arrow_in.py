@@ -2,6 +2,7 @@
 
 import re
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pyarrow as pa
@@ -40,7 +41,8 @@ def as_table(obj):
             return pa.RecordBatchReader.from_stream(obj).read_all()
         if hasattr(obj, "__arrow_c_array__"):
             return pa.Table.from_batches([pa.record_batch(obj)])
-    except pa.ArrowException as err:
+    except (pa.ArrowException, ValueError) as err:
+        _duplicate_columns(obj)
         raise ConversionError(f"reading the Arrow data of a {type(obj).__name__} failed: {err}") from err
     raise TypeError(
         f"SoA.from_arrow takes a pyarrow Table/RecordBatch or an object with "
@@ -48,14 +50,32 @@ def as_table(obj):
     )
 
 
-def columns_from_arrow(obj, layout, fill, cast="strict", time_unit=None, extra="error"):
+def _duplicate_columns(obj):
+    """A LayoutError naming the repeated names of a data frame's columns, which its Arrow
+    export refuses (pandas: ValueError), as the Table path names them; else nothing."""
+    try:
+        names = [str(c) for c in obj.columns]
+    except Exception:  # noqa: BLE001 - not a data frame, or one that cannot list them: the caller's error
+        return
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        where = {n: [i for i, m in enumerate(names) if m == n] for n in twice}
+        raise LayoutError(
+            f"the {type(obj).__name__} has "
+            + ", ".join(f"{len(at)} columns named {n!r} (columns {at})" for n, at in where.items())
+            + f" of {names}; a field is found by name, which would not say which one to read: rename all but one "
+              f"first (pandas: df.columns = [...]), or drop the ones not meant")
+
+
+def columns_from_arrow(obj, layout, fill, cast="strict", time_unit=None, extra="error", truncate=None):
     """``(length, per-leaf ColumnBuffers, fills)`` for the layout, from Arrow data.
 
     Every column the layout uses is checked first (:func:`check_column`): the kernels
     and pyarrow's casts only ever read buffers whose sizes and offsets were checked.
     Every column that does not fit the layout (missing, extra, a type or unit that needs
     an option, nulls with no fill) is reported in one ConversionError, each with its fix
-    (:class:`Problems`)."""
+    (:class:`Problems`). With ``truncate=False`` a string longer than its field is one of
+    those problems (``None``: not checked here, the kernel refuses it when writing)."""
     check_cast(cast)
     drop = check_extra(extra)
     table = as_table(obj)
@@ -63,6 +83,7 @@ def columns_from_arrow(obj, layout, fill, cast="strict", time_unit=None, extra="
     if unknown:
         raise LayoutError(f"fill names {sorted(unknown)}, which are not leaf fields; leaves are {layout.names}")
     check = _Check(fill, cast, time_units(time_unit, layout), drop)
+    check.truncate = truncate
     try:
         table.validate()
     except pa.ArrowException as err:
@@ -71,6 +92,7 @@ def columns_from_arrow(obj, layout, fill, cast="strict", time_unit=None, extra="
     columns, fills = [], check.fills
     tops, present = layout._arrow_fields(), set(table.column_names)  # column_names is a new list each time
     names = {top.name for top in tops}  # once: a set per column made 10,000 columns cost 26 s
+    check.stored = _stored_units(table.schema)
     kept = sorted(drop & names) if isinstance(drop, set) else []
     if kept:
         raise LayoutError(f"extra names {kept}, which the layout has: only columns the layout does not have are "
@@ -232,10 +254,12 @@ class _Check:
     def __init__(self, fill=None, cast="strict", units=None, drop=None):
         self.fill, self.cast, self.units, self.drop = fill or {}, cast, units or {}, drop or set()
         self.fills, self.problems = {}, Problems()
+        self.truncate = None  # False: strings longer than their field are problems (fix: truncate=True)
+        self.stored = {}  # {column: the datetime64/timedelta64 dtype its int64 counts are (to_arrow's metadata)}
 
     def extras(self, names, where, wanted):
         """Columns (or struct children) ``names`` the layout does not have: a problem unless dropped."""
-        left = [] if self.drop == "drop" else [n for n in names if n not in self.drop]
+        left = [] if self.drop == "drop" else list(dict.fromkeys(n for n in names if n not in self.drop))
         if left:
             said = f"columns {left}" if len(left) > 1 else f"a column {left[0]!r}"
             self.problems.add(left[0], _problem(
@@ -368,6 +392,8 @@ def _leaf(arr, field, fill, fills, cast, check=None):
                     arr = _cast(arr, pa.binary(), name, field, cast)
         elif kind == "enum" or (field.enum and not pa.types.is_integer(arr.type)):
             arr, kind = _enum_column(arr, field)  # names are welcome even with enum_as="int"
+        elif _scales_to_raw(arr.type, field, check or _Check()):
+            arr = _raw_counts(arr, field, check or _Check())
         elif _counts_of_time(arr.type, field):
             arr = _time_counts(arr, field, cast, check or _Check())
         elif arr.type != field.arrow_type:
@@ -376,6 +402,10 @@ def _leaf(arr, field, fill, fills, cast, check=None):
         if check is None:
             raise
         problems.add(name, err)
+    if check is not None and check.truncate is False and kind in ("cstr", "utf32") and not problems.items:
+        too_long = _too_long(arr, field, kind)
+        if too_long is not None:
+            problems.add(name, too_long)
     if nulls and not problems.items:
         nulls = arr.null_count  # (a cast keeps the nulls it was given)
     if nulls:
@@ -401,8 +431,8 @@ def _leaf(arr, field, fill, fills, cast, check=None):
     if problems.items:
         if len(problems.items) == 1:
             raise problems.items[0][1]
-        (_, one), (_, two) = problems.items
-        raise _problem(f"{one}; and {two}", **merge_fixes([getattr(one, "fix", {}), getattr(two, "fix", {})]))
+        errs = [err for _, err in problems.items]
+        raise _problem("; and ".join(map(str, errs)), **merge_fixes([getattr(err, "fix", None) or {} for err in errs]))
     if kind == "enum":
         return ColumnBuffers(arr.type, len(arr), *arr.buffers()[:1], None, arr.buffers()[1], arr.offset,
                              kind, arr.dictionary)
@@ -414,6 +444,28 @@ def _leaf(arr, field, fill, fills, cast, check=None):
     return ColumnBuffers(arr.type, len(arr), validity, offsets, data, arr.offset, kind)
 
 
+def _too_long(arr, field, kind):
+    """The problem (fix: ``truncate=True``) of the first string of ``arr`` longer than
+    ``field`` (bytes; characters for ``U<n>``), or None when every one fits."""
+    width = field.width // 4 if kind == "utf32" else field.width
+    try:
+        lengths = pc.utf8_length(arr) if kind == "utf32" else pc.binary_length(arr)
+        longest = pc.max(lengths).as_py()
+        if longest is None or longest <= width:
+            return None
+        row = pc.index(pc.greater(lengths, width), True).as_py()
+        length = lengths[row].as_py()
+    except (pa.ArrowException, NotImplementedError):
+        return None  # the kernel still refuses it when writing
+    value = arr[row].as_py()
+    shown = repr(value if len(value) <= 40 else value[:40]) + ("..." if len(value) > 40 else "")
+    unit = "characters" if kind == "utf32" else "bytes"
+    return _problem(f"column {field.name!r} row {row // max(field.count, 1)}: {shown} ({length} "
+                    f"{unit}) is longer than field {field.name!r} ({field.dtype.str} at offset {field.offset}, "
+                    f"{width} {unit}{'' if longest == length else f'; the longest value has {longest}'}): pass truncate=True to cut such values to "
+                    f"{width} {unit}, or change the field's width", truncate=True)
+
+
 def _counts_of_time(arrow_type, field):
     """Whether a column of ``arrow_type`` meets ``field`` as times and counts: a time
     column for an integer field, or an integer column for a datetime field."""
@@ -422,6 +474,125 @@ def _counts_of_time(arrow_type, field):
     if field.dtype.kind in "iu":
         return _value_kind(arrow_type) == "time" and not pa.types.is_dictionary(arrow_type)
     return field.dtype.kind in "mM" and pa.types.is_temporal(field.arrow_type) and pa.types.is_integer(arrow_type)
+
+
+# A unit's size: (seconds, length) for fixed units, (months, length) for months and years.
+_UNIT_SIZES = {"as": ("s", Fraction(1, 10**18)), "fs": ("s", Fraction(1, 10**15)), "ps": ("s", Fraction(1, 10**12)),
+               "ns": ("s", Fraction(1, 10**9)), "us": ("s", Fraction(1, 10**6)), "ms": ("s", Fraction(1, 1000)),
+               "s": ("s", Fraction(1)), "m": ("s", Fraction(60)), "h": ("s", Fraction(3600)),
+               "D": ("s", Fraction(86400)), "W": ("s", Fraction(604800)), "M": ("months", Fraction(1)),
+               "Y": ("months", Fraction(12))}
+_INT64_MAX = 2**63 - 1
+
+
+def _raw_time(field):
+    """Whether ``field`` is a datetime/timedelta whose unit Arrow has no type for (ps, fs,
+    as; timedelta months and years): its column is ``int64`` counts of the field's unit."""
+    return field.dtype.kind in "mM" and not field.enum and field.arrow_type == pa.int64()
+
+
+def _source_unit(arrow_type, field, check):
+    """``(unit, count)`` that the values of a column of ``arrow_type`` count, for a
+    :func:`_raw_time` field; None when they are the field's own counts (an integer column
+    with no ``time_unit`` for the field) or not times at all."""
+    if pa.types.is_dictionary(arrow_type):
+        return _source_unit(arrow_type.value_type, field, check)
+    if pa.types.is_timestamp(arrow_type) or pa.types.is_duration(arrow_type) or pa.types.is_time(arrow_type):
+        return arrow_type.unit, 1
+    if pa.types.is_date32(arrow_type):
+        return "D", 1
+    if pa.types.is_date64(arrow_type):
+        return "ms", 1
+    if pa.types.is_integer(arrow_type):
+        unit = check.unit(field)
+        if unit is not None:
+            return unit, 1
+        stored = check.stored.get(field.name)
+        if stored is not None and stored != field.dtype.newbyteorder("="):
+            return np.datetime_data(stored)
+    return None
+
+
+def _scales_to_raw(arrow_type, field, check):
+    """Whether :func:`_raw_counts` writes the column: a :func:`_raw_time` field from a
+    time column or counts of a named unit, or a datetime field of an Arrow unit from
+    int64 counts that ``to_arrow`` marked as another unit (``layouts.dtype``)."""
+    if not _raw_time(field):
+        exact = field.dtype.kind in "mM" and not field.enum and pa.types.is_integer(arrow_type) \
+            and check.stored.get(field.name) is not None and check.unit(field) is None \
+            and getattr(field.arrow_type, "unit", None) == np.datetime_data(field.dtype)[0] \
+            and np.datetime_data(field.dtype)[1] == 1
+        if not exact:
+            return False
+    return _source_unit(arrow_type, field, check) is not None
+
+
+def _stored_units(schema):
+    """``{column: dtype}`` for int64 columns that ``to_arrow`` wrote from datetime64 or
+    timedelta64 fields Arrow has no unit for (the field metadata ``layouts.dtype``)."""
+    out = {}
+    for f in schema:
+        text = (f.metadata or {}).get(b"layouts.dtype")
+        if text is not None and pa.types.is_integer(f.type):
+            try:
+                dtype = np.dtype(text.decode())
+            except (TypeError, ValueError, UnicodeDecodeError):
+                continue
+            if dtype.kind in "mM" and np.datetime_data(dtype)[0] in _UNIT_SIZES:
+                out[f.name] = dtype.newbyteorder("=")
+    return out
+
+
+def _raw_counts(arr, field, check):
+    """A time column (or an integer column with ``time_unit``) as int64 counts of a
+    :func:`_raw_time` field's unit, scaled exactly (``timestamp[ns]`` into ``M8[ps]``:
+    x1000); a ConversionError naming the row of a value that does not fit or is not a
+    whole number of the unit, and for units that cannot be compared (seconds and months)."""
+    name, t = field.name, arr.type
+    if pa.types.is_dictionary(t):
+        arr, t = arr.dictionary_decode(), t.value_type
+    unit, count = _source_unit(t, field, check)
+    want, wcount = np.datetime_data(field.dtype)
+    stamp = field.dtype.kind == "M"
+    stored = pa.types.is_integer(t) and check.unit(field) is None
+    if stored:
+        given = f"{t} counts of {check.stored[name]} (its layouts.dtype metadata, from to_arrow)"
+    else:
+        given = f"integers counted in {_UNIT_NAMES[unit]}" if pa.types.is_integer(t) else f"Arrow type {t}"
+    wanted = f"field {name!r} ({field.dtype.str}, counts of {wcount}{want})"
+    if stored and check.stored[name].kind != field.dtype.kind:
+        raise ConversionError(f"column {name!r} holds {given}; {wanted} holds "
+                              f"{'points in time' if stamp else 'durations'}: change the field's type or the data")
+    if pa.types.is_time(t) or (stamp and pa.types.is_duration(t)) or (not stamp and (
+            pa.types.is_timestamp(t) or pa.types.is_date(t))):
+        what = "times of day" if pa.types.is_time(t) else "durations" if pa.types.is_duration(t) else "points in time"
+        raise ConversionError(f"column {name!r} has {given} ({what}); {wanted} holds "
+                              f"{'points in time' if stamp else 'durations'}: change the field's type or the data")
+    (base, size), (wbase, wsize) = _UNIT_SIZES[unit], _UNIT_SIZES[want]
+    if base != wbase:
+        raise ConversionError(
+            f"column {name!r} has {given}; {wanted} counts {'months' if wbase == 'months' else 'fixed units'}, and "
+            f"a month or a year is not a whole number of seconds, so no value can be converted exactly: write the "
+            f"counts of the field's unit as int64 (what to_arrow writes), or change the field's type")
+    factor = (size * count) / (wsize * wcount)
+    ints = arr if pa.types.is_integer(t) else arr.view(pa.int32() if t.bit_width == 32 else pa.int64())
+    values = np.asarray(pc.fill_null(ints, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    valid = np.ones(len(arr), bool) if arr.null_count == 0 else \
+        np.asarray(pc.is_valid(arr).to_numpy(zero_copy_only=False), bool)
+    limit = _INT64_MAX // factor.numerator
+    big = valid & ((values > limit) | (values < -limit))
+    scaled = values * factor.numerator if not big.any() else values
+    part = valid & (scaled % factor.denominator != 0) if factor.denominator != 1 else np.zeros(len(arr), bool)
+    if big.any() or part.any():
+        row = int(np.argmax(big | part))
+        why = (f"more than {_INT64_MAX} counts of {want} (int64) when scaled by {factor.numerator}" if big[row]
+               else f"not a whole number of {wcount}{want}")
+        raise ConversionError(
+            f"column {name!r} row {row // max(field.count, 1)}: {int(values[row])} {unit} ({given}) is {why}, so "
+            f"{wanted} cannot hold it exactly: change the field's unit or the data")
+    scaled = scaled // factor.denominator
+    out = pa.array(scaled, pa.int64(), mask=None if arr.null_count == 0 else ~valid)
+    return out if field.arrow_type == pa.int64() else out.view(field.arrow_type)
 
 
 def _time_counts(arr, field, cast, check):
@@ -476,10 +647,22 @@ def _time_counts(arr, field, cast, check):
             raise
         raise ConversionError(
             f"column {name!r} row {row // max(field.count, 1)}: {_shown(arr, row)} ({t}) is not a whole number of "
-            f"{_UNIT_NAMES[unit]} or is out of their range, the unit time_unit gives field {name!r} "
-            f"({field.dtype.str}): name a finer unit, or change the data") from err
+            f"{_UNIT_NAMES[unit]} or is out of their range, the unit time_unit={{{name!r}: {unit!r}}} gives field "
+            f"{name!r} ({field.dtype.str}): name a finer unit, or change the data") from err
     counts = timed.view(pa.int32() if target.bit_width == 32 else pa.int64())
-    return counts if counts.type == field.arrow_type else _cast(counts, field.arrow_type, name, field)
+    if counts.type == field.arrow_type:
+        return counts
+    try:
+        return _cast(counts, field.arrow_type, name, field)
+    except ConversionError as err:
+        row = _first_changed(counts, field.arrow_type)
+        if row is None:
+            raise
+        raise ConversionError(
+            f"column {name!r} row {row // max(field.count, 1)}: {_shown(arr, row)} ({t}) is "
+            f"{counts[row].as_py()} {_UNIT_NAMES[unit]} (time_unit={{{name!r}: {unit!r}}}), which field {name!r} "
+            f"({field.dtype.str}, {field.arrow_type}) cannot hold: name a coarser unit, widen the field, or change "
+            f"the data") from err
 
 
 def _time_fill(field, value, arrow_type):
@@ -574,8 +757,8 @@ def _cast(arr, target, name, field, cast="strict"):
     if pc.all(same).as_py() is False:
         row = pc.index(same, False).as_py()
         raise ConversionError(
-            f"column {name!r} row {row}: {arr[row].as_py()!r} ({arr.type}) becomes "
-            f"{out[row].as_py()!r} as {target}; {needs}: change the field's type or the data"
+            f"column {name!r} row {row}: {_shown(arr, row)} ({arr.type}) becomes "
+            f"{_shown(out, row)} as {target}; {needs}: change the field's type or the data"
         )
     return out
 
@@ -596,8 +779,22 @@ def _first_changed(arr, target):
 
 
 def _shown(arr, row):
-    """Value ``row`` of ``arr`` as a message shows it (a time Python cannot hold, as its count)."""
+    """Value ``row`` of ``arr`` as a message shows it: a time Python cannot hold (a date
+    past year 9999, a time of day below a microsecond) as its raw count and unit."""
+    t = arr.type
+    if pa.types.is_temporal(t):
+        unit = "days" if pa.types.is_date32(t) else "ms" if pa.types.is_date64(t) else t.unit
+        try:
+            count = arr.view(pa.int32() if t.bit_width == 32 else pa.int64())[row].as_py()
+        except (pa.ArrowException, ValueError, TypeError):
+            count = None
+        if count is not None and (pa.types.is_time(t) and unit == "ns" and count % 1000):
+            return f"{count} {unit}"  # datetime.time would drop the nanoseconds
+        try:
+            return repr(arr[row].as_py())
+        except (OverflowError, ValueError, TypeError, pa.ArrowException):
+            return f"{count} {unit}" if count is not None else "<a value Python cannot show>"
     try:
         return repr(arr[row].as_py())
-    except (OverflowError, ValueError):
-        return f"{arr.view(pa.int32() if arr.type.bit_width == 32 else pa.int64())[row].as_py()} counts"
+    except (OverflowError, ValueError, TypeError, pa.ArrowException):
+        return "<a value Python cannot show>"

@@ -796,6 +796,10 @@ def _check_way_back(args, fmt):
             if value:
                 raise CommandError(f"{flag} applies when writing records (Arrow -> records), but this writes {fmt}")
         return
+    if args.count is not None:  # a usage error, as the flags above are the other way
+        from ._convert import count_on_the_way_back
+
+        raise CommandError(command_hints(count_on_the_way_back(args.count, None if args.src == "-" else args.src)))
     if args.header is None and args.offset:
         raise CommandError(
             f"--offset {args.offset} skips a header when reading records, but this writes records from Arrow data, "
@@ -818,7 +822,13 @@ def _way_back_options(args, layout):
             raise CommandError(f"--time-unit {item!r}: the unit must be one of {', '.join(TIME_UNITS)} or name")
         if eq and name not in names:
             raise CommandError(f"--time-unit {item}: {name!r} is not a leaf field; the leaves are {', '.join(names)}")
-        units[name if eq else None] = unit
+        key = name if eq else None
+        if key in units and units[key][0] != unit:
+            raise CommandError(f"--time-unit {units[key][1]} and --time-unit {item} give "
+                               f"{'the default unit' if key is None else f'field {name!r}'} two units; "
+                               f"give one --time-unit {'UNIT' if key is None else f'{name}=UNIT'}")
+        units.setdefault(key, (unit, item))
+    units = {key: unit for key, (unit, _) in units.items()}
     default = units.pop(None, None)
     if default is not None:
         fields = [f for f in layout.fields if f.dtype.kind in "iumM" and not f.enum and f.kind != "bool"]
@@ -1043,8 +1053,10 @@ def _parser_class():
 
         def error(self, message):
             unknown = _unknown_options(self, getattr(self, "_argv", []))
-            if unknown and message.startswith("the following arguments are required"):
+            if unknown and message.startswith(("the following arguments are required", "one of the arguments")):
                 message = f"unrecognized arguments: {' '.join(unknown)}"  # the cause, not what it left missing
+            elif unknown and not message.startswith("unrecognized arguments"):
+                message = f"unrecognized arguments: {' '.join(unknown)}; and {message}"  # the unknown one first
             print(f"{self.prog}: error: {_one_line(message)} (see {self.prog} --help)", file=sys.stderr)
             raise SystemExit(USAGE)
 
@@ -1139,8 +1151,16 @@ def _parser():
 
 def bench(argv):
     """``layouts bench``: the benchmark suite of ``benchmarks/`` (``python -m benchmarks``)."""
-    from .benchmarks.__main__ import main as suite
+    from .benchmarks.__main__ import main as suite, parser
 
+    check = parser()
+
+    def error(message):  # one line, as the other subcommands' usage errors (the suite's parser prints its usage)
+        print(f"layouts bench: error: {_one_line(message)} (see layouts bench --help)", file=sys.stderr)
+        raise SystemExit(USAGE)
+
+    check.error = error
+    check.parse_args(argv)  # a wrong command line stops here, before the suite starts
     return suite(argv)
 
 

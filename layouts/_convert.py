@@ -217,9 +217,12 @@ def convert(src: "str | os.PathLike[str] | BinaryIO", layout: "Layout | np.typin
     fmt = output_format(dst, format)
     offset, count = check_offset(offset), check_count(count)
     head = _header_bytes(header, offset, fmt, time_unit, extra)
+    if isinstance(chunk_bytes, bool) or not isinstance(chunk_bytes, (int, np.integer)):
+        raise LayoutError(f"chunk_bytes must be a whole number of bytes (an int, e.g. 64 << 20), got "
+                          f"{chunk_bytes!r} ({type(chunk_bytes).__name__})")
     if chunk_bytes < 1:
         raise LayoutError(f"chunk_bytes must be positive, got {chunk_bytes}")
-    count = _records_only(fmt, count)
+    count = _records_only(fmt, count, src)
     out = open_output(dst, overwrite=overwrite, src=src)  # checks dst; an unnamed or temporary file
     t0 = time.perf_counter()
     try:
@@ -243,13 +246,42 @@ def convert(src: "str | os.PathLike[str] | BinaryIO", layout: "Layout | np.typin
     return ConvertResult(records, bytes_in, out.written(), time.perf_counter() - t0, out.name)
 
 
-def _records_only(fmt, count):
+def _records_only(fmt, count, src=None):
     """``count`` describes a records input, so with a Parquet/Arrow input (``format="records"``,
     Arrow -> records) it is refused; ``offset`` there is the header's size (see :func:`_header_bytes`)."""
     if fmt == "records" and count is not None:
-        raise LayoutError(f"count={count} applies to an input of records (records -> Arrow), but this reads a "
-                          f"Parquet or Arrow input to write records; leave it out")
+        raise LayoutError(count_on_the_way_back(count, src))
     return count
+
+
+def count_on_the_way_back(count, src):
+    """Why ``count=`` is refused when writing records: what the input at ``src`` is (a
+    path whose first bytes are looked at: Parquet, Arrow, or neither, which would be
+    records: records -> records is no conversion), and what to do instead."""
+    from ._files import arrow_kind
+
+    said = (f"count={count} applies to an input of records (records -> Arrow), whose first {count} records it takes, "
+            f"but this writes records (format='records', or a records destination)")
+    kind = None
+    if isinstance(src, (str, os.PathLike)) and os.path.isfile(src):
+        try:
+            fd = os.open(src, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            fd = None
+        if fd is not None:
+            try:
+                kind = arrow_kind(lambda at, n: os.pread(fd, n, at), os.fstat(fd).st_size) or "records"
+            except OSError:
+                kind = None
+            finally:
+                os.close(fd)
+    if kind == "records":
+        return (f"{said}, which it makes only from Parquet or Arrow data, and {os.fspath(src)} is neither (it has no "
+                f"Parquet or Arrow magic bytes: records, it seems): records -> records is no conversion; to convert "
+                f"records to Arrow, give an Arrow destination (.parquet, .feather, .arrow, .arrows) or format='parquet'")
+    what = f"{os.fspath(src)} is {kind}" if kind else "its input is Parquet or Arrow data"
+    return (f"{said}, and {what}, whose every row is written: leave count= out (to write fewer rows, slice the table "
+            f"first, e.g. pyarrow's Table.slice)")
 
 
 def _header_bytes(header, offset, fmt, time_unit=None, extra="error"):
@@ -275,21 +307,49 @@ def _header_bytes(header, offset, fmt, time_unit=None, extra="error"):
         return data
     if not offset:
         raise LayoutError("header= a file needs offset=N, the header's size in bytes: its first N bytes are copied")
+    if offset > HEADER_CAP:
+        raise LayoutError(f"offset={offset} asks for a header of {offset} bytes, more than the {HEADER_CAP} bytes "
+                          f"(1 GiB) a header may have: give offset= as the header's size (the bytes before the "
+                          f"first record of the original records file)")
     if isinstance(header, (str, os.PathLike)):
-        try:
-            with open(header, "rb") as f:
-                data = f.read(offset)
-        except OSError as err:
-            raise LayoutError(f"cannot read the header from {os.fspath(header)!r}: {err.strerror}") from None
+        from ._cdecl.files import open_regular
+
         where = os.fspath(header)
+        try:
+            with open_regular(header, f"header= is the original records file, whose first {offset} bytes "
+                                      f"(offset={offset}) are copied") as f:
+                size = os.fstat(f.fileno()).st_size
+                if size < offset:
+                    raise LayoutError(f"the header file {where} is {size} bytes, shorter than the {offset}-byte "
+                                      f"header (offset={offset})")
+                data = _read_header(f, offset)
+        except OSError as err:
+            raise LayoutError(f"cannot read the header from {where!r}: {err.strerror}") from None
     elif hasattr(header, "read"):
-        data, where = header.read(offset), str(getattr(header, "name", "the header file"))
+        where = str(getattr(header, "name", f"(a {type(header).__name__})"))
+        data = _read_header(header, offset)
     else:
         raise LayoutError(f"header= takes bytes, a path or a binary file object, got {type(header).__name__}")
     if len(data) < offset:
         raise LayoutError(f"the header file {where} is {len(data)} bytes, shorter than the {offset}-byte header "
                           f"(offset={offset})")
     return bytes(data)
+
+
+HEADER_CAP = 2**30  # the largest header= the way back writes (offset=), in bytes
+
+
+def _read_header(f, offset):
+    """Up to ``offset`` bytes of ``f``, read 1 MiB at a time (a file object that ends
+    sooner gives fewer: the caller says so), never more than it holds."""
+    parts, left = [], offset
+    while left:
+        part = f.read(min(left, 1 << 20))
+        if not part:
+            break
+        parts.append(bytes(part))
+        left -= len(part)
+    return b"".join(parts)
 
 
 def _write_header(out, head):
@@ -462,9 +522,18 @@ class _Watched:
         self.f.close()
 
 
-def _partial(name, size, itemsize, whole, left, trailing, offset=0):
+def _partial(name, size, itemsize, whole, left, trailing, offset=0, stream=False):
+    """A partial record at the end (see :func:`partial_record`). A path's bytes count from
+    its first byte; a stream's (a pipe, a file object) from where reading began, which
+    for a file object is its position when it was given, so the message says so."""
+    if not stream:
+        partial_record(f"{name} has {size} bytes of records: {whole} records of {itemsize} bytes and {left} bytes "
+                       f"left over", itemsize, left, trailing, stacklevel=5, end=offset + size)
+        return
     partial_record(f"{name} has {size} bytes of records: {whole} records of {itemsize} bytes and {left} bytes "
-                   f"left over", itemsize, left, trailing, stacklevel=5, end=offset + size)
+                   f"left over, from byte {offset + size - left:,} counted from where reading began (a file "
+                   f"object's position when it was given{f', the {offset}-byte header offset included' if offset else ''})", itemsize,
+                   left, trailing, stacklevel=5)
 
 
 def _records_to_arrow(src, layout, tmp, dst, fmt, chunk_bytes, compression, offset, trailing, nulls, overlap,
@@ -638,7 +707,7 @@ def _stream_chunks(f, rows, layout, name, trailing, overlap, offset=0, count=Non
         for buf, n in reader:
             whole, left = divmod(n, itemsize)
             if left and count is None:  # a stream ends inside a record
-                _partial(name, done * itemsize + n, itemsize, done + whole, left, trailing, offset)
+                _partial(name, done * itemsize + n, itemsize, done + whole, left, trailing, offset, True)
             if not whole:
                 break
             done += whole

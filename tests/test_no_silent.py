@@ -74,15 +74,16 @@ def test_a_unit_that_contradicts_the_name_is_a_warning():
 
 def test_a_unit_too_coarse_or_out_of_range_names_the_row():
     with pytest.raises(lo.ConversionError, match=r"column 't' row 1: .* \(timestamp\[ms\]\) is not a whole number of "
-                                                 r"seconds or is out of their range, the unit time_unit gives field "
+                                                 r"seconds or is out of their range, the unit time_unit=\{'t': 's'\} gives field "
                                                  r"'t' \(<i8\)"):
         lo.SoA.from_arrow(pa.table({"t": pa.array([1000, 1500], pa.timestamp("ms"))}), [("t", "<i8")],
                           time_unit="s")
     with pytest.raises(lo.ConversionError, match=r"column 't' row 0: .* is not a whole number of nanoseconds or is out "
                                                  r"of their range"):
         lo.SoA.from_arrow(pa.table({"t": pa.array([2**62], pa.timestamp("us"))}), [("t", "<i8")], time_unit="ns")
-    with pytest.raises(lo.ConversionError, match=r"column 't' has Arrow type int64; field 't' \(<i4\) needs int32, and "
-                                                 r"row 0 holds 5000000000, which does not fit it"):
+    with pytest.raises(lo.ConversionError, match=r"column 't' row 0: datetime.timedelta\(seconds=5\) \(duration\[s\]\) "
+                                                 r"is 5000000000 nanoseconds \(time_unit=\{'t': 'ns'\}\), which field "
+                                                 r"'t' \(<i4, int32\) cannot hold"):
         lo.SoA.from_arrow(pa.table({"t": pa.array([5], pa.duration("s"))}), [("t", "<i4")], time_unit="ns")
 
 
