@@ -954,10 +954,10 @@ def _writer(file, fmt, schema, compression):
 
 def _arrow_batches(src, rows, name):
     """``(where, record batch)`` of a Parquet or Arrow IPC (file or stream) input, with
-    ``where`` naming the batch or row group; an IPC file is memory-mapped, so its batches
-    are read when converted, without a copy. A file that cannot be read (damaged,
-    truncated) is a ConversionError naming it and the batch or row group, whatever
-    pyarrow raised."""
+    ``where`` naming the batch or row group; an IPC file is read (``pyarrow.OSFile``),
+    not memory-mapped, so that one truncated meanwhile is an error, not SIGBUS. A file
+    that cannot be read (damaged, truncated) is a ConversionError naming it and the
+    batch or row group, whatever pyarrow raised."""
     path = os.fspath(src) if isinstance(src, (str, os.PathLike)) else None
     head = tail = b""
     if path is None:
@@ -979,12 +979,14 @@ def _arrow_batches(src, rows, name):
     if head[:6] == b"ARROW1":
         if tail != b"ARROW1":
             raise _truncated(name, "Arrow IPC", "ARROW1", size)
+        # read, not memory-mapped: a file another program truncates meanwhile is then a short
+        # read (a ConversionError naming the batch), not SIGBUS in pyarrow's own reads
         with _reading(name, "the file's footer"):
-            reader = pa.ipc.open_file(pa.memory_map(path))
+            reader = pa.ipc.open_file(pa.OSFile(path))
             count = reader.num_record_batches
         return _file_batches(reader, count, name)
     try:
-        stream = pa.ipc.open_stream(pa.memory_map(path) if path is not None else src)
+        stream = pa.ipc.open_stream(pa.OSFile(path))
     except Exception as err:  # noqa: BLE001 - pyarrow raises several types for a file that is not IPC
         if head[:4] == b"\xff\xff\xff\xff":  # an IPC stream's first message, damaged
             raise _unreadable(name, "the stream's schema", err) from err
