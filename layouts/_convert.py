@@ -985,8 +985,9 @@ def _arrow_batches(src, rows, name):
             reader = pa.ipc.open_file(pa.OSFile(path))
             count = reader.num_record_batches
         return _file_batches(reader, count, name)
+    source = pa.OSFile(path)
     try:
-        stream = pa.ipc.open_stream(pa.OSFile(path))
+        stream = pa.ipc.open_stream(source)
     except Exception as err:  # noqa: BLE001 - pyarrow raises several types for a file that is not IPC
         if head[:4] == b"\xff\xff\xff\xff":  # an IPC stream's first message, damaged
             raise _unreadable(name, "the stream's schema", err) from err
@@ -994,7 +995,7 @@ def _arrow_batches(src, rows, name):
             f"{path or 'the input'} is neither Parquet nor Arrow IPC ({err}); to write records, the "
             f"input must be one of those"
         ) from None
-    return _stream_batches(stream, name)
+    return _stream_batches(stream, name, source)
 
 
 def _object_batches(f, rows, name):
@@ -1041,7 +1042,7 @@ def _stream_or_refuse(f, head, name):
             raise _unreadable(name, "the stream's schema", err) from err
         raise LayoutError(f"{name} is neither Parquet nor Arrow IPC (it starts with {bytes(head[:8])!r}); to write "
                           f"records, the input must be one of those") from None
-    return _stream_batches(stream, name)
+    return _stream_batches(stream, name, f)
 
 
 def _closing_when_done(batches, window):
@@ -1141,11 +1142,12 @@ class _Window(io.RawIOBase):
 
 
 class _Chained(io.RawIOBase):
-    """``head`` (bytes already read) and then the rest of the stream ``f``."""
+    """``head`` (bytes already read) and then the rest of the stream ``f``; ``pos`` counts
+    the bytes given out, from ``start`` (where ``head`` was in the input)."""
 
-    def __init__(self, head, f):
+    def __init__(self, head, f, start=0):
         super().__init__()
-        self.head, self.f = head, f
+        self.head, self.f, self.pos = head, f, start
 
     def readable(self):
         return True
@@ -1154,9 +1156,11 @@ class _Chained(io.RawIOBase):
         if self.head:
             n = min(len(buffer), len(self.head))
             memoryview(buffer)[:n], self.head = self.head[:n], self.head[n:]
+            self.pos += n
             return n
         data = self.f.read(len(buffer))
         memoryview(buffer)[: len(data)] = data
+        self.pos += len(data)
         return len(data)
 
 
@@ -1167,16 +1171,48 @@ def _file_batches(reader, count, name):
         yield f"batch {i}", batch
 
 
-def _stream_batches(stream, name):
-    i = 0
+def _stream_batches(stream, name, source):
+    """The batches of an IPC stream read from ``source``, and of every stream concatenated
+    after it (``layouts convert ... --to - >> all.arrows`` appends one a run): each must
+    have the first one's schema, and bytes after the last that are not a stream are an
+    error naming where they start; nothing after an end-of-stream marker is passed over."""
+    at, schema, i = None, stream.schema, 0
     while True:
-        with _reading(name, f"batch {i}"):
+        where = f"batch {i}" if at is None else f"the stream from byte {at:,}, batch {i}"
+        with _reading(name, where):
             try:
                 batch = stream.read_next_batch()
             except StopIteration:
-                return
-        yield f"batch {i}", batch
-        i += 1
+                batch = None
+        if batch is not None:
+            yield where, batch
+            i += 1
+            continue
+        at = source.pos if isinstance(source, _Chained) else source.tell()
+        head = _read_upto(source, 8, name)
+        if not head:
+            return
+        if isinstance(source, _Chained):  # a pipe: the bytes read are given back in front
+            source = _Chained(head + source.head, source.f, at)
+        else:
+            source.seek(at)
+        try:
+            stream = pa.ipc.open_stream(source)
+        except Exception as err:  # noqa: BLE001 - pyarrow raises several types for bytes that are not IPC
+            why = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
+            raise ConversionError(
+                f"{name}: the bytes from byte {at:,} on (after the end of an Arrow IPC stream) are not an Arrow "
+                f"IPC stream (they start with {bytes(head)!r}; {type(err).__name__}: {why}); cut them off (head -c {at} keeps the streams) or write the input again") from None
+        if not stream.schema.equals(schema):
+            raise ConversionError(
+                f"{name}: the Arrow IPC stream from byte {at:,} has another schema than the first "
+                f"({_schema_line(stream.schema)}; the first: {_schema_line(schema)}); streams concatenated in one "
+                f"input must have one schema: convert them apart")
+        i = 0
+
+
+def _schema_line(schema):
+    return ", ".join(f"{field.name}: {field.type}" for field in schema)
 
 
 def _parquet_batches(path, rows, name):

@@ -67,3 +67,104 @@ def test_an_ipc_input_truncated_while_converted_is_an_error_not_sigbus(tmp_path,
     assert "converted" not in out
     assert "in.arrow, batch " in out and ": cannot be read (" in out, out
     assert "the file is damaged, or was truncated or written wrongly" in out, out
+
+
+# ----------------------------------------------------------------- 2. concatenated IPC streams, trailing bytes
+
+
+def _stream(table):
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table, max_chunksize=3)
+    return sink.getvalue().to_pybytes()
+
+
+def _pipe(data):
+    """A pipe's reading end (a file object that cannot seek) holding ``data``."""
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdout.buffer.write(sys.stdin.buffer.read())"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    child.stdin.write(data)
+    child.stdin.close()
+    return child
+
+
+@pytest.mark.parametrize("given", ["path", "file object", "positioned", "pipe"])
+def test_every_concatenated_ipc_stream_is_read(tmp_path, given):
+    """``layouts convert a.bin --to - >> all.arrows`` appends a stream a run: all are read."""
+    data = _stream(_table(10)) + _stream(_table(7, 10)) + _stream(_table(0)) + _stream(_table(5, 17))
+    path = tmp_path / "all.arrows"
+    path.write_bytes(data)
+    out, child = io.BytesIO(), None
+    if given == "path":
+        src = path
+    elif given == "file object":
+        src = open(path, "rb")
+    elif given == "positioned":
+        src = io.BytesIO(b"header" + data)
+        src.read(6)
+    else:
+        child = _pipe(data)
+        src = child.stdout
+    try:
+        assert lo.convert(src, DT, out, format="records").records == 22
+    finally:
+        if given != "path":
+            src.close()
+        if child is not None:
+            child.wait()
+    assert out.getvalue() == _records(22)
+
+
+@pytest.mark.parametrize("given", ["path", "pipe"])
+def test_bytes_after_the_streams_are_an_error_naming_where_they_start(tmp_path, given):
+    data = _stream(_table(10)) + _stream(_table(4, 10))
+    path = tmp_path / "all.arrows"
+    path.write_bytes(data + b"garbage")
+    child = _pipe(data + b"garbage") if given == "pipe" else None
+    name = r".*all\.arrows" if given == "path" else r"(file descriptor )?\d+"
+    with pytest.raises(lo.ConversionError, match=(
+            rf"{name}: the bytes from byte {len(data):,} on \(after the end "
+            rf"of an Arrow IPC stream\) are not an Arrow IPC stream \(they start with b'garbage'; ArrowInvalid: .*\); "
+            rf"cut them off \(head -c {len(data)} keeps the streams\) or write the input again")):
+        lo.convert(str(path) if child is None else child.stdout, DT, io.BytesIO(), format="records")
+    if child is not None:
+        child.stdout.close()
+        child.wait()
+
+
+def test_a_concatenated_stream_of_another_schema_is_an_error_naming_its_byte(tmp_path):
+    first = _stream(_table(10))
+    other = _stream(pa.table({"a": pa.array(np.arange(3)), "c": pa.array(["x", "y", "z"])}))
+    path = tmp_path / "mixed.arrows"
+    path.write_bytes(first + other)
+    with pytest.raises(lo.ConversionError, match=(
+            rf"mixed.arrows: the Arrow IPC stream from byte {len(first):,} has another schema than the first "
+            r"\(a: int64, c: string; the first: a: int64, b: double\); streams concatenated in one input must "
+            r"have one schema: convert them apart")):
+        lo.convert(path, DT, io.BytesIO(), format="records")
+
+
+def test_a_cut_concatenated_stream_names_its_byte_and_batch(tmp_path):
+    first, second = _stream(_table(10)), _stream(_table(9, 10))
+    path = tmp_path / "cut.arrows"
+    path.write_bytes(first + second[: len(second) - 30])
+    with pytest.raises(lo.ConversionError, match=(
+            rf"cut.arrows, the stream from byte {len(first):,}, batch 2: cannot be read \(.*\); the file is "
+            r"damaged, or was truncated or written wrongly")):
+        lo.convert(path, DT, io.BytesIO(), format="records")
+
+
+def test_streams_appended_by_the_command_convert_back_whole(tmp_path):
+    from layouts._cli import main
+
+    for day, start in (("day1", 0), ("day2", 10)):
+        (tmp_path / f"{day}.bin").write_bytes(_records(10, start))
+    with open(tmp_path / "all.arrows", "ab") as out:
+        for day in ("day1", "day2"):
+            run = subprocess.run([sys.executable, "-m", "layouts", "convert", str(tmp_path / f"{day}.bin"), "--dtype",
+                                  "[('a', '<i8'), ('b', '<f8')]", "--to", "-"], stdout=out, env=ENV,
+                                 stderr=subprocess.PIPE, timeout=60)
+            assert run.returncode == 0, run.stderr
+    assert main(["convert", str(tmp_path / "all.arrows"), "--dtype", "[('a', '<i8'), ('b', '<f8')]", "--to",
+                 str(tmp_path / "back.bin")]) == 0
+    assert (tmp_path / "back.bin").read_bytes() == _records(20)
