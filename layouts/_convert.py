@@ -37,8 +37,8 @@ import pyarrow as pa
 from ._aos import AoS, as_layout
 from ._errors import ConversionError, LayoutError
 from ._faults import forward_error, shrunk_error
-from ._files import (BlockReservation, InterruptHold, arrow_kind, check_count, check_offset, open_output,
-                     partial_record, refuse_arrow, too_few)
+from ._files import (BlockReservation, InterruptHold, arrow_kind, check_count, check_input, check_offset,
+                     input_name, open_output, partial_record, refuse_arrow, too_few)
 from ._soa import SoA
 from .kernels._memory import MappedGuard
 
@@ -400,9 +400,10 @@ def _open_records(src, offset):
         except BaseException:
             f.close()
             raise
+    name = input_name(src)
+    check_input(src, "src", name)
     if not hasattr(src, "readinto"):
         raise LayoutError(f"convert takes a path or a binary file object, got {type(src).__name__}")
-    name = str(getattr(src, "name", "the input"))
     try:
         mode = os.fstat(src.fileno()).st_mode
     except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
@@ -1004,6 +1005,7 @@ def _object_batches(f, rows, name):
     that position on, :class:`_Window`); a Parquet or IPC file on a pipe, which must be
     read from its end, is first copied to an unnamed temporary file (removed however
     the conversion ends); an IPC stream is read as it comes."""
+    check_input(f, "src", name)
     if not hasattr(f, "read"):
         raise LayoutError(f"convert takes a path or a binary file object, got {type(f).__name__}")
     window = _Window.over(f)
@@ -1385,7 +1387,7 @@ def _whole_input(err, parts, first, check):
 def _arrow_to_records(src, layout, tmp, dst, chunk_bytes, fill, truncate, cast, overlap, threads, device,
                       progress, time_unit=None, extra="error"):
     rows = max(1, chunk_bytes // layout.itemsize)
-    name = os.fspath(src) if isinstance(src, (str, os.PathLike)) else str(getattr(src, "name", "the input"))
+    name = os.fspath(src) if isinstance(src, (str, os.PathLike)) else input_name(src)
 
     def check(part):
         return SoA.from_arrow(part, layout, fill=fill, truncate=truncate, cast=cast, time_unit=time_unit, extra=extra)

@@ -103,7 +103,7 @@ def read_records(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str
         raise LayoutError(f"no files match {paths!r}; check the path or glob pattern")
     offsets = _per_file(offset, names, "offset", check_offset)
     counts = _per_file(count, names, "count", check_count)
-    sizes = [fs.size(name) for name in names]
+    sizes = [_file_size(fs, name) for name in names]
     parts = byte_ranges(names, sizes, layout.itemsize, size, offset=offsets, trailing=trailing, count=counts)
     options = (layout, nulls, device, dict(zip(names, offsets)))
     meta = _empty_part(options)
@@ -115,6 +115,17 @@ def read_records(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str
         _Task(fs, options), parts, meta=meta, divisions=divisions, label="layouts-read-records",
         enforce_metadata=False,
     )
+
+
+def _file_size(fs, name):
+    """The size of file ``name``; a directory (which fsspec gives for a path without a
+    glob) is refused while the graph is planned, not when a partition is computed."""
+    info = fs.info(name)
+    if info.get("type") == "directory":
+        glob = name.rstrip("/") + "/*.bin"
+        raise LayoutError(f"{name} is a directory, not a record file; give its files with a glob pattern, e.g. "
+                          f"{glob!r}, or a list of paths")
+    return info["size"]
 
 
 def _blocksize(blocksize):
@@ -388,6 +399,8 @@ def read_stream(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str]
     fs, _, names = fsspec.core.get_fs_token_paths(paths, mode="rb", storage_options=storage_options or {})
     if not names:
         raise LayoutError(f"no files match {paths!r}; check the path or glob pattern")
+    for name in names:
+        _file_size(fs, name)
     files = pd.CategoricalDtype(names, ordered=True)
     task = _StreamTask(fs, stream, {n: empties[n] for n in wanted}, file_column, files)
     pieces = [(i, name, piece) for i, name in enumerate(names)

@@ -168,3 +168,50 @@ def test_streams_appended_by_the_command_convert_back_whole(tmp_path):
     assert main(["convert", str(tmp_path / "all.arrows"), "--dtype", "[('a', '<i8'), ('b', '<f8')]", "--to",
                  str(tmp_path / "back.bin")]) == 0
     assert (tmp_path / "back.bin").read_bytes() == _records(20)
+
+
+# ----------------------------------------------------------------- 3, 4. file objects that cannot give bytes
+
+
+def _closed(path):
+    f = open(path, "rb")
+    f.close()
+    return f
+
+
+@pytest.mark.parametrize("opened, said", [
+    (_closed, r"is closed; pass the file open for reading \(open\(path, 'rb'\)\) or its path"),
+    (lambda path: open(path, "wb"), r"is open for writing only \(mode 'wb'\); open it for reading "
+                                    r"\(open\(path, 'rb'\)\) or pass its path"),
+    (lambda path: open(path, "r"), r"is open in text mode; open it with 'rb'"),
+])
+def test_a_file_object_that_cannot_give_bytes_is_refused_by_every_reader(tmp_path, opened, said):
+    path = tmp_path / "in.bin"
+    path.write_bytes(_records(2))
+    f = opened(path)
+    try:
+        with pytest.raises(lo.LayoutError, match=rf"^source {path} {said}$"):
+            lo.read_records(f, DT)
+        for fmt in ("arrow", "records"):  # records in, and Arrow in
+            with pytest.raises(lo.LayoutError, match=rf"^src {path} {said}$"):
+                lo.convert(f, DT, io.BytesIO(), format=fmt)
+    finally:
+        f.close()
+    assert path.read_bytes() == (b"" if "writing" in said else _records(2))
+
+
+def test_dask_refuses_a_directory_while_planning(tmp_path):
+    pytest.importorskip("dask.dataframe")
+    import layouts.dask as ld
+
+    folder = tmp_path / "d"
+    folder.mkdir()
+    for given in (folder, str(folder) + "/"):
+        with pytest.raises(lo.LayoutError, match=(
+                rf"^{folder} is a directory, not a record file; give its files with a glob pattern, e.g. "
+                rf"'{folder}/\*\.bin', or a list of paths$")):
+            ld.read_records(given, DT)
+    with pytest.raises(lo.LayoutError, match=rf"^{folder} is a directory, not a record file; give its files"):
+        ld.read_stream(folder, "pcap")
+    (folder / "x.bin").write_bytes(_records(3))
+    assert ld.read_records(str(folder / "*.bin"), DT).compute()["a"].tolist() == [0, 1, 2]
