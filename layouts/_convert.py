@@ -38,7 +38,7 @@ from ._aos import AoS, as_layout
 from ._errors import ConversionError, LayoutError
 from ._faults import forward_error, shrunk_error
 from ._files import (BlockReservation, InterruptHold, arrow_kind, check_count, check_input, check_offset,
-                     input_name, open_output, partial_record, refuse_arrow, too_few)
+                     input_name, maps, open_output, partial_record, refuse_arrow, too_few)
 from ._soa import SoA
 from .kernels._memory import MappedGuard
 
@@ -389,9 +389,9 @@ def _open_records(src, offset):
             mode = os.fstat(f.fileno()).st_mode
             if stat.S_ISCHR(mode):
                 raise LayoutError(_endless(name))
-            if not stat.S_ISREG(mode):  # a FIFO (or a block device, whose st_size is 0): read as it comes
-                return _Watched(f, name, offset), None, name, True
             size = os.fstat(f.fileno()).st_size
+            if not stat.S_ISREG(mode) or not maps(f.fileno(), size):  # a FIFO, a block device (st_size 0), a
+                return _Watched(f, name, offset), None, name, True      # /proc or /sys file: read as it comes
             refuse_arrow(name, f.fileno(), size, _FIX_CONVERT)
             if offset > size:
                 raise LayoutError(f"{src} is {size} bytes, shorter than the {offset}-byte header offset")
@@ -432,7 +432,7 @@ class _Watched:
         while skipped < offset:
             chunk = f.read(min(offset - skipped, 1 << 20))
             if not chunk:
-                raise LayoutError(f"the input ended after {skipped} bytes, inside the {offset}-byte header")
+                raise LayoutError(f"{name} ended after {skipped} bytes, inside the {offset}-byte header")
             self._saw(chunk)
             skipped += len(chunk)
 

@@ -167,8 +167,11 @@ def _open(source, need=None):
             if stat.S_ISREG(st.st_mode) or stat.S_ISBLK(st.st_mode):
                 with open(path, "rb") as f:
                     size = _size(f.fileno(), st)
-                    refuse_arrow(path, f.fileno(), size, _FIX_READ)
-                return path, size, path, None, 0
+                    if not stat.S_ISREG(st.st_mode) or maps(f.fileno(), size):
+                        refuse_arrow(path, f.fileno(), size, _FIX_READ)
+                        return path, size, path, None, 0
+                    data = _read_stream(f, path, need)  # /proc, /sys: a size that is not the bytes'
+                return path, len(data), None, data, 0
             if stat.S_ISDIR(st.st_mode):
                 raise LayoutError(f"cannot read records from {path!r}: it is a directory; give a file")
             if stat.S_ISSOCK(st.st_mode):
@@ -196,10 +199,10 @@ def _open(source, need=None):
         try:
             start = _position(source)
             size = max(st.st_size - start, 0)
-            if size:
-                mmap.mmap(fd, 0, access=mmap.ACCESS_READ).close()  # a regular file: it maps
-                refuse_arrow(name, fd, size, _FIX_READ, start)
-            return (f"{name} (from its position {start:,})" if start else name), size, source, None, start
+            if maps(fd, st.st_size):
+                if size:
+                    refuse_arrow(name, fd, size, _FIX_READ, start)
+                return (f"{name} (from its position {start:,})" if start else name), size, source, None, start
         except (OSError, ValueError, io.UnsupportedOperation):
             pass  # it does not map: read it
     data = _read_stream(source, name, need)
@@ -235,6 +238,19 @@ def check_input(f, argument, name):
                               f"(open(path, 'rb')) or pass its path")
     except (OSError, ValueError):
         pass  # it says nothing: its reads will
+
+
+def maps(fd, size):
+    """Whether a regular file of ``size`` bytes (``st_size``) is mapped rather than read:
+    it has bytes and the kernel maps it. A /proc file says 0 bytes and has some, a /sys
+    file says 4,096 and cannot be mapped (ENODEV): those are read as streams."""
+    if size == 0:
+        return False
+    try:
+        mmap.mmap(fd, 0, access=mmap.ACCESS_READ).close()
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def _position(f):

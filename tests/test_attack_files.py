@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -215,3 +216,35 @@ def test_dask_refuses_a_directory_while_planning(tmp_path):
         ld.read_stream(folder, "pcap")
     (folder / "x.bin").write_bytes(_records(3))
     assert ld.read_records(str(folder / "*.bin"), DT).compute()["a"].tolist() == [0, 1, 2]
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/version"), reason="procfs")
+def test_a_proc_file_whose_size_says_0_is_read_as_a_stream(tmp_path):
+    """procfs says 0 bytes (st_size) for files that have some: they used to be 0 records."""
+    want = Path("/proc/version").read_bytes()
+    assert os.stat("/proc/version").st_size == 0 and want
+    char = np.dtype([("c", "u1")])
+    with open("/proc/version", "rb") as f:
+        for src in ("/proc/version", f):
+            assert lo.read_records(src, char).to_numpy().tobytes() == want
+    out = io.BytesIO()
+    assert lo.convert("/proc/version", char, out, format="arrows").records == len(want)
+    assert bytes(pa.ipc.open_stream(out.getvalue()).read_all().column("c").to_pylist()) == want
+
+
+@pytest.mark.skipif(not os.path.exists("/sys/kernel/mm/transparent_hugepage/enabled"), reason="sysfs")
+def test_a_sys_file_that_does_not_map_is_read_as_a_stream():
+    """sysfs says 4,096 bytes and refuses a map (ENODEV, raw OSError before)."""
+    path = "/sys/kernel/mm/transparent_hugepage/enabled"
+    want = Path(path).read_bytes()
+    char = np.dtype([("c", "u1")])
+    assert lo.read_records(path, char).to_numpy().tobytes() == want
+    assert lo.convert(path, char, io.BytesIO(), format="arrows").records == len(want)
+
+
+def test_an_empty_file_with_a_header_offset_names_the_file(tmp_path):
+    (tmp_path / "empty.bin").write_bytes(b"")
+    with pytest.raises(lo.LayoutError, match=r"empty\.bin ended after 0 bytes, inside the 16-byte header"):
+        lo.convert(tmp_path / "empty.bin", DT, io.BytesIO(), format="arrow", offset=16)
+    assert lo.convert(tmp_path / "empty.bin", DT, io.BytesIO(), format="arrow").records == 0
+    assert len(lo.read_records(tmp_path / "empty.bin", DT)) == 0
