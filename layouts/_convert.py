@@ -1204,7 +1204,8 @@ def _stream_batches(stream, name, source):
             why = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
             raise ConversionError(
                 f"{name}: the bytes from byte {at:,} on (after the end of an Arrow IPC stream) are not an Arrow "
-                f"IPC stream (they start with {bytes(head)!r}; {type(err).__name__}: {why}); cut them off (head -c {at} keeps the streams) or write the input again") from None
+                f"IPC stream (they start with {bytes(head)!r}; {type(err).__name__}: {why}); cut them off "
+                f"(head -c {at} keeps the streams) or write the input again") from None
         if not stream.schema.equals(schema):
             raise ConversionError(
                 f"{name}: the Arrow IPC stream from byte {at:,} has another schema than the first "

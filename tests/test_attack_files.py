@@ -122,7 +122,7 @@ def test_bytes_after_the_streams_are_an_error_naming_where_they_start(tmp_path, 
     path = tmp_path / "all.arrows"
     path.write_bytes(data + b"garbage")
     child = _pipe(data + b"garbage") if given == "pipe" else None
-    name = r".*all\.arrows" if given == "path" else r"(file descriptor )?\d+"
+    name = r".*all\.arrows" if given == "path" else r"file descriptor \d+"
     with pytest.raises(lo.ConversionError, match=(
             rf"{name}: the bytes from byte {len(data):,} on \(after the end "
             rf"of an Arrow IPC stream\) are not an Arrow IPC stream \(they start with b'garbage'; ArrowInvalid: .*\); "
@@ -248,3 +248,48 @@ def test_an_empty_file_with_a_header_offset_names_the_file(tmp_path):
         lo.convert(tmp_path / "empty.bin", DT, io.BytesIO(), format="arrow", offset=16)
     assert lo.convert(tmp_path / "empty.bin", DT, io.BytesIO(), format="arrow").records == 0
     assert len(lo.read_records(tmp_path / "empty.bin", DT)) == 0
+
+
+# ----------------------------------------------------------------- 5. a pipe is "file descriptor N" everywhere
+
+
+def test_a_pipe_is_named_by_its_descriptor_in_every_message(tmp_path):
+    import pyarrow.parquet as pq
+
+    child = _pipe(_records(3))
+    try:
+        with pytest.raises(lo.ConversionError, match=(
+                rf"^file descriptor {child.stdout.fileno()} holds 3 whole records of 16 bytes after offset 0; "
+                r"count=5 asks for more")):
+            lo.convert(child.stdout, DT, io.BytesIO(), format="arrow", count=5)
+    finally:
+        child.stdout.close()
+        child.wait()
+    pq.write_table(_table(10), tmp_path / "r.parquet")
+    raw = (tmp_path / "r.parquet").read_bytes()
+    child = _pipe(raw[:-10])
+    try:
+        with pytest.raises(lo.ConversionError, match=(
+                rf"^file descriptor {child.stdout.fileno()} is a truncated Parquet file: it starts with the Parquet "
+                r"marker but does not end with it")):
+            lo.convert(child.stdout, DT, io.BytesIO(), format="records")
+    finally:
+        child.stdout.close()
+        child.wait()
+    child = _pipe(_records(3) + b"x")
+    try:
+        with pytest.raises(lo.LayoutError, match=(rf"^file descriptor {child.stdout.fileno()} is 49 bytes: after "
+                                                  r"the 0-byte header that is 3 records of 16 bytes and 1 bytes left")):
+            lo.read_records(child.stdout, DT)
+    finally:
+        child.stdout.close()
+        child.wait()
+
+
+def test_the_ipc_read_benchmark_runs_small(tmp_path):
+    from layouts.benchmarks.ipc_read import run
+
+    row = run(2_000, 2, str(tmp_path))
+    assert row["records"] == 2_000 and row["s read"] > 0 and row["s mapped"] > 0 and row["x"] > 0
+    assert pa.OSFile is not pa.memory_map  # the mapped side's stand-in is undone
+    assert list(tmp_path.iterdir()) == []
