@@ -982,21 +982,27 @@ def _arrow_batches(src, rows, name):
             raise _truncated(name, "Arrow IPC", "ARROW1", size)
         # read, not memory-mapped: a file another program truncates meanwhile is then a short
         # read (a ConversionError naming the batch), not SIGBUS in pyarrow's own reads
-        with _reading(name, "the file's footer"):
-            reader = pa.ipc.open_file(pa.OSFile(path))
-            count = reader.num_record_batches
-        return _file_batches(reader, count, name)
+        source = pa.OSFile(path)
+        try:
+            with _reading(name, "the file's footer"):
+                reader = pa.ipc.open_file(source)
+                count = reader.num_record_batches
+        except BaseException:
+            source.close()
+            raise
+        return _closing_when_done(_file_batches(reader, count, name), source)
     source = pa.OSFile(path)
     try:
         stream = pa.ipc.open_stream(source)
     except Exception as err:  # noqa: BLE001 - pyarrow raises several types for a file that is not IPC
+        source.close()
         if head[:4] == b"\xff\xff\xff\xff":  # an IPC stream's first message, damaged
             raise _unreadable(name, "the stream's schema", err) from err
         raise LayoutError(
             f"{path or 'the input'} is neither Parquet nor Arrow IPC ({err}); to write records, the "
             f"input must be one of those"
         ) from None
-    return _stream_batches(stream, name, source)
+    return _closing_when_done(_stream_batches(stream, name, source), source)
 
 
 def _object_batches(f, rows, name):

@@ -293,3 +293,20 @@ def test_the_ipc_read_benchmark_runs_small(tmp_path):
     assert row["records"] == 2_000 and row["s read"] > 0 and row["s mapped"] > 0 and row["x"] > 0
     assert pa.OSFile is not pa.memory_map  # the mapped side's stand-in is undone
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors through /proc")
+@pytest.mark.parametrize("suffix", ["arrow", "arrows", "garbage.arrows"])
+def test_an_ipc_input_read_from_its_path_is_closed_however_it_ends(tmp_path, suffix):
+    path = tmp_path / f"in.{suffix}"
+    if suffix == "arrow":
+        with pa.OSFile(str(path), "wb") as f, pa.ipc.new_file(f, _table(5).schema) as w:
+            w.write_table(_table(5))
+    else:
+        path.write_bytes(_stream(_table(5)) + (b"garbage" if suffix.startswith("garbage") else b""))
+    before = len(os.listdir("/proc/self/fd"))
+    try:
+        lo.convert(path, DT, io.BytesIO(), format="records")
+    except lo.ConversionError as err:
+        assert suffix.startswith("garbage") and "are not an Arrow IPC stream" in str(err)
+    assert len(os.listdir("/proc/self/fd")) == before
