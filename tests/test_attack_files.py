@@ -310,3 +310,17 @@ def test_an_ipc_input_read_from_its_path_is_closed_however_it_ends(tmp_path, suf
     except lo.ConversionError as err:
         assert suffix.startswith("garbage") and "are not an Arrow IPC stream" in str(err)
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/version"), reason="procfs")
+def test_dask_refuses_a_file_whose_size_is_not_its_bytes(tmp_path):
+    pytest.importorskip("dask.dataframe")
+    import layouts.dask as ld
+
+    with pytest.raises(lo.LayoutError, match=(
+            r"^/proc/version says it is 0 bytes but cannot be mapped or has other bytes \(a /proc or /sys file\): "
+            r"Dask's partitions are byte ranges planned from file sizes; read it with "
+            r"layouts.read_records\('/proc/version', layout\), which reads such a file whole$")):
+        ld.read_records("/proc/version", [("c", "u1")])
+    (tmp_path / "empty.bin").write_bytes(b"")
+    assert len(ld.read_records(str(tmp_path / "empty.bin"), DT).compute()) == 0
