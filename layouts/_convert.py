@@ -37,8 +37,8 @@ import pyarrow as pa
 from ._aos import AoS, as_layout
 from ._errors import ConversionError, LayoutError
 from ._faults import forward_error, shrunk_error
-from ._files import (BlockReservation, InterruptHold, arrow_kind, check_count, check_offset, open_output,
-                     partial_record, refuse_arrow, too_few)
+from ._files import (BlockReservation, InterruptHold, arrow_kind, check_count, check_input, check_offset,
+                     input_name, maps, open_output, partial_record, refuse_arrow, too_few)
 from ._soa import SoA
 from .kernels._memory import MappedGuard
 
@@ -449,9 +449,9 @@ def _open_records(src, offset):
             mode = os.fstat(f.fileno()).st_mode
             if stat.S_ISCHR(mode):
                 raise LayoutError(_endless(name))
-            if not stat.S_ISREG(mode):  # a FIFO (or a block device, whose st_size is 0): read as it comes
-                return _Watched(f, name, offset), None, name, True
             size = os.fstat(f.fileno()).st_size
+            if not stat.S_ISREG(mode) or not maps(f.fileno(), size):  # a FIFO, a block device (st_size 0), a
+                return _Watched(f, name, offset), None, name, True      # /proc or /sys file: read as it comes
             refuse_arrow(name, f.fileno(), size, _FIX_CONVERT)
             if offset > size:
                 raise LayoutError(f"{src} is {size} bytes, shorter than the {offset}-byte header offset")
@@ -460,9 +460,10 @@ def _open_records(src, offset):
         except BaseException:
             f.close()
             raise
+    name = input_name(src)
+    check_input(src, "src", name)
     if not hasattr(src, "readinto"):
         raise LayoutError(f"convert takes a path or a binary file object, got {type(src).__name__}")
-    name = str(getattr(src, "name", "the input"))
     try:
         mode = os.fstat(src.fileno()).st_mode
     except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
@@ -491,7 +492,7 @@ class _Watched:
         while skipped < offset:
             chunk = f.read(min(offset - skipped, 1 << 20))
             if not chunk:
-                raise LayoutError(f"the input ended after {skipped} bytes, inside the {offset}-byte header")
+                raise LayoutError(f"{name} ended after {skipped} bytes, inside the {offset}-byte header")
             self._saw(chunk)
             skipped += len(chunk)
 
@@ -1023,10 +1024,10 @@ def _writer(file, fmt, schema, compression):
 
 def _arrow_batches(src, rows, name):
     """``(where, record batch)`` of a Parquet or Arrow IPC (file or stream) input, with
-    ``where`` naming the batch or row group; an IPC file is memory-mapped, so its batches
-    are read when converted, without a copy. A file that cannot be read (damaged,
-    truncated) is a ConversionError naming it and the batch or row group, whatever
-    pyarrow raised."""
+    ``where`` naming the batch or row group; an IPC file is read (``pyarrow.OSFile``),
+    not memory-mapped, so that one truncated meanwhile is an error, not SIGBUS. A file
+    that cannot be read (damaged, truncated) is a ConversionError naming it and the
+    batch or row group, whatever pyarrow raised."""
     path = os.fspath(src) if isinstance(src, (str, os.PathLike)) else None
     head = tail = b""
     if path is None:
@@ -1048,20 +1049,29 @@ def _arrow_batches(src, rows, name):
     if head[:6] == b"ARROW1":
         if tail != b"ARROW1":
             raise _truncated(name, "Arrow IPC", "ARROW1", size)
-        with _reading(name, "the file's footer"):
-            reader = pa.ipc.open_file(pa.memory_map(path))
-            count = reader.num_record_batches
-        return _file_batches(reader, count, name)
+        # read, not memory-mapped: a file another program truncates meanwhile is then a short
+        # read (a ConversionError naming the batch), not SIGBUS in pyarrow's own reads
+        source = pa.OSFile(path)
+        try:
+            with _reading(name, "the file's footer"):
+                reader = pa.ipc.open_file(source)
+                count = reader.num_record_batches
+        except BaseException:
+            source.close()
+            raise
+        return _closing_when_done(_file_batches(reader, count, name), source)
+    source = pa.OSFile(path)
     try:
-        stream = pa.ipc.open_stream(pa.memory_map(path) if path is not None else src)
+        stream = pa.ipc.open_stream(source)
     except Exception as err:  # noqa: BLE001 - pyarrow raises several types for a file that is not IPC
+        source.close()
         if head[:4] == b"\xff\xff\xff\xff":  # an IPC stream's first message, damaged
             raise _unreadable(name, "the stream's schema", err) from err
         raise LayoutError(
             f"{path or 'the input'} is neither Parquet nor Arrow IPC ({err}); to write records, the "
             f"input must be one of those"
         ) from None
-    return _stream_batches(stream, name)
+    return _closing_when_done(_stream_batches(stream, name, source), source)
 
 
 def _object_batches(f, rows, name):
@@ -1070,6 +1080,7 @@ def _object_batches(f, rows, name):
     that position on, :class:`_Window`); a Parquet or IPC file on a pipe, which must be
     read from its end, is first copied to an unnamed temporary file (removed however
     the conversion ends); an IPC stream is read as it comes."""
+    check_input(f, "src", name)
     if not hasattr(f, "read"):
         raise LayoutError(f"convert takes a path or a binary file object, got {type(f).__name__}")
     window = _Window.over(f)
@@ -1108,7 +1119,7 @@ def _stream_or_refuse(f, head, name):
             raise _unreadable(name, "the stream's schema", err) from err
         raise LayoutError(f"{name} is neither Parquet nor Arrow IPC (it starts with {bytes(head[:8])!r}); to write "
                           f"records, the input must be one of those") from None
-    return _stream_batches(stream, name)
+    return _stream_batches(stream, name, f)
 
 
 def _closing_when_done(batches, window):
@@ -1208,11 +1219,12 @@ class _Window(io.RawIOBase):
 
 
 class _Chained(io.RawIOBase):
-    """``head`` (bytes already read) and then the rest of the stream ``f``."""
+    """``head`` (bytes already read) and then the rest of the stream ``f``; ``pos`` counts
+    the bytes given out, from ``start`` (where ``head`` was in the input)."""
 
-    def __init__(self, head, f):
+    def __init__(self, head, f, start=0):
         super().__init__()
-        self.head, self.f = head, f
+        self.head, self.f, self.pos = head, f, start
 
     def readable(self):
         return True
@@ -1221,9 +1233,11 @@ class _Chained(io.RawIOBase):
         if self.head:
             n = min(len(buffer), len(self.head))
             memoryview(buffer)[:n], self.head = self.head[:n], self.head[n:]
+            self.pos += n
             return n
         data = self.f.read(len(buffer))
         memoryview(buffer)[: len(data)] = data
+        self.pos += len(data)
         return len(data)
 
 
@@ -1234,16 +1248,49 @@ def _file_batches(reader, count, name):
         yield f"batch {i}", batch
 
 
-def _stream_batches(stream, name):
-    i = 0
+def _stream_batches(stream, name, source):
+    """The batches of an IPC stream read from ``source``, and of every stream concatenated
+    after it (``layouts convert ... --to - >> all.arrows`` appends one a run): each must
+    have the first one's schema, and bytes after the last that are not a stream are an
+    error naming where they start; nothing after an end-of-stream marker is passed over."""
+    at, schema, i = None, stream.schema, 0
     while True:
-        with _reading(name, f"batch {i}"):
+        where = f"batch {i}" if at is None else f"the stream from byte {at:,}, batch {i}"
+        with _reading(name, where):
             try:
                 batch = stream.read_next_batch()
             except StopIteration:
-                return
-        yield f"batch {i}", batch
-        i += 1
+                batch = None
+        if batch is not None:
+            yield where, batch
+            i += 1
+            continue
+        at = source.pos if isinstance(source, _Chained) else source.tell()
+        head = _read_upto(source, 8, name)
+        if not head:
+            return
+        if isinstance(source, _Chained):  # a pipe: the bytes read are given back in front
+            source = _Chained(head + source.head, source.f, at)
+        else:
+            source.seek(at)
+        try:
+            stream = pa.ipc.open_stream(source)
+        except Exception as err:  # noqa: BLE001 - pyarrow raises several types for bytes that are not IPC
+            why = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
+            raise ConversionError(
+                f"{name}: the bytes from byte {at:,} on (after the end of an Arrow IPC stream) are not an Arrow "
+                f"IPC stream (they start with {bytes(head)!r}; {type(err).__name__}: {why}); cut them off "
+                f"(head -c {at} keeps the streams) or write the input again") from None
+        if not stream.schema.equals(schema):
+            raise ConversionError(
+                f"{name}: the Arrow IPC stream from byte {at:,} has another schema than the first "
+                f"({_schema_line(stream.schema)}; the first: {_schema_line(schema)}); streams concatenated in one "
+                f"input must have one schema: convert them apart")
+        i = 0
+
+
+def _schema_line(schema):
+    return ", ".join(f"{field.name}: {field.type}" for field in schema)
 
 
 def _parquet_batches(path, rows, name):
@@ -1416,7 +1463,7 @@ def _whole_input(err, parts, first, check):
 def _arrow_to_records(src, layout, tmp, dst, chunk_bytes, fill, truncate, cast, overlap, threads, device,
                       progress, time_unit=None, extra="error"):
     rows = max(1, chunk_bytes // layout.itemsize)
-    name = os.fspath(src) if isinstance(src, (str, os.PathLike)) else str(getattr(src, "name", "the input"))
+    name = os.fspath(src) if isinstance(src, (str, os.PathLike)) else input_name(src)
 
     def check(part):
         return SoA.from_arrow(part, layout, fill=fill, truncate=truncate, cast=cast, time_unit=time_unit, extra=extra)

@@ -167,8 +167,11 @@ def _open(source, need=None):
             if stat.S_ISREG(st.st_mode) or stat.S_ISBLK(st.st_mode):
                 with open(path, "rb") as f:
                     size = _size(f.fileno(), st)
-                    refuse_arrow(path, f.fileno(), size, _FIX_READ)
-                return path, size, path, None, 0
+                    if not stat.S_ISREG(st.st_mode) or maps(f.fileno(), size):
+                        refuse_arrow(path, f.fileno(), size, _FIX_READ)
+                        return path, size, path, None, 0
+                    data = _read_stream(f, path, need)  # /proc, /sys: a size that is not the bytes'
+                return path, len(data), None, data, 0
             if stat.S_ISDIR(st.st_mode):
                 raise LayoutError(f"cannot read records from {path!r}: it is a directory; give a file")
             if stat.S_ISSOCK(st.st_mode):
@@ -183,8 +186,8 @@ def _open(source, need=None):
             raise LayoutError(f"cannot read records from {path!r}: {err.strerror}") from None
     if not hasattr(source, "read"):
         raise LayoutError(f"read_records takes a path or a binary file object, got {type(source).__name__}")
-    name = getattr(source, "name", type(source).__name__)
-    name = f"file descriptor {name}" if isinstance(name, int) else str(name)  # open(fd, "rb")
+    name = input_name(source, type(source).__name__)
+    check_input(source, "source", name)
     try:
         fd = source.fileno()
         st = os.fstat(fd)
@@ -196,14 +199,58 @@ def _open(source, need=None):
         try:
             start = _position(source)
             size = max(st.st_size - start, 0)
-            if size:
-                mmap.mmap(fd, 0, access=mmap.ACCESS_READ).close()  # a regular file: it maps
-                refuse_arrow(name, fd, size, _FIX_READ, start)
-            return (f"{name} (from its position {start:,})" if start else name), size, source, None, start
+            if maps(fd, st.st_size):
+                if size:
+                    refuse_arrow(name, fd, size, _FIX_READ, start)
+                return (f"{name} (from its position {start:,})" if start else name), size, source, None, start
         except (OSError, ValueError, io.UnsupportedOperation):
             pass  # it does not map: read it
     data = _read_stream(source, name, need)
     return name, len(data), None, data, 0
+
+
+def input_name(f, default="the input"):
+    """How messages name an input file object: its path, ``<stdin>``, ``file descriptor
+    N`` for one opened from a descriptor (a pipe: ``open(fd, "rb")``, ``Popen.stdout``),
+    else ``default``."""
+    name = getattr(f, "name", None)
+    if isinstance(name, int) and not isinstance(name, bool):
+        return f"file descriptor {name}"
+    return default if name is None else str(name)
+
+
+def check_input(f, argument, name):
+    """Refuse an input file object that cannot give bytes, before any is read: one that
+    is closed, open only for writing, or in text mode; ``argument`` names the parameter
+    (``src``, ``source``)."""
+    if not hasattr(f, "read") and not hasattr(f, "readinto"):
+        return
+    if getattr(f, "closed", False) is True:
+        raise LayoutError(f"{argument} {name} is closed; pass the file open for reading (open(path, 'rb')) or its path")
+    if isinstance(f, io.TextIOBase):
+        raise LayoutError(f"{argument} {name} is open in text mode; open it with 'rb'")
+    readable = getattr(f, "readable", None)
+    try:
+        if callable(readable) and readable() is False:
+            mode = getattr(f, "mode", None)
+            said = f" (mode {mode!r})" if isinstance(mode, str) else ""
+            raise LayoutError(f"{argument} {name} is open for writing only{said}; open it for reading "
+                              f"(open(path, 'rb')) or pass its path")
+    except (OSError, ValueError):
+        pass  # it says nothing: its reads will
+
+
+def maps(fd, size):
+    """Whether a regular file of ``size`` bytes (``st_size``) is mapped rather than read:
+    it has bytes and the kernel maps it. A /proc file says 0 bytes and has some, a /sys
+    file says 4,096 and cannot be mapped (ENODEV): those are read as streams."""
+    if size == 0:
+        return False
+    try:
+        mmap.mmap(fd, 0, access=mmap.ACCESS_READ).close()
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def _position(f):
@@ -479,7 +526,7 @@ def _not_the_input(name, st, src):
         if isinstance(src, (str, os.PathLike)):
             other, src_name = os.stat(src), os.fspath(src)
         else:
-            other, src_name = os.fstat(src.fileno()), str(getattr(src, "name", "the input"))
+            other, src_name = os.fstat(src.fileno()), input_name(src)
     except (OSError, io.UnsupportedOperation, ValueError, AttributeError):
         return
     if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):

@@ -25,7 +25,7 @@ from ._aos import AoS, as_layout, checked_nulls
 from ._soa import SoA
 from ._errors import ConversionError, LayoutError
 from ._faults import guarded_reads, shrunk_error
-from ._files import check_count, check_offset, check_trailing, too_few, whole_records
+from ._files import check_count, check_offset, check_trailing, maps, too_few, whole_records
 
 if TYPE_CHECKING:
     from ._layout import Layout
@@ -103,7 +103,7 @@ def read_records(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str
         raise LayoutError(f"no files match {paths!r}; check the path or glob pattern")
     offsets = _per_file(offset, names, "offset", check_offset)
     counts = _per_file(count, names, "count", check_count)
-    sizes = [fs.size(name) for name in names]
+    sizes = [_file_size(fs, name, planned=True) for name in names]
     parts = byte_ranges(names, sizes, layout.itemsize, size, offset=offsets, trailing=trailing, count=counts)
     options = (layout, nulls, device, dict(zip(names, offsets)))
     meta = _empty_part(options)
@@ -115,6 +115,27 @@ def read_records(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str
         _Task(fs, options), parts, meta=meta, divisions=divisions, label="layouts-read-records",
         enforce_metadata=False,
     )
+
+
+def _file_size(fs, name, planned=False):
+    """The size of file ``name``; a directory (which fsspec gives for a path without a
+    glob) is refused while the graph is planned, not when a partition is computed. With
+    ``planned`` (byte ranges cut from the size, mapped), so is a local file whose size is
+    not its bytes' (``/proc`` says 0, ``/sys`` 4,096 and does not map)."""
+    info = fs.info(name)
+    if info.get("type") == "directory":
+        glob = name.rstrip("/") + "/*.bin"
+        raise LayoutError(f"{name} is a directory, not a record file; give its files with a glob pattern, e.g. "
+                          f"{glob!r}, or a list of paths")
+    size = info["size"]
+    if planned and _is_local(fs):
+        with open(name, "rb") as f:
+            if not maps(f.fileno(), size) and (size or f.read(1)):
+                raise LayoutError(
+                    f"{name} says it is {size:,} bytes but cannot be mapped or has other bytes (a /proc or /sys "
+                    f"file): Dask's partitions are byte ranges planned from file sizes; read it with "
+                    f"layouts.read_records({name!r}, layout), which reads such a file whole")
+    return size
 
 
 def _blocksize(blocksize):
@@ -388,6 +409,8 @@ def read_stream(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str]
     fs, _, names = fsspec.core.get_fs_token_paths(paths, mode="rb", storage_options=storage_options or {})
     if not names:
         raise LayoutError(f"no files match {paths!r}; check the path or glob pattern")
+    for name in names:
+        _file_size(fs, name)
     files = pd.CategoricalDtype(names, ordered=True)
     task = _StreamTask(fs, stream, {n: empties[n] for n in wanted}, file_column, files)
     pieces = [(i, name, piece) for i, name in enumerate(names)
