@@ -460,10 +460,11 @@ def _too_long(arr, field, kind):
     value = arr[row].as_py()
     shown = repr(value if len(value) <= 40 else value[:40]) + ("..." if len(value) > 40 else "")
     unit = "characters" if kind == "utf32" else "bytes"
-    return _problem(f"column {field.name!r} row {row // max(field.count, 1)}: {shown} ({length} "
-                    f"{unit}) is longer than field {field.name!r} ({field.dtype.str} at offset {field.offset}, "
-                    f"{width} {unit}{'' if longest == length else f'; the longest value has {longest}'}): pass truncate=True to cut such values to "
-                    f"{width} {unit}, or change the field's width", truncate=True)
+    longer = "" if longest == length else f"; the longest value has {longest}"
+    return _problem(f"column {field.name!r}, row {row // max(field.count, 1)}: {shown} ({length} {unit}) is longer "
+                    f"than field {field.name!r} ({field.dtype.str} at offset {field.offset}, {width} {unit}{longer}): "
+                    f"pass truncate=True to cut such values to {width} {unit}, or change the field's width",
+                    truncate=True)
 
 
 def _counts_of_time(arrow_type, field):

@@ -180,7 +180,8 @@ class SoA:
         layout = as_layout(layout)
         table = as_table(obj)
         _unique_names(layout._arrow_fields(), list(table.schema))
-        length, columns, fills = columns_from_arrow(table, layout, dict(fill or {}), cast, time_unit, extra)
+        length, columns, fills = columns_from_arrow(table, layout, dict(fill or {}), cast, time_unit, extra,
+                                                    truncate=truncate)
         return cls(layout, length, columns, fills=fills, truncate=truncate)
 
     def __reduce__(self) -> "tuple[Any, ...]":

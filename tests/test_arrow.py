@@ -90,7 +90,7 @@ def test_from_arrow_errors():
     assert filled.array["a"].tolist() == [1, -1]
     with pytest.raises(lo.ConversionError, match=r"column 'a' has Arrow type int64; field 'a' \(\|i1\) needs int8"):
         lo.SoA.from_arrow(pa.table({"a": [1, 300], "s": [b"x", b"y"]}), dt)
-    with pytest.raises(lo.ConversionError, match=r"column 's', row 1: b'xyz' is longer than field 's'.*truncate=True"):
+    with pytest.raises(lo.ConversionError, match=r"column 's', row 1: b'xyz' \(3 bytes\) is longer than field 's'.*truncate=True"):
         lo.SoA.from_arrow(pa.table({"a": [1, 2], "s": [b"x", b"xyz"]}), dt).to_aos()
     cut = lo.SoA.from_arrow(pa.table({"a": [1, 2], "s": [b"x", b"xyz"]}), dt, truncate=True).to_aos()
     assert cut.array["s"].tolist() == [b"x", b"xy"]

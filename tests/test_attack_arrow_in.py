@@ -135,10 +135,10 @@ def test_over_long_strings_are_listed_with_the_other_problems():
     table = pa.table({"s": ["ab", "abcd", "abcdef"], "q": [1, None, 3], "u": ["é", "ééé", ""]})
     dtype = [("s", "S3"), ("q", "<i4"), ("u", "<U2")]
     with pytest.raises(lo.ConversionError, match=r"^3 problems with the Arrow data's columns, all of them: \(1\) column "
-                                                 r"'s' row 1: 'abcd' \(4 bytes\) is longer than field 's' \(\|S3 at "
+                                                 r"'s', row 1: 'abcd' \(4 bytes\) is longer than field 's' \(\|S3 at "
                                                  r"offset 0, 3 bytes; the longest value has 6\): pass truncate=True to "
                                                  r"cut such values to 3 bytes, or change the field's width; \(2\) .*"
-                                                 r"\(3\) column 'u' row 1: 'ééé' \(3 characters\) is longer than field "
+                                                 r"\(3\) column 'u', row 1: 'ééé' \(3 characters\) is longer than field "
                                                  r"'u' \(<U2 at offset 7, 2 characters\).* to convert, pass "
                                                  r"truncate=True, fill=\{'q': value\}$") as caught:
         _columns(table, dtype, truncate=False)
@@ -149,7 +149,7 @@ def test_over_long_strings_are_listed_with_the_other_problems():
 
 
 def test_an_over_long_string_and_nulls_in_one_column():
-    with pytest.raises(lo.ConversionError, match=r"column 's' row 1: b'abcd' \(4 bytes\) is longer than field 's' .*; "
+    with pytest.raises(lo.ConversionError, match=r"column 's', row 1: b'abcd' \(4 bytes\) is longer than field 's' .*; "
                                                  r"and column 's' has 1 nulls \(first at row 0\)") as caught:
         _columns(pa.table({"s": pa.array([None, b"abcd"], pa.binary())}), [("s", "S3")], truncate=False)
     assert caught.value.fixes == {"truncate": True, "fill": {"s": "value"}}
@@ -347,3 +347,16 @@ def test_scaled_times_from_slices_dictionaries_and_sub_arrays():
     with pytest.raises(lo.ConversionError, match=r"^column 't' row 1: 4611686018427387904 ns \(Arrow type "
                                                  r"timestamp\[ns\]\) is more than 9223372036854775807 counts of fs"):
         lo.SoA.from_arrow(pa.table({"t": lists}), [("t", "<M8[fs]", (2,))])
+
+
+def test_from_arrow_lists_an_over_long_string_with_the_other_problems():
+    """SoA.from_arrow (and so convert and the command) reports a string longer than its
+    field in the one error, with the other column problems, and truncate among the fixes."""
+    table = pa.table({"qty": pa.array([5, None], pa.int32()), "sym": ["abcd", "x"]})
+    dtype = [("qty", "<i4"), ("sym", "S3")]
+    with pytest.raises(lo.ConversionError, match=r"2 problems .*\(1\) column 'qty' has 1 nulls .*\(2\) column 'sym', "
+                                                 r"row 0: b?'abcd' \(4 bytes\) is longer than field 'sym'") as caught:
+        lo.SoA.from_arrow(table, dtype)
+    assert "truncate" in caught.value.fixes
+    back = lo.SoA.from_arrow(table, dtype, fill={"qty": -1}, truncate=True).to_aos().to_numpy()
+    assert back.tolist() == [(5, b"abc"), (-1, b"x")]

@@ -413,7 +413,8 @@ def test_gpu_arrow_to_records_errors_name_the_rows(tmp_path):
     with pa.ipc.new_file(tmp_path / "in.arrow", table.schema) as w:
         w.write_table(table)
     dst = tmp_path / "out.bin"
-    with pytest.raises(lo.ConversionError, match=r"in.arrow, rows 400 to 600: column 's', row 450: 'too long' is "
+    with pytest.raises(lo.ConversionError, match=r"in.arrow, (batch 0, )?rows 400 to 600: column 's', row 450: "
+                       r"'too long' (\(8 bytes\) )?is "
                        r"longer than field 's'"):
         lo.convert(tmp_path / "in.arrow", np.dtype([("a", "<i4"), ("s", "S3")]), dst, device="cuda",
                    chunk_bytes=200 * 7)
