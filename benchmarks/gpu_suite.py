@@ -85,7 +85,7 @@ def main(argv=None):
                "bench": "3000" if small else "10000000"}
     steps = []
     with tempfile.TemporaryDirectory(prefix="layouts-gpu-suite-") as tmp:
-        steps.append(step("cuda tests", ["-m", "pytest", "-q", "-m", "cuda", "-p", "no:cacheprovider", "tests"],
+        steps.append(step("cuda tests", ["-m", "pytest", "-q", "-n", "0", "-m", "cuda", "-p", "no:cacheprovider", "tests"],
                           300))
         steps.append(step("kernel resources (sm_90)", ["-m", "layouts.kernels.ptx", "--cc", "9.0", "--json"], 300,
                           env={"NUMBA_ENABLE_CUDASIM": "0"}))  # compiled for the real target
