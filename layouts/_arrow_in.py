@@ -457,7 +457,10 @@ def _too_long(arr, field, kind):
         length = lengths[row].as_py()
     except (pa.ArrowException, NotImplementedError):
         return None  # the kernel still refuses it when writing
-    value = arr[row].as_py()
+    try:
+        value = arr[row].as_py()
+    except (UnicodeDecodeError, pa.ArrowException):  # damaged text: its bytes (the UTF-8 check names it)
+        value = pc.cast(arr.slice(row, 1), pa.large_binary())[0].as_py() if hasattr(arr, "slice") else b""
     shown = repr(value if len(value) <= 40 else value[:40]) + ("..." if len(value) > 40 else "")
     unit = "characters" if kind == "utf32" else "bytes"
     longer = "" if longest == length else f"; the longest value has {longest}"

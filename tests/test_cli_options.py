@@ -95,7 +95,7 @@ def test_bytes_modes_enums_and_truncate(files, capsys):
                      "note": pa.array([5], pa.uint64())})
     pq.write_table(long, files / "long.parquet")
     rc, _, err = run(capsys, files / "long.parquet", *struct, "--string", "name", "--to", files / "long.bin")
-    one_error(err, "is longer than field 'name'", "pass --truncate to cut it to 12 bytes")
+    one_error(err, "is longer than field 'name'", "pass --truncate to cut such values to 12 bytes")
     assert run(capsys, files / "long.parquet", *struct, "--string", "name", "--truncate", "--to",
                files / "long.bin")[0] == 0
     back = np.fromfile(files / "long.bin", lo.Layout.from_c(str(files / "rec.h"), "rec", unions={"u": "i"},

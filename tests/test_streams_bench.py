@@ -3,7 +3,7 @@
 import numpy as np
 
 import layouts as lo
-from benchmarks import streams
+from layouts.benchmarks import streams
 
 
 def test_synthetic_itch_file_has_the_mix_and_reads():
