@@ -262,7 +262,10 @@ class KernelCache(caching.FunctionCache):
                     continue
                 if self._ship is not None:
                     self._ship.save(key, data)
-                return self._impl.rebuild(target_context, data)
+                rebuilt = self._impl.rebuild(target_context, data)
+                if numba.config.DEBUG_CACHE:  # as Numba's own cache says it (benchmarks.first_use counts these)
+                    print(f"[cache] data loaded from {f._index_path}")
+                return rebuilt
             except Exception:  # noqa: BLE001 - damaged or foreign: compile instead
                 continue
         return None
