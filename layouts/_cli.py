@@ -15,6 +15,8 @@ import sys
 import time
 import warnings
 
+from ._formats import DEFAULT_CHUNK, FORMATS, SUFFIXES
+
 __all__ = ["main"]
 
 DEMO_HEADER = """\
@@ -37,16 +39,6 @@ struct tick {
 };
 """
 
-DEFAULT_CHUNK = 64 << 20  # as layouts._convert.DEFAULT_CHUNK (not imported: --help stays fast)
-
-# Output formats by suffix. Records files have no standard suffix: these are the usual ones,
-# and anything else needs --format, so that a typo (out.parqet) or out.csv is not taken for records.
-SUFFIXES = {
-    ".parquet": "parquet", ".pq": "parquet", ".feather": "feather", ".arrow": "arrow", ".ipc": "arrow",
-    ".arrows": "arrows", ".bin": "records", ".dat": "records", ".rec": "records", ".records": "records",
-    ".raw": "records",
-}
-FORMATS = ("parquet", "feather", "arrow", "arrows", "records")  # arrows: the Arrow IPC stream format
 CODECS = {
     "parquet": ("none", "snappy", "gzip", "brotli", "zstd", "lz4"),
     "feather": ("none", "lz4", "zstd"),
@@ -66,12 +58,9 @@ USAGE = 2  # the exit status of a wrong command line (argparse's, and the usual 
 
 
 def _version():
-    from importlib.metadata import PackageNotFoundError, version
+    from . import __version__  # layouts' one version: the installed distribution's
 
-    try:
-        return version("layouts-arrow")
-    except PackageNotFoundError:
-        return "0+unknown (not installed)"
+    return __version__
 
 
 def _say(command, text):

@@ -40,6 +40,7 @@ from ._faults import forward_error, shrunk_error
 from ._files import (BlockReservation, InterruptHold, arrow_kind, check_count, check_input, check_offset,
                      input_name, maps, open_output, partial_record, refuse_arrow, too_few)
 from ._soa import SoA
+from ._formats import DEFAULT_CHUNK, FORMATS, SUFFIXES
 from .kernels._memory import MappedGuard
 
 if TYPE_CHECKING:
@@ -47,13 +48,6 @@ if TYPE_CHECKING:
 
 __all__ = ["convert", "ConvertResult", "FORMATS"]
 
-FORMATS = ("parquet", "feather", "arrow", "arrows", "records")
-# Output formats by suffix. Records files have no standard suffix: these are the usual ones, and
-# anything else needs format=, so that a typo (out.parqet) or out.csv is not taken for records.
-_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".feather": "feather", ".arrow": "arrow",
-             ".ipc": "arrow", ".arrows": "arrows", ".bin": "records", ".dat": "records", ".rec": "records",
-             ".records": "records", ".raw": "records"}
-DEFAULT_CHUNK = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -97,17 +91,17 @@ def output_format(dst, format=None):
         return format
     if not isinstance(dst, (str, os.PathLike)):
         name = getattr(dst, "name", None)
-        if isinstance(name, str) and Path(name).suffix.lower() in _SUFFIXES:
-            return _SUFFIXES[Path(name).suffix.lower()]
+        if isinstance(name, str) and Path(name).suffix.lower() in SUFFIXES:
+            return SUFFIXES[Path(name).suffix.lower()]
         raise LayoutError(f"writing to a file object ({name or type(dst).__name__}) needs format=, one of {FORMATS}: "
                           f"it has no file name to tell the format by")
     suffix = Path(dst).suffix
-    if suffix.lower() not in _SUFFIXES:
+    if suffix.lower() not in SUFFIXES:
         said = f"suffix {suffix!r}" if suffix else "no suffix"
-        known = ", ".join(f"{s} ({f})" for s, f in _SUFFIXES.items())
+        known = ", ".join(f"{s} ({f})" for s, f in SUFFIXES.items())
         raise LayoutError(f"{dst} has {said}, which names no output format; give format= (one of {FORMATS}) "
                           f"or a known suffix: {known}")
-    return _SUFFIXES[suffix.lower()]
+    return SUFFIXES[suffix.lower()]
 
 
 def convert(src: "str | os.PathLike[str] | BinaryIO", layout: "Layout | np.typing.DTypeLike",

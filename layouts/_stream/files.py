@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from .._errors import ConversionError
 from .._files import InterruptHold
+from .._formats import SUFFIXES
 from .read import _keep_prefix
 from .spec import Stream
 
@@ -30,8 +31,7 @@ __all__ = ["write_dir", "read_dir", "RESERVED_TABLES", "SUFFIX", "READ_SUFFIXES"
 
 RESERVED_TABLES = ("_header", "_gaps", "_blocks", "_unknown")
 SUFFIX = {"parquet": ".parquet", "feather": ".feather", "arrow": ".arrow", "arrows": ".arrows"}
-READ_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".feather": "feather", ".arrow": "arrow",
-                 ".ipc": "arrow", ".arrows": "arrows"}
+READ_SUFFIXES = {suffix: fmt for suffix, fmt in SUFFIXES.items() if fmt != "records"}  # the Arrow formats'
 DEFAULT_CODEC = {"parquet": "snappy", "feather": "lz4", "arrow": None, "arrows": None}
 META = b"layouts.stream"
 
