@@ -17,6 +17,7 @@ import numpy as np
 from numba import njit
 
 from ._memory import load8, load64, store8, store64
+from .cpu import _memcpy  # the transpose's copy of raw bytes, 8 at a time
 
 __all__ = ["scan", "group", "gather", "gather_all", "first_nul", "gather_tails", "scatter", "scatter_tails", "put_uint",
            "OK", "FULL", "SHORT_PREFIX", "PAST_END", "TOO_SMALL", "UNKNOWN_TAG", "SHORT_RECORD"]
@@ -135,18 +136,6 @@ def scan(buf, pos, end, count, limit, len_off, len_size, len_big, unit, base, mi
 
 
 @_jit
-def _copy(dst, src, n):
-    """Copy ``n`` bytes between raw addresses, 8 at a time (unaligned loads and stores)."""
-    k = 0
-    while k + 8 <= n:
-        store64(dst + k, load64(src + k))
-        k += 8
-    while k < n:
-        store8(dst + k, load8(src + k))
-        k += 1
-
-
-@_jit
 def group(types, ntypes, offsets, lengths, g_offsets, g_lengths):
     """Records grouped by type, in stream order within each (a counting sort): type
     ``t`` (-1 for skipped records, which go first) gets ``bounds[t + 1]..bounds[t + 2]``
@@ -179,7 +168,7 @@ def gather(buf, offsets, run_src, run_dst, run_len, dense, itemsize, offset_at):
         src = base + offsets[i]
         dst = out + i * itemsize
         for r in range(nruns):
-            _copy(dst + run_dst[r], src + run_src[r], run_len[r])
+            _memcpy(dst + run_dst[r], src + run_src[r], run_len[r])
         if offset_at >= 0:
             put_uint(dense, i * itemsize + offset_at, 8, False, np.uint64(offsets[i]))
 
@@ -202,7 +191,7 @@ def gather_all(buf, offsets, types, dense_addr, itemsize, offset_at, run_start, 
         dst = dense_addr[t] + cursor[t] * itemsize[t]
         src = base + offsets[i]
         for r in range(run_start[t], run_start[t + 1]):
-            _copy(dst + run_dst[r], src + run_src[r], run_len[r])
+            _memcpy(dst + run_dst[r], src + run_src[r], run_len[r])
         if offset_at[t] >= 0:
             v = np.uint64(offsets[i])
             for k in range(8):
@@ -234,7 +223,7 @@ def gather_tails(buf, offsets, starts, ends, data):
     out = data.ctypes.data
     for i in range(offsets.shape[0]):
         e = ends[i]
-        _copy(out + prev, base + offsets[i] + starts[i], e - prev)
+        _memcpy(out + prev, base + offsets[i] + starts[i], e - prev)
         prev = e
 
 
@@ -257,7 +246,7 @@ def scatter(dense, itemsize, positions, run_src, run_dst, run_len, zero_off, zer
                     return i
         p = positions[i]
         for r in range(nruns):
-            _copy(dst + p + run_src[r], src + d + run_dst[r], run_len[r])
+            _memcpy(dst + p + run_src[r], src + d + run_dst[r], run_len[r])
     return -1
 
 
@@ -268,7 +257,7 @@ def scatter_tails(offsets, data, positions, starts, out):
     dst = out.ctypes.data
     for i in range(positions.shape[0]):
         a = offsets[i]
-        _copy(dst + positions[i] + starts[i], src + a, offsets[i + 1] - a)
+        _memcpy(dst + positions[i] + starts[i], src + a, offsets[i + 1] - a)
 
 
 @_jit
