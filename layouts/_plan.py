@@ -47,8 +47,9 @@ def arrow_width(field):
 
 def has_time_nulls(field):
     """Leaves that always get a validity bitmap: every datetime64/timedelta64 leaf (NaT
-    becomes null), and mainframe fields read with ``invalid="null"``."""
-    return field.dtype.kind in "mM" or (field.encoding is not None and field.encoding.invalid == "null")
+    becomes null), and mainframe numbers read with ``invalid="null"`` (text has no invalid bytes)."""
+    return field.dtype.kind in "mM" or (field.encoding is not None and field.encoding.invalid == "null"
+                                        and field.kind != "text")
 
 
 def var_bytes(field):

@@ -8,7 +8,7 @@ for a valid value the Arrow type cannot hold.
 """
 
 import codecs
-from decimal import Decimal
+from decimal import Context, Decimal
 from fractions import Fraction
 
 import numpy as np
@@ -71,7 +71,7 @@ def _finish(enc, sign, digits_text):
         if not -(2**63) <= value < 2**63:
             raise Range("beyond int64")
         return value
-    return Decimal(unscaled).scaleb(-enc.scale)
+    return Decimal(unscaled).scaleb(-enc.scale, Context(prec=80))  # (the default context rounds to 28 digits)
 
 
 def _sign_of(nibble, signed):
