@@ -4,7 +4,6 @@ bytes (hex), why, and the fix. Only used once a kernel has reported a fault."""
 import numpy as np
 
 from ._ebcdic import byte_of, encode_table
-from .kernels import mainframe as MF
 from .kernels import plan as P
 
 NULL_FIX = "or read the field with invalid='null' (Encoding(..., invalid='null')) to make such values nulls"
@@ -87,7 +86,7 @@ def forward_message(field, records, fault, where, record_byte):
     enc = field.encoding
     element = f"element {k}, " if field.count > 1 else ""
     at = f"{element}byte {record_byte + off} (offset {off} in the record), bytes {_hex(raw)}"
-    if code == MF.E_INVALID:
+    if code == P.E_INVALID:
         return (f"{where}: {at} are not a valid {enc.short()} value: {why or 'invalid bytes'}; fix the data, "
                 f"{NULL_FIX}")
     if enc.kind == "hfloat":
@@ -104,7 +103,7 @@ def reverse_message(field, value, code, where):
     if code == P.E_NULL:
         return (f"{where} is null and {target} has no null; fill the nulls first (pyarrow.compute.fill_null) or "
                 f"drop those rows")
-    if code == MF.E_UNMAPPABLE:
+    if code == P.E_UNMAPPABLE:
         table = encode_table(enc.codepage)
         bad = next((ch for ch in str(value) if ord(ch) > 0xFFFF or table[ord(ch)] < 0), "?")
         return (f"{where}: {value!r} holds {bad!r} (U+{ord(bad):04X}), which code page {enc.codepage} has no byte "

@@ -16,7 +16,6 @@ from contextlib import contextmanager
 import numpy as np
 import pyarrow as pa
 
-from .kernels import mainframe as MF
 from .kernels import plan as P
 
 from ._ebcdic import byte_of, decode_table, encode_table, max_utf8
@@ -26,7 +25,7 @@ ALIGN = 64
 KIND_CODES = {
     "copy": P.K_COPY, "bytes": P.K_BYTES, "bool": P.K_BOOL, "scale": P.K_SCALE,
     "civil": P.K_CIVIL, "cstr": P.K_CSTR, "utf32": P.K_UTF32, "bits": P.K_BITS, "enum": P.K_ENUM,
-    "text": MF.K_TEXT, "packed": MF.K_PACKED, "zoned": MF.K_ZONED, "binary": MF.K_BINARY, "hfloat": MF.K_HFLOAT,
+    "text": P.K_TEXT, "packed": P.K_PACKED, "zoned": P.K_ZONED, "binary": P.K_BINARY, "hfloat": P.K_HFLOAT,
 }
 _VAR = ("cstr", "utf32", "text")
 _I32_MAX = 2**31 - 1
@@ -415,20 +414,20 @@ def _base_row(field, starts, i):
 def _mainframe_row(row, field):
     """The parameters of a mainframe op (see kernels.mainframe, "plan codes")."""
     enc = field.encoding
-    row[P.FLAGS] |= (P.F_SIGNED if enc.signed else 0) | (MF.F_NULL_INVALID if enc.invalid == "null" else 0)
+    row[P.FLAGS] |= (P.F_SIGNED if enc.signed else 0) | (P.F_NULL_INVALID if enc.invalid == "null" else 0)
     if field.kind == "text":
         row[P.P1] = var_bytes(field)
-        row[P.FLAGS] |= {"none": 0, "right": MF.F_TRIM_RIGHT, "both": MF.F_TRIM_RIGHT | MF.F_TRIM_LEFT}[enc.trim]
+        row[P.FLAGS] |= {"none": 0, "right": P.F_TRIM_RIGHT, "both": P.F_TRIM_RIGHT | P.F_TRIM_LEFT}[enc.trim]
         return
     row[P.P1] = enc.digits
     row[P.P2] = arrow_width(field)
     row[P.P3] = max(-enc.scale, 0)  # PIC 9PP: the value is the digits times 10**P3
     if enc.kind == "zoned":
-        row[P.FLAGS] |= (MF.F_LEADING if enc.sign.startswith("leading") else 0) | (
-            MF.F_SEPARATE if enc.sign.endswith("separate") else 0)
+        row[P.FLAGS] |= (P.F_LEADING if enc.sign.startswith("leading") else 0) | (
+            P.F_SEPARATE if enc.sign.endswith("separate") else 0)
         row[P.SENT] = byte_of(enc.codepage, "+") | byte_of(enc.codepage, "-") << 8
     if enc.kind == "binary" and (enc.trunc == "bin" or enc.digits == 0):
-        row[P.FLAGS] |= MF.F_TRUNC_BIN
+        row[P.FLAGS] |= P.F_TRUNC_BIN
 
 
 def forward_ops(arena, base, sentinels):

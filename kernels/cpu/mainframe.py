@@ -8,58 +8,19 @@ data returns ``E_INVALID`` at its row, or, with ``F_NULL_INVALID``, becomes a nu
 
 import numpy as np
 
-from . import _cache
-from ._memory import load8, load16, load32, load64, store8, store16, store32, store64
-from .mainframe import (
-    E_INVALID, E_UNMAPPABLE, F_LEADING, F_NULL_INVALID, F_SEPARATE, F_TRIM_LEFT, F_TRIM_RIGHT, F_TRUNC_BIN,
+from .._memory import load8, load16, load32, load64, store8, store16, store32, store64
+from ..mainframe import (
     below_pow10, digit_at, digit_groups, divmod_u128_small, fold_chunk, ibm_to_ieee, ieee_to_ibm,
     magnitude_128, mul_add_u128, pack_sign_nibble, packed_sign, signed_128, zoned_digit, zoned_overpunch,
 )
-from .plan import (
-    COUNT, DATA, E_NULL, E_RANGE, E_INEXACT, E_TOO_LONG, E_UTF, ELEM0, F_SIGNED, F_TRUNCATE, FLAGS, OFFS,
-    OFFSETS, P1, P2, P3, SENT, TABLE, VALID, WIDTH,
+from ..plan import (
+    COUNT, DATA, E_INEXACT, E_INVALID, E_NULL, E_RANGE, E_TOO_LONG, E_UNMAPPABLE, E_UTF, ELEM0, F_LEADING,
+    F_NULL_INVALID, F_SEPARATE, F_SIGNED, F_TRIM_LEFT, F_TRIM_RIGHT, F_TRUNC_BIN, F_TRUNCATE, FLAGS, K_BINARY,
+    K_PACKED, K_ZONED, OFFS, OFFSETS, P1, P2, P3, SENT, TABLE, VALID, WIDTH,
 )
-
-_jit = _cache.jit(nogil=True)
+from .memory import _clear_bits, _get_bit, _jit, _offset_at, _set_bit, _set_offset
 
 I64_MIN_MAG = np.uint64(2**63)
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-@_jit
-def _set_bit(bitmap, i):
-    a = bitmap + (i >> 3)
-    store8(a, load8(a) | (1 << (i & 7)))
-
-
-@_jit
-def _get_bit(bitmap, i):
-    return (load8(bitmap + (i >> 3)) >> (i & 7)) & 1
-
-
-@_jit
-def _clear_bits(bitmap, i0, i1):
-    a, end = bitmap + (i0 >> 3), bitmap + ((i1 + 7) >> 3)
-    while a < end:
-        store8(a, 0)
-        a += 1
-
-
-@_jit
-def _offset_at(offsets, i, ow):
-    if ow == 8:
-        return np.int64(load64(offsets + i * 8))
-    return np.int64(np.int32(load32(offsets + i * 4)))
-
-
-@_jit
-def _set_offset(offsets, i, ow, value):
-    if ow == 8:
-        store64(offsets + i * 8, value)
-    else:
-        store32(offsets + i * 4, value)
 
 
 @_jit
@@ -189,7 +150,7 @@ def _decode_binary(a, width, signed, digits, trunc_bin):
 
 @_jit
 def fwd_decimal(src, stride, b0, b1, op, offs, kind):
-    """Packed (kind 10), zoned (11) or binary (12) -> decimal128 / int64 (P2 bytes)."""
+    """Packed, zoned or binary (``kind``) -> decimal128 / int64 (P2 bytes)."""
     w, c, dst, outw, digits, pow10 = op[WIDTH], op[COUNT], op[DATA], op[P2], op[P1], op[P3]
     flags = op[FLAGS]
     signed, to_null, valid = (flags & F_SIGNED) != 0, (flags & F_NULL_INVALID) != 0, op[VALID]
@@ -202,9 +163,9 @@ def fwd_decimal(src, stride, b0, b1, op, offs, kind):
         for r in range(b0, b1):
             a = base + r * stride
             i = r * c + k
-            if kind == 10:
+            if kind == K_PACKED:
                 status, negative, hi, lo = _decode_packed(a, w, digits, signed)
-            elif kind == 11:
+            elif kind == K_ZONED:
                 status, negative, hi, lo = _decode_zoned(a, w, signed, flags, plus, minus)
             else:
                 status, negative, hi, lo = _decode_binary(a, w, signed, digits, trunc_bin)
@@ -322,7 +283,7 @@ def _unscaled(hi, lo, pow10):
 
 @_jit
 def rev_decimal(dst, itemsize, b0, b1, op, offs, kind):
-    """decimal128 / int64 -> packed (10), zoned (11) or binary (12), range-checked."""
+    """decimal128 / int64 -> packed, zoned or binary (``kind``), range-checked."""
     w, c, digits, pow10, flags, e0 = op[WIDTH], op[COUNT], op[P1], op[P3], op[FLAGS], op[ELEM0]
     signed = (flags & F_SIGNED) != 0
     leading, separate = (flags & F_LEADING) != 0, (flags & F_SEPARATE) != 0
@@ -344,7 +305,7 @@ def rev_decimal(dst, itemsize, b0, b1, op, offs, kind):
             if negative and not signed:
                 return r, E_RANGE
             a = base + r * itemsize
-            if kind == 12:
+            if kind == K_BINARY:
                 if hi != np.uint64(0):
                     return r, E_RANGE
                 limit_ok = True
@@ -364,7 +325,7 @@ def rev_decimal(dst, itemsize, b0, b1, op, offs, kind):
             if not below_pow10(hi, lo, digits):
                 return r, E_RANGE
             digit_groups(hi, lo, groups)
-            if kind == 10:
+            if kind == K_PACKED:
                 sign = pack_sign_nibble(negative, signed)
                 # nibble j counted from the sign's left: digit j; the sign is the last nibble
                 for t in range(w):
