@@ -11,7 +11,7 @@ import numpy as np
 from .._memory import load8, load16, load32, load64, store8, store16, store32, store64
 from ..mainframe import (
     below_pow10, digit_at, digit_groups, divmod_u128_small, fold_chunk, ibm_to_ieee, ieee_to_ibm,
-    magnitude_128, mul_add_u128, pack_sign_nibble, packed_sign, signed_128, zoned_digit, zoned_overpunch,
+    magnitude_128, mul_add_u128, pack_sign_nibble, packed_sign, signed_128, zoned_overpunch,
 )
 from ..plan import (
     COUNT, DATA, E_INEXACT, E_INVALID, E_NULL, E_RANGE, E_TOO_LONG, E_UNMAPPABLE, E_UTF, ELEM0, F_LEADING,
@@ -60,6 +60,27 @@ def _scaled(hi, lo, pow10):
 
 @_jit
 def _decode_packed(a, width, digits, signed):
+    if width > 9:  # more than 17 digits: in 18-digit chunks folded into 128 bits
+        return _decode_packed_long(a, width, digits, signed)
+    # Up to 17 digits: an int64, and one test for every nibble at the end (d > 9 iff d + 6 >= 16).
+    bad = np.int64(load8(a)) >> 4 if digits % 2 == 0 else np.int64(0)  # an even digit count's pad nibble is 0
+    v = np.int64(0)
+    for t in range(width - 1):
+        b = np.int64(load8(a + t))
+        h, low = b >> 4, b & 0xF
+        bad |= ((h + 6) | (low + 6)) & 16
+        v = v * 100 + h * 10 + low
+    b = np.int64(load8(a + width - 1))
+    h = b >> 4
+    bad |= (h + 6) & 16
+    sign = packed_sign(b & 0xF, signed)
+    if bad != 0 or sign == 0:
+        return E_INVALID, False, np.uint64(0), np.uint64(0)
+    return 0, sign < 0, np.uint64(0), np.uint64(v * 10 + h)
+
+
+@_jit
+def _decode_packed_long(a, width, digits, signed):
     first_pad = digits % 2 == 0  # an even digit count leaves the first nibble as padding: it must be 0
     chunk, nd = np.int64(0), 0
     hi, lo = np.uint64(0), np.uint64(0)
@@ -115,9 +136,9 @@ def _decode_zoned(a, width, signed, flags, plus, minus):
             if d < 0:
                 return E_INVALID, False, hi, lo
             negative = sign < 0
-        else:
-            d = zoned_digit(b)
-            if d < 0:
+        else:  # F0-F9: zone F, digit 0-9 (d > 9 iff d + 6 >= 16)
+            d = b & 0xF
+            if ((b & 0xF0) ^ 0xF0) | ((d + 6) & 16):
                 return E_INVALID, False, hi, lo
         chunk = chunk * 10 + d
         nd += 1
@@ -130,7 +151,19 @@ def _decode_zoned(a, width, signed, flags, plus, minus):
 
 
 @_jit
-def _decode_binary(a, width, signed, digits, trunc_bin):
+def _digit_limit(digits):
+    """10**digits as uint64 for 1-19 digits; 0 (no limit) otherwise: a limit of 20 or more
+    digits holds every 8-byte value."""
+    if digits <= 0 or digits >= 20:
+        return np.uint64(0)
+    lim = np.uint64(1)
+    for _ in range(digits):
+        lim *= np.uint64(10)
+    return lim
+
+
+@_jit
+def _decode_binary(a, width, signed, limit):
     raw = np.uint64(0)
     for t in range(width):
         raw = (raw << np.uint64(8)) | np.uint64(load8(a + t))
@@ -140,7 +173,7 @@ def _decode_binary(a, width, signed, digits, trunc_bin):
         raw = (~raw + np.uint64(1)) & (np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - 8 * width))
         if width == 8 and raw == np.uint64(0):
             raw = I64_MIN_MAG
-    if not trunc_bin and digits > 0 and not below_pow10(np.uint64(0), raw, digits):
+    if limit != np.uint64(0) and raw >= limit:
         return E_INVALID, negative, np.uint64(0), raw
     return 0, negative, np.uint64(0), raw
 
@@ -155,7 +188,7 @@ def fwd_decimal(src, stride, b0, b1, op, offs, kind):
     flags = op[FLAGS]
     signed, to_null, valid = (flags & F_SIGNED) != 0, (flags & F_NULL_INVALID) != 0, op[VALID]
     plus, minus = op[SENT] & 0xFF, (op[SENT] >> 8) & 0xFF
-    trunc_bin = (flags & F_TRUNC_BIN) != 0
+    limit = _digit_limit(digits) if (flags & F_TRUNC_BIN) == 0 else np.uint64(0)
     if valid != 0:
         _clear_bits(valid, b0 * c, b1 * c)
     for k in range(c):
@@ -168,7 +201,7 @@ def fwd_decimal(src, stride, b0, b1, op, offs, kind):
             elif kind == K_ZONED:
                 status, negative, hi, lo = _decode_zoned(a, w, signed, flags, plus, minus)
             else:
-                status, negative, hi, lo = _decode_binary(a, w, signed, digits, trunc_bin)
+                status, negative, hi, lo = _decode_binary(a, w, signed, limit)
             if status == 0 and pow10 > 0:
                 hi, lo = _scaled(hi, lo, pow10)
             if status == 0 and not _store_number(dst, i, outw, hi, lo, negative):
@@ -282,6 +315,64 @@ def _unscaled(hi, lo, pow10):
 
 
 @_jit
+def _write_digits_small(a, kind, w, digits, v, negative, signed, leading, separate, plus, minus):
+    """Write magnitude ``v`` (< 10**18, an int64) as a packed or zoned field at ``a``."""
+    if kind == K_PACKED:
+        store8(a + w - 1, ((v % 10) << 4) | pack_sign_nibble(negative, signed))
+        v //= 10
+        for t in range(w - 2, -1, -1):
+            low = v % 10
+            v //= 10
+            store8(a + t, ((v % 10) << 4) | low)
+            v //= 10
+        return
+    d0 = 1 if separate and leading else 0
+    for t in range(digits - 1, -1, -1):
+        store8(a + d0 + t, 0xF0 | (v % 10))
+        v //= 10
+    if separate:
+        store8(a if leading else a + w - 1, minus if negative else plus)
+    else:
+        at = a + (0 if leading else digits - 1)
+        store8(at, (pack_sign_nibble(negative, signed) << 4) | (load8(at) & 0xF))
+
+
+@_jit
+def _write_digits(a, kind, w, digits, hi, lo, negative, signed, leading, separate, plus, minus, groups):
+    """Write magnitude ``(hi, lo)`` (below 10**digits) as a packed or zoned field at ``a``."""
+    digit_groups(hi, lo, groups)
+    if kind == K_PACKED:
+        sign = pack_sign_nibble(negative, signed)
+        for t in range(w):
+            j_hi = 2 * (w - 1 - t)  # digit index (from the right) of the byte's high nibble
+            if t == w - 1:
+                store8(a + t, (digit_at(groups, 0) << 4) | sign)
+            else:
+                store8(a + t, (digit_at(groups, j_hi) << 4) | digit_at(groups, j_hi - 1))
+        return
+    d0 = 1 if separate and leading else 0
+    for t in range(digits):
+        store8(a + d0 + t, 0xF0 | digit_at(groups, digits - 1 - t))
+    if separate:
+        store8(a if leading else a + w - 1, minus if negative else plus)
+    else:
+        at = a + (0 if leading else digits - 1)
+        store8(at, (pack_sign_nibble(negative, signed) << 4) | (load8(at) & 0xF))
+
+
+@_jit
+def _binary_fits(hi, lo, negative, signed, w, digits, trunc_bin):
+    if hi != np.uint64(0):
+        return False
+    if trunc_bin or digits == 0:
+        if signed:
+            return lo <= (np.uint64(1) << np.uint64(8 * w - 1)) - np.uint64(0 if negative else 1)
+        return w == 8 or lo < (np.uint64(1) << np.uint64(8 * w))
+    limit = _digit_limit(digits)
+    return limit == np.uint64(0) or lo < limit
+
+
+@_jit
 def rev_decimal(dst, itemsize, b0, b1, op, offs, kind):
     """decimal128 / int64 -> packed, zoned or binary (``kind``), range-checked."""
     w, c, digits, pow10, flags, e0 = op[WIDTH], op[COUNT], op[P1], op[P3], op[FLAGS], op[ELEM0]
@@ -290,6 +381,7 @@ def rev_decimal(dst, itemsize, b0, b1, op, offs, kind):
     plus, minus = op[SENT] & 0xFF, (op[SENT] >> 8) & 0xFF
     trunc_bin = (flags & F_TRUNC_BIN) != 0
     groups = np.zeros(5, dtype=np.int64)
+    small = _digit_limit(min(digits, 18)) if kind != K_BINARY else np.uint64(0)  # 10**digits, digits <= 18
     for k in range(c):
         base = dst + offs[op[OFFS] + k]
         for r in range(b0, b1):
@@ -306,46 +398,20 @@ def rev_decimal(dst, itemsize, b0, b1, op, offs, kind):
                 return r, E_RANGE
             a = base + r * itemsize
             if kind == K_BINARY:
-                if hi != np.uint64(0):
-                    return r, E_RANGE
-                limit_ok = True
-                if trunc_bin or digits == 0:
-                    if signed:
-                        limit_ok = lo <= (np.uint64(1) << np.uint64(8 * w - 1)) - np.uint64(0 if negative else 1)
-                    elif w < 8:
-                        limit_ok = lo < (np.uint64(1) << np.uint64(8 * w))
-                else:
-                    limit_ok = below_pow10(hi, lo, digits)
-                if not limit_ok:
+                if not _binary_fits(hi, lo, negative, signed, w, digits, trunc_bin):
                     return r, E_RANGE
                 v = (~lo + np.uint64(1)) if negative else lo
                 for t in range(w):
                     store8(a + w - 1 - t, np.int64((v >> np.uint64(8 * t)) & np.uint64(0xFF)))
-                continue
-            if not below_pow10(hi, lo, digits):
-                return r, E_RANGE
-            digit_groups(hi, lo, groups)
-            if kind == K_PACKED:
-                sign = pack_sign_nibble(negative, signed)
-                # nibble j counted from the sign's left: digit j; the sign is the last nibble
-                for t in range(w):
-                    j_hi = 2 * (w - 1 - t)  # digit index of the byte's high nibble (from the right)
-                    if t == w - 1:
-                        store8(a + t, (digit_at(groups, 0) << 4) | sign)
-                    else:
-                        store8(a + t, (digit_at(groups, j_hi) << 4) | digit_at(groups, j_hi - 1))
-                continue
-            zone = pack_sign_nibble(negative, signed)
-            d0 = 1 if separate and leading else 0
-            nd = digits
-            for t in range(nd):
-                d = digit_at(groups, nd - 1 - t)
-                store8(a + d0 + t, 0xF0 | d)
-            if separate:
-                store8(a if leading else a + w - 1, minus if negative else plus)
+            elif digits <= 18:
+                if hi != np.uint64(0) or lo >= small:
+                    return r, E_RANGE
+                _write_digits_small(a, kind, w, digits, np.int64(lo), negative, signed, leading, separate, plus,
+                                    minus)
             else:
-                at = a + (0 if leading else nd - 1)
-                store8(at, (zone << 4) | (load8(at) & 0xF))
+                if not below_pow10(hi, lo, digits):
+                    return r, E_RANGE
+                _write_digits(a, kind, w, digits, hi, lo, negative, signed, leading, separate, plus, minus, groups)
     return -1, 0
 
 

@@ -1,0 +1,196 @@
+"""Mainframe records to Arrow and back, against the memory's speed and the Python peers.
+
+    python -m benchmarks.mainframe                       # 1 GB of records (about 4 min on 2 cores)
+    python -m benchmarks.mainframe --small               # 20,000 records: the smoke size
+
+The records are the 55-byte ``REC`` of :data:`COPYBOOK`: EBCDIC text (cp037), packed
+decimals (COMP-3), a zoned decimal with an overpunched sign and a big-endian binary
+integer, filled with valid random values. In one process, in interleaved rounds:
+
+* ``np.copyto`` of the record bytes into a reused buffer (the ceiling);
+* layouts records -> Arrow (``AoS.to_soa``) and Arrow -> records (``SoA.to_aos``), all
+  cores, each as GB/s of record bytes and as a ratio to ``np.copyto`` (goal >= 0.3x);
+* the same with ``threads=1`` on records of COMP-3 fields only, in MiB/s per core, against
+  copybook-rs's published COMP-3 figure (18-25 MiB/s, its README; goal >= 10x);
+* the Python peers from PyPI that decode such records, on a slice (``--peer-records``),
+  scaled by records per second (goal >= 50x the fastest): ``cobolio.loads`` (a dict per
+  record) and the way back, ``cobolio`` having none, is compared with the peer's
+  forward figure only.
+"""
+
+import argparse
+import json
+import time
+from datetime import datetime, timezone
+
+import numpy as np
+
+import layouts as lo
+
+from .convert_cpu import machine
+from .transpose import interleaved
+
+COPYBOOK = """\
+       01  REC.
+           05  NAME      PIC X(20).
+           05  AMT       PIC S9(9)V99 COMP-3.
+           05  QTY       PIC S9(7) COMP-3.
+           05  ZN        PIC S9(7)V99.
+           05  CNT       PIC S9(9) COMP.
+           05  CITY      PIC X(12).
+"""
+E = lo.Encoding
+DTYPE = np.dtype([("NAME", "V20"), ("AMT", "V6"), ("QTY", "V4"), ("ZN", "V9"), ("CNT", "V4"), ("CITY", "V12")])
+ENCODINGS = {"NAME": E("text"), "AMT": E("packed", 11, 2, signed=True), "QTY": E("packed", 7, signed=True),
+             "ZN": E("zoned", 9, 2, signed=True), "CNT": E("binary", 9, signed=True), "CITY": E("text")}
+PACKED_DTYPE = np.dtype([(f"P{i}", "V6") for i in range(8)])  # COMP-3 only: 8 x S9(9)V99
+PACKED_ENCODINGS = {f"P{i}": E("packed", 11, 2, signed=True) for i in range(8)}
+COPYBOOK_RS_COMP3_MIB_S = (18, 25)  # copybook-rs README: COMP-3 decoding, MiB/s
+
+
+def _packed(digits, negative, width):
+    """Packed decimal bytes (n, width) of digit arrays (n, 2 * width - 1)."""
+    n = digits.shape[0]
+    nibbles = np.concatenate([digits, np.where(negative, 0xD, 0xC)[:, None]], axis=1).astype(np.uint8)
+    return (nibbles[:, 0::2] << 4 | nibbles[:, 1::2]).reshape(n, width)
+
+
+def records(n, seed=27):
+    """``n`` records of DTYPE with random valid values."""
+    rng = np.random.default_rng(seed)
+    raw = np.empty((n, DTYPE.itemsize), np.uint8)
+    letters = np.frombuffer("ABCDEFGHIJKLMNOPQRSTUVWXYZ ".encode("cp037"), np.uint8)
+    offsets = {name: DTYPE.fields[name][1] for name in DTYPE.names}
+    raw[:, 0:20] = letters[rng.integers(0, len(letters), (n, 20))]
+    raw[:, 43:55] = letters[rng.integers(0, len(letters), (n, 12))]
+    raw[:, offsets["AMT"]:offsets["AMT"] + 6] = _packed(rng.integers(0, 10, (n, 11)), rng.random(n) < 0.3, 6)
+    raw[:, offsets["QTY"]:offsets["QTY"] + 4] = _packed(rng.integers(0, 10, (n, 7)), rng.random(n) < 0.3, 4)
+    zoned = 0xF0 | rng.integers(0, 10, (n, 9)).astype(np.uint8)
+    zoned[:, -1] = np.where(rng.random(n) < 0.3, 0xD0, 0xC0) | (zoned[:, -1] & 0xF)
+    raw[:, offsets["ZN"]:offsets["ZN"] + 9] = zoned
+    cnt = rng.integers(-999_999_999, 1_000_000_000, n).astype(">i4")
+    raw[:, offsets["CNT"]:offsets["CNT"] + 4] = cnt.view(np.uint8).reshape(n, 4)
+    return raw.reshape(-1).view(DTYPE)
+
+
+def packed_records(n, seed=28):
+    rng = np.random.default_rng(seed)
+    parts = [_packed(rng.integers(0, 10, (n, 11)), rng.random(n) < 0.3, 6) for _ in range(8)]
+    return np.ascontiguousarray(np.concatenate(parts, axis=1)).reshape(-1).view(PACKED_DTYPE)
+
+
+def peer_cobolio(recs, count):
+    """Records per second of ``cobolio.loads`` over the first ``count`` records, or None."""
+    try:
+        import contextlib
+        import io
+
+        import cobolio
+    except ImportError:
+        return None
+    with contextlib.redirect_stdout(io.StringIO()):  # its parser prints every field it reads
+        _, layout = cobolio.copybook_to_layout(COPYBOOK)
+    raw = recs[:count].tobytes()
+    size = DTYPE.itemsize
+    t0 = time.perf_counter()
+    out = [cobolio.loads(raw[i * size:(i + 1) * size], layout) for i in range(count)]
+    seconds = time.perf_counter() - t0
+    assert len(out) == count
+    return count / seconds
+
+
+def check_values(recs, table):
+    """The decoded values agree with a direct NumPy decode of two fields (a sanity check)."""
+    cnt = recs.view(np.uint8).reshape(len(recs), -1)[:, 39:43].copy().view(">i4").ravel()
+    got = np.array([int(v) for v in table.column("CNT").to_pylist()[:1000]])
+    assert (got == cnt[:1000]).all()
+
+
+def run(n, rounds, peer_records, threads):
+    layout = lo.Layout.from_dtype(DTYPE, encodings=ENCODINGS)
+    recs = records(n)
+    soa = lo.AoS(recs, layout).to_soa(threads=threads)
+    check_values(recs, soa.to_arrow())
+    back = soa.to_aos(threads=threads).array
+    assert back.tobytes() == recs.tobytes(), "the way back did not give the same bytes"
+    copy_dst = np.empty_like(recs.view(np.uint8))
+    src = recs.view(np.uint8)
+    out_aos = np.empty_like(recs)
+    state = {"soa": soa}
+
+    def forward():
+        state["soa"] = lo.AoS(recs, layout).to_soa(threads=threads)
+
+    cases = {
+        "np.copyto (record bytes)": lambda: np.copyto(copy_dst, src),
+        "layouts records -> Arrow": forward,
+        "layouts Arrow -> records": lambda: state["soa"].to_aos(out=out_aos, threads=threads),
+    }
+    seconds = interleaved(cases, rounds)
+    nbytes = recs.nbytes
+    rows = [{"case": name, "seconds": s, "GB/s": nbytes / s / 1e9} for name, s in seconds.items()]
+    copy = seconds["np.copyto (record bytes)"]
+    ratios = {"records -> Arrow / np.copyto": copy / seconds["layouts records -> Arrow"],
+              "Arrow -> records / np.copyto": copy / seconds["layouts Arrow -> records"]}
+
+    # COMP-3 only, one thread: per core, against copybook-rs's published figure
+    pn = max(n * DTYPE.itemsize // PACKED_DTYPE.itemsize // 4, 1000)
+    precs = packed_records(pn)
+    playout = lo.Layout.from_dtype(PACKED_DTYPE, encodings=PACKED_ENCODINGS)
+    psoa = lo.AoS(precs, playout).to_soa(threads=1)
+    pout = np.empty_like(precs)
+    pseconds = interleaved({
+        "COMP-3 records -> Arrow, 1 thread": lambda: lo.AoS(precs, playout).to_soa(threads=1),
+        "COMP-3 Arrow -> records, 1 thread": lambda: psoa.to_aos(out=pout, threads=1),
+    }, rounds)
+    comp3 = {name: precs.nbytes / s / 2**20 for name, s in pseconds.items()}
+    for name, s in pseconds.items():
+        rows.append({"case": name, "seconds": s, "GB/s": precs.nbytes / s / 1e9, "MiB/s": comp3[name]})
+    ratios["COMP-3 per core / copybook-rs (25 MiB/s, its best)"] = \
+        comp3["COMP-3 records -> Arrow, 1 thread"] / COPYBOOK_RS_COMP3_MIB_S[1]
+    ratios["COMP-3 way back per core / copybook-rs (25 MiB/s)"] = \
+        comp3["COMP-3 Arrow -> records, 1 thread"] / COPYBOOK_RS_COMP3_MIB_S[1]
+
+    peers = {}
+    rate = peer_cobolio(recs, min(peer_records, n))
+    if rate is not None:
+        peers["cobolio.loads"] = rate
+        mine = n / seconds["layouts records -> Arrow"]
+        ratios["records -> Arrow / cobolio (records/s)"] = mine / rate
+        ratios["Arrow -> records / cobolio forward (records/s)"] = n / seconds["layouts Arrow -> records"] / rate
+    return rows, ratios, peers
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--gb", type=float, default=1.0, help="size of the record file in memory (default 1 GB)")
+    p.add_argument("--small", action="store_true", help="20,000 records, one round: the smoke size")
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--peer-records", type=int, default=20_000)
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--json", help="also write the results to this JSON file")
+    args = p.parse_args(argv)
+    n = 20_000 if args.small else int(args.gb * 1e9) // DTYPE.itemsize
+    rounds = 1 if args.small else args.repeat
+    rows, ratios, peers = run(n, rounds, min(args.peer_records, 2000) if args.small else args.peer_records,
+                              args.threads)
+    info = machine()
+    print(f"{n:,} records x {DTYPE.itemsize} bytes ({n * DTYPE.itemsize / 1e9:.2f} GB), {rounds} rounds, "
+          f"{info['cores']} cores ({info['cpu']})")
+    for row in rows:
+        extra = f"  {row['MiB/s']:8.1f} MiB/s" if "MiB/s" in row else ""
+        print(f"  {row['case']:<40} {row['GB/s']:7.3f} GB/s{extra}")
+    for name, rate in peers.items():
+        print(f"  {name:<40} {rate:,.0f} records/s ({rate * DTYPE.itemsize / 1e6:.2f} MB/s)")
+    for name, value in ratios.items():
+        print(f"  {name:<55} {value:8.2f}x")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": info,
+                       "records": n, "record_bytes": DTYPE.itemsize, "small": args.small, "rounds": rounds,
+                       "rows": rows, "ratios": ratios, "peers_records_per_s": peers,
+                       "copybook_rs_comp3_mib_s": COPYBOOK_RS_COMP3_MIB_S}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
