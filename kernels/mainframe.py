@@ -200,6 +200,32 @@ def binary_value(raw, width, signed):
     return np.int64(raw)
 
 
+@register_jitable
+def digit_limit(digits):
+    """10**digits as uint64 for 1-19 digits; 0 (no limit) otherwise: a limit of 20 or more
+    digits holds every 8-byte value."""
+    if digits <= 0 or digits >= 20:
+        return np.uint64(0)
+    lim = np.uint64(1)
+    for _ in range(digits):
+        lim *= np.uint64(10)
+    return lim
+
+
+@register_jitable
+def binary_fits(hi, lo, negative, signed, w, digits, trunc_bin):
+    """Whether magnitude ``(hi, lo)`` with its sign fits a ``w``-byte binary field: the
+    PICTURE's digits (``TRUNC(STD)``) or the width's whole range (``trunc_bin``, digits 0)."""
+    if hi != np.uint64(0):
+        return False
+    if trunc_bin or digits == 0:
+        if signed:
+            return lo <= (np.uint64(1) << np.uint64(8 * w - 1)) - np.uint64(0 if negative else 1)
+        return w == 8 or lo < (np.uint64(1) << np.uint64(8 * w))
+    limit = digit_limit(digits)
+    return limit == np.uint64(0) or lo < limit
+
+
 # ----------------------------------------------------------------- IBM hex floats
 
 

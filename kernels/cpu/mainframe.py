@@ -10,7 +10,7 @@ import numpy as np
 
 from .._memory import load8, load16, load32, load64, store8, store16, store32, store64
 from ..mainframe import (
-    below_pow10, digit_at, digit_groups, divmod_u128_small, fold_chunk, ibm_to_ieee, ieee_to_ibm,
+    below_pow10, binary_fits, digit_at, digit_limit, digit_groups, divmod_u128_small, fold_chunk, ibm_to_ieee, ieee_to_ibm,
     magnitude_128, mul_add_u128, pack_sign_nibble, packed_sign, signed_128, zoned_overpunch,
 )
 from ..plan import (
@@ -151,18 +151,6 @@ def _decode_zoned(a, width, signed, flags, plus, minus):
 
 
 @_jit
-def _digit_limit(digits):
-    """10**digits as uint64 for 1-19 digits; 0 (no limit) otherwise: a limit of 20 or more
-    digits holds every 8-byte value."""
-    if digits <= 0 or digits >= 20:
-        return np.uint64(0)
-    lim = np.uint64(1)
-    for _ in range(digits):
-        lim *= np.uint64(10)
-    return lim
-
-
-@_jit
 def _decode_binary(a, width, signed, limit):
     raw = np.uint64(0)
     for t in range(width):
@@ -188,7 +176,7 @@ def fwd_decimal(src, stride, b0, b1, op, offs, kind):
     flags = op[FLAGS]
     signed, to_null, valid = (flags & F_SIGNED) != 0, (flags & F_NULL_INVALID) != 0, op[VALID]
     plus, minus = op[SENT] & 0xFF, (op[SENT] >> 8) & 0xFF
-    limit = _digit_limit(digits) if (flags & F_TRUNC_BIN) == 0 else np.uint64(0)
+    limit = digit_limit(digits) if (flags & F_TRUNC_BIN) == 0 else np.uint64(0)
     if valid != 0:
         _clear_bits(valid, b0 * c, b1 * c)
     for k in range(c):
@@ -361,18 +349,6 @@ def _write_digits(a, kind, w, digits, hi, lo, negative, signed, leading, separat
 
 
 @_jit
-def _binary_fits(hi, lo, negative, signed, w, digits, trunc_bin):
-    if hi != np.uint64(0):
-        return False
-    if trunc_bin or digits == 0:
-        if signed:
-            return lo <= (np.uint64(1) << np.uint64(8 * w - 1)) - np.uint64(0 if negative else 1)
-        return w == 8 or lo < (np.uint64(1) << np.uint64(8 * w))
-    limit = _digit_limit(digits)
-    return limit == np.uint64(0) or lo < limit
-
-
-@_jit
 def rev_decimal(dst, itemsize, b0, b1, op, offs, kind):
     """decimal128 / int64 -> packed, zoned or binary (``kind``), range-checked."""
     w, c, digits, pow10, flags, e0 = op[WIDTH], op[COUNT], op[P1], op[P3], op[FLAGS], op[ELEM0]
@@ -381,7 +357,7 @@ def rev_decimal(dst, itemsize, b0, b1, op, offs, kind):
     plus, minus = op[SENT] & 0xFF, (op[SENT] >> 8) & 0xFF
     trunc_bin = (flags & F_TRUNC_BIN) != 0
     groups = np.zeros(5, dtype=np.int64)
-    small = _digit_limit(min(digits, 18)) if kind != K_BINARY else np.uint64(0)  # 10**digits, digits <= 18
+    small = digit_limit(min(digits, 18)) if kind != K_BINARY else np.uint64(0)  # 10**digits, digits <= 18
     for k in range(c):
         base = dst + offs[op[OFFS] + k]
         for r in range(b0, b1):
@@ -398,7 +374,7 @@ def rev_decimal(dst, itemsize, b0, b1, op, offs, kind):
                 return r, E_RANGE
             a = base + r * itemsize
             if kind == K_BINARY:
-                if not _binary_fits(hi, lo, negative, signed, w, digits, trunc_bin):
+                if not binary_fits(hi, lo, negative, signed, w, digits, trunc_bin):
                     return r, E_RANGE
                 v = (~lo + np.uint64(1)) if negative else lo
                 for t in range(w):

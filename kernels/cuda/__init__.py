@@ -52,7 +52,8 @@ from .arrow import (
     _bits_to_bits, _bits_to_bytes, _bytes_to_bits, _codes_with_nulls, _offsets_check, _offsets_rebase,
     bits_to_bits, bits_to_bytes, bytes_to_bits, codes_with_nulls, offsets_check, offsets_rebase,
 )
-from .device import ALL_KINDS, MAX_BLOCKS, SCAN_THREADS, SIMULATED, THREADS
+from .device import ALL_KINDS, M_VALIDITY, MAX_BLOCKS, SCAN_THREADS, SIMULATED, THREADS
+from .mainframe import MAINFRAME_KINDS
 from .strings import _copy_strings, _scan_add, _scan_blocks, _scan_sums
 from .transpose import (
     Pending, Plan, aos_to_soa, device_ops, forward_async, kinds_of, launcher, reverse_async, soa_to_aos,
@@ -73,9 +74,12 @@ def _signatures():
     arena = (u8, u16, u32, i64)
     tile = (u32, t.int64, t.int64, t.int64, t.int64, t.int64[:, ::1], i64, *arena, i64, i64)
     forward, reverse = specialised(ALL_KINDS)
+    mf_forward, mf_reverse = specialised(MAINFRAME_KINDS | M_VALIDITY)  # a COBOL record: no C kinds
     return {
         "forward": (forward, tile),
         "reverse": (reverse, tile),
+        "forward[mainframe]": (mf_forward, tile),
+        "reverse[mainframe]": (mf_reverse, tile),
         "scan_blocks": (_scan_blocks, (u32, i64, t.int64, t.int64, t.int64, i64)),
         "scan_sums": (_scan_sums, (i64,)),
         "scan_add": (_scan_add, (u32, i64, t.int64, t.int64, t.int64, i64, t.int64)),

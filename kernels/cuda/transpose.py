@@ -13,6 +13,8 @@ from ..plan import (
 from .device import I64_MAX, MAX_BLOCKS, MAX_TILE_BYTES, M_VALIDITY, NO_FAULT, SCAN_THREADS, THREADS, TILE_BYTES, XCOLS, X_BOUND, X_INV, X_LIM, X_SHIFT, _bit, _dev, _fault, _get, _load, _mask, _put, _set_offset, _sign_extend, _store, _swap
 from .tile import _divmod32, _element, _forward_value, _fwd_enum_index, _fwd_time, _is_valid, _rev_string, _rev_time, _reverse_value, _string_length
 from .strings import _copy_strings, _scan_add, _scan_blocks, _scan_sums
+from .mainframe import MAINFRAME_KINDS, fwd_mainframe, rev_mainframe, valid_mainframe
+from ..plan import K_BINARY, K_HFLOAT, K_PACKED, K_ZONED
 
 # ------------------------------------------------------------------------- kernels
 
@@ -68,6 +70,7 @@ def specialised(mask, staged=True):
     ENUM = bool(mask & (1 << K_ENUM))
     TIME = bool(mask & ((1 << K_SCALE) | (1 << K_CIVIL)))
     STRINGS = bool(mask & ((1 << K_CSTR) | (1 << K_UTF32)))
+    MAINFRAME = bool(mask & MAINFRAME_KINDS)  # packed, zoned, binary, hfloat (kernels/cuda/mainframe.py)
     BITMAP = BOOL or BITS
     VALIDITY = bool(mask & M_VALIDITY)
     STAGED = staged
@@ -138,8 +141,10 @@ def specialised(mask, staged=True):
                     elif ENUM and kind == K_ENUM:
                         idx = _fwd_enum_index(_forward_value(words, wb, op, offs, e, r0, slot), op, tables)
                         _store(a8, a16, a32, a64, dst + i * 4, 4, idx)
-                    elif TIME:
+                    elif TIME and (kind == K_SCALE or kind == K_CIVIL):
                         _fwd_time(a8, a16, a32, a64, words, wb, op, offs, e, r0, slot, err, j, nops)
+                    elif MAINFRAME and (kind == K_PACKED or kind == K_ZONED or kind == K_BINARY or kind == K_HFLOAT):
+                        fwd_mainframe(a8, a16, a32, a64, words, wb, op, offs, e, r0, slot, err, j, nops)
             if VALIDITY and op[VALID] != 0:
                 b_next = tid
                 while b_next < (total + 7) >> 3:
@@ -147,7 +152,12 @@ def specialised(mask, staged=True):
                     b_next = IDX(b_next + nt)
                     byte = 0
                     for t in range(min(8, total - 8 * b)):
-                        if _is_valid(words, wb, op, offs, 8 * b + t, r0, slot):
+                        if MAINFRAME and (kind == K_PACKED or kind == K_ZONED or kind == K_BINARY
+                                          or kind == K_HFLOAT):
+                            ok = valid_mainframe(words, wb, op, offs, 8 * b + t, r0, slot)
+                        else:
+                            ok = _is_valid(words, wb, op, offs, 8 * b + t, r0, slot)
+                        if ok:
                             byte |= 1 << t
                     a8[uint64(op[VALID] + (e0 >> 3) + b)] = byte
 
@@ -214,6 +224,8 @@ def specialised(mask, staged=True):
                         if not ok:
                             continue
                     _put(words, wb, p, 8, _swap(v, 8) if op[SWAP] != 0 else v)
+                elif KC == K_PACKED:  # and K_ZONED, K_BINARY, K_HFLOAT
+                    rev_mainframe(a8, a16, a32, a64, words, wb, op, i, p, r, err, j, nops)
                 else:  # K_CSTR and K_UTF32
                     _rev_string(a8, a16, a32, a64, words, wb, op, i, p, r, err, j, nops)
 
@@ -222,6 +234,7 @@ def specialised(mask, staged=True):
     rev_copy, rev_bytes, rev_bool = reverse_column(K_COPY), reverse_column(K_BYTES), reverse_column(K_BOOL)
     rev_bits, rev_enum = reverse_column(K_BITS), reverse_column(K_ENUM)
     rev_time, rev_string = reverse_column(K_SCALE), reverse_column(K_CSTR)
+    rev_mf = reverse_column(K_PACKED)
 
     @_dev
     def reverse_tile(words, wb, slot, r0, r1, ops, offs, a8, a16, a32, a64, tables, err):
@@ -245,6 +258,8 @@ def specialised(mask, staged=True):
                 rev_time(*args)
             elif STRINGS and (kind == K_CSTR or kind == K_UTF32):
                 rev_string(*args)
+            elif MAINFRAME and (kind == K_PACKED or kind == K_ZONED or kind == K_BINARY or kind == K_HFLOAT):
+                rev_mf(*args)
 
     @cuda.jit
     def forward(rec, n, stride, slot, rows, ops, offs, a8, a16, a32, a64, tables, err):
