@@ -121,6 +121,35 @@ def packed_sign(nibble, signed):
 
 
 @register_jitable
+def digits_of_nibbles(d):
+    """The value of the (up to 16) decimal digit nibbles of ``d`` (uint64, most significant
+    nibble first), by halves: bytes, 16-bit lanes, 32-bit lanes (SWAR; no loop)."""
+    d = np.uint64(d)
+    m8, m16, m32 = np.uint64(0x0F0F0F0F0F0F0F0F), np.uint64(0x00FF00FF00FF00FF), np.uint64(0x0000FFFF0000FFFF)
+    b = ((d >> np.uint64(4)) & m8) * np.uint64(10) + (d & m8)
+    h = ((b >> np.uint64(8)) & m16) * np.uint64(100) + (b & m16)
+    q = ((h >> np.uint64(16)) & m32) * np.uint64(10000) + (h & m32)
+    return (q >> np.uint64(32)) * np.uint64(100000000) + (q & np.uint64(0xFFFFFFFF))
+
+
+@register_jitable
+def packed_word(x, width, digits, signed):
+    """``(status, negative, magnitude)`` of a packed decimal of ``width`` <= 8 bytes given as
+    the big-endian word ``x`` (its bytes right-aligned): every nibble checked at once."""
+    x = np.uint64(x)
+    d = x >> np.uint64(4)  # the 2 * width - 1 digit nibbles
+    six = np.uint64(0x0666666666666666)
+    carries = (d + six) ^ d ^ six  # a digit nibble above 9 carries into the nibble above it
+    bad = carries & np.uint64(0x1111111111111110)  # the carries into nibble boundaries only
+    if digits % 2 == 0:
+        bad |= d >> np.uint64(4 * (2 * width - 2))  # an even digit count's padding nibble is 0
+    sign = packed_sign(np.int64(x & np.uint64(0xF)), signed)
+    if bad != np.uint64(0) or sign == 0:
+        return 7, False, np.uint64(0)  # plan.E_INVALID
+    return 0, sign < 0, digits_of_nibbles(d)
+
+
+@register_jitable
 def zoned_digit(byte):
     """The digit of a zoned byte ``F0``-``F9``, or -1."""
     if byte >= 0xF0 and byte <= 0xF9:

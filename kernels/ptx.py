@@ -126,7 +126,7 @@ def main(argv=None):
         t0 = time.perf_counter()
         ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=cc)
         info = link_info(ptx, name, cc)
-        threads, dynamic = shapes[name]
+        threads, dynamic = shapes.get(name) or shapes[name.split("[")[0]]  # forward[mainframe]: as forward
         info.update(ptx_bytes=len(ptx), threads=threads, shared_dynamic=dynamic,
                     occupancy=occupancy(info["registers"], threads, info["shared_static"] + dynamic),
                     seconds=round(time.perf_counter() - t0, 2))

@@ -11,7 +11,7 @@ import numpy as np
 from .._memory import load8, load16, load32, load64, store8, store16, store32, store64
 from ..mainframe import (
     below_pow10, binary_fits, digit_at, digit_limit, digit_groups, divmod_u128_small, fold_chunk, ibm_to_ieee, ieee_to_ibm,
-    magnitude_128, mul_add_u128, pack_sign_nibble, packed_sign, signed_128, zoned_overpunch,
+    magnitude_128, mul_add_u128, pack_sign_nibble, packed_sign, packed_word, signed_128, zoned_overpunch,
 )
 from ..plan import (
     COUNT, DATA, E_INEXACT, E_INVALID, E_NULL, E_RANGE, E_TOO_LONG, E_UNMAPPABLE, E_UTF, ELEM0, F_LEADING,
@@ -60,6 +60,12 @@ def _scaled(hi, lo, pow10):
 
 @_jit
 def _decode_packed(a, width, digits, signed):
+    if width <= 8:  # up to 15 digits: one word, every nibble at once
+        x = np.uint64(0)
+        for t in range(width):
+            x = (x << np.uint64(8)) | np.uint64(load8(a + t))
+        status, negative, v = packed_word(x, width, digits, signed)
+        return status, negative, np.uint64(0), v
     if width > 9:  # more than 17 digits: in 18-digit chunks folded into 128 bits
         return _decode_packed_long(a, width, digits, signed)
     # Up to 17 digits: an int64, and one test for every nibble at the end (d > 9 iff d + 6 >= 16).
