@@ -8,9 +8,12 @@ decimals (COMP-3), a zoned decimal with an overpunched sign and a big-endian bin
 integer, filled with valid random values. In one process, in interleaved rounds:
 
 * ``np.copyto`` of the record bytes into a reused buffer (the ceiling);
-* layouts records -> Arrow (``AoS.to_soa``) and Arrow -> records (``SoA.to_aos``), all
-  cores, each as GB/s of record bytes and as a ratio to ``np.copyto`` (goal >= 0.3x);
-* the same with ``threads=1`` on records of COMP-3 fields only, in MiB/s per core, against
+* layouts records -> Arrow (``AoS.to_soa``, into a reused arena with ``out=`` as
+  ``np.copyto`` writes a reused buffer, and into a new one) and Arrow -> records
+  (``SoA.to_aos(out=)``), all cores, each as GB/s of record bytes and as a ratio to
+  ``np.copyto`` (goal >= 0.3x);
+* the same with ``threads=1`` on records of COMP-3 fields only (reused output), in MiB/s
+  per core, against
   copybook-rs's published COMP-3 figure (18-25 MiB/s, its README; goal >= 10x);
 * the Python peers from PyPI that decode such records, on a slice (``--peer-records``),
   scaled by records per second (goal >= 50x the fastest): ``cobolio.loads`` (a dict per
@@ -124,29 +127,41 @@ def run(n, rounds, peer_records, threads):
     out_aos = np.empty_like(recs)
     state = {"soa": soa}
 
+    state["reused"] = lo.AoS(recs, layout).to_soa(threads=threads)  # never exported: its arena is reused
+
     def forward():
         state["soa"] = lo.AoS(recs, layout).to_soa(threads=threads)
 
+    def forward_reused():
+        state["reused"] = lo.AoS(recs, layout).to_soa(out=state["reused"], threads=threads)
+
     cases = {
         "np.copyto (record bytes)": lambda: np.copyto(copy_dst, src),
-        "layouts records -> Arrow": forward,
-        "layouts Arrow -> records": lambda: state["soa"].to_aos(out=out_aos, threads=threads),
+        "layouts records -> Arrow (out= reused)": forward_reused,
+        "layouts records -> Arrow (new arena)": forward,
+        "layouts Arrow -> records (out= reused)": lambda: state["soa"].to_aos(out=out_aos, threads=threads),
     }
     seconds = interleaved(cases, rounds)
     nbytes = recs.nbytes
     rows = [{"case": name, "seconds": s, "GB/s": nbytes / s / 1e9} for name, s in seconds.items()]
     copy = seconds["np.copyto (record bytes)"]
-    ratios = {"records -> Arrow / np.copyto": copy / seconds["layouts records -> Arrow"],
-              "Arrow -> records / np.copyto": copy / seconds["layouts Arrow -> records"]}
+    ratios = {"records -> Arrow (out=) / np.copyto": copy / seconds["layouts records -> Arrow (out= reused)"],
+              "records -> Arrow (new arena) / np.copyto": copy / seconds["layouts records -> Arrow (new arena)"],
+              "Arrow -> records (out=) / np.copyto": copy / seconds["layouts Arrow -> records (out= reused)"]}
 
     # COMP-3 only, one thread: per core, against copybook-rs's published figure
     pn = max(n * DTYPE.itemsize // PACKED_DTYPE.itemsize // 4, 1000)
     precs = packed_records(pn)
     playout = lo.Layout.from_dtype(PACKED_DTYPE, encodings=PACKED_ENCODINGS)
     psoa = lo.AoS(precs, playout).to_soa(threads=1)
+    pstate = {"reused": lo.AoS(precs, playout).to_soa(threads=1)}
     pout = np.empty_like(precs)
+
+    def comp3_forward():
+        pstate["reused"] = lo.AoS(precs, playout).to_soa(out=pstate["reused"], threads=1)
+
     pseconds = interleaved({
-        "COMP-3 records -> Arrow, 1 thread": lambda: lo.AoS(precs, playout).to_soa(threads=1),
+        "COMP-3 records -> Arrow, 1 thread": comp3_forward,
         "COMP-3 Arrow -> records, 1 thread": lambda: psoa.to_aos(out=pout, threads=1),
     }, rounds)
     comp3 = {name: precs.nbytes / s / 2**20 for name, s in pseconds.items()}
@@ -161,9 +176,12 @@ def run(n, rounds, peer_records, threads):
     rate = peer_cobolio(recs, min(peer_records, n))
     if rate is not None:
         peers["cobolio.loads"] = rate
-        mine = n / seconds["layouts records -> Arrow"]
-        ratios["records -> Arrow / cobolio (records/s)"] = mine / rate
-        ratios["Arrow -> records / cobolio forward (records/s)"] = n / seconds["layouts Arrow -> records"] / rate
+        ratios["records -> Arrow (out=) / cobolio (records/s)"] = \
+            n / seconds["layouts records -> Arrow (out= reused)"] / rate
+        ratios["records -> Arrow (new arena) / cobolio (records/s)"] = \
+            n / seconds["layouts records -> Arrow (new arena)"] / rate
+        ratios["Arrow -> records / cobolio forward (records/s)"] = \
+            n / seconds["layouts Arrow -> records (out= reused)"] / rate
     return rows, ratios, peers
 
 

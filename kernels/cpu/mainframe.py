@@ -265,7 +265,19 @@ def fwd_text(src, stride, r0, b0, b1, op, offs):
                     first += 1
             out = data + pos
             length = 0
-            for t in range(first, end):
+            t = first
+            while t + 8 <= end:  # eight characters of one UTF-8 byte each (letters, digits): one store
+                word, ones = np.int64(0), np.int64(1)
+                for u in range(8):
+                    code = np.int64(load32(table + np.int64(load8(s + t + u)) * 4))
+                    ones &= (code >> 24) == 1
+                    word |= (code & 0xFF) << (8 * u)
+                if ones == 0:
+                    break
+                store64(out + length, word)
+                length += 8
+                t += 8
+            for t in range(t, end):
                 code = np.int64(load32(table + np.int64(load8(s + t)) * 4))
                 size = code >> 24
                 if size == 1:
@@ -310,20 +322,28 @@ def _unscaled(hi, lo, pow10):
 
 @_jit
 def _write_digits_small(a, kind, w, digits, v, negative, signed, leading, separate, plus, minus):
-    """Write magnitude ``v`` (< 10**18, an int64) as a packed or zoned field at ``a``."""
+    """Write magnitude ``v`` (< 10**18) as a packed or zoned field at ``a``: two digits per
+    unsigned division by 100 (a multiply and a shift; no sign fix-ups)."""
+    v = np.uint64(v)
+    ten, hundred = np.uint64(10), np.uint64(100)
     if kind == K_PACKED:
-        store8(a + w - 1, ((v % 10) << 4) | pack_sign_nibble(negative, signed))
-        v //= 10
+        store8(a + w - 1, np.int64((v % ten) << np.uint64(4)) | pack_sign_nibble(negative, signed))
+        v //= ten
         for t in range(w - 2, -1, -1):
-            low = v % 10
-            v //= 10
-            store8(a + t, ((v % 10) << 4) | low)
-            v //= 10
+            pair = v % hundred
+            v //= hundred
+            store8(a + t, np.int64(((pair // ten) << np.uint64(4)) | (pair % ten)))
         return
     d0 = 1 if separate and leading else 0
-    for t in range(digits - 1, -1, -1):
-        store8(a + d0 + t, 0xF0 | (v % 10))
-        v //= 10
+    t = digits - 1
+    while t >= 1:
+        pair = v % hundred
+        v //= hundred
+        store8(a + d0 + t, 0xF0 | np.int64(pair % ten))
+        store8(a + d0 + t - 1, 0xF0 | np.int64(pair // ten))
+        t -= 2
+    if t == 0:
+        store8(a + d0, 0xF0 | np.int64(v % ten))
     if separate:
         store8(a if leading else a + w - 1, minus if negative else plus)
     else:
