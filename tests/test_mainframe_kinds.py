@@ -329,3 +329,72 @@ def test_parquet_round_trip_keeps_the_encoding(tmp_path):
     assert E.from_json(meta) == enc
     out = lo.SoA.from_arrow(back, layout).to_aos().array
     assert out.tobytes() == recs.tobytes()
+
+
+def test_nulls_on_the_way_back_need_a_fill():
+    layout = _layout(E("packed", 3, 1, signed=True), 2)
+    table = pa.table({"pre": pa.array([1, 1], pa.uint8()), "x": pa.array([Decimal("1.5"), None], pa.decimal128(3, 1)),
+                      "post": pa.array([2, 2], pa.uint8())})
+    with pytest.raises(lo.ConversionError, match=r"column 'x' has 1 nulls .*pass fill="):
+        lo.SoA.from_arrow(table, layout).to_aos()
+    back = lo.SoA.from_arrow(table, layout, fill={"x": Decimal("-0.5")}).to_aos().array
+    assert back.view(np.uint8).reshape(2, -1)[:, 1:3].tobytes() == bytes.fromhex("015C005D")
+
+
+def test_groups_flattened_and_nested_and_sentinels_refused():
+    dt = np.dtype([("grp", [("amt", "V3"), ("name", "V3")]), ("n", "V2")])
+    enc = {"grp.amt": E("packed", 5, signed=True), "grp.name": E("text"), "n": E("binary", 4)}
+    raw = bytes.fromhex("12345D") + "ABC".encode("cp037") + (12).to_bytes(2, "big")
+    recs = np.frombuffer(raw, dtype=dt)
+    for flatten in (False, True):
+        layout = lo.Layout.from_dtype(dt, encodings=enc, flatten=flatten)
+        table = lo.AoS(recs, layout).to_soa().to_arrow()
+        assert lo.SoA.from_arrow(table, layout).to_aos().array.tobytes() == raw
+    assert table.column("grp.amt").to_pylist() == [Decimal(-12345)]
+    with pytest.raises(lo.ConversionError, match="converted as 'packed'"):
+        lo.AoS(recs, layout).to_soa(nulls={"grp.amt": 0})
+
+
+FUZZ = r"""
+import sys
+import numpy as np
+import layouts as lo
+E = lo.Encoding
+rng = np.random.default_rng(int(sys.argv[1]))
+kinds = [(E("packed", 9, 2, signed=True), 5), (E("packed", 31, signed=True, invalid="null"), 16),
+         (E("zoned", 7, sign="leading separate", signed=True), 8), (E("zoned", 20, invalid="null"), 20),
+         (E("binary", 4, signed=True), 2), (E("hfloat", invalid="null"), 4), (E("hfloat"), 8),
+         (E("text", codepage="cp1141", trim="both"), 9)]
+for round in range(60):
+    picks = [kinds[i] for i in rng.integers(0, len(kinds), rng.integers(1, 5))]
+    dt = np.dtype([(f"f{i}x", f"V{w}") for i, (_, w) in enumerate(picks)])
+    layout = lo.Layout.from_dtype(dt, encodings={f"f{i}x": e for i, (e, _) in enumerate(picks)})
+    n = int(rng.integers(0, 300))
+    recs = np.frombuffer(rng.integers(0, 256, n * dt.itemsize, dtype=np.uint8).tobytes(), dtype=dt)
+    try:
+        table = lo.AoS(recs, layout).to_soa().to_arrow()
+    except lo.ConversionError:
+        continue
+    table.validate(full=True)
+    try:
+        lo.SoA.from_arrow(table, layout).to_aos()
+    except lo.ConversionError:
+        pass
+print("ok")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed_", [1, 2, 3])
+def test_random_bytes_fuzz_in_a_child(seed_, tmp_path):
+    """Random bytes through every kind, both ways, in a child process: a crash fails this
+    test, not the run; every outcome is a table that validates or a ConversionError."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "fuzz.py"
+    script.write_text(FUZZ)
+    run = subprocess.run([sys.executable, str(script), str(seed_)], capture_output=True, text=True, timeout=600,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-3000:]
