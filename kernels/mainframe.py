@@ -150,6 +150,23 @@ def packed_word(x, width, digits, signed):
 
 
 @register_jitable
+def zoned_word(x, n):
+    """``(bad, value)`` of ``n`` (0 to 8) zoned digit bytes F0-F9, right-aligned in the
+    big-endian word ``x``: every zone and digit checked at once, the digits by SWAR."""
+    x = np.uint64(x)
+    if n == 0:
+        return False, np.uint64(0)
+    mask = np.uint64(0xFFFFFFFFFFFFFFFF) if n >= 8 else (np.uint64(1) << np.uint64(8 * n)) - np.uint64(1)
+    zones, m4 = np.uint64(0xF0F0F0F0F0F0F0F0), np.uint64(0x0F0F0F0F0F0F0F0F)
+    d = x & m4
+    bad = (((x & zones) ^ zones) | ((d + np.uint64(0x0606060606060606)) & zones)) & mask  # zone F, digit <= 9
+    m16, m32 = np.uint64(0x00FF00FF00FF00FF), np.uint64(0x0000FFFF0000FFFF)
+    b = ((d >> np.uint64(8)) & m16) * np.uint64(10) + (d & m16)
+    q = ((b >> np.uint64(16)) & m32) * np.uint64(100) + (b & m32)
+    return bad != np.uint64(0), (q >> np.uint64(32)) * np.uint64(10000) + (q & np.uint64(0xFFFFFFFF))
+
+
+@register_jitable
 def zoned_digit(byte):
     """The digit of a zoned byte ``F0``-``F9``, or -1."""
     if byte >= 0xF0 and byte <= 0xF9:

@@ -12,6 +12,7 @@ from .._memory import load8, load16, load32, load64, store8, store16, store32, s
 from ..mainframe import (
     below_pow10, binary_fits, digit_at, digit_limit, digit_groups, divmod_u128_small, fold_chunk, ibm_to_ieee, ieee_to_ibm,
     magnitude_128, mul_add_u128, pack_sign_nibble, packed_sign, packed_word, signed_128, zoned_overpunch,
+    zoned_word,
 )
 from ..plan import (
     COUNT, DATA, E_INEXACT, E_INVALID, E_NULL, E_RANGE, E_TOO_LONG, E_UNMAPPABLE, E_UTF, ELEM0, F_LEADING,
@@ -116,6 +117,40 @@ def _decode_packed_long(a, width, digits, signed):
 
 
 @_jit
+def _decode_zoned_words(a, d0, d1, over, signed, negative):
+    """Zoned digits [d0, d1) of the field at ``a`` (at most 16), the overpunched sign (if
+    any) at byte ``over``: the bytes as two big-endian words, the sign's zone set to F."""
+    n = d1 - d0
+    n_lo = min(n, 8)
+    split = d1 - n_lo
+    x_hi, x_lo = np.uint64(0), np.uint64(0)
+    for t in range(d0, split):
+        x_hi = (x_hi << np.uint64(8)) | np.uint64(load8(a + t))
+    for t in range(split, d1):
+        x_lo = (x_lo << np.uint64(8)) | np.uint64(load8(a + t))
+    if over >= 0:
+        in_lo = over >= split
+        shift = np.uint64(8 * ((d1 - 1 - over) if in_lo else (split - 1 - over)) + 4)
+        zone = np.int64(((x_lo if in_lo else x_hi) >> shift) & np.uint64(0xF))
+        sign = packed_sign(zone, signed)
+        if sign == 0:
+            return E_INVALID, False, np.uint64(0), np.uint64(0)
+        negative = sign < 0
+        if in_lo:
+            x_lo |= np.uint64(0xF) << shift
+        else:
+            x_hi |= np.uint64(0xF) << shift
+    bad_hi, v_hi = zoned_word(x_hi, n - n_lo)
+    bad_lo, v_lo = zoned_word(x_lo, n_lo)
+    if bad_hi or bad_lo:
+        return E_INVALID, False, np.uint64(0), np.uint64(0)
+    scale = np.uint64(1)
+    for _ in range(n_lo):
+        scale *= np.uint64(10)
+    return 0, negative, np.uint64(0), v_hi * scale + v_lo
+
+
+@_jit
 def _decode_zoned(a, width, signed, flags, plus, minus):
     leading, separate = (flags & F_LEADING) != 0, (flags & F_SEPARATE) != 0
     d0, d1 = 0, width  # the digit bytes
@@ -133,6 +168,8 @@ def _decode_zoned(a, width, signed, flags, plus, minus):
         else:
             d1 = width - 1
     over = -1 if separate else (d0 if leading else d1 - 1)  # the byte with the overpunched sign
+    if d1 - d0 <= 16:  # up to 16 digits: two words, every byte checked at once
+        return _decode_zoned_words(a, d0, d1, over, signed, negative)
     chunk, nd = np.int64(0), 0
     hi, lo = np.uint64(0), np.uint64(0)
     for t in range(d0, d1):
