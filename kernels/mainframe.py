@@ -223,11 +223,19 @@ def digit_at(groups, i):
 
 
 @register_jitable
-def pack_sign_nibble(negative, signed):
-    """The sign nibble the way back writes: D negative, C positive in a signed field,
-    F in an unsigned one (see docs/mainframe.md, "Field kinds")."""
-    if negative:
-        return SIGN_D
+def pack_sign_nibble(negative, positive):
+    """The sign nibble (or zone) the way back writes: D for a negative value, else
+    ``positive``: the field's (``Encoding.positive``, by default C in a signed field and F
+    in an unsigned one; see docs/mainframe.md, "Field kinds")."""
+    return SIGN_D if negative else positive
+
+
+@register_jitable
+def positive_sign(chosen, signed):
+    """The positive sign nibble of a field: ``chosen`` (0xC or 0xF) or, for 0, C when
+    signed and F when not."""
+    if chosen != 0:
+        return chosen
     return SIGN_C if signed else SIGN_F
 
 

@@ -71,7 +71,8 @@ NAT = -(2**63)
 # Their rows: P1 digits (packed, zoned, binary; 0: no digit limit) or most UTF-8 bytes of a value
 # (text); P2 bytes of one Arrow value (16 decimal128, 8 int64) or the offset width (text); P3
 # the power of ten the digits are multiplied by (PIC 9PP); SENT the zoned '+' | '-' << 8 bytes;
-# TABLE the code page's table (text).
+# TABLE the code page's table (text), or the positive sign nibble the way back writes (packed,
+# zoned: 0xC or 0xF; 0 for the default, C when signed, F when not).
 
 K_TEXT = 9  # EBCDIC text <-> UTF-8 string through TABLE (decode: uint32[256]; encode: int16[65536])
 K_PACKED = 10  # packed decimal (COMP-3) <-> decimal128 (P2 = 16) or int64 (P2 = 8)

@@ -67,6 +67,11 @@ class Encoding:
     trim : {"none", "right", "both"}
         Text: keep every character (default: the round trip is exact), or drop trailing
         (``"right"``) or leading and trailing (``"both"``) EBCDIC spaces (0x40).
+    positive : {"", "C", "F"}
+        Packed and zoned: the sign nibble (zone) the way back writes for positive values:
+        ``""`` (default) C in a signed field, F in an unsigned one; ``"F"`` for files whose
+        signed fields hold F (or ``"C"`` for unsigned ones holding C), so that they too
+        come back byte for byte.
     trunc : {"std", "bin"}
         Binary: ``"std"`` (COBOL ``TRUNC(STD)``): a value with more digits than the
         PICTURE is invalid; ``"bin"`` (``TRUNC(BIN)``, COMP-5): the byte width's whole
@@ -83,6 +88,7 @@ class Encoding:
     invalid: str = "error"
     trim: str = "none"
     trunc: str = "std"
+    positive: str = ""
 
     def __post_init__(self) -> None:
         bad = self._problem()
@@ -104,6 +110,8 @@ class Encoding:
             return f"sign must be one of {_SIGNS}, got {self.sign!r}"
         if "separate" in self.sign and not self.signed:
             return f"sign={self.sign!r} needs signed=True (SIGN SEPARATE applies to PIC S fields)"
+        if self.positive not in ("", "C", "F") or (self.positive and self.kind not in ("packed", "zoned")):
+            return f"positive must be '', 'C' or 'F' (packed and zoned fields only), got {self.positive!r}"
         if self.trunc not in ("std", "bin"):
             return f"trunc must be 'std' or 'bin', got {self.trunc!r}"
         check_codepage(self.codepage, f"Encoding({self.kind!r})")

@@ -422,6 +422,8 @@ def _mainframe_row(row, field):
     row[P.P1] = enc.digits
     row[P.P2] = arrow_width(field)
     row[P.P3] = max(-enc.scale, 0)  # PIC 9PP: the value is the digits times 10**P3
+    if enc.kind in ("packed", "zoned") and enc.positive:
+        row[P.TABLE] = int(enc.positive, 16)  # the positive sign nibble written back
     if enc.kind == "zoned":
         row[P.FLAGS] |= (P.F_LEADING if enc.sign.startswith("leading") else 0) | (
             P.F_SEPARATE if enc.sign.endswith("separate") else 0)

@@ -128,6 +128,8 @@ def decode_binary(enc, raw):
 
 
 def _positive_nibble(enc):
+    if enc.positive:
+        return int(enc.positive, 16)
     return 0xC if enc.signed else 0xF
 
 

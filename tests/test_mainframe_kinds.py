@@ -166,7 +166,9 @@ def encodings(draw):
     sign = draw(st.sampled_from(_SIGNS)) if kind == "zoned" and signed else "trailing"
     if kind == "zoned" and not signed:
         sign = draw(st.sampled_from(["trailing", "leading"]))
-    enc = E(kind, digits, scale, signed, sign=sign, codepage=codepage, as_integer=as_integer, invalid=invalid)
+    positive = draw(st.sampled_from(["", "", "C", "F"]))
+    enc = E(kind, digits, scale, signed, sign=sign, codepage=codepage, as_integer=as_integer, invalid=invalid,
+            positive=positive)
     return enc, enc.width()
 
 
@@ -274,6 +276,22 @@ def test_round_trip_is_byte_exact_for_preferred_signs():
     layout, recs, table, _ = _check_forward(enc, 4, cells)
     back = lo.SoA.from_arrow(table, layout).to_aos().array
     assert back.tobytes() == recs.tobytes()
+
+
+def test_positive_sign_chosen_for_files_that_use_f():
+    """A signed field whose positive values carry F (not C) comes back byte for byte with
+    positive="F"; without it, they come back with C (the same values)."""
+    cells = [bytes.fromhex(h) for h in ("1234567F", "0000001D", "0000000F")]
+    layout, recs, table, _ = _check_forward(E("packed", 7, 2, signed=True, positive="F"), 4, cells)
+    assert lo.SoA.from_arrow(table, layout).to_aos().array.tobytes() == recs.tobytes()
+    plain = _layout(E("packed", 7, 2, signed=True), 4)
+    back = lo.SoA.from_arrow(table, plain).to_aos().array.view(np.uint8).reshape(3, -1)[:, 1:5]
+    assert [bytes(r).hex() for r in back] == ["1234567c", "0000001d", "0000000c"]
+    zoned = [b"\xf1\xf2\xf3", b"\xf0\xf0\xd5"]
+    layout, recs, table, _ = _check_forward(E("zoned", 3, signed=True, positive="F"), 3, zoned)
+    assert lo.SoA.from_arrow(table, layout).to_aos().array.tobytes() == recs.tobytes()
+    with pytest.raises(lo.LayoutError, match="positive must be"):
+        E("binary", 4, positive="F")
 
 
 def test_invalid_is_an_error_naming_field_record_offset_and_bytes():

@@ -10,9 +10,9 @@ import numpy as np
 
 from .._memory import load8, load16, load32, load64, store8, store16, store32, store64
 from ..mainframe import (
-    below_pow10, binary_fits, digit_at, digit_limit, digit_groups, divmod_u128_small, fold_chunk, ibm_to_ieee, ieee_to_ibm,
-    magnitude_128, mul_add_u128, pack_sign_nibble, packed_sign, packed_word, signed_128, zoned_overpunch,
-    zoned_word,
+    below_pow10, binary_fits, digit_at, digit_limit, digit_groups, divmod_u128_small, fold_chunk, ibm_to_ieee,
+    ieee_to_ibm, magnitude_128, mul_add_u128, pack_sign_nibble, packed_sign, packed_word, positive_sign, signed_128,
+    zoned_overpunch, zoned_word,
 )
 from ..plan import (
     COUNT, DATA, E_INEXACT, E_INVALID, E_NULL, E_RANGE, E_TOO_LONG, E_UNMAPPABLE, E_UTF, ELEM0, F_LEADING,
@@ -358,13 +358,13 @@ def _unscaled(hi, lo, pow10):
 
 
 @_jit
-def _write_digits_small(a, kind, w, digits, v, negative, signed, leading, separate, plus, minus):
+def _write_digits_small(a, kind, w, digits, v, negative, positive, leading, separate, plus, minus):
     """Write magnitude ``v`` (< 10**18) as a packed or zoned field at ``a``: two digits per
     unsigned division by 100 (a multiply and a shift; no sign fix-ups)."""
     v = np.uint64(v)
     ten, hundred = np.uint64(10), np.uint64(100)
     if kind == K_PACKED:
-        store8(a + w - 1, np.int64((v % ten) << np.uint64(4)) | pack_sign_nibble(negative, signed))
+        store8(a + w - 1, np.int64((v % ten) << np.uint64(4)) | pack_sign_nibble(negative, positive))
         v //= ten
         for t in range(w - 2, -1, -1):
             pair = v % hundred
@@ -385,15 +385,15 @@ def _write_digits_small(a, kind, w, digits, v, negative, signed, leading, separa
         store8(a if leading else a + w - 1, minus if negative else plus)
     else:
         at = a + (0 if leading else digits - 1)
-        store8(at, (pack_sign_nibble(negative, signed) << 4) | (load8(at) & 0xF))
+        store8(at, (pack_sign_nibble(negative, positive) << 4) | (load8(at) & 0xF))
 
 
 @_jit
-def _write_digits(a, kind, w, digits, hi, lo, negative, signed, leading, separate, plus, minus, groups):
+def _write_digits(a, kind, w, digits, hi, lo, negative, positive, leading, separate, plus, minus, groups):
     """Write magnitude ``(hi, lo)`` (below 10**digits) as a packed or zoned field at ``a``."""
     digit_groups(hi, lo, groups)
     if kind == K_PACKED:
-        sign = pack_sign_nibble(negative, signed)
+        sign = pack_sign_nibble(negative, positive)
         for t in range(w):
             j_hi = 2 * (w - 1 - t)  # digit index (from the right) of the byte's high nibble
             if t == w - 1:
@@ -408,7 +408,7 @@ def _write_digits(a, kind, w, digits, hi, lo, negative, signed, leading, separat
         store8(a if leading else a + w - 1, minus if negative else plus)
     else:
         at = a + (0 if leading else digits - 1)
-        store8(at, (pack_sign_nibble(negative, signed) << 4) | (load8(at) & 0xF))
+        store8(at, (pack_sign_nibble(negative, positive) << 4) | (load8(at) & 0xF))
 
 
 @_jit
@@ -419,6 +419,7 @@ def rev_decimal(dst, itemsize, b0, b1, op, offs, kind):
     leading, separate = (flags & F_LEADING) != 0, (flags & F_SEPARATE) != 0
     plus, minus = op[SENT] & 0xFF, (op[SENT] >> 8) & 0xFF
     trunc_bin = (flags & F_TRUNC_BIN) != 0
+    positive = positive_sign(op[TABLE], signed)  # the sign nibble of positive values
     groups = np.zeros(5, dtype=np.int64)
     small = digit_limit(min(digits, 18)) if kind != K_BINARY else np.uint64(0)  # 10**digits, digits <= 18
     for k in range(c):
@@ -445,12 +446,12 @@ def rev_decimal(dst, itemsize, b0, b1, op, offs, kind):
             elif digits <= 18:
                 if hi != np.uint64(0) or lo >= small:
                     return r, E_RANGE
-                _write_digits_small(a, kind, w, digits, np.int64(lo), negative, signed, leading, separate, plus,
+                _write_digits_small(a, kind, w, digits, np.int64(lo), negative, positive, leading, separate, plus,
                                     minus)
             else:
                 if not below_pow10(hi, lo, digits):
                     return r, E_RANGE
-                _write_digits(a, kind, w, digits, hi, lo, negative, signed, leading, separate, plus, minus, groups)
+                _write_digits(a, kind, w, digits, hi, lo, negative, positive, leading, separate, plus, minus, groups)
     return -1, 0
 
 

@@ -11,11 +11,11 @@ from numba import cuda, int64, uint64
 
 from ..mainframe import (
     below_pow10, binary_fits, digit_at, digit_groups, digit_limit, divmod_u128_small, fold_chunk, ibm_to_ieee,
-    ieee_to_ibm, magnitude_128, mul_add_u128, pack_sign_nibble, packed_sign, signed_128, zoned_overpunch,
+    ieee_to_ibm, magnitude_128, mul_add_u128, pack_sign_nibble, packed_sign, positive_sign, signed_128, zoned_overpunch,
 )
 from ..plan import (
     COUNT, DATA, E_INEXACT, E_INVALID, E_RANGE, F_LEADING, F_NULL_INVALID, F_SEPARATE, F_SIGNED, F_TRUNC_BIN,
-    FLAGS, K_BINARY, K_HFLOAT, K_PACKED, K_ZONED, KIND, P1, P2, P3, SENT, WIDTH,
+    FLAGS, K_BINARY, K_HFLOAT, K_PACKED, K_ZONED, KIND, P1, P2, P3, SENT, TABLE, WIDTH,
 )
 from .device import _dev, _fault, _get, _load, _put, _store
 from .tile import _divmod32, _element
@@ -158,7 +158,7 @@ def _put_digits(words, wb, p, op, hi, lo, negative):
     signed = (flags & F_SIGNED) != 0
     groups = cuda.local.array(5, int64)
     digit_groups(hi, lo, groups)
-    sign = pack_sign_nibble(negative, signed)
+    sign = pack_sign_nibble(negative, positive_sign(op[TABLE], signed))
     if kind == K_PACKED:
         for t in range(w):
             j_hi = 2 * (w - 1 - t)
