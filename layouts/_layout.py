@@ -717,6 +717,9 @@ class Layout:
     def __repr__(self) -> str:
         if self.c is not None:
             return f"Layout.from_c({self.c.name!r} from {self.c.source}, {self.itemsize} bytes)"
+        if self.encodings:
+            kinds = ", ".join(f"{name}: {enc.short()}" for name, enc in self.encodings)
+            return f"Layout({self.dtype!r}, flatten={self.flatten}, encodings={{{kinds}}})"
         return f"Layout({self.dtype!r}, flatten={self.flatten})"
 
 

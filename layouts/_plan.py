@@ -179,7 +179,7 @@ class Arena:
                 bufs["validity"] = put(-(-n // 8))
             ow = 0
             if f.kind in _VAR:
-                ow = 8 if n * f.width > _I32_MAX else 4
+                ow = 8 if n * var_bytes(f) > _I32_MAX else 4  # (the chunks write at worst-case positions)
                 bufs["offsets"] = put((n + 1) * ow)
                 bufs["data"] = put(n * var_bytes(f))
             elif arrow_width(f) == 0:  # bit-packed booleans
