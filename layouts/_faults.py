@@ -95,7 +95,8 @@ def forward_error(layout, array, fault, first=0, source=None, offset=0):
         from ._mainframe import forward_message
 
         start = (offset if source is not None else 0) + (first + row) * layout.itemsize
-        err = ConversionError(forward_message(f, array, fault, where, start))
+        err = ConversionError(forward_message(f, array, fault, where, start,
+                                              "of the file" if source is not None else "of the records"))
         err.fault, err.records = fault, array
         return err
     value = _record_value(array, f, row)

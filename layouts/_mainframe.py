@@ -77,15 +77,16 @@ def _element(field, record):
     return found
 
 
-def forward_message(field, records, fault, where, record_byte):
+def forward_message(field, records, fault, where, record_byte, of="of the records"):
     """The text of the ConversionError for a mainframe field: ``where`` names the field
-    and record, ``record_byte`` is the byte where the record starts (in its buffer or file)."""
+    and record, ``record_byte`` is the byte where the record starts, ``of`` says in what
+    (``"of the records"`` converted, ``"of the file"``)."""
     row, _, code = fault
     record = np.frombuffer(records[row : row + 1].tobytes(), dtype=np.uint8).tobytes()
     k, off, raw, why = _element(field, record)
     enc = field.encoding
     element = f"element {k}, " if field.count > 1 else ""
-    at = f"{element}byte {record_byte + off} (offset {off} in the record), bytes {_hex(raw)}"
+    at = f"{element}byte {record_byte + off} {of} (offset {off} in the record), bytes {_hex(raw)}"
     if code == P.E_INVALID:
         return (f"{where}: {at} are not a valid {enc.short()} value: {why or 'invalid bytes'}; fix the data, "
                 f"{NULL_FIX}")
