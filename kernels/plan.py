@@ -88,4 +88,5 @@ F_TRIM_RIGHT = 256  # text: trailing EBCDIC spaces dropped
 F_TRIM_LEFT = 512  # text: leading EBCDIC spaces dropped
 
 E_INVALID = 7  # bytes that are not a valid value of the field's encoding
-E_UNMAPPABLE = 8  # a character the field's EBCDIC code page has no byte for
+# (text, SoA -> AoS: E_RANGE is a character the field's code page has no byte for; codes stay below 8,
+# the CUDA fault word's three bits)

@@ -104,7 +104,7 @@ def reverse_message(field, value, code, where):
     if code == P.E_NULL:
         return (f"{where} is null and {target} has no null; fill the nulls first (pyarrow.compute.fill_null) or "
                 f"drop those rows")
-    if code == P.E_UNMAPPABLE:
+    if code == P.E_RANGE and field.kind == "text":
         table = encode_table(enc.codepage)
         bad = next((ch for ch in str(value) if ord(ch) > 0xFFFF or table[ord(ch)] < 0), "?")
         return (f"{where}: {value!r} holds {bad!r} (U+{ord(bad):04X}), which code page {enc.codepage} has no byte "

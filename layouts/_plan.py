@@ -432,17 +432,6 @@ def _mainframe_row(row, field):
         row[P.FLAGS] |= P.F_TRUNC_BIN
 
 
-def gpu_refusals(layout):
-    """A LayoutError for a layout the GPU kernels do not convert yet (EBCDIC text fields),
-    naming the fields; None when they do."""
-    text = [f.name for f in layout.fields if f.kind == "text"]
-    if text:
-        return LayoutError(
-            f"field(s) {text} are EBCDIC text, which is converted on the CPU only for now (the GPU converts "
-            f"packed, zoned, binary and hfloat fields): convert with device='cpu'")
-    return None
-
-
 def forward_ops(arena, base, sentinels):
     """Op table for AoS -> SoA into an arena at address ``base``.
 

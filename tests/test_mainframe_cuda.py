@@ -1,6 +1,6 @@
 """Mainframe kinds on the CUDA backend against the CPU one (in Numba's CUDA simulator,
 small inputs; on a GPU when there is one): packed, zoned, binary and hfloat, both ways,
-invalid bytes as faults and as nulls; EBCDIC text refused there with the fix."""
+invalid bytes as faults and as nulls, and EBCDIC text."""
 
 import numpy as np
 import pyarrow as pa
@@ -15,16 +15,12 @@ E = lo.Encoding
 SIM = settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 
 
-def _numbers_only():
-    return encodings().filter(lambda pair: pair[0].kind != "text")
-
-
 @pytest.mark.slow
 @seed(90)
 @SIM
 @given(data=st.data())
 def test_cuda_matches_cpu_both_ways(data):
-    enc, width = data.draw(_numbers_only())
+    enc, width = data.draw(encodings())
     cells = data.draw(st.lists(valid_cell(enc, width), min_size=1, max_size=40))
     layout = _layout(enc, width)
     recs = _records(layout, [[c] for c in cells])
@@ -69,12 +65,18 @@ def test_cuda_invalid_as_null_and_fault():
         lo.AoS(_records(strict, [[b"\xf1\xf2\xc3"], [b"\x40\x40\x40"]]), strict).to_soa(device="cuda")
 
 
-def test_cuda_refuses_text_with_the_fix():
-    layout = _layout(E("text"), 4)
-    recs = _records(layout, [[b"\xc1\xc2\xc3\xc4"]])
-    with pytest.raises(lo.LayoutError, match=r"\['x'\] are EBCDIC text, which is converted on the CPU only.*"
-                                             r"device='cpu'"):
-        lo.AoS(recs, layout).to_soa(device="cuda")
-    table = pa.table({"pre": pa.array([1], pa.uint8()), "x": ["ABCD"], "post": pa.array([2], pa.uint8())})
-    with pytest.raises(lo.LayoutError, match="EBCDIC text"):
+def test_cuda_text_both_ways():
+    cells = [[("Grüße € ".encode("cp1141"))], [b"\x40" * 8], [("  ab    ").encode("cp1141")]]
+    for trim in ("none", "right", "both"):
+        layout = _layout(E("text", codepage="cp1141", trim=trim), 8)
+        recs = _records(layout, cells)
+        cpu = lo.AoS(recs, layout).to_soa().to_arrow()
+        gpu = lo.AoS(recs, layout).to_soa(device="cuda").to_device("cpu").to_arrow()
+        assert gpu.column("x").to_pylist() == cpu.column("x").to_pylist()
+        back = lo.SoA.from_arrow(cpu, layout).to_device("cuda").to_aos().to_device("cpu").array
+        assert back.tobytes() == lo.SoA.from_arrow(cpu, layout).to_aos().array.tobytes()
+    assert cpu.column("x").to_pylist() == ["Grüße €", "", "ab"]
+    layout = _layout(E("text", codepage="cp037"), 4)
+    table = pa.table({"pre": pa.array([1], pa.uint8()), "x": ["a€"], "post": pa.array([2], pa.uint8())})
+    with pytest.raises(lo.ConversionError, match=r"'a€' holds '€' \(U\+20AC\), which code page cp037 has no byte"):
         lo.SoA.from_arrow(table, layout).to_device("cuda").to_aos()

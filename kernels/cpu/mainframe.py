@@ -15,7 +15,7 @@ from ..mainframe import (
     zoned_overpunch, zoned_word,
 )
 from ..plan import (
-    COUNT, DATA, E_INEXACT, E_INVALID, E_NULL, E_RANGE, E_TOO_LONG, E_UNMAPPABLE, E_UTF, ELEM0, F_LEADING,
+    COUNT, DATA, E_INEXACT, E_INVALID, E_NULL, E_RANGE, E_TOO_LONG, E_UTF, ELEM0, F_LEADING,
     F_NULL_INVALID, F_SEPARATE, F_SIGNED, F_TRIM_LEFT, F_TRIM_RIGHT, F_TRUNC_BIN, F_TRUNCATE, FLAGS, K_BINARY,
     K_PACKED, K_ZONED, OFFS, OFFSETS, P1, P2, P3, SENT, TABLE, VALID, WIDTH,
 )
@@ -478,7 +478,7 @@ def rev_hfloat(dst, itemsize, b0, b1, op, offs):
 @_jit
 def rev_text(dst, itemsize, b0, b1, op, offs):
     """UTF-8 -> EBCDIC through the code page's int16[65536] table, padded with EBCDIC
-    spaces (0x40); a character with no byte in the code page is E_UNMAPPABLE."""
+    spaces (0x40); a character with no byte in the code page is E_RANGE."""
     n, c, data, offsets, e0, ow = op[WIDTH], op[COUNT], op[DATA], op[OFFSETS], op[ELEM0], op[P2]
     valid, table, truncate = op[VALID], op[TABLE], (op[FLAGS] & F_TRUNCATE) != 0
     for k in range(c):
@@ -516,7 +516,7 @@ def rev_text(dst, itemsize, b0, b1, op, offs):
                     break
                 byte = np.int64(-1) if cp > 0xFFFF else np.int64(np.int16(load16(table + cp * 2)))
                 if byte < 0:
-                    return r, E_UNMAPPABLE
+                    return r, E_RANGE  # no byte in the code page
                 store8(out + m, byte)
                 m += 1
             while m < n:

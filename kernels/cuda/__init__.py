@@ -53,7 +53,8 @@ from .arrow import (
     bits_to_bits, bits_to_bytes, bytes_to_bits, codes_with_nulls, offsets_check, offsets_rebase,
 )
 from .device import ALL_KINDS, M_VALIDITY, MAX_BLOCKS, SCAN_THREADS, SIMULATED, THREADS
-from .mainframe import MAINFRAME_KINDS
+from ..plan import K_TEXT
+from .mainframe import MAINFRAME_KINDS, copy_text
 from .strings import _copy_strings, _scan_add, _scan_blocks, _scan_sums
 from .transpose import (
     Pending, Plan, aos_to_soa, device_ops, forward_async, kinds_of, launcher, reverse_async, soa_to_aos,
@@ -74,7 +75,7 @@ def _signatures():
     arena = (u8, u16, u32, i64)
     tile = (u32, t.int64, t.int64, t.int64, t.int64, t.int64[:, ::1], i64, *arena, i64, i64)
     forward, reverse = specialised(ALL_KINDS)
-    mf_forward, mf_reverse = specialised(MAINFRAME_KINDS | M_VALIDITY)  # a COBOL record: no C kinds
+    mf_forward, mf_reverse = specialised(MAINFRAME_KINDS | 1 << K_TEXT | M_VALIDITY)  # a COBOL record: no C kinds
     return {
         "forward": (forward, tile),
         "reverse": (reverse, tile),
@@ -84,6 +85,7 @@ def _signatures():
         "scan_sums": (_scan_sums, (i64,)),
         "scan_add": (_scan_add, (u32, i64, t.int64, t.int64, t.int64, i64, t.int64)),
         "copy_strings": (_copy_strings, (u32, t.int64, t.int64, i64, i64, *arena)),
+        "copy_text": (copy_text, (u32, t.int64, t.int64, i64, i64, *arena, i64)),
         "bits_to_bits": (_bits_to_bits, (u8, t.int64, t.int64, t.int64, u8)),
         "bits_to_bytes": (_bits_to_bytes, (u8, t.int64, t.int64, t.int64, u8)),
         "bytes_to_bits": (_bytes_to_bits, (u8, t.int64, u8)),

@@ -3,8 +3,10 @@ ways, for the tile kernels of :mod:`kernels.cuda.transpose`: the same value tran
 as the CPU ops (:mod:`kernels.mainframe`, ``register_jitable``), reading the record's
 bytes from the staged tile and, on the way back, ORing them into the cleared tile.
 
-EBCDIC text is not converted on the GPU yet (layouts refuses it there, naming the
-field); see docs/mainframe.md.
+EBCDIC text: :func:`text_length` gives each element's UTF-8 length in the tile pass, the
+scan makes offsets of them, and :func:`copy_text` writes the bytes through the code
+page's table (the tables ride in the plan's int64 ``tables``); :func:`rev_text` is the
+way back.
 """
 
 from numba import cuda, int64, uint64
@@ -14,10 +16,11 @@ from ..mainframe import (
     ieee_to_ibm, magnitude_128, mul_add_u128, pack_sign_nibble, packed_sign, positive_sign, signed_128, zoned_overpunch,
 )
 from ..plan import (
-    COUNT, DATA, E_INEXACT, E_INVALID, E_RANGE, F_LEADING, F_NULL_INVALID, F_SEPARATE, F_SIGNED, F_TRUNC_BIN,
-    FLAGS, K_BINARY, K_HFLOAT, K_PACKED, K_ZONED, KIND, P1, P2, P3, SENT, TABLE, WIDTH,
+    COUNT, DATA, E_INEXACT, E_INVALID, E_RANGE, E_TOO_LONG, E_UTF, F_LEADING, F_NULL_INVALID, F_SEPARATE,
+    F_SIGNED, F_TRIM_LEFT, F_TRIM_RIGHT, F_TRUNC_BIN, F_TRUNCATE, FLAGS, K_BINARY, K_HFLOAT, K_PACKED, K_ZONED,
+    KIND, OFFS, OFFSETS, P1, P2, P3, SENT, TABLE, WIDTH,
 )
-from .device import _dev, _fault, _get, _load, _put, _store
+from .device import _dev, _fault, _get, _load, _offset_at, _put, _store
 from .tile import _divmod32, _element
 
 MAINFRAME_KINDS = (1 << K_PACKED) | (1 << K_ZONED) | (1 << K_BINARY) | (1 << K_HFLOAT)
@@ -216,3 +219,97 @@ def rev_mainframe(a8, a16, a32, a64, words, wb, op, i, p, r, err, j, nops):
         _fault(err, r, j, E_RANGE, nops)
         return
     _put_digits(words, wb, p, op, mh, ml, negative)
+
+
+# ------------------------------------------------------------------ EBCDIC text
+
+
+@_dev
+def _text_bounds(words, wb, p, op):
+    """``(first, end)``: the bytes of a text element kept after trimming EBCDIC spaces."""
+    first, end = 0, op[WIDTH]
+    if (op[FLAGS] & F_TRIM_RIGHT) != 0:
+        while end > 0 and _get(words, wb, p + end - 1, 1) == 0x40:
+            end -= 1
+    if (op[FLAGS] & F_TRIM_LEFT) != 0:
+        while first < end and _get(words, wb, p + first, 1) == 0x40:
+            first += 1
+    return first, end
+
+
+@_dev
+def text_length(words, wb, op, offs, e, r0, slot, tables):
+    """UTF-8 bytes of one text element (TABLE: the code page's 256 entries in ``tables``)."""
+    _, p = _element(op, offs, e, r0, slot)
+    first, end = _text_bounds(words, wb, p, op)
+    length = int64(0)
+    for t in range(first, end):
+        length += tables[uint64(op[TABLE] + _get(words, wb, p + t, 1))] >> 24
+    return length
+
+
+@cuda.jit
+def copy_text(rec, n, stride, op, offs, a8, a16, a32, a64, tables):
+    """Write each text element's UTF-8 at its final offset (after the scan), one element a
+    thread, through the code page's table."""
+    c, ow = op[COUNT], op[P2]
+    i_next = cuda.grid(1)
+    while i_next < n * c:
+        i = i_next
+        i_next += cuda.gridsize(1)
+        r = i // c
+        p = r * stride + offs[op[OFFS] + i % c]
+        first, end = _text_bounds(rec, 0, p, op)
+        pos = op[DATA] + _offset_at(a32, a64, op[OFFSETS], i, ow)
+        for t in range(first, end):
+            code = tables[uint64(op[TABLE] + _get(rec, 0, p + t, 1))]
+            size = code >> 24
+            for u in range(size):
+                a8[uint64(pos + u)] = (code >> (8 * u)) & 0xFF
+            pos += size
+
+
+@_dev
+def rev_text(a8, a16, a32, a64, words, wb, op, i, p, r, err, j, nops, tables):
+    """UTF-8 -> EBCDIC through the code page's encode table (65536 entries in ``tables``,
+    -1: no byte), padded with EBCDIC spaces; a character with no byte is E_RANGE here
+    (the fault word holds codes below 8), reported as such for text fields."""
+    n, data, ow = op[WIDTH], op[DATA], op[P2]
+    start = _offset_at(a32, a64, op[OFFSETS], i, ow)
+    length = _offset_at(a32, a64, op[OFFSETS], i + 1, ow) - start
+    t, m = int64(0), int64(0)
+    while t < length:
+        cp = int64(a8[uint64(data + start + t)])
+        need = 0
+        if cp >= 0xF0:
+            need, cp = 3, cp & 0x07
+        elif cp >= 0xE0:
+            need, cp = 2, cp & 0x0F
+        elif cp >= 0xC0:
+            need, cp = 1, cp & 0x1F
+        elif cp >= 0x80:
+            _fault(err, r, j, E_UTF, nops)
+            return
+        if need > 0 and t + need >= length:
+            _fault(err, r, j, E_UTF, nops)
+            return
+        for u in range(1, need + 1):
+            cb = int64(a8[uint64(data + start + t + u)])
+            if cb & 0xC0 != 0x80:
+                _fault(err, r, j, E_UTF, nops)
+                return
+            cp = (cp << 6) | (cb & 0x3F)
+        t += need + 1
+        if m >= n:
+            if (op[FLAGS] & F_TRUNCATE) == 0:
+                _fault(err, r, j, E_TOO_LONG, nops)
+            return
+        byte = int64(-1) if cp > 0xFFFF else tables[uint64(op[TABLE] + cp)]
+        if byte < 0:
+            _fault(err, r, j, E_RANGE, nops)
+            return
+        _put(words, wb, p + m, 1, byte)
+        m += 1
+    while m < n:
+        _put(words, wb, p + m, 1, 0x40)
+        m += 1

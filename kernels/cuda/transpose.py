@@ -13,8 +13,8 @@ from ..plan import (
 from .device import I64_MAX, MAX_BLOCKS, MAX_TILE_BYTES, M_VALIDITY, NO_FAULT, SCAN_THREADS, THREADS, TILE_BYTES, XCOLS, X_BOUND, X_INV, X_LIM, X_SHIFT, _bit, _dev, _fault, _get, _load, _mask, _put, _set_offset, _sign_extend, _store, _swap
 from .tile import _divmod32, _element, _forward_value, _fwd_enum_index, _fwd_time, _is_valid, _rev_string, _rev_time, _reverse_value, _string_length
 from .strings import _copy_strings, _scan_add, _scan_blocks, _scan_sums
-from .mainframe import MAINFRAME_KINDS, fwd_mainframe, rev_mainframe, valid_mainframe
-from ..plan import K_BINARY, K_HFLOAT, K_PACKED, K_ZONED
+from .mainframe import MAINFRAME_KINDS, copy_text, fwd_mainframe, rev_mainframe, rev_text, text_length, valid_mainframe
+from ..plan import K_BINARY, K_HFLOAT, K_PACKED, K_TEXT, K_ZONED
 
 # ------------------------------------------------------------------------- kernels
 
@@ -71,6 +71,7 @@ def specialised(mask, staged=True):
     TIME = bool(mask & ((1 << K_SCALE) | (1 << K_CIVIL)))
     STRINGS = bool(mask & ((1 << K_CSTR) | (1 << K_UTF32)))
     MAINFRAME = bool(mask & MAINFRAME_KINDS)  # packed, zoned, binary, hfloat (kernels/cuda/mainframe.py)
+    TEXT = bool(mask & (1 << K_TEXT))  # EBCDIC text (kernels/cuda/mainframe.py)
     BITMAP = BOOL or BITS
     VALIDITY = bool(mask & M_VALIDITY)
     STAGED = staged
@@ -120,6 +121,16 @@ def specialised(mask, staged=True):
                     if i == 0:
                         _set_offset(a32, a64, op[OFFSETS], 0, ow, int64(0))
                     _set_offset(a32, a64, op[OFFSETS], i + 1, ow, length)  # a length until the scan
+            elif TEXT and kind == K_TEXT:
+                ow = op[P2]
+                e_next = tid
+                while e_next < total:
+                    e = e_next
+                    e_next = IDX(e_next + nt)
+                    i, _ = _element(op, offs, e, r0, slot)
+                    if i == 0:
+                        _set_offset(a32, a64, op[OFFSETS], 0, ow, int64(0))
+                    _set_offset(a32, a64, op[OFFSETS], i + 1, ow, text_length(words, wb, op, offs, e, r0, slot, tables))
             else:
                 e_next = tid
                 while e_next < total:
@@ -224,6 +235,8 @@ def specialised(mask, staged=True):
                         if not ok:
                             continue
                     _put(words, wb, p, 8, _swap(v, 8) if op[SWAP] != 0 else v)
+                elif KC == K_TEXT:
+                    rev_text(a8, a16, a32, a64, words, wb, op, i, p, r, err, j, nops, tables)
                 elif KC == K_PACKED:  # and K_ZONED, K_BINARY, K_HFLOAT
                     rev_mainframe(a8, a16, a32, a64, words, wb, op, i, p, r, err, j, nops)
                 else:  # K_CSTR and K_UTF32
@@ -234,7 +247,7 @@ def specialised(mask, staged=True):
     rev_copy, rev_bytes, rev_bool = reverse_column(K_COPY), reverse_column(K_BYTES), reverse_column(K_BOOL)
     rev_bits, rev_enum = reverse_column(K_BITS), reverse_column(K_ENUM)
     rev_time, rev_string = reverse_column(K_SCALE), reverse_column(K_CSTR)
-    rev_mf = reverse_column(K_PACKED)
+    rev_mf, rev_txt = reverse_column(K_PACKED), reverse_column(K_TEXT)
 
     @_dev
     def reverse_tile(words, wb, slot, r0, r1, ops, offs, a8, a16, a32, a64, tables, err):
@@ -260,6 +273,8 @@ def specialised(mask, staged=True):
                 rev_string(*args)
             elif MAINFRAME and (kind == K_PACKED or kind == K_ZONED or kind == K_BINARY or kind == K_HFLOAT):
                 rev_mf(*args)
+            elif TEXT and kind == K_TEXT:
+                rev_txt(*args)
 
     @cuda.jit
     def forward(rec, n, stride, slot, rows, ops, offs, a8, a16, a32, a64, tables, err):
@@ -390,7 +405,7 @@ class Plan:
         self.d_offs = cuda.to_device(np.ascontiguousarray(offs), stream=stream)
         self.tables = tables
         self.strings = [(j, cuda.to_device(np.ascontiguousarray(self.ops[j]), stream=stream))
-                        for j in range(self.nops) if self.ops[j, KIND] in (K_CSTR, K_UTF32)]
+                        for j in range(self.nops) if self.ops[j, KIND] in (K_CSTR, K_UTF32, K_TEXT)]
 
 
 class Pending:
@@ -483,8 +498,11 @@ def forward_async(rec, stride, n, plan, arena, *, stream=0, fault_word=None):
     for j, d_op in plan.strings:
         count = n * int(plan.ops[j, COUNT])
         scratch.append(_scan(views, plan.ops[j], count, stream))  # faulty strings were given length 0
-        _copy_strings[max(1, min(-(-count // THREADS), MAX_BLOCKS)), THREADS, stream](
-            rec, n, stride, d_op, plan.d_offs, *views)
+        grid = max(1, min(-(-count // THREADS), MAX_BLOCKS))
+        if plan.ops[j, KIND] == K_TEXT:
+            copy_text[grid, THREADS, stream](rec, n, stride, d_op, plan.d_offs, *views, plan.tables)
+        else:
+            _copy_strings[grid, THREADS, stream](rec, n, stride, d_op, plan.d_offs, *views)
     return Pending(stream, plan.nops, err, fault_word, keep=scratch)
 
 

@@ -15,7 +15,7 @@ from ..kernels import plan as P
 from . import device as _device
 from .._backends import kernels_for
 from .._faults import forward_error, reverse_error
-from .._plan import ALIGN, Arena, ColumnBuffers, claimed, forward_ops, gpu_refusals, reverse_ops
+from .._plan import ALIGN, Arena, ColumnBuffers, claimed, forward_ops, reverse_ops
 
 __all__ = ["Span", "forward", "reverse", "soa_to_host", "soa_to_device", "column_interface", "ForwardSlot",
            "ReverseSlot", "packing"]
@@ -32,17 +32,10 @@ class Span:
         self.address, self.size = address, size
 
 
-def _refuse(layout):
-    """Layouts the GPU kernels do not convert yet (EBCDIC text): a LayoutError naming the fields."""
-    err = gpu_refusals(layout)
-    if err is not None:
-        raise err
-
-
 def _device_tables(ops, keep, stream=0):
     """Copy the enum tables the plan points at into one device int64 array (on
     ``stream``) and make the plan's TABLE entries element offsets into it."""
-    rows = [j for j in range(ops.shape[0]) if ops[j, P.KIND] == P.K_ENUM]
+    rows = [j for j in range(ops.shape[0]) if ops[j, P.KIND] in (P.K_ENUM, P.K_TEXT)]  # (text: code page tables)
     parts, pos = [np.zeros(1, np.int64)], 1
     for j, table in zip(rows, keep):
         ops[j, P.TABLE] = pos
@@ -67,7 +60,6 @@ def forward(aos, nulls, out=None):
     with claimed("AoS.to_soa", writes, [_span_of(aos.array, "the records being converted")]):
         if use is not None:
             use.reuse()  # from here on, SoAs made earlier over this memory refuse to read it
-        _refuse(layout)
         ops, offs, keep = forward_ops(arena, HEAD, nulls)
         tables = _device_tables(ops, keep)
         rec = _device.words(aos.array, n * layout.itemsize)
@@ -128,7 +120,6 @@ class ForwardSlot:
         self.memory = _device.empty(HEAD + self.arena.nbytes)
         self.arena_out = _device.pinned_empty(self.memory.shape[0])  # the whole allocation comes back
         self.fault_word = nb.pinned_array(1, dtype=np.int64)
-        _refuse(self.arena.layout)
         ops, offs, keep = forward_ops(self.arena, HEAD, nulls)
         self.plan = kc.Plan(ops, offs, _device_tables(ops, keep), self.stream)
         self.pending, self.n = None, 0
@@ -194,7 +185,6 @@ class ReverseSlot:
         for raw, at in copies:
             self.columns_in[at : at + raw.size] = raw
         self.memory[:packed].copy_to_device(self.columns_in[:packed], stream=self.stream)
-        _refuse(layout)
         ops, offs, keep = reverse_ops(layout, columns, soa._fills, soa._truncate)
         kc = kernels_for("cuda")
         plan = kc.Plan(ops, offs, _device_tables(ops, keep, self.stream), self.stream)
@@ -231,7 +221,6 @@ def reverse(soa):
     layout, n = soa.layout, len(soa)
     with claimed("SoA.to_aos", (), soa._reads("cuda")):
         soa._current("to_aos")
-        _refuse(layout)
         ops, offs, keep = reverse_ops(layout, soa._columns, soa._fills, soa._truncate)
         tables = _device_tables(ops, keep)
         nbytes = n * layout.itemsize
