@@ -64,7 +64,8 @@ def launches():
     rows, slot, staged = kernels_cuda.tile_shape(RECORD_BYTES)
     tile = rows * slot + 8 if staged else 0
     threads = kernels_cuda.THREADS
-    out = {"forward": (threads, tile), "reverse": (threads, tile), "copy_strings": (threads, 0), "copy_text": (threads, 0),
+    out = {"forward": (threads, tile), "reverse": (threads, tile), "copy_strings": (threads, 0),
+           "copy_text": (threads, 0),
            "scan_blocks": (kernels_cuda.SCAN_THREADS, 0), "scan_sums": (1, 0),
            "scan_add": (kernels_cuda.SCAN_THREADS, 0)}
     bridge = ("bits_to_bits", "bits_to_bytes", "bytes_to_bits", "codes_with_nulls", "offsets_check[int32]",

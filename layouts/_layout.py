@@ -164,7 +164,8 @@ class Encoding:
         if self.scale > self.digits:
             pic = f"{s}V{'P' * (self.scale - self.digits)}9({self.digits})"
         elif self.scale > 0:
-            pic = f"{s}9({self.digits - self.scale})V9({self.scale})" if self.scale < self.digits else f"{s}V9({self.scale})"
+            whole = self.digits - self.scale
+            pic = f"{s}9({whole})V9({self.scale})" if whole else f"{s}V9({self.scale})"
         if self.scale < 0:
             pic += f"P({-self.scale})"
         extra = f" {self.sign}" if self.kind == "zoned" and (self.signed and self.sign != "trailing") else ""

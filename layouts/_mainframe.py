@@ -40,7 +40,8 @@ def why_invalid(enc, raw):
         if separate:
             at = 0 if leading else len(raw) - 1
             if raw[at] not in (byte_of(enc.codepage, "+"), byte_of(enc.codepage, "-")):
-                return f"byte {at} of the field: the separate sign {raw[at]:02X} is neither '+' nor '-' in {enc.codepage}"
+                return (f"byte {at} of the field: the separate sign {raw[at]:02X} is neither '+' nor '-' in "
+                        f"{enc.codepage}")
             body, first = (raw[1:], 1) if leading else (raw[:-1], 0)
         over = None if separate else (0 if leading else len(body) - 1)
         for i, b in enumerate(body):

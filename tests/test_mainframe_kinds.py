@@ -299,7 +299,8 @@ def test_invalid_is_an_error_naming_field_record_offset_and_bytes():
     layout = _layout(enc, 3)
     recs = _records(layout, [[bytes.fromhex("12345C")], [bytes.fromhex("1A345C")]])
     with pytest.raises(lo.ConversionError, match=r"field 'x' .*record 1.*byte 6 of the records \(offset 1 in the "
-                                                 r"record\), bytes 1A 34 5C are not a valid packed S9\(5\) value: byte 0 of the "
+                                                 r"record\), bytes 1A 34 5C are not a valid packed S9\(5\) value: "
+                                                 r"byte 0 of the "
                                                  r"field: digit nibble A is not 0-9; fix the data, or read the "
                                                  r"field with invalid='null'"):
         _convert(layout, recs)

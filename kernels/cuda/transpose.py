@@ -13,7 +13,9 @@ from ..plan import (
 from .device import I64_MAX, MAX_BLOCKS, MAX_TILE_BYTES, M_VALIDITY, NO_FAULT, SCAN_THREADS, THREADS, TILE_BYTES, XCOLS, X_BOUND, X_INV, X_LIM, X_SHIFT, _bit, _dev, _fault, _get, _load, _mask, _put, _set_offset, _sign_extend, _store, _swap
 from .tile import _divmod32, _element, _forward_value, _fwd_enum_index, _fwd_time, _is_valid, _rev_string, _rev_time, _reverse_value, _string_length
 from .strings import _copy_strings, _scan_add, _scan_blocks, _scan_sums
-from .mainframe import MAINFRAME_KINDS, copy_text, fwd_mainframe, rev_mainframe, rev_text, text_length, valid_mainframe
+from .mainframe import (
+    MAINFRAME_KINDS, copy_text, fwd_mainframe, rev_mainframe, rev_text, text_length, valid_mainframe,
+)
 from ..plan import K_BINARY, K_HFLOAT, K_PACKED, K_TEXT, K_ZONED
 
 # ------------------------------------------------------------------------- kernels
