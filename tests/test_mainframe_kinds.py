@@ -417,3 +417,23 @@ def test_random_bytes_fuzz_in_a_child(seed_, tmp_path):
     run = subprocess.run([sys.executable, str(script), str(seed_)], capture_output=True, text=True, timeout=600,
                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_benchmark_runs_small(tmp_path):
+    """benchmarks.mainframe at its smoke size writes well-formed JSON (no figure asserted)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path / "mainframe.json"
+    run = subprocess.run([sys.executable, "-m", "benchmarks.mainframe", "--small", "--json", str(out)], cwd=root,
+                         capture_output=True, text=True, timeout=600,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), *sys.path])))
+    assert run.returncode == 0, run.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["small"] and result["records"] == 20_000 and all(row["GB/s"] > 0 for row in result["rows"])
+    assert "records -> Arrow (out=) / np.copyto" in result["ratios"]
