@@ -3,10 +3,12 @@ loading included, and nothing the interrupted work leaves behind is printed."""
 
 import sys
 
+from ..kernels.threads import SigintCounter, shutdown
 
-class Interrupts:
+
+class Interrupts(SigintCounter):
     """Ctrl-C (SIGINT) for the command: raises ``KeyboardInterrupt`` as Python's own
-    handler does, and counts.
+    handler does, and counts (:class:`layouts.kernels.threads.SigintCounter`).
 
     A ``KeyboardInterrupt`` raised while Python code runs for C code can be printed and
     dropped there: as a callback (``Exception ignored on calling ctypes callback
@@ -21,31 +23,16 @@ class Interrupts:
     """
 
     def __init__(self):
-        self.count, self.quiet, self.installed = 0, False, False
-        self.previous = self.hook = self.excepthook = None
-
-    def __call__(self, signum, frame):
-        self.count += 1
-        if not self.quiet:
-            raise KeyboardInterrupt
-
-    def check(self):
-        """Raise ``KeyboardInterrupt`` if a Ctrl-C came and was dropped on its way."""
-        if self.count and not self.quiet:
-            raise KeyboardInterrupt
+        super().__init__()
+        self.hook = self.excepthook = None
 
     def install(self):
-        """Take SIGINT over where Python's default handler has it: where it is ignored (a
-        background job) or another handler has it, it is left as it is."""
-        import signal
-        import threading
-
+        """Take SIGINT over where Python's default handler has it (see
+        :meth:`~layouts.kernels.threads.SigintCounter.take_over`), and the hooks that
+        print what Python drops."""
         self.hook, sys.unraisablehook = sys.unraisablehook, self._unraisable
         self.excepthook, sys.excepthook = sys.excepthook, self._printed
-        if threading.current_thread() is threading.main_thread() \
-                and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-            self.previous = signal.signal(signal.SIGINT, self)
-            self.installed = True
+        self.take_over()
 
     def _unraisable(self, info):
         if not (self.count or issubclass(info.exc_type, KeyboardInterrupt)):
@@ -58,36 +45,19 @@ class Interrupts:
     def finish(self, exiting):
         """The command is over. ``exiting``: the process ends next, and SIGINT is ignored
         until it has (see :func:`main`); else SIGINT's handler is given back."""
-        import signal
-
         self.quiet = True
         if self.excepthook is not None:  # an uncaught exception from here on (--debug) is shown as ever
             sys.excepthook, self.excepthook = self.excepthook, None
         if exiting:
-            _release_kernel_threads()
+            # The kernels' pool threads are not daemons: the interpreter waits for them as it exits, and one
+            # started as a Ctrl-C came may be unknown to the pool; told to end once idle, each worker passes
+            # the stop marker on to the next, known or not
+            shutdown(wait=False)
             _forget_caught_interrupt()
-            if self.installed or signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-                try:  # (not installed: a Ctrl-C came as it was)
-                    signal.signal(signal.SIGINT, signal.SIG_IGN)
-                except ValueError:  # not the main thread
-                    pass
+            self.ignore()
             return
-        if self.installed:
-            self.installed = False
-            signal.signal(signal.SIGINT, self.previous)  # one still pending is counted here (quiet)
+        self.give_back()
         sys.unraisablehook = self.hook
-
-
-def _release_kernel_threads():
-    """Tell the CPU kernels' pool threads to end once idle. They are not daemons, so the
-    interpreter waits for them as it exits; a Ctrl-C that lands while the pool starts a
-    thread leaves one that the pool does not know of and that nothing would tell to end,
-    and the exit would wait for it forever (kernels/cpu.py: ``_Chunks.run`` submits,
-    ``Thread.start`` is interrupted before the pool records the thread)."""
-    cpu = sys.modules.get("layouts.kernels.cpu")
-    pool = getattr(cpu, "_pool", None)
-    if pool is not None:
-        pool.shutdown(wait=False)  # each worker passes the stop marker on to the next, known or not
 
 
 def _forget_caught_interrupt():

@@ -32,8 +32,9 @@ import numpy as np
 import pyarrow as pa  # noqa: F401 - benchmarks/ipc_read.py reads pyarrow through this module
 
 from .._aos import as_layout
-from .._files import BlockReservation, InterruptHold, open_output  # noqa: F401 - BlockReservation: see below
+from .._files import BlockReservation, open_output  # noqa: F401 - BlockReservation: see below
 from .._formats import DEFAULT_CHUNK, FORMATS
+from ..kernels.threads import InterruptHold
 from .options import ConvertOptions, count_on_the_way_back, output_format
 from .pipeline import Pipeline, arrow_to_records, records_to_arrow
 from .sinks import ArrowSink, write_header, writing

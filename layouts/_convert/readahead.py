@@ -13,7 +13,7 @@ batches) and receives in :class:`layouts._convert.pipeline.Pipeline` (it writes 
 k-1 while chunk k converts).
 
 Ctrl-C comes to the main thread only. The thread is started and joined with Ctrl-C held
-(:class:`layouts._files.InterruptHold`): a ``KeyboardInterrupt`` raised inside
+(:class:`layouts.kernels.threads.InterruptHold`): a ``KeyboardInterrupt`` raised inside
 ``Thread.start`` would leave a thread running that nothing stops, and one raised inside
 ``Thread.join`` makes the join return while the thread still runs (CPython gh-90882),
 which would free buffers the thread uses. An exception in the thread is raised in the
@@ -25,7 +25,7 @@ import queue
 import threading
 from contextlib import contextmanager
 
-from .._files import InterruptHold
+from ..kernels.threads import InterruptHold
 
 __all__ = ["Handoff", "ReadAhead", "in_slots", "wait_out", "closing_after"]
 
@@ -184,7 +184,7 @@ def in_slots(buffers, fill):
 
 
 def wait_out(wait):
-    """Run ``wait()`` to its end, Ctrl-C held meanwhile (:class:`layouts._files.InterruptHold`):
+    """Run ``wait()`` to its end, Ctrl-C held meanwhile (:class:`layouts.kernels.threads.InterruptHold`):
     it waits for a thread that uses buffers the caller is about to free, and a
     ``KeyboardInterrupt`` raised inside ``Thread.join`` would make the join return while
     the thread still runs (CPython gh-90882). Returns the hold: the caller calls its
