@@ -264,8 +264,9 @@ class _Builder:
         else:
             size, dtype, align = self.leaf(child, base, at, path, usage)
             at = self.aligned_leaf(child, base, at, align)
-            first = len(self.fields) - 1
-            self.fields[-1] = CobolField(**{**self.fields[-1].__dict__, "offset": base + at})
+            first = len(self.fields) - (0 if child.is_filler else 1)
+            if not child.is_filler:
+                self.fields[-1] = CobolField(**{**self.fields[-1].__dict__, "offset": base + at})
         if not low_high:
             return size, dtype, at
         count = low_high[1]

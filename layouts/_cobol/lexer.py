@@ -80,7 +80,7 @@ def _choose_format(lines, source_format):
         raise LayoutError(f"source_format must be one of {_FORMATS}, got {source_format!r}")
     if source_format != "auto":
         return source_format
-    for line in lines:
+    for line in (raw.expandtabs(8) for raw in lines):
         if len(line) > 6 and line[6] in "*/":
             continue
         m = _LEVEL_START.match(line)
