@@ -392,7 +392,8 @@ class _Builder:
                                   f"most (IBM COBOL); describe it as PIC X({_wide_binary(pic.digits)}) to keep its "
                                   f"bytes")
         width = 2 if pic.digits <= 4 else 4 if pic.digits <= 9 else 8
-        return "binary", width, np.dtype(f"V{width}"), {"kind": "binary", **numbers}
+        native = {"trunc": "bin"} if usage == "native" else {}  # COMP-5: the bytes' whole range
+        return "binary", width, np.dtype(f"V{width}"), {"kind": "binary", **numbers, **native}
 
     def text(self, item, usage, pic):
         if usage != "display":
