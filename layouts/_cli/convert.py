@@ -8,6 +8,7 @@ import time
 from .._formats import DEFAULT_CHUNK, FORMATS, SUFFIXES
 from .errors import CommandError, command_hints, say
 from .interrupts import Interrupts
+from .copybook import add_copybook_options, copybook_layout, reject_copybook_options
 from .options import add_c_options, assignment, byte_size, codec_of, field_values, layout_of, whole_number
 from .stdio import check_open, open_stdin
 from .streams import convert_stream
@@ -29,7 +30,11 @@ def convert(args):
     src = open_stdin() if args.src == "-" else args.src
     fmt = _stdout_format(args, src) if to_stdout else _output_format(args)
     codec = codec_of(args, fmt)
-    layout = layout_of(args)
+    if args.copybook:
+        layout = copybook_layout(args)
+    else:
+        reject_copybook_options(args)
+        layout = layout_of(args)
     chunk = DEFAULT_CHUNK if args.chunk is None else args.chunk
     if chunk < layout.itemsize:
         raise CommandError(f"--chunk {chunk} is smaller than one record ({layout.itemsize} bytes); "
@@ -304,6 +309,10 @@ def add_parser(sub):
     record = p.add_mutually_exclusive_group(required=True)
     record.add_argument("--struct", metavar="HEADER[:NAME]", help="the record type from a C header")
     record.add_argument("--dtype", metavar="SPEC", help="the record type as a NumPy dtype, e.g. \"[('a','<i4')]\"")
+    record.add_argument("--copybook", metavar="FILE",
+                        help="the record type from a COBOL copybook (EBCDIC text, packed and zoned decimals, "
+                             "binary, IBM floats; see docs/mainframe.md), e.g. layouts convert DATA --copybook x.cob "
+                             "--to out.parquet, and back: layouts convert out.parquet --copybook x.cob --to DATA2")
     record.add_argument("--stream", metavar="SPEC",
                         help="a record stream (several record types, framed records, a header): a built-in (pcap, "
                              "itch50) or a .toml description; SRC -> a directory DST/ of TYPE.parquet files, or a "
@@ -329,4 +338,5 @@ def add_parser(sub):
     p.add_argument("--quiet", action="store_true", help="no progress bar, no summary line, no compile notice")
     _add_convert_options(p)
     add_c_options(p)
+    add_copybook_options(p, convert=True)
     p.set_defaults(run=convert)
