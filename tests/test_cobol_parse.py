@@ -208,6 +208,8 @@ def test_several_records_choose_one():
     ("05 A PIC 99 COMP SIGN LEADING.", r"SIGN applies to DISPLAY items, not USAGE COMP"),
     ("5 A PIC X.\nXX B PIC X.", r"an entry starts with a level number .* found 'XX'"),
     ("05 A PIC X.\n   88 C.", r"88-level C needs VALUE"),
+    ("05 A OCCURS 99999999.\n  10 B PIC X(100).", r"OCCURS 99999999 of 100 bytes makes 9999999900 bytes; a record "
+                                                  r"holds 2147483647 at most"),
 ])
 def test_errors_name_the_line(body, message):
     with pytest.raises(LayoutError, match=message):

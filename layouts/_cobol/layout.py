@@ -22,6 +22,7 @@ from .picture import PictureError, read_picture
 __all__ = ["CobolField", "Copybook", "lay_out"]
 
 _MAX_DIGITS = 38  # Arrow decimal128
+_MAX_RECORD = 2**31 - 1  # NumPy's largest record (and far past any mainframe's)
 _MAX_BINARY_DIGITS = 18
 _NAMES = ("cobol", "underscore")
 _FLOATS = ("ibm", "ieee")
@@ -220,6 +221,8 @@ class _Builder:
             names.append(name)
             formats.append(dtype)
             offsets.append(at)
+        if end > _MAX_RECORD:
+            raise self.fail(item, f"group {item.name} is {end} bytes; a record holds {_MAX_RECORD} at most")
         if not names:
             return end, None
         return end, np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": max(end, 1)})
@@ -275,6 +278,9 @@ class _Builder:
             if dtype is not None:
                 dtype = np.dtype({"names": list(dtype.names), "formats": [dtype.fields[n][0] for n in dtype.names],
                                   "offsets": [dtype.fields[n][1] for n in dtype.names], "itemsize": size})
+        if size * count > _MAX_RECORD:
+            raise self.fail(child, f"OCCURS {count} of {size} bytes makes {size * count} bytes; a record holds "
+                                   f"{_MAX_RECORD} at most")
         depending = self.counter_path(child) if child.depending_on else ""
         self.add_dimension(first, count, depending)
         if count == 0 or dtype is None:
