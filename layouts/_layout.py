@@ -597,7 +597,7 @@ class Layout:
         """
         from ._cobol import layout_from_copybook
 
-        return layout_from_copybook(cls.from_dtype, src, record=record, codepage=codepage, invalid=invalid,
+        return layout_from_copybook(cls.from_dtype, Encoding, src, record=record, codepage=codepage, invalid=invalid,
                                     trim=trim, as_integer=as_integer, trunc=trunc, floating_point=floating_point,
                                     redefines=redefines, names=names, flatten=flatten, source_format=source_format,
                                     record_start_offset=record_start_offset, record_end_offset=record_end_offset)

@@ -28,12 +28,12 @@ def read_copybook(src, *, record=None, codepage="cp037", names="cobol", floating
                    record_end_offset=record_end_offset)
 
 
-def encodings_of(copybook: Copybook, *, invalid="error", trim="none", as_integer=False, trunc="std") -> dict:
-    """``{leaf path: Encoding}`` of the copybook's record, with the options that apply to
-    each kind (``as_integer`` only where the scale is <= 0; ``trunc`` to COMP, COMP-4
-    and BINARY: COMP-5 is always ``"bin"``)."""
-    from .._layout import Encoding
-
+def encodings_of(copybook: Copybook, encoding, *, invalid="error", trim="none", as_integer=False,
+                 trunc="std") -> dict:
+    """``{leaf path: encoding(...)}`` of the copybook's record (``encoding``: the
+    ``layouts.Encoding`` class), with the options that apply to each kind (``as_integer``
+    only where the scale is <= 0; ``trunc`` to COMP, COMP-4 and BINARY: COMP-5 is always
+    ``"bin"``)."""
     for label, value, allowed in (("invalid", invalid, _INVALID), ("trim", trim, _TRIM), ("trunc", trunc, _TRUNC)):
         if value not in allowed:
             raise LayoutError(f"{label} must be one of {allowed}, got {value!r}")
@@ -49,16 +49,17 @@ def encodings_of(copybook: Copybook, *, invalid="error", trim="none", as_integer
             extra["as_integer"] = True
         if kind == "binary" and "trunc" not in keywords:
             extra["trunc"] = trunc
-        out[name] = Encoding(**{**keywords, **extra})
+        out[name] = encoding(**{**keywords, **extra})
     return out
 
 
-def layout_from_copybook(from_dtype, src, *, record=None, codepage="cp037", invalid="error", trim="none",
+def layout_from_copybook(from_dtype, encoding, src, *, record=None, codepage="cp037", invalid="error", trim="none",
                          as_integer=False, trunc="std", floating_point="ibm", redefines=None, names="cobol",
                          flatten=False, source_format="auto", record_start_offset=0, record_end_offset=0):
-    """The Layout of one copybook record (``from_dtype``: ``Layout.from_dtype``)."""
+    """The Layout of one copybook record (``from_dtype``: ``Layout.from_dtype``;
+    ``encoding``: ``layouts.Encoding``: passed in, since this package sits below them)."""
     copybook = read_copybook(src, record=record, codepage=codepage, names=names, floating_point=floating_point,
                              redefines=redefines, record_start_offset=record_start_offset,
                              record_end_offset=record_end_offset, source_format=source_format)
-    encodings = encodings_of(copybook, invalid=invalid, trim=trim, as_integer=as_integer, trunc=trunc)
+    encodings = encodings_of(copybook, encoding, invalid=invalid, trim=trim, as_integer=as_integer, trunc=trunc)
     return from_dtype(copybook.dtype, encodings=encodings, flatten=flatten)

@@ -46,6 +46,7 @@ class CobolField:
     sync: bool = False
     blank_when_zero: bool = False
     justified: bool = False
+    dims_at: tuple = ()  # per shape dimension: how many names of ``path`` lead to the item with the OCCURS
 
     @property
     def name(self) -> str:
@@ -282,17 +283,19 @@ class _Builder:
             raise self.fail(child, f"OCCURS {count} of {size} bytes makes {size * count} bytes; a record holds "
                                    f"{_MAX_RECORD} at most")
         depending = self.counter_path(child) if child.depending_on else ""
-        self.add_dimension(first, count, depending)
+        self.add_dimension(first, count, depending, len(path))
         if count == 0 or dtype is None:
             return size * count, None, at
         return size * count, (dtype, (count,)), at
 
-    def add_dimension(self, first, count, depending):
-        """The leaves laid out since ``first`` sit in one more (outer) OCCURS dimension."""
+    def add_dimension(self, first, count, depending, depth):
+        """The leaves laid out since ``first`` sit in one more (outer) OCCURS dimension,
+        introduced by the item whose path has ``depth`` names."""
         for i in range(first, len(self.fields)):
             f = self.fields[i]
             self.fields[i] = CobolField(**{**f.__dict__, "shape": (count,) + f.shape,
-                                           "depending_on": (depending,) + f.depending_on})
+                                           "depending_on": (depending,) + f.depending_on,
+                                           "dims_at": (depth,) + f.dims_at})
 
     def counter_path(self, child):
         found = self.counts.get(_canon(child.depending_on), [])

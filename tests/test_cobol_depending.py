@@ -1,0 +1,57 @@
+"""OCCURS DEPENDING ON tables cut to their counts (layouts.cobol.cut_depending_on)."""
+
+import pyarrow as pa
+import pytest
+
+import layouts as lo
+import layouts.cobol as cobol
+
+BOOK = """
+       01 R.
+          05 N        PIC 9.
+          05 G.
+             10 M     PIC 9.
+             10 T     OCCURS 1 TO 3 TIMES DEPENDING ON N.
+                15 A  PIC X.
+                15 B  PIC 9 COMP-3.
+          05 L        PIC 9 OCCURS 3 DEPENDING ON G.M.
+"""
+
+
+def fixed(values, size, item):
+    return pa.FixedSizeListArray.from_arrays(pa.array(values, item), size)
+
+
+def test_nested_and_flat_tables_are_cut_to_their_counts():
+    book = cobol.read_copybook(BOOK)
+    assert cobol.depending_tables(book) == [(("L",), "G.M", 3), (("G", "T"), "N", 3)]
+    t_struct = pa.StructArray.from_arrays([pa.array(list("abcdef")), pa.array(range(6), pa.int64())],
+                                          names=["A", "B"])
+    g = pa.StructArray.from_arrays([pa.array([3, 0]), pa.FixedSizeListArray.from_arrays(t_struct, 3)],
+                                   names=["M", "T"])
+    table = pa.table({"N": [2, 3], "G": g, "L": fixed(range(6), 3, pa.int64())})
+    out = cobol.cut_depending_on(table, book)
+    assert out.to_pylist() == [
+        {"N": 2, "G": {"M": 3, "T": [{"A": "a", "B": 0}, {"A": "b", "B": 1}]}, "L": [0, 1, 2]},
+        {"N": 3, "G": {"M": 0, "T": [{"A": "d", "B": 3}, {"A": "e", "B": 4}, {"A": "f", "B": 5}]}, "L": []}]
+    flat = pa.table({"N": [1, 0], "G.M": [1, 2], "G.T.A": fixed(list("abcdef"), 3, pa.string()),
+                     "G.T.B": fixed(range(6), 3, pa.int64()), "L": fixed(range(6), 3, pa.int64())})
+    out = cobol.cut_depending_on(flat, book, flatten=True)
+    assert out.column("G.T.A").to_pylist() == [["a"], []]
+    assert out.column("L").to_pylist() == [[0], [3, 4]]
+
+
+def test_counts_out_of_range_or_null_and_nested_counts_are_errors():
+    book = cobol.read_copybook(BOOK)
+    flat = {"G.M": [1, 2], "G.T.A": fixed(list("abcdef"), 3, pa.string()),
+            "G.T.B": fixed(range(6), 3, pa.int64()), "L": fixed(range(6), 3, pa.int64())}
+    with pytest.raises(lo.ConversionError, match=r"record 1: the count N of G.T \(OCCURS DEPENDING ON\) is 4, "
+                                                 r"outside 0..3"):
+        cobol.cut_depending_on(pa.table({"N": [1, 4], **flat}), book, flatten=True)
+    with pytest.raises(lo.ConversionError, match=r"record 0: the count N of G.T .* is null"):
+        cobol.cut_depending_on(pa.table({"N": [None, 1], **flat}), book, flatten=True)
+    nested = cobol.read_copybook((__import__("pathlib").Path(__file__).parent / "data/cobrix/test21_copybook.cob"))
+    with pytest.raises(lo.LayoutError, match=r"GROUP.INNER-GROUP OCCURS DEPENDING ON GROUP.INNER-COUNT, a count "
+                                             r"inside another table: cutting nested DEPENDING ON tables is not "
+                                             r"supported yet"):
+        cobol.cut_depending_on(pa.table({"COUNT": [0]}), nested)
