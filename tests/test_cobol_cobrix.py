@@ -94,7 +94,7 @@ def test3_segment_filter_and_trimming(decoder, trim, name):
         same(a, b)
 
 
-def test6_source():
+def cobrix_test6_source():
     text = (DATA / "test6_copybook.cob").read_text()
     for pattern, plain in _WIDE_BINARY:
         text = re.sub(pattern, plain, text)
@@ -108,7 +108,7 @@ def _edited_values(cb):
 
 @pytest.mark.parametrize("decoder", DECODERS)
 def test6_every_numeric_kind(decoder):
-    source = test6_source()
+    source = cobrix_test6_source()
     cb = read_copybook(source, floating_point="ieee")
     wide = {f.path[-1] for f in cb.fields if f.picture.startswith("X(") and f.path[-1].startswith(("NUM-BIN",
                                                                                                     "NUM-SBIN"))}
