@@ -117,3 +117,137 @@ def _cut(column, counts):
     values = array.flatten().take(pa.array(index))
     return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values,
                                     type=pa.list_(array.type.value_field))
+
+
+# ------------------------------------------------------------------ variable and multi-segment files
+_FRAMINGS = ("rdw", "bdw", "rdw-little")
+
+
+def _framing(framing):
+    from ._stream.spec import Framing, Length, preset
+
+    if framing in ("rdw", "bdw"):
+        return preset(framing)
+    if framing == "rdw-little":  # two zero bytes, then the record's length (RDW not counted), little-endian
+        return Framing(length=Length(offset=2, size=2, order="little", unit=1, counts_itself=False, adjust=-2),
+                       prefix=4)
+    raise LayoutError(f"framing must be one of {_FRAMINGS}, got {framing!r}")
+
+
+def _segment_stream(types, segment, framing, codepage):
+    """The record stream: each record read as ``_head`` (its bytes up to the segment
+    id's end) and ``_tail`` (the rest), typed by its segment id."""
+    from ._stream.spec import BdwSection, Record, RecordType, Section, Stream, Tag
+
+    offset, size = segment
+    if not (isinstance(offset, int) and isinstance(size, int) and offset >= 0 and 1 <= size <= 8):
+        raise LayoutError(f"segment=(offset, size) gives the segment id's bytes in the record (size 1 to 8), got "
+                          f"{segment!r}")
+    head = Record((("_head", f"S{offset + size}"),))
+    record_types = []
+    for value in types:
+        raw = value.encode(codepage) if isinstance(value, str) else bytes(value)
+        if len(raw) != size:
+            raise LayoutError(f"segment id {value!r} is {len(raw)} bytes in {codepage}; the segment field has {size}")
+        record_types.append(RecordType(_table_name(value), head, int.from_bytes(raw, "big")))
+    tag = Tag(offset, size, "big")
+    if framing == "bdw":
+        section = BdwSection(tuple(record_types), tag=tag, tail="column")
+    else:
+        section = Section(_framing(framing), tuple(record_types), tag=tag, tail="column")
+    return Stream((section,), name="segments")
+
+
+def _table_name(value):
+    return value if isinstance(value, str) else bytes(value).hex()
+
+
+def read_segments(src, types, *, segment, framing="rdw", codepage="cp037") -> "dict[str, pa.Table]":
+    """Variable-length records (RDW or BDW+RDW framing) of several segment types, each
+    decoded with its own Layout (``Layout.from_copybook``, one per segment: another
+    record of the copybook, or the same one with another ``redefines=`` choice).
+
+    Parameters
+    ----------
+    src : path, bytes-like or binary file
+        The records, as :func:`layouts.read_stream` takes them.
+    types : dict
+        ``{segment id: Layout}``; the id is text (encoded in ``codepage``) or bytes.
+    segment : (offset, size)
+        Where the segment id is in each record (after the RDW), e.g. ``(0, 1)``.
+    framing : {"rdw", "bdw", "rdw-little"}
+        IBM V (RDW: 2-byte big-endian length counting the RDW), VB (BDW blocks of RDW
+        records), or an RDW of two zero bytes and a little-endian length not counting
+        the RDW (files Cobrix reads with its default ``is_rdw_big_endian=false``).
+
+    Returns one table per segment id: ``_offset`` (the record's byte offset in the
+    file), ``_prefix`` (the RDW bytes the length does not use), ``_length`` (the record's
+    length) and the Layout's columns; with ``bdw``, ``"_blocks"`` too (as
+    :func:`layouts.read_stream`). A record shorter than its
+    Layout's last field is a ConversionError; bytes past it are padding (zeros).
+    """
+    from ._aos import AoS
+    from ._stream import read_stream
+
+    stream = _segment_stream(types, segment, framing, codepage)
+    tables = read_stream(src, stream)
+    out = {}
+    for value, layout in types.items():
+        name = _table_name(value)
+        raw = tables[name].to_arrow()
+        heads, tails = raw.column("_head").to_pylist(), raw.column("_tail").to_pylist()
+        offsets = raw.column("_offset").to_numpy()
+        records = np.zeros(len(heads), layout.dtype)
+        view = records.view(np.uint8).reshape(len(heads), layout.itemsize)
+        needed = _needed(layout)
+        lengths = np.zeros(len(heads), np.int64)
+        for i, (h, t) in enumerate(zip(heads, tails)):
+            body = h + (t or b"")
+            if len(body) < needed or len(body) > layout.itemsize:
+                raise ConversionError(f"segment {value!r}: the record at byte {int(offsets[i])} is {len(body)} bytes; "
+                                      f"its Layout needs {needed} to {layout.itemsize}")
+            view[i, :len(body)] = np.frombuffer(body, np.uint8)
+            lengths[i] = len(body)
+        table = AoS(records, layout).to_soa().to_arrow()
+        table = table.add_column(0, "_length", pa.array(lengths))
+        if "_prefix" in raw.column_names:  # the RDW's spare bytes, kept for the way back
+            table = table.add_column(0, "_prefix", raw.column("_prefix"))
+        out[name] = table.add_column(0, "_offset", pa.array(offsets.astype(np.int64)))
+    if "_blocks" in tables:  # BDWs: where each block starts, for the way back
+        out["_blocks"] = tables["_blocks"].to_arrow()
+    return out
+
+
+def _needed(layout):
+    """Bytes up to the end of the Layout's last field (a trailing hole is not needed)."""
+    holes = layout.holes
+    if holes and holes[-1][0] + holes[-1][1] == layout.itemsize:
+        return holes[-1][0]
+    return layout.itemsize
+
+
+def write_segments(tables, types, dst=None, *, segment, framing="rdw", codepage="cp037"):
+    """The way back of :func:`read_segments`: records of every segment table, in
+    ``_offset`` order, each cut to its ``_length``, framed again (lengths recomputed).
+    Bytes no field covers (FILLER, skipped alternatives) are written as zeros."""
+    from ._soa import SoA
+    from ._stream import write_stream
+
+    stream = _segment_stream(types, segment, framing, codepage)
+    head_size = segment[0] + segment[1]
+    parts = {}
+    for value, layout in types.items():
+        name = _table_name(value)
+        table = tables[name]
+        columns = [c for c in table.column_names if c not in ("_offset", "_length", "_prefix")]
+        records = SoA.from_arrow(table.select(columns), layout).to_aos().array
+        view = records.view(np.uint8).reshape(len(records), layout.itemsize)
+        lengths = table.column("_length").to_numpy() if "_length" in table.column_names else \
+            np.full(len(records), layout.itemsize)
+        bodies = [view[i, :int(n)].tobytes() for i, n in enumerate(lengths)]
+        parts[name] = pa.table({"_offset": table.column("_offset"), "_prefix": table.column("_prefix"),
+                                "_head": pa.array([b[:head_size] for b in bodies], pa.binary(head_size)),
+                                "_tail": pa.array([b[head_size:] for b in bodies], pa.binary())})
+    if "_blocks" in tables:
+        parts["_blocks"] = tables["_blocks"]
+    return write_stream(parts, stream, dst)
