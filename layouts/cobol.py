@@ -129,7 +129,7 @@ def _framing(framing):
     if framing in ("rdw", "bdw"):
         return preset(framing)
     if framing == "rdw-little":  # two zero bytes, then the record's length (RDW not counted), little-endian
-        return Framing(length=Length(offset=2, size=2, order="little", unit=1, counts_itself=False, adjust=-2),
+        return Framing(length=Length(offset=2, size=2, order="little", unit=1, counts_itself=False, adjust=0),
                        prefix=4)
     raise LayoutError(f"framing must be one of {_FRAMINGS}, got {framing!r}")
 
@@ -159,7 +159,11 @@ def _segment_stream(types, segment, framing, codepage):
 
 
 def _table_name(value):
-    return value if isinstance(value, str) else bytes(value).hex()
+    """A segment table's name: the id as given (bytes as latin-1 text when printable)."""
+    if isinstance(value, str):
+        return value
+    text = bytes(value).decode("latin-1")
+    return text if text.isprintable() else bytes(value).hex()
 
 
 def read_segments(src, types, *, segment, framing="rdw", codepage="cp037") -> "dict[str, pa.Table]":
