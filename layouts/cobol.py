@@ -166,7 +166,7 @@ def _table_name(value):
     return text if text.isprintable() else bytes(value).hex()
 
 
-def read_segments(src, types, *, segment, framing="rdw", codepage="cp037") -> "dict[str, pa.Table]":
+def read_segments(src, types, *, segment, framing="rdw", codepage="cp037", short="error") -> "dict[str, pa.Table]":
     """Variable-length records (RDW or BDW+RDW framing) of several segment types, each
     decoded with its own Layout (``Layout.from_copybook``, one per segment: another
     record of the copybook, or the same one with another ``redefines=`` choice).
@@ -184,15 +184,20 @@ def read_segments(src, types, *, segment, framing="rdw", codepage="cp037") -> "d
         records), or an RDW of two zero bytes and a little-endian length not counting
         the RDW (files Cobrix reads with its default ``is_rdw_big_endian=false``).
 
+    short : {"error", "pad"}
+        A record shorter than its Layout's last field: a ConversionError, or read with
+        zero bytes past its end (``_length`` keeps its length: the way back cuts it).
+
     Returns one table per segment id: ``_offset`` (the record's byte offset in the
     file), ``_prefix`` (the RDW bytes the length does not use), ``_length`` (the record's
     length) and the Layout's columns; with ``bdw``, ``"_blocks"`` too (as
-    :func:`layouts.read_stream`). A record shorter than its
-    Layout's last field is a ConversionError; bytes past it are padding (zeros).
+    :func:`layouts.read_stream`). A record longer than its Layout is a ConversionError.
     """
     from ._aos import AoS
     from ._stream import read_stream
 
+    if short not in ("error", "pad"):
+        raise LayoutError(f"short must be 'error' or 'pad', got {short!r}")
     stream = _segment_stream(types, segment, framing, codepage)
     tables = read_stream(src, stream)
     out = {}
@@ -203,13 +208,15 @@ def read_segments(src, types, *, segment, framing="rdw", codepage="cp037") -> "d
         offsets = raw.column("_offset").to_numpy()
         records = np.zeros(len(heads), layout.dtype)
         view = records.view(np.uint8).reshape(len(heads), layout.itemsize)
-        needed = _needed(layout)
+        needed = _needed(layout) if short == "error" else 0
         lengths = np.zeros(len(heads), np.int64)
         for i, (h, t) in enumerate(zip(heads, tails)):
             body = h + (t or b"")
             if len(body) < needed or len(body) > layout.itemsize:
                 raise ConversionError(f"segment {value!r}: the record at byte {int(offsets[i])} is {len(body)} bytes; "
-                                      f"its Layout needs {needed} to {layout.itemsize}")
+                                      f"its Layout needs {needed} to {layout.itemsize}"
+                                      + (" (short='pad' reads it with zeros past its end)" if len(body) < needed
+                                         else ""))
             view[i, :len(body)] = np.frombuffer(body, np.uint8)
             lengths[i] = len(body)
         table = AoS(records, layout).to_soa().to_arrow()
@@ -230,10 +237,42 @@ def _needed(layout):
     return layout.itemsize
 
 
+def _narrowed(table, schema):
+    """``table`` with only the columns (and struct fields) of ``schema``: tables read with
+    every REDEFINES alternative go back through a Layout that keeps one per set."""
+    columns = []
+    for field in schema:
+        if field.name not in table.column_names:
+            raise ConversionError(f"the table has no column {field.name!r}, which the Layout needs")
+        columns.append(_narrow(table.column(field.name).combine_chunks(), field.type))
+    return pa.table(columns, schema=pa.schema([pa.field(f.name, c.type, metadata=f.metadata)
+                                                for f, c in zip(schema, columns)]))
+
+
+def _narrow(array, wanted):
+    if pa.types.is_struct(wanted) and pa.types.is_struct(array.type):
+        children, fields = [], []
+        for k in range(wanted.num_fields):
+            want = wanted.field(k)
+            index = array.type.get_field_index(want.name)
+            if index < 0:
+                raise ConversionError(f"the table's struct has no field {want.name!r}, which the Layout needs")
+            children.append(_narrow(array.field(index), want.type))
+            fields.append(pa.field(want.name, children[-1].type, metadata=want.metadata))
+        return pa.StructArray.from_arrays(children, fields=fields, mask=array.is_null() if array.null_count else None)
+    if (pa.types.is_fixed_size_list(wanted) and pa.types.is_fixed_size_list(array.type)
+            and pa.types.is_struct(wanted.value_type)):
+        values = _narrow(array.flatten(), wanted.value_type)
+        return pa.FixedSizeListArray.from_arrays(values, wanted.list_size)
+    return array
+
+
 def write_segments(tables, types, dst=None, *, segment, framing="rdw", codepage="cp037"):
     """The way back of :func:`read_segments`: records of every segment table, in
     ``_offset`` order, each cut to its ``_length``, framed again (lengths recomputed).
-    Bytes no field covers (FILLER, skipped alternatives) are written as zeros."""
+    ``types`` may keep one alternative per REDEFINES set where the tables have several
+    (the others' columns are left out). Bytes no field covers (FILLER, skipped
+    alternatives) are written as zeros."""
     from ._soa import SoA
     from ._stream import write_stream
 
@@ -243,8 +282,7 @@ def write_segments(tables, types, dst=None, *, segment, framing="rdw", codepage=
     for value, layout in types.items():
         name = _table_name(value)
         table = tables[name]
-        columns = [c for c in table.column_names if c not in ("_offset", "_length", "_prefix")]
-        records = SoA.from_arrow(table.select(columns), layout).to_aos().array
+        records = SoA.from_arrow(_narrowed(table, layout.schema), layout).to_aos().array
         view = records.view(np.uint8).reshape(len(records), layout.itemsize)
         lengths = table.column("_length").to_numpy() if "_length" in table.column_names else \
             np.full(len(records), layout.itemsize)

@@ -70,7 +70,7 @@ def decode_leaf(raw, enc, dtype, charset):
         return float(np.frombuffer(raw, dtype)[0])
     kind = enc["kind"]
     if kind == "text":
-        return raw.decode(charset)
+        return raw.decode(charset, errors="replace")
     if kind == "packed":
         return decode_packed(raw, enc)
     if kind == "zoned":
@@ -136,8 +136,8 @@ def render(value, *, trim="both", controls=True):
     if isinstance(value, list):
         return [render(v, trim=trim, controls=controls) for v in value]
     if isinstance(value, str):
-        if controls:
-            value = _CONTROLS.sub(" ", value)
+        if controls:  # Cobrix's EBCDIC tables: spaces; its ASCII reader drops them ("drop")
+            value = _CONTROLS.sub("" if controls == "drop" else " ", value)
         return {"both": java_trim, "none": lambda s: s, "right": lambda s: s.rstrip(" "),
                 "left": lambda s: s.lstrip(" ")}[trim](value)
     return value
