@@ -29,24 +29,30 @@ _WIDE_BINARY = [(r"PIC S?9\((19|20)\) +BINARY\.", "PIC X(9)."), (r"PIC S?9\(37\)
                 (r"PIC S?9\(17\)V99 +COMP\.", "PIC X(9)."), (r"PIC S?9\(18\)V9\(10\) +COMP\.", "PIC X(12).")]
 
 
-def have_kernels():
-    return hasattr(lo, "Encoding") or "Encoding" in getattr(lo, "__all__", ())
-
-
 def decoded(source, data, decoder, **options):
     """Rows of ``data`` decoded by the reference decoder or by layouts."""
     if decoder == "reference":
         return reference_rows(read_copybook(source, **{k: v for k, v in options.items()
                                                        if k in ("floating_point", "record_start_offset",
                                                                 "record_end_offset")}), data)
-    if not have_kernels():
-        pytest.skip("the mainframe field kinds (layouts.Encoding) are not on this branch yet")
     layout = lo.Layout.from_copybook(source, invalid="null", **options)
     records = np.frombuffer(data, layout.dtype)
     return lo.AoS(records, layout).to_soa().to_arrow().to_pylist()
 
 
 DECODERS = ["reference", "layouts"]
+
+
+def test1_depending_on_cut_by_the_library():
+    """layouts.cobol.cut_depending_on gives the lists Cobrix gives (test1, read at the maximum)."""
+    import layouts.cobol as cobol
+
+    layout = lo.Layout.from_copybook(DATA / "test1_copybook.cob", invalid="null")
+    table = lo.AoS(np.frombuffer((DATA / "test1_data/example.bin").read_bytes(), layout.dtype), layout).to_soa()
+    table = cobol.cut_depending_on(table.to_arrow(), cobol.read_copybook(DATA / "test1_copybook.cob"))
+    assert str(table.schema.field("METADATA").type.field("ACCOUNT").type.field(0).type).startswith("list<")
+    for a, b in zip(table.to_pylist(), expected("test1_expected/test1.txt")):
+        same(render(a), b)
 
 
 @pytest.mark.parametrize("decoder", DECODERS)
