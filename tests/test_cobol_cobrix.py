@@ -275,3 +275,27 @@ def test4_rdw_multi_segment(name, data, nulls, charset):
     back = lo.Layout.from_dtype(one.dtype, void_as="bytes")  # one alternative per REDEFINES set, all bytes
     assert cobol.write_segments(tables, {b"C": back, b"P": back}, segment=(0, 1),
                                 framing="rdw-little") == path.read_bytes()
+
+
+# ------------------------------------------------------------------ the way back
+@pytest.mark.parametrize("copybook, data, options", [
+    ("test1_copybook.cob", "test1_data/example.bin",
+     {"redefines": {"COMPANY-ID-NUM": "COMPANY-ID-STR", "ACCOUNT-TYPE-N": "ACCOUNT-TYPE-X"}}),
+    ("test1_copybook.cob", "test1_data/example.bin",
+     {"redefines": {"COMPANY-ID-STR": "COMPANY-ID-NUM", "ACCOUNT-TYPE-N": "ACCOUNT-TYPE-X"}, "as_integer": True}),
+    ("test3_copybook.cob", "test3_data/TRAN2.AUG31.DATA.dat", {}),
+    ("test3_copybook.cob", "test3_data/TRAN2.AUG31.DATA.dat", {"flatten": True}),
+])
+def test_records_arrow_records_byte_for_byte(copybook, data, options):
+    layout = lo.Layout.from_copybook(DATA / copybook, **options)
+    raw = (DATA / data).read_bytes()
+    table = lo.AoS(np.frombuffer(raw, layout.dtype), layout).to_soa().to_arrow()
+    assert lo.SoA.from_arrow(table, layout).to_aos().array.tobytes() == raw
+
+
+def test_every_redefines_alternative_cannot_go_back_without_a_choice():
+    layout = lo.Layout.from_copybook(DATA / "test1_copybook.cob", invalid="null")
+    raw = (DATA / "test1_data/example.bin").read_bytes()
+    table = lo.AoS(np.frombuffer(raw, layout.dtype), layout).to_soa().to_arrow()
+    with pytest.raises(lo.LayoutError, match="share bytes of the record"):
+        lo.SoA.from_arrow(table, layout).to_aos()

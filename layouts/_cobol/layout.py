@@ -208,12 +208,16 @@ class _Builder:
             else:
                 at = cursor
             child_path = path + (_rename(child.name, self.options),) if not child.is_filler else path
+            first = len(self.fields)
             size, dtype, at = self.item(child, base, at, child_path, usage)
             starts[_canon(child.name)] = at
             if not child.redefines:
                 cursor = at + size
             end = max(end, at + size)
-            if dtype is None or child.is_filler or not self.kept(child, alternatives):
+            if dtype is not None and not child.is_filler and not self.kept(child, alternatives):
+                self.drop_fields(first)  # an alternative not chosen: its bytes stay, as padding
+                continue
+            if dtype is None or child.is_filler:
                 continue
             name = child_path[-1]
             if name in names:
@@ -227,6 +231,11 @@ class _Builder:
         if not names:
             return end, None
         return end, np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": max(end, 1)})
+
+    def drop_fields(self, first):
+        for f in self.fields[first:]:
+            self.encodings.pop(f.name, None)
+        del self.fields[first:]
 
     def alternative_sets(self, group):
         """``{canonical name: set}`` for every item of a REDEFINES set in this group."""
