@@ -294,8 +294,9 @@ def test_records_arrow_records_byte_for_byte(copybook, data, options):
 
 
 def test_every_redefines_alternative_cannot_go_back_without_a_choice():
-    layout = lo.Layout.from_copybook(DATA / "test1_copybook.cob", invalid="null")
-    raw = (DATA / "test1_data/example.bin").read_bytes()
-    table = lo.AoS(np.frombuffer(raw, layout.dtype), layout).to_soa().to_arrow()
+    layout = lo.Layout.from_copybook(DATA / "test3_copybook.cob").replace()
+    both = lo.Layout.from_copybook("       01 R.\n          05 A PIC X(4).\n          05 B REDEFINES A PIC 9(4).\n")
+    table = lo.AoS(np.frombuffer(b"\xf1\xf2\xf3\xf4", both.dtype), both).to_soa().to_arrow()
+    assert table.to_pylist() == [{"A": "1234", "B": Decimal(1234)}] and layout.itemsize == 45
     with pytest.raises(lo.LayoutError, match="share bytes of the record"):
-        lo.SoA.from_arrow(table, layout).to_aos()
+        lo.SoA.from_arrow(table, both).to_aos()
