@@ -8,7 +8,7 @@ import time
 from .._formats import DEFAULT_CHUNK, FORMATS, SUFFIXES
 from .errors import CommandError, command_hints, say
 from .interrupts import Interrupts
-from .copybook import add_copybook_options, copybook_layout, reject_copybook_options
+from .copybook import add_copybook_options, copybook_layout, in_flags, reject_copybook_options
 from .options import add_c_options, assignment, byte_size, codec_of, field_values, layout_of, whole_number
 from .stdio import check_open, open_stdin
 from .streams import convert_stream
@@ -72,6 +72,10 @@ def convert(args):
                                 **options)
         except lo.LayoutError as err:
             _hint_alignment(err, args, layout)
+            raise
+        except lo.ConversionError as err:
+            if args.copybook:  # the copybook's options, as this command spells them
+                err.args = (in_flags(str(err)),)
             raise
         except KeyboardInterrupt as err:  # held while the output was put in place: it is there, whole
             args.kept = getattr(err, "_layouts_output_kept", None)

@@ -81,6 +81,9 @@ def copybook_options(args):
 
 def in_flags(message):
     """A message about ``Layout.from_copybook``'s keywords, in the command's flags."""
+    message = re.sub(r"read the field with invalid='null' \(Encoding\(\.\.\., invalid='null'\)\)",
+                     "pass --invalid null", message)
+    message = re.sub(r"Encoding\('\w+'\): code page", "--codepage: code page", message)
     for keyword, flag in _FLAGS.items():
         message = re.sub(rf"\b{keyword}=", f"{flag} ", message)
         message = re.sub(rf"\b{keyword} (must|names)\b", rf"{flag} \1", message)

@@ -1,0 +1,89 @@
+"""The command with COBOL copybooks: layouts inspect x.cob, layouts convert --copybook, and
+back; errors name the command's own flags."""
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from layouts._cli import main
+
+DATA = Path(__file__).parent / "data" / "cobrix"
+TEST3 = (DATA / "test3_data/TRAN2.AUG31.DATA.dat", DATA / "test3_copybook.cob")
+
+
+def test_convert_to_parquet_and_back_byte_for_byte(tmp_path, capsys):
+    data, book = TEST3
+    out, back = tmp_path / "out.parquet", tmp_path / "back.dat"
+    assert main(["convert", str(data), "--copybook", str(book), "--to", str(out), "--quiet"]) == 0
+    table = pq.read_table(out)
+    assert table.num_rows == 1000 and str(table.schema.field("AMOUNT").type) == "decimal128(11, 2)"
+    assert table.column("COMPANY-ID").to_pylist()[0] == "0021213441"
+    assert main(["convert", str(out), "--copybook", str(book), "--to", str(back), "--quiet"]) == 0
+    assert back.read_bytes() == data.read_bytes()
+
+
+def test_convert_options_names_trim_integers_and_invalid(tmp_path, capsys):
+    data, book = DATA / "test19_display_num/data.dat", DATA / "test19_display_num.cob"
+    out = tmp_path / "o.parquet"
+    assert main(["convert", str(data), "--copybook", str(book), "--to", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "record 5 (byte 400 of the file)" in err and "bytes 40 40 40 40 40 40 40 40" in err
+    assert "pass --invalid null to make such values nulls" in err
+    assert main(["convert", str(data), "--copybook", str(book), "--to", str(out), "--quiet", "--invalid", "null",
+                 "--trim", "both", "--names", "underscore", "--as-integer"]) == 0
+    table = pq.read_table(out)
+    assert table.column("WS_NAME_ALPHABET").to_pylist()[0] == "ABISHEK"
+    assert str(table.schema.field("WS_DATE_NUM").type) == "int64"
+    assert table.column("WS_DATE_NUM").to_pylist()[5:] == [None, None]
+
+
+def test_inspect_table_and_json(capsys):
+    assert main(["inspect", str(DATA / "test1_copybook.cob")]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "RECORD: 2202 bytes per record, 10 fields (test1_copybook.cob)"
+    assert "12     3  COMPANY.COMPANY-ID-NUM" in out and "packed 9(5)" in out and "decimal128(5, 0)" in out
+    assert "note: METADATA.ACCOUNT.ACCOUNT-DETAIL: OCCURS 80 DEPENDING ON METADATA.NUMBER-OF-ACCTS" in out
+    assert main(["inspect", str(DATA / "test4_copybook.cob"), "--json", "--redefines", "STATIC-DETAILS=CONTACTS"]) == 0
+    described = json.loads(capsys.readouterr().out)
+    assert described["record"] == "COMPANY-DETAILS" and described["size"] == 64
+    assert [f["name"] for f in described["fields"]] == ["SEGMENT-ID", "COMPANY-ID", "CONTACTS.PHONE-NUMBER",
+                                                        "CONTACTS.CONTACT-PERSON"]
+
+
+def test_inspect_88_levels_and_record_choice(tmp_path, capsys):
+    book = tmp_path / "two.cpy"
+    book.write_text("       01 A.\n          05 X PIC X.\n             88 YES VALUE 'Y'.\n"
+                    "       01 B.\n          05 Y PIC S9(3) COMP-3.\n")
+    assert main(["inspect", str(book)]) == 1
+    assert "choose one with --record 'A'" in capsys.readouterr().err
+    assert main(["inspect", str(book), "A"]) == 0
+    assert "88 YES of X: VALUE 'Y'" in capsys.readouterr().out
+    assert main(["inspect", str(book), "--copybook", "--record", "B", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["fields"][0]["encoding"] == "packed S9(3)"
+
+
+@pytest.mark.parametrize("argv, status, message", [  # 1: the copybook says no; 2: a wrong command line
+    (["--record", "NOPE"], 1, "--record 'NOPE': test3_copybook.cob has no item of that name"),
+    (["--codepage", "cp9"], 1, "--codepage: code page 'cp9' is not one layouts has tables for"),
+    (["--unions", "A=B"], 2, "--unions applies to C declarations and NumPy dtypes, not to --copybook"),
+    (["--byteorder", "little"], 2, "--byteorder applies to C declarations"),
+    (["--redefines", "X"], 2, "--redefines 'X': give ITEM=ALTERNATIVE[,ALTERNATIVE]"),
+    (["--redefines", "NOPE=X"], 1, r"--redefines names ['NOPE'], which redefine nothing"),
+])
+def test_copybook_errors_name_the_flags(tmp_path, capsys, argv, status, message):
+    data, book = TEST3
+    assert main(["convert", str(data), "--copybook", str(book), "--to", str(tmp_path / "x.parquet"), *argv]) == status
+    assert message in capsys.readouterr().err
+
+
+def test_copybook_flags_need_a_copybook(tmp_path, capsys):
+    data, _ = TEST3
+    assert main(["convert", str(data), "--dtype", "[('a', 'u1')]", "--to", str(tmp_path / "x.parquet"),
+                 "--codepage", "cp500"]) == 2
+    assert "--codepage applies to COBOL copybooks; add --copybook FILE" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:  # argparse: one record type only
+        main(["convert", str(data), "--dtype", "[('a', 'u1')]", "--copybook", str(TEST3[1]),
+              "--to", str(tmp_path / "x.parquet")])
+    assert stop.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
