@@ -716,7 +716,8 @@ class Layout:
                       invalid: str = "error", trim: str = "none", as_integer: bool = False, trunc: str = "std",
                       floating_point: str = "ibm", redefines: "dict[str, str | list[str]] | None" = None,
                       names: str = "cobol", flatten: bool = False, source_format: str = "auto",
-                      record_start_offset: int = 0, record_end_offset: int = 0) -> "Layout":
+                      record_start_offset: int = 0, record_end_offset: int = 0,
+                      fillers: str = "skip") -> "Layout":
         """A Layout of a record described by a COBOL copybook (see ``docs/mainframe.md``).
 
         Groups become structs (or ``"A.B"`` columns with ``flatten=True``), ``OCCURS``
@@ -757,6 +758,9 @@ class Layout:
         record_start_offset, record_end_offset : int
             Bytes before and after the copybook's record in each record of the file
             (skipped: padding of the Layout).
+        fillers : {"skip", "keep"}
+            FILLER items: padding (written back as zeros), or ``FILLER-1``,
+            ``FILLER-2``... columns of their raw bytes (the way back is exact).
 
         Examples
         --------
@@ -775,7 +779,8 @@ class Layout:
         return layout_from_copybook(cls.from_dtype, Encoding, src, record=record, codepage=codepage, invalid=invalid,
                                     trim=trim, as_integer=as_integer, trunc=trunc, floating_point=floating_point,
                                     redefines=redefines, names=names, flatten=flatten, source_format=source_format,
-                                    record_start_offset=record_start_offset, record_end_offset=record_end_offset)
+                                    record_start_offset=record_start_offset, record_end_offset=record_end_offset,
+                                    fillers=fillers)
 
 
 def _binary_width(digits):

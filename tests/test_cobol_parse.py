@@ -176,6 +176,15 @@ def test_88_levels_value_blank_justified_filler():
     assert cb.dtype.names == ("STATUS", "N", "J", "M") and cb.dtype.itemsize == 16
 
 
+def test_fillers_kept_as_bytes():
+    cb = one("05 A PIC X.\n05 FILLER PIC 9(3) COMP-3.\n05 G.\n   10 FILLER PIC X(2).\n   10 B PIC X.", fillers="keep")
+    assert [(f.name, f.kind, f.offset, f.width) for f in cb.fields] == [
+        ("A", "text", 0, 1), ("FILLER-1", "bytes", 1, 2), ("G.FILLER-2", "bytes", 3, 2), ("G.B", "text", 5, 1)]
+    assert "FILLER-1" not in cb.encodings
+    with pytest.raises(LayoutError, match="fillers must be one of"):
+        one("05 A PIC X.", fillers="drop")
+
+
 def test_several_records_choose_one():
     text = "       01 A.\n          05 X PIC X.\n       01 B.\n          05 Y PIC X(4).\n          05 Z PIC X.\n"
     with pytest.raises(LayoutError, match=r"describes 2 records \(A, B\); choose one with record='A'"):

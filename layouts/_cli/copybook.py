@@ -11,7 +11,8 @@ COPYBOOK_SUFFIXES = (".cob", ".cbl", ".cpy", ".copy", ".copybook")
 _FLAGS = {"record": "--record", "codepage": "--codepage", "invalid": "--invalid", "trim": "--trim",
           "as_integer": "--as-integer", "trunc": "--trunc", "floating_point": "--floating-point",
           "redefines": "--redefines", "names": "--names", "source_format": "--source-format",
-          "record_start_offset": "--record-start-offset", "record_end_offset": "--record-end-offset"}
+          "record_start_offset": "--record-start-offset", "record_end_offset": "--record-end-offset",
+          "fillers": "--fillers"}
 
 
 def add_copybook_options(p, *, convert):
@@ -33,6 +34,9 @@ def add_copybook_options(p, *, convert):
                         "bytes' range (bin; COMP-5 always is)")
     g.add_argument("--source-format", choices=("auto", "fixed", "free"), default="auto",
                    help="copybook text in fixed columns (1-6 and 73-80 ignored, column 7 the indicator) or free")
+    g.add_argument("--fillers", choices=("skip", "keep"), default="skip",
+                   help="FILLER items: padding (skip, default: written back as zeros) or FILLER-1, FILLER-2... "
+                        "columns of their bytes (keep: the way back is exact)")
     g.add_argument("--record-start-offset", type=_bytes, default=0, metavar="N",
                    help="bytes before the copybook's record in every record of the file (skipped)")
     g.add_argument("--record-end-offset", type=_bytes, default=0, metavar="N",
@@ -72,7 +76,7 @@ def copybook_options(args):
     options = {"record": args.record, "codepage": args.codepage, "redefines": _redefines(args.redefines) or None,
                "names": args.names, "floating_point": args.floating_point, "trunc": args.trunc,
                "source_format": args.source_format, "record_start_offset": args.record_start_offset,
-               "record_end_offset": args.record_end_offset}
+               "record_end_offset": args.record_end_offset, "fillers": args.fillers}
     for name in ("invalid", "trim", "as_integer"):
         if hasattr(args, name):
             options[name] = getattr(args, name)
@@ -117,7 +121,7 @@ def reject_copybook_options(args):
     """Copybook flags given without --copybook: a usage error naming them."""
     defaults = {"record": None, "codepage": "cp037", "redefines": [], "names": "cobol", "floating_point": "ibm",
                 "trunc": "std", "source_format": "auto", "record_start_offset": 0, "record_end_offset": 0,
-                "invalid": "error", "trim": "none", "as_integer": False}
+                "invalid": "error", "trim": "none", "as_integer": False, "fillers": "skip"}
     for name, default in defaults.items():
         if getattr(args, name, default) != default:
             flag = _FLAGS[name]

@@ -19,13 +19,13 @@ _TRUNC = ("std", "bin")
 
 
 def read_copybook(src, *, record=None, codepage="cp037", names="cobol", floating_point="ibm", redefines=None,
-                  record_start_offset=0, record_end_offset=0, source_format="auto") -> Copybook:
+                  record_start_offset=0, record_end_offset=0, source_format="auto", fillers="skip") -> Copybook:
     """Read a copybook (text or path) and lay out one of its records."""
     source = read_source(src)
     roots = parse(tokenize(source, source_format), source)
     return lay_out(roots, source, record=record, codepage=codepage, names=names, floating_point=floating_point,
                    redefines=redefines, record_start_offset=record_start_offset,
-                   record_end_offset=record_end_offset)
+                   record_end_offset=record_end_offset, fillers=fillers)
 
 
 def encodings_of(copybook: Copybook, encoding, *, invalid="error", trim="none", as_integer=False,
@@ -55,11 +55,13 @@ def encodings_of(copybook: Copybook, encoding, *, invalid="error", trim="none", 
 
 def layout_from_copybook(from_dtype, encoding, src, *, record=None, codepage="cp037", invalid="error", trim="none",
                          as_integer=False, trunc="std", floating_point="ibm", redefines=None, names="cobol",
-                         flatten=False, source_format="auto", record_start_offset=0, record_end_offset=0):
+                         flatten=False, source_format="auto", record_start_offset=0, record_end_offset=0,
+                         fillers="skip"):
     """The Layout of one copybook record (``from_dtype``: ``Layout.from_dtype``;
     ``encoding``: ``layouts.Encoding``: passed in, since this package sits below them)."""
     copybook = read_copybook(src, record=record, codepage=codepage, names=names, floating_point=floating_point,
                              redefines=redefines, record_start_offset=record_start_offset,
-                             record_end_offset=record_end_offset, source_format=source_format)
+                             record_end_offset=record_end_offset, source_format=source_format, fillers=fillers)
     encodings = encodings_of(copybook, encoding, invalid=invalid, trim=trim, as_integer=as_integer, trunc=trunc)
-    return from_dtype(copybook.dtype, encodings=encodings, flatten=flatten)
+    return from_dtype(copybook.dtype, encodings=encodings, flatten=flatten,
+                      void_as="bytes" if fillers == "keep" else "error")

@@ -26,6 +26,7 @@ _MAX_RECORD = 2**31 - 1  # NumPy's largest record (and far past any mainframe's)
 _MAX_BINARY_DIGITS = 18
 _NAMES = ("cobol", "underscore")
 _FLOATS = ("ibm", "ieee")
+_FILLERS = ("skip", "keep")
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ def _rename(name, options):
 
 def lay_out(roots: list, source: Source, *, record=None, codepage="cp037", names="cobol",
             floating_point="ibm", redefines=None, record_start_offset=0, record_end_offset=0,
-            encoding_extra=None) -> Copybook:
+            encoding_extra=None, fillers="skip") -> Copybook:
     """Lay out one record of the parsed copybook (``record``: the 01 or group to use)."""
     if names not in _NAMES:
         raise LayoutError(f"names must be one of {_NAMES}, got {names!r}")
@@ -89,9 +90,13 @@ def lay_out(roots: list, source: Source, *, record=None, codepage="cp037", names
     for label, value in (("record_start_offset", record_start_offset), ("record_end_offset", record_end_offset)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise LayoutError(f"{label} must be a whole number of bytes >= 0, got {value!r}")
+    if fillers not in _FILLERS:
+        raise LayoutError(f"fillers must be one of {_FILLERS}, got {fillers!r}")
     options = _Options(codepage, names, floating_point, _redefine_choices(redefines), dict(encoding_extra or {}),
                        source)
     top = _choose_record(roots, record, source)
+    if fillers == "keep":
+        _name_fillers(top)
     builder = _Builder(options, top)
     if top.is_group:
         size, dtype = builder.group(top, 0, (), ())
@@ -103,6 +108,16 @@ def lay_out(roots: list, source: Source, *, record=None, codepage="cp037", names
     dtype = _shift(dtype, size, record_start_offset, record_end_offset)
     fields = tuple(_moved(f, record_start_offset) for f in builder.fields)
     return Copybook(top.name, dtype, builder.encodings, fields, source)
+
+
+def _name_fillers(top):
+    """Elementary FILLER items become ``FILLER-1``, ``FILLER-2``... (in record order),
+    kept as their raw bytes, so that the way back writes them as they were."""
+    number = 0
+    for item in _walk([top]):
+        if item.is_filler and not item.children and item is not top:
+            number += 1
+            item.name, item.raw = f"FILLER-{number}", True
 
 
 def _moved(f, by):
@@ -374,6 +389,12 @@ class _Builder:
 
     def classify(self, item, usage):
         """``(kind, width, dtype, Encoding keywords or None)`` of an elementary item."""
+        if item.raw:
+            kind, width, _, _ = self.classify_cobol(item, usage)
+            return "bytes", width, np.dtype(f"V{width}"), None
+        return self.classify_cobol(item, usage)
+
+    def classify_cobol(self, item, usage):
         if usage in ("float", "double"):
             if item.picture:
                 raise self.fail(item, f"{item.usage_word or 'COMP-1/COMP-2'} items take no PICTURE; remove "

@@ -63,6 +63,7 @@ class Item:
     blank_when_zero: bool = False
     justified: bool = False
     conditions: list = field(default_factory=list)  # [(name, [values as written])]
+    raw: bool = False  # a FILLER kept as its bytes (fillers="keep")
     children: list = field(default_factory=list)
     parent: "Item | None" = field(default=None, repr=False)
 
