@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from ._cobol import CobolField, Copybook, read_copybook
 from ._errors import ConversionError, LayoutError
 
-__all__ = ["CobolField", "Copybook", "read_copybook", "depending_tables", "cut_depending_on"]
+__all__ = ["CobolField", "Copybook", "cut_depending_on", "depending_tables", "read_copybook"]
 
 
 def depending_tables(book: Copybook) -> "list[tuple[tuple, str, int]]":

@@ -18,11 +18,18 @@ from decimal import Decimal
 
 import numpy as np
 import pytest
+from cobrix_oracle import (
+    DATA,
+    cut_depending,
+    edited_number,
+    expected,
+    reference_rows,
+    render,
+    same,
+)
 
 import layouts as lo
 from layouts._cobol import read_copybook
-
-from cobrix_oracle import DATA, cut_depending, edited_number, expected, reference_rows, render, same
 
 ODO_TEST1 = {("METADATA", "ACCOUNT", "ACCOUNT-DETAIL"): lambda r: r["METADATA"]["NUMBER-OF-ACCTS"]}
 _WIDE_BINARY = [(r"PIC S?9\((19|20)\) +BINARY\.", "PIC X(9)."), (r"PIC S?9\(37\) +BINARY\.", "PIC X(16)."),
@@ -45,7 +52,7 @@ DECODERS = ["reference", "layouts"]
 
 def test1_depending_on_cut_by_the_library():
     """layouts.cobol.cut_depending_on gives the lists Cobrix gives (test1, read at the maximum)."""
-    import layouts.cobol as cobol
+    from layouts import cobol
 
     layout = lo.Layout.from_copybook(DATA / "test1_copybook.cob", invalid="null")
     table = lo.AoS(np.frombuffer((DATA / "test1_data/example.bin").read_bytes(), layout.dtype), layout).to_soa()
@@ -244,7 +251,7 @@ def test4_rdw_multi_segment(name, data, nulls, charset):
     """An ASCII file of little-endian RDW records, segments C (64 bytes) and P (60),
     read by layouts.cobol.read_segments (framing, segment ids, record lengths, offsets);
     the fields' bytes (ASCII: layouts' text kind is EBCDIC) decoded by the reference."""
-    import layouts.cobol as cobol
+    from layouts import cobol
 
     cb = read_copybook(DATA / "test4_copybook.cob")
     raw_layout = lo.Layout.from_dtype(cb.dtype, void_as="bytes")

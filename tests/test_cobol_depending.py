@@ -4,7 +4,7 @@ import pyarrow as pa
 import pytest
 
 import layouts as lo
-import layouts.cobol as cobol
+from layouts import cobol
 
 BOOK = """
        01 R.
@@ -50,7 +50,7 @@ def test_counts_out_of_range_or_null_and_nested_counts_are_errors():
         cobol.cut_depending_on(pa.table({"N": [1, 4], **flat}), book, flatten=True)
     with pytest.raises(lo.ConversionError, match=r"record 0: the count N of G.T .* is null"):
         cobol.cut_depending_on(pa.table({"N": [None, 1], **flat}), book, flatten=True)
-    nested = cobol.read_copybook((__import__("pathlib").Path(__file__).parent / "data/cobrix/test21_copybook.cob"))
+    nested = cobol.read_copybook(__import__("pathlib").Path(__file__).parent / "data/cobrix/test21_copybook.cob")
     with pytest.raises(lo.LayoutError, match=r"GROUP.INNER-GROUP OCCURS DEPENDING ON GROUP.INNER-COUNT, a count "
                                              r"inside another table: cutting nested DEPENDING ON tables is not "
                                              r"supported yet"):

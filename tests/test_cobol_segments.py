@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import layouts as lo
-import layouts.cobol as cobol
+from layouts import cobol
 
 A = lo.Layout.from_dtype(np.dtype([("SEG", "S1"), ("QTY", ">u4")]))
 B = lo.Layout.from_dtype(np.dtype([("SEG", "S1"), ("N", ">u2"), ("NAME", "S3")]))

@@ -143,10 +143,8 @@ def inspect_copybook(args):
         args.record = args.struct  # layouts inspect x.cob RECORD
     layout = copybook_layout(args, args.source)
     options = copybook_options(args)
-    try:
-        book = read_copybook(args.source, **{k: v for k, v in options.items() if k not in ("trunc",)})
-    except Exception as err:  # noqa: BLE001 - copybook_layout has read it already: cannot fail differently
-        raise CommandError(in_flags(str(err))) from err
+    book = read_copybook(args.source, **{k: v for k, v in options.items()  # read once already: cannot fail
+                                         if k not in ("trunc", "invalid", "trim", "as_integer")})
     by_name = {f.name: f for f in layout.fields}
     rows = []
     for f in book.fields:

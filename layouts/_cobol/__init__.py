@@ -11,7 +11,7 @@ from .layout import CobolField, Copybook, lay_out
 from .lexer import read_source, tokenize
 from .parse import parse
 
-__all__ = ["CobolField", "Copybook", "read_copybook", "layout_from_copybook", "encodings_of"]
+__all__ = ["CobolField", "Copybook", "encodings_of", "layout_from_copybook", "read_copybook"]
 
 _INVALID = ("error", "null")
 _TRIM = ("none", "right", "both")

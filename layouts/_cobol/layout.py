@@ -16,7 +16,6 @@ import numpy as np
 
 from .._errors import LayoutError
 from .lexer import Source
-from .parse import Item
 from .picture import PictureError, read_picture
 
 __all__ = ["CobolField", "Copybook", "lay_out"]
@@ -390,7 +389,7 @@ class _Builder:
     def classify(self, item, usage):
         """``(kind, width, dtype, Encoding keywords or None)`` of an elementary item."""
         if item.raw:
-            kind, width, _, _ = self.classify_cobol(item, usage)
+            _, width, _, _ = self.classify_cobol(item, usage)
             return "bytes", width, np.dtype(f"V{width}"), None
         return self.classify_cobol(item, usage)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from .._errors import LayoutError
 
-__all__ = ["Token", "Source", "read_source", "tokenize"]
+__all__ = ["Source", "Token", "read_source", "tokenize"]
 
 _FORMATS = ("auto", "fixed", "free")
 _LEVEL_START = re.compile(r"^(\s*)(\d{1,2})(\s|\.|$)")

@@ -126,7 +126,9 @@ def _entries(tokens, source):
 
 def parse(tokens: list, source: Source) -> list:
     """The top-level items (01 and 77 levels) of the copybook, each with its subtree."""
-    roots, stack, last = [], [], None
+    roots: list = []
+    stack: list = []
+    last = None
     for entry in _entries(tokens, source):
         first = entry.take()
         if not first.text.isdigit():
