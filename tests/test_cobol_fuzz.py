@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 _CHILD = r"""
 import json, random, sys, time, traceback
 from pathlib import Path
-from layouts import LayoutError
+from layouts import Layout, LayoutError
 from layouts._cobol import read_copybook
 
 seed, count, folder = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
@@ -67,6 +67,8 @@ for n in range(count):
     t0 = time.perf_counter()
     try:
         read_copybook(text)
+        if n % 5 == 0:  # and the Layout of it (encodings checked), for a fifth of them
+            Layout.from_copybook(text, fillers="keep" if n % 2 else "skip")
         kinds["ok"] += 1
     except LayoutError as err:
         kinds["LayoutError"] += 1
@@ -81,6 +83,7 @@ print(json.dumps({"worst": worst, **kinds}))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [27, 2027])
 def test_mutated_copybooks_give_layout_errors_only(seed):
     proc = subprocess.run([sys.executable, "-c", _CHILD, str(seed), "1500", str(ROOT / "tests/data/cobrix")],
