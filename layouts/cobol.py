@@ -41,42 +41,75 @@ def cut_depending_on(table: pa.Table, book: Copybook, *, flatten: bool = False) 
     ``OCCURS DEPENDING ON`` column cut to its count: ``fixed_size_list<T>[max]`` becomes
     ``list<T>`` holding the first ``count`` elements of each row.
 
-    A count below 0, above the maximum, or null is a ConversionError naming the row and
-    the field. Tables whose count lies inside another table (nested ``DEPENDING ON``)
-    are a LayoutError: not supported yet."""
-    counters = {f.name: f for f in book.fields}
+    Tables inside tables are cut too, each element by its own count (a count inside the
+    enclosing table's element, as ``OCCURS ... DEPENDING ON INNER-COUNT`` in a group that
+    itself occurs): outer tables first, so the counts of elements past an outer count are
+    never read. A count below 0, above the maximum, or null is a ConversionError naming
+    the row and the field. With ``flatten=True`` only counts outside any table are
+    supported (a LayoutError says so)."""
     tables = depending_tables(book)
-    for path, counter, size in tables:
-        holder = counters.get(counter)
-        if holder is None or holder.shape:
-            raise LayoutError(f"{'.'.join(path)} OCCURS DEPENDING ON {counter}, a count inside another table: "
-                              f"cutting nested DEPENDING ON tables is not supported yet; read them at their "
-                              f"maximum size")
-    for path, counter, size in tables:
-        counts = _counts(table, counter, flatten, ".".join(path), size)
-        if flatten:
+    if flatten:
+        counters = {f.name: f for f in book.fields}
+        for path, counter, size in tables:
+            holder = counters.get(counter)
+            if holder is None or holder.shape:
+                raise LayoutError(f"{'.'.join(path)} OCCURS DEPENDING ON {counter}, a count inside another table: "
+                                  f"with flatten=True only counts outside any table are supported; read the "
+                                  f"table without flatten")
+        for path, counter, size in tables:
+            counts = _counts(table.column(counter), counter, ".".join(path), size)
             for f in book.fields:
                 if f.path[:len(path)] == path and f.name in table.column_names:
                     i = table.column_names.index(f.name)
                     cut = _cut(table.column(i), counts)
                     table = table.set_column(i, pa.field(f.name, cut.type, metadata=table.schema.field(i).metadata),
                                              cut)
+        return table
+    if not tables:
+        return table
+    record = pa.StructArray.from_arrays([c.combine_chunks() for c in table.columns], fields=list(table.schema))
+    for path, counter, size in tables:
+        record = _apply(record, path, tuple(counter.split(".")), size, ".".join(path), counter)
+    return pa.Table.from_batches([pa.RecordBatch.from_struct_array(record)]).replace_schema_metadata(
+        table.schema.metadata)
+
+
+def _apply(array, path, counter, size, where, counter_name):
+    """``array`` (a struct) with the table at ``path`` cut by the count at ``counter``,
+    both relative to it; lists on the common part of the paths are gone through, each
+    element cut by its own count."""
+    if len(counter) == 1 or path[0] != counter[0]:  # the count is in this element, down its groups
+        column = array
+        for name in counter:
+            column = column.field(column.type.get_field_index(name))
+            if not pa.types.is_struct(column.type) and name != counter[-1]:
+                raise LayoutError(f"{where} OCCURS DEPENDING ON {counter_name}: the count is inside another "
+                                  f"table than the one that holds {where}; not supported")
+        return _replace(array, path, _counts(column, counter_name, where, size))
+    k = array.type.get_field_index(path[0])
+    child = array.field(k)
+    if pa.types.is_struct(child.type):
+        new = _apply(child, path[1:], counter[1:], size, where, counter_name)
+    else:  # a list of structs: every element, each by its own count
+        values = _apply(child.flatten(), path[1:], counter[1:], size, where, counter_name)
+        if pa.types.is_fixed_size_list(child.type):
+            new = pa.FixedSizeListArray.from_arrays(values, child.type.list_size)
         else:
-            i = table.column_names.index(path[0])
-            column = _replace(table.column(i).combine_chunks(), path[1:], counts)
-            table = table.set_column(i, pa.field(path[0], column.type, metadata=table.schema.field(i).metadata),
-                                     column)
-    return table
+            offsets = child.offsets.to_numpy() - child.offsets[0].as_py()
+            new = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values,
+                                           type=pa.list_(pa.field("item", values.type)))
+    return _with_child(array, k, new)
 
 
-def _counts(table, counter, flatten, where, size):
-    if flatten:
-        column = table.column(counter)
-    else:
-        first, *rest = counter.split(".")
-        column = table.column(first)
-        for name in rest:
-            column = pc.struct_field(column, name)
+def _with_child(array, k, new):
+    fields = [array.type.field(i) for i in range(array.type.num_fields)]
+    children = [array.field(i) for i in range(array.type.num_fields)]
+    children[k] = new
+    fields[k] = pa.field(fields[k].name, new.type, metadata=fields[k].metadata)
+    return pa.StructArray.from_arrays(children, fields=fields, mask=array.is_null() if array.null_count else None)
+
+
+def _counts(column, counter, where, size):
     if column.null_count:
         row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
         raise ConversionError(f"record {row}: the count {counter} of {where} (OCCURS DEPENDING ON) is null (its "
@@ -92,17 +125,15 @@ def _counts(table, counter, flatten, where, size):
 
 
 def _replace(array, path, counts):
-    """``array`` with the fixed-size list at ``path`` (struct names below it) cut."""
-    if not path:
-        return _cut(array, counts)
-    if not pa.types.is_struct(array.type):
-        raise LayoutError(f"expected a struct on the way to {'.'.join(path)}, found {array.type}")
-    fields = [array.type.field(k) for k in range(array.type.num_fields)]
-    children = [array.field(k) for k in range(array.type.num_fields)]
+    """``array`` (a struct) with the fixed-size list at ``path`` (struct names down to
+    it) cut to ``counts``."""
     k = array.type.get_field_index(path[0])
-    children[k] = _replace(children[k], path[1:], counts)
-    fields[k] = pa.field(fields[k].name, children[k].type, metadata=fields[k].metadata)
-    return pa.StructArray.from_arrays(children, fields=fields, mask=array.is_null() if array.null_count else None)
+    child = array.field(k)
+    if len(path) == 1:
+        return _with_child(array, k, _cut(child, counts))
+    if not pa.types.is_struct(child.type):
+        raise LayoutError(f"expected a struct on the way to {'.'.join(path)}, found {child.type}")
+    return _with_child(array, k, _replace(child, path[1:], counts))
 
 
 def _cut(column, counts):

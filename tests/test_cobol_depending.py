@@ -1,11 +1,14 @@
 """OCCURS DEPENDING ON tables cut to their counts (layouts.cobol.cut_depending_on)."""
 
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 
 import layouts as lo
 from layouts import cobol
 
+DATA = Path(__file__).parent / "data" / "cobrix"
 BOOK = """
        01 R.
           05 N        PIC 9.
@@ -50,8 +53,31 @@ def test_counts_out_of_range_or_null_and_nested_counts_are_errors():
         cobol.cut_depending_on(pa.table({"N": [1, 4], **flat}), book, flatten=True)
     with pytest.raises(lo.ConversionError, match=r"record 0: the count N of G.T .* is null"):
         cobol.cut_depending_on(pa.table({"N": [None, 1], **flat}), book, flatten=True)
-    nested = cobol.read_copybook(__import__("pathlib").Path(__file__).parent / "data/cobrix/test21_copybook.cob")
-    with pytest.raises(lo.LayoutError, match=r"GROUP.INNER-GROUP OCCURS DEPENDING ON GROUP.INNER-COUNT, a count "
-                                             r"inside another table: cutting nested DEPENDING ON tables is not "
-                                             r"supported yet"):
-        cobol.cut_depending_on(pa.table({"COUNT": [0]}), nested)
+    with pytest.raises(lo.LayoutError, match=r"with flatten=True only counts outside any table are supported"):
+        cobol.cut_depending_on(pa.table({"COUNT": [0]}), cobol.read_copybook(DATA / "test21_copybook.cob"),
+                               flatten=True)
+
+
+def test_nested_tables_each_element_by_its_count():
+    """Cobrix's test21: an OCCURS 0 TO 2 DEPENDING ON COUNT of groups, each with an OCCURS 0
+    TO 3 DEPENDING ON its INNER-COUNT. The records are spread out to their maximum size
+    (Cobrix reads them packed, variable_size_occurs), read, then cut."""
+    from cobrix_oracle import expected, reference_rows, render, same
+
+    book = cobol.read_copybook(DATA / "test21_copybook.cob")
+    data, at, rows = (DATA / "test21_data/data.dat").read_bytes(), 0, []
+    while at < len(data):
+        count, record, at = data[at] - 0x30, data[at:at + 1], at + 1
+        for _ in range(count):
+            inner = data[at] - 0x30
+            record += data[at:at + 1 + inner].ljust(4, b"9")  # garbage past each count
+            at += 1 + inner
+        rows += reference_rows(book, record.ljust(9, b"7"), charset="latin-1")
+    inner = pa.struct([("INNER-COUNT", pa.decimal128(1, 0)),
+                       ("INNER-GROUP", pa.list_(pa.struct([("FIELD", pa.string())]), 3))])
+    schema = pa.schema([("COUNT", pa.decimal128(1, 0)), ("GROUP", pa.list_(inner, 2))])
+    table = cobol.cut_depending_on(pa.Table.from_pylist(rows, schema=schema), book)
+    assert str(table.schema.field("GROUP").type).startswith("list<item: struct<INNER-COUNT: decimal128(1, 0), "
+                                                            "INNER-GROUP: list<")
+    for a, b in zip(table.to_pylist(), expected("test21_expected/test21.txt"), strict=True):
+        same({"RECORD": render(a)}, b)
