@@ -72,7 +72,11 @@ def test_install_hints_name_this_distribution():
 
 
 def test_public_signatures():
-    assert list(inspect.signature(lo.Layout).parameters) == ["dtype", "bytes_as", "flatten", "void_as"]
+    assert list(inspect.signature(lo.Layout).parameters) == ["dtype", "bytes_as", "flatten", "void_as", "encodings"]
+    params = inspect.signature(lo.Layout.from_copybook).parameters
+    assert not [p for p in params.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
+    assert {"record", "codepage", "invalid", "trim", "as_integer", "trunc", "redefines", "names", "flatten",
+            "fillers"} <= set(params)
     params = inspect.signature(lo.Layout.from_c).parameters
     assert not [p for p in params.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
     assert {"byteorder", "pack", "unions", "pointers", "enum_as", "bytes_as", "flatten", "include_dirs",
