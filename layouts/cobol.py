@@ -109,6 +109,47 @@ def _with_child(array, k, new):
     return pa.StructArray.from_arrays(children, fields=fields, mask=array.is_null() if array.null_count else None)
 
 
+def annotate(table: pa.Table, book: Copybook) -> pa.Table:
+    """``table`` with the copybook's facts in each leaf's Arrow field metadata:
+    ``cobol.line``, ``cobol.picture``, ``cobol.usage`` and, where the item has 88 levels,
+    ``cobol.88`` (JSON: ``{"ACTIVE": ["'A'"], ...}``, the values as written); ``cobol.depending_on``
+    on OCCURS DEPENDING ON items. They stay with the columns in Parquet and Arrow IPC files.
+    Works with nested and flattened tables (leaves found by their dotted name)."""
+    import json
+
+    facts = {}
+    for f in book.fields:
+        meta = {"cobol.line": str(f.line), "cobol.picture": f.picture, "cobol.usage": f.usage}
+        if f.conditions:
+            meta["cobol.88"] = json.dumps({name: list(values) for name, values in f.conditions})
+        if any(f.depending_on):
+            meta["cobol.depending_on"] = ",".join(d for d in f.depending_on if d)
+        facts[f.name] = meta
+    fields = [_annotated(field, field.name, facts) for field in table.schema]
+    return pa.Table.from_arrays(table.columns, schema=pa.schema(fields, metadata=table.schema.metadata))
+
+
+def _annotated(field, name, facts):
+    meta = dict(field.metadata or {})
+    if name in facts:
+        meta.update({k.encode(): v.encode() for k, v in facts[name].items()})
+    return pa.field(field.name, _annotated_type(field.type, name, facts), field.nullable, meta or None)
+
+
+def _annotated_type(arrow_type, name, facts):
+    if pa.types.is_struct(arrow_type):
+        return pa.struct([_annotated(arrow_type.field(i), f"{name}.{arrow_type.field(i).name}", facts)
+                          for i in range(arrow_type.num_fields)])
+    if pa.types.is_fixed_size_list(arrow_type):
+        item = arrow_type.value_field
+        inner = pa.field(item.name, _annotated_type(item.type, name, facts), item.nullable, item.metadata)
+        return pa.list_(inner, arrow_type.list_size)
+    if pa.types.is_list(arrow_type):
+        item = arrow_type.value_field
+        return pa.list_(pa.field(item.name, _annotated_type(item.type, name, facts), item.nullable, item.metadata))
+    return arrow_type
+
+
 def _counts(column, counter, where, size):
     if column.null_count:
         row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])

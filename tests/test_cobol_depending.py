@@ -81,3 +81,24 @@ def test_nested_tables_each_element_by_its_count():
                                                             "INNER-GROUP: list<")
     for a, b in zip(table.to_pylist(), expected("test21_expected/test21.txt"), strict=True):
         same({"RECORD": render(a)}, b)
+
+
+def test_annotate_puts_the_copybook_facts_in_field_metadata(tmp_path):
+    """88 levels, PICTURE, usage and line in the Arrow field metadata, kept by Parquet."""
+    import json
+
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    text = ("       01 R.\n          05 STATUS PIC X.\n             88 ACTIVE VALUE 'A'.\n"
+            "             88 GONE VALUES 'X' 'Z'.\n          05 G.\n             10 AMT PIC S9(3) COMP-3.\n")
+    book = cobol.read_copybook(text)
+    layout = lo.Layout.from_copybook(text)
+    table = lo.AoS(np.frombuffer(b"\xc1\x12\x3c", layout.dtype), layout).to_soa().to_arrow()
+    pq.write_table(cobol.annotate(table, book), tmp_path / "a.parquet")
+    schema = pq.read_schema(tmp_path / "a.parquet")
+    status = schema.field("STATUS").metadata
+    assert json.loads(status[b"cobol.88"]) == {"ACTIVE": ["'A'"], "GONE": ["'X'", "'Z'"]}
+    assert status[b"cobol.line"] == b"2" and status[b"cobol.picture"] == b"X"
+    amount = schema.field("G").type.field("AMT").metadata
+    assert amount[b"cobol.usage"] == b"COMP-3" and b"layouts.encoding" in amount  # the Layout's own kept
