@@ -87,3 +87,18 @@ def test_copybook_flags_need_a_copybook(tmp_path, capsys):
         main(["convert", str(data), "--dtype", "[('a', 'u1')]", "--copybook", str(TEST3[1]),
               "--to", str(tmp_path / "x.parquet")])
     assert stop.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
+
+
+def test_way_back_needs_one_redefines_alternative(tmp_path, capsys):
+    book, data = tmp_path / "r.cob", tmp_path / "r.dat"
+    book.write_text("       01 R.\n          05 A PIC X(4).\n          05 B REDEFINES A PIC 9(4).\n")
+    data.write_bytes(b"\xf1\xf2\xf3\xf4")
+    out = tmp_path / "r.parquet"
+    assert main(["convert", str(data), "--copybook", str(book), "--to", str(out), "--quiet"]) == 0
+    assert main(["convert", str(out), "--copybook", str(book), "--to", str(tmp_path / "r2.dat")]) == 1
+    err = capsys.readouterr().err
+    assert "fields 'A' and 'B' share bytes of the record (REDEFINES alternatives)" in err
+    assert "keep one alternative per REDEFINES set, e.g. --redefines A=A" in err
+    assert main(["convert", str(out), "--copybook", str(book), "--to", str(tmp_path / "r2.dat"), "--quiet",
+                 "--redefines", "A=B", "--drop-extra", "A"]) == 0
+    assert (tmp_path / "r2.dat").read_bytes() == data.read_bytes()

@@ -72,6 +72,8 @@ def convert(args):
                                 **options)
         except lo.LayoutError as err:
             _hint_alignment(err, args, layout)
+            if args.copybook:
+                err.args = (in_flags(str(err)),)
             raise
         except lo.ConversionError as err:
             if args.copybook:  # the copybook's options, as this command spells them

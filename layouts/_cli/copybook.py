@@ -88,6 +88,9 @@ def in_flags(message):
     message = re.sub(r"read the field with invalid='null' \(Encoding\(\.\.\., invalid='null'\)\)",
                      "pass --invalid null", message)
     message = re.sub(r"Encoding\('\w+'\): code page", "--codepage: code page", message)
+    message = message.replace("(union members)", "(REDEFINES alternatives)").replace(
+        "keep one member per union", "keep one alternative per REDEFINES set").replace("--unions ", "--redefines ")
+    message = re.sub(r"Layout\.from_c\(\.\.\., unions=\{'([^']*)': '([^']*)'\}\)", r"--redefines \1=\2", message)
     for keyword, flag in _FLAGS.items():
         message = re.sub(rf"\b{keyword}=", f"{flag} ", message)
         message = re.sub(rf"\b{keyword} (must|names)\b", rf"{flag} \1", message)
