@@ -209,6 +209,7 @@ class _Builder:
         record's start); its items are laid out from there."""
         usage = self.usage_of(item, inherited)
         names, formats, offsets = [], [], []
+        seen: set = set()
         end, cursor = 0, 0
         starts = {}  # canonical name of each item laid out here -> its offset in the group
         alternatives = self.alternative_sets(item)
@@ -234,10 +235,11 @@ class _Builder:
             if dtype is None or child.is_filler:
                 continue
             name = child_path[-1]
-            if name in names:
+            if name in seen:
                 raise self.fail(child, f"{name} appears twice in group {item.name}; a Layout needs distinct names "
                                        f"side by side")
             names.append(name)
+            seen.add(name)
             formats.append(dtype)
             offsets.append(at)
         if end > _MAX_RECORD:
