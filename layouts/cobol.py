@@ -211,7 +211,7 @@ def _segment_stream(types, segment, framing, codepage):
     id's end) and ``_tail`` (the rest), typed by its segment id."""
     from ._stream.spec import BdwSection, Record, RecordType, Section, Stream, Tag
 
-    offset, size = segment
+    offset, size = _segment_place(segment, types)
     if not (isinstance(offset, int) and isinstance(size, int) and offset >= 0 and 1 <= size <= 8):
         raise LayoutError(f"segment=(offset, size) gives the segment id's bytes in the record (size 1 to 8), got "
                           f"{segment!r}")
@@ -228,6 +228,27 @@ def _segment_stream(types, segment, framing, codepage):
     else:
         section = Section(_framing(framing), tuple(record_types), tag=tag, tail="column")
     return Stream((section,), name="segments")
+
+
+def _segment_place(segment, types):
+    """``(offset, size)`` of the segment id: given, or the field of that name (a text
+    field at the same place in every Layout, as a copybook's ``SEGMENT-ID``)."""
+    if not isinstance(segment, str):
+        return segment
+    places = set()
+    for value, layout in types.items():
+        try:
+            field = layout[segment]
+        except KeyError:
+            raise LayoutError(f"segment={segment!r}: the Layout of segment {value!r} has no leaf of that name; its "
+                              f"leaves are {layout.names}") from None
+        if field.shape:
+            raise LayoutError(f"segment={segment!r} is a table (OCCURS); name a field of one value")
+        places.add((field.offset, field.width))
+    if len(places) != 1:
+        raise LayoutError(f"segment={segment!r} is at different places in the segments' Layouts: "
+                          f"{sorted(places)} (offset, bytes); give segment=(offset, size)")
+    return places.pop()
 
 
 def _table_name(value):
@@ -249,8 +270,10 @@ def read_segments(src, types, *, segment, framing="rdw", codepage="cp037", short
         The records, as :func:`layouts.read_stream` takes them.
     types : dict
         ``{segment id: Layout}``; the id is text (encoded in ``codepage``) or bytes.
-    segment : (offset, size)
-        Where the segment id is in each record (after the RDW), e.g. ``(0, 1)``.
+    segment : (offset, size) or str
+        Where the segment id is in each record (after the RDW), e.g. ``(0, 1)``, or the
+        name of its field in the Layouts (``"SEGMENT-ID"``); the ids given in ``types``
+        are its whole bytes (``"C    "`` for a ``PIC X(5)`` holding ``C``).
     framing : {"rdw", "bdw", "rdw-little"}
         IBM V (RDW: 2-byte big-endian length counting the RDW), VB (BDW blocks of RDW
         records), or an RDW of two zero bytes and a little-endian length not counting
@@ -349,7 +372,8 @@ def write_segments(tables, types, dst=None, *, segment, framing="rdw", codepage=
     from ._stream import write_stream
 
     stream = _segment_stream(types, segment, framing, codepage)
-    head_size = segment[0] + segment[1]
+    offset, size = _segment_place(segment, types)
+    head_size = offset + size
     parts = {}
     for value, layout in types.items():
         name = _table_name(value)

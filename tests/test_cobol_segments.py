@@ -55,3 +55,19 @@ def test_argument_errors():
         cobol.read_segments(DATA, TYPES, segment=(0, 1), short="cut")
     with pytest.raises(lo.ConversionError, match=r"record type tag 195 .* is no type"):
         cobol.read_segments(DATA + rdw(b"\xc3\0\0\0\0"), TYPES, segment=(0, 1))
+
+
+def test_segment_named_by_its_field():
+    text = {"H": "       01 H.\n          05 SEG PIC X.\n          05 NAME PIC X(4).\n",
+            "D": "       01 D.\n          05 SEG PIC X.\n          05 AMT PIC S9(3) COMP-3.\n"}
+    types = {k: lo.Layout.from_copybook(v) for k, v in text.items()}
+    data = rdw("HACME".encode("cp037")) + rdw("D".encode("cp037") + b"\x12\x3d")
+    t = cobol.read_segments(data, types, segment="SEG")
+    assert t["H"].column("NAME").to_pylist() == ["ACME"] and str(t["D"].column("AMT")[0]) == "-123"
+    assert cobol.write_segments(t, types, segment="SEG") == data
+    with pytest.raises(lo.LayoutError, match=r"segment='NOPE': the Layout of segment 'H' has no leaf of that name"):
+        cobol.read_segments(data, types, segment="NOPE")
+    moved = {"H": types["H"], "D": lo.Layout.from_copybook("       01 D.\n          05 X PIC X.\n"
+                                                           "          05 SEG PIC X.\n")}
+    with pytest.raises(lo.LayoutError, match=r"segment='SEG' is at different places in the segments' Layouts"):
+        cobol.read_segments(data, moved, segment="SEG")
