@@ -102,3 +102,34 @@ def test_way_back_needs_one_redefines_alternative(tmp_path, capsys):
     assert main(["convert", str(out), "--copybook", str(book), "--to", str(tmp_path / "r2.dat"), "--quiet",
                  "--redefines", "A=B", "--drop-extra", "A"]) == 0
     assert (tmp_path / "r2.dat").read_bytes() == data.read_bytes()
+
+
+def test_multi_segment_file_to_tables_and_back(tmp_path, capsys):
+    import struct
+
+    book, data = tmp_path / "seg.cob", tmp_path / "seg.dat"
+    book.write_text("       01 HDR.\n          05 SEG PIC X.\n          05 NAME PIC X(4).\n"
+                    "       01 DTL.\n          05 SEG PIC X.\n          05 AMT PIC S9(3) COMP-3.\n")
+
+    def rdw(body):
+        return struct.pack(">HH", len(body) + 4, 0) + body
+
+    data.write_bytes(rdw("HACME".encode("cp037")) + rdw("D".encode("cp037") + b"\x12\x3d")
+                     + rdw("D".encode("cp037") + b"\x00\x5c"))
+    common = ["--copybook", str(book), "--segment", "H=HDR", "--segment", "D=DTL", "--segment-field", "SEG"]
+    assert main(["convert", str(data), *common, "--to", str(tmp_path / "segs")]) == 0
+    assert "converted H: 1, D: 2 records" in capsys.readouterr().out
+    amounts = pq.read_table(tmp_path / "segs" / "D.parquet").column("AMT").to_pylist()
+    assert [str(a) for a in amounts] == ["-123", "5"]
+    assert main(["convert", str(tmp_path / "segs"), *common, "--to", str(tmp_path / "back.dat"), "--quiet"]) == 0
+    assert (tmp_path / "back.dat").read_bytes() == data.read_bytes()
+    assert main(["convert", str(data), *common[:4], "--segment-field", "0:1", "--to", str(tmp_path / "x")]) == 1
+    assert "the file is damaged, or it needs one more --segment ID=RECORD" in capsys.readouterr().err
+    assert main(["convert", str(data), *common[:4], "--to", str(tmp_path / "x")]) == 2
+    assert "--segment needs --segment-field NAME (or OFFSET:SIZE)" in capsys.readouterr().err
+    assert main(["convert", str(data), "--dtype", "[('a', 'u1')]", "--segment", "H=HDR", "--to",
+                 str(tmp_path / "x")]) == 2
+    assert "--segment lays records out by a copybook's records; add --copybook FILE" in capsys.readouterr().err
+    assert main(["convert", str(data), "--copybook", str(book), "--record", "HDR", "--framing", "bdw", "--to",
+                 str(tmp_path / "x.parquet")]) == 2
+    assert "--framing applies to multi-segment files; add --segment ID=RECORD" in capsys.readouterr().err

@@ -8,7 +8,8 @@ import time
 from .._formats import DEFAULT_CHUNK, FORMATS, SUFFIXES
 from .errors import CommandError, command_hints, say
 from .interrupts import Interrupts
-from .copybook import add_copybook_options, copybook_layout, in_flags, reject_copybook_options
+from .copybook import (add_copybook_options, add_segment_options, convert_segments, copybook_layout, in_flags,
+                       reject_copybook_options)
 from .options import add_c_options, assignment, byte_size, codec_of, field_values, layout_of, whole_number
 from .stdio import check_open, open_stdin
 from .streams import convert_stream
@@ -22,6 +23,14 @@ def convert(args):
     from .._backends import auto_device
     from . import warm_up  # the package's name, which a test may replace
 
+    if args.segment:
+        if not args.copybook:
+            raise CommandError("--segment lays records out by a copybook's records; add --copybook FILE")
+        return convert_segments(args)
+    for flag, value, unset in (("--segment-field", args.segment_field, None), ("--framing", args.framing, "rdw"),
+                               ("--short", args.short, "error")):
+        if value != unset:
+            raise CommandError(f"{flag} applies to multi-segment files; add --segment ID=RECORD (or leave {flag} out)")
     to_stdout = args.dst == "-"
     check_open(args)
     if to_stdout and sys.stdout.isatty():
@@ -345,4 +354,5 @@ def add_parser(sub):
     _add_convert_options(p)
     add_c_options(p)
     add_copybook_options(p, convert=True)
+    add_segment_options(p)
     p.set_defaults(run=convert)

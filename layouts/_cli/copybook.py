@@ -208,3 +208,90 @@ def _table(book, layout, rows):
     for offset, size in layout.holes:
         lines.append(f"  note: bytes {offset}-{offset + size - 1} are FILLER or skipped (no column)")
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ multi-segment files
+def add_segment_options(p):
+    """convert --copybook with --segment: RDW/BDW files of several segment types."""
+    g = p.add_argument_group("multi-segment files (--copybook FILE --segment ID=RECORD ...)")
+    g.add_argument("--segment", action="append", default=[], metavar="ID=RECORD",
+                   help="records whose segment id is ID are laid out by the copybook's RECORD (an 01 or a group); "
+                        "repeatable: DATA -> a directory DST/ of ID.parquet tables, or such a directory -> DATA")
+    g.add_argument("--segment-field", metavar="NAME|OFFSET:SIZE",
+                   help="where the segment id is: a field of the records, or its offset and size after the RDW")
+    g.add_argument("--framing", choices=("rdw", "bdw", "rdw-little"), default="rdw",
+                   help="rdw: IBM V (a 4-byte RDW, big-endian length counting it; default); bdw: VB blocks; "
+                        "rdw-little: two zero bytes and a little-endian length not counting the RDW")
+    g.add_argument("--short", choices=("error", "pad"), default="error",
+                   help="a record shorter than its layout: an error (default), or read with zeros past its end")
+
+
+def _segment_types(args):
+    import layouts as lo
+
+    types = {}
+    for item in args.segment:
+        value, eq, record = item.partition("=")
+        if not eq or not value or not record.strip():
+            raise CommandError(f"--segment {item!r}: give ID=RECORD, e.g. --segment C=COMPANY-DETAILS")
+        args.record = record.strip()
+        try:
+            types[value] = copybook_layout(args)
+        except lo.LayoutError as err:
+            err.args = (f"--segment {item}: {err}",)
+            raise
+    field = args.segment_field
+    if field is None:
+        raise CommandError("--segment needs --segment-field NAME (or OFFSET:SIZE): where each record's id is")
+    m = re.fullmatch(r"(\d+):(\d+)", field)
+    return types, ((int(m.group(1)), int(m.group(2))) if m else field)
+
+
+def convert_segments(args):
+    """``layouts convert DATA --copybook x.cob --segment ID=RECORD ... --to DIR/`` and back."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    import layouts as lo
+    from layouts import cobol
+
+    if args.record:
+        raise CommandError("--record does not apply with --segment: each --segment ID=RECORD names its record")
+    types, segment = _segment_types(args)
+    options = {"segment": segment, "framing": args.framing, "codepage": args.codepage}
+    try:
+        if os.path.isdir(args.src):  # the way back: DIR/ID.parquet -> the segments file
+            tables = {}
+            for value in types:
+                path = os.path.join(args.src, f"{value}.parquet")
+                if not os.path.exists(path):
+                    raise CommandError(f"{args.src} has no {value}.parquet for --segment {value}=...")
+                tables[value] = pq.read_table(path)
+            blocks = os.path.join(args.src, "_blocks.parquet")
+            if os.path.exists(blocks):
+                tables["_blocks"] = pq.read_table(blocks)
+            if os.path.exists(args.dst) and not args.overwrite:
+                raise CommandError(f"{args.dst} exists; pass --overwrite to replace it")
+            data = cobol.write_segments(tables, types, **options)
+            with open(args.dst, "wb") as f:
+                f.write(data)
+            if not args.quiet:
+                print(f"wrote {sum(t.num_rows for k, t in tables.items() if k != '_blocks'):,} records, "
+                      f"{len(data):,} bytes -> {args.dst}")
+            return 0
+        tables = cobol.read_segments(args.src, types, short=args.short, **options)
+    except (lo.LayoutError, lo.ConversionError) as err:
+        err.args = (in_flags(str(err)).replace("segment=", "--segment-field ").replace("short='pad'", "--short pad")
+                    .replace('the stream is damaged, or set unknown = "skip" or "keep" in the section',
+                             "the file is damaged, or it needs one more --segment ID=RECORD"),)
+        raise
+    if os.path.exists(args.dst) and os.listdir(args.dst) and not args.overwrite:
+        raise CommandError(f"{args.dst} is not empty; pass --overwrite to replace its tables")
+    os.makedirs(args.dst, exist_ok=True)
+    for name, table in tables.items():
+        pq.write_table(table, os.path.join(args.dst, f"{name}.parquet"))
+    if not args.quiet:
+        counts = ", ".join(f"{name}: {t.num_rows:,}" for name, t in tables.items() if name != "_blocks")
+        print(f"converted {counts} records -> {args.dst}")
+    return 0
