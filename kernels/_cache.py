@@ -43,7 +43,7 @@ __all__ = ["jit", "STAMP", "shipped_dir", "machine_dir", "ship_dir"]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # the modules whose code the CPU kernels are compiled from: the package kernels/cpu/ and what it imports
-SOURCES = ("plan.py", "values.py", "_memory.py") + tuple(
+SOURCES = ("plan.py", "values.py", "mainframe.py", "_memory.py") + tuple(
     sorted(f"cpu/{name}" for name in os.listdir(os.path.join(HERE, "cpu")) if name.endswith(".py")))
 FORMAT = "layouts-kernels-1"  # bump when what a cached kernel is made of changes in another way
 PORTABLE_CPU = "generic"  # the shipped kernels' target: the baseline of the platform's architecture

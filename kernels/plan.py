@@ -65,3 +65,26 @@ E_NULL = 5  # a null with no fill value
 E_NUL = 6  # a NUL byte inside a value bound for a C string (it would end the string there)
 
 NAT = -(2**63)
+
+
+# Mainframe kinds (issue 27): value transforms in kernels/mainframe.py, ops in kernels/cpu/mainframe.py.
+# Their rows: P1 digits (packed, zoned, binary; 0: no digit limit) or most UTF-8 bytes of a value
+# (text); P2 bytes of one Arrow value (16 decimal128, 8 int64) or the offset width (text); P3
+# the power of ten the digits are multiplied by (PIC 9PP); SENT the zoned '+' | '-' << 8 bytes;
+# TABLE the code page's table (text).
+
+K_TEXT = 9  # EBCDIC text <-> UTF-8 string through TABLE (decode: uint32[256]; encode: int16[65536])
+K_PACKED = 10  # packed decimal (COMP-3) <-> decimal128 (P2 = 16) or int64 (P2 = 8)
+K_ZONED = 11  # zoned decimal (DISPLAY) <-> decimal128 / int64
+K_BINARY = 12  # big-endian binary integer of WIDTH bytes <-> decimal128 / int64
+K_HFLOAT = 13  # IBM hexadecimal float, WIDTH 4 or 8 <-> float32 / float64
+
+F_NULL_INVALID = 16  # invalid bytes become nulls (the column has a validity bitmap)
+F_LEADING = 32  # zoned: the sign is on (or before) the first digit
+F_SEPARATE = 64  # zoned: the sign is its own byte, SENT = plus byte | minus byte << 8
+F_TRUNC_BIN = 128  # binary: every value of the width is valid (TRUNC(BIN)); else below 10**P1
+F_TRIM_RIGHT = 256  # text: trailing EBCDIC spaces dropped
+F_TRIM_LEFT = 512  # text: leading EBCDIC spaces dropped
+
+E_INVALID = 7  # bytes that are not a valid value of the field's encoding
+E_UNMAPPABLE = 8  # a character the field's EBCDIC code page has no byte for

@@ -390,6 +390,8 @@ def _leaf(arr, field, fill, fills, cast, check=None):
                 kind = "cstr"
                 if not any(test(arr.type) for test in _STRINGISH):
                     arr = _cast(arr, pa.binary(), name, field, cast)
+        elif field.encoding is not None:
+            arr = _mainframe_column(arr, field, cast)
         elif kind == "enum" or (field.enum and not pa.types.is_integer(arr.type)):
             arr, kind = _enum_column(arr, field)  # names are welcome even with enum_as="int"
         elif _scales_to_raw(arr.type, field, check or _Check()):
@@ -402,7 +404,7 @@ def _leaf(arr, field, fill, fills, cast, check=None):
         if check is None:
             raise
         problems.add(name, err)
-    if check is not None and check.truncate is False and kind in ("cstr", "utf32") and not problems.items:
+    if check is not None and check.truncate is False and kind in ("cstr", "utf32", "text") and not problems.items:
         too_long = _too_long(arr, field, kind)
         if too_long is not None:
             problems.add(name, too_long)
@@ -444,12 +446,28 @@ def _leaf(arr, field, fill, fills, cast, check=None):
     return ColumnBuffers(arr.type, len(arr), validity, offsets, data, arr.offset, kind)
 
 
+def _mainframe_column(arr, field, cast):
+    """A column for a mainframe field: text as string (large_string kept); a decimal
+    field's decimal128 of the field's scale as it is, whatever its precision (the kernels
+    check every value against the PICTURE); anything else cast to the field's type."""
+    want = field.arrow_type
+    if field.kind == "text":
+        if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+            return arr
+        return _cast(arr, pa.string(), field.name, field, cast)
+    if pa.types.is_decimal128(want) and pa.types.is_decimal128(arr.type) and arr.type.scale == want.scale:
+        return arr
+    if arr.type == want:
+        return arr
+    return _cast(arr, want, field.name, field, cast)
+
+
 def _too_long(arr, field, kind):
     """The problem (fix: ``truncate=True``) of the first string of ``arr`` longer than
     ``field`` (bytes; characters for ``U<n>``), or None when every one fits."""
     width = field.width // 4 if kind == "utf32" else field.width
     try:
-        lengths = pc.utf8_length(arr) if kind == "utf32" else pc.binary_length(arr)
+        lengths = pc.utf8_length(arr) if kind in ("utf32", "text") else pc.binary_length(arr)
         longest = pc.max(lengths).as_py()
         if longest is None or longest <= width:
             return None
@@ -462,7 +480,7 @@ def _too_long(arr, field, kind):
     except (UnicodeDecodeError, pa.ArrowException):  # damaged text: its bytes (the UTF-8 check names it)
         value = pc.cast(arr.slice(row, 1), pa.large_binary())[0].as_py() if hasattr(arr, "slice") else b""
     shown = repr(value if len(value) <= 40 else value[:40]) + ("..." if len(value) > 40 else "")
-    unit = "characters" if kind == "utf32" else "bytes"
+    unit = "characters" if kind in ("utf32", "text") else "bytes"
     longer = "" if longest == length else f"; the longest value has {longest}"
     return _problem(f"column {field.name!r}, row {row // max(field.count, 1)}: {shown} ({length} {unit}) is longer "
                     f"than field {field.name!r} ({field.dtype.str} at offset {field.offset}, {width} {unit}{longer}): "

@@ -91,6 +91,13 @@ def forward_error(layout, array, fault, first=0, source=None, offset=0):
     where = f"field {f.name!r} ({f.dtype.str} at offset {f.offset}), record {first + row}"
     if source is not None:
         where = f"{source}: {where} (byte {offset + (first + row) * layout.itemsize} of the file)"
+    if f.encoding is not None:  # a mainframe field: its bytes, in hex, and why
+        from ._mainframe import forward_message
+
+        start = (offset if source is not None else 0) + (first + row) * layout.itemsize
+        err = ConversionError(forward_message(f, array, fault, where, start))
+        err.fault, err.records = fault, array
+        return err
     value = _record_value(array, f, row)
     if code == P.E_RANGE and f.dtype.kind in "mM":
         msg = f"{where}: {_time_out_of_range(array, f, row)}"
@@ -134,6 +141,10 @@ def reverse_error(layout, columns, fault):
     value = _arrow_value(columns[op].to_array(), row, f.count)
     where = f"column {f.name!r}, row {row}"
     target = f"field {f.name!r} ({f.dtype.str} at offset {f.offset})"
+    if f.encoding is not None:
+        from ._mainframe import reverse_message
+
+        return ConversionError(reverse_message(f, value, code, where))
     if code == P.E_NULL:
         msg = (f"{where} is null and {target} cannot hold a null; pass fill={{{f.name!r}: value}} "
                f"to write a value in its place")

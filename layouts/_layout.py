@@ -11,9 +11,10 @@ import numpy as np
 import pyarrow as pa
 
 from ._cinfo import CInfo
+from ._ebcdic import check_codepage
 from ._errors import LayoutError
 
-__all__ = ["Layout", "Field", "CInfo"]
+__all__ = ["Layout", "Field", "CInfo", "Encoding"]
 
 _NATIVE = "<" if sys.byteorder == "little" else ">"
 _BYTES_MODES = ("fixed", "binary", "string")
@@ -22,6 +23,158 @@ _VOID_MODES = ("error", "bytes", "skip")
 # datetime64/timedelta64 units: Arrow unit they map to, and the factor to it.
 _EXACT_UNITS = {"s": ("s", 1), "ms": ("ms", 1), "us": ("us", 1), "ns": ("ns", 1)}
 _SECONDS = {"m": 60, "h": 3600, "D": 86400, "W": 604800}
+
+
+_KINDS = ("text", "packed", "zoned", "binary", "hfloat")
+_SIGNS = ("trailing", "leading", "trailing separate", "leading separate")
+MAX_DIGITS = 38  # decimal128
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """How a mainframe field's bytes encode its value (a :class:`Field`'s ``encoding``).
+
+    Give one per leaf to :meth:`Layout.from_dtype` (``encodings={"AMOUNT": Encoding(
+    "packed", digits=9, scale=2, signed=True)}``); the leaf is a ``V<n>`` or ``S<n>``
+    field of the byte width the encoding needs. See ``docs/mainframe.md``, "Field kinds".
+
+    Attributes
+    ----------
+    kind : {"text", "packed", "zoned", "binary", "hfloat"}
+        EBCDIC text (PIC X/A), packed decimal (COMP-3), zoned decimal (DISPLAY numeric),
+        big-endian binary (COMP, COMP-4, COMP-5, BINARY), IBM hexadecimal float
+        (COMP-1: 4 bytes, COMP-2: 8 bytes).
+    digits : int
+        Decimal digits of the PICTURE (``P`` positions excluded), 1 to 38 for packed and
+        zoned; for binary, the PICTURE's digits (0: the byte width's whole range).
+    scale : int
+        Digits after the implied decimal point. ``P`` scaling: ``scale > digits``
+        (``PIC VPP9``: digits 1, scale 3) or ``scale < 0`` (``PIC 9PP``: digits 1, scale -2).
+    signed : bool
+        ``PIC S...``.
+    sign : {"trailing", "leading", "trailing separate", "leading separate"}
+        Zoned decimals: where the sign is (overpunched in a digit, or a separate ``+``/``-``).
+    codepage : str
+        EBCDIC code page of text (and of zoned ``+``/``-`` bytes): one of
+        ``layouts._ebcdic.CODEPAGES``.
+    as_integer : bool
+        An ``int64`` column instead of ``decimal128`` (only for ``scale <= 0``).
+    invalid : {"error", "null"}
+        Invalid bytes (bad digit or sign nibbles, zone digits outside 0-9, low-values or
+        spaces in a numeric field, a value beyond the PICTURE or the Arrow type): a
+        ConversionError naming the field, record, byte offset and bytes (default), or a
+        null (the column gets a validity bitmap; its ``null_count`` is the count).
+    trim : {"none", "right", "both"}
+        Text: keep every character (default: the round trip is exact), or drop trailing
+        (``"right"``) or leading and trailing (``"both"``) EBCDIC spaces (0x40).
+    trunc : {"std", "bin"}
+        Binary: ``"std"`` (COBOL ``TRUNC(STD)``): a value with more digits than the
+        PICTURE is invalid; ``"bin"`` (``TRUNC(BIN)``, COMP-5): the byte width's whole
+        range is valid, and the decimal precision is the width's.
+    """
+
+    kind: str
+    digits: int = 0
+    scale: int = 0
+    signed: bool = False
+    sign: str = "trailing"
+    codepage: str = "cp037"
+    as_integer: bool = False
+    invalid: str = "error"
+    trim: str = "none"
+    trunc: str = "std"
+
+    def __post_init__(self) -> None:
+        bad = self._problem()
+        if bad:
+            raise LayoutError(f"{self!r}: {bad}")
+
+    def _problem(self):
+        """What is wrong with this encoding, or None."""
+        if self.kind not in _KINDS:
+            return f"kind must be one of {_KINDS}, got {self.kind!r}"
+        for name in ("digits", "scale"):
+            if not isinstance(getattr(self, name), int) or isinstance(getattr(self, name), bool):
+                return f"{name} must be an int, got {getattr(self, name)!r}"
+        if self.invalid not in ("error", "null"):
+            return f"invalid must be 'error' or 'null', got {self.invalid!r}"
+        if self.trim not in ("none", "right", "both"):
+            return f"trim must be 'none', 'right' or 'both', got {self.trim!r}"
+        if self.sign not in _SIGNS:
+            return f"sign must be one of {_SIGNS}, got {self.sign!r}"
+        if "separate" in self.sign and not self.signed:
+            return f"sign={self.sign!r} needs signed=True (SIGN SEPARATE applies to PIC S fields)"
+        if self.trunc not in ("std", "bin"):
+            return f"trunc must be 'std' or 'bin', got {self.trunc!r}"
+        check_codepage(self.codepage, f"Encoding({self.kind!r})")
+        if self.kind in ("packed", "zoned") and not 1 <= self.digits <= MAX_DIGITS:
+            return f"a {self.kind} decimal has 1 to {MAX_DIGITS} digits, got digits={self.digits}"
+        if self.kind == "binary" and not 0 <= self.digits <= 20:
+            return f"a binary field has 0 to 20 digits (0: the width's whole range), got digits={self.digits}"
+        if self.kind in ("packed", "zoned", "binary") and self.precision() > MAX_DIGITS:
+            return (f"digits={self.digits} with scale={self.scale} needs {self.precision()} digits of precision; "
+                    f"decimal128 holds {MAX_DIGITS}")
+        if self.as_integer and (self.kind not in ("packed", "zoned", "binary") or self.scale > 0):
+            return "as_integer applies to packed, zoned and binary fields with scale <= 0 only"
+        return None
+
+    def precision(self, width=0):
+        """Decimal precision of the Arrow value (see docs/mainframe.md): the PICTURE's
+        digits, plus the ``P`` positions of ``9PP`` (scale < 0), at least the scale
+        (``VPP9``), the byte width's digits for binary with ``trunc="bin"`` or digits 0."""
+        digits = self.digits
+        if self.kind == "binary" and (self.trunc == "bin" or digits == 0) and width:
+            digits = len(str(2 ** (8 * width) - 1)) if not self.signed else len(str(2 ** (8 * width - 1)))
+        return max(digits - min(self.scale, 0), self.scale, 1)
+
+    def width(self):
+        """Bytes the field needs, or None where several widths fit (text; binary 1-8)."""
+        if self.kind == "packed":
+            return self.digits // 2 + 1
+        if self.kind == "zoned":
+            return self.digits + ("separate" in self.sign)
+        return None
+
+    def arrow_type(self, width):
+        """The Arrow type of one value, for a field of ``width`` bytes."""
+        if self.kind == "text":
+            return pa.string()
+        if self.kind == "hfloat":
+            return pa.float32() if width == 4 else pa.float64()
+        if self.as_integer:
+            return pa.int64()
+        return pa.decimal128(self.precision(width), max(self.scale, 0))
+
+    def short(self):
+        """A few words for ``print(layout)``: ``packed S9(7)V99``, ``text cp037``."""
+        if self.kind == "text":
+            return f"text {self.codepage}" + (f" trim={self.trim}" if self.trim != "none" else "")
+        if self.kind == "hfloat":
+            return "hfloat"
+        s = "S" if self.signed else ""
+        pic = f"{s}9({self.digits})"
+        if self.scale > self.digits:
+            pic = f"{s}V{'P' * (self.scale - self.digits)}9({self.digits})"
+        elif self.scale > 0:
+            pic = f"{s}9({self.digits - self.scale})V9({self.scale})" if self.scale < self.digits else f"{s}V9({self.scale})"
+        if self.scale < 0:
+            pic += f"P({-self.scale})"
+        extra = f" {self.sign}" if self.kind == "zoned" and (self.signed and self.sign != "trailing") else ""
+        extra += " trunc=bin" if self.kind == "binary" and self.trunc == "bin" else ""
+        extra += " invalid=null" if self.invalid == "null" else ""
+        return f"{self.kind} {pic}{extra}"
+
+    def to_json(self):
+        """The encoding as JSON text (kept in the Arrow field metadata, ``layouts.encoding``)."""
+        import json
+
+        return json.dumps({k: getattr(self, k) for k in self.__dataclass_fields__}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text):
+        import json
+
+        return cls(**json.loads(text))
 
 
 @dataclass(frozen=True)
@@ -63,6 +216,9 @@ class Field:
         For C enums: ``((value, name), ...)`` in ascending value order.
     ctype : str
         The C declaration of the field (layouts from C only).
+    encoding : Encoding or None
+        For the mainframe kinds (``text``, ``packed``, ``zoned``, ``binary``, ``hfloat``):
+        how the bytes encode the value.
     """
 
     path: tuple
@@ -78,6 +234,7 @@ class Field:
     bits: tuple = ()
     enum: tuple = ()
     ctype: str = ""
+    encoding: "Encoding | None" = None
 
     @property
     def name(self) -> str:
@@ -174,23 +331,26 @@ class Layout:
     flatten: bool
     void_as: str
     c: CInfo | None  # set by Layout.from_c
+    encodings: tuple  # ((leaf name, Encoding), ...) sorted by name
     fields: tuple = field(compare=False, repr=False)
     _tree: tuple = field(compare=False, repr=False)
 
     def __init__(self, dtype: "np.typing.DTypeLike", *, bytes_as: "str | dict[str, str]" = "fixed",
-                 flatten: bool = False, void_as: str = "error") -> None:
-        self._build(dtype, bytes_as, flatten, void_as, None)
+                 flatten: bool = False, void_as: str = "error",
+                 encodings: "dict[str, Encoding] | None" = None) -> None:
+        self._build(dtype, bytes_as, flatten, void_as, None, encodings)
 
     @classmethod
-    def _assemble(cls, dtype, bytes_as, flatten, void_as, c):
+    def _assemble(cls, dtype, bytes_as, flatten, void_as, c, encodings=None):
         """A Layout with C facts (``c``): what :meth:`from_c` and :meth:`replace` build."""
         layout = cls.__new__(cls)
-        layout._build(dtype, bytes_as, flatten, void_as, c)
+        layout._build(dtype, bytes_as, flatten, void_as, c, encodings)
         return layout
 
-    def _build(self, dtype, bytes_as, flatten, void_as, c):
+    def _build(self, dtype, bytes_as, flatten, void_as, c, encodings=None):
+        encodings = _checked_encodings(encodings)
         for name, value in (("dtype", dtype), ("bytes_as", bytes_as), ("flatten", flatten), ("void_as", void_as),
-                            ("c", c)):
+                            ("c", c), ("encodings", encodings)):
             object.__setattr__(self, name, value)
         try:
             dtype = np.dtype(self.dtype)
@@ -206,18 +366,21 @@ class Layout:
         if not isinstance(self.flatten, bool):
             raise LayoutError(f"flatten must be True or False, got {self.flatten!r}")
         spec = dict(self.bytes_as) if isinstance(self.bytes_as, tuple) else self.bytes_as
-        builder = _Builder(spec, self.void_as, self.c)
+        builder = _Builder(spec, self.void_as, self.c, dict(encodings))
         tree = builder.walk(dtype, 0, (), (), ())
         builder.check_unused_modes()
+        builder.check_unused_encodings()
         _check_has_data(dtype, builder.fields)
-        modes = tuple((f.name, builder.bytes_mode(f.name)) for f in builder.fields if f.dtype.kind == "S")
+        modes = tuple((f.name, builder.bytes_mode(f.name)) for f in builder.fields
+                      if f.dtype.kind == "S" and f.encoding is None)
         for name, value in (("dtype", dtype), ("bytes_as", modes), ("fields", tuple(builder.fields)),
                             ("_tree", tree)):
             object.__setattr__(self, name, value)
 
     @classmethod
     def from_dtype(cls, dtype: "np.typing.DTypeLike", *, bytes_as: "str | dict[str, str]" = "fixed",
-                   flatten: bool = False, void_as: str = "error") -> "Layout":
+                   flatten: bool = False, void_as: str = "error",
+                   encodings: "dict[str, Encoding] | None" = None) -> "Layout":
         """Describe the records of a NumPy structured dtype.
 
         Parameters
@@ -230,8 +393,14 @@ class Layout:
             Nested records become top-level ``"a.b"`` columns instead of ``struct``.
         void_as : {"error", "bytes", "skip"}
             What named ``V<n>`` fields become.
+        encodings : dict, optional
+            Mainframe fields: leaf name (dotted) -> :class:`Encoding`. Each named leaf is a
+            ``V<n>`` or ``S<n>`` field of the width the encoding needs (every element of a
+            sub-array); it becomes a field of the encoding's kind: ``string`` (text),
+            ``decimal128``/``int64`` (packed, zoned, binary), ``float32``/``float64``
+            (hfloat). See ``docs/mainframe.md``.
         """
-        return cls(dtype, bytes_as=bytes_as, flatten=flatten, void_as=void_as)
+        return cls(dtype, bytes_as=bytes_as, flatten=flatten, void_as=void_as, encodings=encodings)
 
     @classmethod
     def from_c(cls, source: "str | os.PathLike[str]", name: "str | None" = None, *, byteorder: str = "native",
@@ -381,15 +550,17 @@ class Layout:
     def replace(self, **changes: Any) -> "Layout":
         """A new Layout with other options: ``bytes_as``, ``flatten``, ``void_as``, and
         ``enum_as`` for layouts from C."""
-        opts = {"bytes_as": dict(self.bytes_as), "flatten": self.flatten, "void_as": self.void_as}
+        opts = {"bytes_as": dict(self.bytes_as), "flatten": self.flatten, "void_as": self.void_as,
+                "encodings": dict(self.encodings)}
         c = self.c
         if "enum_as" in changes and c is not None:
             c = replace(c, enum_as=changes.pop("enum_as"))
         unknown = set(changes) - set(opts)
         if unknown:
-            raise TypeError(f"Layout.replace() takes bytes_as, flatten, void_as, enum_as; got {sorted(unknown)}")
+            raise TypeError(f"Layout.replace() takes bytes_as, flatten, void_as, enum_as, encodings; got "
+                            f"{sorted(unknown)}")
         opts.update(changes)
-        return Layout._assemble(self.dtype, opts["bytes_as"], opts["flatten"], opts["void_as"], c)
+        return Layout._assemble(self.dtype, opts["bytes_as"], opts["flatten"], opts["void_as"], c, opts["encodings"])
 
     # ------------------------------------------------------------------ views
     @property
@@ -466,6 +637,8 @@ class Layout:
         meta = None
         if leaf.dtype.kind in "mM" and leaf.arrow_type == pa.int64():
             meta = {"layouts.dtype": str(leaf.dtype)}
+        if leaf.encoding is not None:  # kept through Parquet/IPC: the column says how to write it back
+            meta = {"layouts.encoding": leaf.encoding.to_json()}
         return pa.field(name, _wrap(arrow_type, shape), metadata=meta)
 
     def _node_field(self, node, types):
@@ -486,8 +659,10 @@ class Layout:
         for f in self.fields:
             row = {"name": f.name, "offset": int(f.offset), "size": f.width * f.count,
                    "bit_offset": None, "bit_size": None, "ctype": f.ctype or None,
-                   "numpy": f.dtype.str + (f" {f.shape}" if f.shape else ""),
-                   "arrow": str(_wrap(f.arrow_type, f.shape))}
+                   "numpy": f.dtype.str + (f" {f.shape}" if f.shape else "")
+                   + (f" {f.encoding.short()}" if f.encoding is not None else ""),
+                   "arrow": str(_wrap(f.arrow_type, f.shape)),
+                   "encoding": f.encoding.short() if f.encoding is not None else None}
             if f.bits:
                 first, nbits = f.bits[3], f.bits[1]
                 row.update(offset=int(f.offset) + first // 8, bit_offset=first % 8, bit_size=nbits,
@@ -535,6 +710,97 @@ class Layout:
         if self.c is not None:
             return f"Layout.from_c({self.c.name!r} from {self.c.source}, {self.itemsize} bytes)"
         return f"Layout({self.dtype!r}, flatten={self.flatten})"
+
+    @classmethod
+    def from_copybook(cls, src: "str | os.PathLike[str]", *, record: "str | None" = None, codepage: str = "cp037",
+                      invalid: str = "error", trim: str = "none", as_integer: bool = False, trunc: str = "std",
+                      floating_point: str = "ibm", redefines: "dict[str, str | list[str]] | None" = None,
+                      names: str = "cobol", flatten: bool = False, source_format: str = "auto",
+                      record_start_offset: int = 0, record_end_offset: int = 0,
+                      fillers: str = "skip") -> "Layout":
+        """A Layout of a record described by a COBOL copybook (see ``docs/mainframe.md``).
+
+        Groups become structs (or ``"A.B"`` columns with ``flatten=True``), ``OCCURS``
+        sub-arrays (``DEPENDING ON``: at the maximum count), ``REDEFINES`` alternatives
+        columns over the same bytes, ``FILLER`` padding; PIC X/A and edited pictures are
+        EBCDIC text, DISPLAY numbers zoned decimals, COMP-3 packed decimals, COMP/COMP-4/
+        COMP-5/BINARY big-endian binary, COMP-1/COMP-2 IBM floats. Anything else is a
+        LayoutError naming the copybook line.
+
+        Parameters
+        ----------
+        src : str or os.PathLike
+            Copybook text, or the path of a copybook file.
+        record : str, optional
+            The 01 record (or any group) to lay out; needed when there are several.
+        codepage : str
+            EBCDIC code page of text and zoned signs (``"cp037"``, ``"cp1047"``...).
+        invalid : {"error", "null"}
+            Numbers whose bytes are not valid: a ConversionError, or nulls.
+        trim : {"none", "right", "both"}
+            Text: keep every character (exact round trip) or drop EBCDIC spaces.
+        as_integer : bool
+            Numbers with no decimal places as ``int64`` instead of ``decimal128``.
+        trunc : {"std", "bin"}
+            COMP/COMP-4/BINARY values beyond the PICTURE's digits: invalid (``TRUNC(STD)``)
+            or valid up to the bytes' range (``TRUNC(BIN)``; COMP-5 always is).
+        floating_point : {"ibm", "ieee"}
+            COMP-1/COMP-2 bytes: IBM hexadecimal floats, or IEEE 754 big-endian.
+        redefines : dict, optional
+            Which alternatives of a REDEFINES set become columns: ``{"A": "B"}`` or
+            ``{"A": ["A", "B"]}``, keyed by any item of the set. By default all of them.
+        names : {"cobol", "underscore"}
+            Column names as written (``COMPANY-ID``) or with ``_`` for ``-`` (as Cobrix).
+        flatten : bool
+            As in :meth:`from_dtype`.
+        source_format : {"auto", "fixed", "free"}
+            Fixed columns (1-6 and 73-80 ignored, column 7 the indicator) or free text.
+        record_start_offset, record_end_offset : int
+            Bytes before and after the copybook's record in each record of the file
+            (skipped: padding of the Layout).
+        fillers : {"skip", "keep"}
+            FILLER items: padding (written back as zeros), or ``FILLER-1``,
+            ``FILLER-2``... columns of their raw bytes (the way back is exact).
+
+        Examples
+        --------
+        >>> import layouts as lo
+        >>> L = lo.Layout.from_copybook('''
+        ...        01  ACCOUNT.
+        ...            05  ID        PIC S9(4) COMP.
+        ...            05  BALANCE   PIC S9(7)V99 COMP-3.
+        ...            05  NAME      PIC X(10).
+        ... ''')
+        >>> [(f.name, f.offset, str(f.arrow_type)) for f in L.fields]
+        [('ID', 0, 'decimal128(4, 0)'), ('BALANCE', 2, 'decimal128(9, 2)'), ('NAME', 7, 'string')]
+        """
+        from ._cobol import layout_from_copybook
+
+        return layout_from_copybook(cls.from_dtype, Encoding, src, record=record, codepage=codepage, invalid=invalid,
+                                    trim=trim, as_integer=as_integer, trunc=trunc, floating_point=floating_point,
+                                    redefines=redefines, names=names, flatten=flatten, source_format=source_format,
+                                    record_start_offset=record_start_offset, record_end_offset=record_end_offset,
+                                    fillers=fillers)
+
+
+def _binary_width(digits):
+    """Bytes COBOL gives a binary field of ``digits`` digits: 2 (1-4), 4 (5-9), 8 (10-18)."""
+    return 2 if digits <= 4 else 4 if digits <= 9 else 8
+
+
+def _checked_encodings(encodings):
+    """``encodings`` as a sorted tuple of ``(name, Encoding)``, or a LayoutError."""
+    if encodings is None:
+        return ()
+    items = encodings.items() if isinstance(encodings, dict) else encodings
+    try:
+        pairs = sorted((str(k), v) for k, v in items)
+    except (TypeError, ValueError) as err:
+        raise LayoutError(f"encodings must be a dict of leaf name -> Encoding, got {encodings!r}") from err
+    for name, enc in pairs:
+        if not isinstance(enc, Encoding):
+            raise LayoutError(f"encodings[{name!r}] must be a layouts.Encoding, got {type(enc).__name__} {enc!r}")
+    return tuple(pairs)
 
 
 def _check_has_data(dtype, fields):
@@ -619,7 +885,7 @@ def _strides(shape, itemsize):
 class _Builder:
     """Walks a structured dtype once, collecting leaves and the Arrow tree."""
 
-    def __init__(self, bytes_as, void_as, c=None):
+    def __init__(self, bytes_as, void_as, c=None, encodings=None):
         if isinstance(bytes_as, str):
             self.default, self.modes = bytes_as, {}
         elif isinstance(bytes_as, dict):
@@ -636,6 +902,16 @@ class _Builder:
         self.enum_as = c.enum_as if c else "int"
         self.fields = []
         self.used = set()
+        self.encodings = encodings or {}
+        self.encoded = set()
+
+    def check_unused_encodings(self):
+        unknown = sorted(set(self.encodings) - self.encoded)
+        if unknown:
+            leaves = [f.name for f in self.fields]
+            raise LayoutError(
+                f"encodings names {unknown}, which are not leaf fields of the record (its leaves: {leaves}); "
+                f"name V<n>/S<n> leaves by their dotted path, e.g. 'group.field'")
 
     def bytes_mode(self, name):
         self.used.add(name)
@@ -657,7 +933,9 @@ class _Builder:
                 shape + tuple(own),
                 strides + _strides(own, elem.itemsize),
             )
-            if elem.names is not None:
+            if ".".join(sub[1]) in self.encodings:
+                nodes.append(_Node(name, tuple(own), (), self.encoded_leaf(elem, *sub)))
+            elif elem.names is not None:
                 nodes.append(_Node(name, tuple(own), self.walk(elem, *sub), -1))
             elif elem.kind == "c":
                 nodes.append(_Node(name, tuple(own), self.complex_parts(elem, *sub), -1))
@@ -682,6 +960,40 @@ class _Builder:
             _Node(part, (), (), self.leaf(half, offset + i * half.itemsize, path + (part,), shape, strides))
             for i, part in enumerate(("re", "im"))
         )
+
+    def encoded_leaf(self, elem, offset, path, shape, strides):
+        """A mainframe field: a V<n>/S<n> leaf with an Encoding (see Encoding)."""
+        name = ".".join(path)
+        enc = self.encodings[name]
+        self.encoded.add(name)
+        fix = f"give {name!r} the dtype V{{n}} of the bytes the encoding needs"
+        if elem.names is not None or elem.kind not in "VS":
+            what = "a nested record" if elem.names is not None else f"dtype {elem.str}"
+            raise LayoutError(
+                f"encodings[{name!r}]: field {name!r} at offset {offset} is {what}, not a leaf of raw bytes "
+                f"(V<n> or S<n>); an encoding applies to a leaf: {fix.replace('{n}', '<n>')}")
+        width, need = elem.itemsize, enc.width()
+        if enc.kind == "binary":
+            ok, expected = 1 <= width <= 8, "1 to 8"
+        elif enc.kind == "hfloat":
+            ok, expected = width in (4, 8), "4 (COMP-1) or 8 (COMP-2)"
+        elif enc.kind == "text":
+            ok, expected = width >= 1, "at least 1"
+        else:
+            ok, expected = width == need, str(need)
+        if not ok:
+            what = f"{enc.digits} digits" if enc.kind in ("packed", "zoned") else enc.kind
+            raise LayoutError(
+                f"encodings[{name!r}]: field {name!r} at offset {offset} is {width} bytes wide, and a "
+                f"{enc.kind} field of {what} needs {expected} bytes; "
+                + (fix.replace("{n}", str(need)) if need else "give the field one of those widths"))
+        if enc.kind == "binary" and enc.trunc == "std" and enc.digits and len(str(2 ** (8 * width) - 1)) < enc.digits:
+            raise LayoutError(
+                f"encodings[{name!r}]: {enc.digits} digits do not fit a {width}-byte binary field; COBOL uses "
+                f"{_binary_width(enc.digits)} bytes for them")
+        self.fields.append(Field(path, offset, width, elem, enc.arrow_type(width), "|", shape, strides, enc.kind,
+                                 1, (), (), "", enc))
+        return len(self.fields) - 1
 
     def leaf(self, elem, offset, path, shape, strides):
         name = ".".join(path)

@@ -18,14 +18,16 @@ import pyarrow as pa
 
 from .kernels import plan as P
 
+from ._ebcdic import byte_of, decode_table, encode_table, max_utf8
 from ._errors import ConversionError, LayoutError
 
 ALIGN = 64
 KIND_CODES = {
     "copy": P.K_COPY, "bytes": P.K_BYTES, "bool": P.K_BOOL, "scale": P.K_SCALE,
     "civil": P.K_CIVIL, "cstr": P.K_CSTR, "utf32": P.K_UTF32, "bits": P.K_BITS, "enum": P.K_ENUM,
+    "text": P.K_TEXT, "packed": P.K_PACKED, "zoned": P.K_ZONED, "binary": P.K_BINARY, "hfloat": P.K_HFLOAT,
 }
-_VAR = ("cstr", "utf32")
+_VAR = ("cstr", "utf32", "text")
 _I32_MAX = 2**31 - 1
 
 
@@ -43,8 +45,18 @@ def arrow_width(field):
 
 
 def has_time_nulls(field):
-    """Leaves whose NaT becomes null: every datetime64/timedelta64 leaf."""
-    return field.dtype.kind in "mM"
+    """Leaves that always get a validity bitmap: every datetime64/timedelta64 leaf (NaT
+    becomes null), and mainframe numbers read with ``invalid="null"`` (text has no invalid bytes)."""
+    return field.dtype.kind in "mM" or (field.encoding is not None and field.encoding.invalid == "null"
+                                        and field.kind != "text")
+
+
+def var_bytes(field):
+    """Most bytes one value of a var-length leaf takes in Arrow: its width, or for EBCDIC
+    text the width times the most UTF-8 bytes one character of its code page takes."""
+    if field.kind == "text":
+        return field.width * max_utf8(field.encoding.codepage)
+    return field.width
 
 
 def native_dtype(field):
@@ -169,7 +181,7 @@ class Arena:
             if f.kind in _VAR:
                 ow = 8 if n * f.width > _I32_MAX else 4
                 bufs["offsets"] = put((n + 1) * ow)
-                bufs["data"] = put(n * f.width)
+                bufs["data"] = put(n * var_bytes(f))
             elif arrow_width(f) == 0:  # bit-packed booleans
                 bufs["data"] = put(-(-n // 8))
             else:
@@ -394,7 +406,28 @@ def _base_row(field, starts, i):
     if field.enum:
         row[P.P3] = 4
         row[P.FLAGS] |= P.F_SIGNED if field.dtype.kind == "i" else 0
+    if field.encoding is not None:
+        _mainframe_row(row, field)
     return row
+
+
+def _mainframe_row(row, field):
+    """The parameters of a mainframe op (see kernels.mainframe, "plan codes")."""
+    enc = field.encoding
+    row[P.FLAGS] |= (P.F_SIGNED if enc.signed else 0) | (P.F_NULL_INVALID if enc.invalid == "null" else 0)
+    if field.kind == "text":
+        row[P.P1] = var_bytes(field)
+        row[P.FLAGS] |= {"none": 0, "right": P.F_TRIM_RIGHT, "both": P.F_TRIM_RIGHT | P.F_TRIM_LEFT}[enc.trim]
+        return
+    row[P.P1] = enc.digits
+    row[P.P2] = arrow_width(field)
+    row[P.P3] = max(-enc.scale, 0)  # PIC 9PP: the value is the digits times 10**P3
+    if enc.kind == "zoned":
+        row[P.FLAGS] |= (P.F_LEADING if enc.sign.startswith("leading") else 0) | (
+            P.F_SEPARATE if enc.sign.endswith("separate") else 0)
+        row[P.SENT] = byte_of(enc.codepage, "+") | byte_of(enc.codepage, "-") << 8
+    if enc.kind == "binary" and (enc.trunc == "bin" or enc.digits == 0):
+        row[P.FLAGS] |= P.F_TRUNC_BIN
 
 
 def forward_ops(arena, base, sentinels):
@@ -415,6 +448,10 @@ def forward_ops(arena, base, sentinels):
             keep.append(table)
             row[P.TABLE], row[P.P2] = table.ctypes.data, len(table)
             row[P.FLAGS] |= P.F_DENSE if dense else 0
+        if f.kind == "text":
+            table = decode_table(f.encoding.codepage)
+            keep.append(table)
+            row[P.TABLE] = table.ctypes.data
         bufs = arena.buffers[i]
         row[P.DATA] = base + bufs["data"][0]
         if "validity" in bufs:
@@ -447,6 +484,10 @@ def reverse_ops(layout, columns, fills, truncate):
             table = enum_table(f, col.dictionary)
             keep.append(table)
             row[P.TABLE], row[P.P2] = table.ctypes.data, len(table)
+        if col.kind == "text":
+            table = encode_table(f.encoding.codepage)
+            keep.append(table)
+            row[P.TABLE] = table.ctypes.data
         row[P.DATA] = col.data.address if col.data is not None else 0
         row[P.VALID] = col.validity.address if col.validity is not None else 0
         row[P.ELEM0] = col.offset

@@ -33,7 +33,8 @@ def test_wheel_installs_one_import_package(wheel):
     assert {t for t in tops if not t.endswith(".dist-info")} == {"layouts"}
     for needed in ("layouts/kernels/cpu/forward.py", "layouts/kernels/cuda/transpose.py", "layouts/kernels/threads.py",
                    "layouts/benchmarks/__main__.py", "layouts/_cuda/transpose.py", "layouts/_cdecl/program.py",
-                   "layouts/_cli/convert.py", "layouts/_convert/readahead.py", "layouts/py.typed"):
+                   "layouts/_cli/convert.py", "layouts/_convert/readahead.py", "layouts/_cobol/parse.py",
+                   "layouts/cobol.py", "layouts/py.typed"):
         assert needed in names
     assert not [n for n in names if "/tests/" in n or Path(n).name.startswith("test_") or "/results/" in n]
 
@@ -72,7 +73,11 @@ def test_install_hints_name_this_distribution():
 
 
 def test_public_signatures():
-    assert list(inspect.signature(lo.Layout).parameters) == ["dtype", "bytes_as", "flatten", "void_as"]
+    assert list(inspect.signature(lo.Layout).parameters) == ["dtype", "bytes_as", "flatten", "void_as", "encodings"]
+    params = inspect.signature(lo.Layout.from_copybook).parameters
+    assert not [p for p in params.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
+    assert {"record", "codepage", "invalid", "trim", "as_integer", "trunc", "redefines", "names", "flatten",
+            "fillers"} <= set(params)
     params = inspect.signature(lo.Layout.from_c).parameters
     assert not [p for p in params.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
     assert {"byteorder", "pack", "unions", "pointers", "enum_as", "bytes_as", "flatten", "include_dirs",

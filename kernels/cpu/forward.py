@@ -11,7 +11,9 @@ from ..plan import (
     KIND, N_BITS, NAT, NULLS, OFFS, OFFSETS, P1, P2, P3, SENT, SWAP, TABLE, VALID,
     WIDTH,
 )
+from ..plan import K_BINARY, K_HFLOAT, K_PACKED, K_TEXT, K_ZONED
 from ..threads import ROW_ALIGN
+from . import mainframe
 from .memory import BLOCK_BYTES, I32_MAX, I32_MIN, I64_MAX, _clear_bits, _days_from_civil, _is_nan, _jit, _load, _load_word, _low_bits, _memcpy, _offset_at, _set_bit, _set_offset, _sign_extend, _store, _stream_copy, _utf8_valid
 
 # --------------------------------------------------------------- AoS -> SoA, per op
@@ -278,6 +280,12 @@ def _forward_block(src, stride, r0, b0, b1, ops, offs, err):
             _fwd_bits(src, stride, b0, b1, op, offs)
         elif kind == K_ENUM:
             _fwd_enum(src, stride, b0, b1, op, offs)
+        elif kind == K_PACKED or kind == K_ZONED or kind == K_BINARY:
+            row, code = mainframe.fwd_decimal(src, stride, b0, b1, op, offs, kind)
+        elif kind == K_HFLOAT:
+            row, code = mainframe.fwd_hfloat(src, stride, b0, b1, op, offs)
+        elif kind == K_TEXT:
+            row, code = mainframe.fwd_text(src, stride, r0, b0, b1, op, offs)
         else:
             row, code = _fwd_string(src, stride, r0, b0, b1, op, offs)
         if code != 0:
@@ -300,6 +308,10 @@ def _value_width(op):
         return 4
     if kind == K_BOOL:
         return 0
+    if kind == K_PACKED or kind == K_ZONED or kind == K_BINARY:
+        return op[P2]
+    if kind == K_HFLOAT:
+        return op[WIDTH]
     return -1
 
 

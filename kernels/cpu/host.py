@@ -6,7 +6,7 @@ import time
 import numpy as np
 
 from ..plan import (
-    K_CSTR, K_UTF32,
+    K_CSTR, K_TEXT, K_UTF32,
     KIND, NCOLS, OFFSETS, P2,
 )
 from .memory import STAGE_RECORD_MAX, STREAM_BYTES, _set_offset
@@ -44,7 +44,7 @@ def aos_to_soa(src, stride, n, ops, offs, *, threads=None, owners=None):
     fault = run_chunks(_forward_rows, starts, (src, stride, ops, offs, stream), owners)
     if fault is None:
         for j in range(ops.shape[0]):
-            if ops[j, KIND] in (K_CSTR, K_UTF32):
+            if ops[j, KIND] in (K_CSTR, K_UTF32, K_TEXT):
                 if n:
                     _compact_strings(ops[j], starts)
                 else:  # no row wrote it: an empty column's one offset is 0

@@ -13,7 +13,9 @@ from ..plan import (
     KIND, N_NONE, NAT, NULLS, OFFS, OFFSETS, P1, P2, P3, SENT, SWAP, TABLE, VALID,
     WIDTH,
 )
+from ..plan import K_BINARY, K_HFLOAT, K_PACKED, K_TEXT, K_ZONED
 from ..threads import ROW_ALIGN
+from . import mainframe
 from .memory import BLOCK_BYTES, STAGE_RECORD_MAX, _civil_from_days, _get_bit, _jit, _load, _load_word, _low_bits, _memcpy, _memset0, _offset_at, _sign_extend, _store, _stream_copy, _swap, _utf8_start
 from .forward import _value_width
 
@@ -289,6 +291,12 @@ def _reverse_block(dst, itemsize, b0, b1, ops, offs, err):
             row, code = _rev_bits(dst, itemsize, b0, b1, op, offs)
         elif kind == K_ENUM:
             row, code = _rev_enum(dst, itemsize, b0, b1, op, offs)
+        elif kind == K_PACKED or kind == K_ZONED or kind == K_BINARY:
+            row, code = mainframe.rev_decimal(dst, itemsize, b0, b1, op, offs, kind)
+        elif kind == K_HFLOAT:
+            row, code = mainframe.rev_hfloat(dst, itemsize, b0, b1, op, offs)
+        elif kind == K_TEXT:
+            row, code = mainframe.rev_text(dst, itemsize, b0, b1, op, offs)
         else:
             row, code = _rev_string(dst, itemsize, b0, b1, op, offs)
         if code != 0:

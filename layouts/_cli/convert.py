@@ -8,6 +8,8 @@ import time
 from .._formats import DEFAULT_CHUNK, FORMATS, SUFFIXES
 from .errors import CommandError, command_hints, say
 from .interrupts import Interrupts
+from .copybook import (add_copybook_options, add_segment_options, convert_segments, copybook_layout, in_flags,
+                       reject_copybook_options)
 from .options import add_c_options, assignment, byte_size, codec_of, field_values, layout_of, whole_number
 from .stdio import check_open, open_stdin
 from .streams import convert_stream
@@ -21,6 +23,14 @@ def convert(args):
     from .._backends import auto_device
     from . import warm_up  # the package's name, which a test may replace
 
+    if args.segment:
+        if not args.copybook:
+            raise CommandError("--segment lays records out by a copybook's records; add --copybook FILE")
+        return convert_segments(args)
+    for flag, value, unset in (("--segment-field", args.segment_field, None), ("--framing", args.framing, "rdw"),
+                               ("--short", args.short, "error")):
+        if value != unset:
+            raise CommandError(f"{flag} applies to multi-segment files; add --segment ID=RECORD (or leave {flag} out)")
     to_stdout = args.dst == "-"
     check_open(args)
     if to_stdout and sys.stdout.isatty():
@@ -29,7 +39,11 @@ def convert(args):
     src = open_stdin() if args.src == "-" else args.src
     fmt = _stdout_format(args, src) if to_stdout else _output_format(args)
     codec = codec_of(args, fmt)
-    layout = layout_of(args)
+    if args.copybook:
+        layout = copybook_layout(args)
+    else:
+        reject_copybook_options(args)
+        layout = layout_of(args)
     chunk = DEFAULT_CHUNK if args.chunk is None else args.chunk
     if chunk < layout.itemsize:
         raise CommandError(f"--chunk {chunk} is smaller than one record ({layout.itemsize} bytes); "
@@ -67,6 +81,12 @@ def convert(args):
                                 **options)
         except lo.LayoutError as err:
             _hint_alignment(err, args, layout)
+            if args.copybook:
+                err.args = (in_flags(str(err)),)
+            raise
+        except lo.ConversionError as err:
+            if args.copybook:  # the copybook's options, as this command spells them
+                err.args = (in_flags(str(err)),)
             raise
         except KeyboardInterrupt as err:  # held while the output was put in place: it is there, whole
             args.kept = getattr(err, "_layouts_output_kept", None)
@@ -304,6 +324,10 @@ def add_parser(sub):
     record = p.add_mutually_exclusive_group(required=True)
     record.add_argument("--struct", metavar="HEADER[:NAME]", help="the record type from a C header")
     record.add_argument("--dtype", metavar="SPEC", help="the record type as a NumPy dtype, e.g. \"[('a','<i4')]\"")
+    record.add_argument("--copybook", metavar="FILE",
+                        help="the record type from a COBOL copybook (EBCDIC text, packed and zoned decimals, "
+                             "binary, IBM floats; see docs/mainframe.md), e.g. layouts convert DATA --copybook x.cob "
+                             "--to out.parquet, and back: layouts convert out.parquet --copybook x.cob --to DATA2")
     record.add_argument("--stream", metavar="SPEC",
                         help="a record stream (several record types, framed records, a header): a built-in (pcap, "
                              "itch50) or a .toml description; SRC -> a directory DST/ of TYPE.parquet files, or a "
@@ -329,4 +353,6 @@ def add_parser(sub):
     p.add_argument("--quiet", action="store_true", help="no progress bar, no summary line, no compile notice")
     _add_convert_options(p)
     add_c_options(p)
+    add_copybook_options(p, convert=True)
+    add_segment_options(p)
     p.set_defaults(run=convert)

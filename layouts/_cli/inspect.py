@@ -1,6 +1,8 @@
 """``layouts inspect``: the layout of a C struct (from a header, or from the DWARF of an object
-built with -g), as pahole shows it, or as JSON (``--stream``: see :mod:`.streams`)."""
+built with -g), as pahole shows it, or as JSON (``--stream``: see :mod:`.streams`; a COBOL
+copybook: see :mod:`.copybook`)."""
 
+from .copybook import add_copybook_options, inspect_copybook, is_copybook, reject_copybook_options
 from .options import add_c_options, c_options
 from .streams import inspect_stream
 
@@ -10,6 +12,9 @@ def inspect(args):
     or an ELF object, executable or shared library built with -g (read from its DWARF)."""
     if args.stream is not None:
         return inspect_stream(args)
+    if args.copybook or is_copybook(args.source):
+        return inspect_copybook(args)
+    reject_copybook_options(args)
     import layouts as lo
     from layouts._cdecl import dwarf_record_names, is_elf, record_names
 
@@ -58,5 +63,9 @@ def add_parser(sub):
     p.add_argument("--compiler", default="auto", metavar="CC",
                    help="C compiler that lays the header out: auto ($CC, gcc, cc, clang; default), a name or "
                         "path, or none for the built-in pycparser/cffi path")
+    p.add_argument("--copybook", action="store_true",
+                   help="SOURCE is a COBOL copybook (the default for .cob, .cbl, .cpy, .copy, .copybook): print "
+                        "every field's offset, size, copybook line, PICTURE, usage, kind and Arrow type")
     add_c_options(p)
+    add_copybook_options(p, convert=False)
     p.set_defaults(run=inspect)

@@ -1,0 +1,419 @@
+"""CPU ops of the mainframe kinds (text, packed, zoned, binary, hfloat), both ways.
+
+Each op converts one column over a block of records, as the other ops of the CPU
+transpose do (same arguments, same ``(row, code)`` result), calling the value
+transforms of :mod:`kernels.mainframe` for the semantics. A value that is not valid
+data returns ``E_INVALID`` at its row, or, with ``F_NULL_INVALID``, becomes a null.
+"""
+
+import numpy as np
+
+from .._memory import load8, load16, load32, load64, store8, store16, store32, store64
+from ..mainframe import (
+    below_pow10, digit_at, digit_groups, divmod_u128_small, fold_chunk, ibm_to_ieee, ieee_to_ibm,
+    magnitude_128, mul_add_u128, pack_sign_nibble, packed_sign, signed_128, zoned_digit, zoned_overpunch,
+)
+from ..plan import (
+    COUNT, DATA, E_INEXACT, E_INVALID, E_NULL, E_RANGE, E_TOO_LONG, E_UNMAPPABLE, E_UTF, ELEM0, F_LEADING,
+    F_NULL_INVALID, F_SEPARATE, F_SIGNED, F_TRIM_LEFT, F_TRIM_RIGHT, F_TRUNC_BIN, F_TRUNCATE, FLAGS, K_BINARY,
+    K_PACKED, K_ZONED, OFFS, OFFSETS, P1, P2, P3, SENT, TABLE, VALID, WIDTH,
+)
+from .memory import _clear_bits, _get_bit, _jit, _offset_at, _set_bit, _set_offset
+
+I64_MIN_MAG = np.uint64(2**63)
+
+
+@_jit
+def _store_number(dst, i, outw, hi, lo, negative):
+    """Magnitude ``(hi, lo)`` with its sign into element i: decimal128 (outw 16) or int64;
+    False if it does not fit int64."""
+    if outw == 16:
+        h, l_ = signed_128(hi, lo, -1 if negative else 1)
+        store64(dst + i * 16, l_)
+        store64(dst + i * 16 + 8, h)
+        return True
+    if hi != np.uint64(0) or lo > I64_MIN_MAG or (lo == I64_MIN_MAG and not negative):
+        return False
+    v = np.int64(lo)
+    store64(dst + i * 8, -v if negative else v)
+    return True
+
+
+@_jit
+def _store_zero(dst, i, outw):
+    store64(dst + i * outw, 0)
+    if outw == 16:
+        store64(dst + i * 16 + 8, 0)
+
+
+@_jit
+def _scaled(hi, lo, pow10):
+    """``(hi, lo) * 10**pow10`` (P scaling, PIC 9PP)."""
+    for _ in range(pow10):
+        hi, lo = mul_add_u128(hi, lo, 10, 0)
+    return hi, lo
+
+
+# --------------------------------------------------------------------------- decoders
+# Each returns (status, negative, hi, lo): status 0, E_INVALID or E_RANGE.
+
+
+@_jit
+def _decode_packed(a, width, digits, signed):
+    first_pad = digits % 2 == 0  # an even digit count leaves the first nibble as padding: it must be 0
+    chunk, nd = np.int64(0), 0
+    hi, lo = np.uint64(0), np.uint64(0)
+    for t in range(width):
+        b = np.int64(load8(a + t))
+        h, low = b >> 4, b & 0xF
+        if h > 9 or (t == 0 and first_pad and h != 0):
+            return E_INVALID, False, hi, lo
+        chunk = chunk * 10 + h
+        nd += 1
+        if t == width - 1:
+            sign = packed_sign(low, signed)
+            if sign == 0:
+                return E_INVALID, False, hi, lo
+            if hi == np.uint64(0) and lo == np.uint64(0):
+                return 0, sign < 0, np.uint64(0), np.uint64(chunk)  # what was folded before is 0
+            hi, lo = fold_chunk(hi, lo, chunk, nd)
+            return 0, sign < 0, hi, lo
+        if low > 9:
+            return E_INVALID, False, hi, lo
+        chunk = chunk * 10 + low
+        nd += 1
+        if nd >= 17:
+            hi, lo = fold_chunk(hi, lo, chunk, nd)
+            chunk, nd = np.int64(0), 0
+    return E_INVALID, False, hi, lo
+
+
+@_jit
+def _decode_zoned(a, width, signed, flags, plus, minus):
+    leading, separate = (flags & F_LEADING) != 0, (flags & F_SEPARATE) != 0
+    d0, d1 = 0, width  # the digit bytes
+    negative = False
+    if separate:
+        sb = np.int64(load8(a if leading else a + width - 1))
+        if sb == plus:
+            negative = False
+        elif sb == minus:
+            negative = True
+        else:
+            return E_INVALID, False, np.uint64(0), np.uint64(0)
+        if leading:
+            d0 = 1
+        else:
+            d1 = width - 1
+    over = -1 if separate else (d0 if leading else d1 - 1)  # the byte with the overpunched sign
+    chunk, nd = np.int64(0), 0
+    hi, lo = np.uint64(0), np.uint64(0)
+    for t in range(d0, d1):
+        b = np.int64(load8(a + t))
+        if t == over:
+            d, sign = zoned_overpunch(b, signed)
+            if d < 0:
+                return E_INVALID, False, hi, lo
+            negative = sign < 0
+        else:
+            d = zoned_digit(b)
+            if d < 0:
+                return E_INVALID, False, hi, lo
+        chunk = chunk * 10 + d
+        nd += 1
+        if nd == 18:
+            hi, lo = fold_chunk(hi, lo, chunk, nd)
+            chunk, nd = np.int64(0), 0
+    if nd:
+        hi, lo = fold_chunk(hi, lo, chunk, nd)
+    return 0, negative, hi, lo
+
+
+@_jit
+def _decode_binary(a, width, signed, digits, trunc_bin):
+    raw = np.uint64(0)
+    for t in range(width):
+        raw = (raw << np.uint64(8)) | np.uint64(load8(a + t))
+    negative = False
+    if signed and (raw >> np.uint64(8 * width - 1)) & np.uint64(1):
+        negative = True
+        raw = (~raw + np.uint64(1)) & (np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - 8 * width))
+        if width == 8 and raw == np.uint64(0):
+            raw = I64_MIN_MAG
+    if not trunc_bin and digits > 0 and not below_pow10(np.uint64(0), raw, digits):
+        return E_INVALID, negative, np.uint64(0), raw
+    return 0, negative, np.uint64(0), raw
+
+
+# --------------------------------------------------------------------------- AoS -> SoA
+
+
+@_jit
+def fwd_decimal(src, stride, b0, b1, op, offs, kind):
+    """Packed, zoned or binary (``kind``) -> decimal128 / int64 (P2 bytes)."""
+    w, c, dst, outw, digits, pow10 = op[WIDTH], op[COUNT], op[DATA], op[P2], op[P1], op[P3]
+    flags = op[FLAGS]
+    signed, to_null, valid = (flags & F_SIGNED) != 0, (flags & F_NULL_INVALID) != 0, op[VALID]
+    plus, minus = op[SENT] & 0xFF, (op[SENT] >> 8) & 0xFF
+    trunc_bin = (flags & F_TRUNC_BIN) != 0
+    if valid != 0:
+        _clear_bits(valid, b0 * c, b1 * c)
+    for k in range(c):
+        base = src + offs[op[OFFS] + k]
+        for r in range(b0, b1):
+            a = base + r * stride
+            i = r * c + k
+            if kind == K_PACKED:
+                status, negative, hi, lo = _decode_packed(a, w, digits, signed)
+            elif kind == K_ZONED:
+                status, negative, hi, lo = _decode_zoned(a, w, signed, flags, plus, minus)
+            else:
+                status, negative, hi, lo = _decode_binary(a, w, signed, digits, trunc_bin)
+            if status == 0 and pow10 > 0:
+                hi, lo = _scaled(hi, lo, pow10)
+            if status == 0 and not _store_number(dst, i, outw, hi, lo, negative):
+                status = E_RANGE
+            if status != 0:
+                if not to_null:
+                    return r, status
+                _store_zero(dst, i, outw)
+            elif valid != 0:
+                _set_bit(valid, i)
+    return -1, 0
+
+
+@_jit
+def fwd_hfloat(src, stride, b0, b1, op, offs):
+    """IBM hexadecimal float (WIDTH 4 or 8) -> float32 / float64."""
+    w, c, dst, valid = op[WIDTH], op[COUNT], op[DATA], op[VALID]
+    to_null = (op[FLAGS] & F_NULL_INVALID) != 0
+    if valid != 0:
+        _clear_bits(valid, b0 * c, b1 * c)
+    for k in range(c):
+        base = src + offs[op[OFFS] + k]
+        for r in range(b0, b1):
+            a = base + r * stride
+            i = r * c + k
+            if w == 4:
+                raw = np.int64(load32(a))
+                raw = ((raw & 0xFF) << 24) | ((raw & 0xFF00) << 8) | ((raw >> 8) & 0xFF00) | ((raw >> 24) & 0xFF)
+            else:
+                raw = np.int64(0)
+                for t in range(8):
+                    raw = (raw << 8) | np.int64(load8(a + t))
+            bits, status = ibm_to_ieee(raw, w)
+            if status != 0:
+                if not to_null:
+                    return r, E_RANGE
+                bits = 0
+            elif valid != 0:
+                _set_bit(valid, i)
+            if w == 4:
+                store32(dst + i * 4, bits)
+            else:
+                store64(dst + i * 8, bits)
+    return -1, 0
+
+
+@_jit
+def fwd_text(src, stride, r0, b0, b1, op, offs):
+    """EBCDIC bytes -> UTF-8 through the code page's table, into chunk-local var data
+    (as the C-string op does; compacted after the pass)."""
+    n, c, per, ow = op[WIDTH], op[COUNT], op[P1], op[P2]
+    data, offsets, table = op[DATA] + r0 * c * per, op[OFFSETS], op[TABLE]
+    trim_r, trim_l = (op[FLAGS] & F_TRIM_RIGHT) != 0, (op[FLAGS] & F_TRIM_LEFT) != 0
+    for r in range(b0, b1):
+        for k in range(c):
+            i = r * c + k
+            pos = 0 if i == r0 * c else _offset_at(offsets, i, ow)
+            if i == 0:
+                _set_offset(offsets, 0, ow, 0)
+            s = src + r * stride + offs[op[OFFS] + k]
+            first, end = 0, n
+            if trim_r:
+                while end > 0 and load8(s + end - 1) == 0x40:
+                    end -= 1
+            if trim_l:
+                while first < end and load8(s + first) == 0x40:
+                    first += 1
+            out = data + pos
+            length = 0
+            for t in range(first, end):
+                code = np.int64(load32(table + np.int64(load8(s + t)) * 4))
+                size = code >> 24
+                if size == 1:
+                    store8(out + length, code)
+                elif size == 2:
+                    store16(out + length, code)
+                else:
+                    store16(out + length, code)
+                    store8(out + length + 2, code >> 16)
+                length += size
+            _set_offset(offsets, i + 1, ow, pos + length)
+    return -1, 0
+
+
+# --------------------------------------------------------------------------- SoA -> AoS
+
+
+@_jit
+def _column_magnitude(op, i):
+    """``(null, negative, hi, lo)`` of element i of a decimal128 / int64 column."""
+    src, outw, valid = op[DATA], op[P2], op[VALID]
+    if valid != 0 and not _get_bit(valid, i):
+        return True, False, np.uint64(0), np.uint64(0)
+    if outw == 16:
+        lo, hi = np.int64(load64(src + i * 16)), np.int64(load64(src + i * 16 + 8))
+    else:
+        lo = np.int64(load64(src + i * 8))
+        hi = np.int64(-1) if lo < 0 else np.int64(0)
+    negative, mh, ml = magnitude_128(hi, lo)
+    return False, negative, mh, ml
+
+
+@_jit
+def _unscaled(hi, lo, pow10):
+    """``(hi, lo) / 10**pow10`` if exact: ``(ok, hi, lo)`` (P scaling, PIC 9PP)."""
+    for _ in range(pow10):
+        hi, lo, rem = divmod_u128_small(hi, lo, 10)
+        if rem != 0:
+            return False, hi, lo
+    return True, hi, lo
+
+
+@_jit
+def rev_decimal(dst, itemsize, b0, b1, op, offs, kind):
+    """decimal128 / int64 -> packed, zoned or binary (``kind``), range-checked."""
+    w, c, digits, pow10, flags, e0 = op[WIDTH], op[COUNT], op[P1], op[P3], op[FLAGS], op[ELEM0]
+    signed = (flags & F_SIGNED) != 0
+    leading, separate = (flags & F_LEADING) != 0, (flags & F_SEPARATE) != 0
+    plus, minus = op[SENT] & 0xFF, (op[SENT] >> 8) & 0xFF
+    trunc_bin = (flags & F_TRUNC_BIN) != 0
+    groups = np.zeros(5, dtype=np.int64)
+    for k in range(c):
+        base = dst + offs[op[OFFS] + k]
+        for r in range(b0, b1):
+            null, negative, hi, lo = _column_magnitude(op, e0 + r * c + k)
+            if null:
+                return r, E_NULL
+            if pow10 > 0:
+                ok, hi, lo = _unscaled(hi, lo, pow10)
+                if not ok:
+                    return r, E_INEXACT
+            if hi == np.uint64(0) and lo == np.uint64(0):
+                negative = False  # decimal -0 does not exist; zero is written positive
+            if negative and not signed:
+                return r, E_RANGE
+            a = base + r * itemsize
+            if kind == K_BINARY:
+                if hi != np.uint64(0):
+                    return r, E_RANGE
+                limit_ok = True
+                if trunc_bin or digits == 0:
+                    if signed:
+                        limit_ok = lo <= (np.uint64(1) << np.uint64(8 * w - 1)) - np.uint64(0 if negative else 1)
+                    elif w < 8:
+                        limit_ok = lo < (np.uint64(1) << np.uint64(8 * w))
+                else:
+                    limit_ok = below_pow10(hi, lo, digits)
+                if not limit_ok:
+                    return r, E_RANGE
+                v = (~lo + np.uint64(1)) if negative else lo
+                for t in range(w):
+                    store8(a + w - 1 - t, np.int64((v >> np.uint64(8 * t)) & np.uint64(0xFF)))
+                continue
+            if not below_pow10(hi, lo, digits):
+                return r, E_RANGE
+            digit_groups(hi, lo, groups)
+            if kind == K_PACKED:
+                sign = pack_sign_nibble(negative, signed)
+                # nibble j counted from the sign's left: digit j; the sign is the last nibble
+                for t in range(w):
+                    j_hi = 2 * (w - 1 - t)  # digit index of the byte's high nibble (from the right)
+                    if t == w - 1:
+                        store8(a + t, (digit_at(groups, 0) << 4) | sign)
+                    else:
+                        store8(a + t, (digit_at(groups, j_hi) << 4) | digit_at(groups, j_hi - 1))
+                continue
+            zone = pack_sign_nibble(negative, signed)
+            d0 = 1 if separate and leading else 0
+            nd = digits
+            for t in range(nd):
+                d = digit_at(groups, nd - 1 - t)
+                store8(a + d0 + t, 0xF0 | d)
+            if separate:
+                store8(a if leading else a + w - 1, minus if negative else plus)
+            else:
+                at = a + (0 if leading else nd - 1)
+                store8(at, (zone << 4) | (load8(at) & 0xF))
+    return -1, 0
+
+
+@_jit
+def rev_hfloat(dst, itemsize, b0, b1, op, offs):
+    """float32 / float64 -> IBM hexadecimal float (see kernels.mainframe.ieee_to_ibm)."""
+    w, c, src, e0, valid = op[WIDTH], op[COUNT], op[DATA], op[ELEM0], op[VALID]
+    for k in range(c):
+        base = dst + offs[op[OFFS] + k]
+        for r in range(b0, b1):
+            i = e0 + r * c + k
+            if valid != 0 and not _get_bit(valid, i):
+                return r, E_NULL
+            bits = np.int64(load32(src + i * 4)) if w == 4 else np.int64(load64(src + i * 8))
+            ibm, status = ieee_to_ibm(bits, w)
+            if status != 0:
+                return r, E_RANGE
+            a = base + r * itemsize
+            for t in range(w):
+                store8(a + w - 1 - t, (ibm >> (8 * t)) & 0xFF)
+    return -1, 0
+
+
+@_jit
+def rev_text(dst, itemsize, b0, b1, op, offs):
+    """UTF-8 -> EBCDIC through the code page's int16[65536] table, padded with EBCDIC
+    spaces (0x40); a character with no byte in the code page is E_UNMAPPABLE."""
+    n, c, data, offsets, e0, ow = op[WIDTH], op[COUNT], op[DATA], op[OFFSETS], op[ELEM0], op[P2]
+    valid, table, truncate = op[VALID], op[TABLE], (op[FLAGS] & F_TRUNCATE) != 0
+    for k in range(c):
+        base = dst + offs[op[OFFS] + k]
+        for r in range(b0, b1):
+            i = e0 + r * c + k
+            if valid != 0 and not _get_bit(valid, i):
+                return r, E_NULL
+            start = _offset_at(offsets, i, ow)
+            length = _offset_at(offsets, i + 1, ow) - start
+            s, out = data + start, base + r * itemsize
+            t, m = 0, 0
+            while t < length:
+                cp = np.int64(load8(s + t))
+                need = 0
+                if cp >= 0xF0:
+                    need, cp = 3, cp & 0x07
+                elif cp >= 0xE0:
+                    need, cp = 2, cp & 0x0F
+                elif cp >= 0xC0:
+                    need, cp = 1, cp & 0x1F
+                elif cp >= 0x80:
+                    return r, E_UTF
+                if need > 0 and t + need >= length:
+                    return r, E_UTF
+                for u in range(1, need + 1):
+                    cb = np.int64(load8(s + t + u))
+                    if cb & 0xC0 != 0x80:
+                        return r, E_UTF
+                    cp = (cp << 6) | (cb & 0x3F)
+                t += need + 1
+                if m >= n:
+                    if not truncate:
+                        return r, E_TOO_LONG
+                    break
+                byte = np.int64(-1) if cp > 0xFFFF else np.int64(np.int16(load16(table + cp * 2)))
+                if byte < 0:
+                    return r, E_UNMAPPABLE
+                store8(out + m, byte)
+                m += 1
+            while m < n:
+                store8(out + m, 0x40)
+                m += 1
+    return -1, 0
