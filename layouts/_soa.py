@@ -54,7 +54,7 @@ class SoA:
                  fills: "Mapping[str, Any] | None" = None, truncate: bool = False, arena: "Arena | None" = None,
                  memory: Any = None, backend: "Backend | None" = None) -> None:
         self.layout, self._length, self._columns = layout, length, tuple(columns)
-        self._backend = backends.get("cpu") if backend is None else backend
+        self._backend = backends.host() if backend is None else backend
         self._fills, self._truncate = dict(fills or {}), truncate
         self._arena, self._memory = arena, memory
         self._use, self._generation = ArenaUse(), 0
@@ -467,7 +467,7 @@ def soa_over_arena(layout, n, arena, memory, nulls, records, use=None, backend=N
     made from its indices (which may change, see :func:`_enum_dictionary`); ``records()``
     gives the records converted, on the host. ``use`` is the :class:`ArenaUse` of SoAs
     made earlier over the same memory (``to_soa(out=...)``), which this one succeeds."""
-    backend = backends.get("cpu") if backend is None else backend
+    backend = backends.host() if backend is None else backend
     dictionaries = {}
     for i, f in enumerate(layout.fields):
         if f.kind == "enum":

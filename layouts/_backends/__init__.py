@@ -138,7 +138,16 @@ def get(device: "str | None", default: "Backend | None" = None) -> "Backend":
     ones there are. Call it once, where the name comes in."""
     if device is None and default is not None:
         return default
-    name = check_device(device, "cpu")
+    return _loaded(check_device(device, "cpu"))
+
+
+def host() -> "Backend":
+    """The CPU backend (host memory)."""
+    return _loaded("cpu")
+
+
+def _loaded(name: str) -> "Backend":
+    """The backend object of a checked device name, its module imported on first use."""
     backend = _made.get(name)
     if backend is None:
         module = importlib.import_module(f"{__name__}.{_MODULES[name]}")
@@ -158,7 +167,7 @@ def on_device(obj: Any) -> bool:
 def backend_of(obj: Any) -> "Backend":
     """The backend whose memory ``obj`` is: CUDA for ``__cuda_array_interface__``
     objects, the CPU for anything else (buffer protocol, ``__array_interface__``, Arrow)."""
-    return get("cuda" if on_device(obj) else "cpu")
+    return _loaded(DEVICES[1] if on_device(obj) else DEVICES[0])
 
 
 def common(named: "Iterable[Tuple[str, Any]]") -> "Backend":
@@ -167,7 +176,7 @@ def common(named: "Iterable[Tuple[str, Any]]") -> "Backend":
     how to bring them together."""
     named = list(named)
     if not named:
-        return get("cpu")
+        return host()
     where = [(what, backend_of(obj)) for what, obj in named]
     first = where[0][1]
     if all(b is first for _, b in where):
