@@ -174,8 +174,8 @@ def claimed(call, writes=(), reads=()):
 
 
 def byte_range(obj):
-    """``(first, end)`` addresses of the memory of a NumPy array or a pyarrow Buffer."""
-    if isinstance(obj, pa.Buffer):
+    """``(first, end)`` addresses of the memory of a NumPy array, a pyarrow Buffer or a host :class:`Span`."""
+    if isinstance(obj, (pa.Buffer, Span)):
         return obj.address, obj.address + obj.size
     return getattr(np.lib, "array_utils", np).byte_bounds(np.asarray(obj))  # (NumPy 1.26: np.byte_bounds)
 
@@ -328,14 +328,44 @@ def reverse_ops(layout, columns, fills, truncate):
     return ops, offs, keep
 
 
+class Span:
+    """Where one column buffer lies: ``size`` bytes at ``address``, the address a copy
+    plan takes as it is. On the host that is the buffer's address (``owner``, a pyarrow
+    Buffer or the arena, keeps the bytes alive); in a device arena it is the buffer's
+    offset from the arena's first byte (the kernels add the arena's address)."""
+
+    __slots__ = ("address", "size", "owner")
+
+    def __init__(self, address, size, owner=None):
+        self.address, self.size, self.owner = address, size, owner
+
+    def arrow(self):
+        """The bytes as a pyarrow Buffer, no copy (host spans only)."""
+        owner = self.owner
+        if isinstance(owner, pa.Buffer) and owner.address == self.address and owner.size == self.size:
+            return owner
+        return pa.foreign_buffer(self.address, self.size, base=owner)
+
+    def __repr__(self):
+        return f"Span({self.address:#x}, {self.size})"
+
+
+def _span(buffer):
+    """A buffer as a :class:`Span` (a pyarrow Buffer becomes one that keeps it alive)."""
+    if buffer is None or isinstance(buffer, Span):
+        return buffer
+    return Span(buffer.address, buffer.size, buffer)
+
+
 class ColumnBuffers:
-    """The Arrow buffers of one leaf column (element level, before fixed_size_list)."""
+    """The buffers of one leaf column (element level, before fixed_size_list), each a
+    :class:`Span` on either backend; pyarrow Buffers given are held as Spans over them."""
 
     __slots__ = ("type", "length", "validity", "offsets", "data", "offset", "kind", "dictionary")
 
     def __init__(self, type, length, validity, offsets, data, offset=0, kind="copy", dictionary=None):
         self.type, self.length, self.offset, self.kind = type, length, offset, kind
-        self.validity, self.offsets, self.data = validity, offsets, data
+        self.validity, self.offsets, self.data = _span(validity), _span(offsets), _span(data)
         self.dictionary = dictionary  # enum columns: the entries the int32 indices point to
 
     def used(self):
@@ -347,23 +377,25 @@ class ColumnBuffers:
         first, end = self.offset - self.offset % 8, self.offset + self.length
         validity = ends = data = None
         if self.validity is not None:
-            validity = np.frombuffer(self.validity, np.uint8)[first // 8 : -(-end // 8)]
+            validity = np.frombuffer(self.validity.arrow(), np.uint8)[first // 8 : -(-end // 8)]
         if self.offsets is not None:
             large = pa.types.is_large_binary(self.type) or pa.types.is_large_string(self.type)
-            ends = np.frombuffer(self.offsets, dtype="<i8" if large else "<i4")[first : end + 1]
-            data = np.frombuffer(self.data, np.uint8)[int(ends[0]) : int(ends[-1])]
+            ends = np.frombuffer(self.offsets.arrow(), dtype="<i8" if large else "<i4")[first : end + 1]
+            data = np.frombuffer(self.data.arrow(), np.uint8)[int(ends[0]) : int(ends[-1])]
         elif self.data is not None:
             bits = _element_bits(self.type)
-            raw = np.frombuffer(self.data, np.uint8)
+            raw = np.frombuffer(self.data.arrow(), np.uint8)
             data = raw[first // 8 : -(-end // 8)] if bits == 1 else raw[first * bits // 8 : end * bits // 8]
         return first, validity, ends, data
 
     def to_array(self):
+        """The column as a pyarrow Array over its bytes, no copy (host columns only)."""
+        validity, offsets, data = (None if b is None else b.arrow() for b in (self.validity, self.offsets, self.data))
         if self.dictionary is not None:
             return pa.DictionaryArray.from_buffers(
-                self.type, self.length, [self.validity, self.data], self.dictionary, null_count=-1,
+                self.type, self.length, [validity, data], self.dictionary, null_count=-1,
                 offset=self.offset)
-        bufs = [self.validity, self.data] if self.offsets is None else [self.validity, self.offsets, self.data]
+        bufs = [validity, data] if offsets is None else [validity, offsets, data]
         return pa.Array.from_buffers(self.type, self.length, bufs, null_count=-1, offset=self.offset)
 
 

@@ -753,7 +753,7 @@ class Column:
         dt = self._view_dtype()
         b = self._buffers
         if dt is not None:
-            view = np.frombuffer(b.data, dtype=dt, count=b.length, offset=b.offset * dt.itemsize)
+            view = np.frombuffer(b.data.arrow(), dtype=dt, count=b.length, offset=b.offset * dt.itemsize)
             if not copy:
                 return view.reshape(shape)
         elif copy is False:

@@ -6,13 +6,12 @@ the copy plans hold as they are.
 """
 
 import numpy as np
-import pyarrow as pa
 
 from .._cuda.c_device import ARROW_DEVICE_CPU
 from .._errors import LayoutError
 from .._faults import guarded_reads
 from .._layout import Layout
-from .._plan import ColumnBuffers, byte_range, file_span, forward_ops, reverse_ops
+from .._plan import ColumnBuffers, Span, byte_range, file_span, forward_ops, reverse_ops
 
 __all__ = ["CpuBackend", "BACKEND"]
 
@@ -115,9 +114,11 @@ class CpuBackend:
         used = arena.used(memory, n)
         arena.zero_padding(memory, used)
 
+        base = memory.ctypes.data
+
         def buf(i, name):
             spec = arena.buffers[i].get(name)
-            return None if spec is None else pa.py_buffer(memory[spec[0] : spec[0] + used[i][name]])
+            return None if spec is None else Span(base + spec[0], used[i][name], memory)
 
         return [ColumnBuffers(arena.arrow_type(i), n * f.count, buf(i, "validity"), buf(i, "offsets"),
                               buf(i, "data"), 0, f.kind, dictionaries.get(i))

@@ -2,7 +2,7 @@
 
 A device arena is one allocation from the pool (:mod:`layouts._cuda.device`) whose
 buffers start at ``HEAD`` (:mod:`layouts._cuda.arena`); an SoA's column buffers there
-are :class:`~layouts._cuda.arena.Span` offsets into it, which the copy plans hold and
+are :class:`~layouts._plan.Span` offsets into it, which the copy plans hold and
 the kernels add to the arena's address. Importing this module imports no GPU library:
 CuPy and Numba CUDA come in on first use, through :mod:`layouts._cuda.device`.
 """
@@ -10,15 +10,14 @@ CuPy and Numba CUDA come in on first use, through :mod:`layouts._cuda.device`.
 import contextlib
 
 import numpy as np
-import pyarrow as pa
 
 from .._cuda import device as _device
-from .._cuda.arena import HEAD, Span, device_tables, packing, spans
+from .._cuda.arena import HEAD, device_tables, packing, spans
 from .._cuda.c_device import ARROW_DEVICE_CUDA
 from .._errors import LayoutError
 from .._faults import guarded_reads
 from .._layout import Layout
-from .._plan import ALIGN, ColumnBuffers, forward_ops, reverse_ops
+from .._plan import ALIGN, ColumnBuffers, Span, forward_ops, reverse_ops
 
 __all__ = ["CudaBackend", "BACKEND"]
 
@@ -123,8 +122,10 @@ class CudaBackend:
         skip = -raw.ctypes.data % ALIGN
         host = _device.to_host(memory, out=raw[skip : skip + memory.shape[0]])
 
+        base = host.ctypes.data
+
         def buf(span):
-            return None if span is None else pa.py_buffer(host[span.address : span.address + span.size])
+            return None if span is None else Span(base + span.address, span.size, host)
 
         moved = [ColumnBuffers(c.type, c.length, buf(c.validity), buf(c.offsets), buf(c.data), c.offset,
                                c.kind, c.dictionary) for c in columns]

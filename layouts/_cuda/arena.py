@@ -1,9 +1,9 @@
 """A device arena: how an SoA's column buffers lie in one device allocation.
 
 A device SoA keeps every column buffer in one device allocation; its
-:class:`ColumnBuffers` hold :class:`Span` objects (byte offset and size in that
-allocation) instead of Arrow buffers. The buffers start at byte ``HEAD``, since address
-0 means "no buffer" in a copy plan. :func:`packing` places host Arrow columns into such
+:class:`ColumnBuffers` hold :class:`~layouts._plan.Span` objects whose address is the
+byte offset in that allocation (on the host, a Span's address is the host address).
+The buffers start at byte ``HEAD``, since address 0 means "no buffer" in a copy plan. :func:`packing` places host Arrow columns into such
 an allocation; :func:`device_tables` puts a plan's enum tables on the device.
 """
 
@@ -12,20 +12,11 @@ import numpy as np
 from ..kernels import plan as P
 
 from . import device as _device
-from .._plan import ALIGN, ColumnBuffers
+from .._plan import ALIGN, ColumnBuffers, Span
 
 __all__ = ["HEAD", "Span", "device_tables", "packing", "spans", "word_bytes"]
 
 HEAD = ALIGN
-
-
-class Span:
-    """A buffer inside a device arena: ``address`` is its byte offset there."""
-
-    __slots__ = ("address", "size")
-
-    def __init__(self, address, size):
-        self.address, self.size = address, size
 
 
 def device_tables(ops, keep, stream=0):
