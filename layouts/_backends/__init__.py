@@ -203,11 +203,6 @@ def check_threads(threads):
     return int(threads)
 
 
-def kernels_for(device):
-    """The kernel module (``aos_to_soa``/``soa_to_aos`` host functions) for a device."""
-    return get(device).kernels()
-
-
 def driver_present():
     """Whether a CUDA driver may be here, found without importing Numba CUDA (0.15-0.3 s
     of a small ``layouts convert`` only to learn that there is no GPU).
