@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit
 
 from ._memory import load8, load64, store8, store64
-from .cpu import _memcpy  # the transpose's copy of raw bytes, 8 at a time
+from .cpu.memory import _memcpy  # the transpose's copy of raw bytes, 8 at a time
 
 __all__ = ["scan", "group", "gather", "gather_all", "first_nul", "gather_tails", "scatter", "scatter_tails", "put_uint",
            "OK", "FULL", "SHORT_PREFIX", "PAST_END", "TOO_SMALL", "UNKNOWN_TAG", "SHORT_RECORD"]
