@@ -434,7 +434,7 @@ class SoA:
         """
         backend = backends.get(device, self._backend)
         threads = check_threads(threads)
-        n, itemsize = self._length, self.layout.itemsize
+        n = self._length
         if self.layout.aliases:
             a, b = self.layout.aliases[0]
             raise LayoutError(
