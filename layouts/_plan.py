@@ -334,17 +334,18 @@ class Span:
     Buffer or the arena, keeps the bytes alive); in a device arena it is the buffer's
     offset from the arena's first byte (the kernels add the arena's address)."""
 
-    __slots__ = ("address", "size", "owner")
+    __slots__ = ("address", "size", "owner", "_arrow")
 
     def __init__(self, address, size, owner=None):
         self.address, self.size, self.owner = address, size, owner
+        self._arrow = owner if isinstance(owner, pa.Buffer) and owner.address == address and owner.size == size \
+            else None
 
     def arrow(self):
-        """The bytes as a pyarrow Buffer, no copy (host spans only)."""
-        owner = self.owner
-        if isinstance(owner, pa.Buffer) and owner.address == self.address and owner.size == self.size:
-            return owner
-        return pa.foreign_buffer(self.address, self.size, base=owner)
+        """The bytes as a pyarrow Buffer, no copy (host spans only); made once."""
+        if self._arrow is None:
+            self._arrow = pa.foreign_buffer(self.address, self.size, base=self.owner)
+        return self._arrow
 
     def __repr__(self):
         return f"Span({self.address:#x}, {self.size})"
@@ -388,9 +389,10 @@ class ColumnBuffers:
             data = raw[first // 8 : -(-end // 8)] if bits == 1 else raw[first * bits // 8 : end * bits // 8]
         return first, validity, ends, data
 
-    def to_array(self):
-        """The column as a pyarrow Array over its bytes, no copy (host columns only)."""
-        validity, offsets, data = (None if b is None else b.arrow() for b in (self.validity, self.offsets, self.data))
+    def to_array(self, wrap=Span.arrow):
+        """The column as a pyarrow Array over its bytes, no copy (host columns only);
+        ``wrap(span)`` makes each pyarrow Buffer (an export's holds its token)."""
+        validity, offsets, data = (None if b is None else wrap(b) for b in (self.validity, self.offsets, self.data))
         if self.dictionary is not None:
             return pa.DictionaryArray.from_buffers(
                 self.type, self.length, [validity, data], self.dictionary, null_count=-1,

@@ -108,11 +108,7 @@ class SoA:
         if token is None:
             return column.to_array()
 
-        def buf(b):
-            return None if b is None else pa.foreign_buffer(b.address, b.size, base=token)
-
-        return ColumnBuffers(column.type, column.length, buf(column.validity), buf(column.offsets), buf(column.data),
-                             column.offset, column.kind, column.dictionary).to_array()
+        return column.to_array(lambda b: pa.foreign_buffer(b.address, b.size, base=token))
 
     @classmethod
     def from_arrow(cls, obj: Any, layout: "Layout | np.typing.DTypeLike", *,
