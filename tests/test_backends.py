@@ -2,6 +2,7 @@
 name goes through the registry once, mixed inputs are refused, and no module outside the
 backends compares device names."""
 
+import gc
 import pathlib
 import pickle
 import re
@@ -11,6 +12,7 @@ import pytest
 
 import layouts as lo
 from layouts import _backends as backends
+from layouts._plan import Span
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RECORDS = np.array([(1, 2.5), (2, 3.5), (3, -1.0)], dtype=[("qty", "<i4"), ("px", "<f8")])
@@ -92,6 +94,34 @@ def test_an_out_on_another_backend_is_refused():
                            backend=backends.get("cuda"))
     with pytest.raises(lo.LayoutError, match="out= is on cuda; these records convert on cpu: pass an SoA made there"):
         lo.AoS(RECORDS).to_soa(out=fake_cuda_soa)
+
+
+def test_host_columns_are_spans_that_keep_their_bytes_alive():
+    soa = lo.AoS(RECORDS).to_soa(nulls={"qty": 2})
+    assert all(isinstance(b, Span) for c in soa.parts().columns for b in (c.validity, c.data) if b is not None)
+    view, table, column = np.asarray(soa["px"]), soa.to_arrow(), soa["qty"].to_arrow()
+    del soa
+    gc.collect()
+    churn = [np.full(4096, 7.0) for _ in range(64)]  # memory freed too early would be reused here
+    assert view.tolist() == [2.5, 3.5, -1.0] and table.column("px").to_pylist() == [2.5, 3.5, -1.0]
+    assert column.to_pylist() == [1, None, 3] and len(churn) == 64
+    borrowed = lo.SoA.from_arrow(table, RECORDS.dtype, fill={"qty": 2})
+    data = borrowed.parts().columns[1].data
+    assert isinstance(data, Span) and data.arrow().address == data.address
+    again = pickle.loads(pickle.dumps(borrowed))
+    assert again.to_aos().to_numpy().tobytes() == RECORDS.tobytes()
+
+
+def test_device_columns_are_spans_of_the_device_arena_and_move_back():
+    gpu = lo.AoS(RECORDS).to_soa(device="cuda")  # the simulator stands in where there is no GPU
+    assert gpu.device == "cuda" and gpu.parts().backend is backends.get("cuda")
+    spans = [b for c in gpu.parts().columns for b in (c.validity, c.offsets, c.data) if b is not None]
+    assert spans and all(isinstance(b, Span) and 0 < b.address < gpu.nbytes for b in spans)  # offsets, not pointers
+    host = gpu.to_device("cpu")
+    assert host.to_arrow().equals(lo.AoS(RECORDS).to_soa().to_arrow())
+    assert gpu.to_aos().to_device("cpu").to_numpy().tobytes() == RECORDS.tobytes()
+    with pytest.raises(lo.LayoutError, match="out= is on cuda; these records convert on cpu: pass an SoA made there"):
+        lo.AoS(RECORDS).to_soa(out=gpu)
 
 
 _COMPARES = re.compile(r"""(==|!=)\s*["'](cpu|cuda)["']|["'](cpu|cuda)["']\s*(==|!=)|\bon_gpu\b|\bin DEVICES\b"""
