@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
 
 import numpy as np
 
+from . import _backends as backends
 from ._aos import AoS, as_layout, checked_nulls
 from ._soa import SoA
 from ._errors import ConversionError, LayoutError
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["read_records", "byte_ranges", "read_range", "read_stream", "stream_schemas"]
 
-DEVICES = ("cpu", "cuda")
+DEVICES = backends.DEVICES
 
 PerFile = Union[int, None, Sequence[Any], Callable[[str], Any]]  # one value, one per file, or path -> value
 
@@ -91,11 +92,10 @@ def read_records(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str
     dd, fsspec = _require_dask()
     layout = as_layout(layout)
     check_trailing(trailing)
-    if device not in DEVICES:
-        raise LayoutError(f"device must be one of {DEVICES}, got {device!r}")
+    backend = backends.get(device)  # the device name, checked once; the tasks carry the backend
     size = _blocksize(blocksize)
     nulls = checked_nulls(layout, nulls)
-    if device == "cuda":
+    if not backend.host:
         _require_cudf()
 
     fs, _, names = fsspec.core.get_fs_token_paths(paths, mode="rb", storage_options=storage_options or {})
@@ -105,7 +105,7 @@ def read_records(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str
     counts = _per_file(count, names, "count", check_count)
     sizes = [_file_size(fs, name, planned=True) for name in names]
     parts = byte_ranges(names, sizes, layout.itemsize, size, offset=offsets, trailing=trailing, count=counts)
-    options = (layout, nulls, device, dict(zip(names, offsets)))
+    options = (layout, nulls, backend, dict(zip(names, offsets)))
     meta = _empty_part(options)
     if not parts:  # files with no records: one empty partition, same columns
         return dd.from_map(_empty_part, [options], meta=meta, enforce_metadata=False)
@@ -224,7 +224,7 @@ class _Task:
 
     def __call__(self, part):
         name, start, stop, first_row = part
-        layout, nulls, device, offsets = self.options
+        layout, nulls, _, offsets = self.options
         if not _is_local(self.fs):
             with self.fs.open(name, "rb") as f:
                 return self._convert(AoS(read_range(f, start, stop), layout), first_row)
@@ -235,9 +235,9 @@ class _Task:
             return self._convert(AoS(records.view(np.ndarray), layout), first_row)
 
     def _convert(self, aos, first_row):
-        layout, nulls, device, _ = self.options
-        if device == "cuda":
-            return _device_frame(aos.to_soa(nulls=nulls, device="cuda"), first_row)
+        layout, nulls, backend, _ = self.options
+        if not backend.host:  # the partition stays where it was converted: a cuDF frame
+            return _device_frame(aos.to_soa(nulls=nulls, device=backend.name), first_row)
         return _frame(aos.to_soa(nulls=nulls, threads=1).to_arrow(), first_row)
 
 
@@ -268,9 +268,9 @@ def _is_local(fs):
 
 
 def _empty_part(options):
-    layout, nulls, device, _ = options
-    if device == "cuda":
-        return _device_frame(AoS(b"", layout).to_soa(nulls=nulls, device="cuda"), 0)
+    layout, nulls, backend, _ = options
+    if not backend.host:
+        return _device_frame(AoS(b"", layout).to_soa(nulls=nulls, device=backend.name), 0)
     return _frame(AoS(b"", layout).to_soa(nulls=nulls).to_arrow(), 0)
 
 

@@ -362,7 +362,8 @@ struct r { uint32_t a : 3, b : 9; int16_t s : 5; enum color c; double x; char ta
 def plan_kinds():
     """``forward/reverse`` kind masks of the plans of the 48-byte tick and of a C record
     with bit-fields and an enum: the kernel variants the host code launches for them."""
-    from layouts._plan import Arena, forward_ops, reverse_ops
+    from layouts._arena import Arena
+    from layouts._plan import forward_ops, reverse_ops
     from layouts.kernels.cuda import kinds_of
 
     masks = {}

@@ -34,7 +34,8 @@ def test_wheel_installs_one_import_package(wheel):
     for needed in ("layouts/kernels/cpu/forward.py", "layouts/kernels/cuda/transpose.py", "layouts/kernels/threads.py",
                    "layouts/benchmarks/__main__.py", "layouts/_cuda/transpose.py", "layouts/_cdecl/program.py",
                    "layouts/_cli/convert.py", "layouts/_convert/readahead.py", "layouts/_cobol/parse.py",
-                   "layouts/cobol.py", "layouts/py.typed"):
+                   "layouts/cobol.py", "layouts/_backends/__init__.py", "layouts/_backends/cpu.py",
+                   "layouts/_backends/cuda.py", "layouts/_arena.py", "layouts/_cuda/arena.py", "layouts/py.typed"):
         assert needed in names
     assert not [n for n in names if "/tests/" in n or Path(n).name.startswith("test_") or "/results/" in n]
 
