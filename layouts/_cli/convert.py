@@ -5,6 +5,7 @@ import os
 import sys
 import time
 
+from .._backends import DEVICES
 from .._formats import DEFAULT_CHUNK, FORMATS, SUFFIXES
 from .errors import CommandError, command_hints, say
 from .interrupts import Interrupts
@@ -245,7 +246,9 @@ class _progress_bar:
 def warm_up(layout, device, direction, command, quiet):
     """Load (or, the first time on this machine, compile) the conversion kernels before
     the clock of the conversion starts, saying so on a terminal when they are compiled."""
-    if device != "cpu":
+    from .. import _backends
+
+    if not _backends.get(device).host:
         return  # the GPU kernels are compiled per launch shape inside the conversion
     import numpy as np
 
@@ -335,7 +338,7 @@ def add_parser(sub):
                              "--to day/")
     p.add_argument("--to", dest="dst", required=True, metavar="DST", help="output file, or - for standard output")
     p.add_argument("--format", choices=FORMATS, help="output format (default: from DST's suffix)")
-    p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto",
+    p.add_argument("--device", choices=(*DEVICES, "auto"), default="auto",
                    help="where to convert; auto: the GPU when a driver and numba-cuda find one, else the CPU")
     p.add_argument("--chunk", type=byte_size, default=None, metavar="SIZE",
                    help="bytes of records per chunk (default 64M; at least one record)")

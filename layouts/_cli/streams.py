@@ -4,6 +4,7 @@ record types, framed records, a header) to a directory of one table per record t
 import os
 import re
 
+from .. import _backends as backends
 from .._formats import SUFFIXES
 from .errors import CommandError
 from .interrupts import Interrupts
@@ -28,7 +29,8 @@ def _refuse_with_stream(args, command):
         if hasattr(args, name) and getattr(args, name) != unset:
             raise CommandError(f"{flag} does not apply with --stream: the record types and their fields come from "
                                f"the stream description; leave {flag} out")
-    if getattr(args, "device", "auto") == "cuda":
+    device = getattr(args, "device", "auto")
+    if device != "auto" and not backends.get(device).host:
         raise CommandError("--device cuda: record streams are read and written on the CPU; leave --device out")
     if command == "inspect" and args.byteorder != "native":
         raise CommandError(f"--byteorder {args.byteorder}: a stream's byte order comes from its description (or its "

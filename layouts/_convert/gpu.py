@@ -12,8 +12,10 @@ __all__ = ["chosen", "slots", "forward", "reverse"]
 
 
 def chosen(options):
-    """Whether the conversion runs on the GPU."""
-    return options.device == "cuda"
+    """Whether the conversion runs on the GPU (a backend whose memory is not the host's)."""
+    from .. import _backends
+
+    return not _backends.get(options.device).host
 
 
 def slots(options):

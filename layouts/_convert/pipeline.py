@@ -128,7 +128,7 @@ class Pipeline:
         """An SoA to reuse for the next chunk of n records (None: allocate one)."""
         self.current = self.take()
         soa = self.kept[self.current]
-        return soa if soa is not None and soa._arena.capacity >= n else None
+        return soa if soa is not None and soa.parts().arena.capacity >= n else None
 
     def write(self, soa):
         """Write a chunk converted into (or in place of) the arena :meth:`arena` gave."""

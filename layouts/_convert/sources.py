@@ -588,7 +588,7 @@ def cut_batches(batches, rows):
 
 def touch_columns(soa):
     """Read in the pages of the bytes ``soa``'s columns use (:func:`read_pages`)."""
-    for column in soa._columns:
+    for column in soa.parts().columns:
         _, validity, ends, data = column.used()
         for used in (validity, ends, data):
             if used is not None:
