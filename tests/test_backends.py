@@ -125,7 +125,7 @@ def test_device_columns_are_spans_of_the_device_arena_and_move_back():
 
 
 _COMPARES = re.compile(r"""(==|!=)\s*["'](cpu|cuda)["']|["'](cpu|cuda)["']\s*(==|!=)|\bon_gpu\b|\bin DEVICES\b"""
-                       r"""|\bdevice\s*(==|!=)\s*(?!["']auto["'])""")  # ("auto" is the command's choice, not a device)
+                       r"""|\bdevice\s*(==|!=)(?!\s*["']auto["'])""")  # ("auto" is the command's choice, not a device)
 
 
 def test_no_module_outside_the_backends_compares_device_names():
