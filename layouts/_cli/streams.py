@@ -70,8 +70,7 @@ def convert_stream(args):
 
 
 def _stream_out(args, stream, interrupts):
-    import layouts as lo
-    from .._stream.files import SUFFIX, table_bytes, write_dir
+    from .._stream.files import SUFFIX, convert_to_dir
 
     if args.byteorder != "native":
         raise CommandError(f"--byteorder {args.byteorder}: a stream's byte order comes from its description (or its "
@@ -86,18 +85,16 @@ def _stream_out(args, stream, interrupts):
                            f"{args.dst!r} looks like a file name; give a directory, e.g. --to "
                            f"{os.path.splitext(args.dst)[0]}/ (or --to {args.dst}/ for a directory of that name)")
     codec = codec_of(args, fmt)
-    tables = lo.read_stream(args.src, stream)
     interrupts.check()
-    try:
-        written = write_dir(tables, stream, tables.order, args.dst, fmt, compression=codec, overwrite=args.overwrite,
-                            check=interrupts.check)
+    try:  # window by window: memory bounded by the window, not the file (docs/streams.md)
+        written, _, counts = convert_to_dir(args.src, stream, args.dst, fmt, compression=codec,
+                                            overwrite=args.overwrite, check=interrupts.check)
     except KeyboardInterrupt as err:  # held while the files were moved into place: they are there, whole
         args.kept = getattr(err, "_layouts_output_kept", None)
         raise
     args.kept = args.dst
     interrupts.quiet = True  # the set is in place: done, whatever Ctrl-C comes now
     if not args.quiet:
-        counts = table_bytes(stream, tables, tables.order)
         types = [t.name for s in stream.sections for t in s.types]
         n = sum(counts[t][0] for t in types)
         filled = ", ".join(f"{t} {counts[t][0]:,}" for t in types if counts[t][0])

@@ -14,26 +14,160 @@ name, the table's name and the byte order it was read in.
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import shutil
 import tempfile
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
+import numpy as np
 import pyarrow as pa
 
 from .._errors import ConversionError
 from .._files import InterruptHold
 from .._formats import SUFFIXES
-from .read import _keep_prefix
-from .spec import Stream
+from ..kernels._memory import MappedGuard
+from .frame import _checked, detect_order, scan_section, source_bytes
+from .read import (StreamTables, _check_shrunk, _convert, _gaps, _header_record, _keep_prefix, _tables,
+                   header_values)
+from .spec import Stream, evaluate
 
-__all__ = ["write_dir", "read_dir", "RESERVED_TABLES", "SUFFIX", "READ_SUFFIXES", "table_bytes", "set_names"]
+__all__ = ["write_dir", "read_dir", "convert_to_dir", "read_windows", "WINDOW", "RESERVED_TABLES", "SUFFIX",
+           "READ_SUFFIXES", "table_bytes", "set_names"]
+
+WINDOW = 64 << 20  # bytes of the stream read into tables at a time by convert_to_dir
 
 RESERVED_TABLES = ("_header", "_gaps", "_blocks", "_unknown")
 SUFFIX = {"parquet": ".parquet", "feather": ".feather", "arrow": ".arrow", "arrows": ".arrows"}
 READ_SUFFIXES = {suffix: fmt for suffix, fmt in SUFFIXES.items() if fmt != "records"}  # the Arrow formats'
 DEFAULT_CODEC = {"parquet": "snappy", "feather": "lz4", "arrow": None, "arrows": None}
 META = b"layouts.stream"
+
+
+def read_windows(src: Any, stream: Stream, window: int = WINDOW) -> "Iterator[StreamTables]":
+    """The tables of :func:`read_stream`, a window of about ``window`` bytes of records
+    at a time: each window a :class:`StreamTables` holding the tables of the records in
+    it (every type of the section it is in, empty ones too; the first also ``_header``,
+    the last ``_gaps``). Concatenated, window after window, they are ``read_stream``'s
+    tables. The scan of a framed section stops at the last record that ends inside the
+    window and resumes at the next record's boundary (a record larger than the window
+    gets a window of its own); fixed-size sections go by ranges of their count; a VB
+    section by whole blocks. A path is memory-mapped and the mapping's pages of finished
+    windows are given back, so memory stays bounded by the window whatever the file's
+    size. Errors are read_stream's, raised at the window that meets them (a conversion
+    that consumes the windows must not keep what came before: ``convert_to_dir`` does not).
+    """
+    if window < 1:
+        raise ConversionError(f"window = {window}: the bytes read at a time must be at least 1")
+    buf, label, owner = source_bytes(src)
+    mapped = owner if isinstance(owner, mmap.mmap) else None
+    with MappedGuard(buf.ctypes.data if mapped is not None and buf.nbytes else 0,
+                     buf.nbytes if mapped is not None else 0) as guard:
+        try:
+            yield from _windows(stream, buf, label, int(window), mapped)
+        except ConversionError as err:
+            _check_shrunk(guard, label, buf.nbytes, err)
+            raise
+        _check_shrunk(guard, label, buf.nbytes, None)
+
+
+def _give_back(mapped: "mmap.mmap | None", done: int, upto: int) -> int:
+    """Drop the mapping's pages of ``[done, upto)`` from the process (they are read again
+    from the file if needed): the pages of finished windows would otherwise stay counted
+    in the resident memory. Returns the new ``done``."""
+    if mapped is None or not hasattr(mapped, "madvise"):
+        return done
+    page = mmap.PAGESIZE
+    upto = upto // page * page
+    if upto > done:
+        mapped.madvise(mmap.MADV_DONTNEED, done, upto - done)
+        return upto
+    return done
+
+
+def _windows(stream: Stream, buf: np.ndarray, label: str, window: int, mapped) -> "Iterator[StreamTables]":
+    """read_stream's walk (``read._read``), section by section, window by window."""
+    order = detect_order(stream, buf, label)
+    size = buf.shape[0]
+
+    def fresh() -> StreamTables:
+        out = StreamTables()
+        out.stream, out.order, out.decimals = stream, order, {}
+        return out
+
+    pending = fresh()  # the header goes out with the first window
+    values: dict = {}
+    covered = []
+    pos = done = 0
+    if stream.header is not None:
+        hrec, h = _header_record(stream, buf, order, label)
+        if size < h:
+            raise ConversionError(f"{label}: {size} bytes, shorter than the {h}-byte header of a {stream.name} "
+                                  f"stream; the file is truncated or of another kind")
+        soa, _ = _convert(buf, hrec, order, np.zeros(1, np.int64), np.full(1, h, np.int64), 0, False,
+                          False, label, "header")
+        pending["_header"] = soa
+        values = header_values(stream, soa, order)
+        covered.append((0, h))
+        pos = h
+    for i, s in enumerate(stream.sections):
+        where = f"{stream.name} section[{i}]"
+        s = _checked(lambda: s.resolve(values, where, size), label)
+        start, end, limit = _section_range(s, values, where, label, size, pos)
+        at, count = start, 0
+        while True:
+            left = -1 if limit < 0 else limit - count
+            got = scan_section(stream, s, buf, label, order, values, at, end, left, where, stop=at + window)
+            out = pending if pending is not None else fresh()
+            pending = None
+            _tables(out, stream, s, got, buf, label, order, where)
+            yield out
+            count += len(got.offsets)
+            progressed = got.end > at
+            at = got.end
+            done = _give_back(mapped, done, at)
+            if at >= end or (limit >= 0 and count >= limit) or not progressed:
+                break
+        if limit >= 0 and count < limit:
+            raise ConversionError(f"{label}: {where}: count = {s.count!r} is {limit} records, but the data ends "
+                                  f"after {count} (byte {at}); the file is truncated or the header damaged")
+        if s.bytes is not None and at != end:
+            raise ConversionError(f"{label}: byte {at}: {where} should end at byte {end} (bytes = {s.bytes!r})")
+        covered.append((start, at))
+        pos = at
+    last = pending if pending is not None else fresh()
+    _gaps(last, buf, covered, size)
+    if pending is not None or "_gaps" in last:
+        yield last
+
+
+def _section_range(s, values: dict, where: str, label: str, size: int, pos: int) -> "tuple[int, int, int]":
+    """(start, end, count limit or -1) of a section, checked as read_stream checks them."""
+    start = pos if s.offset is None else _checked(lambda: evaluate(s.offset, values, f"{where}.offset"), where)
+    if not 0 <= start <= size:
+        raise ConversionError(f"{label}: {where}: offset = {s.offset!r} is {start}, outside the file (0..{size} "
+                              f"bytes); the header is damaged or the description's offset is wrong")
+    if start < pos:
+        raise ConversionError(f"{label}: {where}: offset = {s.offset!r} is {start}, inside the part before it "
+                              f"(which ends at byte {pos}); sections follow the header and each other in file "
+                              f"order: the header is damaged or the description's offset is wrong")
+    end = size
+    if s.bytes is not None:
+        n = _checked(lambda: evaluate(s.bytes, values, f"{where}.bytes"), where)
+        if n < 0 or start + n > size:
+            raise ConversionError(f"{label}: {where}: bytes = {s.bytes!r} is {n}, from byte {start} past the "
+                                  f"end of the file ({size} bytes); the header is damaged or the file truncated")
+        end = start + n
+    limit = -1
+    if s.count is not None:
+        limit = _checked(lambda: evaluate(s.count, values, f"{where}.count"), where)
+        fixed = None
+        if s.framing.size is not None:
+            fixed = _checked(lambda: evaluate(s.framing.size, values, f"{where}.framing.size"), where)
+        if limit < 0 or (fixed is not None and limit * fixed > end - start):
+            raise ConversionError(f"{label}: {where}: count = {s.count!r} is {limit}, more records than the "
+                                  f"{end - start} bytes from byte {start} can hold; the header is damaged")
+    return start, end, limit
 
 
 def set_names(stream: Stream) -> "list[str]":
@@ -56,22 +190,43 @@ def _metadata(table: pa.Table, stream: Stream, name: str, order: str) -> pa.Tabl
     return table.replace_schema_metadata(meta)
 
 
-def _write_one(table: pa.Table, path: str, fmt: str, codec: "str | None") -> None:
-    codec = DEFAULT_CODEC[fmt] if codec is None else (None if codec == "none" else codec)
-    if fmt == "parquet":
-        import pyarrow.parquet as pq
+class _Appender:
+    """One table's file, written a window of records at a time: Parquet row groups, or
+    Arrow IPC record batches (Feather is the IPC file format, compressed)."""
 
-        pq.write_table(table, path, compression=codec or "none")
-    elif fmt == "feather":
-        import pyarrow.feather as feather
+    def __init__(self, path: str, fmt: str, codec: "str | None", schema: pa.Schema):
+        self.schema = schema
+        codec = DEFAULT_CODEC[fmt] if codec is None else (None if codec == "none" else codec)
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
 
-        feather.write_feather(table, path, compression=codec or "uncompressed")
-    else:
-        options = pa.ipc.IpcWriteOptions(compression=codec)
-        with pa.OSFile(path, "wb") as sink:
-            writer = (pa.ipc.new_file if fmt == "arrow" else pa.ipc.new_stream)(sink, table.schema, options=options)
-            with writer:
-                writer.write_table(table)
+            self.sink = None
+            self.writer = pq.ParquetWriter(path, schema, compression=codec or "none")
+        else:
+            self.sink = pa.OSFile(path, "wb")
+            options = pa.ipc.IpcWriteOptions(compression=codec)
+            make = pa.ipc.new_stream if fmt == "arrows" else pa.ipc.new_file
+            self.writer = make(self.sink, schema, options=options)
+        self.rows = 0
+
+    def write(self, table: pa.Table) -> None:
+        if table.schema != self.schema:
+            table = table.cast(self.schema)  # a window's _tail past 2 GiB (large_binary) or a string's kind
+        if table.num_rows or not self.rows:
+            self.writer.write_table(table)
+        self.rows += table.num_rows
+
+    def close(self) -> None:
+        try:
+            self.writer.close()
+        finally:
+            if self.sink is not None:
+                self.sink.close()
+
+
+def _append(writer: _Appender, table: pa.Table) -> None:
+    """One window's table onto its file (a function of its own: the tests fail it)."""
+    writer.write(table)
 
 
 def write_dir(tables: Mapping[str, Any], stream: Stream, order: str, dst: str, fmt: str, *,
@@ -87,6 +242,40 @@ def write_dir(tables: Mapping[str, Any], stream: Stream, order: str, dst: str, f
     file (the command's Ctrl-C check). A Ctrl-C held while the set is moved into place is
     raised after it, with ``_layouts_output_kept`` set to ``dst``.
     """
+    return _write_set([tables], stream, lambda: order, dst, fmt, compression, overwrite, check)
+
+
+def convert_to_dir(src: Any, stream: Stream, dst: str, fmt: str, *, compression: "str | None" = None,
+                   overwrite: bool = False, check: "Callable[[], None] | None" = None,
+                   window: int = WINDOW) -> "tuple[list[str], str, dict[str, tuple[int, int]]]":
+    """Read the stream ``src`` window by window (:func:`read_windows`) and write its
+    tables into directory ``dst`` as :func:`write_dir` does, each window's records
+    appended to each type's file (a Parquet row group, IPC record batches): memory is
+    bounded by the window, not the file. Returns ``(files written, byte order,
+    {table: (records, bytes)})``. The files hold the same tables, in the same order, as
+    ``write_dir(read_stream(src, stream), ...)`` writes; nothing is written unless the
+    whole stream converts."""
+    counts: "dict[str, tuple[int, int]]" = {}
+    seen: dict = {}
+
+    def windows():
+        for tables in read_windows(src, stream, window):
+            seen["order"] = tables.order
+            for name, (n, b) in table_bytes(stream, tables, tables.order).items():
+                if name == "_header":
+                    counts[name] = (n, b)
+                else:
+                    was = counts.get(name, (0, 0))
+                    counts[name] = (was[0] + n, was[1] + b)
+            yield tables
+
+    written = _write_set(windows(), stream, lambda: seen["order"], dst, fmt, compression, overwrite, check)
+    return written, seen["order"], counts
+
+
+def _write_set(windows, stream: Stream, order_of, dst: str, fmt: str, compression, overwrite, check) -> "list[str]":
+    """The directory set of :func:`write_dir`, its tables coming in windows (each a
+    mapping of some of the set's tables; a table in several is appended to)."""
     _check_names(stream)
     suffix = SUFFIX[fmt]
     label = dst
@@ -117,24 +306,35 @@ def write_dir(tables: Mapping[str, Any], stream: Stream, order: str, dst: str, f
             tmp = tempfile.mkdtemp(prefix=".layouts-stream-", dir=parent)
         except OSError as err:
             raise ConversionError(f"cannot write {label}: {err.strerror} in {parent}; nothing was written") from err
-    written: "list[str]" = []
+    writers: "dict[str, _Appender]" = {}
     held = 0
     try:
         made.deliver()
-        for name in set_names(stream):
-            if name not in tables:
-                continue
-            if check is not None:
-                check()
-            table = tables[name]
-            table = table.to_arrow() if hasattr(table, "to_arrow") else table
-            f = name + suffix
+        names = set_names(stream)
+        for tables in windows:
+            for name in names:
+                if name not in tables:
+                    continue
+                if check is not None:
+                    check()
+                table = tables[name]
+                table = table.to_arrow() if hasattr(table, "to_arrow") else table
+                f = name + suffix
+                try:
+                    if name not in writers:
+                        schema = _metadata(table, stream, name, order_of()).schema
+                        writers[name] = _Appender(os.path.join(tmp, f), fmt, compression, schema)
+                    _append(writers[name], table)
+                except (OSError, pa.ArrowException) as err:
+                    raise ConversionError(f"writing {os.path.join(label, f)} failed: {err}; nothing was written "
+                                          f"({label} was left as it was)") from err
+        for name in list(writers):
             try:
-                _write_one(_metadata(table, stream, name, order), os.path.join(tmp, f), fmt, compression)
-            except OSError as err:
-                raise ConversionError(f"writing {os.path.join(label, f)} failed: {err}; nothing was written "
-                                      f"({label} was left as it was)") from err
-            written.append(f)
+                writers.pop(name).close()
+            except (OSError, pa.ArrowException) as err:
+                raise ConversionError(f"writing {os.path.join(label, name + suffix)} failed: {err}; nothing was "
+                                      f"written ({label} was left as it was)") from err
+        written = [n + suffix for n in names if os.path.exists(os.path.join(tmp, n + suffix))]
         if check is not None:
             check()
         hold = InterruptHold()
@@ -144,6 +344,11 @@ def write_dir(tables: Mapping[str, Any], stream: Stream, order: str, dst: str, f
     finally:
         cleanup = InterruptHold()
         with cleanup:
+            for w in writers.values():
+                try:
+                    w.close()
+                except Exception:  # noqa: BLE001 - the set is being removed anyway
+                    pass
             shutil.rmtree(tmp, ignore_errors=True)
         held += cleanup.count
     if held:  # the set is in place, whole: say so with the Ctrl-C

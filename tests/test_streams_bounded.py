@@ -1,0 +1,269 @@
+"""``convert --stream`` in bounded memory: a stream read window by window
+(``layouts._stream.files.read_windows``), each window's tables appended to the per-type
+files (``convert_to_dir``). The windows together are read_stream's tables, whatever the
+window (down to one byte: a record per window); the directory equals the whole-file
+conversion's; a damaged stream gives read_stream's error and leaves nothing; and the peak
+resident memory of a conversion grows with the window, not the file (measured in child
+processes: ru_maxrss)."""
+
+import json
+import os
+import struct
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import layouts as lo
+from benchmarks import itch_day
+from benchmarks.streams import pcap_bytes
+from layouts._stream import files as F
+
+S = lo.Stream
+
+POINTS = """
+name = "points"
+order = "little"
+[header]
+fields = [["signature", "S4"], ["offset_to_points", "<u4"], ["point_count", "<u4"], ["point_record_length", "<u2"]]
+[[section]]
+offset = "offset_to_points"
+count = "point_count"
+framing = { size = "point_record_length" }
+tail = "column"
+[section.types.point]
+fields = [["x", "<i4"], ["y", "<i4"]]
+"""
+
+TWO = """
+name = "two"
+order = "little"
+[header]
+fields = [["n", "<u4"]]
+[[section]]
+count = "n"
+framing = { size = 5 }
+tag = { offset = 0, size = 1 }
+unknown = "keep"
+[section.types.a]
+tag = "A"
+fields = [["kind", "S1"], ["v", "<u4"]]
+[section.types.b]
+tag = "B"
+fields = [["kind", "S1"], ["w", "<i4"]]
+[[section]]
+framing = { length = { offset = 0, size = 2, order = "little", unit = "words" } }
+tail = "column"
+[section.types.note]
+fields = [["flags", "<u2"]]
+"""
+
+REC = np.dtype([("id", ">u4"), ("name", "S6")])
+
+
+def _points(n=300, length=13):
+    rng = np.random.default_rng(1)
+    vlr = b"variable length records"
+    body = b"".join(struct.pack("<ii", *map(int, rng.integers(-9, 9, 2))) + bytes(range(length - 8))
+                    for _ in range(n))
+    return struct.pack("<4sIIH", b"LASF", 14 + len(vlr), n, length) + vlr + body + b"trailer"
+
+
+def _two(n=200):
+    rng = np.random.default_rng(2)
+    fixed = b"".join((b"A" if k == 0 else b"B" if k == 1 else b"Z") + struct.pack("<I", i)
+                     for i, k in enumerate(rng.integers(0, 3, n)))
+    notes = b"".join(struct.pack("<HH", 1 + i % 5, i) + b"xy" * (i % 5) for i in range(n))
+    return struct.pack("<I", n) + fixed + notes
+
+
+def _rdw(body):
+    return struct.pack(">HH", len(body) + 4, 0) + body
+
+
+def _vb(blocks=40):
+    out = []
+    for b in range(blocks):
+        recs = b"".join(_rdw(struct.pack(">I", b * 10 + i) + b"NAME%02d" % i + b"t" * i) for i in range(1 + b % 7))
+        out.append(struct.pack(">HH", 4 + len(recs), 0) + recs)
+    return b"".join(out)
+
+
+def _itch(messages=None):
+    raw = itch_day.day_bytes(150_000, seed=1, slice_messages=2_000).tobytes()
+    if messages is None:
+        return raw
+    at = 0
+    for _ in range(messages):
+        at += 2 + int.from_bytes(raw[at:at + 2], "big")
+    return raw[:at]
+
+
+def cases(tmp_path, small=False):
+    """Streams of every kind of section; ``small``: a few dozen records each (for windows
+    of a record or two, each window costs a table per type)."""
+    (tmp_path / "points.toml").write_text(POINTS)
+    (tmp_path / "two.toml").write_text(TWO)
+    n = 30 if small else None
+    return {
+        "itch50": (_itch(n), "itch50"),
+        "pcap": (pcap_bytes(n or 60), "pcap"),
+        "points": (_points(n or 300), str(tmp_path / "points.toml")),
+        "two": (_two(n or 200), str(tmp_path / "two.toml")),
+        "vb": (_vb(n // 3 if n else 40), S.bdw(REC, tail="column")),
+        "rdw": (b"".join(_rdw(struct.pack(">I", i) + b"ABCDEF" + b"x" * (i % 9)) for i in range(n or 100)),
+                S.rdw(REC, tail="column")),
+        "empty pcap": (pcap_bytes(1)[:24], "pcap"),
+    }
+
+
+def joined(windows, names):
+    out = {}
+    for name in names:
+        parts = [w[name].to_arrow() for w in windows if name in w]
+        if parts:
+            out[name] = pa.concat_tables(parts)
+    return out
+
+
+@pytest.mark.parametrize("window", [1, 37, 8192, 1 << 20])
+def test_windows_together_are_read_streams_tables(tmp_path, window):
+    for what, (raw, spec) in cases(tmp_path, small=window < 100).items():
+        path = tmp_path / "src.bin"
+        path.write_bytes(raw)
+        whole = lo.read_stream(raw, spec)
+        for src in (raw, path):
+            windows = list(F.read_windows(src, lo._stream.read.resolve(spec), window))
+            got = joined(windows, list(whole))
+            assert sorted(got) == sorted(whole), what
+            for name, table in whole.items():
+                assert got[name].equals(table.to_arrow()), (what, name, window)
+            assert {w.order for w in windows} == {whole.order}
+        if window == 1 and what != "vb":  # one record a window (or a few, once a window grew to hold one)
+            records = [sum(len(t) for n, t in w.items() if n not in ("_header", "_gaps")) for w in windows]
+            assert min(records) >= (0 if what in ("points", "two", "empty pcap") else 1) and max(records) <= 8, what
+            assert len(windows) > sum(records) / 8
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "feather", "arrow", "arrows"])
+def test_the_directory_equals_the_whole_file_conversion(tmp_path, fmt):
+    for what, (raw, spec) in cases(tmp_path).items():
+        src = tmp_path / "src.bin"
+        src.write_bytes(raw)
+        stream = lo._stream.read.resolve(spec)
+        whole = lo.read_stream(src, stream)
+        a, b = tmp_path / f"{what}-whole", tmp_path / f"{what}-windows"
+        F.write_dir(whole, stream, whole.order, str(a), fmt)
+        written, order, counts = F.convert_to_dir(str(src), stream, str(b), fmt, window=8192)
+        assert order == whole.order and sorted(written) == sorted(os.listdir(a))
+        assert counts == F.table_bytes(stream, whole, whole.order)
+        ta, oa, _ = F.read_dir(str(a), stream)
+        tb, ob, _ = F.read_dir(str(b), stream)
+        assert oa == ob and sorted(ta) == sorted(tb)
+        for name in ta:
+            assert ta[name].equals(tb[name]), (what, name)
+        assert lo.write_stream(tb, stream, order=ob) == raw, what
+
+
+def test_a_record_larger_than_the_window_gets_a_window_of_its_own():
+    raw = pcap_bytes(5)
+    windows = list(F.read_windows(raw, S.builtin("pcap"), 8))
+    assert [len(w["packet"]) for w in windows] == [1] * 5
+    assert windows[0]["_header"].to_arrow().num_rows == 1 and all("_header" not in w for w in windows[1:])
+
+
+def test_a_damaged_stream_gives_read_streams_error_and_no_directory(tmp_path):
+    raw = bytearray(itch_day.day_bytes(150_000, seed=1, slice_messages=2_000).tobytes())
+    offsets = lo.read_stream(bytes(raw), "itch50")["order_delete"]["_offset"].to_numpy()
+    at = int(offsets[len(offsets) * 3 // 4])
+    raw[at + 2] = ord("z")  # an unknown message type three quarters in
+    src = tmp_path / "bad.itch"
+    src.write_bytes(bytes(raw))
+    with pytest.raises(lo.ConversionError) as whole:
+        lo.read_stream(src, "itch50")
+    with pytest.raises(lo.ConversionError) as windowed:
+        F.convert_to_dir(str(src), S.builtin("itch50"), str(tmp_path / "d"), "parquet", window=4096)
+    assert str(windowed.value) == str(whole.value)
+    assert f"byte {at}: record type tag 122 (b'z')" in str(whole.value)
+    assert sorted(os.listdir(tmp_path)) == ["bad.itch"]  # no directory, no temporary one
+    # cut short: the last record is truncated, found in the last window
+    src.write_bytes(bytes(raw[:at + 5]))
+    with pytest.raises(lo.ConversionError, match=rf"byte {at}: the record's length field \(byte {at}\) says 19, a "
+                                                 r"record of 21 bytes, past the end of the data \(5 bytes left\)"):
+        F.convert_to_dir(str(src), S.builtin("itch50"), str(tmp_path / "d"), "parquet", window=4096)
+    assert sorted(os.listdir(tmp_path)) == ["bad.itch"]
+
+
+def test_window_argument_errors():
+    with pytest.raises(lo.ConversionError, match=r"window = 0: the bytes read at a time must be at least 1"):
+        list(F.read_windows(b"", S.builtin("itch50"), 0))
+
+
+def test_the_command_converts_window_by_window(tmp_path, monkeypatch, capsys):
+    from layouts._cli import main
+
+    raw = itch_day.day_bytes(150_000, seed=2, slice_messages=2_000).tobytes()
+    src = tmp_path / "day.itch"
+    src.write_bytes(raw)
+    seen = []
+    real = F.read_windows
+
+    def small(src, stream, window=F.WINDOW):
+        for w in real(src, stream, 10_000):
+            seen.append(w)
+            yield w
+
+    monkeypatch.setattr(F, "read_windows", small)
+    assert main(["convert", str(src), "--stream", "itch50", "--to", str(tmp_path / "d")]) == 0
+    assert len(seen) > 10
+    n = sum(len(t) for k, t in lo.read_stream(raw, "itch50").items() if not k.startswith("_"))
+    assert f"converted {src}: {n:,} records (" in capsys.readouterr().out
+    assert main(["convert", str(tmp_path / "d"), "--stream", "itch50", "--to", str(tmp_path / "back.itch")]) == 0
+    assert (tmp_path / "back.itch").read_bytes() == raw
+
+
+CHILD = textwrap.dedent("""
+    import json, resource, sys
+    import layouts as lo
+    from layouts._stream import files as F
+    src, dst, how, window = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    stream = lo.Stream.builtin("itch50")
+    F.convert_to_dir(sys.argv[5], stream, dst + "-warm", "parquet", window=window)  # compile, import: the baseline
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    if how == "windows":
+        F.convert_to_dir(src, stream, dst, "parquet", window=window)
+    else:
+        t = lo.read_stream(src, stream)
+        F.write_dir(t, stream, t.order, dst, "parquet")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"base": base * 1024, "peak": peak * 1024}))
+""")
+
+
+@pytest.mark.slow
+def test_peak_memory_is_bounded_by_the_window_not_the_file(tmp_path):
+    window = 4 << 20
+    small, big = tmp_path / "small.itch", tmp_path / "big.itch"
+    with open(big, "wb") as f:
+        for chunk in itch_day.generate(48 << 20, seed=3):
+            f.write(chunk.data)
+    small.write_bytes(itch_day.day_bytes(200_000, seed=4).tobytes())
+    size = os.path.getsize(big)
+
+    def peak(how, n):
+        run = subprocess.run([sys.executable, "-c", CHILD, str(big), str(tmp_path / f"{how}{n}"), how, str(window),
+                              str(small)], capture_output=True, text=True, timeout=600,
+                             env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+        assert run.returncode == 0, run.stderr
+        got = json.loads(run.stdout)
+        return got["peak"] - got["base"]
+
+    grew = peak("windows", 1)
+    whole = peak("whole", 2)
+    # the whole-file conversion holds the tables (about the file's size); the windowed one about a window's
+    assert whole > size / 2, (whole, size)
+    assert grew < size / 4, (grew, size)
+    assert grew * 3 < whole, (grew, whole)
