@@ -232,38 +232,113 @@ CHILD = textwrap.dedent("""
     src, dst, how, window = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     stream = lo.Stream.builtin("itch50")
     F.convert_to_dir(sys.argv[5], stream, dst + "-warm", "parquet", window=window)  # compile, import: the baseline
+    d = F.scan_dir(dst + "-warm", stream)
+    F.write_back(d, stream, dst + "-warm.itch", order=d.order, window=window)
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     if how == "windows":
         F.convert_to_dir(src, stream, dst, "parquet", window=window)
+    elif how == "back":  # src: the directory
+        d = F.scan_dir(src, stream)
+        F.write_back(d, stream, dst, order=d.order, window=window)
     else:
         t = lo.read_stream(src, stream)
         F.write_dir(t, stream, t.order, dst, "parquet")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({"base": base * 1024, "peak": peak * 1024}))
+    print(how, (peak - base) / 1e6, "MB more", file=sys.stderr)
 """)
 
 
 @pytest.mark.slow
 def test_peak_memory_is_bounded_by_the_window_not_the_file(tmp_path):
-    window = 4 << 20
-    small, big = tmp_path / "small.itch", tmp_path / "big.itch"
-    with open(big, "wb") as f:
-        for chunk in itch_day.generate(48 << 20, seed=3):
-            f.write(chunk.data)
+    """The peak resident memory a conversion adds (over a baseline: imports, compiled
+    kernels, a small conversion) is the same for a file 4 times larger, and a fraction
+    of what the whole-file conversion adds; the way back likewise."""
+    window = 2 << 20
+    quarter, big, small = tmp_path / "quarter.itch", tmp_path / "big.itch", tmp_path / "small.itch"
+    for path, size in ((big, 48 << 20), (quarter, 12 << 20)):
+        with open(path, "wb") as f:
+            for chunk in itch_day.generate(size, seed=3):
+                f.write(chunk.data)
     small.write_bytes(itch_day.day_bytes(200_000, seed=4).tobytes())
-    size = os.path.getsize(big)
 
-    def peak(how, n):
-        run = subprocess.run([sys.executable, "-c", CHILD, str(big), str(tmp_path / f"{how}{n}"), how, str(window),
+    def peak(how, src, dst):
+        run = subprocess.run([sys.executable, "-c", CHILD, str(src), str(tmp_path / dst), how, str(window),
                               str(small)], capture_output=True, text=True, timeout=600,
                              env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
         assert run.returncode == 0, run.stderr
         got = json.loads(run.stdout)
         return got["peak"] - got["base"]
 
-    grew = peak("windows", 1)
-    whole = peak("whole", 2)
-    # the whole-file conversion holds the tables (about the file's size); the windowed one about a window's
-    assert whole > size / 2, (whole, size)
-    assert grew < size / 4, (grew, size)
-    assert grew * 3 < whole, (grew, whole)
+    four = peak("windows", big, "big")
+    one = peak("windows", quarter, "quarter")
+    whole = peak("whole", big, "whole")
+    assert four < 2 * one, (four, one)  # bounded: 4x the file, not 4x the memory
+    assert whole > os.path.getsize(big) / 2, whole    # the tables of the whole file
+    assert four * 3 < whole, (four, whole)
+    back_four = peak("back", tmp_path / "big", "big.back")
+    back_one = peak("back", tmp_path / "quarter", "quarter.back")
+    assert (tmp_path / "big.back").read_bytes() == big.read_bytes()
+    assert back_four < 2 * back_one, (back_four, back_one)
+    assert back_four * 3 < whole, (back_four, whole)
+
+
+# ------------------------------------------------------------------ the way back
+def test_the_way_back_goes_window_by_window(tmp_path, monkeypatch):
+    import layouts._stream.write as W
+
+    calls = []
+    real = W.write_stream
+
+    def counted(tables, spec, dst=None, **kw):
+        calls.append(sum(len(t) for t in tables.values()))
+        return real(tables, spec, dst, **kw)
+
+    monkeypatch.setattr(W, "write_stream", counted)
+    for what, (raw, spec) in cases(tmp_path).items():
+        src = tmp_path / f"{what}.bin"
+        src.write_bytes(raw)
+        stream = lo._stream.read.resolve(spec)
+        for fmt in ("parquet", "arrows"):
+            d = tmp_path / f"{what}-{fmt}"
+            F.convert_to_dir(str(src), stream, str(d), fmt, window=5000)
+            calls.clear()
+            back = tmp_path / f"{what}-{fmt}.back"
+            ds = F.scan_dir(str(d), stream)
+            n = F.write_back(ds, stream, str(back), order=ds.order, window=3000)
+            assert back.read_bytes() == raw, (what, fmt)
+            assert n == sum(len(t) for k, t in lo.read_stream(raw, stream).items() if not k.startswith("_"))
+            windowed = what in ("itch50", "pcap", "rdw", "empty pcap")  # one section from the header to the end
+            assert (len(calls) > 2) == (windowed and len(raw) > 6000), (what, calls)
+
+
+def test_the_way_back_keeps_the_order_of_out_of_order_files_and_the_errors(tmp_path):
+    import pyarrow.parquet as pq
+
+    raw = _itch()
+    src = tmp_path / "day.itch"
+    src.write_bytes(raw)
+    stream = S.builtin("itch50")
+    d = tmp_path / "d"
+    F.convert_to_dir(str(src), stream, str(d), "parquet")
+    # a file no longer in _offset order (the rows reversed): read whole, write_stream orders them
+    t = pq.read_table(d / "add_order.parquet")
+    pq.write_table(t.take(list(range(t.num_rows - 1, -1, -1))), d / "add_order.parquet")
+    back = tmp_path / "back.itch"
+    ds = F.scan_dir(str(d), stream)
+    F.write_back(ds, stream, str(back), order=ds.order, window=2000)
+    assert back.read_bytes() == raw
+    # a value that does not fit, late in the file: the error names its row in the file, as the whole way does
+    t = pq.read_table(d / "order_delete.parquet")
+    row = t.num_rows - 3
+    ts = t.column("timestamp").to_pylist()
+    ts[row] = 2**48  # more than the 6 bytes of an ITCH timestamp
+    t = t.set_column(t.schema.get_field_index("timestamp"), "timestamp", pa.array(ts, pa.uint64()))
+    pq.write_table(t, d / "order_delete.parquet")
+    with pytest.raises(lo.ConversionError) as whole:
+        lo.write_stream(F.read_dir(str(d), stream)[0], stream)
+    ds = F.scan_dir(str(d), stream)
+    with pytest.raises(lo.ConversionError) as windowed:
+        F.write_back(ds, stream, str(tmp_path / "bad.itch"), order=ds.order, window=2000)
+    assert str(windowed.value) == str(whole.value) and f"row {row}" in str(whole.value)
+    assert not (tmp_path / "bad.itch").exists()

@@ -105,9 +105,8 @@ def _stream_out(args, stream, interrupts):
 
 
 def _stream_back(args, stream, interrupts):
-    import layouts as lo
     from .._errors import ConversionError, LayoutError
-    from .._stream.files import READ_SUFFIXES, read_dir
+    from .._stream.files import READ_SUFFIXES, scan_dir, write_back
 
     if args.compression is not None:
         raise CommandError("--compression applies when writing tables (stream -> directory); the stream is written "
@@ -121,7 +120,8 @@ def _stream_back(args, stream, interrupts):
     if os.path.lexists(args.dst) and (os.path.islink(args.dst) or not os.path.isfile(args.dst)):
         raise ConversionError(f"{args.dst} exists and is not a regular file (a link, a pipe or a device); it is never "
                               f"replaced: remove it, or give another --to")
-    tables, order, files = read_dir(args.src, stream, args.format)
+    d = scan_dir(args.src, stream, args.format)
+    order, files = d.order, d.labels
     if args.byteorder != "native":
         order = args.byteorder
     if stream.byteorder is not None and order is None:
@@ -130,7 +130,8 @@ def _stream_back(args, stream, interrupts):
                               f"pass --byteorder big or --byteorder little")
     interrupts.check()
     try:
-        lo.write_stream(tables, stream, args.dst, order=order, overwrite=args.overwrite)
+        # window by window where the stream allows (docs/streams.md), else the tables whole
+        n = write_back(d, stream, args.dst, order=order, overwrite=args.overwrite, check=interrupts.check)
     except (ConversionError, LayoutError) as err:
         err.args = (re.sub(r"(?:table )?'(\w+)'", lambda m: f"{m.group(0)} ({files[m.group(1)]})"
                            if m.group(1) in files else m.group(0), str(err), count=1),)
@@ -138,7 +139,6 @@ def _stream_back(args, stream, interrupts):
     args.kept = args.dst
     interrupts.quiet = True
     if not args.quiet:
-        n = sum(t.num_rows for name, t in tables.items() if not name.startswith("_"))
         print(f"converted {args.src} ({len(files)} files): {n:,} records, {os.path.getsize(args.dst):,} bytes -> "
               f"{args.dst}")
     return 0

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator, Mapping
 import numpy as np
 import pyarrow as pa
 
-from .._errors import ConversionError
+from .._errors import ConversionError, LayoutError
 from .._files import InterruptHold
 from .._formats import SUFFIXES
 from ..kernels._memory import MappedGuard
@@ -32,10 +32,10 @@ from .read import (StreamTables, _check_shrunk, _convert, _gaps, _header_record,
                    header_values)
 from .spec import Stream, evaluate
 
-__all__ = ["write_dir", "read_dir", "convert_to_dir", "read_windows", "WINDOW", "RESERVED_TABLES", "SUFFIX",
+__all__ = ["write_dir", "read_dir", "scan_dir", "write_back", "DirSet", "convert_to_dir", "read_windows", "WINDOW", "RESERVED_TABLES", "SUFFIX",
            "READ_SUFFIXES", "table_bytes", "set_names"]
 
-WINDOW = 64 << 20  # bytes of the stream read into tables at a time by convert_to_dir
+WINDOW = 16 << 20  # bytes of the stream read into tables at a time (convert --stream, both ways)
 
 RESERVED_TABLES = ("_header", "_gaps", "_blocks", "_unknown")
 SUFFIX = {"parquet": ".parquet", "feather": ".feather", "arrow": ".arrow", "arrows": ".arrows"}
@@ -420,6 +420,211 @@ def read_dir(src: str, stream: Stream, fmt: "str | None" = None) -> "tuple[dict,
     """The tables of a directory :func:`write_dir` wrote: ``(tables, order, files)``
     (``order`` from the files' metadata, None where they have none; ``files``: table
     name -> path, for messages)."""
+    d = scan_dir(src, stream, fmt)
+    return d.read_all(), d.order, d.labels
+
+
+class DirSet:
+    """A directory of a stream's tables, checked (names, columns, byte order) but not
+    read: ``paths`` (table -> (path, format)), ``labels`` (table -> path for messages),
+    ``schemas`` and ``order`` (from the files' metadata, None where they have none)."""
+
+    def __init__(self, paths: dict, labels: dict, schemas: dict, order: "str | None"):
+        self.paths, self.labels, self.schemas, self.order = paths, labels, schemas, order
+
+    def read_all(self) -> dict:
+        return {name: self.read_all_of(name) for name in self.paths}
+
+    def read_all_of(self, name: str) -> pa.Table:
+        p, kind = self.paths[name]
+        return self._guarded(name, kind, lambda: _read_one(p, kind)).replace_schema_metadata(None)
+
+    def batches(self, name: str) -> "Iterator[pa.RecordBatch]":
+        """The table's record batches in file order, read one at a time."""
+        p, kind = self.paths[name]
+        if kind == "parquet":
+            import pyarrow.parquet as pq
+
+            # pre_buffer keeps the column chunks it read ahead: memory would grow with the file
+            pf = self._guarded(name, kind, lambda: pq.ParquetFile(p, pre_buffer=False))
+            it = pf.iter_batches(batch_size=1 << 13)  # 23 tables each hold a batch: keep them small
+        elif kind == "arrows":
+            f = pa.OSFile(p, "rb")
+            it = iter(self._guarded(name, kind, lambda: pa.ipc.open_stream(f)))
+        else:
+            m = pa.memory_map(p, "r")
+            reader = self._guarded(name, kind, lambda: pa.ipc.open_file(m))
+            it = (reader.get_batch(i) for i in range(reader.num_record_batches))
+        while True:
+            batch = self._guarded(name, kind, lambda: next(it, None))
+            if batch is None:
+                return
+            yield batch.replace_schema_metadata(None)
+
+    def _guarded(self, name, kind, fn):
+        try:
+            return fn()
+        except (OSError, pa.ArrowException) as err:
+            raise ConversionError(f"{self.labels[name]} cannot be read as {kind}: {err}; it is damaged, or of "
+                                  f"another format than its suffix says") from err
+
+
+def write_back(d: DirSet, stream: Stream, dst: str, *, order: "str | None", overwrite: bool = False,
+               window: int = WINDOW, check: "Callable[[], None] | None" = None) -> int:
+    """Write the stream of a directory's tables to ``dst`` (whole or not at all); returns
+    the number of records. A stream of one section that runs from where the header ends
+    to the end of the file (no offset, count, bytes or select; not VB; no header field in
+    its framing or lists; no ``_gaps``) is written window by window: every table read a
+    batch at a time and the records whose ``_offset`` falls in the window (``window``
+    bytes of offsets) merged and written, so memory is bounded by the window; its files
+    must be in ``_offset`` order (as convert --stream writes them), else, and for other
+    streams, the tables are read whole and written by :func:`write_stream`. A table
+    write_stream refuses is also read whole, so the error names its row in the file."""
+    from .._files import open_output
+    from .write import write_stream
+
+    if _windowable(stream, d):
+        target = open_output(dst, overwrite=overwrite)
+        try:
+            f = target.records_file()
+            try:
+                n = _write_windows(d, stream, f, order, window, check)
+                f.flush()
+            finally:
+                if not target.stream:
+                    f.close()
+            target.commit()
+            return n
+        except (_Unsorted, ConversionError, LayoutError):
+            # out of order, or bad values: the whole tables' way, whose errors name the row in the file
+            target.discard()
+        except BaseException as err:
+            target.discard()
+            if isinstance(err, OSError) and not isinstance(err, BrokenPipeError):
+                raise ConversionError(f"writing {target.name} failed: {err.strerror or err}; the destination was "
+                                      f"left as it was") from err
+            raise
+    tables = d.read_all()
+    if check is not None:
+        check()
+    write_stream(tables, stream, dst, order=order, overwrite=overwrite)
+    return sum(t.num_rows for name, t in tables.items() if not name.startswith("_"))
+
+
+class _Unsorted(Exception):
+    """A table file not in ``_offset`` order: the windows cannot be cut by offset."""
+
+
+def _windowable(stream: Stream, d: DirSet) -> bool:
+    from .spec import _BdwSection
+
+    if len(stream.sections) != 1 or "_gaps" in d.paths or "_blocks" in d.paths:
+        return False
+    s = stream.sections[0]
+    if isinstance(s, _BdwSection) or any(v is not None for v in (s.offset, s.count, s.bytes, s.select)):
+        return False
+    if isinstance(s.framing.size, str):
+        return False
+    for t in s.types:
+        for _, kind in t.record.fields:
+            if "[" in kind and not kind.rstrip("]").split("[")[-1].isdigit():
+                return False
+    return all("_offset" in d.schemas[n].names for n in d.paths if n != "_header")
+
+
+class _Cursor:
+    """One table's batches, handed out by ``_offset`` ranges."""
+
+    def __init__(self, batches, schema: pa.Schema, label: str):
+        self.batches, self.schema, self.label = batches, schema, label
+        self.pending: "list[pa.RecordBatch]" = []
+        self.last = None
+        self.done = False
+
+    def _offsets(self, batch):
+        col = batch.column(batch.schema.get_field_index("_offset"))
+        if col.null_count:
+            raise _Unsorted()  # write_stream says what is wrong with it
+        return col.cast(pa.int64()).to_numpy(zero_copy_only=False)
+
+    def _fill(self) -> bool:
+        while not self.done:
+            batch = next(self.batches, None)
+            if batch is None:
+                self.done = True
+                return False
+            if batch.num_rows:
+                offs = self._offsets(batch)
+                if (len(offs) > 1 and (np.diff(offs) < 0).any()) or (self.last is not None and offs[0] < self.last):
+                    raise _Unsorted()
+                self.last = offs[-1]
+                self.pending.append(batch)
+                return True
+        return False
+
+    def head(self):
+        if not self.pending and not self._fill():
+            return None
+        return int(self._offsets(self.pending[0])[0])
+
+    def take(self, hi: int) -> pa.Table:
+        """The rows with ``_offset < hi``."""
+        out = []
+        while True:
+            if not self.pending and not self._fill():
+                break
+            batch = self.pending[0]
+            offs = self._offsets(batch)
+            cut = int(np.searchsorted(offs, hi, "left"))
+            if cut == 0:
+                break
+            out.append(batch.slice(0, cut))
+            if cut < batch.num_rows:
+                self.pending[0] = batch.slice(cut)
+                break
+            self.pending.pop(0)
+        return pa.Table.from_batches(out, self.schema)
+
+
+def _write_windows(d: DirSet, stream: Stream, f, order, window: int, check) -> int:
+    import dataclasses
+
+    from .write import write_stream
+
+    header = d.read_all_of("_header") if "_header" in d.paths else None
+    rest = dataclasses.replace(stream, header=None, header_size=None)
+    cursors = {n: _Cursor(d.batches(n), d.schemas[n], d.labels[n]) for n in d.paths if n != "_header"}
+    first, n = True, 0
+    while True:
+        if check is not None:
+            check()
+        heads = [h for h in (c.head() for c in cursors.values()) if h is not None]
+        if not heads and not first:
+            return n
+        hi = (min(heads) if heads else 0) + max(int(window), 1)
+        tables: dict = {name: c.take(hi) for name, c in cursors.items()}
+        n += sum(t.num_rows for name, t in tables.items() if not name.startswith("_"))
+        if first and header is not None:
+            tables["_header"] = header
+        write_stream(tables, stream if first else rest, f, order=order)
+        first = False
+
+
+def _read_schema(p: str, kind: str) -> pa.Schema:
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        return pq.read_schema(p)
+    if kind == "arrows":
+        with pa.OSFile(p, "rb") as f:
+            return pa.ipc.open_stream(f).schema
+    with pa.memory_map(p, "r") as f:
+        return pa.ipc.open_file(f).schema
+
+
+def scan_dir(src: str, stream: Stream, fmt: "str | None" = None) -> DirSet:
+    """The table files of a directory :func:`write_dir` wrote, checked (read_dir's errors)
+    by their schemas, not yet read."""
     _check_names(stream)
     label = src
     path = src.rstrip(os.sep) or src
@@ -465,15 +670,16 @@ def read_dir(src: str, stream: Stream, fmt: "str | None" = None) -> "tuple[dict,
                               f"into {label} again")
     tables: dict = {}
     files: dict = {}
+    paths: dict = {}
     orders: "dict[str, str]" = {}
     for stem, [(e, kind)] in found.items():
         p = os.path.join(path, e)
         try:
-            table = _read_one(p, kind)
+            schema = _read_schema(p, kind)
         except (OSError, pa.ArrowException) as err:
             raise ConversionError(f"{os.path.join(label, e)} cannot be read as {kind}: {err}; it is damaged, or of "
                                   f"another format than its suffix says") from err
-        meta = (table.schema.metadata or {}).get(META)
+        meta = (schema.metadata or {}).get(META)
         if meta is not None:
             try:
                 order = json.loads(meta).get("order")
@@ -481,15 +687,16 @@ def read_dir(src: str, stream: Stream, fmt: "str | None" = None) -> "tuple[dict,
                 order = None
             if order in ("big", "little"):
                 orders[stem] = order
-        tables[stem] = table.replace_schema_metadata(None)
+        tables[stem] = schema.remove_metadata().empty_table()
         files[stem] = os.path.join(label, e)
+        paths[stem] = (p, kind)
     _check_columns(stream, tables, files)
     distinct = set(orders.values())
     if len(distinct) > 1:
         a, b = sorted(orders, key=lambda n: orders[n])[0], sorted(orders, key=lambda n: orders[n])[-1]
         raise ConversionError(f"{files[a]} was read in {orders[a]}-endian order but {files[b]} in {orders[b]}-endian; "
                               f"the files come from different streams: convert the stream into {label} again")
-    return tables, (distinct.pop() if distinct else None), files
+    return DirSet(paths, files, {k: t.schema for k, t in tables.items()}, distinct.pop() if distinct else None)
 
 
 def _check_columns(stream: Stream, tables: dict, files: dict) -> None:
