@@ -95,7 +95,8 @@ def _windows(stream: Stream, buf: np.ndarray, label: str, window: int, mapped) -
         out.stream, out.order, out.decimals = stream, order, {}
         return out
 
-    pending = fresh()  # the header goes out with the first window
+    first = fresh()  # the header goes out with the first window
+    pending: "StreamTables | None" = first
     values: dict = {}
     covered = []
     pos = done = 0
@@ -106,7 +107,7 @@ def _windows(stream: Stream, buf: np.ndarray, label: str, window: int, mapped) -
                                   f"stream; the file is truncated or of another kind")
         soa, _ = _convert(buf, hrec, order, np.zeros(1, np.int64), np.full(1, h, np.int64), 0, False,
                           False, label, "header")
-        pending["_header"] = soa
+        first["_header"] = soa
         values = header_values(stream, soa, order)
         covered.append((0, h))
         pos = h
