@@ -413,3 +413,43 @@ def test_las_files_whose_header_gives_its_own_size_are_whole_partitions(tmp_path
         frames = ld.read_stream(str(tmp_path / "p*.las"), "las", types=["format3"], blocksize=blocksize)
         assert frames["format3"].npartitions == 2
         assert frames["format3"].compute()["X"].tolist() == [0, 1, 2, 3, 4, 1, 2, 3, 4, 5]
+
+
+def _vb_file(path, blocks, seed):
+    """A VB file: ``blocks`` blocks of 1..6 RDW records with tails (ids count up)."""
+    rng = np.random.default_rng(seed)
+    out, rid = [], 0
+    for _ in range(blocks):
+        recs = []
+        for _ in range(int(rng.integers(1, 7))):
+            recs.append(_rdw(struct.pack(">I", rid) + b"NAME%02d" % (rid % 100) + b"t" * int(rng.integers(0, 20))))
+            rid += 1
+        body = b"".join(recs)
+        out.append(struct.pack(">HH", 4 + len(body), 0) + body)
+    path.write_bytes(b"".join(out))
+    return path
+
+
+def test_vb_files_cut_into_ranges_of_whole_blocks(tmp_path):
+    rec = np.dtype([("id", ">u4"), ("name", "S6")])
+    spec = S.bdw(rec, tail="column")
+    paths = [_vb_file(tmp_path / "a.vb", 300, 1), _vb_file(tmp_path / "b.vb", 3, 2), _vb_file(tmp_path / "c.vb", 120, 3)]
+    frames = ld.read_stream(paths, spec, types=["record", "_blocks"], blocksize=2000)
+    sizes = [p.stat().st_size for p in paths]
+    assert frames["record"].npartitions > 1 + sizes[0] // 2000  # the small file is one partition
+    got = check_frames(frames, paths, spec)
+    ids = got["record"][got["record"]._file == str(paths[0])].id.tolist()
+    assert ids == list(range(len(ids))) and len(ids) > 300  # every record once, in the file's order
+    # every range starts at a block descriptor word: the blocks' offsets are the file's
+    blocks = got["_blocks"][got["_blocks"]._file == str(paths[0])]._offset.tolist()
+    assert blocks[0] == 0 and blocks == sorted(blocks) and len(blocks) == 300
+    # BDWs that do not chain to the end: one partition, and read_stream's error when it is computed
+    bad = tmp_path / "bad.vb"
+    raw = bytearray(paths[0].read_bytes())
+    raw[blocks[150]:blocks[150] + 2] = b"\xff\xff"
+    bad.write_bytes(bytes(raw))
+    frame = ld.read_stream(bad, spec, blocksize=2000)["record"]
+    assert frame.npartitions == 1
+    with pytest.raises(lo.ConversionError, match=rf"{bad}: byte {blocks[150]}: block descriptor word says the block "
+                                                 r"is 65535 bytes, past the end of the data"):
+        frame.compute(scheduler="sync")

@@ -32,8 +32,8 @@ from .read import (StreamTables, _check_shrunk, _convert, _gaps, _header_record,
                    header_values)
 from .spec import Stream, evaluate
 
-__all__ = ["write_dir", "read_dir", "scan_dir", "write_back", "DirSet", "convert_to_dir", "read_windows", "WINDOW", "RESERVED_TABLES", "SUFFIX",
-           "READ_SUFFIXES", "table_bytes", "set_names"]
+__all__ = ["write_dir", "read_dir", "scan_dir", "write_back", "DirSet", "convert_to_dir", "read_windows", "WINDOW",
+           "RESERVED_TABLES", "SUFFIX", "READ_SUFFIXES", "table_bytes", "set_names"]
 
 WINDOW = 16 << 20  # bytes of the stream read into tables at a time (convert --stream, both ways)
 
