@@ -10,13 +10,14 @@ of NASDAQ's day files, with the timestamps (6-byte nanoseconds since midnight) i
 and every Alpha field printable ASCII, space padded.
 
 **The message mix.** The shares of the order messages follow the figures itch-book's
-README (https://github.com/groovg/itch-book, "Benchmarks" and "Book design") gives for
-NASDAQ's 2019-12-30 day file ``12302019.NASDAQ_ITCH50``: 268.7 M messages for 8,907
-symbols, 118 M add orders (A and F: 43.9 %), deletes about 43 %, 4,024,315 NOII messages
-(1.5 %), 8,966 trading actions, 9,013 Reg SHO messages and 34 LULD auction collars. The
-remaining order flow (replace U 7.8 %, executed E 2.3 %, cancel X 1.1 %, non-cross trade
-P 0.6 %, executed with price C 0.06 %; F is 2.5 % of the adds) is split in the proportions
-published message counts of NASDAQ sample days show, and is stated in ``ORDER_MIX``.
+README (https://github.com/groovg/itch-book, "Benchmarks", "Book design" and "Symbols,
+depth, batches") gives for NASDAQ's 2019-12-30 day file ``12302019.NASDAQ_ITCH50``:
+268.7 M messages for 8,907 symbols, 118 M add orders (A and F: 43.9 %), deletes about
+43 %, 4,024,315 NOII messages (1.5 %), 8,966 trading actions, 9,013 Reg SHO messages and
+34 LULD auction collars. The split of the remaining 11.6 % (replace U 7.8 %, executed E
+2.3 %, cancel X 1.1 %, non-cross trade P 0.6 %, executed with price C 0.06 %) and of the
+adds (F: 2.5 % of them) is this generator's estimate, not a published table: it is
+stated in ``ORDER_MIX`` so a measured day's counts can replace it.
 Per-symbol administrative messages scale with the number of symbols, which is one per
 30,000 messages as on that day (at most 8,907): a stock directory R, a trading action H,
 a Reg SHO message Y and two market participant positions L per symbol at the start of the
