@@ -105,6 +105,7 @@ DTYPES = {t: np.dtype(HEADER + BODY[t]) for t in TYPES}
 LENGTH = {t: DTYPES[t].itemsize - 2 for t in TYPES}
 ROW = max(d.itemsize for d in DTYPES.values())
 # the same records padded to one width, so all types of a slice go into one array of rows
+KEEP = np.arange(ROW)[None, :] < np.array([DTYPES[t].itemsize for t in TYPES])[:, None]
 PADDED = {t: np.dtype({"names": list(d.names), "formats": [d.fields[f][0] for f in d.names],
                        "offsets": [d.fields[f][1] for f in d.names], "itemsize": ROW}) for t, d in DTYPES.items()}
 
@@ -438,8 +439,7 @@ def _layout(parts, instances, state, rng):
         code = TYPES.index(kind_name)
         where = by_kind[bounds[code]:bounds[code + 1]]
         buf[where] = _records(kind_name, cols, row[where], ts[where], match[where], ref_of, rng).view(f"V{ROW}")
-    sizes = np.array([DTYPES[k].itemsize for k in TYPES], np.uint8)[kind]
-    keep = np.arange(ROW, dtype=np.uint8)[None, :] < sizes[:, None]
+    keep = KEEP[kind]                                        # each row's bytes that are its message's
     return buf.view(np.uint8).reshape(n, ROW).ravel()[keep.ravel()], n
 
 
@@ -448,7 +448,7 @@ def _records(kind, cols, rows, ts, match, ref_of, rng):
     dt = DTYPES[kind]
     rec = np.zeros(len(rows), PADDED[kind])
     for name, code in BODY[kind]:
-        if code.startswith("S"):
+        if code.startswith("S") and name not in cols:
             rec[name] = b" " * int(code[1:])
     rec["length"] = LENGTH[kind]
     rec["message_type"] = kind.encode()
