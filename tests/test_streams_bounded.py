@@ -353,3 +353,26 @@ def test_the_way_back_keeps_the_order_of_out_of_order_files_and_the_errors(tmp_p
         F.write_back(ds, stream, str(tmp_path / "bad.itch"), order=ds.order, window=2000)
     assert str(windowed.value) == str(whole.value) and f"row {row}" in str(whole.value)
     assert not (tmp_path / "bad.itch").exists()
+
+
+@pytest.mark.parametrize("window", [50, 700])
+def test_windows_of_the_builtin_formats(tmp_path, window):
+    """LAS (a header that sizes itself, select, gaps before and after), SEG-Y (lists as
+    long as a header field, an extended textual header) and DBN (a metadata section,
+    then records framed in 4-byte words, unknown kept): windows are read_stream."""
+    pytest.importorskip("laspy")
+    pytest.importorskip("segyio")
+    pytest.importorskip("databento_dbn")
+    import test_streams_formats as TF
+
+    las = TF._las("1.4", 6, n=40, vlr=True, evlr=True)[0]
+    segy = TF._segy(str(tmp_path / "f.sgy"), 5, ext_headers=1)
+    dbn = TF._dbn_file(TF._dbn_records(ts_out=True), ts_out=True)
+    for raw, name in ((las, "las"), (segy, "segy"), (dbn, "dbn")):
+        whole = lo.read_stream(raw, name)
+        windows = list(F.read_windows(raw, S.builtin(name), window))
+        got = joined(windows, list(whole))
+        assert sorted(got) == sorted(whole), name
+        for key, table in whole.items():
+            assert got[key].equals(table.to_arrow()), (name, key)
+        assert len(windows) > 2, name
