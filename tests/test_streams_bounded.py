@@ -376,3 +376,20 @@ def test_windows_of_the_builtin_formats(tmp_path, window):
         for key, table in whole.items():
             assert got[key].equals(table.to_arrow()), (name, key)
         assert len(windows) > 2, name
+
+
+def test_inspect_counts_window_by_window(tmp_path, capsys):
+    from layouts._cli import main
+
+    for what, (raw, spec) in cases(tmp_path).items():
+        stream = lo._stream.read.resolve(spec)
+        whole = lo.read_stream(raw, stream)
+        order, header, counts = F.count_stream(raw, stream, 500)
+        assert order == whole.order and counts == F.table_bytes(stream, whole, whole.order), what
+        assert (header is None) == ("_header" not in whole)
+    src = tmp_path / "day.itch"
+    src.write_bytes(cases(tmp_path)["itch50"][0])
+    capsys.readouterr()
+    assert main(["inspect", str(src), "--stream", "itch50"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{src}: a itch50 stream, {len(src.read_bytes()):,} bytes, byte order big\n")

@@ -433,7 +433,8 @@ def _vb_file(path, blocks, seed):
 def test_vb_files_cut_into_ranges_of_whole_blocks(tmp_path):
     rec = np.dtype([("id", ">u4"), ("name", "S6")])
     spec = S.bdw(rec, tail="column")
-    paths = [_vb_file(tmp_path / "a.vb", 300, 1), _vb_file(tmp_path / "b.vb", 3, 2), _vb_file(tmp_path / "c.vb", 120, 3)]
+    paths = [_vb_file(tmp_path / "a.vb", 300, 1), _vb_file(tmp_path / "b.vb", 3, 2),
+             _vb_file(tmp_path / "c.vb", 120, 3)]
     frames = ld.read_stream(paths, spec, types=["record", "_blocks"], blocksize=2000)
     sizes = [p.stat().st_size for p in paths]
     assert frames["record"].npartitions > 1 + sizes[0] // 2000  # the small file is one partition

@@ -147,17 +147,14 @@ def _stream_back(args, stream, interrupts):
 def inspect_stream(args):
     """``layouts inspect SOURCE --stream SPEC``: the header's values and, per record type
     (and reserved table), its records and bytes."""
-    import layouts as lo
-    from .._stream.files import table_bytes
+    from .._stream.files import count_stream
 
     _refuse_with_stream(args, "inspect")
     stream = _stream_of(args.stream)
-    tables = lo.read_stream(args.source, stream)
-    counts = table_bytes(stream, tables, tables.order)
+    order, head, counts = count_stream(args.source, stream)  # window by window: bounded memory
     header = None
-    if "_header" in tables:
-        row = tables["_header"].to_arrow().drop_columns(["_offset"]).to_pylist()[0]
-        header = row
+    if head is not None:
+        header = head.to_arrow().drop_columns(["_offset"]).to_pylist()[0]
     size = sum(b for _, b in counts.values())
     names = [t.name for s in stream.sections for t in s.types] + [n for n in counts if n.startswith("_")]
     if args.json:
@@ -166,12 +163,12 @@ def inspect_stream(args):
         def plain(v):
             return v.hex() if isinstance(v, bytes) else v
 
-        print(json.dumps({"source": args.source, "stream": stream.name, "order": tables.order, "bytes": size,
+        print(json.dumps({"source": args.source, "stream": stream.name, "order": order, "bytes": size,
                           "header": None if header is None else {k: plain(v) for k, v in header.items()},
                           "tables": {n: {"records": counts[n][0], "bytes": counts[n][1]} for n in names}},
                          indent=2))
         return 0
-    print(f"{args.source}: a {stream.name} stream, {size:,} bytes, byte order {tables.order}")
+    print(f"{args.source}: a {stream.name} stream, {size:,} bytes, byte order {order}")
     if header is not None:
         width = max(map(len, header))
         print(f"header ({counts['_header'][1]:,} bytes):")

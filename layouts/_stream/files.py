@@ -32,7 +32,8 @@ from .read import (StreamTables, _check_shrunk, _convert, _gaps, _header_record,
                    header_values)
 from .spec import Stream, evaluate
 
-__all__ = ["write_dir", "read_dir", "scan_dir", "write_back", "DirSet", "convert_to_dir", "read_windows", "WINDOW",
+__all__ = ["write_dir", "read_dir", "scan_dir", "write_back", "DirSet", "convert_to_dir", "count_stream",
+           "read_windows", "WINDOW",
            "RESERVED_TABLES", "SUFFIX", "READ_SUFFIXES", "table_bytes", "set_names"]
 
 WINDOW = 16 << 20  # bytes of the stream read into tables at a time (convert --stream, both ways)
@@ -271,7 +272,29 @@ def convert_to_dir(src: Any, stream: Stream, dst: str, fmt: str, *, compression:
             yield tables
 
     written = _write_set(windows(), stream, lambda: seen["order"], dst, fmt, compression, overwrite, check)
-    return written, seen["order"], counts
+    return written, seen["order"], _in_order(stream, counts)
+
+
+def count_stream(src: Any, stream: Stream, window: int = WINDOW) -> "tuple[str, Any, dict[str, tuple[int, int]]]":
+    """``(byte order, the _header table or None, {table: (records, bytes)})`` of a
+    stream, read window by window (``layouts inspect --stream``): memory bounded by the
+    window. The counts are :func:`table_bytes` of read_stream's tables, in its order."""
+    counts: "dict[str, tuple[int, int]]" = {}
+    order, header = stream.orders()[0], None
+    for tables in read_windows(src, stream, window):
+        order = tables.order
+        if "_header" in tables:
+            header = tables["_header"]
+        for name, (n, b) in table_bytes(stream, tables, tables.order).items():
+            was = counts.get(name, (0, 0)) if name != "_header" else (0, 0)
+            counts[name] = (was[0] + n, was[1] + b)
+    return order, header, _in_order(stream, counts)
+
+
+def _in_order(stream: Stream, counts: dict) -> dict:
+    """``counts`` in :func:`table_bytes`'s order: the types, then the reserved tables."""
+    names = [t.name for s in stream.sections for t in s.types] + ["_header", "_gaps", "_unknown", "_blocks"]
+    return {n: counts[n] for n in names if n in counts}
 
 
 def _write_set(windows, stream: Stream, order_of, dst: str, fmt: str, compression, overwrite, check) -> "list[str]":
