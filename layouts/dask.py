@@ -541,10 +541,10 @@ class _StreamTask:
             start, stop, _ = piece
             sub, record_size, section_start = self.stream, 1, start
         else:
-            start, stop, first, count, order, record_size, section_start = piece
-            s = self.stream.sections[0]
+            start, stop, first, count, order, record_size, section_start, index = piece
+            s = self.stream.sections[index]
             framing = dataclasses.replace(s.framing, size=record_size)
-            if first:
+            if first:  # the header, the bytes before the records, the first records of section 0
                 sub = dataclasses.replace(self.stream, sections=(dataclasses.replace(
                     s, framing=framing, offset=section_start, count=count, bytes=None),))
             else:
@@ -583,27 +583,24 @@ def _is_vb(stream):
 
 def _unsplittable(stream):
     """Why ``stream``'s files cannot be cut into byte ranges (None: they can)."""
-    if len(stream.sections) != 1:
-        return f"has {len(stream.sections)} sections"
     if _is_vb(stream):  # cut at block descriptor words
         return None
-    if stream.sections[0].framing.size is None:
+    if any(s.framing.size is None for s in stream.sections):
         return "frames its records by a length field: where a record starts is known only from the ones before it"
     return None
 
 
 def _stream_ranges(fs, name, stream, blocksize):
-    """Byte ranges of whole records of one file of fixed-size records:
-    ``[(start, stop, first, records, byte order, record size, section start), ...]``,
-    or ``[None]`` (one whole-file partition) when the file has one range or its header
-    or size does not fit the description (read_stream then reports what is wrong, when
-    the partition is computed)."""
+    """Byte ranges of whole records of one file of fixed-size records: ``[(start, stop,
+    first, records, byte order, record size, section start, section index), ...]``, each
+    section cut on its own (its last range runs to the next section's start), or ``[None]``
+    (one whole-file partition) when the file has one range or its header or size does not
+    fit the description (read_stream then reports what is wrong, when the partition is
+    computed)."""
     from ._stream.frame import detect_order
     from ._stream.read import _convert, header_values
-    from ._stream.spec import evaluate
 
     size = fs.size(name)
-    s = stream.sections[0]
     if _is_vb(stream):
         return _vb_ranges(fs, name, size, blocksize)
     if getattr(stream, "header_size", None) is not None:  # a header whose size its fields give (LAS): whole files
@@ -627,32 +624,56 @@ def _stream_ranges(fs, name, stream, blocksize):
                 values = header_values(stream, header, order)
         except ConversionError:
             return [None]
-    try:
-        start = h if s.offset is None else evaluate(s.offset, values, "offset")
-        record_size = evaluate(s.framing.size, values, "framing.size")
-        end = size if s.bytes is None else start + evaluate(s.bytes, values, "bytes")
-        count = None if s.count is None else evaluate(s.count, values, "count")
-    except (ValueError, TypeError, LayoutError):  # sizes the description does not give as numbers: whole files
-        return [None]
-    if record_size <= 0 or not h <= start <= end <= size:
-        return [None]
-    if count is None:
-        if (end - start) % record_size:
-            return [None]
-        count = (end - start) // record_size
-    elif count < 0 or count * record_size > end - start or (s.bytes is not None and count * record_size != end - start):
-        return [None]
-    per = max(1, blocksize // record_size)
-    if count <= per:
+    plan = _section_plan(stream, values, h, size)
+    if plan is None:
         return [None]
     out = []
-    for k in range(0, count, per):
-        n = min(per, count - k)
-        first, last = k == 0, k + n == count
-        lo = 0 if first else start + k * record_size
-        hi = size if last else start + (k + n) * record_size
-        out.append((lo, hi, first, n, order, record_size, start))
-    return out
+    for i, (start, end, count, record_size) in enumerate(plan):
+        per = max(1, blocksize // record_size)
+        for k in range(0, count, per):
+            n = min(per, count - k)
+            first = i == 0 and k == 0
+            lo = 0 if first else start + k * record_size
+            # the last range of a section runs to the next one's start (the bytes between are its _gaps)
+            last_of_section = k + n == count
+            hi = (plan[i + 1][0] if i + 1 < len(plan) else size) if last_of_section else start + (k + n) * record_size
+            out.append((lo, hi, first, n, order, record_size, start, i))
+    return [None] if len(out) < 2 else out
+
+
+def _section_plan(stream, values, h, size):
+    """``[(start, end, records, record size), ...]`` of a stream's fixed-size sections, from
+    its header's values, or None where a section is empty, not fixed-size, or its numbers
+    do not fit the file (one whole-file partition: read_stream reports what is wrong)."""
+    from ._stream.spec import evaluate
+
+    plan, pos = [], h
+    several = len(stream.sections) > 1
+    for i, s in enumerate(stream.sections):
+        if s.framing.size is None:
+            return None
+        if several and (s.select is not None or any("[" in t and not t.rstrip("]").split("[")[-1].isdigit()
+                                                    for rt in s.types for _, t in rt.record.fields)):
+            return None  # a later section's range has no header to choose its type or size its lists
+        try:
+            start = pos if s.offset is None else evaluate(s.offset, values, "offset")
+            record_size = evaluate(s.framing.size, values, "framing.size")
+            count = None if s.count is None else evaluate(s.count, values, "count")
+            end = None if s.bytes is None else start + evaluate(s.bytes, values, "bytes")
+        except (ValueError, TypeError, LayoutError):  # sizes the description does not give as numbers
+            return None
+        if record_size <= 0 or not pos <= start <= size:
+            return None
+        if count is None:
+            stop = size if end is None else end
+            if (end is None and i + 1 < len(stream.sections)) or stop > size or (stop - start) % record_size:
+                return None
+            count = (stop - start) // record_size
+        if count <= 0 or (end is not None and count * record_size != end - start) or start + count * record_size > size:
+            return None
+        pos = start + count * record_size
+        plan.append((start, pos, count, record_size))
+    return plan
 
 
 def _vb_ranges(fs, name, size, blocksize):

@@ -454,3 +454,27 @@ def test_vb_files_cut_into_ranges_of_whole_blocks(tmp_path):
     with pytest.raises(lo.ConversionError, match=rf"{bad}: byte {blocks[150]}: block descriptor word says the block "
                                                  r"is 65535 bytes, past the end of the data"):
         frame.compute(scheduler="sync")
+
+
+def test_several_fixed_size_sections_cut_into_ranges_of_each(tmp_path):
+    side = S.Record([("side", "S1"), ("qty", ">u4")])
+    spec = S([S.Section(S.Framing(size=5), [S.RecordType("buy", side, tag="B"), S.RecordType("sell", side, tag="S")],
+                        tag=S.Tag(offset=0, size=1), count="n1"),
+              S.Section(S.Framing(size=8), [S.RecordType("price", S.Record([("px", ">i8")]))],
+                        offset="20 + n1 * 5 + 7", count="n2")],
+             header=S.Record([("magic", "S4"), ("n1", ">u8"), ("n2", ">u8")]), name="two")
+
+    def write(path, n1, n2):
+        recs = b"".join((b"B" if i % 3 else b"S") + struct.pack(">I", i) for i in range(n1))
+        prices = b"".join(struct.pack(">q", -i * 1000) for i in range(n2))
+        path.write_bytes(b"TWO!" + struct.pack(">QQ", n1, n2) + recs + b"between" + prices + b"the end")
+        return path
+
+    paths = [write(tmp_path / "a.two", 300, 90), write(tmp_path / "b.two", 40, 0), write(tmp_path / "c.two", 7, 200)]
+    frames = ld.read_stream(paths, spec, types=["buy", "sell", "price", "_header", "_gaps"], blocksize=400)
+    # a: 300 records of 5 bytes, 80 a range -> 4; 90 of 8, 50 a range -> 2; b: an empty section, one partition;
+    # c: 7 records -> 1, 200 prices -> 4
+    assert frames["buy"].npartitions == 6 + 1 + 5
+    got = check_frames(frames, paths, spec)
+    assert sorted(got["_gaps"]._tail.tolist()) == [b"between"] * 3 + [b"the end"] * 3
+    assert len(got["price"]) == 290 and len(got["_header"]) == 3
