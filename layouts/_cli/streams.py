@@ -72,8 +72,7 @@ def convert_stream(args):
 
 
 def _stream_out(args, stream, interrupts):
-    import layouts as lo
-    from .._stream.files import SUFFIX, table_bytes, write_dir
+    from .._stream.files import SUFFIX, convert_to_dir
 
     if args.byteorder != "native":
         raise CommandError(f"--byteorder {args.byteorder}: a stream's byte order comes from its description (or its "
@@ -88,18 +87,16 @@ def _stream_out(args, stream, interrupts):
                            f"{args.dst!r} looks like a file name; give a directory, e.g. --to "
                            f"{os.path.splitext(args.dst)[0]}/ (or --to {args.dst}/ for a directory of that name)")
     codec = codec_of(args, fmt)
-    tables = lo.read_stream(args.src, stream)
     interrupts.check()
-    try:
-        written = write_dir(tables, stream, tables.order, args.dst, fmt, compression=codec, overwrite=args.overwrite,
-                            check=interrupts.check)
+    try:  # window by window: memory bounded by the window, not the file (docs/streams.md)
+        written, _, counts = convert_to_dir(args.src, stream, args.dst, fmt, compression=codec,
+                                            overwrite=args.overwrite, check=interrupts.check)
     except KeyboardInterrupt as err:  # held while the files were moved into place: they are there, whole
         args.kept = getattr(err, "_layouts_output_kept", None)
         raise
     args.kept = args.dst
     interrupts.quiet = True  # the set is in place: done, whatever Ctrl-C comes now
     if not args.quiet:
-        counts = table_bytes(stream, tables, tables.order)
         types = [t.name for s in stream.sections for t in s.types]
         n = sum(counts[t][0] for t in types)
         filled = ", ".join(f"{t} {counts[t][0]:,}" for t in types if counts[t][0])
@@ -110,9 +107,8 @@ def _stream_out(args, stream, interrupts):
 
 
 def _stream_back(args, stream, interrupts):
-    import layouts as lo
     from .._errors import ConversionError, LayoutError
-    from .._stream.files import READ_SUFFIXES, read_dir
+    from .._stream.files import READ_SUFFIXES, scan_dir, write_back
 
     if args.compression is not None:
         raise CommandError("--compression applies when writing tables (stream -> directory); the stream is written "
@@ -126,7 +122,8 @@ def _stream_back(args, stream, interrupts):
     if os.path.lexists(args.dst) and (os.path.islink(args.dst) or not os.path.isfile(args.dst)):
         raise ConversionError(f"{args.dst} exists and is not a regular file (a link, a pipe or a device); it is never "
                               f"replaced: remove it, or give another --to")
-    tables, order, files = read_dir(args.src, stream, args.format)
+    d = scan_dir(args.src, stream, args.format)
+    order, files = d.order, d.labels
     if args.byteorder != "native":
         order = args.byteorder
     if stream.byteorder is not None and order is None:
@@ -135,7 +132,8 @@ def _stream_back(args, stream, interrupts):
                               f"pass --byteorder big or --byteorder little")
     interrupts.check()
     try:
-        lo.write_stream(tables, stream, args.dst, order=order, overwrite=args.overwrite)
+        # window by window where the stream allows (docs/streams.md), else the tables whole
+        n = write_back(d, stream, args.dst, order=order, overwrite=args.overwrite, check=interrupts.check)
     except (ConversionError, LayoutError) as err:
         err.args = (re.sub(r"(?:table )?'(\w+)'", lambda m: f"{m.group(0)} ({files[m.group(1)]})"
                            if m.group(1) in files else m.group(0), str(err), count=1),)
@@ -143,7 +141,6 @@ def _stream_back(args, stream, interrupts):
     args.kept = args.dst
     interrupts.quiet = True
     if not args.quiet:
-        n = sum(t.num_rows for name, t in tables.items() if not name.startswith("_"))
         print(f"converted {args.src} ({len(files)} files): {n:,} records, {os.path.getsize(args.dst):,} bytes -> "
               f"{args.dst}")
     return 0
@@ -152,17 +149,14 @@ def _stream_back(args, stream, interrupts):
 def inspect_stream(args):
     """``layouts inspect SOURCE --stream SPEC``: the header's values and, per record type
     (and reserved table), its records and bytes."""
-    import layouts as lo
-    from .._stream.files import table_bytes
+    from .._stream.files import count_stream
 
     _refuse_with_stream(args, "inspect")
     stream = _stream_of(args.stream)
-    tables = lo.read_stream(args.source, stream)
-    counts = table_bytes(stream, tables, tables.order)
+    order, head, counts = count_stream(args.source, stream)  # window by window: bounded memory
     header = None
-    if "_header" in tables:
-        row = tables["_header"].to_arrow().drop_columns(["_offset"]).to_pylist()[0]
-        header = row
+    if head is not None:
+        header = head.to_arrow().drop_columns(["_offset"]).to_pylist()[0]
     size = sum(b for _, b in counts.values())
     names = [t.name for s in stream.sections for t in s.types] + [n for n in counts if n.startswith("_")]
     if args.json:
@@ -171,12 +165,12 @@ def inspect_stream(args):
         def plain(v):
             return v.hex() if isinstance(v, bytes) else v
 
-        print(json.dumps({"source": args.source, "stream": stream.name, "order": tables.order, "bytes": size,
+        print(json.dumps({"source": args.source, "stream": stream.name, "order": order, "bytes": size,
                           "header": None if header is None else {k: plain(v) for k, v in header.items()},
                           "tables": {n: {"records": counts[n][0], "bytes": counts[n][1]} for n in names}},
                          indent=2))
         return 0
-    print(f"{args.source}: a {stream.name} stream, {size:,} bytes, byte order {tables.order}")
+    print(f"{args.source}: a {stream.name} stream, {size:,} bytes, byte order {order}")
     if header is not None:
         width = max(map(len, header))
         print(f"header ({counts['_header'][1]:,} bytes):")
