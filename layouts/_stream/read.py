@@ -10,10 +10,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .._aos import AoS
+from .._aos import AoS, soa_over_arena
 from .._errors import ConversionError, LayoutError
+from .._faults import forward_error
 from .._layout import Layout
-from .._plan import ColumnBuffers
+from .._plan import Arena, ColumnBuffers, forward_ops
 from .._soa import SoA
 from ..kernels import stream as K
 from ..kernels._memory import MappedGuard
@@ -242,32 +243,18 @@ def _header_record(stream: Stream, buf, order, label) -> "tuple[Record, int]":
 
 
 def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where):
-    """One table per record type of a scanned section: the records checked against their
-    type's size, every type's fixed parts gathered in one pass over the stream (in
-    stream order, into one dense buffer per type), then each type transposed."""
+    """One table per record type of a scanned section: the records grouped by type (in
+    stream order within each), checked against their type's size, and each type
+    transposed straight from the stream through its offsets (no dense copy)."""
     keep = _keep_prefix(s)
     ntypes = len(s.types)
     prefix = int(s.framing.prefix or 0)
     g_offsets, g_lengths = np.empty_like(got.offsets), np.empty_like(got.lengths)
     bounds = K.group(got.types, ntypes, got.offsets, got.lengths, g_offsets, g_lengths)
-    plans, denses, runs_all, starts = [], [], [], [0]
     for ti, t in enumerate(s.types):
         a, b = bounds[ti + 1], bounds[ti + 2]
-        what = f"{where} type {t.name!r}"
-        _check_sizes(g_offsets[a:b], g_lengths[a:b], prefix + t.record.size(order), s.tail == "column", label, what)
-        layout, runs, _, offset_at = t.record.plan(order, prefix, True, keep)
-        plans.append((layout, offset_at))
-        denses.append(np.zeros((b - a) * layout.itemsize, np.uint8))
-        runs_all.extend(runs)
-        starts.append(len(runs_all))
-    r = np.array(runs_all, np.int64).reshape(-1, 3)
-    K.gather_all(buf, got.offsets, got.types, np.array([d.ctypes.data for d in denses], np.int64),
-                 np.array([p[0].itemsize for p in plans], np.int64), np.array([p[1] for p in plans], np.int64),
-                 np.array(starts, np.int64), r[:, 0].copy(), r[:, 1].copy(), r[:, 2].copy())
-    for ti, t in enumerate(s.types):
-        a, b = bounds[ti + 1], bounds[ti + 2]
-        out[t.name] = _transpose(buf, t.record, order, plans[ti][0], denses[ti], g_offsets[a:b], g_lengths[a:b],
-                                 prefix, s.tail == "column", label, f"{where} type {t.name!r}")
+        out[t.name], _ = _convert(buf, t.record, order, g_offsets[a:b], g_lengths[a:b], prefix, keep,
+                                  s.tail == "column", label, f"{where} type {t.name!r}")
         if t.record.decimals:
             out.decimals[t.name] = dict(t.record.decimals)
     if bounds[ntypes + 2] > bounds[ntypes + 1]:
@@ -298,38 +285,55 @@ def _check_sizes(offsets, lengths, fixed, tails, label, what):
 
 
 def _convert(buf, record: Record, order, offsets, lengths, prefix, keep_prefix, tails, label, what):
-    """The SoA of one record type (the header): fixed parts gathered by offset into a
-    dense buffer, transposed in one pass; tails (bytes beyond the fields) as ``_tail``."""
-    layout, runs, zeros, offset_at = record.plan(order, prefix, True, keep_prefix)
-    _check_sizes(offsets, lengths, prefix + record.size(order), tails, label, what)
-    dense = np.zeros(len(offsets) * layout.itemsize, np.uint8)
-    r = np.array(runs, np.int64).reshape(-1, 3)
-    K.gather(buf, np.ascontiguousarray(offsets), r[:, 0].copy(), r[:, 1].copy(), r[:, 2].copy(), dense,
-             layout.itemsize, offset_at)
-    return _transpose(buf, record, order, layout, dense, offsets, lengths, prefix, tails, label, what), layout
-
-
-def _transpose(buf, record, order, layout, dense, offsets, lengths, prefix, tails, label, what):
-    """The gathered records of one type (``dense``) as an SoA, with ``_tail``."""
-    n = len(offsets)
-    if n and record.text:
-        _check_text(dense.reshape(n, layout.itemsize), layout, record, offsets, prefix, order, label, what)
-    try:
-        soa = AoS(dense.view(layout.dtype), layout).to_soa()
-    except ConversionError as err:
-        m = re.search(r"record (\d+)", str(err))
-        at = f" byte {int(offsets[int(m.group(1))])}:" if m and int(m.group(1)) < n else ""
-        raise ConversionError(f"{label}:{at} a {what} record: {err}; in a stream description, drop the field from the "
-                              f"type's text list to read it as bytes") from err
+    """The SoA of one record type (or the header), read through ``offsets`` by the fused
+    gather + transpose; tails (bytes beyond the fields) as ``_tail``."""
+    layout, runs, _, offset_at = record.plan(order, prefix, True, keep_prefix)
+    _check_sizes(offsets, lengths, prefix + record.size(order), tails, label, what)  # before any kernel reads
+    offsets = np.ascontiguousarray(offsets, np.int64)
+    soa = _transpose_at(buf, record, order, layout, np.array(runs, np.int64).reshape(-1, 3), offset_at, offsets,
+                        prefix, label, what)
     if not tails:
-        return soa
+        return soa, layout
+    n = len(offsets)
     fixed = prefix + record.size(order)
-    return _with_tail(soa, layout, buf, offsets, np.full(n, fixed, np.int64), lengths - fixed)
+    return _with_tail(soa, layout, buf, offsets, np.full(n, fixed, np.int64), lengths - fixed), layout
+
+
+def _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what) -> SoA:
+    """The records at ``offsets`` of one type as an SoA, in one pass (K.aos_to_soa_at:
+    blocks of rows gathered in cache, then the usual per-column kernels, threaded)."""
+    n = len(offsets)
+    assert not any(f.kind == "enum" for f in layout.fields)  # stream fields never are (no dictionary to fix)
+    arena = Arena(layout, n, frozenset())
+    memory = arena.allocate()
+    ops, offs, keep = forward_ops(arena, memory.ctypes.data, {})
+    nul = np.array([(layout[name].offset, layout[name].width) for name in record.text], np.int64).reshape(-1, 2)
+    fault = K.aos_to_soa_at(buf, offsets, layout.itemsize, runs, offset_at, nul, ops, offs,
+                            owners=(memory, ops, offs, keep))
+    del keep
+    if fault is not None:
+        _raise_fault(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what, fault)
+    return soa_over_arena(layout, n, arena, memory, {}, None)
+
+
+def _raise_fault(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what, fault):
+    """The error for the first record the fused transpose could not convert: that one
+    record gathered again, and described as the dense path describes it."""
+    row, op, code = fault
+    one = np.zeros(layout.itemsize, np.uint8)
+    K.gather(buf, offsets[row:row + 1], runs[:, 0].copy(), runs[:, 1].copy(), runs[:, 2].copy(), one,
+             layout.itemsize, offset_at)
+    if code == K.E_TEXT_NUL:
+        _check_text(one.reshape(1, -1), layout, record, offsets[row:row + 1], prefix, order, label, what)
+    err = forward_error(layout, one.view(layout.dtype), (0, op, code), first=row)
+    raise ConversionError(f"{label}: byte {int(offsets[row])}: a {what} record: {err}; in a stream description, "
+                          f"drop the field from the type's text list to read it as bytes") from err
 
 
 def _check_text(rows, layout, record, offsets, prefix, order, label, what):
     """Text fields hold no NUL byte: a string column would end at it and the bytes after
-    it would not go back (C-string mode), so a NUL is an error, not a silent change."""
+    it would not go back (C-string mode), so a NUL is an error, not a silent change.
+    (The fused transpose finds the row; this names the field and the byte.)"""
     at, starts = prefix, {}
     for name, t in record.fields:
         starts[name] = at
