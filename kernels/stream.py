@@ -17,13 +17,14 @@ import numpy as np
 from numba import njit
 
 from . import cpu
-from ._memory import load8, load16, load32, load64, store8, store16, store32, store64, stream_fence, prefetch
+from ._memory import bswap16, bswap32, bswap64, load8, load16, load32, load64, prefetch
+from ._memory import store8, store16, store32, store64, stream_fence
 from .cpu import _memcpy  # the transpose's copy of raw bytes, 8 at a time
-from .cpu import (BLOCK_BYTES, ROW_ALIGN, STAGE_RECORD_MAX, STREAM_BYTES, _forward_block, _stage_plan, _unstage,
-                  _value_width)
+from .cpu import (BLOCK_BYTES, ROW_ALIGN, STAGE_RECORD_MAX, STREAM_BYTES, _forward_block, _prefetch_columns,
+                  _reverse_block, _stage_plan, _unstage, _value_width)
 from .plan import COUNT, DATA, K_CSTR, K_UTF32, KIND, OFFSETS, P2, VALID
 
-__all__ = ["scan", "group", "gather", "gather_all", "aos_to_soa_at", "E_TEXT_NUL", "first_nul", "gather_tails", "scatter", "scatter_tails", "put_uint",
+__all__ = ["scan", "group", "gather", "gather_all", "aos_to_soa_at", "soa_to_aos_at", "E_TEXT_NUL", "E_WIDE", "first_nul", "gather_tails", "scatter", "scatter_tails", "put_uint",
            "OK", "FULL", "SHORT_PREFIX", "PAST_END", "TOO_SMALL", "UNKNOWN_TAG", "SHORT_RECORD"]
 
 _jit = njit(nogil=True, cache=True)
@@ -40,6 +41,7 @@ SHORT_RECORD = 6   # a record shorter than its type's fields
 # the fault code of :func:`aos_to_soa_at` for a NUL byte in a text field (op -1); the
 # transpose's own codes (kernels/plan.py E_*) are small integers
 E_TEXT_NUL = 100
+E_WIDE = 101  # soa_to_aos_at: a value does not fit the narrower field it goes back to (op -1)
 PREFETCH_ROWS = 16  # records of one type are asked for this many ahead of the one copied
 
 
@@ -417,3 +419,101 @@ def aos_to_soa_at(buf, offsets, itemsize, runs, offset_at, nul, ops, offs, *, th
                 else:  # no row wrote it: an empty column's one offset is 0
                     cpu._set_offset(ops[j, OFFSETS], 0, ops[j, P2], 0)
     return fault
+
+
+# --------------------------------------------- the way back, writing through an index
+
+
+@_jit
+def _put_word(addr, size, big, value):
+    """``value`` as an unsigned integer of ``size`` (1..8) bytes at ``addr``."""
+    if size == 1:
+        store8(addr, value)
+    elif size == 2:
+        store16(addr, bswap16(value) if big else value)
+    elif size == 4:
+        store32(addr, bswap32(value) if big else value)
+    elif size == 8:
+        store64(addr, bswap64(value) if big else value)
+    else:
+        v = np.uint64(value)
+        for k in range(size):
+            shift = np.uint64(8 * (size - 1 - k) if big else 8 * k)
+            store8(addr + k, (v >> shift) & np.uint64(0xFF))
+
+
+@_jit
+def _scatter_rows(rows, itemsize, b0, b1, positions, run_src, run_dst, run_len, zero_off, zero_len, frame, lengths,
+                  out):
+    """Packed rows ``b0..b1`` (at ``rows``) to ``out + positions[i]`` by the runs, with
+    the length field (``lengths[i]``) and the tag that ``frame`` describes: ``(length
+    at, size, big, tag at, size, big, tag value)``, a size of 0 for none. Returns -1,
+    or the first row with a non-zero byte in a widened field's extra bytes."""
+    nruns, nzero = run_src.shape[0], zero_off.shape[0]
+    len_at, len_size, len_big = frame[0], frame[1], frame[2] != 0
+    tag_at, tag_size, tag_big, tag = frame[3], frame[4], frame[5] != 0, np.uint64(frame[6])
+    for i in range(b0, b1):
+        src = rows + (i - b0) * itemsize
+        for z in range(nzero):
+            for k in range(zero_len[z]):
+                if load8(src + zero_off[z] + k) != 0:
+                    return i
+        dst = out + positions[i]
+        for r in range(nruns):
+            _copy_run(dst + run_src[r], src + run_dst[r], run_len[r])
+        if len_size > 0:
+            _put_word(dst + len_at, len_size, len_big, np.uint64(lengths[i]))
+        if tag_size > 0:
+            _put_word(dst + tag_at, tag_size, tag_big, tag)
+    return -1
+
+
+@_jit
+def _reverse_rows_at(out, itemsize, r0, r1, positions, run_src, run_dst, run_len, zero_off, zero_len, frame, lengths,
+                     ops, offs, err, stop):
+    """:func:`kernels.cpu._reverse_rows` for records that go to ``out`` at
+    ``positions`` (byte offsets) instead of one after another: each block of rows is
+    assembled from the columns in a packed row buffer that stays in cache, then its
+    fields, length and tag are stored at their places. No dense copy is made."""
+    block = max(ROW_ALIGN, (BLOCK_BYTES // itemsize) // ROW_ALIGN * ROW_ALIGN)
+    rows = np.zeros(max(min(block, r1 - r0), 1) * itemsize, dtype=np.uint8)  # padding stays 0 (see _reverse_rows)
+    _reverse_blocks_at(out, itemsize, r0, r1, positions, run_src, run_dst, run_len, zero_off, zero_len, frame,
+                       lengths, ops, offs, block, rows, err, stop)
+
+
+@_jit
+def _reverse_blocks_at(out, itemsize, r0, r1, positions, run_src, run_dst, run_len, zero_off, zero_len, frame,
+                       lengths, ops, offs, block, rows, err, stop):
+    packed, dst = rows.ctypes.data, out.ctypes.data
+    b0 = r0
+    while b0 < r1:
+        if stop[0] != 0:
+            break
+        b1 = min(b0 + block, r1)
+        _prefetch_columns(ops, b1, min(b1 + block, r1))
+        if _reverse_block(packed - b0 * itemsize, itemsize, b0, b1, ops, offs, err) != 0:
+            break
+        bad = _scatter_rows(packed, itemsize, b0, b1, positions, run_src, run_dst, run_len, zero_off, zero_len,
+                            frame, lengths, dst)
+        if bad >= 0:
+            err[0], err[1], err[2] = bad, -1, E_WIDE
+            break
+        b0 = b1
+
+
+def soa_to_aos_at(out, positions, itemsize, runs, zeros, frame, lengths, ops, offs, *, threads=None, owners=None):
+    """The mirror of :func:`aos_to_soa_at`: record ``i``, assembled from the columns
+    (``ops``) as a packed record of ``itemsize`` bytes, goes to ``out`` (uint8) at
+    ``positions[i]`` by ``runs`` (``(k, 3)``: place in the stream's record, in the packed
+    one, length); ``zeros`` (``(m, 2)``: start, length in the packed record) are the
+    extra bytes of widened fields, which must be zero; ``frame`` (7 int64, see
+    :func:`_scatter_rows`) the length field, with ``lengths[i]`` its value, and the tag.
+
+    The caller has checked that every record lies inside ``out``. Returns ``None`` or
+    the first fault ``(row, op, code)``; ``(row, -1, E_WIDE)`` for a value too wide.
+    """
+    n = positions.shape[0]
+    starts = cpu._chunk_starts(n, itemsize, threads)
+    args = (out, itemsize, positions, runs[:, 0].copy(), runs[:, 1].copy(), runs[:, 2].copy(), zeros[:, 0].copy(),
+            zeros[:, 1].copy(), frame, lengths, ops, offs)
+    return cpu._run_chunks(_reverse_rows_at, starts, args, (owners, out, positions, lengths))
