@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import mmap
 import os
 import re
@@ -82,9 +83,16 @@ def resolve(spec: Any) -> Stream:
                               f"(a NumPy structured dtype or a list of (name, type) fields)")
         if os.sep in name or name.endswith(".toml") or os.path.exists(name):
             return load(name)
-        return builtin(name)
+        return _builtin(name)
     raise LayoutError(f"spec must be a Stream, a path to a .toml description or a built-in name, got "
                       f"{type(spec).__name__}")
+
+
+@functools.lru_cache(maxsize=None)
+def _builtin(name: str) -> Stream:
+    """A built-in description, parsed once per process (a Stream is a frozen value;
+    parsing its TOML costs about 10 ms, as much as reading a small file)."""
+    return builtin(name)
 
 
 def _keep_prefix(s: Section) -> bool:
