@@ -647,3 +647,97 @@ def test_a_counted_section_with_kept_unknown_records_goes_back(tmp_path):
     t = lo.read_stream(raw, spec)
     assert (t["a"].to_arrow().num_rows, t["_unknown"].to_arrow().num_rows) == (2, 1)
     assert lo.write_stream(t, spec) == raw
+
+
+# ------------------------------------------------ the fused gather (reading through the offsets)
+def _itch_day(size, seed=0):
+    from layouts.benchmarks.itch_day import day_bytes
+
+    return day_bytes(size, seed)
+
+
+def _dense_reference(buf, record, offsets, order="big", prefix=2):
+    """One type's table the way the reader made it before the fused gather: the records
+    copied into a dense buffer (K.gather), then the ordinary one-pass transpose."""
+    from layouts.kernels import stream as K
+
+    layout, runs, _, offset_at = record.plan(order, prefix, True, False)
+    r = np.array(runs, np.int64).reshape(-1, 3)
+    dense = np.zeros(len(offsets) * layout.itemsize, np.uint8)
+    K.gather(buf, offsets, r[:, 0].copy(), r[:, 1].copy(), r[:, 2].copy(), dense, layout.itemsize, offset_at)
+    return lo.AoS(dense.view(layout.dtype), layout).to_soa(threads=1).to_arrow()
+
+
+def test_fused_gather_equals_the_dense_copy_over_many_blocks_and_chunks():
+    # a day's mix, several MB: every main type spans many blocks of rows and (on two or
+    # more cores) several chunks; each table equals the dense copy's, column by column
+    buf = _itch_day(4_000_000)
+    spec = lo.Stream.builtin("itch50")
+    t = lo.read_stream(buf, spec)
+    by_type = {rt.name: rt.record for rt in spec.sections[0].types}
+    assert len(t["add_order"]) > 50_000
+    for name, soa in t.items():
+        if name.startswith("_"):
+            continue
+        got = soa.to_arrow()
+        offsets = got.column("_offset").to_numpy()
+        assert got.equals(_dense_reference(buf, by_type[name], offsets)), name
+
+
+@pytest.mark.parametrize("threads", [1, 3, 8])
+def test_fused_gather_kernel_any_thread_count(threads, monkeypatch):
+    # the kernel's own entry, forced into several chunks: the same columns whatever the count
+    from layouts._plan import Arena, forward_ops
+    from layouts.kernels import cpu
+    from layouts.kernels import stream as K
+
+    monkeypatch.setattr(cpu, "MIN_CHUNK_BYTES", 64 * 1024)  # chunks of ~1,000 rows: many, each many blocks
+
+    buf = _itch_day(3_000_000, seed=2)
+    spec = lo.Stream.builtin("itch50")
+    record = {rt.name: rt.record for rt in spec.sections[0].types}["add_order"]
+    offsets = lo.read_stream(buf, spec)["add_order"].to_arrow().column("_offset").to_numpy().copy()
+    layout, runs, _, offset_at = record.plan("big", 2, True, False)
+    arena = Arena(layout, len(offsets))
+    memory = arena.allocate()
+    ops, offs, keep = forward_ops(arena, memory.ctypes.data, {})
+    nul = np.array([(layout[n].offset, layout[n].width) for n in record.text], np.int64).reshape(-1, 2)
+    assert K.aos_to_soa_at(buf, offsets, layout.itemsize, np.array(runs, np.int64).reshape(-1, 3), offset_at, nul,
+                           ops, offs, threads=threads) is None
+    from layouts._aos import soa_over_arena
+
+    got = soa_over_arena(layout, len(offsets), arena, memory, {}, None).to_arrow()
+    assert len(cpu._chunk_starts(len(offsets), layout.itemsize, threads)) - 1 == min(threads, 25)
+    assert got.equals(_dense_reference(buf, record, offsets))
+
+
+def test_text_errors_deep_in_a_stream_name_the_record():
+    # far past the first block of rows (and chunk): the error still names the record's byte
+    raw, _ = itch_file(np.random.default_rng(13), ["A"], 3000)
+    size = 2 + ITCH_LENGTHS["A"]
+    bad = bytearray(raw)
+    at = 2500 * size
+    bad[at + 2 + 24] = 0
+    with pytest.raises(lo.ConversionError, match=rf"<buffer>: byte {at + 2 + 24}: text field 'stock' of a itch50 "
+                                                 rf"section\[0\] type 'add_order' record \(at byte {at}\) holds a NUL"):
+        lo.read_stream(bytes(bad), "itch50")
+    bad[at + 2 + 24] = 0xFF
+    with pytest.raises(lo.ConversionError, match=rf"<buffer>: byte {at}: a itch50 section\[0\] type 'add_order' "
+                                                 rf"record: field 'stock' .*record 2500.*not valid UTF-8"):
+        lo.read_stream(bytes(bad), "itch50")
+
+
+def test_fused_scatter_round_trip_and_a_value_too_wide_deep_in_a_table():
+    buf = _itch_day(3_000_000, seed=4)
+    t = lo.read_stream(buf, "itch50")
+    assert lo.write_stream(t, "itch50") == buf.tobytes()
+    # a widened field (the 6-byte timestamp) with a value that does not fit, far into the table
+    table = t["add_order"].to_arrow()
+    k = len(table) - 3
+    ts = table.column("timestamp").to_numpy().copy()
+    ts[k] = 2**48
+    tables = dict(t)
+    tables["add_order"] = table.set_column(table.schema.get_field_index("timestamp"), "timestamp", pa.array(ts))
+    with pytest.raises(lo.ConversionError, match=rf"table 'add_order', row {k}: field 'timestamp' = {2**48} does "
+                                                 rf"not fit its 6 bytes"):
+        lo.write_stream(tables, "itch50")
