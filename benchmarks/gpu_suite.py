@@ -87,7 +87,7 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(prefix="layouts-gpu-suite-") as tmp:
         steps.append(step("cuda tests", ["-m", "pytest", "-q", "-n", "0", "-m", "cuda", "-p", "no:cacheprovider", "tests"],
                           300))
-        steps.append(step("kernel resources (sm_90)", ["-m", "layouts.kernels.ptx", "--cc", "9.0", "--json"], 300,
+        steps.append(step("kernel resources (sm_90)", ["-m", "layouts.kernels.ptx", "--cc", "9.0", "--json", "--also", "layouts.benchmarks.reduce_cuda"], 300,
                           env={"NUMBA_ENABLE_CUDASIM": "0"}))  # compiled for the real target
         if facts["gpu"] is not None:
             j = f"{tmp}/convert_gpu.json"

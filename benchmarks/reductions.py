@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 import layouts as lo
-from layouts.kernels import reduce as kr
+from layouts.benchmarks import reduce as kr
 
 from .convert_cpu import median_seconds
 

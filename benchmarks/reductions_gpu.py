@@ -8,7 +8,7 @@ import cupy as cp
 import numpy as np
 from numba import cuda
 
-from layouts.kernels import cuda_reduce
+from layouts.benchmarks import reduce_cuda as cuda_reduce
 
 from .reductions import OFFSETS, THRESHOLDS, timed
 

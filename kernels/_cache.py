@@ -42,8 +42,9 @@ from numba.core import caching
 __all__ = ["jit", "STAMP", "shipped_dir", "machine_dir", "ship_dir"]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# the modules whose code the CPU kernels are compiled from (kernels/cpu.py and what it imports)
-SOURCES = ("cpu.py", "_memory.py", "_scalar.py", "plan.py")
+# the modules whose code the CPU kernels are compiled from: the package kernels/cpu/ and what it imports
+SOURCES = ("plan.py", "values.py", "_memory.py") + tuple(
+    sorted(f"cpu/{name}" for name in os.listdir(os.path.join(HERE, "cpu")) if name.endswith(".py")))
 FORMAT = "layouts-kernels-1"  # bump when what a cached kernel is made of changes in another way
 PORTABLE_CPU = "generic"  # the shipped kernels' target: the baseline of the platform's architecture
 
@@ -135,13 +136,20 @@ class _Locator(caching._CacheLocator):
         return str(self._lineno)
 
 
+def _module_name(path):
+    """``cpu.forward`` for kernels/cpu/forward.py: the module's dotted name under kernels/."""
+    rel = os.path.relpath(os.path.abspath(path), HERE)
+    return os.path.splitext(rel)[0].replace(os.sep, ".") if not rel.startswith("..") else \
+        os.path.splitext(os.path.basename(path))[0]
+
+
 class _Impl(caching.CompileResultCacheImpl):
     """Numba's serialisation of a compile result, with the locator given (not searched for)."""
 
     def __init__(self, py_func, locator):  # noqa: D107 - numba's __init__ would search its own locators
         self._lineno = py_func.__code__.co_firstlineno
         self._locator = locator
-        module = os.path.splitext(os.path.basename(py_func.__code__.co_filename))[0]
+        module = _module_name(py_func.__code__.co_filename)
         self._filename_base = self.get_filename_base(f"{module}.{py_func.__qualname__}",
                                                      getattr(sys, "abiflags", ""))
 

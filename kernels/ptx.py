@@ -60,7 +60,6 @@ def link_info(ptx, name, cc):
 def launches():
     """Threads per block and dynamic shared memory of each kernel, as the host launches it."""
     from . import cuda as kernels_cuda
-    from . import cuda_reduce
 
     rows, slot, staged = kernels_cuda.tile_shape(RECORD_BYTES)
     tile = rows * slot + 8 if staged else 0
@@ -71,8 +70,18 @@ def launches():
     bridge = ("bits_to_bits", "bits_to_bytes", "bytes_to_bits", "codes_with_nulls", "offsets_check[int32]",
               "offsets_check[int64]", "offsets_rebase[int32]", "offsets_rebase[int64]")
     out.update({name: (threads, 0) for name in bridge})  # the cuDF bridge's, one element a thread
-    out.update({f"reduce_{name}": (cuda_reduce.THREADS, 0) for name in cuda_reduce.signatures()})
     return out
+
+
+def _also(name):
+    """Kernels of another module (``--also``): its ``KERNELS()`` and ``THREADS``, prefixed
+    with ``PREFIX`` where it has one (benchmarks' reduction kernels: ``reduce_``)."""
+    import importlib
+
+    module = importlib.import_module(name)
+    prefix = getattr(module, "PREFIX", "")
+    kernels = {f"{prefix}{k}": v for k, v in module.KERNELS().items()}
+    return kernels, {k: (module.THREADS, 0) for k in kernels}
 
 
 def main(argv=None):
@@ -82,6 +91,9 @@ def main(argv=None):
     parser.add_argument("--variant", action="append", default=[], metavar="NAME=FORWARD/REVERSE",
                         help="also the forward and reverse kernels specialised for the kind masks of a layout's "
                              "plans (kernels.cuda.kinds_of), reported as forward[NAME] and reverse[NAME]")
+    parser.add_argument("--also", action="append", default=[], metavar="MODULE",
+                        help="also the kernels of MODULE (its KERNELS() and THREADS), e.g. "
+                             "layouts.benchmarks.reduce_cuda for the benchmarks' reductions")
     args = parser.parse_args(argv)
     cc = tuple(int(x) for x in args.cc.split("."))
 
@@ -94,11 +106,13 @@ def main(argv=None):
     dispatcher.get_current_device = lambda: _Target()
 
     from . import cuda as kernels_cuda
-    from . import cuda_reduce
 
     kernels = dict(kernels_cuda.KERNELS())
-    kernels.update({f"reduce_{name}": entry for name, entry in cuda_reduce.signatures().items()})
     shapes = launches()
+    for name in args.also:
+        more, more_shapes = _also(name)
+        kernels.update(more)
+        shapes.update(more_shapes)
     for variant in args.variant:
         label, _, masks = variant.partition("=")
         forward_mask, _, reverse_mask = masks.partition("/")

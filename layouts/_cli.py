@@ -1231,12 +1231,11 @@ def _release_kernel_threads():
     """Tell the CPU kernels' pool threads to end once idle. They are not daemons, so the
     interpreter waits for them as it exits; a Ctrl-C that lands while the pool starts a
     thread leaves one that the pool does not know of and that nothing would tell to end,
-    and the exit would wait for it forever (kernels/cpu.py: ``_Chunks.run`` submits,
+    and the exit would wait for it forever (kernels/threads.py: ``_Chunks.run`` submits,
     ``Thread.start`` is interrupted before the pool records the thread)."""
-    cpu = sys.modules.get(f"{__package__}.kernels.cpu")
-    pool = getattr(cpu, "_pool", None)
-    if pool is not None:
-        pool.shutdown(wait=False)  # each worker passes the stop marker on to the next, known or not
+    threads = sys.modules.get(f"{__package__}.kernels.threads")
+    if threads is not None:
+        threads.shutdown(wait=False)  # each worker passes the stop marker on to the next, known or not
 
 
 def _forget_caught_interrupt():

@@ -232,7 +232,7 @@ def test_division_free_quotients_agree_with_python_compiled():
         env = dict(fn.py_func.__globals__, **deps)
         return numba.njit(types.FunctionType(fn.py_func.__code__, env, fn.py_func.__name__))
 
-    quotient = compiled(kc._exact_quotient, _mulmod64=compiled(kc._mulmod64))
+    quotient = compiled(kc.tile._exact_quotient, _mulmod64=compiled(kc.tile._mulmod64))
     factors = [1, 2, 7, 60, 1000, 3600, 86_400, 10**9, 86_400 * 10**9, 3 << 40, 2**62 + 1]
     ops = np.zeros((len(factors), NCOLS), np.int64)
     ops[:, KIND], ops[:, P1] = K_SCALE, factors
@@ -342,7 +342,8 @@ def test_every_kernel_compiles_for_sm90_without_spills_or_lost_occupancy():
     root = Path(__file__).resolve().parent.parent
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
     variants = [f"--variant={name}={mask}" for name, mask in plan_kinds().items()]
-    run = subprocess.run([sys.executable, "-m", "layouts.kernels.ptx", "--cc", "9.0", "--json", *variants], cwd=root,
+    run = subprocess.run([sys.executable, "-m", "layouts.kernels.ptx", "--cc", "9.0", "--json", "--also",
+                          "layouts.benchmarks.reduce_cuda", *variants], cwd=root,
                          env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
     report = json.loads(run.stdout)["kernels"]

@@ -298,10 +298,10 @@ def test_interrupted_kernel_call_leaves_the_next_one_correct():
     a = ticks(200_000)
     layout = lo.Layout.from_dtype(TICK)
     expected = lo.AoS(a).to_soa().to_arrow()
-    from layouts.kernels import cpu
+    from layouts.kernels import threads
 
     calls = {"n": 0}
-    original = cpu._Chunks._convert
+    original = threads._Chunks._convert
 
     def interrupting(self, ci):
         original(self, ci)
@@ -309,12 +309,12 @@ def test_interrupted_kernel_call_leaves_the_next_one_correct():
         if calls["n"] == 1:
             raise KeyboardInterrupt
 
-    cpu._Chunks._convert = interrupting
+    threads._Chunks._convert = interrupting
     try:
         with pytest.raises(KeyboardInterrupt):
             lo.AoS(a).to_soa(threads=4)
     finally:
-        cpu._Chunks._convert = original
+        threads._Chunks._convert = original
     assert lo.AoS(a, layout).to_soa(threads=4).to_arrow().equals(expected)
     assert isinstance(expected, pa.Table)
 

@@ -14,10 +14,10 @@ from layouts.kernels import cpu
 
 def test_new_layout_compiles_nothing():
     lo.AoS(np.zeros(10, [("a", "<i4")])).to_soa().to_aos()
-    before = (len(cpu._forward_rows.signatures), len(cpu._reverse_rows.signatures))
+    before = (len(cpu.forward._forward_rows.signatures), len(cpu.reverse._reverse_rows.signatures))
     other = np.zeros(100, [("x", ">f8", (2, 2)), ("s", "U3"), ("t", "M8[D]")])
     lo.AoS(other).to_soa().to_aos()
-    assert (len(cpu._forward_rows.signatures), len(cpu._reverse_rows.signatures)) == before
+    assert (len(cpu.forward._forward_rows.signatures), len(cpu.reverse._reverse_rows.signatures)) == before
 
 
 @pytest.mark.slow
@@ -26,7 +26,7 @@ def test_new_process_loads_kernels_from_disk(tmp_path):
         import numpy as np, layouts as lo
         from layouts.kernels import cpu
         lo.AoS(np.zeros(3, [("a", "<i8"), ("b", "?")])).to_soa().to_aos()
-        print(sum(cpu._forward_rows.stats.cache_hits.values()), sum(cpu._forward_rows.stats.cache_misses.values()))
+        print(sum(cpu.forward._forward_rows.stats.cache_hits.values()), sum(cpu.forward._forward_rows.stats.cache_misses.values()))
     """)
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), LAYOUTS_SHIPPED_KERNELS="0")  # not the wheel's kernels
     run = lambda: subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)

@@ -31,7 +31,7 @@ def test_wheel_installs_one_import_package(wheel):
     names = wheel.namelist()
     tops = {n.split("/")[0] for n in names}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"layouts"}
-    for needed in ("layouts/kernels/cpu.py", "layouts/kernels/cuda.py", "layouts/benchmarks/__main__.py",
+    for needed in ("layouts/kernels/cpu/forward.py", "layouts/kernels/cuda/transpose.py", "layouts/kernels/threads.py", "layouts/benchmarks/__main__.py",
                    "layouts/_cuda/transpose.py", "layouts/_cdecl/program.py", "layouts/py.typed"):
         assert needed in names
     assert not [n for n in names if "/tests/" in n or Path(n).name.startswith("test_") or "/results/" in n]

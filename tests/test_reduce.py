@@ -1,4 +1,4 @@
-"""Column reduction kernels (kernels.reduce, kernels.cuda_reduce) against NumPy, on AoS
+"""Column reduction kernels (benchmarks.reduce, benchmarks.reduce_cuda) against NumPy, on AoS
 field views and SoA columns."""
 
 import os
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from layouts.kernels import reduce as kr
+from layouts.benchmarks import reduce as kr
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -61,7 +61,7 @@ def test_empty_and_wrong_shapes_say_so():
 CUDASIM = """
 import numpy as np
 from numba import cuda
-from layouts.kernels.cuda_reduce import field_matrix, reduce_field
+from layouts.benchmarks.reduce_cuda import field_matrix, reduce_field
 from layouts.benchmarks.reductions import make_records, OFFSETS, THRESHOLDS, ITEMSIZES
 for itemsize in (16, 64):
     r = make_records(itemsize, 700, seed=itemsize)

@@ -39,12 +39,12 @@ def zero_holes(arr, layout):
 def streaming(on):
     """Force the CPU kernels' streaming path (output staged in cache, then written with
     streaming stores: normally for outputs of STREAM_BYTES and more) on or off."""
-    old = cpu.STREAM_BYTES
-    cpu.STREAM_BYTES = 0 if on else 1 << 62
+    old = cpu.host.STREAM_BYTES
+    cpu.host.STREAM_BYTES = 0 if on else 1 << 62
     try:
         yield
     finally:
-        cpu.STREAM_BYTES = old
+        cpu.host.STREAM_BYTES = old
 
 
 def check_against_oracle(arr, layout, soa):
@@ -133,7 +133,7 @@ def test_records_too_big_to_stage(stream):
     """Records over STAGE_RECORD_MAX bytes are written in place (padding cleared per
     block), the rest staged: the same bytes either way, over 0xFF garbage."""
     dtype = np.dtype([("k", "u1"), ("v", "<f8", (700,)), ("b", "?"), ("s", ">i2")], align=True)
-    assert dtype.itemsize > cpu.STAGE_RECORD_MAX
+    assert dtype.itemsize > cpu.memory.STAGE_RECORD_MAX
     layout = lo.Layout.from_dtype(dtype)
     arr = random_records(dtype, layout, 300, 11)
     out = np.full(300 * dtype.itemsize, 0xFF, dtype=np.uint8)

@@ -100,3 +100,9 @@ def signatures():
             "min": (_min, (a, t.int64, t.float64, t.float64[::1])),
             "max": (_max, (a, t.int64, t.float64, t.float64[::1])),
             "count_greater": (_count_greater, (a, t.int64, t.float64, t.int64[::1]))}
+
+
+KERNELS = signatures
+"""This module's kernels with their argument types, for ``python -m layouts.kernels.ptx
+--also layouts.benchmarks.reduce_cuda`` (the sm_90 report)."""
+PREFIX = "reduce_"

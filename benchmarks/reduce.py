@@ -10,7 +10,7 @@ Integers sum into int64 (uint64 for unsigned), floats into float64.
 import numpy as np
 from numba import njit
 
-from .cpu import _chunk_starts, thread_pool
+from layouts.kernels.threads import chunk_starts, thread_pool
 
 __all__ = ["column_sum", "column_mean", "column_min", "column_max", "count_greater"]
 
@@ -50,7 +50,7 @@ def _chunks(fn, a, threads, *extra):
     """``fn(a, r0, r1, *extra)`` on one chunk of rows per thread; the partial results."""
     if a.ndim != 1:
         raise ValueError(f"reductions take a 1-D column or field view, got shape {a.shape}")
-    starts = _chunk_starts(len(a), a.strides[0] if len(a) else 1, threads)
+    starts = chunk_starts(len(a), a.strides[0] if len(a) else 1, threads)
     spans = [(int(r0), int(r1)) for r0, r1 in zip(starts[:-1], starts[1:]) if r1 > r0]
     if len(spans) <= 1:
         return [fn(a, *span, *extra) for span in spans]
