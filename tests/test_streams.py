@@ -688,10 +688,10 @@ def test_fused_gather_equals_the_dense_copy_over_many_blocks_and_chunks():
 def test_fused_gather_kernel_any_thread_count(threads, monkeypatch):
     # the kernel's own entry, forced into several chunks: the same columns whatever the count
     from layouts._plan import Arena, forward_ops
-    from layouts.kernels import cpu
     from layouts.kernels import stream as K
+    from layouts.kernels import threads as T
 
-    monkeypatch.setattr(cpu, "MIN_CHUNK_BYTES", 64 * 1024)  # chunks of ~1,000 rows: many, each many blocks
+    monkeypatch.setattr(T, "MIN_CHUNK_BYTES", 64 * 1024)  # chunks of ~1,000 rows: many, each many blocks
 
     buf = _itch_day(3_000_000, seed=2)
     spec = lo.Stream.builtin("itch50")
@@ -707,7 +707,7 @@ def test_fused_gather_kernel_any_thread_count(threads, monkeypatch):
     from layouts._aos import soa_over_arena
 
     got = soa_over_arena(layout, len(offsets), arena, memory, {}, None).to_arrow()
-    assert len(cpu._chunk_starts(len(offsets), layout.itemsize, threads)) - 1 == min(threads, 25)
+    assert len(T.chunk_starts(len(offsets), layout.itemsize, threads)) - 1 == min(threads, 25)
     assert got.equals(_dense_reference(buf, record, offsets))
 
 
