@@ -257,8 +257,13 @@ def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where):
     keep = _keep_prefix(s)
     ntypes = len(s.types)
     prefix = int(s.framing.prefix or 0)
-    g_offsets, g_lengths = np.empty_like(got.offsets), np.empty_like(got.lengths)
-    bounds = K.group(got.types, ntypes, got.offsets, got.lengths, g_offsets, g_lengths)
+    if s.tag is None:  # every record is of one type (the only one, or select's): grouped already
+        g_offsets, g_lengths = got.offsets, got.lengths
+        bounds = np.zeros(ntypes + 3, np.int64)
+        bounds[int(got.types[0]) + 2 if len(got.types) else 0:] = len(got.offsets)
+    else:
+        g_offsets, g_lengths = np.empty_like(got.offsets), np.empty_like(got.lengths)
+        bounds = K.group(got.types, ntypes, got.offsets, got.lengths, g_offsets, g_lengths)
     for ti, t in enumerate(s.types):
         a, b = bounds[ti + 1], bounds[ti + 2]
         out[t.name], _ = _convert(buf, t.record, order, g_offsets[a:b], g_lengths[a:b], prefix, keep,
@@ -276,14 +281,14 @@ def _check_sizes(offsets, lengths, fixed, tails, label, what):
     """Every record holds its type's fields (and, without tails, nothing more)."""
     if not len(offsets):
         return
-    short = np.flatnonzero(lengths < fixed)
+    short = np.flatnonzero(lengths < fixed) if lengths.min() < fixed else ()  # (min: no index array made)
     if len(short):
         i = short[0]
         raise ConversionError(
             f"{label}: byte {offsets[i]}: a {what} record of {lengths[i]} bytes, shorter than the type's "
             f"{fixed} bytes of fields; the stream is damaged, or the type's fields are wrong")
     if not tails:
-        extra = np.flatnonzero(lengths > fixed)
+        extra = np.flatnonzero(lengths > fixed) if lengths.max() > fixed else ()
         if len(extra):
             i = extra[0]
             raise ConversionError(
@@ -365,13 +370,20 @@ def _with_tail(soa: SoA, layout: Layout, buf, offsets, starts, sizes) -> SoA:
     """``soa`` plus a ``_tail`` binary column of ``sizes[i]`` bytes from
     ``offsets[i] + starts[i]`` (binary, or large_binary past 2 GiB)."""
     n = len(offsets)
-    ends = np.cumsum(sizes, dtype=np.int64) if n else np.zeros(0, np.int64)
-    total = int(ends[-1]) if n else 0
-    data = np.empty(max(total, 1), np.uint8)
-    K.gather_tails(buf, np.ascontiguousarray(offsets), np.ascontiguousarray(starts), ends, data)
-    large = total > _BINARY_MAX
-    offs = np.concatenate([[0], ends]).astype(np.int64 if large else np.int32)
-    width = max(int(sizes.max()) if n else 1, 1)
+    widest = int(sizes.max()) if n else 0
+    if widest == 0:  # no record has a tail (LAS points without extra bytes): no pass over them
+        total, data, large = 0, np.empty(1, np.uint8), False
+        offs = np.zeros(n + 1, np.int32)
+    else:
+        ends = np.cumsum(sizes, dtype=np.int64)
+        total = int(ends[-1])
+        data = np.empty(max(total, 1), np.uint8)
+        K.gather_tails(buf, np.ascontiguousarray(offsets), np.ascontiguousarray(starts), ends, data)
+        large = total > _BINARY_MAX
+        offs = np.empty(n + 1, np.int64 if large else np.int32)
+        offs[0] = 0
+        offs[1:] = ends
+    width = max(widest, 1)
     dtype = _append(layout.dtype, width)
     modes = dict(layout.bytes_as)
     modes["_tail"] = "binary"
