@@ -257,10 +257,12 @@ def main(argv=None):
     a = p.parse_args(argv)
     if a.small:
         a.itch_mb, a.packets, a.points, a.traces, a.repeat = [2.0], 2_000, 20_000, 200, 2
+    load_before = os.getloadavg()
     result = run(a.itch_mb, a.packets, a.repeat, a.points, a.traces)
     if a.json:
         result["machine"] = {"cpus": os.cpu_count(), "platform": platform.platform(),
-                             "processor": platform.processor()}
+                             "processor": platform.processor(), "load_average_before": load_before,
+                             "load_average_after": os.getloadavg()}  # (a shared machine's load)
         result["command"] = "python -m benchmarks.streams " + " ".join(argv if argv is not None else sys.argv[1:])
         with open(a.json, "w") as f:
             json.dump(result, f, indent=1)
