@@ -128,7 +128,6 @@ def run_itch(sizes_mb, repeat):
         row = {"bytes": buf.nbytes, "messages": n, "read_s": times[0], "write_s": times[1], "copy_s": times[2],
                "itch_book_s": times[3] if book is not None else None}
         rows.append(row)
-        del tables, out, dst, buf
     _print_itch(rows, repeat, book is not None)
     return rows
 

@@ -18,12 +18,13 @@ take only NumPy arrays and integers, and import nothing of ``layouts``.
 import numpy as np
 from numba import njit
 
-from ._memory import load8, load64, store8, store64
+from ._memory import store8
 from .cpu.gather import E_TEXT_NUL, E_WIDE, aos_to_soa_at, soa_to_aos_at  # the transpose through an index
 from .cpu.memory import _memcpy  # the transpose's copy of raw bytes, 8 at a time
 
 __all__ = ["scan", "group", "gather", "gather_all", "aos_to_soa_at", "soa_to_aos_at", "E_TEXT_NUL", "E_WIDE",
-           "first_nul", "gather_tails", "scatter", "scatter_tails", "put_uint", "OK", "FULL", "SHORT_PREFIX", "PAST_END", "TOO_SMALL", "UNKNOWN_TAG", "SHORT_RECORD"]
+           "first_nul", "gather_tails", "scatter", "scatter_tails", "put_uint", "OK", "FULL", "SHORT_PREFIX",
+           "PAST_END", "TOO_SMALL", "UNKNOWN_TAG", "SHORT_RECORD"]
 
 _jit = njit(nogil=True, cache=True)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import mmap
 import os
-import re
 from typing import Any
 
 import numpy as np
