@@ -799,3 +799,44 @@ def test_random_descriptions_fused_gather_equals_the_dense_copy_and_goes_back(se
             else:
                 assert a.equals(b), (seed, name)
     assert lo.write_stream(t, spec) == raw
+
+
+# ------------------------------------------------ on the GPU (the simulator without one)
+@pytest.mark.slow
+def test_read_stream_on_the_gpu_equals_the_cpu():
+    # every ITCH type gathered and transposed on the device; a pcap's packets (tails)
+    # converted on the CPU and moved; every table on the device, equal to the CPU's
+    raw, _ = itch_file(np.random.default_rng(21), list(ITCH), 40)
+    cpu, gpu = lo.read_stream(raw, "itch50"), lo.read_stream(raw, "itch50", device="cuda")
+    assert set(gpu) == set(cpu)
+    for name in cpu:
+        assert gpu[name].device == "cuda", name
+        assert gpu[name].to_device("cpu").to_arrow().equals(cpu[name].to_arrow()), name
+    cap = _pcap_by_hand("<", False, _packets(np.random.default_rng(22), 6))
+    cpu, gpu = lo.read_stream(cap, "pcap"), lo.read_stream(cap, "pcap", device="cuda")
+    for name in cpu:
+        assert gpu[name].device == "cuda"
+        assert gpu[name].to_device("cpu").to_arrow().equals(cpu[name].to_arrow()), name
+
+
+def test_gpu_read_errors_are_the_cpu_ones():
+    raw, _ = itch_file(np.random.default_rng(23), ["A"], 3)
+    size = 2 + ITCH_LENGTHS["A"]
+    bad = bytearray(raw)
+    bad[size + 2 + 24] = 0
+    with pytest.raises(lo.ConversionError, match=rf"byte {size + 26}: text field 'stock' .* holds a NUL byte"):
+        lo.read_stream(bytes(bad), "itch50", device="cuda")
+    bad[size + 2 + 24] = 0xFF
+    with pytest.raises(lo.ConversionError, match=rf"<buffer>: byte {size}: a itch50 section\[0\] type 'add_order' "
+                                                 r"record: .*'stock'.*not valid UTF-8"):
+        lo.read_stream(bytes(bad), "itch50", device="cuda")
+    with pytest.raises(lo.LayoutError, match="device"):
+        lo.read_stream(raw, "itch50", device="tpu")
+
+
+def test_the_gpu_gather_byte_map():
+    from layouts.kernels.cuda.gather import ZERO, byte_map
+
+    # runs (source, place, length): 2 bytes from 5 to 8, 3 from 0 to 13 (a widened u3), offset at 0
+    m = byte_map(16, [(5, 8, 2), (0, 13, 3)], 0)
+    assert m.tolist() == [-2, -3, -4, -5, -6, -7, -8, -9, 5, 6, ZERO, ZERO, ZERO, 0, 1, 2]

@@ -5,12 +5,14 @@ from __future__ import annotations
 import functools
 import mmap
 import os
+import re
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from .._aos import AoS, soa_over_arena
+from .._backends import check_device
 from .._errors import ConversionError, LayoutError
 from .._faults import forward_error
 from .._layout import Layout
@@ -101,7 +103,7 @@ def _keep_prefix(s: Section) -> bool:
     return not (f.length is not None and f.length.offset == 0 and f.length.size == f.prefix)
 
 
-def read_stream(src: Any, spec: Any) -> StreamTables:
+def read_stream(src: Any, spec: Any, *, device: "str | None" = None) -> StreamTables:
     """Read a framed, multi-type record stream into one table per record type.
 
     Parameters
@@ -111,6 +113,12 @@ def read_stream(src: Any, spec: Any) -> StreamTables:
     spec : Stream, path to a ``.toml`` description, or a built-in name
         Built-ins: ``"pcap"``, ``"itch50"``, ``"las"``, ``"segy"``, ``"dbn"``; ``lo.Stream.rdw(dtype)`` and
         ``lo.Stream.bdw(dtype)`` for IBM V and VB files. See docs/streams.md.
+    device : {"cpu", "cuda"}, optional
+        Where the tables go (default ``"cpu"``). With ``"cuda"`` the stream goes to the
+        GPU once, the records of each type are gathered there through their offsets and
+        transposed by the GPU kernels; the scan stays on the CPU, and so do types with
+        tails (``_tail``: pcap packets), the header and ``_gaps``, which are converted on
+        the CPU and moved to the GPU in one transfer each.
 
     Returns
     -------
@@ -131,13 +139,18 @@ def read_stream(src: Any, spec: Any) -> StreamTables:
     ([7, 9], [0, 5])
     """
     stream = resolve(spec)
+    device = check_device(device, "cpu")
+    if device == "cuda":
+        from .._cuda import device as _device
+
+        _device.cuda()  # the memory pool first, and a clear error without a GPU
     buf, label, owner = source_bytes(src)
     # a mapped file truncated meanwhile: the gone pages read as zeros (no SIGBUS) and
     # the read is reported as such, whatever else those zeros caused
     mapped = isinstance(owner, mmap.mmap)
     with MappedGuard(buf.ctypes.data if mapped and buf.nbytes else 0, buf.nbytes if mapped else 0) as guard:
         try:
-            out = _read(stream, buf, label)
+            out = _read(stream, buf, label, _OnDevice(buf) if device == "cuda" else None)
         except ConversionError as err:
             _check_shrunk(guard, label, buf.nbytes, err)
             raise
@@ -153,7 +166,21 @@ def _check_shrunk(guard, label, size, err):
                               f"was gone when read; read it again once whoever writes it is done") from err
 
 
-def _read(stream: Stream, buf: np.ndarray, label: str) -> StreamTables:
+class _OnDevice:
+    """The stream on the GPU, copied there on first use (one transfer per read)."""
+
+    def __init__(self, buf):
+        self.buf, self._dev = buf, None
+
+    def bytes(self):
+        if self._dev is None:
+            from .._cuda import device as _device
+
+            self._dev = _device.to_device(self.buf)
+        return self._dev
+
+
+def _read(stream: Stream, buf: np.ndarray, label: str, gpu: "_OnDevice | None" = None) -> StreamTables:
     order = detect_order(stream, buf, label)
     size = buf.shape[0]
     out = StreamTables()
@@ -206,10 +233,13 @@ def _read(stream: Stream, buf: np.ndarray, label: str) -> StreamTables:
                                   f"header damaged")
         if s.bytes is not None and got.end != end:
             raise ConversionError(f"{label}: byte {got.end}: {where} should end at byte {end} (bytes = {s.bytes!r})")
-        _tables(out, stream, s, got, buf, label, order, where)
+        _tables(out, stream, s, got, buf, label, order, where, gpu)
         covered.append((start, got.end))
         pos = got.end
     _gaps(out, buf, covered, size)
+    if gpu is not None:
+        for name, soa in out.items():
+            out[name] = soa.to_device("cuda")  # (those converted there already: themselves)
     return out
 
 
@@ -249,7 +279,7 @@ def _header_record(stream: Stream, buf, order, label) -> "tuple[Record, int]":
     return rec, h
 
 
-def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where):
+def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where, gpu=None):
     """One table per record type of a scanned section: the records grouped by type (in
     stream order within each), checked against their type's size, and each type
     transposed straight from the stream through its offsets (no dense copy)."""
@@ -266,7 +296,7 @@ def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where):
     for ti, t in enumerate(s.types):
         a, b = bounds[ti + 1], bounds[ti + 2]
         out[t.name], _ = _convert(buf, t.record, order, g_offsets[a:b], g_lengths[a:b], prefix, keep,
-                                  s.tail == "column", label, f"{where} type {t.name!r}")
+                                  s.tail == "column", label, f"{where} type {t.name!r}", gpu)
         if t.record.decimals:
             out.decimals[t.name] = dict(t.record.decimals)
     if bounds[ntypes + 2] > bounds[ntypes + 1]:
@@ -296,14 +326,18 @@ def _check_sizes(offsets, lengths, fixed, tails, label, what):
                 f"to keep it as the _tail column")
 
 
-def _convert(buf, record: Record, order, offsets, lengths, prefix, keep_prefix, tails, label, what):
+def _convert(buf, record: Record, order, offsets, lengths, prefix, keep_prefix, tails, label, what, gpu=None):
     """The SoA of one record type (or the header), read through ``offsets`` by the fused
-    gather + transpose; tails (bytes beyond the fields) as ``_tail``."""
+    gather + transpose (on the GPU with ``gpu``, for a type without tails); tails (bytes
+    beyond the fields) as ``_tail``."""
     layout, runs, _, offset_at = record.plan(order, prefix, True, keep_prefix)
     _check_sizes(offsets, lengths, prefix + record.size(order), tails, label, what)  # before any kernel reads
     offsets = np.ascontiguousarray(offsets, np.int64)
-    soa = _transpose_at(buf, record, order, layout, np.array(runs, np.int64).reshape(-1, 3), offset_at, offsets,
-                        prefix, label, what)
+    runs = np.array(runs, np.int64).reshape(-1, 3)
+    if gpu is not None and not tails:
+        return _transpose_on_gpu(gpu, buf, record, order, layout, runs, offset_at, offsets, prefix, label,
+                                 what), layout
+    soa = _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what)
     if not tails:
         return soa, layout
     n = len(offsets)
@@ -326,6 +360,35 @@ def _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, 
     if fault is not None:
         _raise_fault(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what, fault)
     return soa_over_arena(layout, n, arena, memory, {}, None)
+
+
+def _transpose_on_gpu(gpu, buf, record, order, layout, runs, offset_at, offsets, prefix, label, what) -> SoA:
+    """:func:`_transpose_at` on the GPU: the records gathered there from the stream by
+    their offsets into packed records (kernels/cuda/gather.py), then the GPU transpose.
+    Text fields are checked for NULs on the CPU first (a gather in cache, no columns)."""
+    from .._cuda import device as _device
+    from ..kernels.cuda.gather import byte_map, gather_records
+    from ..kernels.plan import NCOLS
+
+    n, itemsize = len(offsets), layout.itemsize
+    if record.text and n:
+        nul = np.array([(layout[name].offset, layout[name].width) for name in record.text], np.int64)
+        fault = K.aos_to_soa_at(buf, offsets, itemsize, runs, offset_at, nul, np.zeros((0, NCOLS), np.int64),
+                                np.zeros(1, np.int64))
+        if fault is not None:
+            _raise_fault(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what, fault)
+    dense = _device.empty(n * itemsize)
+    if n:
+        nb = _device.cuda()
+        gather_records(gpu.bytes(), nb.to_device(offsets), itemsize, nb.to_device(byte_map(itemsize, runs, offset_at)),
+                       _device.words(dense, n * itemsize))
+    try:
+        return AoS(dense[:n * itemsize], layout).to_soa(device="cuda")
+    except ConversionError as err:
+        m = re.search(r"record (\d+)", str(err))
+        at = f" byte {int(offsets[int(m.group(1))])}:" if m and int(m.group(1)) < n else ""
+        raise ConversionError(f"{label}:{at} a {what} record: {err}; in a stream description, drop the field from the "
+                              f"type's text list to read it as bytes") from err
 
 
 def _raise_fault(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what, fault):
