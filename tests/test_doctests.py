@@ -12,7 +12,8 @@ import layouts
 def _modules():
     names = ["layouts"]
     for info in pkgutil.walk_packages(layouts.__path__, "layouts."):
-        if not info.name.startswith(("layouts.kernels", "layouts.benchmarks", "layouts.__main__")):
+        if not info.name.startswith(("layouts.kernels", "layouts.benchmarks")) and \
+                not info.name.endswith(".__main__"):  # (runs the command when imported)
             names.append(info.name)
     return names
 
