@@ -33,6 +33,7 @@ import time
 import numpy as np
 
 import layouts as lo
+from layouts import _backends as lo_backends
 
 from .convert_cpu import DTYPE, arguments, machine, median_seconds, records, save_json
 
@@ -114,7 +115,7 @@ def run(n, repeat, directory, chunk, device=None, cold=False):
         writing = _timed(lambda: write_once(path, copy, chunk), copy, repeat, cold)
         os.unlink(copy)
         rows.append({"name": "copy the file to a new file (plain copy)", "seconds": writing})
-        on = " on the GPU" if device == "cuda" else ""
+        on = "" if lo_backends.get(device).host else " on the GPU"
         for fmt, compression in (("arrow", "none"), ("parquet", "none")):
             dst = os.path.join(directory, f"layouts-bench.{fmt}")
             back = os.path.join(directory, "layouts-bench-back.bin")
@@ -156,7 +157,7 @@ def main(argv=None):
           f"{info['cpu']}, {info['cores']} cores")
     for r in rows:
         print(f"| {r['name']:<42} | {r['GB/s']:6.2f} GB/s | {r['x_read']:5.2f} x read | {r['x_copy']:5.2f} x copy |")
-    if args.device == "cuda":
+    if not lo_backends.get(args.device).host:
         info["gpu"] = gpu_name()
         print(f"GPU: {info['gpu']}")
     save_json(args.json, info, records=args.records, bytes=nbytes, chunk=args.chunk, repeat=args.repeat,

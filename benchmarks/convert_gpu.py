@@ -48,8 +48,10 @@ def event_median(cp, fn, repeat):
 
 def run_one(cp, name, dtype, n, repeat):
     from layouts.kernels import cuda as kc
-    from layouts._cuda import device as _device, transpose as _gpu
-    from layouts._plan import Arena, forward_ops, reverse_ops
+    from layouts._arena import Arena
+    from layouts._cuda import device as _device
+    from layouts._cuda.arena import HEAD, device_tables
+    from layouts._plan import forward_ops, reverse_ops
 
     host = _fill(dtype, n)
     layout = lo.Layout.from_dtype(dtype)
@@ -59,14 +61,14 @@ def run_one(cp, name, dtype, n, repeat):
     soa = aos.to_soa()  # first call: compiles the kernels
     first = time.perf_counter() - t0
     arena = Arena(layout, n)
-    ops, offs, keep = forward_ops(arena, _gpu.HEAD, {})
-    tables = _gpu._device_tables(ops, keep)
+    ops, offs, keep = forward_ops(arena, HEAD, {})
+    tables = device_tables(ops, keep)
     rec = _device.words(aos.array, nbytes)
     forward, _ = kc.launcher("forward", rec, dtype.itemsize, n, ops, offs, soa.arena, tables)
-    rops, roffs, rkeep = reverse_ops(layout, soa._columns, {}, False)
+    rops, roffs, rkeep = reverse_ops(layout, soa.parts().columns, {}, False)
     out = _device.empty(nbytes)
     reverse, _ = kc.launcher("reverse", out.view(np.uint32), dtype.itemsize, n, rops, roffs, soa.arena,
-                             _gpu._device_tables(rops, rkeep))
+                             device_tables(rops, rkeep))
     src = cp.asarray(aos.array)
     dst = cp.empty_like(src)
     matrix = src.reshape(n, dtype.itemsize)

@@ -66,7 +66,7 @@ def step(name, argv, limit, json_out=None, env=None):
               "output_tail": text[-3000:]}
     if json_out is not None and Path(json_out).exists():
         result["result"] = json.loads(Path(json_out).read_text())
-    elif code == 0 and argv[-1:] == ["--json"]:
+    elif code == 0 and "--json" in argv:
         result["result"] = json.loads(text[text.index("{"):])
     print(f"{name}: exit {code} in {result['seconds']} s", flush=True)
     return result

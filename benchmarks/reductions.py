@@ -112,15 +112,15 @@ def reduction_rows(n, repeat, gpu=None, itemsizes=ITEMSIZES):
             conversions.append({"device": "cpu", "itemsize": itemsize, "method": method, "seconds": seconds,
                                 "GB/s": nbytes / seconds / 1e9, "x_copy": copy_s / seconds})
         soa = lo.AoS(records).to_soa()
-        devices = [("cpu", cpu_methods(records, soa, name), name) for name in FIELDS.values()]
+        devices = [("cpu", cpu_methods(records, soa, name), name, None) for name in FIELDS.values()]
         if gpu is not None:
             conversions.extend(gpu.conversions(records, repeat))
-            devices += [("gpu", gpu.methods(records, name), name) for name in FIELDS.values()]
-        for device, methods, name in devices:
+            devices += [("gpu", gpu.methods(records, name), name, gpu.sync) for name in FIELDS.values()]
+        for device, methods, name, sync in devices:  # sync: waits for queued device work, None on the CPU
             width = records.dtype[name].itemsize
             for (layout, method), ops in methods.items():
                 for op, fn in ops.items():
-                    seconds = timed(fn, repeat, gpu.sync if device == "gpu" else None)
+                    seconds = timed(fn, repeat, sync)
                     rows.append({
                         "device": device, "itemsize": itemsize, "field": name, "width": width, "op": op,
                         "layout": layout, "method": method, "seconds": seconds,

@@ -1,24 +1,35 @@
-"""Record streams: ``read_stream`` of a NASDAQ ITCH 5.0 day file and of a pcap capture.
+"""Record streams: ``read_stream``/``write_stream`` of ITCH 5.0 days, pcap, LAS and SEG-Y.
 
-    python -m benchmarks.streams                 # ITCH 100 MB in memory, pcap 200,000 packets
-    python -m benchmarks.streams --small         # a smoke test (a few MB)
-    python -m benchmarks.streams --itch-mb 200 --packets 500000 --repeat 7
+    python -m benchmarks.streams                         # ITCH days of 25, 100, 250 MB; pcap; LAS; SEG-Y
+    python -m benchmarks.streams --small                 # a smoke test (a few MB)
+    python -m benchmarks.streams --itch-mb 50 200 --repeat 7 --json benchmarks/results/streams.json
 
-ITCH: a synthetic file with the real message mix of a day file (mostly add order,
-delete, replace, executed, cancel, trade: A/D/U/E/X/P, and some of every other type),
-every byte after the type a letter so every text field decodes. Timed: ``read_stream``
-to one table per message type (the scan, the gather and the per-type transposes),
-``write_stream`` of those tables back into a reused in-memory file (checked equal to the
-input), and in the same run, rounds interleaved with them, ``np.copyto`` of the same
-bytes into a reused buffer (the ceiling). Reported: medians, messages/s, GB/s, and read time over copy time.
+ITCH: a synthetic NASDAQ TotalView-ITCH 5.0 day of each size (``benchmarks.itch_day``: all 23
+message types, a day's message mix, consistent order references), in memory. Timed, rounds
+interleaved: ``read_stream`` to one table per message type (the scan, the grouping, the fused
+gather + transpose of every type), ``write_stream`` of those tables back into a reused
+in-memory file (checked equal to the input), ``np.copyto`` of the same bytes into a reused
+buffer (the ceiling), and, when installed, itch-book's message table (``pip install itch-book``:
+its C++ parser fed the same bytes, ``Session(["messages"]).feed``, the order book replayed).
+Reported per size: medians, messages/s, GB/s, read time over copy time, itch-book's time over
+read's; then how each grows with the size.
 
-pcap: ``read_stream(..., "pcap")`` against dpkt's reader (``list(dpkt.pcap.Reader(f))``)
-on the same capture in memory, packets/s each, interleaved rounds.
+pcap: ``read_stream(..., "pcap")`` (packets with their payloads in ``_tail``) against dpkt's reader
+(``list(dpkt.pcap.Reader(f))``) on the same capture in memory.
+
+LAS and SEG-Y (header-driven fixed records): ``read_stream`` of a file (written by laspy, segyio)
+against ``read_records(path, dtype, offset=...).to_soa()`` of the same records: the ratio says what
+the header, the scan and the offset index cost over a plain fixed-record read.
 """
 
 import argparse
 import io
+import json
+import os
+import platform
 import struct
+import sys
+import tempfile
 import time
 
 import numpy as np
@@ -74,32 +85,76 @@ def interleaved(fns, repeat):
     return [float(np.median(t)) for t in times]
 
 
-def run(itch_mb, packets, repeat):
-    buf, n = itch_bytes(itch_mb)
+def _itch_book():
+    """itch-book's message table as a function of the bytes, or None (not installed)."""
+    try:
+        from itch_book._core import Session
+    except ImportError:
+        return None
+
+    def messages(buf):
+        session = Session(["messages"], 0, [])
+        session.feed(buf)
+        return session.take_messages()
+
+    return messages
+
+
+def run_itch(sizes_mb, repeat):
+    """One row per ITCH day size (see the module's docstring)."""
+    from .itch_day import day_bytes
+
     spec = lo.Stream.builtin("itch50")
-    warm = itch_bytes(0.1, seed=1)[0]
-    lo.write_stream(lo.read_stream(warm, spec), spec)  # compile / load the kernels outside the timing
-    dst = np.empty_like(buf)
-    tables = lo.read_stream(buf, spec)
-    out = io.BytesIO()
+    lo.write_stream(lo.read_stream(day_bytes(200_000, seed=1), spec), spec)  # compile / load outside the timing
+    book = _itch_book()
+    rows = []
+    for mb in sizes_mb:
+        buf = day_bytes(int(mb * 1e6))
+        dst = np.empty_like(buf)
+        tables = lo.read_stream(buf, spec)
+        n = sum(len(t) for name, t in tables.items() if not name.startswith("_"))
+        out = io.BytesIO()
 
-    def write():
-        out.seek(0)
-        lo.write_stream(tables, spec, out)
+        def write():
+            out.seek(0)
+            lo.write_stream(tables, spec, out)
 
-    t_read, t_write, t_copy = interleaved([lambda: lo.read_stream(buf, spec), write, lambda: np.copyto(dst, buf)],
-                                          repeat)
-    assert out.getvalue() == buf.tobytes()
-    gb = buf.nbytes / 1e9
-    print(f"ITCH 5.0: {buf.nbytes / 1e6:.0f} MB, {n:,} messages, median of {repeat} interleaved rounds")
-    print("| step | seconds | messages/s | GB/s | time / copy |")
-    print("| --- | ---: | ---: | ---: | ---: |")
-    print(f"| read_stream -> 23 tables | {t_read:.3f} | {n / t_read / 1e6:.1f} M | {gb / t_read:.2f} | "
-          f"{t_read / t_copy:.1f}x |")
-    print(f"| write_stream <- 23 tables | {t_write:.3f} | {n / t_write / 1e6:.1f} M | {gb / t_write:.2f} | "
-          f"{t_write / t_copy:.1f}x |")
-    print(f"| np.copyto (reused buffer) | {t_copy:.3f} | | {gb / t_copy:.2f} | 1.0x |")
-    result = {"itch_bytes": buf.nbytes, "messages": n, "read_s": t_read, "write_s": t_write, "copy_s": t_copy}
+        fns = [lambda: lo.read_stream(buf, spec), write, lambda: np.copyto(dst, buf)]
+        if book is not None:
+            book(buf)
+            fns.append(lambda: book(buf))
+        times = interleaved(fns, repeat)
+        assert out.getvalue() == buf.tobytes()
+        row = {"bytes": buf.nbytes, "messages": n, "read_s": times[0], "write_s": times[1], "copy_s": times[2],
+               "itch_book_s": times[3] if book is not None else None}
+        rows.append(row)
+    _print_itch(rows, repeat, book is not None)
+    return rows
+
+
+def _print_itch(rows, repeat, book):
+    print(f"ITCH 5.0 days (benchmarks.itch_day), in memory; median of {repeat} interleaved rounds")
+    print("| MB | messages | step | seconds | messages/s | GB/s | time / copy |")
+    print("| ---: | ---: | --- | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        gb, n, mb = r["bytes"] / 1e9, r["messages"], f"{r['bytes'] / 1e6:.0f}"
+        steps = [("read_stream -> 23 tables", r["read_s"]), ("write_stream <- 23 tables", r["write_s"]),
+                 ("np.copyto (reused buffer)", r["copy_s"])]
+        if book:
+            steps.append(("itch-book message table", r["itch_book_s"]))
+        for name, t in steps:
+            print(f"| {mb} | {n:,} | {name} | {t:.3f} | {n / t / 1e6:.1f} M | {gb / t:.2f} | {t / r['copy_s']:.1f}x |")
+    if book:
+        print("itch-book time / read_stream time: " + ", ".join(
+            f"{r['bytes'] / 1e6:.0f} MB: {r['itch_book_s'] / r['read_s']:.1f}x" for r in rows))
+    if len(rows) > 1:
+        a, b = rows[0], rows[-1]
+        print(f"from {a['bytes'] / 1e6:.0f} to {b['bytes'] / 1e6:.0f} MB ({b['bytes'] / a['bytes']:.1f}x the bytes): "
+              f"read {b['read_s'] / a['read_s']:.1f}x the time, write {b['write_s'] / a['write_s']:.1f}x, "
+              f"copy {b['copy_s'] / a['copy_s']:.1f}x")
+
+
+def run_pcap(packets, repeat):
     raw = pcap_bytes(packets)
     pspec = lo.Stream.builtin("pcap")
     lo.read_stream(pcap_bytes(10, seed=1), pspec)
@@ -107,15 +162,82 @@ def run(itch_mb, packets, repeat):
         import dpkt
     except ImportError:
         print("pcap: dpkt is not installed (pip install dpkt); skipped")
-        return result
+        return {}
     t_lo, t_dpkt = interleaved([lambda: lo.read_stream(raw, pspec),
                                 lambda: list(dpkt.pcap.Reader(io.BytesIO(raw)))], repeat)
-    print(f"\npcap: {len(raw) / 1e6:.0f} MB, {packets:,} packets, median of {repeat} interleaved rounds")
-    print("| reader | seconds | packets/s | GB/s |")
-    print("| --- | ---: | ---: | ---: |")
-    print(f"| layouts read_stream | {t_lo:.3f} | {packets / t_lo / 1e6:.2f} M | {len(raw) / t_lo / 1e9:.2f} |")
-    print(f"| dpkt.pcap.Reader | {t_dpkt:.3f} | {packets / t_dpkt / 1e6:.2f} M | {len(raw) / t_dpkt / 1e9:.2f} |")
-    result.update(pcap_bytes=len(raw), packets=packets, pcap_layouts_s=t_lo, pcap_dpkt_s=t_dpkt)
+    print(f"\npcap: {len(raw) / 1e6:.0f} MB, {packets:,} packets (payloads kept), median of {repeat} interleaved rounds")
+    print("| reader | seconds | packets/s | GB/s | dpkt time / time |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for name, t in (("layouts read_stream", t_lo), ("dpkt.pcap.Reader", t_dpkt)):
+        print(f"| {name} | {t:.3f} | {packets / t / 1e6:.2f} M | {len(raw) / t / 1e9:.2f} | {t_dpkt / t:.1f}x |")
+    return {"pcap_bytes": len(raw), "packets": packets, "pcap_layouts_s": t_lo, "pcap_dpkt_s": t_dpkt}
+
+
+def _fixed_records(name, path, spec, type_name, dtype, offset, count, repeat):
+    """read_stream of a file against read_records + to_soa of its fixed records."""
+    lo.read_stream(path, spec)
+    lo.read_records(path, dtype, offset=offset, count=count).to_soa()
+    t_stream, t_records = interleaved([lambda: lo.read_stream(path, spec),
+                                       lambda: lo.read_records(path, dtype, offset=offset, count=count).to_soa()],
+                                      repeat)
+    size = os.path.getsize(path)
+    print(f"| {name} | {size / 1e6:.0f} MB | {count:,} | {t_stream:.3f} | {t_records:.3f} | "
+          f"{t_stream / t_records:.2f}x | {size / t_stream / 1e9:.2f} |")
+    return {"bytes": size, "records": count, "read_stream_s": t_stream, "read_records_s": t_records}
+
+
+def run_las(points, repeat, tmp):
+    try:
+        import laspy
+    except ImportError:
+        print("LAS: laspy is not installed (pip install laspy); skipped")
+        return {}
+    rng = np.random.default_rng(0)
+    las = laspy.create(point_format=1, file_version="1.2")
+    las.x, las.y, las.z = (rng.uniform(0, 1000, points) for _ in range(3))
+    las.intensity = rng.integers(0, 65535, points)
+    las.gps_time = np.sort(rng.uniform(0, 1e6, points))
+    path = os.path.join(tmp, "points.las")
+    las.write(path)
+    header = laspy.read(path).header
+    return _fixed_records("LAS 1.2 format 1", path, "las", "format1", las.points.array.dtype,
+                         header.offset_to_point_data, points, repeat)
+
+
+def run_segy(traces, samples, repeat, tmp):
+    try:
+        import segyio
+    except ImportError:
+        print("SEG-Y: segyio is not installed (pip install segyio); skipped")
+        return {}
+    path = os.path.join(tmp, "traces.sgy")
+    spec = segyio.spec()
+    spec.format, spec.samples, spec.tracecount = 5, list(range(samples)), traces  # IEEE floats
+    data = np.random.default_rng(0).standard_normal((traces, samples)).astype(np.float32)
+    with segyio.create(path, spec) as f:
+        f.trace = data
+        for k in range(traces):
+            f.header[k] = {segyio.su.tracf: k + 1, segyio.su.ns: samples}
+    layout = lo.read_stream(path, "segy")["float32"].layout
+    fields = [(n, layout.dtype.fields[n][0]) for n in layout.dtype.names if not n.startswith("_")]
+    dtype = np.dtype(fields)  # the trace record as the file holds it: 240 bytes of header, then the samples
+    assert dtype.itemsize == 240 + 4 * samples, dtype.itemsize
+    return _fixed_records(f"SEG-Y rev 1, {samples} IEEE samples", path, "segy", "float32", dtype, 3600, traces,
+                          repeat)
+
+
+def run(itch_mb, packets, repeat, points=2_000_000, traces=20_000, samples=1000):
+    result = {"itch": run_itch(itch_mb, repeat)}
+    result.update(run_pcap(packets, repeat))
+    with tempfile.TemporaryDirectory() as tmp:
+        print(f"\nheader-driven fixed records, files in {tmp}, median of {repeat} interleaved rounds")
+        print("| file | size | records | read_stream s | read_records + to_soa s | ratio | GB/s |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+        result["las"] = run_las(points, repeat, tmp)
+        result["segy"] = run_segy(traces, samples, repeat, tmp)
+    first = result["itch"][0]  # the keys of the smoke test and of earlier results
+    result.update(itch_bytes=first["bytes"], messages=first["messages"], read_s=first["read_s"],
+                  write_s=first["write_s"], copy_s=first["copy_s"])
     return result
 
 
@@ -123,14 +245,27 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m benchmarks.streams", description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog=__doc__.split("\n\n", 1)[1])
-    p.add_argument("--itch-mb", type=float, default=100.0, help="size of the ITCH file in MB (default: %(default)s)")
+    p.add_argument("--itch-mb", type=float, nargs="+", default=[25.0, 100.0, 250.0],
+                   help="sizes of the ITCH days in MB (default: %(default)s)")
     p.add_argument("--packets", type=int, default=200_000, help="packets in the pcap (default: %(default)s)")
+    p.add_argument("--points", type=int, default=2_000_000, help="LAS points (default: %(default)s)")
+    p.add_argument("--traces", type=int, default=20_000, help="SEG-Y traces of 1000 samples (default: %(default)s)")
     p.add_argument("--repeat", type=int, default=5, help="interleaved rounds, median reported (default: %(default)s)")
     p.add_argument("--small", action="store_true", help="a smoke test: 2 MB of ITCH, 2,000 packets, 2 rounds")
+    p.add_argument("--json", help="also write the figures to this JSON file")
     a = p.parse_args(argv)
     if a.small:
-        a.itch_mb, a.packets, a.repeat = 2.0, 2_000, 2
-    return run(a.itch_mb, a.packets, a.repeat)
+        a.itch_mb, a.packets, a.points, a.traces, a.repeat = [2.0], 2_000, 20_000, 200, 2
+    load_before = os.getloadavg()
+    result = run(a.itch_mb, a.packets, a.repeat, a.points, a.traces)
+    if a.json:
+        result["machine"] = {"cpus": os.cpu_count(), "platform": platform.platform(),
+                             "processor": platform.processor(), "load_average_before": load_before,
+                             "load_average_after": os.getloadavg()}  # (a shared machine's load)
+        result["command"] = "python -m benchmarks.streams " + " ".join(argv if argv is not None else sys.argv[1:])
+        with open(a.json, "w") as f:
+            json.dump(result, f, indent=1)
+    return result
 
 
 if __name__ == "__main__":

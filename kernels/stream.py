@@ -4,10 +4,12 @@ A framed stream (a length field in every record, or a fixed size) is walked once
 :func:`scan`: it finds each record's byte offset, length and type (the tag field looked
 up in a sorted table), checking every length against the bytes left before it moves on,
 so a damaged stream stops with a status and the offset, never a loop or a read past
-the end. :func:`gather` then copies each type's fixed part into a dense record buffer
-(one copy, read through the offsets), which the one-pass AoS -> SoA transpose takes;
-:func:`gather_tails` copies the bytes beyond the fixed part into one binary column.
-:func:`scatter` and :func:`scatter_tails` are the way back.
+the end. Each type's records are then transposed straight from the stream through
+their offsets by :func:`aos_to_soa_at` (kernels/cpu/gather.py: blocks of rows gathered
+in cache, no dense copy) and written back by :func:`soa_to_aos_at`; :func:`gather`
+(a dense copy) is left for one-row tables and error reports.
+:func:`gather_tails` copies the bytes beyond the fixed part into one binary column;
+:func:`scatter_tails` is its way back.
 
 All functions are compiled once and cached on disk (``nogil=True, cache=True``); they
 take only NumPy arrays and integers, and import nothing of ``layouts``.
@@ -16,11 +18,13 @@ take only NumPy arrays and integers, and import nothing of ``layouts``.
 import numpy as np
 from numba import njit
 
-from ._memory import load8, load64, store8, store64
+from ._memory import store8
+from .cpu.gather import E_TEXT_NUL, E_WIDE, aos_to_soa_at, soa_to_aos_at  # the transpose through an index
 from .cpu.memory import _memcpy  # the transpose's copy of raw bytes, 8 at a time
 
-__all__ = ["scan", "group", "gather", "gather_all", "first_nul", "gather_tails", "scatter", "scatter_tails", "put_uint",
-           "OK", "FULL", "SHORT_PREFIX", "PAST_END", "TOO_SMALL", "UNKNOWN_TAG", "SHORT_RECORD"]
+__all__ = ["scan", "group", "gather", "gather_all", "aos_to_soa_at", "soa_to_aos_at", "E_TEXT_NUL", "E_WIDE",
+           "first_nul", "gather_tails", "scatter", "scatter_tails", "put_uint", "OK", "FULL", "SHORT_PREFIX",
+           "PAST_END", "TOO_SMALL", "UNKNOWN_TAG", "SHORT_RECORD"]
 
 _jit = njit(nogil=True, cache=True)
 

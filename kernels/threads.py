@@ -9,7 +9,14 @@ workers goes through this module (the bottom layer, so every other can import it
 * :func:`run_chunks` runs a kernel over the chunks of a call (:func:`chunk_starts`) in
   the pool and in the calling thread, and stops them all at the next block of rows on an
   interrupt;
-* :func:`hold_sigint` counts a Ctrl-C instead of raising it while a block runs.
+* :func:`hold_sigint` (an :class:`InterruptHold`) counts a Ctrl-C instead of raising it
+  while a block runs, and delivers it after: thread starts and joins, the few system
+  calls that put an output in place;
+* :class:`SigintCounter` is SIGINT's handler for a whole run of the ``layouts`` command.
+
+Every ``signal.signal(SIGINT, ...)`` of ``layouts`` is here. NumPy and the thread pool's
+module are imported where the kernels' calls need them, not with this module: the
+command imports it as it starts.
 """
 
 import contextlib
@@ -17,12 +24,9 @@ import os
 import signal
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
-
-__all__ = ["default_threads", "chunk_starts", "thread_pool", "shutdown", "hold_sigint", "run_chunks",
-           "ROW_ALIGN", "MIN_CHUNK_BYTES"]
+__all__ = ["default_threads", "chunk_starts", "thread_pool", "shutdown", "hold_sigint", "InterruptHold",
+           "deferred_interrupts", "SigintCounter", "run_chunks", "ROW_ALIGN", "MIN_CHUNK_BYTES"]
 
 ROW_ALIGN = 64  # chunk starts are multiples of 64 rows: no two threads share a byte of a bitmap
 MIN_CHUNK_BYTES = 1 << 20  # a chunk is at least this many bytes of records (else fewer threads)
@@ -41,6 +45,8 @@ def default_threads():
 
 def chunk_starts(n, itemsize, threads):
     """Row starts of the chunks (multiples of ROW_ALIGN), with n appended."""
+    import numpy as np
+
     threads = default_threads() if threads is None else threads
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
@@ -58,9 +64,11 @@ def thread_pool():
     exit). A Ctrl-C held is raised once the pool is whole."""
     global _pool
     if _pool is None:
+        from concurrent.futures import ThreadPoolExecutor  # (not with the module: the command starts faster)
+
         n = default_threads()
         pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="layouts")
-        with hold_sigint() as held:
+        with hold_sigint() as hold:
             gate = threading.Barrier(n + 1, timeout=10)
             for _ in range(n):
                 pool.submit(gate.wait)  # each blocks until all are up: n threads start
@@ -69,35 +77,125 @@ def thread_pool():
             except threading.BrokenBarrierError:  # a thread did not start in time: the pool starts it later
                 pass
         _pool = pool
-        if held:
-            raise KeyboardInterrupt
+        hold.deliver()
     return _pool
 
 
-@contextlib.contextmanager
 def hold_sigint():
-    """In the main thread, with Python's own SIGINT handler in place: Ctrl-C is counted
-    (in the list yielded) instead of raised while the block runs."""
-    held = []
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        yield held
-        return
-    while True:
-        try:
-            signal.signal(signal.SIGINT, lambda *_: held.append(1))
-            break
-        except KeyboardInterrupt:
-            held.append(1)
-    try:
-        yield held
-    finally:
+    """Ctrl-C held while a block runs, then delivered: ``with hold_sigint() as hold: ...``
+    and, when no exception is on its way, ``hold.deliver()`` (see :class:`InterruptHold`)."""
+    return InterruptHold()
+
+
+class InterruptHold:
+    """Ctrl-C (SIGINT) held while a block runs: inside it a Ctrl-C raises nothing, it is
+    counted (:attr:`count`); after it :meth:`deliver` raises what the handler there was
+    before makes of one (Python's default: ``KeyboardInterrupt``), for a caller with no
+    exception on its way already.
+
+    For the waits and system calls that must run to their end: a ``KeyboardInterrupt``
+    raised in the middle of ``Thread.join`` marks the thread as finished while it still
+    runs (CPython gh-90882; seen with 3.11), so ``join`` returns at once from then on, and
+    one raised in ``Thread.start`` leaves a thread running that its owner does not know of.
+
+    Python runs signal handlers in the main thread only: in another thread (where no
+    ``KeyboardInterrupt`` is raised) nothing is held. Neither is anything where SIGINT is
+    ignored or its handler was set outside Python.
+    """
+
+    def __init__(self):
+        self.count, self.previous, self.active = 0, None, False
+
+    def _note(self, signum, frame):
+        self.count += 1
+
+    def __enter__(self):
+        if threading.current_thread() is not threading.main_thread():
+            return self
         while True:
             try:
-                signal.signal(signal.SIGINT, signal.default_int_handler)
-                break
-            except KeyboardInterrupt:
-                held.append(1)
+                if signal.getsignal(signal.SIGINT) in (None, signal.SIG_IGN):  # set outside Python, or ignored
+                    return self
+                self.previous = signal.signal(signal.SIGINT, self._note)
+                self.active = True
+                return self
+            except KeyboardInterrupt:  # one pending as the handler changed (signal() runs it first): held too
+                self._note(signal.SIGINT, None)
+            except (ValueError, OSError):  # not the main interpreter; no signals here
+                return self
+
+    def __exit__(self, *exc):
+        if self.active:
+            self.active = False
+            signal.signal(signal.SIGINT, self.previous)  # one still pending is counted first, by _note
+        return False
+
+    def deliver(self):
+        """Act on the Ctrl-Cs held, as one, as the handler there was before would have:
+        Python's default raises ``KeyboardInterrupt``; ``SIG_DFL`` ends the process."""
+        if not self.count:
+            return
+        self.count = 0
+        previous = self.previous
+        if callable(previous):
+            previous(signal.SIGINT, None)
+        elif previous == signal.SIG_DFL:
+            os.kill(os.getpid(), signal.SIGINT)
+
+
+@contextlib.contextmanager
+def deferred_interrupts():
+    """Hold a Ctrl-C (SIGINT) that arrives inside the block until the block is done, then
+    deliver it (:class:`InterruptHold`). When the block raises, that exception goes on
+    and the Ctrl-C is dropped: it would only have replaced it."""
+    hold = InterruptHold()
+    with hold:
+        yield
+    hold.deliver()
+
+
+class SigintCounter:
+    """SIGINT's handler for a run of a program (the ``layouts`` command): each Ctrl-C is
+    counted and raised as ``KeyboardInterrupt``, as Python's own handler does, until the
+    run's outcome is decided (``quiet``); from then on it is only counted. :meth:`check`
+    raises again one that was raised where Python dropped it (see the command's
+    ``layouts._cli.interrupts``)."""
+
+    def __init__(self):
+        self.count, self.quiet, self.installed, self.previous = 0, False, False, None
+
+    def __call__(self, signum, frame):
+        self.count += 1
+        if not self.quiet:
+            raise KeyboardInterrupt
+
+    def check(self):
+        """Raise ``KeyboardInterrupt`` if a Ctrl-C came and was dropped on its way."""
+        if self.count and not self.quiet:
+            raise KeyboardInterrupt
+
+    def take_over(self):
+        """Take SIGINT over where Python's default handler has it: where it is ignored (a
+        background job) or another handler has it, it is left as it is."""
+        if threading.current_thread() is threading.main_thread() \
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self.previous = signal.signal(signal.SIGINT, self)
+            self.installed = True
+
+    def give_back(self):
+        """Give SIGINT's handler back (one still pending is counted here, quiet)."""
+        if self.installed:
+            self.installed = False
+            signal.signal(signal.SIGINT, self.previous)
+
+    def ignore(self):
+        """Ignore SIGINT from now on (the process ends next): where this took it over, or
+        Python's default handler has it (not taken over: a Ctrl-C came as it was)."""
+        if self.installed or signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            try:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+            except ValueError:  # not the main thread
+                pass
 
 
 class _Chunks:
@@ -113,6 +211,8 @@ class _Chunks:
     """
 
     def __init__(self, fn, starts, head, tail, owners):
+        import numpy as np
+
         self.fn, self.starts, self.head, self.tail, self.owners = fn, starts, head, tail, owners
         self.count = starts.shape[0] - 1
         self.errs = np.full((max(self.count, 1), 3), -1, dtype=np.int64)
@@ -184,7 +284,7 @@ class _Chunks:
     def fault(self):
         bad = self.errs[self.errs[:, 2] > 0]
         if len(bad):
-            row, op, code = bad[np.argmin(bad[:, 0])]
+            row, op, code = bad[bad[:, 0].argmin()]
             return int(row), int(op), int(code)
         return None
 
@@ -194,6 +294,8 @@ def run_chunks(fn, starts, args, owners):
     threads (see :class:`_Chunks`); returns the first fault or None. ``owners`` are the
     objects whose memory the kernels read and write."""
     if starts.shape[0] == 2:  # one chunk: in this thread, no worker to wait for
+        import numpy as np
+
         err, stop = np.full(3, -1, dtype=np.int64), np.zeros(1, dtype=np.int64)
         fn(*args[:2], starts[0], starts[1], *args[2:], err, stop)
         return (int(err[0]), int(err[1]), int(err[2])) if err[2] > 0 else None

@@ -3,13 +3,14 @@
 from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
-import pyarrow as pa
 
-from ._backends import check_device, check_threads, kernels_for
+from . import _backends as backends
+from ._arena import Arena
+from ._backends import check_threads
 from ._errors import ConversionError, LayoutError
 from ._faults import forward_error, guarded_reads
 from ._layout import Layout
-from ._plan import Arena, claimed, file_span, forward_ops, null_bits
+from ._plan import byte_range, claimed, null_bits
 
 if TYPE_CHECKING:
     from ._soa import SoA
@@ -91,7 +92,6 @@ class AoS:
     (2, 16)
     """
 
-    device = "cpu"
     array: Any  # numpy.ndarray of the records, or a device array
     layout: Layout
 
@@ -99,49 +99,20 @@ class AoS:
         if isinstance(obj, AoS):
             obj, layout = obj.array, obj.layout if layout is None else layout
         layout = None if layout is None else as_layout(layout)
-        if _on_gpu(obj):
-            self._init_device(obj, layout)
-            return
-        if isinstance(obj, np.ndarray) and obj.dtype.names is not None:
-            if layout is None:
-                layout = Layout.from_dtype(obj.dtype)
-            elif obj.dtype != layout.dtype:
-                raise LayoutError(
-                    f"the array's dtype {obj.dtype} differs from the layout's {layout.dtype}; "
-                    f"pass layout=None to use the array's own, or view the array as layout.dtype"
-                )
-            array = _records(obj)
-        else:
-            if layout is None:
-                raise LayoutError(
-                    f"AoS of a raw {type(obj).__name__} needs layout=: a Layout or a structured dtype"
-                )
-            array = _from_buffer(obj, layout)
-        self.layout, self.array = layout, array
+        self._backend = backends.backend_of(obj)  # where the records live decides, once
+        self.array, self.layout = self._backend.adopt_records(obj, layout)
 
-    def _init_device(self, obj, layout):
-        from ._cuda import device as _device
-
-        names = getattr(getattr(obj, "dtype", None), "names", None)
-        if layout is None:
-            if names is None:
-                raise LayoutError(
-                    f"AoS of device memory ({type(obj).__name__}) needs layout=: a Layout or a structured dtype")
-            layout = Layout.from_dtype(obj.dtype)
-        raw = _device.wrap(obj)
-        if raw.shape[0] % layout.itemsize:
-            raise LayoutError(
-                f"a device buffer of {raw.shape[0]} bytes is not a whole number of {layout.itemsize}-byte "
-                f"records: {raw.shape[0] // layout.itemsize} records and {raw.shape[0] % layout.itemsize} "
-                f"bytes left over; pass the buffer cut to a multiple of the record size")
-        self.layout, self.array, self.device = layout, raw, "cuda"
+    @property
+    def device(self) -> str:
+        """Where the records are: ``"cpu"`` or ``"cuda"``."""
+        return self._backend.name
 
     def __reduce__(self) -> "tuple[Any, ...]":
         """Pickling: the records (NumPy pickles their bytes) and the layout; records on
         the GPU come back on the GPU (the unpickling process needs one). Records of a
         file mapped by ``read_records`` are copied with guarded reads first: a file that
         another program truncated is a ConversionError naming it, as in ``to_soa``."""
-        if self.device != "cpu":
+        if not self._backend.host:
             return _aos_on_device, (self.to_device("cpu").array, self.layout, self.device)
         if not isinstance(self.array, np.memmap):
             return AoS, (self.array, self.layout)
@@ -156,9 +127,7 @@ class AoS:
             return np.array(self.array, dtype=dtype, copy=True, subok=False)
 
     def __len__(self) -> int:
-        if self.device == "cuda":
-            return self.array.shape[0] // self.layout.itemsize
-        return self.array.shape[0]
+        return self._backend.length(self.array, self.layout.itemsize)
 
     @property
     def nbytes(self) -> int:
@@ -180,23 +149,21 @@ class AoS:
         return self.array
 
     def _on_host(self, what):
-        if self.device != "cpu":
+        if not self._backend.host:
             raise LayoutError(f"AoS.{what}: the records are on the GPU; call .to_device('cpu') first (a copy)")
 
     def to_device(self, device: str) -> "AoS":
         """The records on ``device`` (``"cpu"`` or ``"cuda"``): ``self`` if they are
         there already, else a copy made in one transfer."""
-        device = check_device(device, self.device)
-        if device == self.device:
-            return self
-        from ._cuda import device as _device
+        return self._moved(backends.get(device, self._backend))
 
-        if device == "cuda":
-            with guarded_reads(self.array, self.layout.itemsize):  # a file mapped by read_records may shrink
-                raw = _device.to_device(np.ascontiguousarray(self.array))
-            return AoS(raw[: self.nbytes], self.layout)
-        host = _device.to_host(self.array, self.nbytes)
-        return AoS(host.view(self.layout.dtype), self.layout)
+    def _moved(self, target):
+        """The records on the backend ``target``: through host memory, one copy each way
+        that is not the host (one transfer between the host and a GPU)."""
+        if target is self._backend:
+            return self
+        host = self._backend.records_to_host(self.array, self.layout)
+        return AoS(target.records_from_host(host, self.layout), self.layout)
 
     def to_soa(self, *, nulls: "Mapping[str, Any] | None" = None, out: "SoA | None" = None,
                threads: "int | None" = None, device: "str | None" = None) -> "SoA":
@@ -232,42 +199,34 @@ class AoS:
             Columns in one 64-byte-aligned arena.
         """
         nulls = checked_nulls(self.layout, nulls)
-        device = check_device(device, self.device)
+        backend = backends.get(device, self._backend)
         threads = check_threads(threads)
-        if device == "cuda":
-            from ._cuda import transpose as _gpu
+        if backend is not self._backend:  # records elsewhere go there first, in one transfer
+            return self._moved(backend).to_soa(nulls=nulls, out=out, threads=threads)
+        from ._soa import soa_over_arena  # the one import upwards: see the layers contract
 
-            return _gpu.forward(self.to_device("cuda"), nulls, out)
-        if self.device != "cpu":
-            return self.to_device("cpu").to_soa(nulls=nulls, out=out, threads=threads)
-        backend = kernels_for(device)
-        n = len(self)
+        n, layout = len(self), self.layout
         use, writes = None, []
         if out is None:
-            arena = Arena(self.layout, n, frozenset(nulls))
-            memory = arena.allocate()
+            arena = Arena(layout, n, frozenset(nulls))
+            memory = backend.allocate(arena)
         else:
-            arena, memory = _reusable(out, self.layout, n, frozenset(nulls))
-            if overlaps(memory, self.array):
+            arena, memory = _reusable(out, layout, n, frozenset(nulls), backend)
+            if backend.overlaps(memory, self.array):
                 raise LayoutError("out= is an SoA whose arena holds these very records; the columns would "
                                   "overwrite the records while they are read: convert into a new SoA (no out=)")
-            use, writes = out._use, [("cpu", *byte_range(memory), "out= (the arena of the SoA passed)")]
+            use, writes = out._use, backend.claims(memory, f"out= (the {backend.arena_name} of the SoA passed)")
         # one conversion at a time per buffer; a file mapped by read_records may shrink meanwhile
-        reads = [("cpu", *byte_range(self.array), "the records being converted")]
-        reads += file_span(self.array, "the records being converted")
-        with claimed("AoS.to_soa", writes, reads), \
-                guarded_reads(self.array, self.layout.itemsize):
+        reads = backend.claims(self.array, "the records being converted")
+        with claimed("AoS.to_soa", writes, reads), backend.guarded(self.array, layout.itemsize):
             if use is not None:
                 use.reuse()  # from here on, SoAs made earlier over this memory refuse to read it
             try:
-                ops, offs, keep = forward_ops(arena, memory.ctypes.data, nulls)
-                src = self.array.ctypes.data  # not __array_interface__, which describes every field
-                fault = backend.aos_to_soa(src, self.array.strides[0] if n else 1, n, ops, offs, threads=threads,
-                                           owners=(self.array, memory, ops, offs, keep))
-                del keep
+                fault = backend.aos_to_soa(self.array, layout, n, arena, memory, nulls, threads=threads)
                 if fault is not None:
-                    raise forward_error(self.layout, self.array, fault)
-                return soa_over_arena(self.layout, n, arena, memory, nulls, self.array, use)
+                    raise forward_error(layout, backend.records_to_host(self.array, layout), fault)
+                return soa_over_arena(layout, n, arena, memory, nulls,
+                                      lambda: backend.records_to_host(self.array, layout), use, backend)
             except BaseException:
                 if use is not None:
                     use.failed()  # the SoAs made earlier say so: this call returned none to use instead
@@ -279,92 +238,13 @@ def _aos_on_device(array, layout, device):
     return AoS(array, layout).to_device(device)
 
 
-def soa_over_arena(layout, n, arena, memory, nulls, records, use=None):
-    """The host SoA over an arena the forward kernels just wrote (``memory``, host
-    bytes), with each enum column's dictionary made from its indices (which may change,
-    see :func:`_enum_dictionary`); ``records`` are the records converted."""
-    from ._soa import SoA
-
-    dictionaries = {}
-    for i, f in enumerate(layout.fields):
-        if f.kind == "enum":
-            start, size = arena.buffers[i]["data"]
-            idx = memory[start : start + size].view(np.int32)[: n * f.count]
-            dictionaries[i] = _enum_dictionary(f, idx, lambda: records)[0]
-    return SoA._from_arena(layout, n, arena, memory, nulls, dictionaries, use)
-
-
-def _enum_dictionary(field, idx, records):
-    """The dictionary of an enum column just written: the enumerator names, then the
-    text of every value that has no enumerator (the kernel marked those -1), so that
-    no value is lost; their indices are set in ``idx`` (the host int32 indices).
-    ``records()`` gives the host records, asked for only when such values exist.
-    Returns the dictionary and whether ``idx`` changed."""
-    names = [name for _, name in field.enum]
-    bad = np.flatnonzero(idx < 0)
-    if len(bad):
-        rows, k = np.divmod(bad, field.count)
-        raw = np.ascontiguousarray(records()[rows]).view(np.uint8).reshape(len(rows), -1)
-        cols = field.element_offsets()[k][:, None] + np.arange(field.width)
-        values = np.take_along_axis(raw, cols, axis=1).copy().view(field.dtype).ravel()
-        extra, inverse = np.unique(values, return_inverse=True)
-        idx[bad] = len(names) + inverse.ravel()
-        names += [str(int(v)) for v in extra]
-    return pa.array(names, type=pa.string()), len(bad) > 0
-
-
-def _on_gpu(obj):
-    """Whether obj is device memory (without importing anything GPU-related for host data)."""
-    if hasattr(obj, "__cuda_array_interface__"):
-        return True
-    return type(obj).__name__ in ("FakeCUDAArray", "DeviceNDArray")
-
-
-def _records(arr):
-    if arr.ndim == 0:
-        arr = arr.reshape(1)
-    elif arr.ndim > 1:
-        if not arr.flags.c_contiguous:
-            raise LayoutError(
-                f"a {arr.ndim}-D structured array must be C-contiguous to be read as records; "
-                f"use np.ascontiguousarray(a).reshape(-1)"
-            )
-        arr = arr.reshape(-1)
-    if arr.shape[0] > 1 and arr.strides[0] < arr.dtype.itemsize:
-        raise LayoutError(
-            f"records overlap or run backwards (stride {arr.strides[0]}, itemsize "
-            f"{arr.dtype.itemsize}); use np.ascontiguousarray(a)"
-        )
-    return arr
-
-
-def _from_buffer(obj, layout):
-    if isinstance(obj, np.ndarray) and not obj.flags.c_contiguous:
-        raise LayoutError("a raw record buffer must be C-contiguous; use np.ascontiguousarray(buf)")
-    try:
-        view = memoryview(obj)
-    except TypeError as err:
-        raise LayoutError(
-            f"AoS takes a structured array or an object with the buffer protocol, got "
-            f"{type(obj).__name__}"
-        ) from err
-    size, itemsize = view.nbytes, layout.itemsize
-    if size % itemsize:
-        raise LayoutError(
-            f"a buffer of {size} bytes is not a whole number of {itemsize}-byte records: "
-            f"{size // itemsize} records and {size % itemsize} bytes left over; pass the "
-            f"buffer cut to a multiple of the record size"
-        )
-    return np.frombuffer(view.cast("B") if view.ndim != 1 or view.format != "B" else view, dtype=layout.dtype)
-
-
-def _reusable(out, layout, n, nullable, device="cpu"):
+def _reusable(out, layout, n, nullable, backend):
     """The arena of ``out`` if it can take n records of layout with these nulls."""
     arena = getattr(out, "_arena", None)
     if arena is None or out._memory is None:
         raise LayoutError("out= must be an SoA made by AoS.to_soa (one that owns an arena)")
-    if out.device != device:
-        raise LayoutError(f"out= is on {out.device}; these records convert on {device}: pass an SoA made there")
+    if out._backend is not backend:
+        raise LayoutError(f"out= is on {out.device}; these records convert on {backend.name}: pass an SoA made there")
     if arena.layout != layout:
         raise LayoutError(f"out= has layout {arena.layout!r}; these records have {layout!r}")
     if arena.nullable != nullable:
@@ -375,14 +255,6 @@ def _reusable(out, layout, n, nullable, device="cpu"):
     if arena.capacity < n:
         raise LayoutError(f"out= holds {arena.capacity} records; these are {n}: pass a larger out")
     return arena, out._memory
-
-
-
-def byte_range(obj):
-    """``(first, end)`` addresses of the memory of a NumPy array or a pyarrow Buffer."""
-    if isinstance(obj, pa.Buffer):
-        return obj.address, obj.address + obj.size
-    return getattr(np.lib, "array_utils", np).byte_bounds(np.asarray(obj))  # (NumPy 1.26: np.byte_bounds)
 
 
 def overlaps(a, b):

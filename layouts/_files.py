@@ -10,12 +10,9 @@ import mmap
 import numbers
 import os
 import secrets
-import signal
 import stat
 import sys
-import threading
 import warnings
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -23,6 +20,8 @@ import numpy as np
 
 from ._aos import AoS, as_layout
 from ._errors import ConversionError, LayoutError
+# Ctrl-C held: the one place layouts holds SIGINT (InterruptHold is imported from here by _stream and _convert)
+from .kernels.threads import InterruptHold, deferred_interrupts  # noqa: F401
 
 if TYPE_CHECKING:
     from ._layout import Layout
@@ -675,73 +674,6 @@ class FileOutput:
         dirfd, self.dirfd = self.dirfd, None
         if dirfd is not None:
             os.close(dirfd)
-
-
-class InterruptHold:
-    """Ctrl-C (SIGINT) held while a block runs: inside it a Ctrl-C raises nothing, it is
-    counted (:attr:`count`); after it :meth:`deliver` raises what the handler there was
-    before makes of one (Python's default: ``KeyboardInterrupt``), for a caller with no
-    exception on its way already.
-
-    For the waits and system calls that must run to their end: a ``KeyboardInterrupt``
-    raised in the middle of ``Thread.join`` marks the thread as finished while it still
-    runs (CPython gh-90882; seen with 3.11), so ``join`` returns at once from then on, and
-    one raised in ``Thread.start`` leaves a thread running that its owner does not know of.
-
-    Python runs signal handlers in the main thread only: in another thread (where no
-    ``KeyboardInterrupt`` is raised) nothing is held. Neither is anything where SIGINT is
-    ignored or its handler was set outside Python.
-    """
-
-    def __init__(self):
-        self.count, self.previous, self.active = 0, None, False
-
-    def _note(self, signum, frame):
-        self.count += 1
-
-    def __enter__(self):
-        if threading.current_thread() is not threading.main_thread():
-            return self
-        while True:
-            try:
-                if signal.getsignal(signal.SIGINT) in (None, signal.SIG_IGN):  # set outside Python, or ignored
-                    return self
-                self.previous = signal.signal(signal.SIGINT, self._note)
-                self.active = True
-                return self
-            except KeyboardInterrupt:  # one pending as the handler changed (signal() runs it first): held too
-                self._note(signal.SIGINT, None)
-            except (ValueError, OSError):  # not the main interpreter; no signals here
-                return self
-
-    def __exit__(self, *exc):
-        if self.active:
-            self.active = False
-            signal.signal(signal.SIGINT, self.previous)  # one still pending is counted first, by _note
-        return False
-
-    def deliver(self):
-        """Act on the Ctrl-Cs held, as one, as the handler there was before would have:
-        Python's default raises ``KeyboardInterrupt``; ``SIG_DFL`` ends the process."""
-        if not self.count:
-            return
-        self.count = 0
-        previous = self.previous
-        if callable(previous):
-            previous(signal.SIGINT, None)
-        elif previous == signal.SIG_DFL:
-            os.kill(os.getpid(), signal.SIGINT)
-
-
-@contextmanager
-def deferred_interrupts():
-    """Hold a Ctrl-C (SIGINT) that arrives inside the block until the block is done, then
-    deliver it (:class:`InterruptHold`). When the block raises, that exception goes on
-    and the Ctrl-C is dropped: it would only have replaced it."""
-    hold = InterruptHold()
-    with hold:
-        yield
-    hold.deliver()
 
 
 class StreamOutput:

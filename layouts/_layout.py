@@ -723,6 +723,77 @@ class Layout:
             return f"Layout({self.dtype!r}, flatten={self.flatten}, encodings={{{kinds}}})"
         return f"Layout({self.dtype!r}, flatten={self.flatten})"
 
+    @classmethod
+    def from_copybook(cls, src: "str | os.PathLike[str]", *, record: "str | None" = None, codepage: str = "cp037",
+                      invalid: str = "error", trim: str = "none", as_integer: bool = False, trunc: str = "std",
+                      floating_point: str = "ibm", redefines: "dict[str, str | list[str]] | None" = None,
+                      names: str = "cobol", flatten: bool = False, source_format: str = "auto",
+                      record_start_offset: int = 0, record_end_offset: int = 0,
+                      fillers: str = "skip") -> "Layout":
+        """A Layout of a record described by a COBOL copybook (see ``docs/mainframe.md``).
+
+        Groups become structs (or ``"A.B"`` columns with ``flatten=True``), ``OCCURS``
+        sub-arrays (``DEPENDING ON``: at the maximum count), ``REDEFINES`` alternatives
+        columns over the same bytes, ``FILLER`` padding; PIC X/A and edited pictures are
+        EBCDIC text, DISPLAY numbers zoned decimals, COMP-3 packed decimals, COMP/COMP-4/
+        COMP-5/BINARY big-endian binary, COMP-1/COMP-2 IBM floats. Anything else is a
+        LayoutError naming the copybook line.
+
+        Parameters
+        ----------
+        src : str or os.PathLike
+            Copybook text, or the path of a copybook file.
+        record : str, optional
+            The 01 record (or any group) to lay out; needed when there are several.
+        codepage : str
+            EBCDIC code page of text and zoned signs (``"cp037"``, ``"cp1047"``...).
+        invalid : {"error", "null"}
+            Numbers whose bytes are not valid: a ConversionError, or nulls.
+        trim : {"none", "right", "both"}
+            Text: keep every character (exact round trip) or drop EBCDIC spaces.
+        as_integer : bool
+            Numbers with no decimal places as ``int64`` instead of ``decimal128``.
+        trunc : {"std", "bin"}
+            COMP/COMP-4/BINARY values beyond the PICTURE's digits: invalid (``TRUNC(STD)``)
+            or valid up to the bytes' range (``TRUNC(BIN)``; COMP-5 always is).
+        floating_point : {"ibm", "ieee"}
+            COMP-1/COMP-2 bytes: IBM hexadecimal floats, or IEEE 754 big-endian.
+        redefines : dict, optional
+            Which alternatives of a REDEFINES set become columns: ``{"A": "B"}`` or
+            ``{"A": ["A", "B"]}``, keyed by any item of the set. By default all of them.
+        names : {"cobol", "underscore"}
+            Column names as written (``COMPANY-ID``) or with ``_`` for ``-`` (as Cobrix).
+        flatten : bool
+            As in :meth:`from_dtype`.
+        source_format : {"auto", "fixed", "free"}
+            Fixed columns (1-6 and 73-80 ignored, column 7 the indicator) or free text.
+        record_start_offset, record_end_offset : int
+            Bytes before and after the copybook's record in each record of the file
+            (skipped: padding of the Layout).
+        fillers : {"skip", "keep"}
+            FILLER items: padding (written back as zeros), or ``FILLER-1``,
+            ``FILLER-2``... columns of their raw bytes (the way back is exact).
+
+        Examples
+        --------
+        >>> import layouts as lo
+        >>> L = lo.Layout.from_copybook('''
+        ...        01  ACCOUNT.
+        ...            05  ID        PIC S9(4) COMP.
+        ...            05  BALANCE   PIC S9(7)V99 COMP-3.
+        ...            05  NAME      PIC X(10).
+        ... ''')
+        >>> [(f.name, f.offset, str(f.arrow_type)) for f in L.fields]
+        [('ID', 0, 'decimal128(4, 0)'), ('BALANCE', 2, 'decimal128(9, 2)'), ('NAME', 7, 'string')]
+        """
+        from ._cobol import layout_from_copybook
+
+        return layout_from_copybook(cls.from_dtype, Encoding, src, record=record, codepage=codepage, invalid=invalid,
+                                    trim=trim, as_integer=as_integer, trunc=trunc, floating_point=floating_point,
+                                    redefines=redefines, names=names, flatten=flatten, source_format=source_format,
+                                    record_start_offset=record_start_offset, record_end_offset=record_end_offset,
+                                    fillers=fillers)
+
 
 def _binary_width(digits):
     """Bytes COBOL gives a binary field of ``digits`` digits: 2 (1-4), 4 (5-9), 8 (10-18)."""

@@ -1,16 +1,14 @@
 """Copy plans: how a Layout's leaves map onto column buffers, in the form kernels read.
 
-An :class:`Arena` places every column buffer of an SoA (validity, offsets, values) at a
-64-byte-aligned offset of one allocation. :func:`forward_ops` and :func:`reverse_ops`
-turn a Layout plus buffer addresses into the int64 op table of :mod:`kernels.plan`.
+:func:`forward_ops` and :func:`reverse_ops` turn a Layout plus buffer addresses (an
+:class:`layouts._arena.Arena`'s, or Arrow buffers') into the int64 op table of
+:mod:`kernels.plan`.
 """
 
-import gc
 import math
 import mmap
 import os
 import threading
-import weakref
 from contextlib import contextmanager
 
 import numpy as np
@@ -147,144 +145,6 @@ def enum_table(field, dictionary):
                     dtype=np.int64)
 
 
-class Arena:
-    """Where each leaf's buffers go in one allocation, for ``capacity`` records.
-
-    Parameters
-    ----------
-    layout : Layout
-    capacity : int
-        Records the arena can hold.
-    nullable : frozenset of str
-        Leaves that get a validity bitmap (sentinel nulls); datetime leaves always do.
-    """
-
-    def __init__(self, layout, capacity, nullable=frozenset()):
-        self.layout, self.capacity, self.nullable = layout, capacity, frozenset(nullable)
-        self._widths = None
-        self.buffers = []  # per leaf: dict of name -> (offset, size)
-        self.offset_width = []
-        pos = 0
-
-        def put(size):
-            nonlocal pos
-            start = pos
-            pos += -(-size // ALIGN) * ALIGN
-            return start, size
-
-        for f in layout.fields:
-            n = capacity * f.count
-            bufs = {}
-            if has_time_nulls(f) or f.name in self.nullable:
-                bufs["validity"] = put(-(-n // 8))
-            ow = 0
-            if f.kind in _VAR:
-                ow = 8 if n * var_bytes(f) > _I32_MAX else 4  # (the chunks write at worst-case positions)
-                bufs["offsets"] = put((n + 1) * ow)
-                bufs["data"] = put(n * var_bytes(f))
-            elif arrow_width(f) == 0:  # bit-packed booleans
-                bufs["data"] = put(-(-n // 8))
-            else:
-                bufs["data"] = put(n * arrow_width(f))
-            self.buffers.append(bufs)
-            self.offset_width.append(ow)
-        self.nbytes = pos
-
-    def arrow_type(self, i):
-        """Arrow type of leaf i's elements here (large_* where offsets need 64 bits)."""
-        t = self.layout.fields[i].arrow_type
-        if self.offset_width[i] == 8:
-            return pa.large_string() if t == pa.string() else pa.large_binary()
-        return t
-
-    def allocate(self):
-        """A new uint8 array of ``nbytes`` whose first byte is 64-byte aligned."""
-        raw = np.empty(self.nbytes + ALIGN, dtype=np.uint8)
-        skip = -raw.ctypes.data % ALIGN
-        return raw[skip : skip + self.nbytes]
-
-    def used(self, memory, n):
-        """Per leaf, ``{buffer name: bytes}`` that the first n records use of each buffer
-        of ``memory`` (host bytes the forward kernels wrote): string data ends where
-        the last offset says."""
-        if self._widths is None:  # elements per record, and bytes per element: 0 bit-packed, None var-length
-            self._widths = [(f.count, None if ow else arrow_width(f))
-                            for f, ow in zip(self.layout.fields, self.offset_width)]
-        out = []
-        for bufs, ow, (per, width) in zip(self.buffers, self.offset_width, self._widths):
-            count = n * per
-            sizes = {"validity": -(-count // 8)} if "validity" in bufs else {}
-            if width is None:
-                sizes["offsets"] = (count + 1) * ow
-                at = bufs["offsets"][0] + count * ow
-                sizes["data"] = int.from_bytes(memory[at : at + ow], "little", signed=True)
-            else:
-                sizes["data"] = count * width if width else -(-count // 8)
-            out.append(sizes)
-        return out
-
-    def zero_padding(self, memory, used):
-        """Zero each buffer of ``memory`` from the end of its ``used`` bytes to the next
-        64-byte boundary: Arrow writers may write a buffer's bytes up to there (pyarrow's
-        IPC writer does), and they would otherwise be stale heap or earlier records."""
-        for bufs, sizes in zip(self.buffers, used):
-            for name, (start, _) in bufs.items():
-                end = start + sizes[name]
-                if end % ALIGN:
-                    memory[end : end + (-end % ALIGN)] = 0
-
-
-class ArenaUse:
-    """What the SoAs made over one arena's memory share (``to_soa(out=...)`` hands the
-    memory from one to the next): the generation, bumped each time the memory is written
-    again, so that an older SoA refuses to read it; and the exports (pyarrow objects
-    made by ``to_arrow`` and the like) still alive, which that memory must not change
-    under: reusing it is refused while there are any.
-
-    A lock makes "no export is alive, so bump the generation" (:meth:`reuse`) and "the
-    generation is current, so add an export" (:meth:`export`) one step each: an export
-    made in another thread while the arena is being reused either is refused or blocks
-    the reuse, never shows the memory changing under it."""
-
-    def __init__(self):
-        self.generation = 0
-        self.failed_generation = -1  # the generation whose write over the memory raised, if the last one did
-        self.exports = weakref.WeakSet()
-        self.lock = threading.Lock()
-
-    def live_exports(self):
-        """Exports still alive (after a garbage collection, if any seemed to be)."""
-        if len(self.exports):
-            gc.collect()
-        return len(self.exports)
-
-    def reuse(self):
-        """Bump the generation for a write over the memory, or raise LayoutError while
-        an export of it is alive."""
-        with self.lock:
-            live = self.live_exports()
-            if live:
-                raise LayoutError(
-                    f"out= is still exported: {live} export(s) of its arena (to_arrow(), "
-                    f"to_record_batch(), __arrow_c_stream__, a column's to_arrow()...) are alive, and writing "
-                    f"other records over that memory would change them under their users; drop them first "
-                    f"(del table), or pass out=None for a new arena")
-            self.generation += 1  # from here on, SoAs made earlier over this memory refuse to read it
-
-    def failed(self):
-        """Note that the write of the current generation raised: it returned no SoA, and
-        the memory holds part of its records."""
-        with self.lock:
-            self.failed_generation = self.generation
-
-    def export(self, generation, token, refuse):
-        """Add ``token`` (an export) if ``generation`` is still current, else call ``refuse()``."""
-        with self.lock:
-            if generation != self.generation:
-                refuse()
-            self.exports.add(token)
-
-
 _claims_lock = threading.Lock()
 _claims: "dict[int, tuple[str, list[tuple], list[tuple]]]" = {}  # per conversion running: thread, writes, reads
 
@@ -323,6 +183,13 @@ def claimed(call, writes=(), reads=()):
     finally:
         with _claims_lock:
             del _claims[id(key)]
+
+
+def byte_range(obj):
+    """``(first, end)`` addresses of the memory of a NumPy array, a pyarrow Buffer or a host :class:`Span`."""
+    if isinstance(obj, (pa.Buffer, Span)):
+        return obj.address, obj.address + obj.size
+    return getattr(np.lib, "array_utils", np).byte_bounds(np.asarray(obj))  # (NumPy 1.26: np.byte_bounds)
 
 
 def file_span(array, what):
@@ -504,14 +371,45 @@ def reverse_ops(layout, columns, fills, truncate):
     return ops, offs, keep
 
 
+class Span:
+    """Where one column buffer lies: ``size`` bytes at ``address``, the address a copy
+    plan takes as it is. On the host that is the buffer's address (``owner``, a pyarrow
+    Buffer or the arena, keeps the bytes alive); in a device arena it is the buffer's
+    offset from the arena's first byte (the kernels add the arena's address)."""
+
+    __slots__ = ("address", "size", "owner", "_arrow")
+
+    def __init__(self, address, size, owner=None):
+        self.address, self.size, self.owner = address, size, owner
+        self._arrow = owner if isinstance(owner, pa.Buffer) and owner.address == address and owner.size == size \
+            else None
+
+    def arrow(self):
+        """The bytes as a pyarrow Buffer, no copy (host spans only); made once."""
+        if self._arrow is None:
+            self._arrow = pa.foreign_buffer(self.address, self.size, base=self.owner)
+        return self._arrow
+
+    def __repr__(self):
+        return f"Span({self.address:#x}, {self.size})"
+
+
+def _span(buffer):
+    """A buffer as a :class:`Span` (a pyarrow Buffer becomes one that keeps it alive)."""
+    if buffer is None or isinstance(buffer, Span):
+        return buffer
+    return Span(buffer.address, buffer.size, buffer)
+
+
 class ColumnBuffers:
-    """The Arrow buffers of one leaf column (element level, before fixed_size_list)."""
+    """The buffers of one leaf column (element level, before fixed_size_list), each a
+    :class:`Span` on either backend; pyarrow Buffers given are held as Spans over them."""
 
     __slots__ = ("type", "length", "validity", "offsets", "data", "offset", "kind", "dictionary")
 
     def __init__(self, type, length, validity, offsets, data, offset=0, kind="copy", dictionary=None):
         self.type, self.length, self.offset, self.kind = type, length, offset, kind
-        self.validity, self.offsets, self.data = validity, offsets, data
+        self.validity, self.offsets, self.data = _span(validity), _span(offsets), _span(data)
         self.dictionary = dictionary  # enum columns: the entries the int32 indices point to
 
     def used(self):
@@ -523,23 +421,26 @@ class ColumnBuffers:
         first, end = self.offset - self.offset % 8, self.offset + self.length
         validity = ends = data = None
         if self.validity is not None:
-            validity = np.frombuffer(self.validity, np.uint8)[first // 8 : -(-end // 8)]
+            validity = np.frombuffer(self.validity.arrow(), np.uint8)[first // 8 : -(-end // 8)]
         if self.offsets is not None:
             large = pa.types.is_large_binary(self.type) or pa.types.is_large_string(self.type)
-            ends = np.frombuffer(self.offsets, dtype="<i8" if large else "<i4")[first : end + 1]
-            data = np.frombuffer(self.data, np.uint8)[int(ends[0]) : int(ends[-1])]
+            ends = np.frombuffer(self.offsets.arrow(), dtype="<i8" if large else "<i4")[first : end + 1]
+            data = np.frombuffer(self.data.arrow(), np.uint8)[int(ends[0]) : int(ends[-1])]
         elif self.data is not None:
             bits = _element_bits(self.type)
-            raw = np.frombuffer(self.data, np.uint8)
+            raw = np.frombuffer(self.data.arrow(), np.uint8)
             data = raw[first // 8 : -(-end // 8)] if bits == 1 else raw[first * bits // 8 : end * bits // 8]
         return first, validity, ends, data
 
-    def to_array(self):
+    def to_array(self, wrap=Span.arrow):
+        """The column as a pyarrow Array over its bytes, no copy (host columns only);
+        ``wrap(span)`` makes each pyarrow Buffer (an export's holds its token)."""
+        validity, offsets, data = (None if b is None else wrap(b) for b in (self.validity, self.offsets, self.data))
         if self.dictionary is not None:
             return pa.DictionaryArray.from_buffers(
-                self.type, self.length, [self.validity, self.data], self.dictionary, null_count=-1,
+                self.type, self.length, [validity, data], self.dictionary, null_count=-1,
                 offset=self.offset)
-        bufs = [self.validity, self.data] if self.offsets is None else [self.validity, self.offsets, self.data]
+        bufs = [validity, data] if offsets is None else [validity, offsets, data]
         return pa.Array.from_buffers(self.type, self.length, bufs, null_count=-1, offset=self.offset)
 
 

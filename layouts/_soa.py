@@ -1,18 +1,34 @@
 """SoA: the records as Arrow columns (structure of arrays), and its column objects."""
 
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from ._aos import AoS, as_layout, byte_range, overlaps
-from ._backends import check_device, check_threads, kernels_for
+from . import _backends as backends
+from ._aos import AoS, as_layout, overlaps
+from ._arena import Arena, ArenaUse
+from ._backends import Backend, check_threads
 from ._errors import ConversionError, LayoutError
 from ._layout import Layout
 from ._faults import reverse_error
-from ._plan import ALIGN, Arena, ArenaUse, ColumnBuffers, claimed, file_span, native_dtype, reverse_ops
+from ._plan import ALIGN, ColumnBuffers, claimed, native_dtype
 
-__all__ = ["SoA", "Column"]
+__all__ = ["SoA", "Column", "SoAParts", "soa_over_arena"]
+
+
+class SoAParts(NamedTuple):
+    """What an SoA is made of (:meth:`SoA.parts`), for the converter and the GPU slots:
+    read them, never change them."""
+
+    layout: Layout
+    length: int
+    columns: "tuple[ColumnBuffers, ...]"
+    fills: "dict[str, Any]"
+    truncate: bool
+    arena: "Arena | None"
+    memory: Any
+    backend: Backend
 
 
 class SoA:
@@ -36,36 +52,23 @@ class SoA:
 
     def __init__(self, layout: Layout, length: int, columns: "Iterable[ColumnBuffers]", *,
                  fills: "Mapping[str, Any] | None" = None, truncate: bool = False, arena: "Arena | None" = None,
-                 memory: Any = None, device: str = "cpu") -> None:
+                 memory: Any = None, backend: "Backend | None" = None) -> None:
         self.layout, self._length, self._columns = layout, length, tuple(columns)
-        self.device = device
+        self._backend = backends.host() if backend is None else backend
         self._fills, self._truncate = dict(fills or {}), truncate
         self._arena, self._memory = arena, memory
         self._use, self._generation = ArenaUse(), 0
 
-    @classmethod
-    def _from_arena(cls, layout, n, arena, memory, fills, dictionaries=None, use=None):
-        """The SoA over the first n records of an arena the forward kernels just wrote.
-        Each buffer is cut to the bytes those records use (:meth:`Arena.used`), so no
-        export shows a byte past them. ``use`` is the :class:`ArenaUse` of SoAs made
-        earlier over the same memory (``to_soa(out=...)``), which this one succeeds."""
-        used = arena.used(memory, n)
-        arena.zero_padding(memory, used)
+    @property
+    def device(self) -> str:
+        """Where the columns are: ``"cpu"`` or ``"cuda"``."""
+        return self._backend.name
 
-        def buf(i, name):
-            spec = arena.buffers[i].get(name)
-            return None if spec is None else pa.py_buffer(memory[spec[0] : spec[0] + used[i][name]])
-
-        dictionaries = dictionaries or {}
-        columns = [
-            ColumnBuffers(arena.arrow_type(i), n * f.count, buf(i, "validity"), buf(i, "offsets"),
-                          buf(i, "data"), 0, f.kind, dictionaries.get(i))
-            for i, f in enumerate(layout.fields)
-        ]
-        soa = cls(layout, n, columns, fills=fills, arena=arena, memory=memory)
-        if use is not None:
-            soa._use, soa._generation = use, use.generation
-        return soa
+    def parts(self) -> SoAParts:
+        """The layout, length, column buffers, fill values, ``truncate``, arena, memory
+        and backend of this SoA (internal: for the converter and the GPU slots)."""
+        return SoAParts(self.layout, self._length, self._columns, self._fills, self._truncate, self._arena,
+                        self._memory, self._backend)
 
     def _current(self, what):
         """Refuse to read an arena a later ``to_soa(out=...)`` has written over."""
@@ -90,17 +93,12 @@ class SoA:
         self._use.export(self._generation, token, lambda: self._current("to_arrow"))
         return token
 
-    def _reads(self, space="cpu"):
+    def _reads(self):
         """The byte ranges a conversion reading these columns reads, for :func:`claimed`:
-        the arena, or each borrowed Arrow buffer."""
-        what = "the columns being converted (this SoA's arena)"
+        the arena, or each borrowed Arrow buffer (host memory)."""
         if self._memory is not None:
-            if space == "cpu":
-                return [(space, *byte_range(self._memory), what)]
-            from ._cuda.device import pointer
-
-            first = pointer(self._memory)
-            return [(space, first, first + self._memory.shape[0], what)]
+            return self._backend.claims(self._memory, "the columns being converted (this SoA's arena)")
+        space = self._backend.name
         return [(space, b.address, b.address + b.size, f"column {f.name!r} being converted")
                 for f, c in zip(self.layout.fields, self._columns) for b in (c.validity, c.offsets, c.data)
                 if b is not None]
@@ -110,11 +108,7 @@ class SoA:
         if token is None:
             return column.to_array()
 
-        def buf(b):
-            return None if b is None else pa.foreign_buffer(b.address, b.size, base=token)
-
-        return ColumnBuffers(column.type, column.length, buf(column.validity), buf(column.offsets), buf(column.data),
-                             column.offset, column.kind, column.dictionary).to_array()
+        return column.to_array(lambda b: pa.foreign_buffer(b.address, b.size, base=token))
 
     @classmethod
     def from_arrow(cls, obj: Any, layout: "Layout | np.typing.DTypeLike", *,
@@ -191,7 +185,7 @@ class SoA:
         ``to_soa(out=...)`` can reuse. GPU columns come back on the GPU (the unpickling
         process needs one). An SoA whose arena a later ``to_soa(out=...)`` reused holds
         other records: pickling it is refused, as reading it is."""
-        if self.device != "cpu":
+        if not self._backend.host:
             return _soa_on_device, (self.to_device("cpu"), self.device)
         if self._memory is None:  # borrowed Arrow buffers: only the bytes of these rows (a slice's own)
             return _soa_of_buffers, (self.layout, self._length, [_own_bytes(c) for c in self._columns],
@@ -348,7 +342,7 @@ class SoA:
         return self.to_record_batch().__arrow_c_array__(requested_schema)
 
     def _on_host(self, what):
-        if self.device != "cpu":
+        if not self._backend.host:
             raise LayoutError(
                 f"SoA.{what}: the columns are on the GPU; use .to_device('cpu') first (one copy), or keep "
                 f"them there with .to_cudf(), a column's __cuda_array_interface__/__dlpack__, or "
@@ -362,23 +356,33 @@ class SoA:
 
         if requested_schema is not None:
             raise NotImplementedError("__arrow_c_device_array__ exports the columns' own schema only")
-        return export_device_array(self)
+        return export_device_array(self.schema, self._length, self._columns, self._memory, self._backend, self)
 
     def to_device(self, device: str) -> "SoA":
         """The columns on ``device`` (``"cpu"`` or ``"cuda"``): ``self`` if they are
         there, else a copy made in one transfer (to the GPU: into one device arena)."""
-        device = check_device(device, self.device)
-        if device == self.device:
-            return self
-        from ._cuda import transpose as _gpu
+        return self._moved(backends.get(device, self._backend))
 
-        return _gpu.soa_to_device(self) if device == "cuda" else _gpu.soa_to_host(self)
+    def _moved(self, target):
+        """The columns on the backend ``target``, through host memory: one transfer
+        between the host and a GPU (the arena as it is, or borrowed columns packed)."""
+        if target is self._backend:
+            return self
+        with claimed(f"SoA.to_device({target.name!r})", (), self._reads()):
+            self._current("to_device")
+            memory, columns = self._backend.columns_to_host(self._memory, self._columns)
+            if self._arena is None:
+                memory = None  # borrowed (or packed) columns: their buffers hold the bytes, no arena
+            memory, columns = target.columns_from_host(memory, columns)
+        return SoA(self.layout, self._length, columns, fills=self._fills, truncate=self._truncate,
+                   arena=self._arena, memory=memory, backend=target)
 
     def to_cudf(self) -> Any:
         """A ``cudf.DataFrame`` over the same device memory (no copy; see :mod:`layouts._cuda.cudf`)."""
         from ._cuda.cudf import to_cudf
 
-        return to_cudf(self.to_device("cuda") if self.device != "cuda" else self)
+        soa = self.to_device("cuda")
+        return to_cudf(soa.layout, soa._memory, soa._columns, soa)
 
     @classmethod
     def from_cudf(cls, df: Any, layout: "Layout | np.typing.DTypeLike", *, fill: "Mapping[str, Any] | None" = None,
@@ -393,7 +397,7 @@ class SoA:
         """
         from ._cuda.cudf import from_cudf
 
-        return from_cudf(cls, df, as_layout(layout), dict(fill or {}), truncate)
+        return from_cudf(cls, df, as_layout(layout), dict(fill or {}), truncate, backends.get("cuda"))
 
     def __getitem__(self, name: str) -> "Column":
         i = self.layout._positions.get(name)
@@ -424,9 +428,9 @@ class SoA:
             for a ``numpy.memmap``, any other map of those bytes of its file) is
             refused with a LayoutError.
         """
-        device = check_device(device, self.device)
+        backend = backends.get(device, self._backend)
         threads = check_threads(threads)
-        n, itemsize = self._length, self.layout.itemsize
+        n = self._length
         if self.layout.aliases:
             a, b = self.layout.aliases[0]
             raise LayoutError(
@@ -434,33 +438,64 @@ class SoA:
                 f"records back would write those bytes twice; keep one member per union, e.g. "
                 f"Layout.from_c(..., unions={{{a.rpartition('.')[0] or a!r}: {a.rpartition('.')[2]!r}}})"
             )
-        if device == "cuda":
-            from ._cuda import transpose as _gpu
-
-            if out is not None:
-                raise LayoutError("out= is for records on the CPU; on the GPU to_aos allocates from the pool")
-            return _gpu.reverse(self.to_device("cuda"))
-        if self.device != "cpu":
-            return self.to_device("cpu").to_aos(out=out, threads=threads)
+        if out is not None and not backend.host:
+            raise LayoutError("out= is for records on the CPU; on the GPU to_aos allocates from the pool")
+        if backend is not self._backend:  # columns elsewhere go there first, in one transfer
+            return self._moved(backend).to_aos(out=out, threads=threads)
         self._current("to_aos")
-        backend = kernels_for(device)
         if out is None:
-            records, writes = np.empty(n, dtype=self.layout.dtype), []
+            (target, records), writes = backend.new_records(self.layout, n), []
         else:
-            records = _writable_records(out, self.layout, n, self._columns)
-            writes = [("cpu", *byte_range(records), "out= (the records array passed)")]
-            writes += file_span(records, "out= (the records array passed)")
+            records = target = _writable_records(out, self.layout, n, self._columns)
+            writes = backend.claims(records, "out= (the records array passed)")
         with claimed("SoA.to_aos", writes, self._reads()):
             self._current("to_aos")  # not reused between the check above and the claim
-            ops, offs, keep = reverse_ops(self.layout, self._columns, self._fills, self._truncate)
-            dst = records.ctypes.data
-            zero = bool(self.layout.holes) or any(f.kind == "bits" for f in self.layout.fields)
-            fault = backend.soa_to_aos(dst, itemsize, n, ops, offs, zero=zero, threads=threads,
-                                       owners=(records, self._columns, ops, offs, keep))
-            del keep
+            fault = backend.soa_to_aos(target, self.layout, n, self._columns, self._memory, self._fills,
+                                       self._truncate, threads=threads)
             if fault is not None:
-                raise reverse_error(self.layout, self._columns, fault)
+                raise reverse_error(self.layout, backend.columns_to_host(self._memory, self._columns)[1], fault)
         return AoS(records, self.layout)
+
+
+def soa_over_arena(layout, n, arena, memory, nulls, records, use=None, backend=None):
+    """The SoA over the first n records of an arena the forward kernels just wrote
+    (``memory``, on ``backend``, the CPU by default), with each enum column's dictionary
+    made from its indices (which may change, see :func:`_enum_dictionary`); ``records()``
+    gives the records converted, on the host. ``use`` is the :class:`ArenaUse` of SoAs
+    made earlier over the same memory (``to_soa(out=...)``), which this one succeeds."""
+    backend = backends.host() if backend is None else backend
+    dictionaries = {}
+    for i, f in enumerate(layout.fields):
+        if f.kind == "enum":
+            start, size = arena.buffers[i]["data"]
+            idx = backend.read(memory, start, size).view(np.int32)[: n * f.count]
+            dictionaries[i], changed = _enum_dictionary(f, idx, records)
+            if changed:
+                backend.write(memory, start, idx)
+    columns = backend.arena_columns(arena, memory, n, dictionaries)
+    soa = SoA(layout, n, columns, fills=nulls, arena=arena, memory=memory, backend=backend)
+    if use is not None:
+        soa._use, soa._generation = use, use.generation
+    return soa
+
+
+def _enum_dictionary(field, idx, records):
+    """The dictionary of an enum column just written: the enumerator names, then the
+    text of every value that has no enumerator (the kernel marked those -1), so that
+    no value is lost; their indices are set in ``idx`` (the host int32 indices).
+    ``records()`` gives the host records, asked for only when such values exist.
+    Returns the dictionary and whether ``idx`` changed."""
+    names = [name for _, name in field.enum]
+    bad = np.flatnonzero(idx < 0)
+    if len(bad):
+        rows, k = np.divmod(bad, field.count)
+        raw = np.ascontiguousarray(records()[rows]).view(np.uint8).reshape(len(rows), -1)
+        cols = field.element_offsets()[k][:, None] + np.arange(field.width)
+        values = np.take_along_axis(raw, cols, axis=1).copy().view(field.dtype).ravel()
+        extra, inverse = np.unique(values, return_inverse=True)
+        idx[bad] = len(names) + inverse.ravel()
+        names += [str(int(v)) for v in extra]
+    return pa.array(names, type=pa.string()), len(bad) > 0
 
 
 def _unique_names(wanted: "list[pa.Field]", have: "list[pa.Field]", parent: "str | None" = None) -> None:
@@ -676,7 +711,7 @@ class Column:
     @property
     def null_count(self) -> int:
         """Nulls among the column's elements."""
-        if self.device != "cpu":
+        if not self._soa._backend.host:
             return self._host().null_count
         self._soa._current("Column.null_count")
         return self._buffers.to_array().null_count
@@ -705,7 +740,7 @@ class Column:
 
     def to_numpy(self, copy: "bool | None" = None) -> np.ndarray:
         """The values as a NumPy array; a view unless the Arrow storage forbids one."""
-        if self.device != "cpu":
+        if not self._soa._backend.host:
             raise TypeError(
                 f"column {self.name!r} is on the GPU; NumPy cannot view it: use cupy.asarray(col) (no copy) "
                 f"or soa.to_device('cpu')")
@@ -714,7 +749,7 @@ class Column:
         dt = self._view_dtype()
         b = self._buffers
         if dt is not None:
-            view = np.frombuffer(b.data, dtype=dt, count=b.length, offset=b.offset * dt.itemsize)
+            view = np.frombuffer(b.data.arrow(), dtype=dt, count=b.length, offset=b.offset * dt.itemsize)
             if not copy:
                 return view.reshape(shape)
         elif copy is False:
@@ -736,25 +771,15 @@ class Column:
     def __cuda_array_interface__(self) -> "dict[str, Any]":
         """The values on the GPU, for CuPy, Numba and PyTorch (no copy; already
         synchronised, so ``stream`` is None). Nulls are not described: see null_count."""
-        if self.device != "cuda":
-            raise AttributeError(f"column {self.name!r} is on the CPU; it has __array_interface__ via numpy.asarray")
-        from ._cuda.transpose import column_interface
-
-        return column_interface(self)
+        soa = self._soa
+        return soa._backend.column_interface(soa._memory, self._buffers, self._view_dtype(),
+                                             (len(self),) + self.field.shape, self.name)
 
     def __dlpack__(self, **kwargs: Any) -> Any:
-        if self.device == "cuda":
-            from ._cuda.device import _cupy
-
-            return _cupy().asarray(self).__dlpack__(**kwargs)
-        return self.to_numpy(copy=False).__dlpack__(**kwargs)
+        return self._soa._backend.dlpack(self, **kwargs)
 
     def __dlpack_device__(self) -> "tuple[int, int]":
-        if self.device == "cuda":
-            from ._cuda.transpose import dlpack_device
-
-            return dlpack_device()
-        return (1, 0)  # kDLCPU
+        return self._soa._backend.dlpack_device()
 
 
 def _nullable_dtypes(pd):

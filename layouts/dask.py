@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
 
 import numpy as np
 
+from . import _backends as backends
 from ._aos import AoS, as_layout, checked_nulls
 from ._soa import SoA
 from ._errors import ConversionError, LayoutError
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["read_records", "byte_ranges", "read_range", "read_stream", "stream_schemas"]
 
-DEVICES = ("cpu", "cuda")
+DEVICES = backends.DEVICES
 
 PerFile = Union[int, None, Sequence[Any], Callable[[str], Any]]  # one value, one per file, or path -> value
 
@@ -91,11 +92,10 @@ def read_records(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str
     dd, fsspec = _require_dask()
     layout = as_layout(layout)
     check_trailing(trailing)
-    if device not in DEVICES:
-        raise LayoutError(f"device must be one of {DEVICES}, got {device!r}")
+    backend = backends.get(device)  # the device name, checked once; the tasks carry the backend
     size = _blocksize(blocksize)
     nulls = checked_nulls(layout, nulls)
-    if device == "cuda":
+    if not backend.host:
         _require_cudf()
 
     fs, _, names = fsspec.core.get_fs_token_paths(paths, mode="rb", storage_options=storage_options or {})
@@ -105,7 +105,7 @@ def read_records(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str
     counts = _per_file(count, names, "count", check_count)
     sizes = [_file_size(fs, name, planned=True) for name in names]
     parts = byte_ranges(names, sizes, layout.itemsize, size, offset=offsets, trailing=trailing, count=counts)
-    options = (layout, nulls, device, dict(zip(names, offsets)))
+    options = (layout, nulls, backend, dict(zip(names, offsets)))
     meta = _empty_part(options)
     if not parts:  # files with no records: one empty partition, same columns
         return dd.from_map(_empty_part, [options], meta=meta, enforce_metadata=False)
@@ -224,7 +224,7 @@ class _Task:
 
     def __call__(self, part):
         name, start, stop, first_row = part
-        layout, nulls, device, offsets = self.options
+        layout, nulls, _, offsets = self.options
         if not _is_local(self.fs):
             with self.fs.open(name, "rb") as f:
                 return self._convert(AoS(read_range(f, start, stop), layout), first_row)
@@ -235,9 +235,9 @@ class _Task:
             return self._convert(AoS(records.view(np.ndarray), layout), first_row)
 
     def _convert(self, aos, first_row):
-        layout, nulls, device, _ = self.options
-        if device == "cuda":
-            return _device_frame(aos.to_soa(nulls=nulls, device="cuda"), first_row)
+        layout, nulls, backend, _ = self.options
+        if not backend.host:  # the partition stays where it was converted: a cuDF frame
+            return _device_frame(aos.to_soa(nulls=nulls, device=backend.name), first_row)
         return _frame(aos.to_soa(nulls=nulls, threads=1).to_arrow(), first_row)
 
 
@@ -268,9 +268,9 @@ def _is_local(fs):
 
 
 def _empty_part(options):
-    layout, nulls, device, _ = options
-    if device == "cuda":
-        return _device_frame(AoS(b"", layout).to_soa(nulls=nulls, device="cuda"), 0)
+    layout, nulls, backend, _ = options
+    if not backend.host:
+        return _device_frame(AoS(b"", layout).to_soa(nulls=nulls, device=backend.name), 0)
     return _frame(AoS(b"", layout).to_soa(nulls=nulls).to_arrow(), 0)
 
 
@@ -335,7 +335,10 @@ def read_stream(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str]
     whole records, as :func:`read_records` cuts files: planning them reads each file's
     size and, where the description has a header, its header (a few bytes) on the
     client. The first range of a file holds the header and whatever precedes the
-    records, the last one whatever follows them; each task reads its range only.
+    records, the last one whatever follows them; each task reads its range only. A VB
+    file (``lo.Stream.bdw``) is cut into ranges of whole blocks: planning follows its
+    block descriptor words on the client (a local file, memory-mapped: the page of each
+    BDW is read; a remote one stays one partition).
 
     Parameters
     ----------
@@ -404,8 +407,8 @@ def read_stream(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str]
         why = _unsplittable(stream)
         if why:
             raise LayoutError(f"blocksize= cuts only streams of fixed-size records (one section with framing = "
-                              f"{{ size = ... }}) into byte ranges; {stream.name} {why}, so each file is one "
-                              f"partition: leave blocksize out")
+                              f"{{ size = ... }}) and VB files into byte ranges; {stream.name} {why}, so each file "
+                              f"is one partition: leave blocksize out")
     fs, _, names = fsspec.core.get_fs_token_paths(paths, mode="rb", storage_options=storage_options or {})
     if not names:
         raise LayoutError(f"no files match {paths!r}; check the path or glob pattern")
@@ -524,7 +527,8 @@ class _StreamTask:
     def _range(self, name, piece):
         """read_stream of bytes ``[start, stop)`` of a file of fixed-size records: the
         first range with the description's header (the section's count cut to the range's
-        records), a later one as a section of its own, its offsets moved to the file's."""
+        records), a later one as a section of its own, its offsets moved to the file's;
+        of a VB file: whole blocks, read as the file is."""
         import dataclasses
 
         import pyarrow as pa
@@ -533,15 +537,19 @@ class _StreamTask:
         from ._stream.read import read_stream as read
         from ._stream.spec import Stream
 
-        start, stop, first, count, order, record_size, section_start = piece
-        s = self.stream.sections[0]
-        framing = dataclasses.replace(s.framing, size=record_size)
-        if first:
-            sub = dataclasses.replace(self.stream, sections=(dataclasses.replace(
-                s, framing=framing, offset=section_start, count=count, bytes=None),))
+        if piece[2] == "vb":  # whole blocks of a VB file
+            start, stop, _ = piece
+            sub, record_size, section_start = self.stream, 1, start
         else:
-            sub = Stream([dataclasses.replace(s, framing=framing, offset=None, count=count, bytes=None)],
-                         order=order, name=self.stream.name)
+            start, stop, first, count, order, record_size, section_start, index = piece
+            s = self.stream.sections[index]
+            framing = dataclasses.replace(s.framing, size=record_size)
+            if first:  # the header, the bytes before the records, the first records of section 0
+                sub = dataclasses.replace(self.stream, sections=(dataclasses.replace(
+                    s, framing=framing, offset=section_start, count=count, bytes=None),))
+            else:
+                sub = Stream([dataclasses.replace(s, framing=framing, offset=None, count=count, bytes=None)],
+                             order=order, name=self.stream.name)
         if _is_local(self.fs):
             data = _map_range(name, start, stop)
             with guarded_reads(data, record_size, base=section_start, doing=_DOING, fix=_FIX_STREAM):
@@ -567,27 +575,34 @@ def _read_labelled(read, data, stream, name, start):
         raise ConversionError(_relabel(str(err), name, start)) from err
 
 
+def _is_vb(stream):
+    from ._stream.spec import _BdwSection
+
+    return len(stream.sections) == 1 and isinstance(stream.sections[0], _BdwSection) and stream.header is None
+
+
 def _unsplittable(stream):
     """Why ``stream``'s files cannot be cut into byte ranges (None: they can)."""
-    if len(stream.sections) != 1:
-        return f"has {len(stream.sections)} sections"
-    if stream.sections[0].framing.size is None:
+    if _is_vb(stream):  # cut at block descriptor words
+        return None
+    if any(s.framing.size is None for s in stream.sections):
         return "frames its records by a length field: where a record starts is known only from the ones before it"
     return None
 
 
 def _stream_ranges(fs, name, stream, blocksize):
-    """Byte ranges of whole records of one file of fixed-size records:
-    ``[(start, stop, first, records, byte order, record size, section start), ...]``,
-    or ``[None]`` (one whole-file partition) when the file has one range or its header
-    or size does not fit the description (read_stream then reports what is wrong, when
-    the partition is computed)."""
+    """Byte ranges of whole records of one file of fixed-size records: ``[(start, stop,
+    first, records, byte order, record size, section start, section index), ...]``, each
+    section cut on its own (its last range runs to the next section's start), or ``[None]``
+    (one whole-file partition) when the file has one range or its header or size does not
+    fit the description (read_stream then reports what is wrong, when the partition is
+    computed)."""
     from ._stream.frame import detect_order
     from ._stream.read import _convert, header_values
-    from ._stream.spec import evaluate
 
     size = fs.size(name)
-    s = stream.sections[0]
+    if _is_vb(stream):
+        return _vb_ranges(fs, name, size, blocksize)
     if getattr(stream, "header_size", None) is not None:  # a header whose size its fields give (LAS): whole files
         return [None]
     order, values, h = stream.orders()[0], {}, 0
@@ -609,32 +624,89 @@ def _stream_ranges(fs, name, stream, blocksize):
                 values = header_values(stream, header, order)
         except ConversionError:
             return [None]
-    try:
-        start = h if s.offset is None else evaluate(s.offset, values, "offset")
-        record_size = evaluate(s.framing.size, values, "framing.size")
-        end = size if s.bytes is None else start + evaluate(s.bytes, values, "bytes")
-        count = None if s.count is None else evaluate(s.count, values, "count")
-    except (ValueError, TypeError, LayoutError):  # sizes the description does not give as numbers: whole files
-        return [None]
-    if record_size <= 0 or not h <= start <= end <= size:
-        return [None]
-    if count is None:
-        if (end - start) % record_size:
-            return [None]
-        count = (end - start) // record_size
-    elif count < 0 or count * record_size > end - start or (s.bytes is not None and count * record_size != end - start):
-        return [None]
-    per = max(1, blocksize // record_size)
-    if count <= per:
+    plan = _section_plan(stream, values, h, size)
+    if plan is None:
         return [None]
     out = []
-    for k in range(0, count, per):
-        n = min(per, count - k)
-        first, last = k == 0, k + n == count
-        lo = 0 if first else start + k * record_size
-        hi = size if last else start + (k + n) * record_size
-        out.append((lo, hi, first, n, order, record_size, start))
-    return out
+    for i, (start, end, count, record_size) in enumerate(plan):
+        per = max(1, blocksize // record_size)
+        for k in range(0, count, per):
+            n = min(per, count - k)
+            first = i == 0 and k == 0
+            lo = 0 if first else start + k * record_size
+            # the last range of a section runs to the next one's start (the bytes between are its _gaps)
+            last_of_section = k + n == count
+            hi = (plan[i + 1][0] if i + 1 < len(plan) else size) if last_of_section else start + (k + n) * record_size
+            out.append((lo, hi, first, n, order, record_size, start, i))
+    return [None] if len(out) < 2 else out
+
+
+def _section_plan(stream, values, h, size):
+    """``[(start, end, records, record size), ...]`` of a stream's fixed-size sections, from
+    its header's values, or None where a section is empty, not fixed-size, or its numbers
+    do not fit the file (one whole-file partition: read_stream reports what is wrong)."""
+    from ._stream.spec import evaluate
+
+    plan, pos = [], h
+    several = len(stream.sections) > 1
+    for i, s in enumerate(stream.sections):
+        if s.framing.size is None:
+            return None
+        if several and (s.select is not None or any("[" in t and not t.rstrip("]").split("[")[-1].isdigit()
+                                                    for rt in s.types for _, t in rt.record.fields)):
+            return None  # a later section's range has no header to choose its type or size its lists
+        try:
+            start = pos if s.offset is None else evaluate(s.offset, values, "offset")
+            record_size = evaluate(s.framing.size, values, "framing.size")
+            count = None if s.count is None else evaluate(s.count, values, "count")
+            end = None if s.bytes is None else start + evaluate(s.bytes, values, "bytes")
+        except (ValueError, TypeError, LayoutError):  # sizes the description does not give as numbers
+            return None
+        if record_size <= 0 or not pos <= start <= size:
+            return None
+        if count is None:
+            stop = size if end is None else end
+            if (end is None and i + 1 < len(stream.sections)) or stop > size or (stop - start) % record_size:
+                return None
+            count = (stop - start) // record_size
+        if count <= 0 or (end is not None and count * record_size != end - start) or start + count * record_size > size:
+            return None
+        pos = start + count * record_size
+        plan.append((start, pos, count, record_size))
+    return plan
+
+
+def _vb_ranges(fs, name, size, blocksize):
+    """Byte ranges of whole blocks of one VB file (``[(start, stop, "vb"), ...]``), found
+    by following its block descriptor words (the scan kernel, over the file memory-mapped:
+    it touches the page of each BDW); ``[None]`` (one whole-file partition) for a file that
+    is not local, has one range, or whose BDWs do not chain to its end (read_stream then
+    reports what is wrong, when the partition is computed)."""
+    from ._stream.frame import scan_section
+    from ._stream.spec import Framing, Length, Record, RecordType, Section, Stream
+
+    if not _is_local(fs) or size <= blocksize:
+        return [None]
+    blocks = Stream([Section(Framing(length=Length(offset=0, size=2, order="big", counts_itself=True), prefix=0),
+                             (RecordType("block", Record((("bdw", ">u2"), ("spare", ">u2")))),), tail="column")],
+                    name="bdw")
+    data = np.memmap(name, np.uint8, mode="r", shape=(size,))
+    data.flags.writeable = False
+    try:
+        with guarded_reads(data, 1, base=0, doing=_DOING, fix=_FIX_STREAM):
+            got = scan_section(blocks, blocks.sections[0], np.asarray(data), name, "big", {}, 0, size, -1, "bdw")
+    except ConversionError:
+        return [None]
+    if got.end != size or (got.lengths < 8).any():
+        return [None]
+    ends = got.offsets + got.lengths
+    # cut after the first block that reaches each multiple of blocksize
+    cuts = np.unique(np.searchsorted(ends, np.arange(blocksize, size, blocksize), "left"))
+    stops = [int(ends[c]) for c in cuts if ends[c] < size] + [size]
+    starts = [0] + stops[:-1]
+    if len(stops) < 2:
+        return [None]
+    return [(a, b, "vb") for a, b in zip(starts, stops)]
 
 
 def _map_range(name, start, stop):

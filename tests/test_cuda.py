@@ -326,7 +326,7 @@ OCCUPANCY_SM90 = {"forward": 0.75, "reverse": 0.5, "forward[tick]": 0.75, "rever
                   "copy_strings": 0.75, "reduce_sum": 0.75, "reduce_min": 0.75, "reduce_max": 0.75,
                   "reduce_count_greater": 0.75, "bits_to_bits": 1.0, "bits_to_bytes": 1.0, "bytes_to_bits": 1.0,
                   "codes_with_nulls": 1.0, "offsets_check[int32]": 1.0, "offsets_check[int64]": 1.0,
-                  "offsets_rebase[int32]": 1.0, "offsets_rebase[int64]": 1.0}
+                  "offsets_rebase[int32]": 1.0, "offsets_rebase[int64]": 1.0, "stream_gather": 1.0}
 
 
 @pytest.mark.slow
@@ -343,7 +343,8 @@ def test_every_kernel_compiles_for_sm90_without_spills_or_lost_occupancy():
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
     variants = [f"--variant={name}={mask}" for name, mask in plan_kinds().items()]
     run = subprocess.run([sys.executable, "-m", "layouts.kernels.ptx", "--cc", "9.0", "--json", "--also",
-                          "layouts.benchmarks.reduce_cuda", *variants], cwd=root,
+                          "layouts.benchmarks.reduce_cuda", "--also", "layouts.kernels.cuda.gather", *variants],
+                         cwd=root,
                          env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
     report = json.loads(run.stdout)["kernels"]
@@ -362,7 +363,8 @@ struct r { uint32_t a : 3, b : 9; int16_t s : 5; enum color c; double x; char ta
 def plan_kinds():
     """``forward/reverse`` kind masks of the plans of the 48-byte tick and of a C record
     with bit-fields and an enum: the kernel variants the host code launches for them."""
-    from layouts._plan import Arena, forward_ops, reverse_ops
+    from layouts._arena import Arena
+    from layouts._plan import forward_ops, reverse_ops
     from layouts.kernels.cuda import kinds_of
 
     masks = {}

@@ -22,7 +22,7 @@ MARKER = b"PASSWORD=hunter2-planted!"
 _CHILD = """
 import io, os, sys
 import numpy as np, pyarrow as pa, layouts as lo
-from layouts._plan import Arena
+from layouts._arena import Arena
 
 MARKER = {marker!r}
 d, tag, rows = {d!r}, sys.argv[1], 1000

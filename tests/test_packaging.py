@@ -31,8 +31,11 @@ def test_wheel_installs_one_import_package(wheel):
     names = wheel.namelist()
     tops = {n.split("/")[0] for n in names}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"layouts"}
-    for needed in ("layouts/kernels/cpu/forward.py", "layouts/kernels/cuda/transpose.py", "layouts/kernels/threads.py", "layouts/benchmarks/__main__.py",
-                   "layouts/_cuda/transpose.py", "layouts/_cdecl/program.py", "layouts/py.typed"):
+    for needed in ("layouts/kernels/cpu/forward.py", "layouts/kernels/cuda/transpose.py", "layouts/kernels/threads.py",
+                   "layouts/benchmarks/__main__.py", "layouts/_cuda/transpose.py", "layouts/_cdecl/program.py",
+                   "layouts/_cli/convert.py", "layouts/_convert/readahead.py", "layouts/_cobol/parse.py",
+                   "layouts/cobol.py", "layouts/_backends/__init__.py", "layouts/_backends/cpu.py",
+                   "layouts/_backends/cuda.py", "layouts/_arena.py", "layouts/_cuda/arena.py", "layouts/py.typed"):
         assert needed in names
     assert not [n for n in names if "/tests/" in n or Path(n).name.startswith("test_") or "/results/" in n]
 
@@ -72,6 +75,10 @@ def test_install_hints_name_this_distribution():
 
 def test_public_signatures():
     assert list(inspect.signature(lo.Layout).parameters) == ["dtype", "bytes_as", "flatten", "void_as", "encodings"]
+    params = inspect.signature(lo.Layout.from_copybook).parameters
+    assert not [p for p in params.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
+    assert {"record", "codepage", "invalid", "trim", "as_integer", "trunc", "redefines", "names", "flatten",
+            "fillers"} <= set(params)
     params = inspect.signature(lo.Layout.from_c).parameters
     assert not [p for p in params.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
     assert {"byteorder", "pack", "unions", "pointers", "enum_as", "bytes_as", "flatten", "include_dirs",

@@ -647,3 +647,196 @@ def test_a_counted_section_with_kept_unknown_records_goes_back(tmp_path):
     t = lo.read_stream(raw, spec)
     assert (t["a"].to_arrow().num_rows, t["_unknown"].to_arrow().num_rows) == (2, 1)
     assert lo.write_stream(t, spec) == raw
+
+
+# ------------------------------------------------ the fused gather (reading through the offsets)
+def _itch_day(size, seed=0):
+    from layouts.benchmarks.itch_day import day_bytes
+
+    return day_bytes(size, seed)
+
+
+def _dense_reference(buf, record, offsets, order="big", prefix=2):
+    """One type's table the way the reader made it before the fused gather: the records
+    copied into a dense buffer (K.gather), then the ordinary one-pass transpose."""
+    from layouts.kernels import stream as K
+
+    layout, runs, _, offset_at = record.plan(order, prefix, True, False)
+    r = np.array(runs, np.int64).reshape(-1, 3)
+    dense = np.zeros(len(offsets) * layout.itemsize, np.uint8)
+    K.gather(buf, offsets, r[:, 0].copy(), r[:, 1].copy(), r[:, 2].copy(), dense, layout.itemsize, offset_at)
+    return lo.AoS(dense.view(layout.dtype), layout).to_soa(threads=1).to_arrow()
+
+
+def test_fused_gather_equals_the_dense_copy_over_many_blocks_and_chunks():
+    # a day's mix, several MB: every main type spans many blocks of rows and (on two or
+    # more cores) several chunks; each table equals the dense copy's, column by column
+    buf = _itch_day(4_000_000)
+    spec = lo.Stream.builtin("itch50")
+    t = lo.read_stream(buf, spec)
+    by_type = {rt.name: rt.record for rt in spec.sections[0].types}
+    assert len(t["add_order"]) > 50_000
+    for name, soa in t.items():
+        if name.startswith("_"):
+            continue
+        got = soa.to_arrow()
+        offsets = got.column("_offset").to_numpy()
+        assert got.equals(_dense_reference(buf, by_type[name], offsets)), name
+
+
+@pytest.mark.parametrize("threads", [1, 3, 8])
+def test_fused_gather_kernel_any_thread_count(threads, monkeypatch):
+    # the kernel's own entry, forced into several chunks: the same columns whatever the count
+    from layouts._plan import Arena, forward_ops
+    from layouts.kernels import stream as K
+    from layouts.kernels import threads as T
+
+    monkeypatch.setattr(T, "MIN_CHUNK_BYTES", 64 * 1024)  # chunks of ~1,000 rows: many, each many blocks
+
+    buf = _itch_day(3_000_000, seed=2)
+    spec = lo.Stream.builtin("itch50")
+    record = {rt.name: rt.record for rt in spec.sections[0].types}["add_order"]
+    offsets = lo.read_stream(buf, spec)["add_order"].to_arrow().column("_offset").to_numpy().copy()
+    layout, runs, _, offset_at = record.plan("big", 2, True, False)
+    arena = Arena(layout, len(offsets))
+    memory = arena.allocate()
+    ops, offs, keep = forward_ops(arena, memory.ctypes.data, {})
+    nul = np.array([(layout[n].offset, layout[n].width) for n in record.text], np.int64).reshape(-1, 2)
+    assert K.aos_to_soa_at(buf, offsets, layout.itemsize, np.array(runs, np.int64).reshape(-1, 3), offset_at, nul,
+                           ops, offs, threads=threads) is None
+    from layouts._aos import soa_over_arena
+
+    got = soa_over_arena(layout, len(offsets), arena, memory, {}, None).to_arrow()
+    assert len(T.chunk_starts(len(offsets), layout.itemsize, threads)) - 1 == min(threads, 25)
+    assert got.equals(_dense_reference(buf, record, offsets))
+
+
+def test_text_errors_deep_in_a_stream_name_the_record():
+    # far past the first block of rows (and chunk): the error still names the record's byte
+    raw, _ = itch_file(np.random.default_rng(13), ["A"], 3000)
+    size = 2 + ITCH_LENGTHS["A"]
+    bad = bytearray(raw)
+    at = 2500 * size
+    bad[at + 2 + 24] = 0
+    with pytest.raises(lo.ConversionError, match=rf"<buffer>: byte {at + 2 + 24}: text field 'stock' of a itch50 "
+                                                 rf"section\[0\] type 'add_order' record \(at byte {at}\) holds a NUL"):
+        lo.read_stream(bytes(bad), "itch50")
+    bad[at + 2 + 24] = 0xFF
+    with pytest.raises(lo.ConversionError, match=rf"<buffer>: byte {at}: a itch50 section\[0\] type 'add_order' "
+                                                 rf"record: field 'stock' .*record 2500.*not valid UTF-8"):
+        lo.read_stream(bytes(bad), "itch50")
+
+
+def test_fused_scatter_round_trip_and_a_value_too_wide_deep_in_a_table():
+    buf = _itch_day(3_000_000, seed=4)
+    t = lo.read_stream(buf, "itch50")
+    assert lo.write_stream(t, "itch50") == buf.tobytes()
+    # a widened field (the 6-byte timestamp) with a value that does not fit, far into the table
+    table = t["add_order"].to_arrow()
+    k = len(table) - 3
+    ts = table.column("timestamp").to_numpy().copy()
+    ts[k] = 2**48
+    tables = dict(t)
+    tables["add_order"] = table.set_column(table.schema.get_field_index("timestamp"), "timestamp", pa.array(ts))
+    with pytest.raises(lo.ConversionError, match=rf"table 'add_order', row {k}: field 'timestamp' = {2**48} does "
+                                                 rf"not fit its 6 bytes"):
+        lo.write_stream(tables, "itch50")
+
+
+_KINDS = ["u1", ">u2", "<u4", ">i8", ">u3", "<u6", ">u5", "S3", "S1", "<f4", ">f8", "<i2"]
+
+
+def _random_stream(rng):
+    """A random description (1-3 tagged types of random fields, odd widths and text among
+    them; a 1- or 2-byte length of either order; tails kept or not) and a random stream
+    of it: ``(Stream, bytes, {type name: Record})``."""
+    ntypes = int(rng.integers(1, 4))
+    order = "big" if rng.integers(0, 2) else "little"
+    tails = bool(rng.integers(0, 2))
+    letters = bool(rng.integers(0, 2))  # every byte a letter, or any byte (then no text fields)
+    types = []
+    for k in range(ntypes):
+        fields = [("tag", "u1")] + [(f"f{j}", _KINDS[int(rng.integers(0, len(_KINDS)))])
+                                    for j in range(int(rng.integers(1, 7)))]
+        text = tuple(n for n, t in fields if letters and t.startswith("S") and rng.integers(0, 2))
+        types.append(S.RecordType(f"t{k}", S.Record(fields, text=text), 65 + k))
+    size = int(rng.integers(1, 3))
+    section = S.Section(S.Framing(length=S.Length(0, size, order)), types, tag=S.Tag(0, 1),
+                        tail="column" if tails else "error")
+    out = bytearray()
+    for _ in range(int(rng.integers(0, 3000))):
+        k = int(rng.integers(0, ntypes))
+        fixed = types[k].record.size("big")
+        body = rng.integers(65, 91, fixed, dtype=np.uint8) if letters else rng.integers(0, 256, fixed, dtype=np.uint8)
+        body[0] = 65 + k
+        tail = rng.integers(0, 256, int(rng.integers(0, 5)) if tails else 0, dtype=np.uint8).tobytes()
+        n = fixed + len(tail)
+        if n >= 1 << (8 * size):
+            continue
+        out += n.to_bytes(size, order) + body.tobytes() + tail
+    return S([section]), bytes(out), {t.name: t.record for t in types}
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_descriptions_fused_gather_equals_the_dense_copy_and_goes_back(seed):
+    # random fields (odd widths, text, floats, either order), random streams: every table
+    # equals the dense copy + transpose of the same records, and the stream goes back
+    rng = np.random.default_rng(1000 + seed)
+    spec, raw, records = _random_stream(rng)
+    t = lo.read_stream(raw, spec)
+    buf = np.frombuffer(raw, np.uint8)
+    prefix = spec.sections[0].framing.prefix
+    for name, record in records.items():
+        got = t[name].to_arrow()
+        offsets = got.column("_offset").to_numpy().copy()
+        want = _dense_reference(buf, record, offsets, order=spec.order, prefix=prefix)
+        got = got.drop_columns([c for c in got.column_names if c == "_tail"])
+        assert got.schema.equals(want.schema), (seed, name)
+        for a, b in zip(got.columns, want.columns):  # floats bit for bit (random bytes make NaNs)
+            if pa.types.is_floating(a.type):
+                bits = np.dtype(f"u{a.type.bit_width // 8}")
+                assert np.array_equal(a.to_numpy().view(bits), b.to_numpy().view(bits)), (seed, name)
+            else:
+                assert a.equals(b), (seed, name)
+    assert lo.write_stream(t, spec) == raw
+
+
+# ------------------------------------------------ on the GPU (the simulator without one)
+@pytest.mark.slow
+def test_read_stream_on_the_gpu_equals_the_cpu():
+    # every ITCH type gathered and transposed on the device; a pcap's packets (tails)
+    # converted on the CPU and moved; every table on the device, equal to the CPU's
+    raw, _ = itch_file(np.random.default_rng(21), list(ITCH), 40)
+    cpu, gpu = lo.read_stream(raw, "itch50"), lo.read_stream(raw, "itch50", device="cuda")
+    assert set(gpu) == set(cpu)
+    for name in cpu:
+        assert gpu[name].device == "cuda", name
+        assert gpu[name].to_device("cpu").to_arrow().equals(cpu[name].to_arrow()), name
+    cap = _pcap_by_hand("<", False, _packets(np.random.default_rng(22), 6))
+    cpu, gpu = lo.read_stream(cap, "pcap"), lo.read_stream(cap, "pcap", device="cuda")
+    for name in cpu:
+        assert gpu[name].device == "cuda"
+        assert gpu[name].to_device("cpu").to_arrow().equals(cpu[name].to_arrow()), name
+
+
+def test_gpu_read_errors_are_the_cpu_ones():
+    raw, _ = itch_file(np.random.default_rng(23), ["A"], 3)
+    size = 2 + ITCH_LENGTHS["A"]
+    bad = bytearray(raw)
+    bad[size + 2 + 24] = 0
+    with pytest.raises(lo.ConversionError, match=rf"byte {size + 26}: text field 'stock' .* holds a NUL byte"):
+        lo.read_stream(bytes(bad), "itch50", device="cuda")
+    bad[size + 2 + 24] = 0xFF
+    with pytest.raises(lo.ConversionError, match=rf"<buffer>: byte {size}: a itch50 section\[0\] type 'add_order' "
+                                                 r"record: .*'stock'.*not valid UTF-8"):
+        lo.read_stream(bytes(bad), "itch50", device="cuda")
+    with pytest.raises(lo.LayoutError, match="device"):
+        lo.read_stream(raw, "itch50", device="tpu")
+
+
+def test_the_gpu_gather_byte_map():
+    from layouts.kernels.cuda.gather import ZERO, byte_map
+
+    # runs (source, place, length): 2 bytes from 5 to 8, 3 from 0 to 13 (a widened u3), offset at 0
+    m = byte_map(16, [(5, 8, 2), (0, 13, 3)], 0)
+    assert m.tolist() == [-2, -3, -4, -5, -6, -7, -8, -9, 5, 6, ZERO, ZERO, ZERO, 0, 1, 2]

@@ -12,6 +12,7 @@ import textwrap
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.feather  # noqa: F401 - pa.feather below
 import pyarrow.parquet as pq
 import pytest
 
@@ -334,16 +335,16 @@ def test_errors_of_the_way_back(pcap, itch, tmp_path, capsys):
 
 
 def test_a_failing_write_leaves_nothing(itch, tmp_path, capsys, monkeypatch):
-    real = F._write_one
+    real = F._append
     calls = []
 
-    def fail_third(table, path, fmt, codec):
-        calls.append(path)
+    def fail_third(writer, table):
+        calls.append(table)
         if len(calls) == 3:
             raise OSError(28, "No space left on device")
-        real(table, path, fmt, codec)
+        real(writer, table)
 
-    monkeypatch.setattr(F, "_write_one", fail_third)
+    monkeypatch.setattr(F, "_append", fail_third)
     err = error(capsys, "convert", itch, "--stream", "itch50", "--to", tmp_path / "d")
     assert "writing " in err and "failed: [Errno 28] No space left on device; nothing was written" in err
     assert listing(tmp_path) == ["day.itch"]  # no directory, no temporary directory
@@ -397,14 +398,14 @@ sys.exit(main(["convert", {src!r}, "--stream", "itch50", "--to", {dst!r}]))
 """
 
 
-@pytest.mark.parametrize("where", ["_write_one", "_commit"])
+@pytest.mark.parametrize("where", ["_append", "_commit"])
 def test_ctrl_c_in_a_child(itch, tmp_path, where):
     dst = str(tmp_path / "d")
     code = CHILD.format(tests=os.path.dirname(__file__), where=where, src=str(itch), dst=dst)
     child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                            env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
     assert child.returncode == 130, child.stderr
-    if where == "_write_one":  # nothing was written
+    if where == "_append":  # nothing was written
         assert child.stderr == "layouts convert: interrupted; no output was written\n"
         assert listing(tmp_path) == ["day.itch"]
     else:  # held while the set was moved into place: it is there, whole

@@ -413,3 +413,68 @@ def test_las_files_whose_header_gives_its_own_size_are_whole_partitions(tmp_path
         frames = ld.read_stream(str(tmp_path / "p*.las"), "las", types=["format3"], blocksize=blocksize)
         assert frames["format3"].npartitions == 2
         assert frames["format3"].compute()["X"].tolist() == [0, 1, 2, 3, 4, 1, 2, 3, 4, 5]
+
+
+def _vb_file(path, blocks, seed):
+    """A VB file: ``blocks`` blocks of 1..6 RDW records with tails (ids count up)."""
+    rng = np.random.default_rng(seed)
+    out, rid = [], 0
+    for _ in range(blocks):
+        recs = []
+        for _ in range(int(rng.integers(1, 7))):
+            recs.append(_rdw(struct.pack(">I", rid) + b"NAME%02d" % (rid % 100) + b"t" * int(rng.integers(0, 20))))
+            rid += 1
+        body = b"".join(recs)
+        out.append(struct.pack(">HH", 4 + len(body), 0) + body)
+    path.write_bytes(b"".join(out))
+    return path
+
+
+def test_vb_files_cut_into_ranges_of_whole_blocks(tmp_path):
+    rec = np.dtype([("id", ">u4"), ("name", "S6")])
+    spec = S.bdw(rec, tail="column")
+    paths = [_vb_file(tmp_path / "a.vb", 300, 1), _vb_file(tmp_path / "b.vb", 3, 2),
+             _vb_file(tmp_path / "c.vb", 120, 3)]
+    frames = ld.read_stream(paths, spec, types=["record", "_blocks"], blocksize=2000)
+    sizes = [p.stat().st_size for p in paths]
+    assert frames["record"].npartitions > 1 + sizes[0] // 2000  # the small file is one partition
+    got = check_frames(frames, paths, spec)
+    ids = got["record"][got["record"]._file == str(paths[0])].id.tolist()
+    assert ids == list(range(len(ids))) and len(ids) > 300  # every record once, in the file's order
+    # every range starts at a block descriptor word: the blocks' offsets are the file's
+    blocks = got["_blocks"][got["_blocks"]._file == str(paths[0])]._offset.tolist()
+    assert blocks[0] == 0 and blocks == sorted(blocks) and len(blocks) == 300
+    # BDWs that do not chain to the end: one partition, and read_stream's error when it is computed
+    bad = tmp_path / "bad.vb"
+    raw = bytearray(paths[0].read_bytes())
+    raw[blocks[150]:blocks[150] + 2] = b"\xff\xff"
+    bad.write_bytes(bytes(raw))
+    frame = ld.read_stream(bad, spec, blocksize=2000)["record"]
+    assert frame.npartitions == 1
+    with pytest.raises(lo.ConversionError, match=rf"{bad}: byte {blocks[150]}: block descriptor word says the block "
+                                                 r"is 65535 bytes, past the end of the data"):
+        frame.compute(scheduler="sync")
+
+
+def test_several_fixed_size_sections_cut_into_ranges_of_each(tmp_path):
+    side = S.Record([("side", "S1"), ("qty", ">u4")])
+    spec = S([S.Section(S.Framing(size=5), [S.RecordType("buy", side, tag="B"), S.RecordType("sell", side, tag="S")],
+                        tag=S.Tag(offset=0, size=1), count="n1"),
+              S.Section(S.Framing(size=8), [S.RecordType("price", S.Record([("px", ">i8")]))],
+                        offset="20 + n1 * 5 + 7", count="n2")],
+             header=S.Record([("magic", "S4"), ("n1", ">u8"), ("n2", ">u8")]), name="two")
+
+    def write(path, n1, n2):
+        recs = b"".join((b"B" if i % 3 else b"S") + struct.pack(">I", i) for i in range(n1))
+        prices = b"".join(struct.pack(">q", -i * 1000) for i in range(n2))
+        path.write_bytes(b"TWO!" + struct.pack(">QQ", n1, n2) + recs + b"between" + prices + b"the end")
+        return path
+
+    paths = [write(tmp_path / "a.two", 300, 90), write(tmp_path / "b.two", 40, 0), write(tmp_path / "c.two", 7, 200)]
+    frames = ld.read_stream(paths, spec, types=["buy", "sell", "price", "_header", "_gaps"], blocksize=400)
+    # a: 300 records of 5 bytes, 80 a range -> 4; 90 of 8, 50 a range -> 2; b: an empty section, one partition;
+    # c: 7 records -> 1, 200 prices -> 4
+    assert frames["buy"].npartitions == 6 + 1 + 5
+    got = check_frames(frames, paths, spec)
+    assert sorted(got["_gaps"]._tail.tolist()) == [b"between"] * 3 + [b"the end"] * 3
+    assert len(got["price"]) == 290 and len(got["_header"]) == 3

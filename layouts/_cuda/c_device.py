@@ -1,6 +1,6 @@
 """The Arrow C Device Data Interface for an SoA, built with ctypes.
 
-``export_device_array(soa)`` returns ``(schema capsule, device array capsule)``: the
+``export_device_array(...)`` (called by ``SoA.__arrow_c_device_array__``) returns ``(schema capsule, device array capsule)``: the
 schema from pyarrow, and an ``ArrowDeviceArray`` whose ``ArrowArray`` tree (a struct
 of the record's fields, fixed_size_list for sub-arrays) points straight at the SoA's
 buffers, on the GPU (device type CUDA) or the CPU. Every struct of the tree carries
@@ -13,7 +13,6 @@ on their own, as the specification allows.
 import ctypes
 import itertools
 
-import numpy as np
 import pyarrow as pa
 
 __all__ = ["export_device_array", "live_exports", "ARROW_DEVICE_CPU", "ARROW_DEVICE_CUDA"]
@@ -116,37 +115,27 @@ def _leaf(export, key, column, address, dictionary):
                  null_count=-1 if column.validity is not None else 0, dictionary=dictionary)
 
 
-def _dictionary(export, key, values, device):
-    """A string dictionary as a child tree, copied to the device when the data is there."""
-    bufs = values.buffers()
-    if device == "cuda":
-        from . import device as _device
-
-        moved = [None if b is None else _device.to_device(np.frombuffer(b, dtype=np.uint8)) for b in bufs]
-        export.keep.append(moved)
-        pointers = [0 if m is None else _device.pointer(m) for m in moved]
-    else:
-        export.keep.append(values)
-        pointers = [0 if b is None else b.address for b in bufs]
+def _dictionary(export, key, values, backend):
+    """A string dictionary as a child tree, its buffers where the backend's exports point
+    (copied to the device when the data is there)."""
+    placed = [None if b is None else backend.export_buffer(b) for b in values.buffers()]
+    export.keep += [values, placed]
+    pointers = [0 if p is None else p[1] for p in placed]
     return _node(export, key, len(values), pointers, offset=values.offset, null_count=values.null_count)
 
 
-def export_device_array(soa):
-    """``(schema capsule, ArrowDeviceArray capsule)`` over the SoA's buffers, no copy."""
-    export = _Export(soa)
+def export_device_array(schema, length, columns, memory, backend, owner):
+    """``(schema capsule, ArrowDeviceArray capsule)`` over an SoA's column buffers
+    (``columns``, over ``memory`` on ``backend``), no copy; ``owner`` (the SoA) is kept
+    alive until the consumer releases the array."""
+    export = _Export(owner)
     key = next(_keys)
-    if soa.device == "cuda":
-        from . import device as _device
-        from .transpose import dlpack_device
-
-        base, device_type, device_id = _device.pointer(soa._memory), ARROW_DEVICE_CUDA, dlpack_device()[1]
-    else:
-        base, device_type, device_id = 0, ARROW_DEVICE_CPU, -1
+    base, device_type, device_id = backend.arrow_device(memory)
 
     def address(buf):
         return 0 if buf is None else base + buf.address
 
-    leaves = iter(soa._columns)
+    leaves = iter(columns)
 
     def build(arrow_type, length):
         if pa.types.is_fixed_size_list(arrow_type):
@@ -156,11 +145,10 @@ def export_device_array(soa):
             children = [build(arrow_type.field(i).type, length) for i in range(arrow_type.num_fields)]
             return _node(export, key, length, [0], children)
         column = next(leaves)
-        dictionary = None if column.dictionary is None else _dictionary(export, key, column.dictionary, soa.device)
+        dictionary = None if column.dictionary is None else _dictionary(export, key, column.dictionary, backend)
         return _leaf(export, key, column, address, dictionary)
 
-    schema = soa.schema
-    top = build(pa.struct(list(schema)), len(soa))
+    top = build(pa.struct(list(schema)), length)
     device_array = ArrowDeviceArray()
     ctypes.memmove(ctypes.addressof(device_array.array), ctypes.addressof(top), ctypes.sizeof(ArrowArray))
     top.release = _RELEASE()  # moved into the device array: the copy there owns the tree now

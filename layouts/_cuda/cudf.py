@@ -62,9 +62,9 @@ class _DeviceView:
 def _kernels():
     """:mod:`kernels.cuda`, whose cuDF bridge kernels (bits <-> bytes, enum codes, string
     offsets) this module launches; the memory pool is installed first."""
-    from .._backends import kernels_for
+    from . import device as _device
 
-    return kernels_for("cuda")
+    return _device.kernels()
 
 
 def _bytes(nbytes):
@@ -75,14 +75,24 @@ def _bytes(nbytes):
 
 
 # ----------------------------------------------------------------------------- to_cudf
-def to_cudf(soa):
-    """A ``cudf.DataFrame`` whose columns are the device SoA's buffers (see module doc)."""
+class _Memory:
+    """A device SoA's arena and the SoA that owns it: what the frame's views keep alive."""
+
+    def __init__(self, memory, owner):
+        self.memory, self.owner = memory, owner
+
+
+def to_cudf(layout, memory, columns, owner):
+    """A ``cudf.DataFrame`` whose columns are a device SoA's buffers (``columns``, Span
+    offsets into ``memory``; ``owner``, the SoA, is kept alive by the frame); see the
+    module doc."""
     from . import device as _device
 
     cudf = _cudf()
-    base = _device.pointer(soa._memory)
+    soa = _Memory(memory, owner)
+    base = _device.pointer(memory)
     out = {}
-    for f, c in zip(soa.layout.fields, soa._columns):
+    for f, c in zip(layout.fields, columns):
         per = max(f.count, 1)
         for k in range(per):
             name = f.name if per == 1 else f"{f.name}.{k}"
@@ -92,7 +102,7 @@ def to_cudf(soa):
 
 def _span(soa, buf):
     """The uint8 device slice of the arena that a Span covers."""
-    return soa._memory[buf.address : buf.address + buf.size]
+    return soa.memory[buf.address : buf.address + buf.size]
 
 
 def _mask(soa, c, base, k, per):
@@ -156,7 +166,7 @@ def _categorical(cudf, soa, f, c, base, per):
     codes = _DeviceView(soa, base + c.data.address + 4 * c.offset, (n,), "<i4")
     if c.validity is not None:
         out = _bytes(max(4 * n, 4)).view(np.int32)
-        _kernels().codes_with_nulls(soa._memory[c.data.address + 4 * c.offset : c.data.address + 4 * (c.offset + n)]
+        _kernels().codes_with_nulls(soa.memory[c.data.address + 4 * c.offset : c.data.address + 4 * (c.offset + n)]
                                     .view(np.int32), _span(soa, c.validity), c.offset, n, out)
         codes = _DeviceView(out, _device.pointer(out), (n,), "<i4")
     categories = pd.Categorical.from_codes([], categories=c.dictionary.to_pylist())
@@ -186,11 +196,11 @@ def _strings(cudf, soa, c, base):
 def _validity_host(soa, c):
     from . import device as _device
 
-    return _device.to_host(soa._memory[c.validity.address :], (c.offset + c.length + 7) // 8)
+    return _device.to_host(soa.memory[c.validity.address :], (c.offset + c.length + 7) // 8)
 
 
 # --------------------------------------------------------------------------- from_cudf
-def from_cudf(cls, df, layout, fill, truncate):
+def from_cudf(cls, df, layout, fill, truncate, backend):
     """An SoA on the GPU from a ``cudf.DataFrame``, bound for ``layout``, by the rules of
     :meth:`SoA.from_arrow` (``cast="strict"``).
 
@@ -222,7 +232,7 @@ def from_cudf(cls, df, layout, fill, truncate):
     """
     from .._arrow_in import _descend, check_column
     from . import device as _device
-    from .transpose import HEAD, Span, packing
+    from .arena import HEAD, Span, packing
 
     _cudf()
     nb = _device.cuda()
@@ -284,7 +294,7 @@ def from_cudf(cls, df, layout, fill, truncate):
     for taken in device.values():
         taken.done()
     return cls(layout, n, [columns[i] for i in range(len(fields))], fills=fills, truncate=truncate,
-               memory=memory, device="cuda")
+               memory=memory, backend=backend)
 
 
 class _Taken:

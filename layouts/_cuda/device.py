@@ -22,7 +22,7 @@ import numpy as np
 
 from .._errors import LayoutError
 
-__all__ = ["cuda", "simulated", "empty", "to_device", "to_host", "pointer", "words", "wrap", "from_interface",
+__all__ = ["cuda", "kernels", "simulated", "empty", "to_device", "to_host", "pointer", "words", "wrap", "from_interface",
            "pool_stats", "pinned_empty"]
 
 _state = {"pool": None, "allocations": 0, "bytes": 0}
@@ -48,6 +48,22 @@ def cuda():
             f"(numba.cuda.is_available() is False); use device='cpu', or check the driver and {EXTRA}"
         )
     return numba_cuda
+
+
+def kernels():
+    """:mod:`kernels.cuda` (its host functions), with the memory pool installed first and
+    a clear error where there is no GPU."""
+    cuda()
+    from ..kernels import cuda as kernels_cuda
+
+    return kernels_cuda
+
+
+def dlpack_device():
+    """``(kDLCUDA, device id)`` of the current device (0 under the simulator)."""
+    if simulated():
+        return (2, 0)
+    return (2, cuda().get_current_device().id)
 
 
 def _cupy():

@@ -136,19 +136,26 @@ def _checked(fn, where):
 
 
 def scan_section(stream: Stream, s: Section, buf: np.ndarray, label: str, order: str, header: dict,
-                 start: int, end: int, limit: int, where: str) -> Scanned:
-    """Index the records of ``buf[start:end]`` (at most ``limit``; -1 none)."""
+                 start: int, end: int, limit: int, where: str, stop: "int | None" = None) -> Scanned:
+    """Index the records of ``buf[start:end]`` (at most ``limit``; -1 none).
+
+    ``stop`` (a window's end): stop at the last record that ends by ``stop`` (the scan
+    resumes from the returned ``end``, a record boundary); a record that crosses it is
+    left to the next window unless it is the window's first, which then grows to hold
+    it. Records past ``stop`` are checked only when their window comes.
+    """
     if s.select is not None:
         t = selected(s, header, label, where)
         sub = Section(s.framing, (s.types[t],), tail=s.tail, unknown=s.unknown)
-        got = scan_section(stream, sub, buf, label, order, header, start, end, limit, where)
+        got = scan_section(stream, sub, buf, label, order, header, start, end, limit, where, stop)
         got.types[:] = t
         return got
     lp, tp, type_min, min_len = section_params(stream, s, order, header, where)
     unknown = {"error": 0, "skip": 1, "keep": 2}[s.unknown]
     if isinstance(s, _BdwSection):
-        return _scan_blocks(stream, s, buf, label, start, end, limit, where)
-    guess = max(16, min((end - start) // max(min_len, 1) + 1, (end - start) // 32 + 1024))
+        return _scan_blocks(stream, s, buf, label, start, end, limit, where, stop)
+    soft = end if stop is None else min(max(stop, start + 1), end)
+    guess = max(16, min((soft - start) // max(min_len, 1) + 1, (soft - start) // 32 + 1024))
     if limit >= 0:
         guess = min(guess, limit) if limit > 0 else 1
     offsets = np.empty(guess, np.int64)
@@ -156,12 +163,19 @@ def scan_section(stream: Stream, s: Section, buf: np.ndarray, label: str, order:
     types = np.empty(guess, np.int32)
     pos, count = start, 0
     while True:
-        status, pos, count = K.scan(buf, pos, end, count, limit, *lp, min_len, *tp, unknown, type_min,
+        status, pos, count = K.scan(buf, pos, soft, count, limit, *lp, min_len, *tp, unknown, type_min,
                                     offsets, lengths, types)
-        if status != K.FULL:
-            break
-        room = offsets.shape[0] * 2
-        offsets, lengths, types = (np.resize(a, room) for a in (offsets, lengths, types))
+        if status == K.FULL:
+            room = offsets.shape[0] * 2
+            offsets, lengths, types = (np.resize(a, room) for a in (offsets, lengths, types))
+            continue
+        if soft < end and status in (K.SHORT_PREFIX, K.PAST_END):
+            if count:  # the window ends inside a record: it starts the next window
+                status = K.OK
+                break
+            soft = min(end, start + 2 * (soft - start))  # a record larger than the window: grow it
+            continue
+        break
     if status != K.OK:
         raise _scan_error(status, s, buf, label, pos, end, lp, tp, type_min, min_len, where)
     return Scanned(start, pos, offsets[:count], lengths[:count], types[:count])
@@ -182,11 +196,12 @@ def selected(s: Section, header: dict, label: str, where: str) -> int:
                           f"lacks (add a type with tag = {value})")
 
 
-def _scan_blocks(stream, s, buf, label, start, end, limit, where):
+def _scan_blocks(stream, s, buf, label, start, end, limit, where, stop=None):
     """VB: block descriptor words (a 2-byte big-endian length counting the BDW), each
-    followed by RDW records that fill the block exactly."""
+    followed by RDW records that fill the block exactly; with ``stop``, whole blocks up
+    to the first that ends at or past it."""
     parts, blocks, pos = [], [], start
-    while pos < end and (limit < 0 or sum(len(p[0]) for p in parts) < limit):
+    while pos < end and (limit < 0 or sum(len(p[0]) for p in parts) < limit) and (stop is None or pos < stop):
         if end - pos < 4:
             raise ConversionError(f"{label}: byte {pos}: {end - pos} bytes left, too few for a block descriptor "
                                   f"word (4 bytes); the file is truncated")

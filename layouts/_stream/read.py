@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import mmap
 import os
 import re
@@ -10,10 +11,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .._aos import AoS
+from .._aos import AoS, soa_over_arena
+from .._backends import check_device
 from .._errors import ConversionError, LayoutError
+from .._faults import forward_error
 from .._layout import Layout
-from .._plan import ColumnBuffers
+from .._plan import Arena, ColumnBuffers, forward_ops
 from .._soa import SoA
 from ..kernels import stream as K
 from ..kernels._memory import MappedGuard
@@ -81,9 +84,16 @@ def resolve(spec: Any) -> Stream:
                               f"(a NumPy structured dtype or a list of (name, type) fields)")
         if os.sep in name or name.endswith(".toml") or os.path.exists(name):
             return load(name)
-        return builtin(name)
+        return _builtin(name)
     raise LayoutError(f"spec must be a Stream, a path to a .toml description or a built-in name, got "
                       f"{type(spec).__name__}")
+
+
+@functools.lru_cache(maxsize=None)
+def _builtin(name: str) -> Stream:
+    """A built-in description, parsed once per process (a Stream is a frozen value;
+    parsing its TOML costs about 10 ms, as much as reading a small file)."""
+    return builtin(name)
 
 
 def _keep_prefix(s: Section) -> bool:
@@ -93,7 +103,7 @@ def _keep_prefix(s: Section) -> bool:
     return not (f.length is not None and f.length.offset == 0 and f.length.size == f.prefix)
 
 
-def read_stream(src: Any, spec: Any) -> StreamTables:
+def read_stream(src: Any, spec: Any, *, device: "str | None" = None) -> StreamTables:
     """Read a framed, multi-type record stream into one table per record type.
 
     Parameters
@@ -103,6 +113,12 @@ def read_stream(src: Any, spec: Any) -> StreamTables:
     spec : Stream, path to a ``.toml`` description, or a built-in name
         Built-ins: ``"pcap"``, ``"itch50"``, ``"las"``, ``"segy"``, ``"dbn"``; ``lo.Stream.rdw(dtype)`` and
         ``lo.Stream.bdw(dtype)`` for IBM V and VB files. See docs/streams.md.
+    device : {"cpu", "cuda"}, optional
+        Where the tables go (default ``"cpu"``). With ``"cuda"`` the stream goes to the
+        GPU once, the records of each type are gathered there through their offsets and
+        transposed by the GPU kernels; the scan stays on the CPU, and so do types with
+        tails (``_tail``: pcap packets), the header and ``_gaps``, which are converted on
+        the CPU and moved to the GPU in one transfer each.
 
     Returns
     -------
@@ -123,13 +139,18 @@ def read_stream(src: Any, spec: Any) -> StreamTables:
     ([7, 9], [0, 5])
     """
     stream = resolve(spec)
+    device = check_device(device, "cpu")
+    if device == "cuda":
+        from .._cuda import device as _device
+
+        _device.cuda()  # the memory pool first, and a clear error without a GPU
     buf, label, owner = source_bytes(src)
     # a mapped file truncated meanwhile: the gone pages read as zeros (no SIGBUS) and
     # the read is reported as such, whatever else those zeros caused
     mapped = isinstance(owner, mmap.mmap)
     with MappedGuard(buf.ctypes.data if mapped and buf.nbytes else 0, buf.nbytes if mapped else 0) as guard:
         try:
-            out = _read(stream, buf, label)
+            out = _read(stream, buf, label, _OnDevice(buf) if device == "cuda" else None)
         except ConversionError as err:
             _check_shrunk(guard, label, buf.nbytes, err)
             raise
@@ -145,7 +166,21 @@ def _check_shrunk(guard, label, size, err):
                               f"was gone when read; read it again once whoever writes it is done") from err
 
 
-def _read(stream: Stream, buf: np.ndarray, label: str) -> StreamTables:
+class _OnDevice:
+    """The stream on the GPU, copied there on first use (one transfer per read)."""
+
+    def __init__(self, buf):
+        self.buf, self._dev = buf, None
+
+    def bytes(self):
+        if self._dev is None:
+            from .._cuda import device as _device
+
+            self._dev = _device.to_device(self.buf)
+        return self._dev
+
+
+def _read(stream: Stream, buf: np.ndarray, label: str, gpu: "_OnDevice | None" = None) -> StreamTables:
     order = detect_order(stream, buf, label)
     size = buf.shape[0]
     out = StreamTables()
@@ -198,10 +233,13 @@ def _read(stream: Stream, buf: np.ndarray, label: str) -> StreamTables:
                                   f"header damaged")
         if s.bytes is not None and got.end != end:
             raise ConversionError(f"{label}: byte {got.end}: {where} should end at byte {end} (bytes = {s.bytes!r})")
-        _tables(out, stream, s, got, buf, label, order, where)
+        _tables(out, stream, s, got, buf, label, order, where, gpu)
         covered.append((start, got.end))
         pos = got.end
     _gaps(out, buf, covered, size)
+    if gpu is not None:
+        for name, soa in out.items():
+            out[name] = soa.to_device("cuda")  # (those converted there already: themselves)
     return out
 
 
@@ -241,33 +279,24 @@ def _header_record(stream: Stream, buf, order, label) -> "tuple[Record, int]":
     return rec, h
 
 
-def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where):
-    """One table per record type of a scanned section: the records checked against their
-    type's size, every type's fixed parts gathered in one pass over the stream (in
-    stream order, into one dense buffer per type), then each type transposed."""
+def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where, gpu=None):
+    """One table per record type of a scanned section: the records grouped by type (in
+    stream order within each), checked against their type's size, and each type
+    transposed straight from the stream through its offsets (no dense copy)."""
     keep = _keep_prefix(s)
     ntypes = len(s.types)
     prefix = int(s.framing.prefix or 0)
-    g_offsets, g_lengths = np.empty_like(got.offsets), np.empty_like(got.lengths)
-    bounds = K.group(got.types, ntypes, got.offsets, got.lengths, g_offsets, g_lengths)
-    plans, denses, runs_all, starts = [], [], [], [0]
+    if s.tag is None:  # every record is of one type (the only one, or select's): grouped already
+        g_offsets, g_lengths = got.offsets, got.lengths
+        bounds = np.zeros(ntypes + 3, np.int64)
+        bounds[int(got.types[0]) + 2 if len(got.types) else 0:] = len(got.offsets)
+    else:
+        g_offsets, g_lengths = np.empty_like(got.offsets), np.empty_like(got.lengths)
+        bounds = K.group(got.types, ntypes, got.offsets, got.lengths, g_offsets, g_lengths)
     for ti, t in enumerate(s.types):
         a, b = bounds[ti + 1], bounds[ti + 2]
-        what = f"{where} type {t.name!r}"
-        _check_sizes(g_offsets[a:b], g_lengths[a:b], prefix + t.record.size(order), s.tail == "column", label, what)
-        layout, runs, _, offset_at = t.record.plan(order, prefix, True, keep)
-        plans.append((layout, offset_at))
-        denses.append(np.zeros((b - a) * layout.itemsize, np.uint8))
-        runs_all.extend(runs)
-        starts.append(len(runs_all))
-    r = np.array(runs_all, np.int64).reshape(-1, 3)
-    K.gather_all(buf, got.offsets, got.types, np.array([d.ctypes.data for d in denses], np.int64),
-                 np.array([p[0].itemsize for p in plans], np.int64), np.array([p[1] for p in plans], np.int64),
-                 np.array(starts, np.int64), r[:, 0].copy(), r[:, 1].copy(), r[:, 2].copy())
-    for ti, t in enumerate(s.types):
-        a, b = bounds[ti + 1], bounds[ti + 2]
-        out[t.name] = _transpose(buf, t.record, order, plans[ti][0], denses[ti], g_offsets[a:b], g_lengths[a:b],
-                                 prefix, s.tail == "column", label, f"{where} type {t.name!r}")
+        out[t.name], _ = _convert(buf, t.record, order, g_offsets[a:b], g_lengths[a:b], prefix, keep,
+                                  s.tail == "column", label, f"{where} type {t.name!r}", gpu)
         if t.record.decimals:
             out.decimals[t.name] = dict(t.record.decimals)
     if bounds[ntypes + 2] > bounds[ntypes + 1]:
@@ -281,14 +310,14 @@ def _check_sizes(offsets, lengths, fixed, tails, label, what):
     """Every record holds its type's fields (and, without tails, nothing more)."""
     if not len(offsets):
         return
-    short = np.flatnonzero(lengths < fixed)
+    short = np.flatnonzero(lengths < fixed) if lengths.min() < fixed else ()  # (min: no index array made)
     if len(short):
         i = short[0]
         raise ConversionError(
             f"{label}: byte {offsets[i]}: a {what} record of {lengths[i]} bytes, shorter than the type's "
             f"{fixed} bytes of fields; the stream is damaged, or the type's fields are wrong")
     if not tails:
-        extra = np.flatnonzero(lengths > fixed)
+        extra = np.flatnonzero(lengths > fixed) if lengths.max() > fixed else ()
         if len(extra):
             i = extra[0]
             raise ConversionError(
@@ -297,39 +326,89 @@ def _check_sizes(offsets, lengths, fixed, tails, label, what):
                 f"to keep it as the _tail column")
 
 
-def _convert(buf, record: Record, order, offsets, lengths, prefix, keep_prefix, tails, label, what):
-    """The SoA of one record type (the header): fixed parts gathered by offset into a
-    dense buffer, transposed in one pass; tails (bytes beyond the fields) as ``_tail``."""
-    layout, runs, zeros, offset_at = record.plan(order, prefix, True, keep_prefix)
-    _check_sizes(offsets, lengths, prefix + record.size(order), tails, label, what)
-    dense = np.zeros(len(offsets) * layout.itemsize, np.uint8)
-    r = np.array(runs, np.int64).reshape(-1, 3)
-    K.gather(buf, np.ascontiguousarray(offsets), r[:, 0].copy(), r[:, 1].copy(), r[:, 2].copy(), dense,
-             layout.itemsize, offset_at)
-    return _transpose(buf, record, order, layout, dense, offsets, lengths, prefix, tails, label, what), layout
-
-
-def _transpose(buf, record, order, layout, dense, offsets, lengths, prefix, tails, label, what):
-    """The gathered records of one type (``dense``) as an SoA, with ``_tail``."""
+def _convert(buf, record: Record, order, offsets, lengths, prefix, keep_prefix, tails, label, what, gpu=None):
+    """The SoA of one record type (or the header), read through ``offsets`` by the fused
+    gather + transpose (on the GPU with ``gpu``, for a type without tails); tails (bytes
+    beyond the fields) as ``_tail``."""
+    layout, runs, _, offset_at = record.plan(order, prefix, True, keep_prefix)
+    _check_sizes(offsets, lengths, prefix + record.size(order), tails, label, what)  # before any kernel reads
+    offsets = np.ascontiguousarray(offsets, np.int64)
+    runs = np.array(runs, np.int64).reshape(-1, 3)
+    if gpu is not None and not tails:
+        return _transpose_on_gpu(gpu, buf, record, order, layout, runs, offset_at, offsets, prefix, label,
+                                 what), layout
+    soa = _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what)
+    if not tails:
+        return soa, layout
     n = len(offsets)
-    if n and record.text:
-        _check_text(dense.reshape(n, layout.itemsize), layout, record, offsets, prefix, order, label, what)
+    fixed = prefix + record.size(order)
+    return _with_tail(soa, layout, buf, offsets, np.full(n, fixed, np.int64), lengths - fixed), layout
+
+
+def _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what) -> SoA:
+    """The records at ``offsets`` of one type as an SoA, in one pass (K.aos_to_soa_at:
+    blocks of rows gathered in cache, then the usual per-column kernels, threaded)."""
+    n = len(offsets)
+    assert not any(f.kind == "enum" for f in layout.fields)  # stream fields never are (no dictionary to fix)
+    arena = Arena(layout, n, frozenset())
+    memory = arena.allocate()
+    ops, offs, keep = forward_ops(arena, memory.ctypes.data, {})
+    nul = np.array([(layout[name].offset, layout[name].width) for name in record.text], np.int64).reshape(-1, 2)
+    fault = K.aos_to_soa_at(buf, offsets, layout.itemsize, runs, offset_at, nul, ops, offs,
+                            owners=(memory, ops, offs, keep))
+    del keep
+    if fault is not None:
+        _raise_fault(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what, fault)
+    return soa_over_arena(layout, n, arena, memory, {}, None)
+
+
+def _transpose_on_gpu(gpu, buf, record, order, layout, runs, offset_at, offsets, prefix, label, what) -> SoA:
+    """:func:`_transpose_at` on the GPU: the records gathered there from the stream by
+    their offsets into packed records (kernels/cuda/gather.py), then the GPU transpose.
+    Text fields are checked for NULs on the CPU first (a gather in cache, no columns)."""
+    from .._cuda import device as _device
+    from ..kernels.cuda.gather import byte_map, gather_records
+    from ..kernels.plan import NCOLS
+
+    n, itemsize = len(offsets), layout.itemsize
+    if record.text and n:
+        nul = np.array([(layout[name].offset, layout[name].width) for name in record.text], np.int64)
+        fault = K.aos_to_soa_at(buf, offsets, itemsize, runs, offset_at, nul, np.zeros((0, NCOLS), np.int64),
+                                np.zeros(1, np.int64))
+        if fault is not None:
+            _raise_fault(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what, fault)
+    dense = _device.empty(n * itemsize)
+    if n:
+        nb = _device.cuda()
+        gather_records(gpu.bytes(), nb.to_device(offsets), itemsize, nb.to_device(byte_map(itemsize, runs, offset_at)),
+                       _device.words(dense, n * itemsize))
     try:
-        soa = AoS(dense.view(layout.dtype), layout).to_soa()
+        return AoS(dense[:n * itemsize], layout).to_soa(device="cuda")
     except ConversionError as err:
         m = re.search(r"record (\d+)", str(err))
         at = f" byte {int(offsets[int(m.group(1))])}:" if m and int(m.group(1)) < n else ""
         raise ConversionError(f"{label}:{at} a {what} record: {err}; in a stream description, drop the field from the "
                               f"type's text list to read it as bytes") from err
-    if not tails:
-        return soa
-    fixed = prefix + record.size(order)
-    return _with_tail(soa, layout, buf, offsets, np.full(n, fixed, np.int64), lengths - fixed)
+
+
+def _raise_fault(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what, fault):
+    """The error for the first record the fused transpose could not convert: that one
+    record gathered again, and described as the dense path describes it."""
+    row, op, code = fault
+    one = np.zeros(layout.itemsize, np.uint8)
+    K.gather(buf, offsets[row:row + 1], runs[:, 0].copy(), runs[:, 1].copy(), runs[:, 2].copy(), one,
+             layout.itemsize, offset_at)
+    if code == K.E_TEXT_NUL:
+        _check_text(one.reshape(1, -1), layout, record, offsets[row:row + 1], prefix, order, label, what)
+    err = forward_error(layout, one.view(layout.dtype), (0, op, code), first=row)
+    raise ConversionError(f"{label}: byte {int(offsets[row])}: a {what} record: {err}; in a stream description, "
+                          f"drop the field from the type's text list to read it as bytes") from err
 
 
 def _check_text(rows, layout, record, offsets, prefix, order, label, what):
     """Text fields hold no NUL byte: a string column would end at it and the bytes after
-    it would not go back (C-string mode), so a NUL is an error, not a silent change."""
+    it would not go back (C-string mode), so a NUL is an error, not a silent change.
+    (The fused transpose finds the row; this names the field and the byte.)"""
     at, starts = prefix, {}
     for name, t in record.fields:
         starts[name] = at
@@ -353,13 +432,20 @@ def _with_tail(soa: SoA, layout: Layout, buf, offsets, starts, sizes) -> SoA:
     """``soa`` plus a ``_tail`` binary column of ``sizes[i]`` bytes from
     ``offsets[i] + starts[i]`` (binary, or large_binary past 2 GiB)."""
     n = len(offsets)
-    ends = np.cumsum(sizes, dtype=np.int64) if n else np.zeros(0, np.int64)
-    total = int(ends[-1]) if n else 0
-    data = np.empty(max(total, 1), np.uint8)
-    K.gather_tails(buf, np.ascontiguousarray(offsets), np.ascontiguousarray(starts), ends, data)
-    large = total > _BINARY_MAX
-    offs = np.concatenate([[0], ends]).astype(np.int64 if large else np.int32)
-    width = max(int(sizes.max()) if n else 1, 1)
+    widest = int(sizes.max()) if n else 0
+    if widest == 0:  # no record has a tail (LAS points without extra bytes): no pass over them
+        total, data, large = 0, np.empty(1, np.uint8), False
+        offs = np.zeros(n + 1, np.int32)
+    else:
+        ends = np.cumsum(sizes, dtype=np.int64)
+        total = int(ends[-1])
+        data = np.empty(max(total, 1), np.uint8)
+        K.gather_tails(buf, np.ascontiguousarray(offsets), np.ascontiguousarray(starts), ends, data)
+        large = total > _BINARY_MAX
+        offs = np.empty(n + 1, np.int64 if large else np.int32)
+        offs[0] = 0
+        offs[1:] = ends
+    width = max(widest, 1)
     dtype = _append(layout.dtype, width)
     modes = dict(layout.bytes_as)
     modes["_tail"] = "binary"

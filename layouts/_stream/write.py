@@ -8,7 +8,9 @@ import numpy as np
 import pyarrow as pa
 
 from .._errors import ConversionError, LayoutError
+from .._faults import reverse_error
 from .._files import open_output
+from .._plan import reverse_ops
 from .._soa import SoA
 from ..kernels import stream as K
 from .frame import _checked, selected
@@ -66,7 +68,8 @@ def _tails(table: pa.Table, n: int, what: str) -> "tuple[np.ndarray, np.ndarray]
 
 
 def _dense(table: pa.Table, record: Record, order, prefix, keep, what):
-    """The fixed parts as packed records (uint8), and the plan that placed them."""
+    """The fixed parts' columns as an SoA (None for an empty table whose lists do not
+    fit the header), and the plan that places them: ``(soa, layout, runs, zeros)``."""
     layout, runs, zeros, _ = record.plan(order, prefix, True, keep)
     missing = [n for n in layout.names if n not in table.column_names]
     if missing:
@@ -78,27 +81,43 @@ def _dense(table: pa.Table, record: Record, order, prefix, keep, what):
         if not lists:
             raise
         if not table.num_rows:  # an empty table of a type the header's lengths do not fit: nothing to write
-            return np.zeros(0, np.uint8), layout, runs, zeros
+            return None, layout, runs, zeros
         raise ConversionError(f"{what}: {err}; its lists ({', '.join(lists)}) have the lengths the header gives: "
                               f"set the header field to the lists' length, or the lists to the header's") from err
-    return soa.to_aos().to_numpy().view(np.uint8).reshape(-1), layout, runs, zeros
+    return soa, layout, runs, zeros
 
 
-def _place(out, dense, layout, runs, zeros, positions, what, record, order):
+_NO_FRAME = np.array([0, 0, 0, 0, 0, 0, 0], np.int64)
+
+
+def _place(out, soa, layout, runs, zeros, positions, what, record, order, frame=_NO_FRAME, lengths=None):
+    """Each record of ``soa`` assembled from its columns and stored in ``out`` at
+    ``positions`` (with its length field and tag, see K.soa_to_aos_at), in one pass."""
+    if soa is None or not len(positions):
+        return
     r = np.array(runs, np.int64).reshape(-1, 3)
     z = np.array(zeros, np.int64).reshape(-1, 2)
-    bad = K.scatter(dense, layout.itemsize, positions, r[:, 0].copy(), r[:, 1].copy(), r[:, 2].copy(),
-                    z[:, 0].copy(), z[:, 1].copy(), out)
-    if bad >= 0:
-        row = dense[bad * layout.itemsize:(bad + 1) * layout.itemsize].view(layout.dtype)[0]
-        for name, t in record.fields:
-            from .spec import field_dtype
+    lengths = np.zeros(0, np.int64) if lengths is None else np.ascontiguousarray(lengths, np.int64)
+    positions = np.ascontiguousarray(positions, np.int64)
+    ops, offs, keep = reverse_ops(soa.layout, soa._columns, soa._fills, soa._truncate)
+    fault = K.soa_to_aos_at(out, positions, layout.itemsize, r, z, frame, lengths, ops, offs,
+                            owners=(soa._columns, ops, offs, keep))
+    del keep
+    if fault is None:
+        return
+    bad, op, code = fault
+    if code != K.E_WIDE:
+        raise reverse_error(soa.layout, soa._columns, fault)
+    row = soa.to_arrow().slice(bad, 1)
+    for name, t in record.fields:
+        from .spec import field_dtype
 
-            dt, width, _ = field_dtype(t, order, name)
-            if dt.itemsize != width and int(row[name]) >= 1 << (8 * width):
-                raise ConversionError(f"{what}, row {bad}: field {name!r} = {int(row[name])} does not fit its "
-                                      f"{width} bytes ({t}); the largest is {(1 << 8 * width) - 1}")
-        raise ConversionError(f"{what}, row {bad}: a value does not fit its field")  # pragma: no cover
+        dt, width, _ = field_dtype(t, order, name)
+        value = row.column(name)[0].as_py()
+        if dt.itemsize != width and isinstance(value, int) and value >= 1 << (8 * width):
+            raise ConversionError(f"{what}, row {bad}: field {name!r} = {value} does not fit its "
+                                  f"{width} bytes ({t}); the largest is {(1 << 8 * width) - 1}")
+    raise ConversionError(f"{what}, row {bad}: a value does not fit its field")  # pragma: no cover
 
 
 def write_stream(tables: Mapping[str, Any], spec: Any, dst: Any = None, *, order: "str | None" = None,
@@ -162,8 +181,8 @@ def write_stream(tables: Mapping[str, Any], spec: Any, dst: Any = None, *, order
             raise ConversionError(f"'_header' has column {absent[0]!r}, a field past the header's size = "
                                   f"{stream.header_size!r} ({h} bytes); drop the column, or set the size field so "
                                   f"the header holds it")
-        dense, layout, runs, zeros = _dense(ht, hrec, order, 0, False, "_header")
-        pieces.append((0, h, ("fixed", dense, layout, runs, zeros, np.zeros(1, np.int64), "_header", hrec)))
+        soa, layout, runs, zeros = _dense(ht, hrec, order, 0, False, "_header")
+        pieces.append((0, h, ("fixed", soa, layout, runs, zeros, np.zeros(1, np.int64), "_header", hrec)))
         pos = h
     for i, s in enumerate(stream.sections):
         where = f"{stream.name} section[{i}]"
@@ -205,8 +224,8 @@ def write_stream(tables: Mapping[str, Any], spec: Any, dst: Any = None, *, order
         if w[0] == "raw":
             out[a:b] = w[1]
         elif w[0] == "fixed":
-            _, dense, layout, runs, zeros, positions, what, rec = w
-            _place(out, dense, layout, runs, zeros, positions + a, what, rec, order)
+            _, soa, layout, runs, zeros, positions, what, rec = w
+            _place(out, soa, layout, runs, zeros, positions + a, what, rec, order)
         else:
             for p in w[1]:
                 _write_part(out, p, order)
@@ -235,10 +254,10 @@ def _section(tables, stream, s: Section, order, start, where, values):
         if s.tail == "error" and n and (toffs[-1] - toffs[0]):
             raise ConversionError(f"{what} has a _tail with bytes, but {where} keeps no tails (tail = \"error\"); "
                                   f"drop the column or set tail = \"column\"")
-        dense, layout, runs, zeros = _dense(table, t.record, order, prefix, keep, what)
+        soa, layout, runs, zeros = _dense(table, t.record, order, prefix, keep, what)
         fixed = prefix + t.record.size(order)
         sizes = fixed + np.diff(toffs)
-        parts.append(["fixed", dense, layout, runs, zeros, None, what, t.record, fixed, toffs, tdata, t, s])
+        parts.append(["fixed", soa, layout, runs, zeros, None, what, t.record, fixed, toffs, tdata, t, s])
         entries.append((offs, sizes))
     if "_unknown" in tables and s.unknown == "keep":
         table = _arrow(tables["_unknown"], "_unknown")
@@ -305,11 +324,19 @@ def _write_part(out, p, order):
             out[bpos[k]:bpos[k] + 4] = raw[4 * k:4 * k + 4]
         K.put_fields(out, bpos, 0, 2, True, lens.astype(np.uint64))
         return
-    _, dense, layout, runs, zeros, positions, what, record, fixed, toffs, tdata, t, s = p
-    _place(out, dense, layout, runs, zeros, positions, what, record, order)
+    _, soa, layout, runs, zeros, positions, what, record, fixed, toffs, tdata, t, s = p
+    frame, lengths = _frame(s, t, order, positions, fixed, toffs, what)
+    _place(out, soa, layout, runs, zeros, positions, what, record, order, frame, lengths)
     if len(tdata):
         K.scatter_tails(toffs - toffs[0], tdata[toffs[0]:], positions, np.full(len(positions), fixed, np.int64),
                         out)
+
+
+def _frame(s, t, order, positions, fixed, toffs, what):
+    """The length field and tag the records of type ``t`` carry: ``(frame, lengths)`` as
+    K.soa_to_aos_at takes them, each record's length value checked against its field."""
+    frame = _NO_FRAME.copy()
+    lengths = None
     ln = s.framing.length
     if ln is not None and len(positions):
         sizes = fixed + np.diff(toffs)
@@ -322,11 +349,12 @@ def _write_part(out, p, order):
             raise ConversionError(f"{what}, row {k}: a record of {int(sizes[k])} bytes cannot be framed: its length "
                                   f"field ({ln.size} bytes, unit {ln.unit}, counting from {ln.base()}) cannot say it; "
                                   f"shorten its _tail")
-        K.put_fields(out, positions, ln.offset, ln.size, ln.big(order), value.astype(np.uint64))
+        frame[0:3] = ln.offset, ln.size, ln.big(order)
+        lengths = value
     if s.tag is not None and len(positions):
-        v = t.tag_value(s.tag, what)
-        K.put_fields(out, positions, s.framing.prefix + s.tag.offset, s.tag.size, s.tag.order == "big",
-                     np.full(len(positions), v, np.uint64))
+        tag = np.array(t.tag_value(s.tag, what), np.uint64).view(np.int64)  # (the bits of a value >= 2**63)
+        frame[3:7] = s.framing.prefix + s.tag.offset, s.tag.size, s.tag.order == "big", tag
+    return frame, lengths
 
 
 def _emit(out: np.ndarray, dst: Any, overwrite: bool) -> "bytes | None":

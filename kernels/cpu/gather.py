@@ -1,0 +1,271 @@
+"""The transpose reading records through an index of byte offsets, and the way back
+writing them through one: the row address of a record is ``base + offsets[i]``
+instead of ``src + i * stride``. Used by record streams (:mod:`kernels.stream`), whose
+records of one type lie scattered through the stream among those of other types.
+
+Each block of rows is gathered (the runs of the record's plan: its fields, odd-width
+integers widened, its offset stored) into a packed row buffer that stays in cache, with
+the next rows prefetched (they are scattered: the hardware does not foresee them); the
+ordinary per-op block kernel (:func:`kernels.cpu.forward._forward_block`) then runs on
+it, with the output staging and the threads of the plain transpose. No dense copy of
+the records is made. The way back assembles a block of packed rows from the columns
+(:func:`kernels.cpu.reverse._reverse_block`) and stores each at its position, with its
+length field and tag, in the same pass.
+
+Compiled with the other CPU kernels (content-keyed disk cache, kernels/_cache.py).
+"""
+
+import numpy as np
+
+from .._memory import bswap16, bswap32, bswap64, load8, load16, load32, load64, prefetch
+from .._memory import store8, store16, store32, store64, stream_fence
+from ..plan import COUNT, DATA, K_CSTR, K_UTF32, KIND, OFFSETS, P2, VALID
+from ..threads import ROW_ALIGN, chunk_starts, run_chunks
+from .forward import _compact_strings, _forward_block, _stage_plan, _unstage, _value_width
+from .memory import BLOCK_BYTES, STAGE_RECORD_MAX, STREAM_BYTES, _jit, _set_offset
+from .reverse import _prefetch_columns, _reverse_block
+
+__all__ = ["aos_to_soa_at", "soa_to_aos_at", "E_TEXT_NUL", "E_WIDE"]
+
+# fault codes (op -1); the transpose's own codes (kernels/plan.py E_*) are small integers
+E_TEXT_NUL = 100  # aos_to_soa_at: a NUL byte in a text field
+E_WIDE = 101  # soa_to_aos_at: a value does not fit the narrower field it goes back to
+PREFETCH_ROWS = 16  # records of one type are asked for this many ahead of the one copied
+
+
+@_jit
+def _copy_run(dst, src, n):
+    """Copy ``n`` (>= 1) bytes with as few loads and stores as the width allows: words,
+    the last one overlapping the one before it rather than a loop of single bytes.
+    Nothing outside ``dst .. dst + n`` is written."""
+    if n >= 8:
+        i = 0
+        while i + 8 < n:
+            store64(dst + i, load64(src + i))
+            i += 8
+        store64(dst + n - 8, load64(src + n - 8))
+    elif n >= 4:
+        store32(dst, load32(src))
+        store32(dst + n - 4, load32(src + n - 4))
+    elif n >= 2:
+        store16(dst, load16(src))
+        store16(dst + n - 2, load16(src + n - 2))
+    elif n == 1:
+        store8(dst, load8(src))
+
+
+@_jit
+def _gather_rows(base, offsets, b0, b1, run_src, run_dst, run_len, offset_at, rows, itemsize):
+    """Records ``offsets[b0:b1]`` (byte offsets from ``base``) into ``rows`` (address),
+    packed at ``itemsize`` bytes: the runs of each, and its offset (int64) at
+    ``offset_at`` when that is >= 0. Bytes no run writes are left as they are."""
+    nruns = run_src.shape[0]
+    last = 0  # the last byte any run reads, from the record's start
+    for r in range(nruns):
+        last = max(last, run_src[r] + run_len[r] - 1)
+    ahead = min(b1 + PREFETCH_ROWS, offsets.shape[0])
+    for i in range(b0, min(b0 + PREFETCH_ROWS, ahead)):
+        prefetch(base + offsets[i])
+        prefetch(base + offsets[i] + last)
+    for i in range(b0, b1):
+        if i + PREFETCH_ROWS < ahead:  # records are scattered: the hardware does not foresee them
+            prefetch(base + offsets[i + PREFETCH_ROWS])
+            prefetch(base + offsets[i + PREFETCH_ROWS] + last)
+        dst = rows + (i - b0) * itemsize
+        src = base + offsets[i]
+        for r in range(nruns):
+            _copy_run(dst + run_dst[r], src + run_src[r], run_len[r])
+        if offset_at >= 0:
+            store64(dst + offset_at, offsets[i])
+
+
+@_jit
+def _first_nul_rows(rows, itemsize, n, nul_at, nul_len):
+    """The first of ``n`` packed rows at ``rows`` with a zero byte in one of the byte
+    ranges ``nul_at[f] .. + nul_len[f]``, or -1."""
+    for i in range(n):
+        row = rows + i * itemsize
+        for f in range(nul_at.shape[0]):
+            for k in range(nul_len[f]):
+                if load8(row + nul_at[f] + k) == 0:
+                    return i
+    return -1
+
+
+@_jit
+def _forward_rows_at(buf, itemsize, r0, r1, offsets, run_src, run_dst, run_len, offset_at, nul_at, nul_len, ops,
+                     offs, stream, err, stop):
+    """:func:`kernels.cpu.forward._forward_rows` for records found through ``offsets`` (byte
+    offsets into ``buf``) instead of at ``src + row * stride``: each block of rows is
+    gathered (by the runs of the record's plan) into a packed row buffer that stays in
+    cache, checked for NULs in its text fields, and goes through the same per-op block
+    kernel as contiguous records. No dense copy of the records is made."""
+    block = max(ROW_ALIGN, (BLOCK_BYTES // itemsize) // ROW_ALIGN * ROW_ALIGN)
+    at, size = _stage_plan(ops, min(block, r1 - r0))
+    stage = np.empty(size if stream else 0, dtype=np.uint8)
+    rows = np.zeros(max(min(block, r1 - r0), 1) * itemsize, dtype=np.uint8)  # the bytes no run writes stay 0
+    _forward_blocks_at(buf, itemsize, r0, r1, offsets, run_src, run_dst, run_len, offset_at, nul_at, nul_len, ops,
+                       offs, block, stream, at, stage, rows, ops.copy(), err, stop)
+
+
+@_jit
+def _forward_blocks_at(buf, itemsize, r0, r1, offsets, run_src, run_dst, run_len, offset_at, nul_at, nul_len, ops,
+                       offs, block, stream, at, stage, rows, staged, err, stop):
+    base = stage.ctypes.data
+    src, packed = buf.ctypes.data, rows.ctypes.data
+    b0 = r0
+    while b0 < r1:
+        if stop[0] != 0:
+            break
+        b1 = min(b0 + block, r1)
+        _gather_rows(src, offsets, b0, b1, run_src, run_dst, run_len, offset_at, packed, itemsize)
+        if nul_at.shape[0] > 0:
+            bad = _first_nul_rows(packed, itemsize, b1 - b0, nul_at, nul_len)
+            if bad >= 0:
+                err[0], err[1], err[2] = b0 + bad, -1, E_TEXT_NUL
+                break
+        if stream:
+            for j in range(ops.shape[0]):
+                w, c = _value_width(ops[j]), ops[j, COUNT]
+                if at[j, 0] >= 0:
+                    staged[j, DATA] = base + at[j, 0] - (b0 * c * w if w else b0 * c // 8)
+                if at[j, 1] >= 0:
+                    staged[j, VALID] = base + at[j, 1] - b0 * c // 8
+        # row r of this block is at packed + (r - b0) * itemsize
+        if _forward_block(packed - b0 * itemsize, itemsize, r0, b0, b1, staged, offs, err) != 0:
+            break
+        if stream:
+            for j in range(ops.shape[0]):
+                w, c = _value_width(ops[j]), ops[j, COUNT]
+                if at[j, 0] >= 0:
+                    _unstage(ops[j, DATA], base + at[j, 0], b0 * c, b1 * c, w)
+                if at[j, 1] >= 0:
+                    _unstage(ops[j, VALID], base + at[j, 1], b0 * c, b1 * c, 0)
+        b0 = b1
+    if stream:
+        stream_fence()
+
+
+def aos_to_soa_at(buf, offsets, itemsize, runs, offset_at, nul, ops, offs, *, threads=None, owners=None):
+    """:func:`kernels.cpu.aos_to_soa` of the records at ``buf[offsets[i]:]`` (uint8
+    ``buf``, int64 ``offsets``), each read by ``runs`` (``(k, 3)`` int64: source offset
+    in the record, destination in the packed record of ``itemsize`` bytes, length) with
+    its offset stored at ``offset_at`` (-1: not stored); ``nul`` (``(m, 2)`` int64:
+    start, length in the packed record) are text fields that must hold no zero byte.
+
+    The caller has checked that every run of every record lies inside ``buf``. Chunks
+    of the index go to the kernels' thread pool. Returns ``None`` or the first fault
+    ``(row, op, code)``: ``(row, -1, E_TEXT_NUL)`` for a NUL byte in a text field.
+    """
+    n = offsets.shape[0]
+    starts = chunk_starts(n, itemsize, threads)
+    stream = n * itemsize >= STREAM_BYTES and itemsize <= STAGE_RECORD_MAX
+    args = (buf, itemsize, offsets, runs[:, 0].copy(), runs[:, 1].copy(), runs[:, 2].copy(), offset_at,
+            nul[:, 0].copy(), nul[:, 1].copy(), ops, offs, stream)
+    fault = run_chunks(_forward_rows_at, starts, args, (owners, buf, offsets))
+    if fault is None:
+        for j in range(ops.shape[0]):
+            if ops[j, KIND] in (K_CSTR, K_UTF32):
+                if n:
+                    _compact_strings(ops[j], starts)
+                else:  # no row wrote it: an empty column's one offset is 0
+                    _set_offset(ops[j, OFFSETS], 0, ops[j, P2], 0)
+    return fault
+
+
+# --------------------------------------------- the way back, writing through an index
+
+
+@_jit
+def _put_word(addr, size, big, value):
+    """``value`` as an unsigned integer of ``size`` (1..8) bytes at ``addr``."""
+    if size == 1:
+        store8(addr, value)
+    elif size == 2:
+        store16(addr, bswap16(value) if big else value)
+    elif size == 4:
+        store32(addr, bswap32(value) if big else value)
+    elif size == 8:
+        store64(addr, bswap64(value) if big else value)
+    else:
+        v = np.uint64(value)
+        for k in range(size):
+            shift = np.uint64(8 * (size - 1 - k) if big else 8 * k)
+            store8(addr + k, (v >> shift) & np.uint64(0xFF))
+
+
+@_jit
+def _scatter_rows(rows, itemsize, b0, b1, positions, run_src, run_dst, run_len, zero_off, zero_len, frame, lengths,
+                  out):
+    """Packed rows ``b0..b1`` (at ``rows``) to ``out + positions[i]`` by the runs, with
+    the length field (``lengths[i]``) and the tag that ``frame`` describes: ``(length
+    at, size, big, tag at, size, big, tag value)``, a size of 0 for none. Returns -1,
+    or the first row with a non-zero byte in a widened field's extra bytes."""
+    nruns, nzero = run_src.shape[0], zero_off.shape[0]
+    len_at, len_size, len_big = frame[0], frame[1], frame[2] != 0
+    tag_at, tag_size, tag_big, tag = frame[3], frame[4], frame[5] != 0, np.uint64(frame[6])
+    for i in range(b0, b1):
+        src = rows + (i - b0) * itemsize
+        for z in range(nzero):
+            for k in range(zero_len[z]):
+                if load8(src + zero_off[z] + k) != 0:
+                    return i
+        dst = out + positions[i]
+        for r in range(nruns):
+            _copy_run(dst + run_src[r], src + run_dst[r], run_len[r])
+        if len_size > 0:
+            _put_word(dst + len_at, len_size, len_big, np.uint64(lengths[i]))
+        if tag_size > 0:
+            _put_word(dst + tag_at, tag_size, tag_big, tag)
+    return -1
+
+
+@_jit
+def _reverse_rows_at(out, itemsize, r0, r1, positions, run_src, run_dst, run_len, zero_off, zero_len, frame, lengths,
+                     ops, offs, err, stop):
+    """:func:`kernels.cpu.reverse._reverse_rows` for records that go to ``out`` at
+    ``positions`` (byte offsets) instead of one after another: each block of rows is
+    assembled from the columns in a packed row buffer that stays in cache, then its
+    fields, length and tag are stored at their places. No dense copy is made."""
+    block = max(ROW_ALIGN, (BLOCK_BYTES // itemsize) // ROW_ALIGN * ROW_ALIGN)
+    rows = np.zeros(max(min(block, r1 - r0), 1) * itemsize, dtype=np.uint8)  # padding stays 0 (see _reverse_rows)
+    _reverse_blocks_at(out, itemsize, r0, r1, positions, run_src, run_dst, run_len, zero_off, zero_len, frame,
+                       lengths, ops, offs, block, rows, err, stop)
+
+
+@_jit
+def _reverse_blocks_at(out, itemsize, r0, r1, positions, run_src, run_dst, run_len, zero_off, zero_len, frame,
+                       lengths, ops, offs, block, rows, err, stop):
+    packed, dst = rows.ctypes.data, out.ctypes.data
+    b0 = r0
+    while b0 < r1:
+        if stop[0] != 0:
+            break
+        b1 = min(b0 + block, r1)
+        _prefetch_columns(ops, b1, min(b1 + block, r1))
+        if _reverse_block(packed - b0 * itemsize, itemsize, b0, b1, ops, offs, err) != 0:
+            break
+        bad = _scatter_rows(packed, itemsize, b0, b1, positions, run_src, run_dst, run_len, zero_off, zero_len,
+                            frame, lengths, dst)
+        if bad >= 0:
+            err[0], err[1], err[2] = bad, -1, E_WIDE
+            break
+        b0 = b1
+
+
+def soa_to_aos_at(out, positions, itemsize, runs, zeros, frame, lengths, ops, offs, *, threads=None, owners=None):
+    """The mirror of :func:`aos_to_soa_at`: record ``i``, assembled from the columns
+    (``ops``) as a packed record of ``itemsize`` bytes, goes to ``out`` (uint8) at
+    ``positions[i]`` by ``runs`` (``(k, 3)``: place in the stream's record, in the packed
+    one, length); ``zeros`` (``(m, 2)``: start, length in the packed record) are the
+    extra bytes of widened fields, which must be zero; ``frame`` (7 int64, see
+    :func:`_scatter_rows`) the length field, with ``lengths[i]`` its value, and the tag.
+
+    The caller has checked that every record lies inside ``out``. Returns ``None`` or
+    the first fault ``(row, op, code)``; ``(row, -1, E_WIDE)`` for a value too wide.
+    """
+    n = positions.shape[0]
+    starts = chunk_starts(n, itemsize, threads)
+    args = (out, itemsize, positions, runs[:, 0].copy(), runs[:, 1].copy(), runs[:, 2].copy(), zeros[:, 0].copy(),
+            zeros[:, 1].copy(), frame, lengths, ops, offs)
+    return run_chunks(_reverse_rows_at, starts, args, (owners, out, positions, lengths))

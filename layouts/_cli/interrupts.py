@@ -1,0 +1,100 @@
+"""Ctrl-C (SIGINT) for the command: one line and status 130 at any moment, the modules'
+loading included, and nothing the interrupted work leaves behind is printed."""
+
+import sys
+
+from ..kernels.threads import SigintCounter, shutdown
+
+
+class Interrupts(SigintCounter):
+    """Ctrl-C (SIGINT) for the command: raises ``KeyboardInterrupt`` as Python's own
+    handler does, and counts (:class:`layouts.kernels.threads.SigintCounter`).
+
+    A ``KeyboardInterrupt`` raised while Python code runs for C code can be printed and
+    dropped there: as a callback (``Exception ignored on calling ctypes callback
+    function``; Numba's compiler calls llvmlite's object cache that way as it compiles or
+    loads kernels), or in an import that an extension module makes and reports with
+    ``PyErr_Print``. A Ctrl-C then used to be lost (the command finished, status 0) with
+    a traceback printed. Here such a drop prints nothing, and :meth:`check` (after the
+    kernels load, and before each chunk) raises the ``KeyboardInterrupt`` again; once a
+    Ctrl-C has come, what the interrupted work leaves behind (an object half made, whose
+    ``__del__`` then fails) is not reported either. Once the command's outcome is decided
+    (``quiet``), a Ctrl-C is only counted.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.hook = self.excepthook = None
+
+    def install(self):
+        """Take SIGINT over where Python's default handler has it (see
+        :meth:`~layouts.kernels.threads.SigintCounter.take_over`), and the hooks that
+        print what Python drops."""
+        self.hook, sys.unraisablehook = sys.unraisablehook, self._unraisable
+        self.excepthook, sys.excepthook = sys.excepthook, self._printed
+        self.take_over()
+
+    def _unraisable(self, info):
+        if not (self.count or issubclass(info.exc_type, KeyboardInterrupt)):
+            self.hook(info)
+
+    def _printed(self, kind, value, tb):
+        if not (self.count or issubclass(kind, KeyboardInterrupt)):
+            self.excepthook(kind, value, tb)
+
+    def finish(self, exiting):
+        """The command is over. ``exiting``: the process ends next, and SIGINT is ignored
+        until it has (see :func:`main`); else SIGINT's handler is given back."""
+        self.quiet = True
+        if self.excepthook is not None:  # an uncaught exception from here on (--debug) is shown as ever
+            sys.excepthook, self.excepthook = self.excepthook, None
+        if exiting:
+            # The kernels' pool threads are not daemons: the interpreter waits for them as it exits, and one
+            # started as a Ctrl-C came may be unknown to the pool; told to end once idle, each worker passes
+            # the stop marker on to the next, known or not
+            shutdown(wait=False)
+            _forget_caught_interrupt()
+            self.ignore()
+            return
+        self.give_back()
+        sys.unraisablehook = self.hook
+
+
+def _forget_caught_interrupt():
+    """Clear CPython's note of an uncaught ``KeyboardInterrupt``: ``exec()`` of source text
+    (dataclasses, namedtuples and Numba make classes and functions that way) sets it when
+    a ``KeyboardInterrupt`` leaves the text, and nothing clears it when the interrupt is
+    then caught, so the interpreter ended a command that had handled its Ctrl-C (130) by
+    killing itself with SIGINT (``python -m layouts``: status -2). The status is main's."""
+    try:
+        import ctypes
+
+        ctypes.c_int.in_dll(ctypes.pythonapi, "_Py_UnhandledKeyboardInterrupt").value = 0
+    except (ImportError, AttributeError, ValueError, OSError):  # another interpreter: nothing to clear
+        pass
+
+
+class Run:
+    """What the message for a Ctrl-C needs to know about the command it ended."""
+
+    command = args = None
+    debug = False
+
+    def interrupted(self):
+        dst, kept = getattr(self.args, "dst", None), getattr(self.args, "kept", None)
+        if kept:
+            return f"interrupted after the output was complete: {kept} was written whole and kept"
+        if self.command != "convert" or dst == "-":
+            return "interrupted"
+        return "interrupted; no output was written"
+
+
+def wraps_interrupt(err):
+    """Whether ``err`` was raised because of a ``KeyboardInterrupt`` (its cause or context)."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, KeyboardInterrupt):
+            return True
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return False

@@ -1,0 +1,391 @@
+"""COBOL copybooks beyond the Layout: the copybook's own facts, and ``OCCURS DEPENDING ON``
+tables as Arrow lists whose lengths come from their count fields.
+
+``Layout.from_copybook`` reads records at their maximum size: an ``OCCURS 1 TO 80 TIMES
+DEPENDING ON N`` table is a ``fixed_size_list`` of 80 elements (the exact bytes of the
+record, so the way back gives them back). :func:`cut_depending_on` turns such columns of a
+table into ``list`` columns of ``N`` elements per row, as Cobrix shows them::
+
+    import layouts as lo, layouts.cobol
+    book = lo.cobol.read_copybook("accounts.cob")
+    layout = lo.Layout.from_copybook("accounts.cob")
+    table = lo.AoS(records, layout).to_soa().to_arrow()
+    lists = lo.cobol.cut_depending_on(table, book)
+
+See docs/mainframe.md.
+"""
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ._cobol import CobolField, Copybook, read_copybook
+from ._errors import ConversionError, LayoutError
+
+__all__ = ["CobolField", "Copybook", "cut_depending_on", "depending_tables", "read_copybook"]
+
+
+def depending_tables(book: Copybook) -> "list[tuple[tuple, str, int]]":
+    """``[(path of the table, dotted path of its count field, maximum), ...]`` for every
+    ``OCCURS DEPENDING ON`` of the record, outermost first."""
+    seen: dict = {}
+    for f in book.fields:
+        for depth, counter, size in zip(f.dims_at, f.depending_on, f.shape):
+            if counter:
+                seen.setdefault((f.path[:depth], counter, size), None)
+    return sorted(seen, key=lambda t: len(t[0]))
+
+
+def cut_depending_on(table: pa.Table, book: Copybook, *, flatten: bool = False) -> pa.Table:
+    """``table`` (read with ``Layout.from_copybook(..., flatten=flatten)``) with every
+    ``OCCURS DEPENDING ON`` column cut to its count: ``fixed_size_list<T>[max]`` becomes
+    ``list<T>`` holding the first ``count`` elements of each row.
+
+    Tables inside tables are cut too, each element by its own count (a count inside the
+    enclosing table's element, as ``OCCURS ... DEPENDING ON INNER-COUNT`` in a group that
+    itself occurs): outer tables first, so the counts of elements past an outer count are
+    never read. A count below 0, above the maximum, or null is a ConversionError naming
+    the row and the field. With ``flatten=True`` only counts outside any table are
+    supported (a LayoutError says so)."""
+    tables = depending_tables(book)
+    if flatten:
+        counters = {f.name: f for f in book.fields}
+        for path, counter, size in tables:
+            holder = counters.get(counter)
+            if holder is None or holder.shape:
+                raise LayoutError(f"{'.'.join(path)} OCCURS DEPENDING ON {counter}, a count inside another table: "
+                                  f"with flatten=True only counts outside any table are supported; read the "
+                                  f"table without flatten")
+        for path, counter, size in tables:
+            counts = _counts(table.column(counter), counter, ".".join(path), size)
+            for f in book.fields:
+                if f.path[:len(path)] == path and f.name in table.column_names:
+                    i = table.column_names.index(f.name)
+                    cut = _cut(table.column(i), counts)
+                    table = table.set_column(i, pa.field(f.name, cut.type, metadata=table.schema.field(i).metadata),
+                                             cut)
+        return table
+    if not tables:
+        return table
+    record = pa.StructArray.from_arrays([c.combine_chunks() for c in table.columns], fields=list(table.schema))
+    for path, counter, size in tables:
+        record = _apply(record, path, tuple(counter.split(".")), size, ".".join(path), counter)
+    return pa.Table.from_batches([pa.RecordBatch.from_struct_array(record)]).replace_schema_metadata(
+        table.schema.metadata)
+
+
+def _apply(array, path, counter, size, where, counter_name):
+    """``array`` (a struct) with the table at ``path`` cut by the count at ``counter``,
+    both relative to it; lists on the common part of the paths are gone through, each
+    element cut by its own count."""
+    if len(counter) == 1 or path[0] != counter[0]:  # the count is in this element, down its groups
+        column = array
+        for name in counter:
+            column = column.field(column.type.get_field_index(name))
+            if not pa.types.is_struct(column.type) and name != counter[-1]:
+                raise LayoutError(f"{where} OCCURS DEPENDING ON {counter_name}: the count is inside another "
+                                  f"table than the one that holds {where}; not supported")
+        return _replace(array, path, _counts(column, counter_name, where, size))
+    k = array.type.get_field_index(path[0])
+    child = array.field(k)
+    if pa.types.is_struct(child.type):
+        new = _apply(child, path[1:], counter[1:], size, where, counter_name)
+    else:  # a list of structs: every element, each by its own count
+        values = _apply(child.flatten(), path[1:], counter[1:], size, where, counter_name)
+        if pa.types.is_fixed_size_list(child.type):
+            new = pa.FixedSizeListArray.from_arrays(values, child.type.list_size)
+        else:
+            offsets = child.offsets.to_numpy() - child.offsets[0].as_py()
+            new = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values,
+                                           type=pa.list_(pa.field("item", values.type)))
+    return _with_child(array, k, new)
+
+
+def _with_child(array, k, new):
+    fields = [array.type.field(i) for i in range(array.type.num_fields)]
+    children = [array.field(i) for i in range(array.type.num_fields)]
+    children[k] = new
+    fields[k] = pa.field(fields[k].name, new.type, metadata=fields[k].metadata)
+    return pa.StructArray.from_arrays(children, fields=fields, mask=array.is_null() if array.null_count else None)
+
+
+def annotate(table: pa.Table, book: Copybook) -> pa.Table:
+    """``table`` with the copybook's facts in each leaf's Arrow field metadata:
+    ``cobol.line``, ``cobol.picture``, ``cobol.usage`` and, where the item has 88 levels,
+    ``cobol.88`` (JSON: ``{"ACTIVE": ["'A'"], ...}``, the values as written); ``cobol.depending_on``
+    on OCCURS DEPENDING ON items. They stay with the columns in Parquet and Arrow IPC files.
+    Works with nested and flattened tables (leaves found by their dotted name)."""
+    import json
+
+    facts = {}
+    for f in book.fields:
+        meta = {"cobol.line": str(f.line), "cobol.picture": f.picture, "cobol.usage": f.usage}
+        if f.conditions:
+            meta["cobol.88"] = json.dumps({name: list(values) for name, values in f.conditions})
+        if any(f.depending_on):
+            meta["cobol.depending_on"] = ",".join(d for d in f.depending_on if d)
+        facts[f.name] = meta
+    fields = [_annotated(field, field.name, facts) for field in table.schema]
+    return pa.Table.from_arrays(table.columns, schema=pa.schema(fields, metadata=table.schema.metadata))
+
+
+def _annotated(field, name, facts):
+    meta = dict(field.metadata or {})
+    if name in facts:
+        meta.update({k.encode(): v.encode() for k, v in facts[name].items()})
+    return pa.field(field.name, _annotated_type(field.type, name, facts), field.nullable, meta or None)
+
+
+def _annotated_type(arrow_type, name, facts):
+    if pa.types.is_struct(arrow_type):
+        return pa.struct([_annotated(arrow_type.field(i), f"{name}.{arrow_type.field(i).name}", facts)
+                          for i in range(arrow_type.num_fields)])
+    if pa.types.is_fixed_size_list(arrow_type):
+        item = arrow_type.value_field
+        inner = pa.field(item.name, _annotated_type(item.type, name, facts), item.nullable, item.metadata)
+        return pa.list_(inner, arrow_type.list_size)
+    if pa.types.is_list(arrow_type):
+        item = arrow_type.value_field
+        return pa.list_(pa.field(item.name, _annotated_type(item.type, name, facts), item.nullable, item.metadata))
+    return arrow_type
+
+
+def _counts(column, counter, where, size):
+    if column.null_count:
+        row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+        raise ConversionError(f"record {row}: the count {counter} of {where} (OCCURS DEPENDING ON) is null (its "
+                              f"bytes were invalid); read the table at its maximum size, or fix the record")
+    counts = pc.cast(column, pa.int64()).to_numpy(zero_copy_only=False)
+    bad = np.flatnonzero((counts < 0) | (counts > size))
+    if bad.size:
+        row = int(bad[0])
+        raise ConversionError(f"record {row}: the count {counter} of {where} (OCCURS DEPENDING ON) is "
+                              f"{int(counts[row])}, outside 0..{size}; read the table at its maximum size, or "
+                              f"fix the record")
+    return counts
+
+
+def _replace(array, path, counts):
+    """``array`` (a struct) with the fixed-size list at ``path`` (struct names down to
+    it) cut to ``counts``."""
+    k = array.type.get_field_index(path[0])
+    child = array.field(k)
+    if len(path) == 1:
+        return _with_child(array, k, _cut(child, counts))
+    if not pa.types.is_struct(child.type):
+        raise LayoutError(f"expected a struct on the way to {'.'.join(path)}, found {child.type}")
+    return _with_child(array, k, _replace(child, path[1:], counts))
+
+
+def _cut(column, counts):
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if not pa.types.is_fixed_size_list(array.type):
+        raise LayoutError(f"an OCCURS DEPENDING ON column is a fixed_size_list, found {array.type}")
+    size = array.type.list_size
+    offsets = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    starts = np.arange(len(counts), dtype=np.int64) * size
+    index = np.repeat(starts - offsets[:-1], counts) + np.arange(offsets[-1], dtype=np.int64)
+    values = array.flatten().take(pa.array(index))
+    return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values,
+                                    type=pa.list_(array.type.value_field))
+
+
+# ------------------------------------------------------------------ variable and multi-segment files
+_FRAMINGS = ("rdw", "bdw", "rdw-little")
+
+
+def _framing(framing):
+    from ._stream.spec import Framing, Length, preset
+
+    if framing in ("rdw", "bdw"):
+        return preset(framing)
+    if framing == "rdw-little":  # two zero bytes, then the record's length (RDW not counted), little-endian
+        return Framing(length=Length(offset=2, size=2, order="little", unit=1, counts_itself=False, adjust=0),
+                       prefix=4)
+    raise LayoutError(f"framing must be one of {_FRAMINGS}, got {framing!r}")
+
+
+def _segment_stream(types, segment, framing, codepage):
+    """The record stream: each record read as ``_head`` (its bytes up to the segment
+    id's end) and ``_tail`` (the rest), typed by its segment id."""
+    from ._stream.spec import BdwSection, Record, RecordType, Section, Stream, Tag
+
+    offset, size = _segment_place(segment, types)
+    if not (isinstance(offset, int) and isinstance(size, int) and offset >= 0 and 1 <= size <= 8):
+        raise LayoutError(f"segment=(offset, size) gives the segment id's bytes in the record (size 1 to 8), got "
+                          f"{segment!r}")
+    head = Record((("_head", f"S{offset + size}"),))
+    record_types = []
+    for value in types:
+        raw = value.encode(codepage) if isinstance(value, str) else bytes(value)
+        if len(raw) != size:
+            raise LayoutError(f"segment id {value!r} is {len(raw)} bytes in {codepage}; the segment field has {size}")
+        record_types.append(RecordType(_table_name(value), head, int.from_bytes(raw, "big")))
+    tag = Tag(offset, size, "big")
+    if framing == "bdw":
+        section = BdwSection(tuple(record_types), tag=tag, tail="column")
+    else:
+        section = Section(_framing(framing), tuple(record_types), tag=tag, tail="column")
+    return Stream((section,), name="segments")
+
+
+def _segment_place(segment, types):
+    """``(offset, size)`` of the segment id: given, or the field of that name (a text
+    field at the same place in every Layout, as a copybook's ``SEGMENT-ID``)."""
+    if not isinstance(segment, str):
+        return segment
+    places = set()
+    for value, layout in types.items():
+        try:
+            field = layout[segment]
+        except KeyError:
+            raise LayoutError(f"segment={segment!r}: the Layout of segment {value!r} has no leaf of that name; its "
+                              f"leaves are {layout.names}") from None
+        if field.shape:
+            raise LayoutError(f"segment={segment!r} is a table (OCCURS); name a field of one value")
+        places.add((field.offset, field.width))
+    if len(places) != 1:
+        raise LayoutError(f"segment={segment!r} is at different places in the segments' Layouts: "
+                          f"{sorted(places)} (offset, bytes); give segment=(offset, size)")
+    return places.pop()
+
+
+def _table_name(value):
+    """A segment table's name: the id as given (bytes as latin-1 text when printable)."""
+    if isinstance(value, str):
+        return value
+    text = bytes(value).decode("latin-1")
+    return text if text.isprintable() else bytes(value).hex()
+
+
+def read_segments(src, types, *, segment, framing="rdw", codepage="cp037", short="error") -> "dict[str, pa.Table]":
+    """Variable-length records (RDW or BDW+RDW framing) of several segment types, each
+    decoded with its own Layout (``Layout.from_copybook``, one per segment: another
+    record of the copybook, or the same one with another ``redefines=`` choice).
+
+    Parameters
+    ----------
+    src : path, bytes-like or binary file
+        The records, as :func:`layouts.read_stream` takes them.
+    types : dict
+        ``{segment id: Layout}``; the id is text (encoded in ``codepage``) or bytes.
+    segment : (offset, size) or str
+        Where the segment id is in each record (after the RDW), e.g. ``(0, 1)``, or the
+        name of its field in the Layouts (``"SEGMENT-ID"``); the ids given in ``types``
+        are its whole bytes (``"C    "`` for a ``PIC X(5)`` holding ``C``).
+    framing : {"rdw", "bdw", "rdw-little"}
+        IBM V (RDW: 2-byte big-endian length counting the RDW), VB (BDW blocks of RDW
+        records), or an RDW of two zero bytes and a little-endian length not counting
+        the RDW (files Cobrix reads with its default ``is_rdw_big_endian=false``).
+
+    short : {"error", "pad"}
+        A record shorter than its Layout's last field: a ConversionError, or read with
+        zero bytes past its end (``_length`` keeps its length: the way back cuts it).
+
+    Returns one table per segment id: ``_offset`` (the record's byte offset in the
+    file), ``_prefix`` (the RDW bytes the length does not use), ``_length`` (the record's
+    length) and the Layout's columns; with ``bdw``, ``"_blocks"`` too (as
+    :func:`layouts.read_stream`). A record longer than its Layout is a ConversionError.
+    """
+    from ._aos import AoS
+    from ._stream import read_stream
+
+    if short not in ("error", "pad"):
+        raise LayoutError(f"short must be 'error' or 'pad', got {short!r}")
+    stream = _segment_stream(types, segment, framing, codepage)
+    tables = read_stream(src, stream)
+    out = {}
+    for value, layout in types.items():
+        name = _table_name(value)
+        raw = tables[name].to_arrow()
+        heads, tails = raw.column("_head").to_pylist(), raw.column("_tail").to_pylist()
+        offsets = raw.column("_offset").to_numpy()
+        records = np.zeros(len(heads), layout.dtype)
+        view = records.view(np.uint8).reshape(len(heads), layout.itemsize)
+        needed = _needed(layout) if short == "error" else 0
+        lengths = np.zeros(len(heads), np.int64)
+        for i, (h, t) in enumerate(zip(heads, tails)):
+            body = h + (t or b"")
+            if len(body) < needed or len(body) > layout.itemsize:
+                raise ConversionError(f"segment {value!r}: the record at byte {int(offsets[i])} is {len(body)} bytes; "
+                                      f"its Layout needs {needed} to {layout.itemsize}"
+                                      + (" (short='pad' reads it with zeros past its end)" if len(body) < needed
+                                         else ""))
+            view[i, :len(body)] = np.frombuffer(body, np.uint8)
+            lengths[i] = len(body)
+        table = AoS(records, layout).to_soa().to_arrow()
+        table = table.add_column(0, "_length", pa.array(lengths))
+        if "_prefix" in raw.column_names:  # the RDW's spare bytes, kept for the way back
+            table = table.add_column(0, "_prefix", raw.column("_prefix"))
+        out[name] = table.add_column(0, "_offset", pa.array(offsets.astype(np.int64)))
+    if "_blocks" in tables:  # BDWs: where each block starts, for the way back
+        out["_blocks"] = tables["_blocks"].to_arrow()
+    return out
+
+
+def _needed(layout):
+    """Bytes up to the end of the Layout's last field (a trailing hole is not needed)."""
+    holes = layout.holes
+    if holes and holes[-1][0] + holes[-1][1] == layout.itemsize:
+        return holes[-1][0]
+    return layout.itemsize
+
+
+def _narrowed(table, schema):
+    """``table`` with only the columns (and struct fields) of ``schema``: tables read with
+    every REDEFINES alternative go back through a Layout that keeps one per set."""
+    columns = []
+    for field in schema:
+        if field.name not in table.column_names:
+            raise ConversionError(f"the table has no column {field.name!r}, which the Layout needs")
+        columns.append(_narrow(table.column(field.name).combine_chunks(), field.type))
+    return pa.table(columns, schema=pa.schema([pa.field(f.name, c.type, metadata=f.metadata)
+                                                for f, c in zip(schema, columns)]))
+
+
+def _narrow(array, wanted):
+    if pa.types.is_struct(wanted) and pa.types.is_struct(array.type):
+        children, fields = [], []
+        for k in range(wanted.num_fields):
+            want = wanted.field(k)
+            index = array.type.get_field_index(want.name)
+            if index < 0:
+                raise ConversionError(f"the table's struct has no field {want.name!r}, which the Layout needs")
+            children.append(_narrow(array.field(index), want.type))
+            fields.append(pa.field(want.name, children[-1].type, metadata=want.metadata))
+        return pa.StructArray.from_arrays(children, fields=fields, mask=array.is_null() if array.null_count else None)
+    if (pa.types.is_fixed_size_list(wanted) and pa.types.is_fixed_size_list(array.type)
+            and pa.types.is_struct(wanted.value_type)):
+        values = _narrow(array.flatten(), wanted.value_type)
+        return pa.FixedSizeListArray.from_arrays(values, wanted.list_size)
+    return array
+
+
+def write_segments(tables, types, dst=None, *, segment, framing="rdw", codepage="cp037"):
+    """The way back of :func:`read_segments`: records of every segment table, in
+    ``_offset`` order, each cut to its ``_length``, framed again (lengths recomputed).
+    ``types`` may keep one alternative per REDEFINES set where the tables have several
+    (the others' columns are left out). Bytes no field covers (FILLER, skipped
+    alternatives) are written as zeros."""
+    from ._soa import SoA
+    from ._stream import write_stream
+
+    stream = _segment_stream(types, segment, framing, codepage)
+    offset, size = _segment_place(segment, types)
+    head_size = offset + size
+    parts = {}
+    for value, layout in types.items():
+        name = _table_name(value)
+        table = tables[name]
+        records = SoA.from_arrow(_narrowed(table, layout.schema), layout).to_aos().array
+        view = records.view(np.uint8).reshape(len(records), layout.itemsize)
+        lengths = table.column("_length").to_numpy() if "_length" in table.column_names else \
+            np.full(len(records), layout.itemsize)
+        bodies = [view[i, :int(n)].tobytes() for i, n in enumerate(lengths)]
+        parts[name] = pa.table({"_offset": table.column("_offset"), "_prefix": table.column("_prefix"),
+                                "_head": pa.array([b[:head_size] for b in bodies], pa.binary(head_size)),
+                                "_tail": pa.array([b[head_size:] for b in bodies], pa.binary())})
+    if "_blocks" in tables:
+        parts["_blocks"] = tables["_blocks"]
+    return write_stream(parts, stream, dst)

@@ -1,0 +1,135 @@
+"""The command with COBOL copybooks: layouts inspect x.cob, layouts convert --copybook, and
+back; errors name the command's own flags."""
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from layouts._cli import main
+
+DATA = Path(__file__).parent / "data" / "cobrix"
+TEST3 = (DATA / "test3_data/TRAN2.AUG31.DATA.dat", DATA / "test3_copybook.cob")
+
+
+def test_convert_to_parquet_and_back_byte_for_byte(tmp_path, capsys):
+    data, book = TEST3
+    out, back = tmp_path / "out.parquet", tmp_path / "back.dat"
+    assert main(["convert", str(data), "--copybook", str(book), "--to", str(out), "--quiet"]) == 0
+    table = pq.read_table(out)
+    assert table.num_rows == 1000 and str(table.schema.field("AMOUNT").type) == "decimal128(11, 2)"
+    assert table.column("COMPANY-ID").to_pylist()[0] == "0021213441"
+    assert main(["convert", str(out), "--copybook", str(book), "--to", str(back), "--quiet"]) == 0
+    assert back.read_bytes() == data.read_bytes()
+
+
+def test_convert_options_names_trim_integers_and_invalid(tmp_path, capsys):
+    data, book = DATA / "test19_display_num/data.dat", DATA / "test19_display_num.cob"
+    out = tmp_path / "o.parquet"
+    assert main(["convert", str(data), "--copybook", str(book), "--to", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "record 5 (byte 400 of the file)" in err and "bytes 40 40 40 40 40 40 40 40" in err
+    assert "pass --invalid null to make such values nulls" in err
+    assert main(["convert", str(data), "--copybook", str(book), "--to", str(out), "--quiet", "--invalid", "null",
+                 "--trim", "both", "--names", "underscore", "--as-integer"]) == 0
+    table = pq.read_table(out)
+    assert table.column("WS_NAME_ALPHABET").to_pylist()[0] == "ABISHEK"
+    assert str(table.schema.field("WS_DATE_NUM").type) == "int64"
+    assert table.column("WS_DATE_NUM").to_pylist()[5:] == [None, None]
+
+
+def test_inspect_table_and_json(capsys):
+    assert main(["inspect", str(DATA / "test1_copybook.cob")]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "RECORD: 2202 bytes per record, 10 fields (test1_copybook.cob)"
+    assert "12     3  COMPANY.COMPANY-ID-NUM" in out and "packed 9(5)" in out and "decimal128(5, 0)" in out
+    assert "note: METADATA.ACCOUNT.ACCOUNT-DETAIL: OCCURS 80 DEPENDING ON METADATA.NUMBER-OF-ACCTS" in out
+    assert main(["inspect", str(DATA / "test4_copybook.cob"), "--json", "--redefines", "STATIC-DETAILS=CONTACTS"]) == 0
+    described = json.loads(capsys.readouterr().out)
+    assert described["record"] == "COMPANY-DETAILS" and described["size"] == 64
+    assert [f["name"] for f in described["fields"]] == ["SEGMENT-ID", "COMPANY-ID", "CONTACTS.PHONE-NUMBER",
+                                                        "CONTACTS.CONTACT-PERSON"]
+
+
+def test_inspect_88_levels_and_record_choice(tmp_path, capsys):
+    book = tmp_path / "two.cpy"
+    book.write_text("       01 A.\n          05 X PIC X.\n             88 YES VALUE 'Y'.\n"
+                    "       01 B.\n          05 Y PIC S9(3) COMP-3.\n")
+    assert main(["inspect", str(book)]) == 1
+    assert "choose one with --record 'A'" in capsys.readouterr().err
+    assert main(["inspect", str(book), "A"]) == 0
+    assert "88 YES of X: VALUE 'Y'" in capsys.readouterr().out
+    assert main(["inspect", str(book), "--copybook", "--record", "B", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["fields"][0]["encoding"] == "packed S9(3)"
+
+
+@pytest.mark.parametrize("argv, status, message", [  # 1: the copybook says no; 2: a wrong command line
+    (["--record", "NOPE"], 1, "--record 'NOPE': test3_copybook.cob has no item of that name"),
+    (["--codepage", "cp9"], 1, "--codepage: code page 'cp9' is not one layouts has tables for"),
+    (["--unions", "A=B"], 2, "--unions applies to C declarations and NumPy dtypes, not to --copybook"),
+    (["--byteorder", "little"], 2, "--byteorder applies to C declarations"),
+    (["--redefines", "X"], 2, "--redefines 'X': give ITEM=ALTERNATIVE[,ALTERNATIVE]"),
+    (["--redefines", "NOPE=X"], 1, r"--redefines names ['NOPE'], which redefine nothing"),
+])
+def test_copybook_errors_name_the_flags(tmp_path, capsys, argv, status, message):
+    data, book = TEST3
+    assert main(["convert", str(data), "--copybook", str(book), "--to", str(tmp_path / "x.parquet"), *argv]) == status
+    assert message in capsys.readouterr().err
+
+
+def test_copybook_flags_need_a_copybook(tmp_path, capsys):
+    data, _ = TEST3
+    assert main(["convert", str(data), "--dtype", "[('a', 'u1')]", "--to", str(tmp_path / "x.parquet"),
+                 "--codepage", "cp500"]) == 2
+    assert "--codepage applies to COBOL copybooks; add --copybook FILE" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:  # argparse: one record type only
+        main(["convert", str(data), "--dtype", "[('a', 'u1')]", "--copybook", str(TEST3[1]),
+              "--to", str(tmp_path / "x.parquet")])
+    assert stop.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
+
+
+def test_way_back_needs_one_redefines_alternative(tmp_path, capsys):
+    book, data = tmp_path / "r.cob", tmp_path / "r.dat"
+    book.write_text("       01 R.\n          05 A PIC X(4).\n          05 B REDEFINES A PIC 9(4).\n")
+    data.write_bytes(b"\xf1\xf2\xf3\xf4")
+    out = tmp_path / "r.parquet"
+    assert main(["convert", str(data), "--copybook", str(book), "--to", str(out), "--quiet"]) == 0
+    assert main(["convert", str(out), "--copybook", str(book), "--to", str(tmp_path / "r2.dat")]) == 1
+    err = capsys.readouterr().err
+    assert "fields 'A' and 'B' share bytes of the record (REDEFINES alternatives)" in err
+    assert "keep one alternative per REDEFINES set, e.g. --redefines A=A" in err
+    assert main(["convert", str(out), "--copybook", str(book), "--to", str(tmp_path / "r2.dat"), "--quiet",
+                 "--redefines", "A=B", "--drop-extra", "A"]) == 0
+    assert (tmp_path / "r2.dat").read_bytes() == data.read_bytes()
+
+
+def test_multi_segment_file_to_tables_and_back(tmp_path, capsys):
+    import struct
+
+    book, data = tmp_path / "seg.cob", tmp_path / "seg.dat"
+    book.write_text("       01 HDR.\n          05 SEG PIC X.\n          05 NAME PIC X(4).\n"
+                    "       01 DTL.\n          05 SEG PIC X.\n          05 AMT PIC S9(3) COMP-3.\n")
+
+    def rdw(body):
+        return struct.pack(">HH", len(body) + 4, 0) + body
+
+    data.write_bytes(rdw("HACME".encode("cp037")) + rdw("D".encode("cp037") + b"\x12\x3d")
+                     + rdw("D".encode("cp037") + b"\x00\x5c"))
+    common = ["--copybook", str(book), "--segment", "H=HDR", "--segment", "D=DTL", "--segment-field", "SEG"]
+    assert main(["convert", str(data), *common, "--to", str(tmp_path / "segs")]) == 0
+    assert "converted H: 1, D: 2 records" in capsys.readouterr().out
+    amounts = pq.read_table(tmp_path / "segs" / "D.parquet").column("AMT").to_pylist()
+    assert [str(a) for a in amounts] == ["-123", "5"]
+    assert main(["convert", str(tmp_path / "segs"), *common, "--to", str(tmp_path / "back.dat"), "--quiet"]) == 0
+    assert (tmp_path / "back.dat").read_bytes() == data.read_bytes()
+    assert main(["convert", str(data), *common[:4], "--segment-field", "0:1", "--to", str(tmp_path / "x")]) == 1
+    assert "the file is damaged, or it needs one more --segment ID=RECORD" in capsys.readouterr().err
+    assert main(["convert", str(data), *common[:4], "--to", str(tmp_path / "x")]) == 2
+    assert "--segment needs --segment-field NAME (or OFFSET:SIZE)" in capsys.readouterr().err
+    assert main(["convert", str(data), "--dtype", "[('a', 'u1')]", "--segment", "H=HDR", "--to",
+                 str(tmp_path / "x")]) == 2
+    assert "--segment lays records out by a copybook's records; add --copybook FILE" in capsys.readouterr().err
+    assert main(["convert", str(data), "--copybook", str(book), "--record", "HDR", "--framing", "bdw", "--to",
+                 str(tmp_path / "x.parquet")]) == 2
+    assert "--framing applies to multi-segment files; add --segment ID=RECORD" in capsys.readouterr().err
