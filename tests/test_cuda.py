@@ -326,7 +326,8 @@ OCCUPANCY_SM90 = {"forward": 0.75, "reverse": 0.5, "forward[tick]": 0.75, "rever
                   "copy_strings": 0.75, "reduce_sum": 0.75, "reduce_min": 0.75, "reduce_max": 0.75,
                   "reduce_count_greater": 0.75, "bits_to_bits": 1.0, "bits_to_bytes": 1.0, "bytes_to_bits": 1.0,
                   "codes_with_nulls": 1.0, "offsets_check[int32]": 1.0, "offsets_check[int64]": 1.0,
-                  "offsets_rebase[int32]": 1.0, "offsets_rebase[int64]": 1.0, "stream_gather": 1.0}
+                  "offsets_rebase[int32]": 1.0, "offsets_rebase[int64]": 1.0, "stream_gather": 1.0,
+                  "forward[mainframe]": 0.625, "reverse[mainframe]": 0.5, "copy_text": 0.75}  # (COBOL kinds)
 
 
 @pytest.mark.slow
