@@ -374,7 +374,7 @@ def _value_kind(dtype):
 
 def _wanted(field):
     """The kind of value a leaf takes (``enum`` takes numbers, names or categories)."""
-    if field.kind in ("bytes", "cstr", "utf32"):
+    if field.kind in ("bytes", "cstr", "utf32", "text"):
         return "text"
     if field.enum:
         return "enum"
@@ -400,7 +400,7 @@ def _numpy_dtype(arrow_type):
 
 def _suggest(field):
     """A cuDF dtype to convert a column to for this leaf, for error messages."""
-    if field.kind in ("bytes", "cstr", "utf32"):
+    if field.kind in ("bytes", "cstr", "utf32", "text"):
         return "str"
     if pa.types.is_boolean(field.arrow_type):
         return "bool"

@@ -11,13 +11,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .._aos import AoS, soa_over_arena
+from .._aos import AoS
+from .._arena import Arena
 from .._backends import check_device
 from .._errors import ConversionError, LayoutError
 from .._faults import forward_error
 from .._layout import Layout
-from .._plan import Arena, ColumnBuffers, forward_ops
-from .._soa import SoA
+from .._plan import ColumnBuffers, forward_ops
+from .._soa import SoA, soa_over_arena
 from ..kernels import stream as K
 from ..kernels._memory import MappedGuard
 from .frame import Scanned, _checked, detect_order, scan_section, source_bytes
