@@ -23,9 +23,14 @@ def ship_kernels(build_lib):
     shutil.rmtree(target, ignore_errors=True)
     path = os.pathsep.join([lib] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
     try:
-        run = subprocess.run([sys.executable, "-m", "layouts.kernels.precompile", "--ship", target],
-                             env=dict(os.environ, PYTHONPATH=path), cwd=lib, capture_output=True, text=True,
-                             timeout=1800)
+        run = subprocess.run(
+            [sys.executable, "-m", "layouts.kernels.precompile", "--ship", target],
+            env=dict(os.environ, PYTHONPATH=path),
+            cwd=lib,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
         ok, out = run.returncode == 0, run.stdout + run.stderr
     except (OSError, subprocess.SubprocessError) as err:
         ok, out = False, str(err)
@@ -34,8 +39,11 @@ def ship_kernels(build_lib):
         return True
     shutil.rmtree(target, ignore_errors=True)
     tail = " | ".join(out.strip().splitlines()[-3:])
-    print(f"layouts: the CPU kernels were not compiled ahead of time ({tail}); they will be compiled "
-          "on first use, once per machine", file=sys.stderr)
+    print(
+        f"layouts: the CPU kernels were not compiled ahead of time ({tail}); they will be compiled "
+        "on first use, once per machine",
+        file=sys.stderr,
+    )
     return False
 
 

@@ -20,8 +20,12 @@ from .reductions import ITEMSIZES, gpu_backend, suite
 
 
 def parser():
-    p = argparse.ArgumentParser(prog="layouts bench", description=__doc__.split("\n\n", 1)[0].replace("``", ""),
-                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    p = argparse.ArgumentParser(
+        prog="layouts bench",
+        description=__doc__.split("\n\n", 1)[0].replace("``", ""),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+    )
     p.add_argument("--full", action="store_true", help="10,000,000 records per shape, median of 7 (default: quick)")
     p.add_argument("--records", type=int, help="records per record shape (overrides --full)")
     p.add_argument("--repeat", type=int, help="timed runs per case, median reported (overrides --full)")
@@ -51,13 +55,18 @@ def main(argv=None):
         if any(s < 16 or s % 16 for s in itemsizes):
             raise ValueError
     except ValueError:
-        print(f"layouts bench: --itemsizes takes record sizes that are multiples of 16, at least 16, "
-              f"like 16,64,256; got {args.itemsizes!r}", file=sys.stderr)
+        print(
+            f"layouts bench: --itemsizes takes record sizes that are multiples of 16, at least 16, "
+            f"like 16,64,256; got {args.itemsizes!r}",
+            file=sys.stderr,
+        )
         return 2  # a wrong command line, as argparse exits
     gpu = None if args.cpu_only else gpu_backend()
-    result = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              "machine": {**machine(), **versions(), "gpu": gpu.name if gpu else None},
-              **suite(records, repeat, gpu, itemsizes)}
+    result = {
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": {**machine(), **versions(), "gpu": gpu.name if gpu else None},
+        **suite(records, repeat, gpu, itemsizes),
+    }
     print(report.tables(result))
     if args.json:
         report.save_json(result, args.json)

@@ -57,7 +57,7 @@ def run(n, repeat, directory):
             fn()
             os.unlink(dst)
         for i in range(repeat):
-            for reserved in ((True, False) if i % 2 == 0 else (False, True)):
+            for reserved in (True, False) if i % 2 == 0 else (False, True):
                 for name, fn in work.items():
                     os.sync()
                     with mock.patch.object(_files, "_FALLOCATE", _files._FALLOCATE if reserved else None):
@@ -72,8 +72,14 @@ def run(n, repeat, directory):
     rows = []
     for name in work:
         with_, without = (float(np.median(times[name, r])) for r in (True, False))
-        rows.append({"name": name, "GB/s reserved": nbytes / with_ / 1e9, "GB/s not reserved": nbytes / without / 1e9,
-                     "x": without / with_})
+        rows.append(
+            {
+                "name": name,
+                "GB/s reserved": nbytes / with_ / 1e9,
+                "GB/s not reserved": nbytes / without / 1e9,
+                "x": without / with_,
+            }
+        )
     return nbytes, rows
 
 
@@ -84,11 +90,15 @@ def main(argv=None):
     supported = _files._FALLOCATE is not None
     nbytes, rows = run(args.records, args.repeat, args.dir)
     info = machine()
-    print(f"{nbytes / 1e9:.2f} GB, median of {args.repeat} interleaved pairs; {info['cpu']}, {info['cores']} cores"
-          + ("" if supported else "; fallocate is not available here, so both sides are the same"))
+    print(
+        f"{nbytes / 1e9:.2f} GB, median of {args.repeat} interleaved pairs; {info['cpu']}, {info['cores']} cores"
+        + ("" if supported else "; fallocate is not available here, so both sides are the same")
+    )
     for r in rows:
-        print(f"| {r['name']:<32} | reserved {r['GB/s reserved']:5.2f} GB/s | not reserved "
-              f"{r['GB/s not reserved']:5.2f} GB/s | {r['x']:4.2f}x |")
+        print(
+            f"| {r['name']:<32} | reserved {r['GB/s reserved']:5.2f} GB/s | not reserved "
+            f"{r['GB/s not reserved']:5.2f} GB/s | {r['x']:4.2f}x |"
+        )
     save_json(args.json, info, records=args.records, bytes=nbytes, repeat=args.repeat, fallocate=supported, rows=rows)
 
 

@@ -34,17 +34,20 @@ struct feed_rec {                 /* written by a big-endian feed handler */
 
 def make_records(layout, n):
     rng = np.random.default_rng(0)
-    table = pa.table({
-        "ts_ns": pa.array(np.arange(n, dtype=np.uint64) * 1000),
-        "px": rng.random(n) * 100,
-        "qty": pa.array(rng.integers(-1000, 1000, n).astype(np.int32)),
-        "side": pa.DictionaryArray.from_arrays(pa.array(rng.integers(0, 3, n).astype(np.int32)),
-                                               pa.array(["BID", "ASK", "TRADE"])),
-        "venue": pa.array(rng.integers(0, 64, n).astype(np.uint32)),
-        "cond": pa.array(rng.integers(0, 1024, n).astype(np.uint32)),
-        "seq": pa.array((np.arange(n) % 65536).astype(np.uint32)),
-        "sym": pa.array(np.full(n, b"SYM00001", dtype="S8")),
-    })
+    table = pa.table(
+        {
+            "ts_ns": pa.array(np.arange(n, dtype=np.uint64) * 1000),
+            "px": rng.random(n) * 100,
+            "qty": pa.array(rng.integers(-1000, 1000, n).astype(np.int32)),
+            "side": pa.DictionaryArray.from_arrays(
+                pa.array(rng.integers(0, 3, n).astype(np.int32)), pa.array(["BID", "ASK", "TRADE"])
+            ),
+            "venue": pa.array(rng.integers(0, 64, n).astype(np.uint32)),
+            "cond": pa.array(rng.integers(0, 1024, n).astype(np.uint32)),
+            "seq": pa.array((np.arange(n) % 65536).astype(np.uint32)),
+            "sym": pa.array(np.full(n, b"SYM00001", dtype="S8")),
+        }
+    )
     return lo.SoA.from_arrow(table, layout).to_aos().array
 
 
@@ -85,8 +88,10 @@ def main(argv=None):
     args = p.parse_args(argv)
     layout, rows = run(args.records, args.repeat, args.threads)
     info = machine()
-    print(f"{args.records:,} records x {layout.itemsize} bytes of {layout.c.name} (big-endian), median of "
-          f"{args.repeat}; {info['cpu']}, {info['cores']} cores")
+    print(
+        f"{args.records:,} records x {layout.itemsize} bytes of {layout.c.name} (big-endian), median of "
+        f"{args.repeat}; {info['cpu']}, {info['cores']} cores"
+    )
     for r in rows:
         print(f"| {r['name']:<30} | {r['GB/s']:6.2f} GB/s | {r['x_copy']:5.2f} x copy |")
     save_json(args.json, info, records=args.records, repeat=args.repeat, header=HEADER, rows=rows)

@@ -23,8 +23,7 @@ import pyarrow as pa
 import layouts as lo
 
 DTYPE = np.dtype(
-    [("ts", "<i8"), ("px", "<f8"), ("qty", "<i4"), ("side", "u1"), ("sym", "S8"),
-     ("pos", "<f4", (3,)), ("flag", "?")],
+    [("ts", "<i8"), ("px", "<f8"), ("qty", "<i4"), ("side", "u1"), ("sym", "S8"), ("pos", "<f4", (3,)), ("flag", "?")],
     align=True,
 )
 
@@ -100,8 +99,16 @@ def run(n, repeat, threads):
     rows = []
 
     def add(group, name, seconds, ceiling, note=""):
-        rows.append({"group": group, "name": name, "seconds": seconds, "GB/s": nbytes / seconds / 1e9 if seconds else None,
-                     "x_copy": ceiling / seconds if seconds else None, "note": note})
+        rows.append(
+            {
+                "group": group,
+                "name": name,
+                "seconds": seconds,
+                "GB/s": nbytes / seconds / 1e9 if seconds else None,
+                "x_copy": ceiling / seconds if seconds else None,
+                "note": note,
+            }
+        )
 
     t0 = time.perf_counter()
     aos.to_soa(threads=threads).to_aos(threads=threads)
@@ -112,9 +119,19 @@ def run(n, repeat, threads):
     add("ceiling", "np.copy of the record bytes", copy, copy)
     add("ceiling", "np.copyto into a reused buffer", copyto, copyto)
 
-    add("AoS -> SoA", "layouts to_soa + to_arrow", median_seconds(lambda: aos.to_soa(threads=threads).to_arrow(), repeat), copy)
+    add(
+        "AoS -> SoA",
+        "layouts to_soa + to_arrow",
+        median_seconds(lambda: aos.to_soa(threads=threads).to_arrow(), repeat),
+        copy,
+    )
     out = aos.to_soa(threads=threads)
-    add("AoS -> SoA", "layouts to_soa(out=) [vs copyto]", median_seconds(lambda: aos.to_soa(out=out, threads=threads), repeat), copyto)
+    add(
+        "AoS -> SoA",
+        "layouts to_soa(out=) [vs copyto]",
+        median_seconds(lambda: aos.to_soa(out=out, threads=threads), repeat),
+        copyto,
+    )
     for name, fn in peers_to_soa(a).items():
         try:
             fn()
@@ -126,7 +143,12 @@ def run(n, repeat, threads):
     soa = aos.to_soa(threads=threads)
     add("SoA -> AoS", "layouts to_aos", median_seconds(lambda: soa.to_aos(threads=threads), repeat), copy)
     back = np.empty(n, DTYPE)
-    add("SoA -> AoS", "layouts to_aos(out=) [vs copyto]", median_seconds(lambda: soa.to_aos(out=back, threads=threads), repeat), copyto)
+    add(
+        "SoA -> AoS",
+        "layouts to_aos(out=) [vs copyto]",
+        median_seconds(lambda: soa.to_aos(out=back, threads=threads), repeat),
+        copyto,
+    )
     for name, fn in peers_to_aos(a).items():
         if fn is None:
             add("SoA -> AoS", name, None, copy, "fails: no DataFrame to start from")
@@ -144,9 +166,15 @@ def machine():
         model = platform.processor()
     import numba
 
-    return {"cpu": model, "cores": os.cpu_count(), "python": platform.python_version(),
-            "numpy": np.__version__, "pyarrow": pa.__version__, "numba": numba.__version__,
-            "layouts": lo.__version__ if hasattr(lo, "__version__") else "dev"}
+    return {
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "pyarrow": pa.__version__,
+        "numba": numba.__version__,
+        "layouts": lo.__version__ if hasattr(lo, "__version__") else "dev",
+    }
 
 
 def arguments(doc, records=10_000_000, repeat=7):
@@ -162,8 +190,11 @@ def save_json(path, info, **fields):
     """Write the results with the date and the machine, if a path was given."""
     if path:
         with open(path, "w") as f:
-            json.dump({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": info,
-                       **fields}, f, indent=1)
+            json.dump(
+                {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": info, **fields},
+                f,
+                indent=1,
+            )
 
 
 def main(argv=None):
@@ -172,8 +203,10 @@ def main(argv=None):
     args = p.parse_args(argv)
     rows, first_call = run(args.records, args.repeat, args.threads)
     info = machine()
-    print(f"{args.records:,} records x {DTYPE.itemsize} bytes ({args.records * DTYPE.itemsize / 1e9:.2f} GB), "
-          f"median of {args.repeat}; {info['cpu']}, {info['cores']} cores")
+    print(
+        f"{args.records:,} records x {DTYPE.itemsize} bytes ({args.records * DTYPE.itemsize / 1e9:.2f} GB), "
+        f"median of {args.repeat}; {info['cpu']}, {info['cores']} cores"
+    )
     print(f"first call (compile or load kernels): {first_call:.2f} s")
     print(f"| {'direction':<10} | {'method':<36} | {'GB/s':>6} | {'x copy':>6} |")
     print(f"|{'-' * 12}|{'-' * 38}|{'-' * 8}|{'-' * 8}|")

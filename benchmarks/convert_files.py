@@ -64,8 +64,10 @@ def drop_page_cache():
         with open("/proc/sys/vm/drop_caches", "w") as f:
             f.write("1\n")
     except OSError as err:
-        raise SystemExit(f"--cold drops the page cache through /proc/sys/vm/drop_caches, which needs root on "
-                         f"Linux: {err.strerror}; run without --cold to time from the page cache") from None
+        raise SystemExit(
+            f"--cold drops the page cache through /proc/sys/vm/drop_caches, which needs root on "
+            f"Linux: {err.strerror}; run without --cold to time from the page cache"
+        ) from None
 
 
 def _timed(convert, dst, repeat, cold=False):
@@ -121,13 +123,30 @@ def run(n, repeat, directory, chunk, device=None, cold=False):
             back = os.path.join(directory, "layouts-bench-back.bin")
             for overlap in (True, False):
                 mode = "overlapped" if overlap else "serial"
-                seconds = _timed(lambda: lo.convert(path, DTYPE, dst, format=fmt, compression=compression,
-                                                    chunk_bytes=chunk, overlap=overlap, device=device), dst, repeat, cold)
+                seconds = _timed(
+                    lambda: lo.convert(
+                        path,
+                        DTYPE,
+                        dst,
+                        format=fmt,
+                        compression=compression,
+                        chunk_bytes=chunk,
+                        overlap=overlap,
+                        device=device,
+                    ),
+                    dst,
+                    repeat,
+                    cold,
+                )
                 rows.append({"name": f"convert{on} -> {fmt} ({mode})", "seconds": seconds})
             for overlap in (True, False):
                 mode = "overlapped" if overlap else "serial"
-                seconds = _timed(lambda: lo.convert(dst, DTYPE, back, chunk_bytes=chunk, overlap=overlap,
-                                                    device=device), back, repeat, cold)
+                seconds = _timed(
+                    lambda: lo.convert(dst, DTYPE, back, chunk_bytes=chunk, overlap=overlap, device=device),
+                    back,
+                    repeat,
+                    cold,
+                )
                 rows.append({"name": f"convert{on} {fmt} -> records ({mode})", "seconds": seconds})
             os.unlink(dst)
             os.unlink(back)
@@ -145,23 +164,37 @@ def main(argv=None):
     p.add_argument("--chunk", type=int, default=64 << 20, help="bytes per chunk")
     p.add_argument("--dir", default=tempfile.gettempdir(), help="where the file and outputs go")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where the conversions run")
-    p.add_argument("--cold", action="store_true",
-                   help="drop the page cache before every timed run: read from the disk (needs root)")
+    p.add_argument(
+        "--cold",
+        action="store_true",
+        help="drop the page cache before every timed run: read from the disk (needs root)",
+    )
     args = p.parse_args(argv)
     if args.cold:
         drop_page_cache()  # fails at once, before the file is written, without root
     nbytes, rows = run(args.records, args.repeat, args.dir, args.chunk, args.device, args.cold)
     info = machine()
-    print(f"{args.records:,} records x {DTYPE.itemsize} bytes = {nbytes / 1e9:.2f} GB, chunks of "
-          f"{args.chunk >> 20} MiB, median of {args.repeat}, {'from the disk' if args.cold else 'page cache warm'}; "
-          f"{info['cpu']}, {info['cores']} cores")
+    print(
+        f"{args.records:,} records x {DTYPE.itemsize} bytes = {nbytes / 1e9:.2f} GB, chunks of "
+        f"{args.chunk >> 20} MiB, median of {args.repeat}, {'from the disk' if args.cold else 'page cache warm'}; "
+        f"{info['cpu']}, {info['cores']} cores"
+    )
     for r in rows:
         print(f"| {r['name']:<42} | {r['GB/s']:6.2f} GB/s | {r['x_read']:5.2f} x read | {r['x_copy']:5.2f} x copy |")
     if not lo_backends.get(args.device).host:
         info["gpu"] = gpu_name()
         print(f"GPU: {info['gpu']}")
-    save_json(args.json, info, records=args.records, bytes=nbytes, chunk=args.chunk, repeat=args.repeat,
-              device=args.device, cold=args.cold, rows=rows)
+    save_json(
+        args.json,
+        info,
+        records=args.records,
+        bytes=nbytes,
+        chunk=args.chunk,
+        repeat=args.repeat,
+        device=args.device,
+        cold=args.cold,
+        rows=rows,
+    )
 
 
 def gpu_name():

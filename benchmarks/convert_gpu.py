@@ -47,11 +47,11 @@ def event_median(cp, fn, repeat):
 
 
 def run_one(cp, name, dtype, n, repeat):
-    from layouts.kernels import cuda as kc
     from layouts._arena import Arena
     from layouts._cuda import device as _device
     from layouts._cuda.arena import HEAD, device_tables
     from layouts._plan import forward_ops, reverse_ops
+    from layouts.kernels import cuda as kc
 
     host = _fill(dtype, n)
     layout = lo.Layout.from_dtype(dtype)
@@ -67,8 +67,9 @@ def run_one(cp, name, dtype, n, repeat):
     forward, _ = kc.launcher("forward", rec, dtype.itemsize, n, ops, offs, soa.arena, tables)
     rops, roffs, rkeep = reverse_ops(layout, soa.parts().columns, {}, False)
     out = _device.empty(nbytes)
-    reverse, _ = kc.launcher("reverse", out.view(np.uint32), dtype.itemsize, n, rops, roffs, soa.arena,
-                             device_tables(rops, rkeep))
+    reverse, _ = kc.launcher(
+        "reverse", out.view(np.uint32), dtype.itemsize, n, rops, roffs, soa.arena, device_tables(rops, rkeep)
+    )
     src = cp.asarray(aos.array)
     dst = cp.empty_like(src)
     matrix = src.reshape(n, dtype.itemsize)
@@ -81,16 +82,26 @@ def run_one(cp, name, dtype, n, repeat):
     for fn in (forward, reverse, lambda: cp.copyto(dst, src), per_field):
         fn()  # warm-up
     cp.cuda.Device().synchronize()
-    ms = {"copy": event_median(cp, lambda: cp.copyto(dst, src), repeat),
-          "aos_to_soa": event_median(cp, forward, repeat),
-          "soa_to_aos": event_median(cp, reverse, repeat),
-          "cupy_per_field": event_median(cp, per_field, repeat)}
+    ms = {
+        "copy": event_median(cp, lambda: cp.copyto(dst, src), repeat),
+        "aos_to_soa": event_median(cp, forward, repeat),
+        "soa_to_aos": event_median(cp, reverse, repeat),
+        "cupy_per_field": event_median(cp, per_field, repeat),
+    }
     same = bool(cp.all(out[:nbytes] == cp.asarray(aos.to_device("cpu").to_soa().to_aos().to_numpy().view(np.uint8))))
     rows = []
     for method, t in ms.items():
-        rows.append({"record": name, "itemsize": dtype.itemsize, "method": method, "ms": t,
-                     "GB/s": nbytes / t / 1e6, "x_copy": ms["copy"] / t,
-                     "x_cupy_per_field": ms["cupy_per_field"] / t})
+        rows.append(
+            {
+                "record": name,
+                "itemsize": dtype.itemsize,
+                "method": method,
+                "ms": t,
+                "GB/s": nbytes / t / 1e6,
+                "x_copy": ms["copy"] / t,
+                "x_cupy_per_field": ms["cupy_per_field"] / t,
+            }
+        )
     return rows, first, same
 
 
@@ -115,10 +126,19 @@ def main(argv=None):
     print(f"| {'record':<7} | {'method':<15} | {'ms':>8} | {'GB/s':>7} | {'x copy':>6} | {'x CuPy':>6} |")
     print(f"|{'-' * 9}|{'-' * 17}|{'-' * 10}|{'-' * 9}|{'-' * 8}|{'-' * 8}|")
     for r in all_rows:
-        print(f"| {r['record']:<7} | {r['method']:<15} | {r['ms']:8.3f} | {r['GB/s']:7.1f} | {r['x_copy']:6.2f} | "
-              f"{r['x_cupy_per_field']:6.2f} |")
-    save_json(args.json, info, records=args.records, repeat=args.repeat, compile_s=compile_s,
-              roundtrip_matches_cpu=checks, rows=all_rows)
+        print(
+            f"| {r['record']:<7} | {r['method']:<15} | {r['ms']:8.3f} | {r['GB/s']:7.1f} | {r['x_copy']:6.2f} | "
+            f"{r['x_cupy_per_field']:6.2f} |"
+        )
+    save_json(
+        args.json,
+        info,
+        records=args.records,
+        repeat=args.repeat,
+        compile_s=compile_s,
+        roundtrip_matches_cpu=checks,
+        rows=all_rows,
+    )
 
 
 if __name__ == "__main__":

@@ -49,8 +49,17 @@ def on_cluster(paths, workers, repeat, blocksize, directory):
     import layouts.dask as ld
 
     out = os.path.join(directory, "layouts-dask-bench.parquet")
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None, worker_dashboard_address=None) as cluster, Client(cluster):
+    with (
+        LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            worker_dashboard_address=None,
+        ) as cluster,
+        Client(cluster),
+    ):
         df = ld.read_records(paths, DTYPE, blocksize=blocksize)
         answer = reductions(df)  # warm: workers load the kernels
         reduce_s = median_seconds(lambda: reductions(df), repeat)
@@ -74,8 +83,13 @@ def run(n, repeat, directory, blocksize):
             write_file(path, n // FILES + (i < n % FILES))
         nbytes = sum(os.path.getsize(p) for p in paths)
         expected = baseline(paths)
-        rows = [{"name": "one process, no Dask: reductions", "workers": 0,
-                 "seconds": median_seconds(lambda: baseline(paths), repeat)}]
+        rows = [
+            {
+                "name": "one process, no Dask: reductions",
+                "workers": 0,
+                "seconds": median_seconds(lambda: baseline(paths), repeat),
+            }
+        ]
         for workers in (1, 2):
             answer, reduce_s, parquet_s = on_cluster(paths, workers, repeat, blocksize, directory)
             assert np.isclose(answer[0], expected[0]) and tuple(map(int, answer[1:])) == expected[1:], answer
@@ -99,13 +113,16 @@ def main(argv=None):
     args = p.parse_args(argv)
     nbytes, rows = run(args.records, args.repeat, args.dir, args.blocksize)
     info = machine()
-    print(f"{args.records:,} records x {DTYPE.itemsize} bytes = {nbytes / 1e9:.2f} GB in {FILES} files, "
-          f"partitions of {args.blocksize}, median of {args.repeat}; {info['cpu']}, {info['cores']} cores")
+    print(
+        f"{args.records:,} records x {DTYPE.itemsize} bytes = {nbytes / 1e9:.2f} GB in {FILES} files, "
+        f"partitions of {args.blocksize}, median of {args.repeat}; {info['cpu']}, {info['cores']} cores"
+    )
     for r in rows:
         speedup = f"{r['speedup']:.2f}x vs 1 worker" if "speedup" in r else ""
         print(f"| {r['name']:<36} | {r['seconds']:7.2f} s | {r['GB/s']:6.2f} GB/s | {speedup:<17} |")
-    save_json(args.json, info, records=args.records, bytes=nbytes, blocksize=args.blocksize,
-              repeat=args.repeat, rows=rows)
+    save_json(
+        args.json, info, records=args.records, bytes=nbytes, blocksize=args.blocksize, repeat=args.repeat, rows=rows
+    )
 
 
 if __name__ == "__main__":

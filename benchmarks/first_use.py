@@ -69,8 +69,11 @@ def kernel_log(stdout):
 
 
 def measure(records, repeat, cold):
-    base = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "LAYOUTS_SHIPPED_KERNELS",
-                                                             "LAYOUTS_CACHE_DIR", "NUMBA_DEBUG_CACHE")}
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("NUMBA_CACHE_DIR", "LAYOUTS_SHIPPED_KERNELS", "LAYOUTS_CACHE_DIR", "NUMBA_DEBUG_CACHE")
+    }
     py = sys.executable
     import layouts
 
@@ -88,8 +91,13 @@ def measure(records, repeat, cold):
                 walls.append(wall)
                 cpus.append(cpu)
                 out = (stdout, stderr)
-            row = {"case": name, "wall_s": statistics.median(walls), "cpu_s": statistics.median(cpus),
-                   "runs": repeat, "note": note}
+            row = {
+                "case": name,
+                "wall_s": statistics.median(walls),
+                "cpu_s": statistics.median(cpus),
+                "runs": repeat,
+                "note": note,
+            }
             rows.append(row)
             return row, out
 
@@ -111,18 +119,34 @@ def measure(records, repeat, cold):
         has_shipped = shipped is not None and os.path.isdir(shipped)
         wall, cpu, out, _ = run(demo, logged, tmp)
         compiled, loaded = kernel_log(out)
-        rows.append({"case": "first demo, as installed", "wall_s": wall, "cpu_s": cpu, "runs": 1,
-                     "compiled": compiled, "loaded": loaded,
-                     "note": f"shipped kernels {'present' if has_shipped else 'ABSENT'}; "
-                             f"{compiled} functions compiled, {loaded} loaded"})
+        rows.append(
+            {
+                "case": "first demo, as installed",
+                "wall_s": wall,
+                "cpu_s": cpu,
+                "runs": 1,
+                "compiled": compiled,
+                "loaded": loaded,
+                "note": f"shipped kernels {'present' if has_shipped else 'ABSENT'}; "
+                f"{compiled} functions compiled, {loaded} loaded",
+            }
+        )
         if cold:
             shutil.rmtree(env["LAYOUTS_CACHE_DIR"], ignore_errors=True)
             nothing = dict(logged, LAYOUTS_SHIPPED_KERNELS="0")
             wall, cpu, out, _ = run(demo, nothing, tmp)
             compiled, loaded = kernel_log(out)
-            rows.append({"case": "first demo, no compiled kernel anywhere", "wall_s": wall, "cpu_s": cpu, "runs": 1,
-                         "compiled": compiled, "loaded": loaded,
-                         "note": f"{compiled} functions compiled, {loaded} loaded; once per machine"})
+            rows.append(
+                {
+                    "case": "first demo, no compiled kernel anywhere",
+                    "wall_s": wall,
+                    "cpu_s": cpu,
+                    "runs": 1,
+                    "compiled": compiled,
+                    "loaded": loaded,
+                    "note": f"{compiled} functions compiled, {loaded} loaded; once per machine",
+                }
+            )
             row, (out, _) = median_case("demo after it (per-machine cache)", demo, nothing)
             row["note"] = "warm"
         row, _ = median_case("demo, as installed, again", demo, env)
@@ -154,8 +178,17 @@ def main(argv=None):
         from datetime import datetime, timezone
 
         with open(args.json, "w") as f:
-            json.dump({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": info,
-                       "records": args.records, "repeat": args.repeat, "rows": rows}, f, indent=1)
+            json.dump(
+                {
+                    "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                    "machine": info,
+                    "records": args.records,
+                    "repeat": args.repeat,
+                    "rows": rows,
+                },
+                f,
+                indent=1,
+            )
             f.write("\n")
     return 0
 

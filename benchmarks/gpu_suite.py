@@ -38,9 +38,14 @@ def gpu_facts():
 
         props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
         name = props["name"]
-        facts.update(gpu=name.decode() if isinstance(name, bytes) else name, cupy=cp.__version__,
-                     driver=cp.cuda.runtime.driverGetVersion(), runtime=cp.cuda.runtime.runtimeGetVersion(),
-                     memory_bytes=props["totalGlobalMem"], cc=f"{props['major']}.{props['minor']}")
+        facts.update(
+            gpu=name.decode() if isinstance(name, bytes) else name,
+            cupy=cp.__version__,
+            driver=cp.cuda.runtime.driverGetVersion(),
+            runtime=cp.cuda.runtime.runtimeGetVersion(),
+            memory_bytes=props["totalGlobalMem"],
+            cc=f"{props['major']}.{props['minor']}",
+        )
     except Exception as err:  # noqa: BLE001 - no CuPy or no GPU: say which
         facts["gpu"] = None
         facts["why_no_gpu"] = f"{type(err).__name__}: {err}"
@@ -57,17 +62,28 @@ def step(name, argv, limit, json_out=None, env=None):
     """Run one step in a child process; its JSON output (if any) and the tail of its text."""
     t0 = time.perf_counter()
     try:
-        run = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=limit,
-                             env=dict(os.environ, **(env or {})))
+        run = subprocess.run(
+            [sys.executable, *argv],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=limit,
+            env=dict(os.environ, **(env or {})),
+        )
         code, text = run.returncode, run.stdout + run.stderr
     except subprocess.TimeoutExpired as err:
         code, text = "timeout", f"stopped after {limit} s\n{(err.stdout or b'')[-2000:]!r}"
-    result = {"name": name, "argv": argv, "exit": code, "seconds": round(time.perf_counter() - t0, 1),
-              "output_tail": text[-3000:]}
+    result = {
+        "name": name,
+        "argv": argv,
+        "exit": code,
+        "seconds": round(time.perf_counter() - t0, 1),
+        "output_tail": text[-3000:],
+    }
     if json_out is not None and Path(json_out).exists():
         result["result"] = json.loads(Path(json_out).read_text())
     elif code == 0 and "--json" in argv:
-        result["result"] = json.loads(text[text.index("{"):])
+        result["result"] = json.loads(text[text.index("{") :])
     print(f"{name}: exit {code} in {result['seconds']} s", flush=True)
     return result
 
@@ -81,34 +97,101 @@ def main(argv=None):
     out_dir.mkdir(parents=True, exist_ok=True)
     facts = gpu_facts()
     small = args.small
-    records = {"convert_gpu": "20000" if small else "10000000", "files": "600" if small else "20000000",
-               "bench": "3000" if small else "10000000"}
+    records = {
+        "convert_gpu": "20000" if small else "10000000",
+        "files": "600" if small else "20000000",
+        "bench": "3000" if small else "10000000",
+    }
     steps = []
     with tempfile.TemporaryDirectory(prefix="layouts-gpu-suite-") as tmp:
-        steps.append(step("cuda tests", ["-m", "pytest", "-q", "-n", "0", "-m", "cuda", "-p", "no:cacheprovider", "tests"],
-                          300))
-        steps.append(step("kernel resources (sm_90)", ["-m", "layouts.kernels.ptx", "--cc", "9.0", "--also",
-                                                         "layouts.benchmarks.reduce_cuda", "--json"], 300,
-                          env={"NUMBA_ENABLE_CUDASIM": "0"}))  # compiled for the real target
+        steps.append(
+            step("cuda tests", ["-m", "pytest", "-q", "-n", "0", "-m", "cuda", "-p", "no:cacheprovider", "tests"], 300)
+        )
+        steps.append(
+            step(
+                "kernel resources (sm_90)",
+                ["-m", "layouts.kernels.ptx", "--cc", "9.0", "--also", "layouts.benchmarks.reduce_cuda", "--json"],
+                300,
+                env={"NUMBA_ENABLE_CUDASIM": "0"},
+            )
+        )  # compiled for the real target
         if facts["gpu"] is not None:
             j = f"{tmp}/convert_gpu.json"
-            steps.append(step("AoS <-> SoA on the GPU", ["-m", "benchmarks.convert_gpu", "--records",
-                                                          records["convert_gpu"], "--repeat", "3" if small else "20",
-                                                          "--json", j], 300, j))
+            steps.append(
+                step(
+                    "AoS <-> SoA on the GPU",
+                    [
+                        "-m",
+                        "benchmarks.convert_gpu",
+                        "--records",
+                        records["convert_gpu"],
+                        "--repeat",
+                        "3" if small else "20",
+                        "--json",
+                        j,
+                    ],
+                    300,
+                    j,
+                )
+            )
         j = f"{tmp}/files.json"
-        steps.append(step("convert --device cuda, overlapped and serial",
-                          ["-m", "benchmarks.convert_files", "--device", "cuda", "--records", records["files"],
-                           "--repeat", "1" if small else "3", "--dir", tmp, "--json", j]
-                          + (["--chunk", "12000"] if small else []), 300, j))
+        steps.append(
+            step(
+                "convert --device cuda, overlapped and serial",
+                [
+                    "-m",
+                    "benchmarks.convert_files",
+                    "--device",
+                    "cuda",
+                    "--records",
+                    records["files"],
+                    "--repeat",
+                    "1" if small else "3",
+                    "--dir",
+                    tmp,
+                    "--json",
+                    j,
+                ]
+                + (["--chunk", "12000"] if small else []),
+                300,
+                j,
+            )
+        )
         j = f"{tmp}/bench.json"
-        steps.append(step("reductions (CPU and GPU)",
-                          ["-m", "benchmarks", "--records", records["bench"], "--repeat", "1" if small else "5",
-                           "--json", j, "--plot", ""], 240, j))
+        steps.append(
+            step(
+                "reductions (CPU and GPU)",
+                [
+                    "-m",
+                    "benchmarks",
+                    "--records",
+                    records["bench"],
+                    "--repeat",
+                    "1" if small else "5",
+                    "--json",
+                    j,
+                    "--plot",
+                    "",
+                ],
+                240,
+                j,
+            )
+        )
     stamp = datetime.now(timezone.utc)
     name = (facts["gpu"] or "no-gpu").lower().replace(" ", "-")
     path = out_dir / f"gpu-suite-{name}-{stamp:%Y-%m-%d-%H%M}.json"
-    path.write_text(json.dumps({"date": stamp.isoformat(timespec="seconds"), "machine": dict(machine(), **facts),
-                                "small": small, "steps": steps}, indent=1, default=str))
+    path.write_text(
+        json.dumps(
+            {
+                "date": stamp.isoformat(timespec="seconds"),
+                "machine": dict(machine(), **facts),
+                "small": small,
+                "steps": steps,
+            },
+            indent=1,
+            default=str,
+        )
+    )
     print(f"wrote {path}")
     return 0 if all(s["exit"] == 0 for s in steps) else 1
 

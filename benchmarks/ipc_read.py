@@ -57,7 +57,7 @@ def run(n, repeat, directory):
             fn()
         times = {"read": [], "mapped": []}
         for i in range(repeat):
-            for side in (("read", "mapped") if i % 2 == 0 else ("mapped", "read")):
+            for side in ("read", "mapped") if i % 2 == 0 else ("mapped", "read"):
                 t0 = time.perf_counter()
                 work[side]()
                 times[side].append(time.perf_counter() - t0)
@@ -67,8 +67,14 @@ def run(n, repeat, directory):
             if os.path.exists(path):
                 os.unlink(path)
     read_s, mapped_s = (float(np.median(times[side])) for side in ("read", "mapped"))
-    return {"records": n, "ipc bytes": size, "s read": read_s, "s mapped": mapped_s, "x": read_s / mapped_s,
-            "times": times}
+    return {
+        "records": n,
+        "ipc bytes": size,
+        "s read": read_s,
+        "s mapped": mapped_s,
+        "x": read_s / mapped_s,
+        "times": times,
+    }
 
 
 def main(argv=None):
@@ -77,10 +83,14 @@ def main(argv=None):
     args = p.parse_args(argv)
     row = run(args.records, args.repeat, args.dir)
     info = machine()
-    print(f"convert IPC file -> records, warm, median of {args.repeat} interleaved pairs; {info['cpu']}, "
-          f"{info['cores']} cores")
-    print(f"| {row['records']:,} records, {row['ipc bytes'] / 1e6:,.0f} MB | read {row['s read']:.3f} s | "
-          f"mapped {row['s mapped']:.3f} s | {row['x']:.2f}x |")
+    print(
+        f"convert IPC file -> records, warm, median of {args.repeat} interleaved pairs; {info['cpu']}, "
+        f"{info['cores']} cores"
+    )
+    print(
+        f"| {row['records']:,} records, {row['ipc bytes'] / 1e6:,.0f} MB | read {row['s read']:.3f} s | "
+        f"mapped {row['s mapped']:.3f} s | {row['x']:.2f}x |"
+    )
     save_json(args.json, info, records=args.records, repeat=args.repeat, row=row)
 
 

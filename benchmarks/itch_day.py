@@ -54,50 +54,122 @@ DAY_NS = 86_400 * 10**9
 HOUR = 3_600 * 10**9
 MINUTE = 60 * 10**9
 
-HEADER = [("length", ">u2"), ("message_type", "S1"), ("stock_locate", ">u2"), ("tracking_number", ">u2"),
-          ("timestamp_high", ">u2"), ("timestamp_low", ">u4")]
+HEADER = [
+    ("length", ">u2"),
+    ("message_type", "S1"),
+    ("stock_locate", ">u2"),
+    ("tracking_number", ">u2"),
+    ("timestamp_high", ">u2"),
+    ("timestamp_low", ">u4"),
+]
 
 # The fields after the common header, per message type, in the specification's order.
 BODY = {
     "S": [("event_code", "S1")],
-    "R": [("stock", "S8"), ("market_category", "S1"), ("financial_status_indicator", "S1"), ("round_lot_size", ">u4"),
-          ("round_lots_only", "S1"), ("issue_classification", "S1"), ("issue_sub_type", "S2"),
-          ("authenticity", "S1"), ("short_sale_threshold_indicator", "S1"), ("ipo_flag", "S1"),
-          ("luld_reference_price_tier", "S1"), ("etp_flag", "S1"), ("etp_leverage_factor", ">u4"),
-          ("inverse_indicator", "S1")],
+    "R": [
+        ("stock", "S8"),
+        ("market_category", "S1"),
+        ("financial_status_indicator", "S1"),
+        ("round_lot_size", ">u4"),
+        ("round_lots_only", "S1"),
+        ("issue_classification", "S1"),
+        ("issue_sub_type", "S2"),
+        ("authenticity", "S1"),
+        ("short_sale_threshold_indicator", "S1"),
+        ("ipo_flag", "S1"),
+        ("luld_reference_price_tier", "S1"),
+        ("etp_flag", "S1"),
+        ("etp_leverage_factor", ">u4"),
+        ("inverse_indicator", "S1"),
+    ],
     "H": [("stock", "S8"), ("trading_state", "S1"), ("reserved", "S1"), ("reason", "S4")],
     "Y": [("stock", "S8"), ("reg_sho_action", "S1")],
-    "L": [("mpid", "S4"), ("stock", "S8"), ("primary_market_maker", "S1"), ("market_maker_mode", "S1"),
-          ("market_participant_state", "S1")],
+    "L": [
+        ("mpid", "S4"),
+        ("stock", "S8"),
+        ("primary_market_maker", "S1"),
+        ("market_maker_mode", "S1"),
+        ("market_participant_state", "S1"),
+    ],
     "V": [("level_1", ">u8"), ("level_2", ">u8"), ("level_3", ">u8")],
     "W": [("breached_level", "S1")],
-    "K": [("stock", "S8"), ("ipo_quotation_release_time", ">u4"), ("ipo_quotation_release_qualifier", "S1"),
-          ("ipo_price", ">u4")],
-    "J": [("stock", "S8"), ("auction_collar_reference_price", ">u4"), ("upper_auction_collar_price", ">u4"),
-          ("lower_auction_collar_price", ">u4"), ("auction_collar_extension", ">u4")],
+    "K": [
+        ("stock", "S8"),
+        ("ipo_quotation_release_time", ">u4"),
+        ("ipo_quotation_release_qualifier", "S1"),
+        ("ipo_price", ">u4"),
+    ],
+    "J": [
+        ("stock", "S8"),
+        ("auction_collar_reference_price", ">u4"),
+        ("upper_auction_collar_price", ">u4"),
+        ("lower_auction_collar_price", ">u4"),
+        ("auction_collar_extension", ">u4"),
+    ],
     "h": [("stock", "S8"), ("market_code", "S1"), ("operational_halt_action", "S1")],
-    "A": [("order_reference_number", ">u8"), ("buy_sell_indicator", "S1"), ("shares", ">u4"), ("stock", "S8"),
-          ("price", ">u4")],
-    "F": [("order_reference_number", ">u8"), ("buy_sell_indicator", "S1"), ("shares", ">u4"), ("stock", "S8"),
-          ("price", ">u4"), ("attribution", "S4")],
+    "A": [
+        ("order_reference_number", ">u8"),
+        ("buy_sell_indicator", "S1"),
+        ("shares", ">u4"),
+        ("stock", "S8"),
+        ("price", ">u4"),
+    ],
+    "F": [
+        ("order_reference_number", ">u8"),
+        ("buy_sell_indicator", "S1"),
+        ("shares", ">u4"),
+        ("stock", "S8"),
+        ("price", ">u4"),
+        ("attribution", "S4"),
+    ],
     "E": [("order_reference_number", ">u8"), ("executed_shares", ">u4"), ("match_number", ">u8")],
-    "C": [("order_reference_number", ">u8"), ("executed_shares", ">u4"), ("match_number", ">u8"),
-          ("printable", "S1"), ("execution_price", ">u4")],
+    "C": [
+        ("order_reference_number", ">u8"),
+        ("executed_shares", ">u4"),
+        ("match_number", ">u8"),
+        ("printable", "S1"),
+        ("execution_price", ">u4"),
+    ],
     "X": [("order_reference_number", ">u8"), ("cancelled_shares", ">u4")],
     "D": [("order_reference_number", ">u8")],
-    "U": [("original_order_reference_number", ">u8"), ("new_order_reference_number", ">u8"), ("shares", ">u4"),
-          ("price", ">u4")],
-    "P": [("order_reference_number", ">u8"), ("buy_sell_indicator", "S1"), ("shares", ">u4"), ("stock", "S8"),
-          ("price", ">u4"), ("match_number", ">u8")],
+    "U": [
+        ("original_order_reference_number", ">u8"),
+        ("new_order_reference_number", ">u8"),
+        ("shares", ">u4"),
+        ("price", ">u4"),
+    ],
+    "P": [
+        ("order_reference_number", ">u8"),
+        ("buy_sell_indicator", "S1"),
+        ("shares", ">u4"),
+        ("stock", "S8"),
+        ("price", ">u4"),
+        ("match_number", ">u8"),
+    ],
     "Q": [("shares", ">u8"), ("stock", "S8"), ("cross_price", ">u4"), ("match_number", ">u8"), ("cross_type", "S1")],
     "B": [("match_number", ">u8")],
-    "I": [("paired_shares", ">u8"), ("imbalance_shares", ">u8"), ("imbalance_direction", "S1"), ("stock", "S8"),
-          ("far_price", ">u4"), ("near_price", ">u4"), ("current_reference_price", ">u4"), ("cross_type", "S1"),
-          ("price_variation_indicator", "S1")],
+    "I": [
+        ("paired_shares", ">u8"),
+        ("imbalance_shares", ">u8"),
+        ("imbalance_direction", "S1"),
+        ("stock", "S8"),
+        ("far_price", ">u4"),
+        ("near_price", ">u4"),
+        ("current_reference_price", ">u4"),
+        ("cross_type", "S1"),
+        ("price_variation_indicator", "S1"),
+    ],
     "N": [("stock", "S8"), ("interest_flag", "S1")],
-    "O": [("stock", "S8"), ("open_eligibility_status", "S1"), ("minimum_allowable_price", ">u4"),
-          ("maximum_allowable_price", ">u4"), ("near_execution_price", ">u4"), ("near_execution_time", ">u8"),
-          ("lower_price_range_collar", ">u4"), ("upper_price_range_collar", ">u4")],
+    "O": [
+        ("stock", "S8"),
+        ("open_eligibility_status", "S1"),
+        ("minimum_allowable_price", ">u4"),
+        ("maximum_allowable_price", ">u4"),
+        ("near_execution_price", ">u4"),
+        ("near_execution_time", ">u8"),
+        ("lower_price_range_collar", ">u4"),
+        ("upper_price_range_collar", ">u4"),
+    ],
 }
 TYPES = list(BODY)
 DTYPES = {t: np.dtype(HEADER + BODY[t]) for t in TYPES}
@@ -106,8 +178,17 @@ LENGTH = {t: DTYPES[t].itemsize - 2 for t in TYPES}
 ROW = max(d.itemsize for d in DTYPES.values())
 # the same records padded to one width, so all types of a slice go into one array of rows
 KEEP = np.arange(ROW)[None, :] < np.array([DTYPES[t].itemsize for t in TYPES])[:, None]
-PADDED = {t: np.dtype({"names": list(d.names), "formats": [d.fields[f][0] for f in d.names],
-                       "offsets": [d.fields[f][1] for f in d.names], "itemsize": ROW}) for t, d in DTYPES.items()}
+PADDED = {
+    t: np.dtype(
+        {
+            "names": list(d.names),
+            "formats": [d.fields[f][0] for f in d.names],
+            "offsets": [d.fields[f][1] for f in d.names],
+            "itemsize": ROW,
+        }
+    )
+    for t, d in DTYPES.items()
+}
 
 # Shares of the order flow among all messages (see the module docstring).
 ORDER_MIX = {"A": 0.428, "F": 0.011, "D": 0.430, "U": 0.078, "E": 0.023, "X": 0.011, "P": 0.006, "C": 0.0006}
@@ -115,12 +196,76 @@ NOII_SHARE = 0.015
 MESSAGES_PER_SYMBOL = 30_000
 MAX_SYMBOLS = 8_907
 
-WELL_KNOWN = ["AAPL", "MSFT", "AMZN", "NVDA", "GOOGL", "GOOG", "META", "TSLA", "AVGO", "PEP", "COST", "CSCO", "ADBE",
-              "NFLX", "AMD", "INTC", "QQQ", "SPY", "TQQQ", "SQQQ", "CMCSA", "TXN", "QCOM", "AMGN", "HON", "SBUX",
-              "INTU", "ISRG", "GILD", "MDLZ", "BKNG", "ADP", "VRTX", "REGN", "PYPL", "MU", "LRCX", "ATVI", "CSX",
-              "MRNA", "ZM", "JD", "PDD", "BIDU", "ABNB", "IWM", "XLF", "TLT", "GLD", "SOXL"]
-MPIDS = ["NITE", "VIRT", "CDRG", "GSCO", "MSCO", "JPMS", "UBSS", "CITI", "SUSQ", "JANE", "TWOS", "HRTF", "IMCC",
-         "LATS", "XTXX", "BARD"]
+WELL_KNOWN = [
+    "AAPL",
+    "MSFT",
+    "AMZN",
+    "NVDA",
+    "GOOGL",
+    "GOOG",
+    "META",
+    "TSLA",
+    "AVGO",
+    "PEP",
+    "COST",
+    "CSCO",
+    "ADBE",
+    "NFLX",
+    "AMD",
+    "INTC",
+    "QQQ",
+    "SPY",
+    "TQQQ",
+    "SQQQ",
+    "CMCSA",
+    "TXN",
+    "QCOM",
+    "AMGN",
+    "HON",
+    "SBUX",
+    "INTU",
+    "ISRG",
+    "GILD",
+    "MDLZ",
+    "BKNG",
+    "ADP",
+    "VRTX",
+    "REGN",
+    "PYPL",
+    "MU",
+    "LRCX",
+    "ATVI",
+    "CSX",
+    "MRNA",
+    "ZM",
+    "JD",
+    "PDD",
+    "BIDU",
+    "ABNB",
+    "IWM",
+    "XLF",
+    "TLT",
+    "GLD",
+    "SOXL",
+]
+MPIDS = [
+    "NITE",
+    "VIRT",
+    "CDRG",
+    "GSCO",
+    "MSCO",
+    "JPMS",
+    "UBSS",
+    "CITI",
+    "SUSQ",
+    "JANE",
+    "TWOS",
+    "HRTF",
+    "IMCC",
+    "LATS",
+    "XTXX",
+    "BARD",
+]
 
 
 def _symbols(rng, n):
@@ -148,7 +293,7 @@ class Universe:
         self.stock = _symbols(rng, n)
         dollars = np.exp(rng.normal(np.log(30.0), 1.2, n)).clip(1.0, 1000.0)
         self.price = (np.round(dollars * 100) * 100).astype(np.int64)
-        weight = 1.0 / np.arange(1, n + 1) ** 0.9          # Zipf-like: a few names carry most messages
+        weight = 1.0 / np.arange(1, n + 1) ** 0.9  # Zipf-like: a few names carry most messages
         self.weight = weight / weight.sum()
 
     def pick(self, rng, k):
@@ -163,7 +308,7 @@ class Universe:
 def _intensity_cdf():
     """(time in ns, cumulative share of the order flow) on a one-minute grid from 04:00 to 20:00."""
     minutes = np.arange(4 * 60, 20 * 60 + 1)
-    x = (minutes - 9.5 * 60) / (6.5 * 60)                 # 0 at the open, 1 at the close
+    x = (minutes - 9.5 * 60) / (6.5 * 60)  # 0 at the open, 1 at the close
     regular = (x >= 0) & (x <= 1)
     density = np.where(regular, 1.0 + 6.0 * (x - 0.5) ** 2 * 4 / 3, 0.08)
     density[(minutes >= 9 * 60 + 25) & (minutes < 9 * 60 + 30)] = 0.6
@@ -179,8 +324,11 @@ class Batch:
         self.instances = 0
 
     def add(self, kind, t, **cols):
-        t = np.floor(np.asarray(t, np.float64)).astype(np.int64) if not np.issubdtype(np.asarray(t).dtype, np.integer) \
+        t = (
+            np.floor(np.asarray(t, np.float64)).astype(np.int64)
+            if not np.issubdtype(np.asarray(t).dtype, np.integer)
             else np.asarray(t, np.int64)
+        )
         if t.size == 0:
             return
         self.parts.setdefault(kind, []).append((t, cols))
@@ -207,7 +355,7 @@ def _order_flow(rng, batch, uni, n, t0, t1, state):
     counts = {k: int(round(v / sum(ORDER_MIX.values()) * n)) for k, v in ORDER_MIX.items()}
     roots = max(counts["A"] + counts["F"], 1)
     n_u, n_d = counts["U"], min(counts["D"], roots)
-    n_full = min(counts["E"] // 3, roots - n_d)            # a third of the executions fill the rest of an order
+    n_full = min(counts["E"] // 3, roots - n_d)  # a third of the executions fill the rest of an order
     replaces = np.bincount(rng.integers(0, roots, n_u), minlength=roots)
     chain_len = replaces + 1
     n_inst = int(chain_len.sum())
@@ -228,28 +376,28 @@ def _order_flow(rng, batch, uni, n, t0, t1, state):
     stock = uni.pick(rng, roots)
     side = np.where(rng.random(roots) < 0.5, b"B", b"S")
     is_f = np.zeros(roots, bool)
-    is_f[rng.permutation(roots)[:counts["F"]]] = True
+    is_f[rng.permutation(roots)[: counts["F"]]] = True
     shares = np.where(rng.random(n_inst) < 0.85, rng.integers(1, 11, n_inst) * 100, rng.integers(2, 100, n_inst))
     # bids below the symbol's price, offers above: the books never cross
     away = (1 + np.abs(np.rint(rng.normal(0.0, 15.0, n_inst))).astype(np.int64)) * 100
     price = np.maximum(uni.price[stock[root_of]] + np.where(side[root_of] == b"B", -away, away), 100)
     # how chains end
     order = rng.permutation(roots)
-    ends_d, ends_full = order[:n_d], order[n_d:n_d + n_full]
+    ends_d, ends_full = order[:n_d], order[n_d : n_d + n_full]
     # partial events on distinct orders that are not the last of a fully executed chain
     n_part = {"E": counts["E"] - n_full, "X": counts["X"], "C": counts["C"]}
     candidates = np.ones(n_inst, bool)
     candidates[last[ends_full]] = False
-    pool = rng.permutation(np.flatnonzero(candidates))[:sum(n_part.values())]
+    pool = rng.permutation(np.flatnonzero(candidates))[: sum(n_part.values())]
     taken = np.zeros(n_inst, np.int64)
     cut = 0
     parts = {}
     for kind in ("E", "X", "C"):
-        inst = pool[cut:cut + n_part[kind]]
+        inst = pool[cut : cut + n_part[kind]]
         cut += len(inst)
-        qty = rng.integers(1, shares[inst])                # fewer than the order has
+        qty = rng.integers(1, shares[inst])  # fewer than the order has
         taken[inst] = qty
-        when = created[inst] + 1 + rng.integers(0, life[inst] - 1)   # strictly inside its life
+        when = created[inst] + 1 + rng.integers(0, life[inst] - 1)  # strictly inside its life
         parts[kind] = (inst, qty, when)
     # references are given in the order the orders appear, once the slice is sorted (_layout):
     # the messages carry instance numbers, _new for the order they start, _old for the one they name
@@ -259,36 +407,69 @@ def _order_flow(rng, batch, uni, n, t0, t1, state):
     for kind, mask in (("A", ~is_f), ("F", is_f)):
         r = np.flatnonzero(mask)
         inst = roots_at[r]
-        cols = dict(stock_locate=stock[r] + 1, _new=inst, buy_sell_indicator=side[r],
-                    shares=shares[inst], stock=uni.stock[stock[r]], price=price[inst])
+        cols = dict(
+            stock_locate=stock[r] + 1,
+            _new=inst,
+            buy_sell_indicator=side[r],
+            shares=shares[inst],
+            stock=uni.stock[stock[r]],
+            price=price[inst],
+        )
         if kind == "F":
             cols["attribution"] = attrs[r]
         batch.add(kind, created[inst], **cols)
     # replaces: the order before ends where the next begins
     nxt = np.flatnonzero(np.isin(np.arange(n_inst), first, invert=True))
     prev = nxt - 1
-    batch.add("U", created[nxt], stock_locate=stock[root_of[nxt]] + 1, _old=prev,
-              _new=nxt, shares=shares[nxt], price=price[nxt])
+    batch.add(
+        "U",
+        created[nxt],
+        stock_locate=stock[root_of[nxt]] + 1,
+        _old=prev,
+        _new=nxt,
+        shares=shares[nxt],
+        price=price[nxt],
+    )
     d_inst = last[ends_d]
     batch.add("D", ended[d_inst], stock_locate=stock[ends_d] + 1, _old=d_inst)
     f_inst = last[ends_full]
     inst, qty, when = parts["E"]
     e_inst = np.concatenate([inst, f_inst])
-    batch.add("E", np.concatenate([when, ended[f_inst]]), stock_locate=stock[root_of[e_inst]] + 1,
-              _old=e_inst, executed_shares=np.concatenate([qty, shares[f_inst]]),
-              match_number=0)
+    batch.add(
+        "E",
+        np.concatenate([when, ended[f_inst]]),
+        stock_locate=stock[root_of[e_inst]] + 1,
+        _old=e_inst,
+        executed_shares=np.concatenate([qty, shares[f_inst]]),
+        match_number=0,
+    )
     inst, qty, when = parts["X"]
-    batch.add("X", when, stock_locate=stock[root_of[inst]] + 1, _old=inst,
-              cancelled_shares=qty)
+    batch.add("X", when, stock_locate=stock[root_of[inst]] + 1, _old=inst, cancelled_shares=qty)
     inst, qty, when = parts["C"]
-    batch.add("C", when, stock_locate=stock[root_of[inst]] + 1, _old=inst,
-              executed_shares=qty, match_number=0, printable=np.where(rng.random(len(inst)) < 0.9, b"Y", b"N"),
-              execution_price=np.maximum(price[inst] + rng.integers(-3, 4, len(inst)) * 100, 100))
+    batch.add(
+        "C",
+        when,
+        stock_locate=stock[root_of[inst]] + 1,
+        _old=inst,
+        executed_shares=qty,
+        match_number=0,
+        printable=np.where(rng.random(len(inst)) < 0.9, b"Y", b"N"),
+        execution_price=np.maximum(price[inst] + rng.integers(-3, 4, len(inst)) * 100, 100),
+    )
     # trades against non-displayed orders: no reference (0) and side 'B', as NASDAQ sends them
     k = counts["P"]
     s = uni.pick(rng, k)
-    batch.add("P", rng.uniform(t0, t1, k), stock_locate=s + 1, order_reference_number=0, buy_sell_indicator=b"B",
-              shares=rng.integers(1, 20, k) * 100, stock=uni.stock[s], price=uni.near(rng, s, 5), match_number=0)
+    batch.add(
+        "P",
+        rng.uniform(t0, t1, k),
+        stock_locate=s + 1,
+        order_reference_number=0,
+        buy_sell_indicator=b"B",
+        shares=rng.integers(1, 20, k) * 100,
+        stock=uni.stock[s],
+        price=uni.near(rng, s, 5),
+        match_number=0,
+    )
 
 
 def _admin(rng, uni, n_total):
@@ -297,72 +478,167 @@ def _admin(rng, uni, n_total):
     n = uni.n
     loc = np.arange(1, n + 1)
     t_open, t_close = 9.5 * HOUR, 16 * HOUR
-    events = [(3 * HOUR + 7 * MINUTE, b"O"), (4 * HOUR, b"S"), (t_open, b"Q"), (t_close, b"M"),
-              (20 * HOUR, b"E"), (20 * HOUR + 5 * MINUTE, b"C")]
+    events = [
+        (3 * HOUR + 7 * MINUTE, b"O"),
+        (4 * HOUR, b"S"),
+        (t_open, b"Q"),
+        (t_close, b"M"),
+        (20 * HOUR, b"E"),
+        (20 * HOUR + 5 * MINUTE, b"C"),
+    ]
     b.add("S", [t for t, _ in events], stock_locate=0, event_code=np.array([c for _, c in events]))
     morning = 3 * HOUR + 8 * MINUTE
-    step = 50 * MINUTE / (6 * n + 10)                        # the directory and its companions, before 04:00
-    b.add("V", [morning], stock_locate=0, level_1=int(3_700.1234 * 10**8), level_2=int(3_500.5 * 10**8),
-          level_3=int(3_200 * 10**8))
+    step = 50 * MINUTE / (6 * n + 10)  # the directory and its companions, before 04:00
+    b.add(
+        "V",
+        [morning],
+        stock_locate=0,
+        level_1=int(3_700.1234 * 10**8),
+        level_2=int(3_500.5 * 10**8),
+        level_3=int(3_200 * 10**8),
+    )
     t = morning + step * (1 + np.arange(n))
     etf = rng.random(n) < 0.2
-    b.add("R", t, stock_locate=loc, stock=uni.stock,
-          market_category=np.array([b"Q", b"G", b"S", b"N", b"P", b"Z"])[rng.integers(0, 6, n)],
-          financial_status_indicator=b"N", round_lot_size=100, round_lots_only=b"N",
-          issue_classification=np.where(etf, b"Q", b"C"), issue_sub_type=np.where(etf, b"I ", b"Z "),
-          authenticity=b"P", short_sale_threshold_indicator=b"N", ipo_flag=b" ",
-          luld_reference_price_tier=np.where(rng.random(n) < 0.15, b"1", b"2"), etp_flag=np.where(etf, b"Y", b"N"),
-          etp_leverage_factor=np.where(etf, rng.integers(1, 4, n), 0), inverse_indicator=b"N")
+    b.add(
+        "R",
+        t,
+        stock_locate=loc,
+        stock=uni.stock,
+        market_category=np.array([b"Q", b"G", b"S", b"N", b"P", b"Z"])[rng.integers(0, 6, n)],
+        financial_status_indicator=b"N",
+        round_lot_size=100,
+        round_lots_only=b"N",
+        issue_classification=np.where(etf, b"Q", b"C"),
+        issue_sub_type=np.where(etf, b"I ", b"Z "),
+        authenticity=b"P",
+        short_sale_threshold_indicator=b"N",
+        ipo_flag=b" ",
+        luld_reference_price_tier=np.where(rng.random(n) < 0.15, b"1", b"2"),
+        etp_flag=np.where(etf, b"Y", b"N"),
+        etp_leverage_factor=np.where(etf, rng.integers(1, 4, n), 0),
+        inverse_indicator=b"N",
+    )
     b.add("H", t + step * n, stock_locate=loc, stock=uni.stock, trading_state=b"T", reserved=b" ", reason=b"    ")
     b.add("Y", t + 2 * step * n, stock_locate=loc, stock=uni.stock, reg_sho_action=b"0")
     mm = np.repeat(loc, 2)
-    b.add("L", morning + step * (3 * n + 1 + np.arange(2 * n)), stock_locate=mm, stock=uni.stock[mm - 1],
-          mpid=np.array(MPIDS, "S4")[rng.integers(0, len(MPIDS), 2 * n)],
-          primary_market_maker=np.where(rng.random(2 * n) < 0.1, b"Y", b"N"), market_maker_mode=b"N",
-          market_participant_state=b"A")
+    b.add(
+        "L",
+        morning + step * (3 * n + 1 + np.arange(2 * n)),
+        stock_locate=mm,
+        stock=uni.stock[mm - 1],
+        mpid=np.array(MPIDS, "S4")[rng.integers(0, len(MPIDS), 2 * n)],
+        primary_market_maker=np.where(rng.random(2 * n) < 0.1, b"Y", b"N"),
+        market_maker_mode=b"N",
+        market_participant_state=b"A",
+    )
     # crosses at the open and the close, one per symbol
     for when, kind in ((t_open, b"O"), (t_close, b"C")):
-        b.add("Q", when + rng.uniform(1e6, 2e8, n), stock_locate=loc, shares=rng.integers(1, 5000, n) * 100,
-              stock=uni.stock, cross_price=uni.near(rng, loc - 1, 3), match_number=0, cross_type=kind)
+        b.add(
+            "Q",
+            when + rng.uniform(1e6, 2e8, n),
+            stock_locate=loc,
+            shares=rng.integers(1, 5000, n) * 100,
+            stock=uni.stock,
+            cross_price=uni.near(rng, loc - 1, 3),
+            match_number=0,
+            cross_type=kind,
+        )
     # NOII: the last 5 minutes before the open and the last 10 before the close, 1.5 % of the day
     k = max(int(NOII_SHARE * n_total), 1)
     s = uni.pick(rng, k)
-    when = np.where(rng.random(k) < 0.3, rng.uniform(t_open - 5 * MINUTE, t_open, k),
-                    rng.uniform(t_close - 10 * MINUTE, t_close, k))
+    when = np.where(
+        rng.random(k) < 0.3, rng.uniform(t_open - 5 * MINUTE, t_open, k), rng.uniform(t_close - 10 * MINUTE, t_close, k)
+    )
     ref_px = uni.near(rng, s, 3)
-    b.add("I", when, stock_locate=s + 1, paired_shares=rng.integers(0, 10**6, k),
-          imbalance_shares=rng.integers(0, 10**5, k), imbalance_direction=np.array([b"B", b"S", b"N", b"O"])[
-              rng.integers(0, 4, k)], stock=uni.stock[s], far_price=ref_px, near_price=ref_px,
-          current_reference_price=ref_px, cross_type=np.where(when < t_open, b"O", b"C"),
-          price_variation_indicator=np.array(list(b"L123456789ABC "), "S1")[rng.integers(0, 14, k)])
+    b.add(
+        "I",
+        when,
+        stock_locate=s + 1,
+        paired_shares=rng.integers(0, 10**6, k),
+        imbalance_shares=rng.integers(0, 10**5, k),
+        imbalance_direction=np.array([b"B", b"S", b"N", b"O"])[rng.integers(0, 4, k)],
+        stock=uni.stock[s],
+        far_price=ref_px,
+        near_price=ref_px,
+        current_reference_price=ref_px,
+        cross_type=np.where(when < t_open, b"O", b"C"),
+        price_variation_indicator=np.array(list(b"L123456789ABC "), "S1")[rng.integers(0, 14, k)],
+    )
     # the rare ones: a few each
     few = max(2, n // 500)
     s = rng.integers(0, n, few)
     halt = rng.uniform(10 * HOUR, 15 * HOUR, few)
-    b.add("H", np.concatenate([halt, halt + 5 * MINUTE]), stock_locate=np.tile(s + 1, 2),
-          stock=np.tile(uni.stock[s], 2), trading_state=np.repeat([b"H", b"T"], few), reserved=b" ",
-          reason=np.repeat([b"LUDP", b"    "], few))
-    b.add("J", halt + 4 * MINUTE, stock_locate=s + 1, stock=uni.stock[s], auction_collar_reference_price=uni.price[s],
-          upper_auction_collar_price=uni.price[s] * 105 // 100 // 100 * 100,
-          lower_auction_collar_price=uni.price[s] * 95 // 100 // 100 * 100, auction_collar_extension=0)
-    b.add("Q", halt + 5 * MINUTE + 1e5, stock_locate=s + 1, shares=rng.integers(1, 100, few) * 100,
-          stock=uni.stock[s], cross_price=uni.price[s], match_number=0, cross_type=b"H")
+    b.add(
+        "H",
+        np.concatenate([halt, halt + 5 * MINUTE]),
+        stock_locate=np.tile(s + 1, 2),
+        stock=np.tile(uni.stock[s], 2),
+        trading_state=np.repeat([b"H", b"T"], few),
+        reserved=b" ",
+        reason=np.repeat([b"LUDP", b"    "], few),
+    )
+    b.add(
+        "J",
+        halt + 4 * MINUTE,
+        stock_locate=s + 1,
+        stock=uni.stock[s],
+        auction_collar_reference_price=uni.price[s],
+        upper_auction_collar_price=uni.price[s] * 105 // 100 // 100 * 100,
+        lower_auction_collar_price=uni.price[s] * 95 // 100 // 100 * 100,
+        auction_collar_extension=0,
+    )
+    b.add(
+        "Q",
+        halt + 5 * MINUTE + 1e5,
+        stock_locate=s + 1,
+        shares=rng.integers(1, 100, few) * 100,
+        stock=uni.stock[s],
+        cross_price=uni.price[s],
+        match_number=0,
+        cross_type=b"H",
+    )
     s = rng.integers(0, n, 2)
     t = rng.uniform(11 * HOUR, 14 * HOUR, 2)
-    b.add("h", np.concatenate([t, t + MINUTE]), stock_locate=np.tile(s + 1, 2), stock=np.tile(uni.stock[s], 2),
-          market_code=b"Q", operational_halt_action=np.repeat([b"H", b"T"], 2))
+    b.add(
+        "h",
+        np.concatenate([t, t + MINUTE]),
+        stock_locate=np.tile(s + 1, 2),
+        stock=np.tile(uni.stock[s], 2),
+        market_code=b"Q",
+        operational_halt_action=np.repeat([b"H", b"T"], 2),
+    )
     s = rng.integers(0, n, 1)
-    b.add("K", [7 * HOUR], stock_locate=s + 1, stock=uni.stock[s], ipo_quotation_release_time=11 * 3600,
-          ipo_quotation_release_qualifier=b"A", ipo_price=uni.price[s])
-    b.add("O", 9.5 * HOUR + rng.uniform(1e9, 3e9, 3), stock_locate=s + 1, stock=uni.stock[s],
-          open_eligibility_status=np.array([b"N", b"N", b"Y"]), minimum_allowable_price=uni.price[s] * 8 // 10,
-          maximum_allowable_price=uni.price[s] * 12 // 10, near_execution_price=uni.price[s],
-          near_execution_time=int(9.5 * HOUR + 4 * 10**9), lower_price_range_collar=uni.price[s] * 9 // 10,
-          upper_price_range_collar=uni.price[s] * 11 // 10)
+    b.add(
+        "K",
+        [7 * HOUR],
+        stock_locate=s + 1,
+        stock=uni.stock[s],
+        ipo_quotation_release_time=11 * 3600,
+        ipo_quotation_release_qualifier=b"A",
+        ipo_price=uni.price[s],
+    )
+    b.add(
+        "O",
+        9.5 * HOUR + rng.uniform(1e9, 3e9, 3),
+        stock_locate=s + 1,
+        stock=uni.stock[s],
+        open_eligibility_status=np.array([b"N", b"N", b"Y"]),
+        minimum_allowable_price=uni.price[s] * 8 // 10,
+        maximum_allowable_price=uni.price[s] * 12 // 10,
+        near_execution_price=uni.price[s],
+        near_execution_time=int(9.5 * HOUR + 4 * 10**9),
+        lower_price_range_collar=uni.price[s] * 9 // 10,
+        upper_price_range_collar=uni.price[s] * 11 // 10,
+    )
     k = max(1, n // 50)
     s = rng.integers(0, n, k)
-    b.add("N", rng.uniform(9.4 * HOUR, 15.9 * HOUR, k), stock_locate=s + 1, stock=uni.stock[s],
-          interest_flag=np.array([b"B", b"S", b"A", b"N"])[rng.integers(0, 4, k)])
+    b.add(
+        "N",
+        rng.uniform(9.4 * HOUR, 15.9 * HOUR, k),
+        stock_locate=s + 1,
+        stock=uni.stock[s],
+        interest_flag=np.array([b"B", b"S", b"A", b"N"])[rng.integers(0, 4, k)],
+    )
     b.add("W", [rng.uniform(12 * HOUR, 13 * HOUR)], stock_locate=0, breached_level=b"1")
     k = max(1, n // 1000)
     s = rng.integers(0, n, k)
@@ -411,12 +687,12 @@ def _layout(parts, instances, state, rng):
     row = np.concatenate(rows)
     order = _time_order(t)
     kind, ts, row = kind[order], t[order], row[order]
-    ts = np.maximum(ts, state["ts"])                        # never before the previous slice's last message
+    ts = np.maximum(ts, state["ts"])  # never before the previous slice's last message
     state["ts"] = int(ts[-1])
     n = len(kind)
     # match numbers: increasing over the day on E, C, P, Q; a B breaks an earlier one
     has_match = _among(kind, "ECPQ")
-    seen = state["match"] + np.cumsum(has_match)            # the last match number given so far
+    seen = state["match"] + np.cumsum(has_match)  # the last match number given so far
     match = np.where(has_match, seen, 0)
     state["match"] = int(seen[-1])
     is_b = kind == TYPES.index("B")
@@ -433,13 +709,13 @@ def _layout(parts, instances, state, rng):
     ref_of[new_inst] = state["ref"] + np.arange(1, len(starts) + 1)
     state["ref"] += len(starts)
     buf = np.empty(n, f"V{ROW}")
-    by_kind = np.argsort(kind, kind="stable")               # a counting sort: each type's rows in stream order
+    by_kind = np.argsort(kind, kind="stable")  # a counting sort: each type's rows in stream order
     bounds = np.concatenate([[0], np.cumsum(np.bincount(kind, minlength=len(TYPES)))])
     for kind_name, (_, cols) in parts.items():
         code = TYPES.index(kind_name)
-        where = by_kind[bounds[code]:bounds[code + 1]]
+        where = by_kind[bounds[code] : bounds[code + 1]]
         buf[where] = _records(kind_name, cols, row[where], ts[where], match[where], ref_of, rng).view(f"V{ROW}")
-    keep = KEEP[kind]                                        # each row's bytes that are its message's
+    keep = KEEP[kind]  # each row's bytes that are its message's
     return buf.view(np.uint8).reshape(n, ROW).ravel()[keep.ravel()], n
 
 
@@ -510,8 +786,11 @@ def parse_size(text):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m benchmarks.itch_day", description=__doc__.splitlines()[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.itch_day",
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--size", type=parse_size, default=parse_size("4GB"), help="about this many bytes (default 4GB)")
     p.add_argument("--out", required=True, help="the file to write (replaced whole: written to OUT.part, renamed)")
     p.add_argument("--seed", type=int, default=0)

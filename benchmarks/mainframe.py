@@ -44,8 +44,14 @@ COPYBOOK = """\
 """
 E = lo.Encoding
 DTYPE = np.dtype([("NAME", "V20"), ("AMT", "V6"), ("QTY", "V4"), ("ZN", "V9"), ("CNT", "V4"), ("CITY", "V12")])
-ENCODINGS = {"NAME": E("text"), "AMT": E("packed", 11, 2, signed=True), "QTY": E("packed", 7, signed=True),
-             "ZN": E("zoned", 9, 2, signed=True), "CNT": E("binary", 9, signed=True), "CITY": E("text")}
+ENCODINGS = {
+    "NAME": E("text"),
+    "AMT": E("packed", 11, 2, signed=True),
+    "QTY": E("packed", 7, signed=True),
+    "ZN": E("zoned", 9, 2, signed=True),
+    "CNT": E("binary", 9, signed=True),
+    "CITY": E("text"),
+}
 PACKED_DTYPE = np.dtype([(f"P{i}", "V6") for i in range(8)])  # COMP-3 only: 8 x S9(9)V99
 PACKED_ENCODINGS = {f"P{i}": E("packed", 11, 2, signed=True) for i in range(8)}
 COPYBOOK_RS_COMP3_MIB_S = (18, 25)  # copybook-rs README: COMP-3 decoding, MiB/s
@@ -68,14 +74,14 @@ def records(n, seed=27):
     offsets = {name: DTYPE.fields[name][1] for name in DTYPE.names}
     raw[:, 0:20] = letters[rng.integers(0, len(letters), (n, 20))]
     raw[:, 43:55] = letters[rng.integers(0, len(letters), (n, 12))]
-    raw[:, offsets["AMT"]:offsets["AMT"] + 6] = _packed(rng.integers(0, 10, (n, 11)), rng.random(n) < 0.3, 6)
-    raw[:, offsets["QTY"]:offsets["QTY"] + 4] = _packed(rng.integers(0, 10, (n, 7)), rng.random(n) < 0.3, 4)
+    raw[:, offsets["AMT"] : offsets["AMT"] + 6] = _packed(rng.integers(0, 10, (n, 11)), rng.random(n) < 0.3, 6)
+    raw[:, offsets["QTY"] : offsets["QTY"] + 4] = _packed(rng.integers(0, 10, (n, 7)), rng.random(n) < 0.3, 4)
     zoned = 0xF0 | rng.integers(0, 10, (n, 9)).astype(np.uint8)
     negative = (rng.random(n) < 0.3) & (zoned != 0xF0).any(axis=1)
     zoned[:, -1] = np.where(negative, 0xD0, 0xC0) | (zoned[:, -1] & 0xF)
-    raw[:, offsets["ZN"]:offsets["ZN"] + 9] = zoned
+    raw[:, offsets["ZN"] : offsets["ZN"] + 9] = zoned
     cnt = rng.integers(-999_999_999, 1_000_000_000, n).astype(">i4")
-    raw[:, offsets["CNT"]:offsets["CNT"] + 4] = cnt.view(np.uint8).reshape(n, 4)
+    raw[:, offsets["CNT"] : offsets["CNT"] + 4] = cnt.view(np.uint8).reshape(n, 4)
     return raw.reshape(-1).view(DTYPE)
 
 
@@ -99,7 +105,7 @@ def peer_cobolio(recs, count):
     raw = recs[:count].tobytes()
     size = DTYPE.itemsize
     t0 = time.perf_counter()
-    out = [cobolio.loads(raw[i * size:(i + 1) * size], layout) for i in range(count)]
+    out = [cobolio.loads(raw[i * size : (i + 1) * size], layout) for i in range(count)]
     seconds = time.perf_counter() - t0
     assert len(out) == count
     return count / seconds
@@ -120,8 +126,10 @@ def run(n, rounds, peer_records, threads):
     back = soa.to_aos(threads=threads).array
     if back.tobytes() != recs.tobytes():
         bad = np.flatnonzero((back.view(np.uint8).reshape(n, -1) != recs.view(np.uint8).reshape(n, -1)).any(axis=1))
-        raise AssertionError(f"the way back changed {len(bad)} records, the first {bad[0]}: "
-                             f"{recs[bad[0]].tobytes().hex()} -> {back[bad[0]].tobytes().hex()}")
+        raise AssertionError(
+            f"the way back changed {len(bad)} records, the first {bad[0]}: "
+            f"{recs[bad[0]].tobytes().hex()} -> {back[bad[0]].tobytes().hex()}"
+        )
     copy_dst = np.empty_like(recs.view(np.uint8))
     src = recs.view(np.uint8)
     out_aos = np.empty_like(recs)
@@ -145,9 +153,11 @@ def run(n, rounds, peer_records, threads):
     nbytes = recs.nbytes
     rows = [{"case": name, "seconds": s, "GB/s": nbytes / s / 1e9} for name, s in seconds.items()]
     copy = seconds["np.copyto (record bytes)"]
-    ratios = {"records -> Arrow (out=) / np.copyto": copy / seconds["layouts records -> Arrow (out= reused)"],
-              "records -> Arrow (new arena) / np.copyto": copy / seconds["layouts records -> Arrow (new arena)"],
-              "Arrow -> records (out=) / np.copyto": copy / seconds["layouts Arrow -> records (out= reused)"]}
+    ratios = {
+        "records -> Arrow (out=) / np.copyto": copy / seconds["layouts records -> Arrow (out= reused)"],
+        "records -> Arrow (new arena) / np.copyto": copy / seconds["layouts records -> Arrow (new arena)"],
+        "Arrow -> records (out=) / np.copyto": copy / seconds["layouts Arrow -> records (out= reused)"],
+    }
 
     # COMP-3 only, one thread: per core, against copybook-rs's published figure
     pn = max(n * DTYPE.itemsize // PACKED_DTYPE.itemsize // 4, 1000)
@@ -160,28 +170,36 @@ def run(n, rounds, peer_records, threads):
     def comp3_forward():
         pstate["reused"] = lo.AoS(precs, playout).to_soa(out=pstate["reused"], threads=1)
 
-    pseconds = interleaved({
-        "COMP-3 records -> Arrow, 1 thread": comp3_forward,
-        "COMP-3 Arrow -> records, 1 thread": lambda: psoa.to_aos(out=pout, threads=1),
-    }, rounds)
+    pseconds = interleaved(
+        {
+            "COMP-3 records -> Arrow, 1 thread": comp3_forward,
+            "COMP-3 Arrow -> records, 1 thread": lambda: psoa.to_aos(out=pout, threads=1),
+        },
+        rounds,
+    )
     comp3 = {name: precs.nbytes / s / 2**20 for name, s in pseconds.items()}
     for name, s in pseconds.items():
         rows.append({"case": name, "seconds": s, "GB/s": precs.nbytes / s / 1e9, "MiB/s": comp3[name]})
-    ratios["COMP-3 per core / copybook-rs (25 MiB/s, its best)"] = \
+    ratios["COMP-3 per core / copybook-rs (25 MiB/s, its best)"] = (
         comp3["COMP-3 records -> Arrow, 1 thread"] / COPYBOOK_RS_COMP3_MIB_S[1]
-    ratios["COMP-3 way back per core / copybook-rs (25 MiB/s)"] = \
+    )
+    ratios["COMP-3 way back per core / copybook-rs (25 MiB/s)"] = (
         comp3["COMP-3 Arrow -> records, 1 thread"] / COPYBOOK_RS_COMP3_MIB_S[1]
+    )
 
     peers = {}
     rate = peer_cobolio(recs, min(peer_records, n))
     if rate is not None:
         peers["cobolio.loads"] = rate
-        ratios["records -> Arrow (out=) / cobolio (records/s)"] = \
+        ratios["records -> Arrow (out=) / cobolio (records/s)"] = (
             n / seconds["layouts records -> Arrow (out= reused)"] / rate
-        ratios["records -> Arrow (new arena) / cobolio (records/s)"] = \
+        )
+        ratios["records -> Arrow (new arena) / cobolio (records/s)"] = (
             n / seconds["layouts records -> Arrow (new arena)"] / rate
-        ratios["Arrow -> records / cobolio forward (records/s)"] = \
+        )
+        ratios["Arrow -> records / cobolio forward (records/s)"] = (
             n / seconds["layouts Arrow -> records (out= reused)"] / rate
+        )
     return rows, ratios, peers
 
 
@@ -196,11 +214,14 @@ def main(argv=None):
     args = p.parse_args(argv)
     n = 20_000 if args.small else int(args.gb * 1e9) // DTYPE.itemsize
     rounds = 1 if args.small else args.repeat
-    rows, ratios, peers = run(n, rounds, min(args.peer_records, 2000) if args.small else args.peer_records,
-                              args.threads)
+    rows, ratios, peers = run(
+        n, rounds, min(args.peer_records, 2000) if args.small else args.peer_records, args.threads
+    )
     info = machine()
-    print(f"{n:,} records x {DTYPE.itemsize} bytes ({n * DTYPE.itemsize / 1e9:.2f} GB), {rounds} rounds, "
-          f"{info['cores']} cores ({info['cpu']})")
+    print(
+        f"{n:,} records x {DTYPE.itemsize} bytes ({n * DTYPE.itemsize / 1e9:.2f} GB), {rounds} rounds, "
+        f"{info['cores']} cores ({info['cpu']})"
+    )
     for row in rows:
         extra = f"  {row['MiB/s']:8.1f} MiB/s" if "MiB/s" in row else ""
         print(f"  {row['case']:<40} {row['GB/s']:7.3f} GB/s{extra}")
@@ -210,10 +231,22 @@ def main(argv=None):
         print(f"  {name:<55} {value:8.2f}x")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": info,
-                       "records": n, "record_bytes": DTYPE.itemsize, "small": args.small, "rounds": rounds,
-                       "rows": rows, "ratios": ratios, "peers_records_per_s": peers,
-                       "copybook_rs_comp3_mib_s": COPYBOOK_RS_COMP3_MIB_S}, f, indent=1)
+            json.dump(
+                {
+                    "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                    "machine": info,
+                    "records": n,
+                    "record_bytes": DTYPE.itemsize,
+                    "small": args.small,
+                    "rounds": rounds,
+                    "rows": rows,
+                    "ratios": ratios,
+                    "peers_records_per_s": peers,
+                    "copybook_rs_comp3_mib_s": COPYBOOK_RS_COMP3_MIB_S,
+                },
+                f,
+                indent=1,
+            )
 
 
 if __name__ == "__main__":

@@ -50,16 +50,23 @@ def run(n, repeat, directory, threads=None):
             plain = lo.AoS(aos.to_numpy()[:size].view(np.ndarray))
             assert isinstance(guarded.array, np.memmap) and not isinstance(plain.array, np.memmap)
             calls = 1 if size >= 100_000 else 200
-            work = {True: lambda: guarded.to_soa(threads=threads), False: lambda: plain.to_soa(threads=threads)}
+            work = {True: lambda g=guarded: g.to_soa(threads=threads), False: lambda p=plain: p.to_soa(threads=threads)}
             for fn in work.values():  # warm-up (kernels, page cache), not timed
                 fn()
             times = {True: [], False: []}
             for i in range(repeat):
-                for side in ((True, False) if i % 2 == 0 else (False, True)):
+                for side in (True, False) if i % 2 == 0 else (False, True):
                     times[side].append(_best(work[side], calls))
             with_, without = (float(np.median(times[side])) for side in (True, False))
-            rows.append({"records": size, "bytes": size * DTYPE.itemsize, "us guarded": with_ * 1e6,
-                         "us unguarded": without * 1e6, "x": with_ / without})
+            rows.append(
+                {
+                    "records": size,
+                    "bytes": size * DTYPE.itemsize,
+                    "us guarded": with_ * 1e6,
+                    "us unguarded": without * 1e6,
+                    "x": with_ / without,
+                }
+            )
         del aos, guarded, plain
     finally:
         os.unlink(path)
@@ -77,8 +84,10 @@ def main(argv=None):
     if setup is not None:
         print(f"once per process, the first guard compiles the SIGBUS handler: {setup:.3f} s")
     for r in rows:
-        print(f"| {r['records']:>9,} records | guarded {r['us guarded']:10.1f} us | unguarded "
-              f"{r['us unguarded']:10.1f} us | {r['x']:4.2f}x |")
+        print(
+            f"| {r['records']:>9,} records | guarded {r['us guarded']:10.1f} us | unguarded "
+            f"{r['us unguarded']:10.1f} us | {r['x']:4.2f}x |"
+        )
     save_json(args.json, info, records=args.records, repeat=args.repeat, handler_setup_s=setup, rows=rows)
 
 

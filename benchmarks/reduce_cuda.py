@@ -59,8 +59,10 @@ def field_matrix(raw, itemsize, offset, dtype):
     dtype = np.dtype(dtype)
     width = dtype.itemsize
     if offset % width or itemsize % width:
-        raise ValueError(f"a field of {width} bytes at offset {offset} of a {itemsize}-byte record is not "
-                         f"aligned to its width; this kernel reads aligned fields only")
+        raise ValueError(
+            f"a field of {width} bytes at offset {offset} of a {itemsize}-byte record is not "
+            f"aligned to its width; this kernel reads aligned fields only"
+        )
     return raw.view(dtype).reshape(-1, itemsize // width), offset // width
 
 
@@ -96,10 +98,12 @@ def signatures():
     from numba import types as t
 
     a = t.float64[:, :]
-    return {"sum": (_sum, (a, t.int64, t.float64, t.float64[::1])),
-            "min": (_min, (a, t.int64, t.float64, t.float64[::1])),
-            "max": (_max, (a, t.int64, t.float64, t.float64[::1])),
-            "count_greater": (_count_greater, (a, t.int64, t.float64, t.int64[::1]))}
+    return {
+        "sum": (_sum, (a, t.int64, t.float64, t.float64[::1])),
+        "min": (_min, (a, t.int64, t.float64, t.float64[::1])),
+        "max": (_max, (a, t.int64, t.float64, t.float64[::1])),
+        "count_greater": (_count_greater, (a, t.int64, t.float64, t.int64[::1])),
+    }
 
 
 KERNELS = signatures

@@ -36,8 +36,14 @@ CACHE_LINE = 64
 
 def record_dtype(itemsize):
     names = list(OFFSETS)
-    return np.dtype({"names": names, "formats": [OFFSETS[n][1] for n in names],
-                     "offsets": [OFFSETS[n][0] for n in names], "itemsize": itemsize})
+    return np.dtype(
+        {
+            "names": names,
+            "formats": [OFFSETS[n][1] for n in names],
+            "offsets": [OFFSETS[n][0] for n in names],
+            "itemsize": itemsize,
+        }
+    )
 
 
 def make_records(itemsize, n, seed=0):
@@ -50,19 +56,27 @@ def make_records(itemsize, n, seed=0):
 
 
 def numpy_ops(v, x):
-    return {"sum": v.sum, "mean": v.mean, "min": v.min, "max": v.max,
-            "count>x": lambda: np.count_nonzero(v > x)}
+    return {"sum": v.sum, "mean": v.mean, "min": v.min, "max": v.max, "count>x": lambda: np.count_nonzero(v > x)}
 
 
 def kernel_ops(v, x):
-    return {"sum": lambda: kr.column_sum(v), "mean": lambda: kr.column_mean(v),
-            "min": lambda: kr.column_min(v), "max": lambda: kr.column_max(v),
-            "count>x": lambda: kr.count_greater(v, x)}
+    return {
+        "sum": lambda: kr.column_sum(v),
+        "mean": lambda: kr.column_mean(v),
+        "min": lambda: kr.column_min(v),
+        "max": lambda: kr.column_max(v),
+        "count>x": lambda: kr.count_greater(v, x),
+    }
 
 
 def arrow_ops(arr, x):
-    return {"sum": lambda: pc.sum(arr), "mean": lambda: pc.mean(arr), "min": lambda: pc.min(arr),
-            "max": lambda: pc.max(arr), "count>x": lambda: pc.sum(pc.greater(arr, x))}
+    return {
+        "sum": lambda: pc.sum(arr),
+        "mean": lambda: pc.mean(arr),
+        "min": lambda: pc.min(arr),
+        "max": lambda: pc.max(arr),
+        "count>x": lambda: pc.sum(pc.greater(arr, x)),
+    }
 
 
 def polars_ops(s, x):
@@ -74,9 +88,13 @@ def cpu_methods(records, soa, name):
     x = THRESHOLDS[name]
     view = records[name]
     column = soa[name].to_numpy()
-    methods = {("AoS", "numpy"): numpy_ops(view, x), ("AoS", "kernel"): kernel_ops(view, x),
-               ("SoA", "numpy"): numpy_ops(column, x), ("SoA", "kernel"): kernel_ops(column, x),
-               ("SoA", "pyarrow"): arrow_ops(soa[name].to_arrow(), x)}
+    methods = {
+        ("AoS", "numpy"): numpy_ops(view, x),
+        ("AoS", "kernel"): kernel_ops(view, x),
+        ("SoA", "numpy"): numpy_ops(column, x),
+        ("SoA", "kernel"): kernel_ops(column, x),
+        ("SoA", "pyarrow"): arrow_ops(soa[name].to_arrow(), x),
+    }
     try:
         import polars as pl
     except ImportError:
@@ -104,13 +122,24 @@ def reduction_rows(n, repeat, gpu=None, itemsizes=ITEMSIZES):
     for itemsize in itemsizes:
         records = make_records(itemsize, n)
         nbytes = records.nbytes
-        copy_s = timed(lambda: np.copy(records), repeat)
-        soa_s = timed(lambda: lo.AoS(records).to_soa().to_arrow(), repeat)
-        fields_s = timed(lambda: {f: np.ascontiguousarray(records[f]) for f in OFFSETS}, repeat)
-        for method, seconds in (("np.copy (ceiling)", copy_s), ("layouts to_soa().to_arrow()", soa_s),
-                                ("numpy per-field ascontiguousarray", fields_s)):
-            conversions.append({"device": "cpu", "itemsize": itemsize, "method": method, "seconds": seconds,
-                                "GB/s": nbytes / seconds / 1e9, "x_copy": copy_s / seconds})
+        copy_s = timed(lambda r=records: np.copy(r), repeat)
+        soa_s = timed(lambda r=records: lo.AoS(r).to_soa().to_arrow(), repeat)
+        fields_s = timed(lambda r=records: {f: np.ascontiguousarray(r[f]) for f in OFFSETS}, repeat)
+        for method, seconds in (
+            ("np.copy (ceiling)", copy_s),
+            ("layouts to_soa().to_arrow()", soa_s),
+            ("numpy per-field ascontiguousarray", fields_s),
+        ):
+            conversions.append(
+                {
+                    "device": "cpu",
+                    "itemsize": itemsize,
+                    "method": method,
+                    "seconds": seconds,
+                    "GB/s": nbytes / seconds / 1e9,
+                    "x_copy": copy_s / seconds,
+                }
+            )
         soa = lo.AoS(records).to_soa()
         devices = [("cpu", cpu_methods(records, soa, name), name, None) for name in FIELDS.values()]
         if gpu is not None:
@@ -121,12 +150,20 @@ def reduction_rows(n, repeat, gpu=None, itemsizes=ITEMSIZES):
             for (layout, method), ops in methods.items():
                 for op, fn in ops.items():
                     seconds = timed(fn, repeat, sync)
-                    rows.append({
-                        "device": device, "itemsize": itemsize, "field": name, "width": width, "op": op,
-                        "layout": layout, "method": method, "seconds": seconds,
-                        "useful GB/s": n * width / seconds / 1e9,
-                        "touched GB/s": touched_bytes(layout, itemsize, width, n) / seconds / 1e9,
-                    })
+                    rows.append(
+                        {
+                            "device": device,
+                            "itemsize": itemsize,
+                            "field": name,
+                            "width": width,
+                            "op": op,
+                            "layout": layout,
+                            "method": method,
+                            "seconds": seconds,
+                            "useful GB/s": n * width / seconds / 1e9,
+                            "touched GB/s": touched_bytes(layout, itemsize, width, n) / seconds / 1e9,
+                        }
+                    )
         del records, soa
     return rows, conversions
 
@@ -145,9 +182,17 @@ def ratios(rows):
         aos = best(rows, device=device, itemsize=itemsize, field=field, op=op, layout="AoS")
         soa = best(rows, device=device, itemsize=itemsize, field=field, op=op, layout="SoA")
         if aos and soa:
-            out.append({"device": device, "itemsize": itemsize, "field": field, "op": op,
-                        "AoS method": aos["method"], "SoA method": soa["method"],
-                        "AoS/SoA": aos["seconds"] / soa["seconds"]})
+            out.append(
+                {
+                    "device": device,
+                    "itemsize": itemsize,
+                    "field": field,
+                    "op": op,
+                    "AoS method": aos["method"],
+                    "SoA method": soa["method"],
+                    "AoS/SoA": aos["seconds"] / soa["seconds"],
+                }
+            )
     return out
 
 
@@ -163,8 +208,11 @@ def break_even(rows, conversions):
         convert = cost[("cpu", "layouts to_soa().to_arrow()")]
         extra = {"cpu": convert}
         if ("gpu", "host-to-device copy of the records") in cost:
-            extra["gpu"] = (convert + cost[("gpu", "host-to-device copy of the column")]
-                            - cost[("gpu", "host-to-device copy of the records")])
+            extra["gpu"] = (
+                convert
+                + cost[("gpu", "host-to-device copy of the column")]
+                - cost[("gpu", "host-to-device copy of the records")]
+            )
         for device, extra_s in extra.items():
             for field in FIELDS.values():
                 gains = []
@@ -177,8 +225,16 @@ def break_even(rows, conversions):
                     continue
                 gain = float(np.mean(gains))
                 k = None if gain <= 0 else max(1, math.ceil(extra_s / gain))
-                out.append({"device": device, "itemsize": itemsize, "field": field, "extra s": extra_s,
-                            "saved per reduction s": gain, "reductions to break even": k})
+                out.append(
+                    {
+                        "device": device,
+                        "itemsize": itemsize,
+                        "field": field,
+                        "extra s": extra_s,
+                        "saved per reduction s": gain,
+                        "reductions to break even": k,
+                    }
+                )
     return out
 
 
@@ -188,29 +244,46 @@ def cpu_vs_gpu(rows, conversions):
     out = []
     for itemsize in sorted({r["itemsize"] for r in rows if r["device"] == "gpu"}):
         h2d = {c["method"]: c["seconds"] for c in conversions if c["device"] == "gpu" and c["itemsize"] == itemsize}
-        for layout, copy in (("AoS", "host-to-device copy of the records"), ("SoA", "host-to-device copy of the column")):
+        for layout, copy in (
+            ("AoS", "host-to-device copy of the records"),
+            ("SoA", "host-to-device copy of the column"),
+        ):
             cpu = best(rows, device="cpu", itemsize=itemsize, field="px", op="sum", layout=layout)
             gpu = best(rows, device="gpu", itemsize=itemsize, field="px", op="sum", layout=layout)
             if cpu and gpu and copy in h2d:
-                out.append({"itemsize": itemsize, "layout": layout, "cpu s": cpu["seconds"], "gpu s": gpu["seconds"],
-                            "gpu + transfer s": gpu["seconds"] + h2d[copy],
-                            "gpu speed-up": cpu["seconds"] / gpu["seconds"],
-                            "gpu speed-up with transfer": cpu["seconds"] / (gpu["seconds"] + h2d[copy])})
+                out.append(
+                    {
+                        "itemsize": itemsize,
+                        "layout": layout,
+                        "cpu s": cpu["seconds"],
+                        "gpu s": gpu["seconds"],
+                        "gpu + transfer s": gpu["seconds"] + h2d[copy],
+                        "gpu speed-up": cpu["seconds"] / gpu["seconds"],
+                        "gpu speed-up with transfer": cpu["seconds"] / (gpu["seconds"] + h2d[copy]),
+                    }
+                )
     return out
 
 
 def suite(n, repeat, gpu=None, itemsizes=ITEMSIZES):
     """Everything the report shows, as one JSON-ready dict."""
     rows, conversions = reduction_rows(n, repeat, gpu, itemsizes)
-    return {"records": n, "repeat": repeat, "rows": rows, "conversions": conversions,
-            "ratios": ratios(rows), "break_even": break_even(rows, conversions),
-            "cpu_vs_gpu": cpu_vs_gpu(rows, conversions)}
+    return {
+        "records": n,
+        "repeat": repeat,
+        "rows": rows,
+        "conversions": conversions,
+        "ratios": ratios(rows),
+        "break_even": break_even(rows, conversions),
+        "cpu_vs_gpu": cpu_vs_gpu(rows, conversions),
+    }
 
 
 def gpu_backend():
     """The GPU half when CuPy and a CUDA device are present, else None."""
     try:
         import cupy
+
         if cupy.cuda.runtime.getDeviceCount() < 1:
             return None
     except Exception:  # no CuPy, no driver, no device: the CPU half only
@@ -218,4 +291,3 @@ def gpu_backend():
     from .reductions_gpu import GPU
 
     return GPU()
-

@@ -14,8 +14,13 @@ from .reductions import OFFSETS, THRESHOLDS, timed
 
 
 def cupy_ops(col, x):
-    return {"sum": col.sum, "mean": col.mean, "min": col.min, "max": col.max,
-            "count>x": lambda: cp.count_nonzero(col > x)}
+    return {
+        "sum": col.sum,
+        "mean": col.mean,
+        "min": col.min,
+        "max": col.max,
+        "count>x": lambda: cp.count_nonzero(col > x),
+    }
 
 
 def kernel_ops(a, column, x):
@@ -39,9 +44,11 @@ class GPU:
         device_records = cp.asarray(records.view(np.uint8).reshape(-1))
         matrix, column = cuda_reduce.field_matrix(device_records, records.dtype.itemsize, offset, dtype)
         soa_column = cp.ascontiguousarray(matrix[:, column])
-        return {("AoS", "numba cuda kernel"): kernel_ops(cuda.as_cuda_array(matrix), column, x),
-                ("SoA", "cupy"): cupy_ops(soa_column, x),
-                ("SoA", "numba cuda kernel"): kernel_ops(cuda.as_cuda_array(soa_column.reshape(-1, 1)), 0, x)}
+        return {
+            ("AoS", "numba cuda kernel"): kernel_ops(cuda.as_cuda_array(matrix), column, x),
+            ("SoA", "cupy"): cupy_ops(soa_column, x),
+            ("SoA", "numba cuda kernel"): kernel_ops(cuda.as_cuda_array(soa_column.reshape(-1, 1)), 0, x),
+        }
 
     def conversions(self, records, repeat):
         """Host-to-device copies (records, one column) and a device-to-device copy of the
@@ -57,6 +64,13 @@ class GPU:
         rows = []
         for method, (fn, nbytes) in copies.items():
             seconds = timed(fn, repeat, self.sync)
-            rows.append({"device": "gpu", "itemsize": records.dtype.itemsize, "method": method,
-                         "seconds": seconds, "GB/s": nbytes / seconds / 1e9})
+            rows.append(
+                {
+                    "device": "gpu",
+                    "itemsize": records.dtype.itemsize,
+                    "method": method,
+                    "seconds": seconds,
+                    "GB/s": nbytes / seconds / 1e9,
+                }
+            )
         return rows

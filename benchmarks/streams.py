@@ -37,11 +37,31 @@ import numpy as np
 import layouts as lo
 
 # message type -> (total length, share of a day file's messages)
-MIX = {"A": (36, 0.36), "D": (19, 0.30), "U": (35, 0.10), "E": (31, 0.08), "X": (23, 0.06), "P": (44, 0.04),
-       "F": (40, 0.02), "C": (36, 0.01), "I": (50, 0.015), "S": (12, 0.0005), "R": (39, 0.001), "H": (25, 0.001),
-       "Y": (20, 0.001), "L": (26, 0.001), "V": (35, 0.0003), "W": (12, 0.0002), "K": (28, 0.0002),
-       "J": (35, 0.0002), "h": (21, 0.0002), "Q": (40, 0.002), "B": (19, 0.0005), "N": (20, 0.0015),
-       "O": (48, 0.0001)}
+MIX = {
+    "A": (36, 0.36),
+    "D": (19, 0.30),
+    "U": (35, 0.10),
+    "E": (31, 0.08),
+    "X": (23, 0.06),
+    "P": (44, 0.04),
+    "F": (40, 0.02),
+    "C": (36, 0.01),
+    "I": (50, 0.015),
+    "S": (12, 0.0005),
+    "R": (39, 0.001),
+    "H": (25, 0.001),
+    "Y": (20, 0.001),
+    "L": (26, 0.001),
+    "V": (35, 0.0003),
+    "W": (12, 0.0002),
+    "K": (28, 0.0002),
+    "J": (35, 0.0002),
+    "h": (21, 0.0002),
+    "Q": (40, 0.002),
+    "B": (19, 0.0005),
+    "N": (20, 0.0015),
+    "O": (48, 0.0001),
+}
 
 
 def itch_bytes(megabytes, seed=0):
@@ -125,8 +145,14 @@ def run_itch(sizes_mb, repeat):
             fns.append(lambda: book(buf))
         times = interleaved(fns, repeat)
         assert out.getvalue() == buf.tobytes()
-        row = {"bytes": buf.nbytes, "messages": n, "read_s": times[0], "write_s": times[1], "copy_s": times[2],
-               "itch_book_s": times[3] if book is not None else None}
+        row = {
+            "bytes": buf.nbytes,
+            "messages": n,
+            "read_s": times[0],
+            "write_s": times[1],
+            "copy_s": times[2],
+            "itch_book_s": times[3] if book is not None else None,
+        }
         rows.append(row)
     _print_itch(rows, repeat, book is not None)
     return rows
@@ -138,20 +164,27 @@ def _print_itch(rows, repeat, book):
     print("| ---: | ---: | --- | ---: | ---: | ---: | ---: |")
     for r in rows:
         gb, n, mb = r["bytes"] / 1e9, r["messages"], f"{r['bytes'] / 1e6:.0f}"
-        steps = [("read_stream -> 23 tables", r["read_s"]), ("write_stream <- 23 tables", r["write_s"]),
-                 ("np.copyto (reused buffer)", r["copy_s"])]
+        steps = [
+            ("read_stream -> 23 tables", r["read_s"]),
+            ("write_stream <- 23 tables", r["write_s"]),
+            ("np.copyto (reused buffer)", r["copy_s"]),
+        ]
         if book:
             steps.append(("itch-book message table", r["itch_book_s"]))
         for name, t in steps:
             print(f"| {mb} | {n:,} | {name} | {t:.3f} | {n / t / 1e6:.1f} M | {gb / t:.2f} | {t / r['copy_s']:.1f}x |")
     if book:
-        print("itch-book time / read_stream time: " + ", ".join(
-            f"{r['bytes'] / 1e6:.0f} MB: {r['itch_book_s'] / r['read_s']:.1f}x" for r in rows))
+        print(
+            "itch-book time / read_stream time: "
+            + ", ".join(f"{r['bytes'] / 1e6:.0f} MB: {r['itch_book_s'] / r['read_s']:.1f}x" for r in rows)
+        )
     if len(rows) > 1:
         a, b = rows[0], rows[-1]
-        print(f"from {a['bytes'] / 1e6:.0f} to {b['bytes'] / 1e6:.0f} MB ({b['bytes'] / a['bytes']:.1f}x the bytes): "
-              f"read {b['read_s'] / a['read_s']:.1f}x the time, write {b['write_s'] / a['write_s']:.1f}x, "
-              f"copy {b['copy_s'] / a['copy_s']:.1f}x")
+        print(
+            f"from {a['bytes'] / 1e6:.0f} to {b['bytes'] / 1e6:.0f} MB ({b['bytes'] / a['bytes']:.1f}x the bytes): "
+            f"read {b['read_s'] / a['read_s']:.1f}x the time, write {b['write_s'] / a['write_s']:.1f}x, "
+            f"copy {b['copy_s'] / a['copy_s']:.1f}x"
+        )
 
 
 def run_pcap(packets, repeat):
@@ -163,9 +196,12 @@ def run_pcap(packets, repeat):
     except ImportError:
         print("pcap: dpkt is not installed (pip install dpkt); skipped")
         return {}
-    t_lo, t_dpkt = interleaved([lambda: lo.read_stream(raw, pspec),
-                                lambda: list(dpkt.pcap.Reader(io.BytesIO(raw)))], repeat)
-    print(f"\npcap: {len(raw) / 1e6:.0f} MB, {packets:,} packets (payloads kept), median of {repeat} interleaved rounds")
+    t_lo, t_dpkt = interleaved(
+        [lambda: lo.read_stream(raw, pspec), lambda: list(dpkt.pcap.Reader(io.BytesIO(raw)))], repeat
+    )
+    print(
+        f"\npcap: {len(raw) / 1e6:.0f} MB, {packets:,} packets (payloads kept), median of {repeat} interleaved rounds"
+    )
     print("| reader | seconds | packets/s | GB/s | dpkt time / time |")
     print("| --- | ---: | ---: | ---: | ---: |")
     for name, t in (("layouts read_stream", t_lo), ("dpkt.pcap.Reader", t_dpkt)):
@@ -177,12 +213,15 @@ def _fixed_records(name, path, spec, type_name, dtype, offset, count, repeat):
     """read_stream of a file against read_records + to_soa of its fixed records."""
     lo.read_stream(path, spec)
     lo.read_records(path, dtype, offset=offset, count=count).to_soa()
-    t_stream, t_records = interleaved([lambda: lo.read_stream(path, spec),
-                                       lambda: lo.read_records(path, dtype, offset=offset, count=count).to_soa()],
-                                      repeat)
+    t_stream, t_records = interleaved(
+        [lambda: lo.read_stream(path, spec), lambda: lo.read_records(path, dtype, offset=offset, count=count).to_soa()],
+        repeat,
+    )
     size = os.path.getsize(path)
-    print(f"| {name} | {size / 1e6:.0f} MB | {count:,} | {t_stream:.3f} | {t_records:.3f} | "
-          f"{t_stream / t_records:.2f}x | {size / t_stream / 1e9:.2f} |")
+    print(
+        f"| {name} | {size / 1e6:.0f} MB | {count:,} | {t_stream:.3f} | {t_records:.3f} | "
+        f"{t_stream / t_records:.2f}x | {size / t_stream / 1e9:.2f} |"
+    )
     return {"bytes": size, "records": count, "read_stream_s": t_stream, "read_records_s": t_records}
 
 
@@ -200,8 +239,9 @@ def run_las(points, repeat, tmp):
     path = os.path.join(tmp, "points.las")
     las.write(path)
     header = laspy.read(path).header
-    return _fixed_records("LAS 1.2 format 1", path, "las", "format1", las.points.array.dtype,
-                         header.offset_to_point_data, points, repeat)
+    return _fixed_records(
+        "LAS 1.2 format 1", path, "las", "format1", las.points.array.dtype, header.offset_to_point_data, points, repeat
+    )
 
 
 def run_segy(traces, samples, repeat, tmp):
@@ -222,8 +262,7 @@ def run_segy(traces, samples, repeat, tmp):
     fields = [(n, layout.dtype.fields[n][0]) for n in layout.dtype.names if not n.startswith("_")]
     dtype = np.dtype(fields)  # the trace record as the file holds it: 240 bytes of header, then the samples
     assert dtype.itemsize == 240 + 4 * samples, dtype.itemsize
-    return _fixed_records(f"SEG-Y rev 1, {samples} IEEE samples", path, "segy", "float32", dtype, 3600, traces,
-                          repeat)
+    return _fixed_records(f"SEG-Y rev 1, {samples} IEEE samples", path, "segy", "float32", dtype, 3600, traces, repeat)
 
 
 def run(itch_mb, packets, repeat, points=2_000_000, traces=20_000, samples=1000):
@@ -236,17 +275,30 @@ def run(itch_mb, packets, repeat, points=2_000_000, traces=20_000, samples=1000)
         result["las"] = run_las(points, repeat, tmp)
         result["segy"] = run_segy(traces, samples, repeat, tmp)
     first = result["itch"][0]  # the keys of the smoke test and of earlier results
-    result.update(itch_bytes=first["bytes"], messages=first["messages"], read_s=first["read_s"],
-                  write_s=first["write_s"], copy_s=first["copy_s"])
+    result.update(
+        itch_bytes=first["bytes"],
+        messages=first["messages"],
+        read_s=first["read_s"],
+        write_s=first["write_s"],
+        copy_s=first["copy_s"],
+    )
     return result
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m benchmarks.streams", description=__doc__.splitlines()[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog=__doc__.split("\n\n", 1)[1])
-    p.add_argument("--itch-mb", type=float, nargs="+", default=[25.0, 100.0, 250.0],
-                   help="sizes of the ITCH days in MB (default: %(default)s)")
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.streams",
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+    )
+    p.add_argument(
+        "--itch-mb",
+        type=float,
+        nargs="+",
+        default=[25.0, 100.0, 250.0],
+        help="sizes of the ITCH days in MB (default: %(default)s)",
+    )
     p.add_argument("--packets", type=int, default=200_000, help="packets in the pcap (default: %(default)s)")
     p.add_argument("--points", type=int, default=2_000_000, help="LAS points (default: %(default)s)")
     p.add_argument("--traces", type=int, default=20_000, help="SEG-Y traces of 1000 samples (default: %(default)s)")
@@ -259,9 +311,13 @@ def main(argv=None):
     load_before = os.getloadavg()
     result = run(a.itch_mb, a.packets, a.repeat, a.points, a.traces)
     if a.json:
-        result["machine"] = {"cpus": os.cpu_count(), "platform": platform.platform(),
-                             "processor": platform.processor(), "load_average_before": load_before,
-                             "load_average_after": os.getloadavg()}  # (a shared machine's load)
+        result["machine"] = {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "processor": platform.processor(),
+            "load_average_before": load_before,
+            "load_average_after": os.getloadavg(),
+        }  # (a shared machine's load)
         result["command"] = "python -m benchmarks.streams " + " ".join(argv if argv is not None else sys.argv[1:])
         with open(a.json, "w") as f:
             json.dump(result, f, indent=1)

@@ -56,7 +56,7 @@ def interleaved(cases, rounds, before=None):
 def parallel_copy(dst, src, threads):
     """``np.copyto`` split into one contiguous piece per thread (NumPy releases the GIL)."""
     step = -(-len(src) // threads)
-    pieces = [(dst[i:i + step], src[i:i + step]) for i in range(0, len(src), step)]
+    pieces = [(dst[i : i + step], src[i : i + step]) for i in range(0, len(src), step)]
     with ThreadPoolExecutor(threads) as pool:
         list(pool.map(lambda p: np.copyto(*p), pieces))
 
@@ -110,8 +110,8 @@ def in_memory(n, rounds, threads):
         "SoA -> AoS fresh: to_aos / np.copy": t["np.copy (before to_aos)"] / t["layouts to_aos"],
         "AoS -> SoA vs NumPy per-field copies": t["numpy per-field copies"] / t["layouts to_soa + to_arrow"],
         "SoA -> AoS vs NumPy per-field assignment": t["numpy per-field assignment"] / t["layouts to_aos"],
-        "SoA -> AoS reused vs NumPy per-field assignment (out=)":
-            t["numpy per-field assignment (out=)"] / t["layouts to_aos(out=)"],
+        "SoA -> AoS reused vs NumPy per-field assignment (out=)": t["numpy per-field assignment (out=)"]
+        / t["layouts to_aos(out=)"],
         "AoS -> SoA vs polars.from_numpy": t["polars.from_numpy"] / t["layouts to_soa + to_arrow"],
     }
     rows = [{"name": name, "seconds": s, "GB/s": raw.nbytes / s / 1e9} for name, s in t.items()]
@@ -141,7 +141,9 @@ def big_records(nbytes, count):
     a["samples"] = np.arange(nbytes // 4, dtype=np.float32)
 
     def round_trip():
-        return lo.AoS(a, lo.Layout.from_dtype(dtype)).to_soa(threads=1).to_aos(threads=1).array  # (one record: one thread)
+        return (
+            lo.AoS(a, lo.Layout.from_dtype(dtype)).to_soa(threads=1).to_aos(threads=1).array
+        )  # (one record: one thread)
 
     assert (round_trip() == a).all()
     return best_of(round_trip)
@@ -153,10 +155,26 @@ def growth():
     the same bytes (linear in the record's size: ~1x)."""
     small, large = wide_table(2_500), wide_table(10_000)
     mb_small, mb_large = big_records(1 << 20, 32), big_records(32 << 20, 1)
-    return [{"name": "columns back to records", "small": 2_500, "large": 10_000, "small_s": small, "large_s": large,
-             "ratio": large / small, "linear_ratio": 4.0},
-            {"name": "record bytes, round trip (same total)", "small": 1 << 20, "large": 32 << 20, "small_s": mb_small,
-             "large_s": mb_large, "ratio": mb_large / mb_small, "linear_ratio": 1.0}]
+    return [
+        {
+            "name": "columns back to records",
+            "small": 2_500,
+            "large": 10_000,
+            "small_s": small,
+            "large_s": large,
+            "ratio": large / small,
+            "linear_ratio": 4.0,
+        },
+        {
+            "name": "record bytes, round trip (same total)",
+            "small": 1 << 20,
+            "large": 32 << 20,
+            "small_s": mb_small,
+            "large_s": mb_large,
+            "ratio": mb_large / mb_small,
+            "linear_ratio": 1.0,
+        },
+    ]
 
 
 # ------------------------------------------------------------------- files
@@ -170,13 +188,14 @@ def naive_to_arrow(path, dst, chunk_rows):
     with pa.OSFile(dst, "wb") as sink:
         writer = None
         for start in range(0, len(m), chunk_rows):
-            part = m[start:start + chunk_rows]
+            part = m[start : start + chunk_rows]
             arrays = {}
             for name in DTYPE.names:
                 col = np.ascontiguousarray(part[name])
                 if col.dtype.kind == "S":
-                    arrays[name] = pa.FixedSizeBinaryArray.from_buffers(pa.binary(col.dtype.itemsize), len(col),
-                                                                         [None, pa.py_buffer(col)])
+                    arrays[name] = pa.FixedSizeBinaryArray.from_buffers(
+                        pa.binary(col.dtype.itemsize), len(col), [None, pa.py_buffer(col)]
+                    )
                 elif col.ndim > 1:
                     arrays[name] = pa.FixedSizeListArray.from_arrays(pa.array(col.reshape(-1)), col.shape[1])
                 else:
@@ -209,21 +228,26 @@ def naive_to_records(src, dst):
 
 def files(n, rounds, directory, chunk):
     path = os.path.join(directory, "layouts-bench-transpose.bin")
-    outs = {k: os.path.join(directory, f"layouts-bench-transpose-{k}") for k in
-            ("copy.bin", "lo.arrow", "naive.arrow", "lo-back.bin", "naive-back.bin")}
+    outs = {
+        k: os.path.join(directory, f"layouts-bench-transpose-{k}")
+        for k in ("copy.bin", "lo.arrow", "naive.arrow", "lo-back.bin", "naive-back.bin")
+    }
     write_file(path, n)
     nbytes = os.path.getsize(path)
     chunk_rows = chunk // DTYPE.itemsize
 
     cases = {
         "copy the file": lambda: write_once(path, outs["copy.bin"], chunk),
-        "layouts convert -> Arrow IPC": lambda: lo.convert(path, DTYPE, outs["lo.arrow"], format="arrow",
-                                                           chunk_bytes=chunk),
+        "layouts convert -> Arrow IPC": lambda: lo.convert(
+            path, DTYPE, outs["lo.arrow"], format="arrow", chunk_bytes=chunk
+        ),
         "memmap + per-field copies + pyarrow IPC writer": lambda: naive_to_arrow(path, outs["naive.arrow"], chunk_rows),
-        "layouts convert Arrow IPC -> records": lambda: lo.convert(outs["lo.arrow"], DTYPE, outs["lo-back.bin"],
-                                                                   chunk_bytes=chunk),
-        "pyarrow reader + per-field assignment + write": lambda: naive_to_records(outs["naive.arrow"],
-                                                                                  outs["naive-back.bin"]),
+        "layouts convert Arrow IPC -> records": lambda: lo.convert(
+            outs["lo.arrow"], DTYPE, outs["lo-back.bin"], chunk_bytes=chunk
+        ),
+        "pyarrow reader + per-field assignment + write": lambda: naive_to_records(
+            outs["naive.arrow"], outs["naive-back.bin"]
+        ),
     }
     writes = dict(zip(cases, ("copy.bin", "lo.arrow", "naive.arrow", "lo-back.bin", "naive-back.bin")))
 
@@ -248,11 +272,11 @@ def files(n, rounds, directory, chunk):
     copy = t["copy the file"]
     ratios = {
         "to Arrow IPC: layouts / file copy": copy / t["layouts convert -> Arrow IPC"],
-        "to Arrow IPC: layouts vs the pipeline without layouts":
-            t["memmap + per-field copies + pyarrow IPC writer"] / t["layouts convert -> Arrow IPC"],
+        "to Arrow IPC: layouts vs the pipeline without layouts": t["memmap + per-field copies + pyarrow IPC writer"]
+        / t["layouts convert -> Arrow IPC"],
         "to records: layouts / file copy": copy / t["layouts convert Arrow IPC -> records"],
-        "to records: layouts vs the pipeline without layouts":
-            t["pyarrow reader + per-field assignment + write"] / t["layouts convert Arrow IPC -> records"],
+        "to records: layouts vs the pipeline without layouts": t["pyarrow reader + per-field assignment + write"]
+        / t["layouts convert Arrow IPC -> records"],
     }
     rows = [{"name": name, "seconds": s, "GB/s": nbytes / s / 1e9} for name, s in t.items()]
     return nbytes, rows, ratios
@@ -275,19 +299,36 @@ def main(argv=None):
     args = p.parse_args(argv)
     info = machine()
     rows, ratios = in_memory(args.records, args.repeat, args.threads)
-    print(f"{args.records:,} records x {DTYPE.itemsize} bytes ({args.records * DTYPE.itemsize / 1e9:.2f} GB), "
-          f"median of {args.repeat} interleaved rounds; {info['cpu']}, {info['cores']} cores")
+    print(
+        f"{args.records:,} records x {DTYPE.itemsize} bytes ({args.records * DTYPE.itemsize / 1e9:.2f} GB), "
+        f"median of {args.repeat} interleaved rounds; {info['cpu']}, {info['cores']} cores"
+    )
     print_table(rows, ratios, lambda s: f"{s * 1e3:8.1f} ms")
     grow = growth()
     for g in grow:
-        print(f"| {g['name']:<38} | {g['small']:>10,} -> {g['large']:>10,} | {g['small_s']:.3f} s -> "
-              f"{g['large_s']:.3f} s | x{g['ratio']:.1f} time (linear: x{g['linear_ratio']:.0f}) |")
+        print(
+            f"| {g['name']:<38} | {g['small']:>10,} -> {g['large']:>10,} | {g['small_s']:.3f} s -> "
+            f"{g['large_s']:.3f} s | x{g['ratio']:.1f} time (linear: x{g['linear_ratio']:.0f}) |"
+        )
     nbytes, file_rows, file_ratios = files(args.file_records, max(1, args.repeat // 2), args.dir, args.chunk)
-    print(f"file of {nbytes / 1e9:.2f} GB, page cache warm, sync before each run, chunks of {args.chunk >> 20} MiB, "
-          f"median of {max(1, args.repeat // 2)} interleaved rounds")
+    print(
+        f"file of {nbytes / 1e9:.2f} GB, page cache warm, sync before each run, chunks of {args.chunk >> 20} MiB, "
+        f"median of {max(1, args.repeat // 2)} interleaved rounds"
+    )
     print_table(file_rows, file_ratios, lambda s: f"{s:7.2f} s")
-    save_json(args.json, info, records=args.records, repeat=args.repeat, threads=args.threads, rows=rows,
-              ratios=ratios, growth=grow, file_bytes=nbytes, file_rows=file_rows, file_ratios=file_ratios)
+    save_json(
+        args.json,
+        info,
+        records=args.records,
+        repeat=args.repeat,
+        threads=args.threads,
+        rows=rows,
+        ratios=ratios,
+        growth=grow,
+        file_bytes=nbytes,
+        file_rows=file_rows,
+        file_ratios=file_ratios,
+    )
 
 
 if __name__ == "__main__":

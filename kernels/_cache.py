@@ -44,7 +44,8 @@ __all__ = ["jit", "STAMP", "shipped_dir", "machine_dir", "ship_dir"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 # the modules whose code the CPU kernels are compiled from: the package kernels/cpu/ and what it imports
 SOURCES = ("plan.py", "values.py", "mainframe.py", "_memory.py") + tuple(
-    sorted(f"cpu/{name}" for name in os.listdir(os.path.join(HERE, "cpu")) if name.endswith(".py")))
+    sorted(f"cpu/{name}" for name in os.listdir(os.path.join(HERE, "cpu")) if name.endswith(".py"))
+)
 FORMAT = "layouts-kernels-1"  # bump when what a cached kernel is made of changes in another way
 PORTABLE_CPU = "generic"  # the shipped kernels' target: the baseline of the platform's architecture
 
@@ -94,8 +95,10 @@ def _machine_bases():
     from numba.misc.appdirs import AppDirs
 
     uid = os.getuid() if hasattr(os, "getuid") else "user"
-    return [AppDirs(appname="layouts", appauthor=False).user_cache_dir,
-            os.path.join(tempfile.gettempdir(), f"layouts-{uid}")]  # a home that cannot be written
+    return [
+        AppDirs(appname="layouts", appauthor=False).user_cache_dir,
+        os.path.join(tempfile.gettempdir(), f"layouts-{uid}"),
+    ]  # a home that cannot be written
 
 
 _machine = []
@@ -139,8 +142,11 @@ class _Locator(caching._CacheLocator):
 def _module_name(path):
     """``cpu.forward`` for kernels/cpu/forward.py: the module's dotted name under kernels/."""
     rel = os.path.relpath(os.path.abspath(path), HERE)
-    return os.path.splitext(rel)[0].replace(os.sep, ".") if not rel.startswith("..") else \
-        os.path.splitext(os.path.basename(path))[0]
+    return (
+        os.path.splitext(rel)[0].replace(os.sep, ".")
+        if not rel.startswith("..")
+        else os.path.splitext(os.path.basename(path))[0]
+    )
 
 
 class _Impl(caching.CompileResultCacheImpl):
@@ -150,8 +156,7 @@ class _Impl(caching.CompileResultCacheImpl):
         self._lineno = py_func.__code__.co_firstlineno
         self._locator = locator
         module = _module_name(py_func.__code__.co_filename)
-        self._filename_base = self.get_filename_base(f"{module}.{py_func.__qualname__}",
-                                                     getattr(sys, "abiflags", ""))
+        self._filename_base = self.get_filename_base(f"{module}.{py_func.__qualname__}", getattr(sys, "abiflags", ""))
 
 
 def _read_regular(path):
@@ -159,8 +164,9 @@ def _read_regular(path):
     without waiting: the file is opened non-blocking (a FIFO with no writer would block
     ``open`` for ever; a FIFO or a device would block or never end ``read``) and checked
     with ``fstat`` before a byte is read."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-                 | getattr(os, "O_BINARY", 0))
+    fd = os.open(
+        path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    )
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file, so not a kernel cache file", path)
@@ -299,6 +305,7 @@ class KernelCache(caching.FunctionCache):
 def jit(**options):
     """``numba.njit(**options)`` whose compiled code is cached as described above
     (Numba's own ``cache=True`` where the sources cannot be hashed)."""
+
     def wrap(fn):
         if STAMP is None:
             return njit(cache=True, **options)(fn)

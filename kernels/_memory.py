@@ -71,6 +71,7 @@ def stream_line(typingctx, dst, src):
     """Copy the 64 bytes at ``src`` (any alignment) to ``dst`` (64-byte aligned) with
     streaming stores: two 32-byte vector stores (AVX), four 16-byte ones (SSE2) or the
     platform's equivalent."""
+
     def codegen(context, builder, sig, args):
         vec = ir.VectorType(ir.IntType(64), 4)
         hint = builder.module.add_metadata([ir.Constant(ir.IntType(32), 1)])
@@ -86,9 +87,12 @@ def stream_line(typingctx, dst, src):
 @intrinsic
 def prefetch(typingctx, addr):
     """Ask for the cache line at ``addr`` to be loaded (a hint: never faults)."""
+
     def codegen(context, builder, sig, args):
         i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
-        fn = builder.module.declare_intrinsic("llvm.prefetch", [i8p], ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]))
+        fn = builder.module.declare_intrinsic(
+            "llvm.prefetch", [i8p], ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        )
         ptr = builder.inttoptr(args[0], i8p)
         builder.call(fn, [ptr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
         return context.get_dummy_value()
@@ -100,6 +104,7 @@ def prefetch(typingctx, addr):
 def stream_fence(typingctx):
     """Order this thread's streaming stores before its later stores (x86: SFENCE),
     so a thread that sees the kernel finished also sees its output."""
+
     def codegen(context, builder, sig, args):
         if _X86:
             fn = builder.module.declare_intrinsic("llvm.x86.sse.sfence", fnty=ir.FunctionType(ir.VoidType(), []))
@@ -109,7 +114,6 @@ def stream_fence(typingctx):
         return context.get_dummy_value()
 
     return types.void(), codegen
-
 
 
 # ------------------------------------------------------- mapped files that shrink
@@ -128,8 +132,12 @@ _SA_SIGINFO = 4
 class _Sigaction(ctypes.Structure):
     """``struct sigaction`` of glibc on Linux (x86-64 and AArch64)."""
 
-    _fields_ = [("handler", ctypes.c_void_p), ("mask", ctypes.c_ulong * 16), ("flags", ctypes.c_int),
-                ("restorer", ctypes.c_void_p)]
+    _fields_ = [
+        ("handler", ctypes.c_void_p),
+        ("mask", ctypes.c_ulong * 16),
+        ("flags", ctypes.c_int),
+        ("restorer", ctypes.c_void_p),
+    ]
 
 
 class _Guards:
@@ -144,8 +152,7 @@ class _Guards:
         self.table = np.zeros((_GUARDS, 4), dtype=np.int64)
         self.previous = _Sigaction()
         self.lock = threading.Lock()
-        self.handler = _make_handler(self.table.ctypes.data, ctypes.addressof(self.previous),
-                                     mmap.PAGESIZE)
+        self.handler = _make_handler(self.table.ctypes.data, ctypes.addressof(self.previous), mmap.PAGESIZE)
 
     def installed(self):
         now = _Sigaction()

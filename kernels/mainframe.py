@@ -401,4 +401,3 @@ def ieee_to_ibm(bits, width):
         if e > 127:
             return np.int64(0), 1
     return np.int64((sign << top) | (np.uint64(e) << np.uint64(fbits)) | f), 0
-

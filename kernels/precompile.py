@@ -33,8 +33,11 @@ def main(argv=None):
     from . import _cache, cpu
 
     todo = cpu.missing()
-    took = cpu.precompile(lambda name, i, n: print(f"kernel {i + 1}/{n} ({name}): "
-                                                   f"{'compiling' if name in todo else 'loading'}", flush=True))
+    took = cpu.precompile(
+        lambda name, i, n: print(
+            f"kernel {i + 1}/{n} ({name}): {'compiling' if name in todo else 'loading'}", flush=True
+        )
+    )
     if args.ship:  # the kernels called from Python only: what they call is compiled into them
         keep = tuple(kernel._cache._impl.filename_base + "." for _, kernel, _ in cpu.host._entries())
         for name in os.listdir(args.ship):

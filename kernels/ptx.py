@@ -17,8 +17,15 @@ import sys
 import time
 
 # Per-SM limits of compute capability 9.0 (H100, H200): the CUDA occupancy rules.
-SM90 = {"registers": 65536, "shared": 228 * 1024, "shared_reserved_per_block": 1024, "threads": 2048,
-        "blocks": 32, "warp_register_granule": 256, "max_registers_per_thread": 255}
+SM90 = {
+    "registers": 65536,
+    "shared": 228 * 1024,
+    "shared_reserved_per_block": 1024,
+    "threads": 2048,
+    "blocks": 32,
+    "warp_register_granule": 256,
+    "max_registers_per_thread": 255,
+}
 RECORD_BYTES = 48  # the record whose tile sizes the transpose kernels' dynamic shared memory
 
 
@@ -53,8 +60,13 @@ def link_info(ptx, name, cc):
     spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", text)
     if used is None or spills is None:
         raise RuntimeError(f"{name}: nvJitLink's log has no resource line:\n{text}")
-    return {"registers": int(used.group(1)), "shared_static": int(used.group(2)), "local": int(used.group(3)),
-            "spill_stores": int(spills.group(1)), "spill_loads": int(spills.group(2))}
+    return {
+        "registers": int(used.group(1)),
+        "shared_static": int(used.group(2)),
+        "local": int(used.group(3)),
+        "spill_stores": int(spills.group(1)),
+        "spill_loads": int(spills.group(2)),
+    }
 
 
 def launches():
@@ -64,12 +76,25 @@ def launches():
     rows, slot, staged = kernels_cuda.tile_shape(RECORD_BYTES)
     tile = rows * slot + 8 if staged else 0
     threads = kernels_cuda.THREADS
-    out = {"forward": (threads, tile), "reverse": (threads, tile), "copy_strings": (threads, 0),
-           "copy_text": (threads, 0),
-           "scan_blocks": (kernels_cuda.SCAN_THREADS, 0), "scan_sums": (1, 0),
-           "scan_add": (kernels_cuda.SCAN_THREADS, 0)}
-    bridge = ("bits_to_bits", "bits_to_bytes", "bytes_to_bits", "codes_with_nulls", "offsets_check[int32]",
-              "offsets_check[int64]", "offsets_rebase[int32]", "offsets_rebase[int64]")
+    out = {
+        "forward": (threads, tile),
+        "reverse": (threads, tile),
+        "copy_strings": (threads, 0),
+        "copy_text": (threads, 0),
+        "scan_blocks": (kernels_cuda.SCAN_THREADS, 0),
+        "scan_sums": (1, 0),
+        "scan_add": (kernels_cuda.SCAN_THREADS, 0),
+    }
+    bridge = (
+        "bits_to_bits",
+        "bits_to_bytes",
+        "bytes_to_bits",
+        "codes_with_nulls",
+        "offsets_check[int32]",
+        "offsets_check[int64]",
+        "offsets_rebase[int32]",
+        "offsets_rebase[int64]",
+    )
     out.update({name: (threads, 0) for name in bridge})  # the cuDF bridge's, one element a thread
     return out
 
@@ -89,12 +114,22 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m layouts.kernels.ptx", description=__doc__.splitlines()[0])
     parser.add_argument("--cc", default="9.0", help="compute capability, e.g. 9.0 for H100/H200")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
-    parser.add_argument("--variant", action="append", default=[], metavar="NAME=FORWARD/REVERSE",
-                        help="also the forward and reverse kernels specialised for the kind masks of a layout's "
-                             "plans (kernels.cuda.kinds_of), reported as forward[NAME] and reverse[NAME]")
-    parser.add_argument("--also", action="append", default=[], metavar="MODULE",
-                        help="also the kernels of MODULE (its KERNELS() and THREADS), e.g. "
-                             "layouts.benchmarks.reduce_cuda for the benchmarks' reductions")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME=FORWARD/REVERSE",
+        help="also the forward and reverse kernels specialised for the kind masks of a layout's "
+        "plans (kernels.cuda.kinds_of), reported as forward[NAME] and reverse[NAME]",
+    )
+    parser.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="also the kernels of MODULE (its KERNELS() and THREADS), e.g. "
+        "layouts.benchmarks.reduce_cuda for the benchmarks' reductions",
+    )
     args = parser.parse_args(argv)
     cc = tuple(int(x) for x in args.cc.split("."))
 
@@ -128,15 +163,21 @@ def main(argv=None):
         ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=cc)
         info = link_info(ptx, name, cc)
         threads, dynamic = shapes.get(name) or shapes[name.split("[")[0]]  # forward[mainframe]: as forward
-        info.update(ptx_bytes=len(ptx), threads=threads, shared_dynamic=dynamic,
-                    occupancy=occupancy(info["registers"], threads, info["shared_static"] + dynamic),
-                    seconds=round(time.perf_counter() - t0, 2))
+        info.update(
+            ptx_bytes=len(ptx),
+            threads=threads,
+            shared_dynamic=dynamic,
+            occupancy=occupancy(info["registers"], threads, info["shared_static"] + dynamic),
+            seconds=round(time.perf_counter() - t0, 2),
+        )
         report[name] = info
         if not args.json:
-            print(f"{name}: {len(ptx)} bytes of PTX for sm_{cc[0]}{cc[1]} in {info['seconds']:.1f} s; "
-                  f"{info['registers']} registers, {info['spill_stores'] + info['spill_loads']} bytes spilled, "
-                  f"shared {info['shared_static']} + {dynamic} B, {threads} threads: "
-                  f"occupancy {info['occupancy']:.0%}")
+            print(
+                f"{name}: {len(ptx)} bytes of PTX for sm_{cc[0]}{cc[1]} in {info['seconds']:.1f} s; "
+                f"{info['registers']} registers, {info['spill_stores'] + info['spill_loads']} bytes spilled, "
+                f"shared {info['shared_static']} + {dynamic} B, {threads} threads: "
+                f"occupancy {info['occupancy']:.0%}"
+            )
     if args.json:
         print(json.dumps({"cc": list(cc), "kernels": report}, indent=1))
     return 0

@@ -22,20 +22,39 @@ from ._memory import store8
 from .cpu.gather import E_TEXT_NUL, E_WIDE, aos_to_soa_at, soa_to_aos_at  # the transpose through an index
 from .cpu.memory import _memcpy  # the transpose's copy of raw bytes, 8 at a time
 
-__all__ = ["scan", "group", "gather", "gather_all", "aos_to_soa_at", "soa_to_aos_at", "E_TEXT_NUL", "E_WIDE",
-           "first_nul", "gather_tails", "scatter", "scatter_tails", "put_uint", "OK", "FULL", "SHORT_PREFIX",
-           "PAST_END", "TOO_SMALL", "UNKNOWN_TAG", "SHORT_RECORD"]
+__all__ = [
+    "scan",
+    "group",
+    "gather",
+    "gather_all",
+    "aos_to_soa_at",
+    "soa_to_aos_at",
+    "E_TEXT_NUL",
+    "E_WIDE",
+    "first_nul",
+    "gather_tails",
+    "scatter",
+    "scatter_tails",
+    "put_uint",
+    "OK",
+    "FULL",
+    "SHORT_PREFIX",
+    "PAST_END",
+    "TOO_SMALL",
+    "UNKNOWN_TAG",
+    "SHORT_RECORD",
+]
 
 _jit = njit(nogil=True, cache=True)
 
 # scan statuses
 OK = 0
-FULL = 1           # the output arrays are full: call again from ``pos`` with room
-SHORT_PREFIX = 2   # fewer bytes left than the length/tag fields need (a truncated record)
-PAST_END = 3       # the length runs past the end of the section
-TOO_SMALL = 4      # the length is smaller than the fields that framing reads (zero included)
-UNKNOWN_TAG = 5    # a tag value with no record type (unknown="error")
-SHORT_RECORD = 6   # a record shorter than its type's fields
+FULL = 1  # the output arrays are full: call again from ``pos`` with room
+SHORT_PREFIX = 2  # fewer bytes left than the length/tag fields need (a truncated record)
+PAST_END = 3  # the length runs past the end of the section
+TOO_SMALL = 4  # the length is smaller than the fields that framing reads (zero included)
+UNKNOWN_TAG = 5  # a tag value with no record type (unknown="error")
+SHORT_RECORD = 6  # a record shorter than its type's fields
 
 
 @_jit
@@ -66,8 +85,30 @@ def put_uint(buf, pos, size, big, value):
 
 
 @_jit
-def scan(buf, pos, end, count, limit, len_off, len_size, len_big, unit, base, min_len,
-         tag_off, tag_size, tag_big, tag_values, tag_types, direct, unknown, type_min, offsets, lengths, types):
+def scan(
+    buf,
+    pos,
+    end,
+    count,
+    limit,
+    len_off,
+    len_size,
+    len_big,
+    unit,
+    base,
+    min_len,
+    tag_off,
+    tag_size,
+    tag_big,
+    tag_values,
+    tag_types,
+    direct,
+    unknown,
+    type_min,
+    offsets,
+    lengths,
+    types,
+):
     """Walk records from ``pos`` to ``end`` (exclusive) of ``buf`` (uint8).
 
     A record's length is ``base`` when ``len_size`` is 0 (fixed size), else

@@ -25,8 +25,19 @@ import signal
 import threading
 import time
 
-__all__ = ["default_threads", "chunk_starts", "thread_pool", "shutdown", "hold_sigint", "InterruptHold",
-           "deferred_interrupts", "SigintCounter", "run_chunks", "ROW_ALIGN", "MIN_CHUNK_BYTES"]
+__all__ = [
+    "default_threads",
+    "chunk_starts",
+    "thread_pool",
+    "shutdown",
+    "hold_sigint",
+    "InterruptHold",
+    "deferred_interrupts",
+    "SigintCounter",
+    "run_chunks",
+    "ROW_ALIGN",
+    "MIN_CHUNK_BYTES",
+]
 
 ROW_ALIGN = 64  # chunk starts are multiples of 64 rows: no two threads share a byte of a bitmap
 MIN_CHUNK_BYTES = 1 << 20  # a chunk is at least this many bytes of records (else fewer threads)
@@ -177,8 +188,10 @@ class SigintCounter:
     def take_over(self):
         """Take SIGINT over where Python's default handler has it: where it is ignored (a
         background job) or another handler has it, it is left as it is."""
-        if threading.current_thread() is threading.main_thread() \
-                and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        if (
+            threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        ):
             self.previous = signal.signal(signal.SIGINT, self)
             self.installed = True
 

@@ -13,12 +13,41 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing for the 
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Layout", "Field", "Encoding", "LayoutError", "ConversionError", "__version__", "AoS", "SoA", "Column",
-           "read_records", "convert", "ConvertResult", "memory_stats", "Stream", "read_stream", "write_stream"]
+__all__ = [
+    "Layout",
+    "Field",
+    "Encoding",
+    "LayoutError",
+    "ConversionError",
+    "__version__",
+    "AoS",
+    "SoA",
+    "Column",
+    "read_records",
+    "convert",
+    "ConvertResult",
+    "memory_stats",
+    "Stream",
+    "read_stream",
+    "write_stream",
+]
 
-_WHERE = {"Layout": "_layout", "Field": "_layout", "Encoding": "_layout", "LayoutError": "_errors", "ConversionError": "_errors",
-          "AoS": "_aos", "SoA": "_soa", "Column": "_soa", "read_records": "_files", "convert": "_convert",
-          "ConvertResult": "_convert", "Stream": "_stream", "read_stream": "_stream", "write_stream": "_stream"}
+_WHERE = {
+    "Layout": "_layout",
+    "Field": "_layout",
+    "Encoding": "_layout",
+    "LayoutError": "_errors",
+    "ConversionError": "_errors",
+    "AoS": "_aos",
+    "SoA": "_soa",
+    "Column": "_soa",
+    "read_records": "_files",
+    "convert": "_convert",
+    "ConvertResult": "_convert",
+    "Stream": "_stream",
+    "read_stream": "_stream",
+    "write_stream": "_stream",
+}
 
 
 def __getattr__(name):

@@ -165,8 +165,14 @@ class AoS:
         host = self._backend.records_to_host(self.array, self.layout)
         return AoS(target.records_from_host(host, self.layout), self.layout)
 
-    def to_soa(self, *, nulls: "Mapping[str, Any] | None" = None, out: "SoA | None" = None,
-               threads: "int | None" = None, device: "str | None" = None) -> "SoA":
+    def to_soa(
+        self,
+        *,
+        nulls: "Mapping[str, Any] | None" = None,
+        out: "SoA | None" = None,
+        threads: "int | None" = None,
+        device: "str | None" = None,
+    ) -> "SoA":
         """Transpose the records into Arrow columns, in one pass over them.
 
         Parameters
@@ -213,8 +219,10 @@ class AoS:
         else:
             arena, memory = _reusable(out, layout, n, frozenset(nulls), backend)
             if backend.overlaps(memory, self.array):
-                raise LayoutError("out= is an SoA whose arena holds these very records; the columns would "
-                                  "overwrite the records while they are read: convert into a new SoA (no out=)")
+                raise LayoutError(
+                    "out= is an SoA whose arena holds these very records; the columns would "
+                    "overwrite the records while they are read: convert into a new SoA (no out=)"
+                )
             use, writes = out._use, backend.claims(memory, f"out= (the {backend.arena_name} of the SoA passed)")
         # one conversion at a time per buffer; a file mapped by read_records may shrink meanwhile
         reads = backend.claims(self.array, "the records being converted")
@@ -225,8 +233,9 @@ class AoS:
                 fault = backend.aos_to_soa(self.array, layout, n, arena, memory, nulls, threads=threads)
                 if fault is not None:
                     raise forward_error(layout, backend.records_to_host(self.array, layout), fault)
-                return soa_over_arena(layout, n, arena, memory, nulls,
-                                      lambda: backend.records_to_host(self.array, layout), use, backend)
+                return soa_over_arena(
+                    layout, n, arena, memory, nulls, lambda: backend.records_to_host(self.array, layout), use, backend
+                )
             except BaseException:
                 if use is not None:
                     use.failed()  # the SoAs made earlier say so: this call returned none to use instead

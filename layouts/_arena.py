@@ -81,8 +81,9 @@ class Arena:
         of ``memory`` (host bytes the forward kernels wrote): string data ends where
         the last offset says."""
         if self._widths is None:  # elements per record, and bytes per element: 0 bit-packed, None var-length
-            self._widths = [(f.count, None if ow else arrow_width(f))
-                            for f, ow in zip(self.layout.fields, self.offset_width)]
+            self._widths = [
+                (f.count, None if ow else arrow_width(f)) for f, ow in zip(self.layout.fields, self.offset_width)
+            ]
         out = []
         for bufs, ow, (per, width) in zip(self.buffers, self.offset_width, self._widths):
             count = n * per
@@ -141,7 +142,8 @@ class ArenaUse:
                     f"out= is still exported: {live} export(s) of its arena (to_arrow(), "
                     f"to_record_batch(), __arrow_c_stream__, a column's to_arrow()...) are alive, and writing "
                     f"other records over that memory would change them under their users; drop them first "
-                    f"(del table), or pass out=None for a new arena")
+                    f"(del table), or pass out=None for a new arena"
+                )
             self.generation += 1  # from here on, SoAs made earlier over this memory refuse to read it
 
     def failed(self):

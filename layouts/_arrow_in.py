@@ -18,9 +18,23 @@ TIME_UNITS = ("s", "ms", "us", "ns")
 _UNIT_NAMES = {"s": "seconds", "ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}
 # a unit at the end of a field's name, after "_" or ".": ts_ns, t_us, elapsed_ms, epoch_sec, at.nanos
 _NAMED_UNIT = re.compile(r"[_.](s|secs?|ms|msecs?|millis|us|usecs?|micros|ns|nsecs?|nanos)$", re.I)
-_UNIT_WORDS = {"s": "s", "sec": "s", "secs": "s", "ms": "ms", "msec": "ms", "msecs": "ms", "millis": "ms",
-               "us": "us", "usec": "us", "usecs": "us", "micros": "us", "ns": "ns", "nsec": "ns", "nsecs": "ns",
-               "nanos": "ns"}
+_UNIT_WORDS = {
+    "s": "s",
+    "sec": "s",
+    "secs": "s",
+    "ms": "ms",
+    "msec": "ms",
+    "msecs": "ms",
+    "millis": "ms",
+    "us": "us",
+    "usec": "us",
+    "usecs": "us",
+    "micros": "us",
+    "ns": "ns",
+    "nsec": "ns",
+    "nsecs": "ns",
+    "nanos": "ns",
+}
 
 
 def check_cast(cast):
@@ -64,7 +78,8 @@ def _duplicate_columns(obj):
             f"the {type(obj).__name__} has "
             + ", ".join(f"{len(at)} columns named {n!r} (columns {at})" for n, at in where.items())
             + f" of {names}; a field is found by name, which would not say which one to read: rename all but one "
-              f"first (pandas: df.columns = [...]), or drop the ones not meant")
+            f"first (pandas: df.columns = [...]), or drop the ones not meant"
+        )
 
 
 def columns_from_arrow(obj, layout, fill, cast="strict", time_unit=None, extra="error", truncate=None):
@@ -95,22 +110,31 @@ def columns_from_arrow(obj, layout, fill, cast="strict", time_unit=None, extra="
     check.stored = _stored_units(table.schema)
     kept = sorted(drop & names) if isinstance(drop, set) else []
     if kept:
-        raise LayoutError(f"extra names {kept}, which the layout has: only columns the layout does not have are "
-                          f"dropped")
+        raise LayoutError(
+            f"extra names {kept}, which the layout has: only columns the layout does not have are dropped"
+        )
     check.extras([c for c in table.column_names if c not in names], "the Arrow data", [f.name for f in tops])
     for top in tops:
         group = [next(leaves) for _ in range(_leaf_count(top.type))]
         if top.name not in present:
-            check.problems.add(top.name, ConversionError(
-                f"the Arrow data has no column {top.name!r} (it has {table.column_names}); "
-                f"the layout needs {[f.name for f in tops]}"
-            ))
+            check.problems.add(
+                top.name,
+                ConversionError(
+                    f"the Arrow data has no column {top.name!r} (it has {table.column_names}); "
+                    f"the layout needs {[f.name for f in tops]}"
+                ),
+            )
             continue
         chunked = table.column(top.name)
         for chunk in chunked.chunks:
             check_column(chunk, top.name)
-        arr = chunked.chunk(0) if chunked.num_chunks == 1 else pa.concat_arrays(chunked.chunks) \
-            if chunked.num_chunks else pa.array([], type=chunked.type)
+        arr = (
+            chunked.chunk(0)
+            if chunked.num_chunks == 1
+            else pa.concat_arrays(chunked.chunks)
+            if chunked.num_chunks
+            else pa.array([], type=chunked.type)
+        )
         try:
             _descend(arr, top.type, top.name, iter(group), columns, fill, fills, cast, check)
         except ConversionError as err:
@@ -172,9 +196,11 @@ def time_units(time_unit, layout):
         if unit not in allowed:
             raise LayoutError(f"time_unit[{name!r}] must be one of {allowed}, got {unit!r}")
         if field.enum or field.kind == "bool" or field.dtype.kind not in "iumM":
-            raise LayoutError(f"time_unit names field {name!r} ({field.dtype.str}), but a time unit applies to "
-                              f"integer fields (times written as counts) and datetime fields (integers read as "
-                              f"counts)")
+            raise LayoutError(
+                f"time_unit names field {name!r} ({field.dtype.str}), but a time unit applies to "
+                f"integer fields (times written as counts) and datetime fields (integers read as "
+                f"counts)"
+            )
         out[name] = unit
     return out
 
@@ -208,10 +234,13 @@ class Problems:
             unfixed = sorted({column for column, err in self.items if not getattr(err, "fix", None)} - {None})
             tail = f"to convert, pass {fix_text(fixes)}" if fixes else ""
             if unfixed:
-                tail += (" and " if tail else "") + (f"change the data or the layout of {', '.join(map(repr, unfixed))}"
-                                                     f" (no option fixes {'it' if len(unfixed) == 1 else 'them'})")
-            err = ConversionError(f"{len(self.items)} problems with the Arrow data's columns, all of them: {listed}; "
-                                  f"{tail}")
+                tail += (" and " if tail else "") + (
+                    f"change the data or the layout of {', '.join(map(repr, unfixed))}"
+                    f" (no option fixes {'it' if len(unfixed) == 1 else 'them'})"
+                )
+            err = ConversionError(
+                f"{len(self.items)} problems with the Arrow data's columns, all of them: {listed}; {tail}"
+            )
         err.problems, err.fixes = list(self.items), fixes
         return err
 
@@ -232,10 +261,14 @@ def merge_fixes(fixes):
 
 def fix_text(fixes):
     """``fill={'qty': value}, cast='parse'``: the keyword arguments of ``fixes`` as text."""
+
     def one(key, value):
         if isinstance(value, dict):
-            return f"{key}={{" + ", ".join(f"{k!r}: {'value' if v == 'value' else repr(v)}"
-                                           for k, v in value.items()) + "}"
+            return (
+                f"{key}={{"
+                + ", ".join(f"{k!r}: {'value' if v == 'value' else repr(v)}" for k, v in value.items())
+                + "}"
+            )
         return f"{key}={value!r}"
 
     return ", ".join(one(k, v) for k, v in fixes.items())
@@ -262,10 +295,15 @@ class _Check:
         left = [] if self.drop == "drop" else list(dict.fromkeys(n for n in names if n not in self.drop))
         if left:
             said = f"columns {left}" if len(left) > 1 else f"a column {left[0]!r}"
-            self.problems.add(left[0], _problem(
-                f"{where} has {said} that the layout does not have "
-                f"(it has {wanted}), which would be lost: pass extra={left!r} to drop "
-                f"{'them' if len(left) > 1 else 'it'}, or change the layout", extra=left))
+            self.problems.add(
+                left[0],
+                _problem(
+                    f"{where} has {said} that the layout does not have "
+                    f"(it has {wanted}), which would be lost: pass extra={left!r} to drop "
+                    f"{'them' if len(left) > 1 else 'it'}, or change the layout",
+                    extra=left,
+                ),
+            )
 
     def unit(self, field):
         """The unit ``time_unit`` gives ``field`` (``"name"`` read from its name), or None."""
@@ -277,7 +315,9 @@ class _Check:
             raise _problem(
                 f"time_unit='name' takes field {field.name!r}'s unit from its name, but the name ends in no unit "
                 f"(like ts_ns, t_us, t_ms, t_s): pass time_unit={{{field.name!r}: 'UNIT'}}, the unit it counts "
-                f"(s, ms, us or ns)", time_unit={field.name: "UNIT"})
+                f"(s, ms, us or ns)",
+                time_unit={field.name: "UNIT"},
+            )
         return named
 
 
@@ -327,8 +367,11 @@ def _check_offsets(arr):
 def _descend(arr, arrow_type, name, leaves, columns, fill, fills, cast, check=None):
     if pa.types.is_fixed_size_list(arrow_type):
         if not pa.types.is_fixed_size_list(arr.type):
-            arr = _cast(arr, pa.list_(arr.type.value_type, arrow_type.list_size), name, "") \
-                if pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type) else _mismatch(arr, arrow_type, name)
+            arr = (
+                _cast(arr, pa.list_(arr.type.value_type, arrow_type.list_size), name, "")
+                if pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)
+                else _mismatch(arr, arrow_type, name)
+            )
         if arr.type.list_size != arrow_type.list_size:
             raise ConversionError(
                 f"column {name!r} holds lists of {arr.type.list_size}; the field is a sub-array of "
@@ -342,16 +385,18 @@ def _descend(arr, arrow_type, name, leaves, columns, fill, fills, cast, check=No
         _no_parent_nulls(arr, name, "structs")
         if check is not None:
             wanted = {c.name for c in arrow_type}
-            check.extras([f"{name}.{c.name}" for c in arr.type if c.name not in wanted], f"column {name!r}",
-                         [c.name for c in arrow_type])
+            check.extras(
+                [f"{name}.{c.name}" for c in arr.type if c.name not in wanted],
+                f"column {name!r}",
+                [c.name for c in arrow_type],
+            )
         for child in arrow_type:
             index = arr.type.get_field_index(child.name)
             if index < 0:
                 raise ConversionError(
                     f"column {name!r} has no child {child.name!r} (it has {[c.name for c in arr.type]})"
                 )
-            _descend(arr.field(index), child.type, f"{name}.{child.name}", leaves, columns, fill, fills, cast,
-                     check)
+            _descend(arr.field(index), child.type, f"{name}.{child.name}", leaves, columns, fill, fills, cast, check)
     else:
         field = next(leaves)
         columns.append(_leaf(arr, field, fill, fills, cast, check))
@@ -418,16 +463,22 @@ def _leaf(arr, field, fill, fills, cast, check=None):
                 try:
                     value = _time_fill(field, fill[name], arr.type)
                     if value is not None:
-                        arr = pc.fill_null(arr, value if isinstance(value, pa.Scalar)
-                                           else pa.scalar(value, type=arr.type))
+                        arr = pc.fill_null(
+                            arr, value if isinstance(value, pa.Scalar) else pa.scalar(value, type=arr.type)
+                        )
                 except (pa.ArrowException, TypeError, ValueError, OverflowError) as err:
                     raise ConversionError(f"fill[{name!r}]={fill[name]!r} is not a {arr.type} value: {err}") from err
         elif field.dtype.kind not in "mM":
             first = pc.index(pc.is_null(arr), True).as_py()
-            problems.add(name, _problem(
-                f"column {name!r} has {nulls} nulls (first at row {first // max(field.count, 1)}), "
-                f"but field {name!r} ({field.dtype.str} at offset {field.offset}) cannot hold a null; "
-                f"pass fill={{{name!r}: value}} to write a value in their place", fill={name: "value"}))
+            problems.add(
+                name,
+                _problem(
+                    f"column {name!r} has {nulls} nulls (first at row {first // max(field.count, 1)}), "
+                    f"but field {name!r} ({field.dtype.str} at offset {field.offset}) cannot hold a null; "
+                    f"pass fill={{{name!r}: value}} to write a value in their place",
+                    fill={name: "value"},
+                ),
+            )
     elif name in fill and kind in _FILLED:
         fills[name] = fill[name]
     if problems.items:
@@ -436,8 +487,9 @@ def _leaf(arr, field, fill, fills, cast, check=None):
         errs = [err for _, err in problems.items]
         raise _problem("; and ".join(map(str, errs)), **merge_fixes([getattr(err, "fix", None) or {} for err in errs]))
     if kind == "enum":
-        return ColumnBuffers(arr.type, len(arr), *arr.buffers()[:1], None, arr.buffers()[1], arr.offset,
-                             kind, arr.dictionary)
+        return ColumnBuffers(
+            arr.type, len(arr), *arr.buffers()[:1], None, arr.buffers()[1], arr.offset, kind, arr.dictionary
+        )
     bufs = arr.buffers()
     if len(bufs) == 3:
         validity, offsets, data = bufs
@@ -482,10 +534,12 @@ def _too_long(arr, field, kind):
     shown = repr(value if len(value) <= 40 else value[:40]) + ("..." if len(value) > 40 else "")
     unit = "characters" if kind in ("utf32", "text") else "bytes"
     longer = "" if longest == length else f"; the longest value has {longest}"
-    return _problem(f"column {field.name!r}, row {row // max(field.count, 1)}: {shown} ({length} {unit}) is longer "
-                    f"than field {field.name!r} ({field.dtype.str} at offset {field.offset}, {width} {unit}{longer}): "
-                    f"pass truncate=True to cut such values to {width} {unit}, or change the field's width",
-                    truncate=True)
+    return _problem(
+        f"column {field.name!r}, row {row // max(field.count, 1)}: {shown} ({length} {unit}) is longer "
+        f"than field {field.name!r} ({field.dtype.str} at offset {field.offset}, {width} {unit}{longer}): "
+        f"pass truncate=True to cut such values to {width} {unit}, or change the field's width",
+        truncate=True,
+    )
 
 
 def _counts_of_time(arrow_type, field):
@@ -499,11 +553,21 @@ def _counts_of_time(arrow_type, field):
 
 
 # A unit's size: (seconds, length) for fixed units, (months, length) for months and years.
-_UNIT_SIZES = {"as": ("s", Fraction(1, 10**18)), "fs": ("s", Fraction(1, 10**15)), "ps": ("s", Fraction(1, 10**12)),
-               "ns": ("s", Fraction(1, 10**9)), "us": ("s", Fraction(1, 10**6)), "ms": ("s", Fraction(1, 1000)),
-               "s": ("s", Fraction(1)), "m": ("s", Fraction(60)), "h": ("s", Fraction(3600)),
-               "D": ("s", Fraction(86400)), "W": ("s", Fraction(604800)), "M": ("months", Fraction(1)),
-               "Y": ("months", Fraction(12))}
+_UNIT_SIZES = {
+    "as": ("s", Fraction(1, 10**18)),
+    "fs": ("s", Fraction(1, 10**15)),
+    "ps": ("s", Fraction(1, 10**12)),
+    "ns": ("s", Fraction(1, 10**9)),
+    "us": ("s", Fraction(1, 10**6)),
+    "ms": ("s", Fraction(1, 1000)),
+    "s": ("s", Fraction(1)),
+    "m": ("s", Fraction(60)),
+    "h": ("s", Fraction(3600)),
+    "D": ("s", Fraction(86400)),
+    "W": ("s", Fraction(604800)),
+    "M": ("months", Fraction(1)),
+    "Y": ("months", Fraction(12)),
+}
 _INT64_MAX = 2**63 - 1
 
 
@@ -540,10 +604,15 @@ def _scales_to_raw(arrow_type, field, check):
     time column or counts of a named unit, or a datetime field of an Arrow unit from
     int64 counts that ``to_arrow`` marked as another unit (``layouts.dtype``)."""
     if not _raw_time(field):
-        exact = field.dtype.kind in "mM" and not field.enum and pa.types.is_integer(arrow_type) \
-            and check.stored.get(field.name) is not None and check.unit(field) is None \
-            and getattr(field.arrow_type, "unit", None) == np.datetime_data(field.dtype)[0] \
+        exact = (
+            field.dtype.kind in "mM"
+            and not field.enum
+            and pa.types.is_integer(arrow_type)
+            and check.stored.get(field.name) is not None
+            and check.unit(field) is None
+            and getattr(field.arrow_type, "unit", None) == np.datetime_data(field.dtype)[0]
             and np.datetime_data(field.dtype)[1] == 1
+        )
         if not exact:
             return False
     return _source_unit(arrow_type, field, check) is not None
@@ -583,35 +652,50 @@ def _raw_counts(arr, field, check):
         given = f"integers counted in {_UNIT_NAMES[unit]}" if pa.types.is_integer(t) else f"Arrow type {t}"
     wanted = f"field {name!r} ({field.dtype.str}, counts of {wcount}{want})"
     if stored and check.stored[name].kind != field.dtype.kind:
-        raise ConversionError(f"column {name!r} holds {given}; {wanted} holds "
-                              f"{'points in time' if stamp else 'durations'}: change the field's type or the data")
-    if pa.types.is_time(t) or (stamp and pa.types.is_duration(t)) or (not stamp and (
-            pa.types.is_timestamp(t) or pa.types.is_date(t))):
+        raise ConversionError(
+            f"column {name!r} holds {given}; {wanted} holds "
+            f"{'points in time' if stamp else 'durations'}: change the field's type or the data"
+        )
+    if (
+        pa.types.is_time(t)
+        or (stamp and pa.types.is_duration(t))
+        or (not stamp and (pa.types.is_timestamp(t) or pa.types.is_date(t)))
+    ):
         what = "times of day" if pa.types.is_time(t) else "durations" if pa.types.is_duration(t) else "points in time"
-        raise ConversionError(f"column {name!r} has {given} ({what}); {wanted} holds "
-                              f"{'points in time' if stamp else 'durations'}: change the field's type or the data")
+        raise ConversionError(
+            f"column {name!r} has {given} ({what}); {wanted} holds "
+            f"{'points in time' if stamp else 'durations'}: change the field's type or the data"
+        )
     (base, size), (wbase, wsize) = _UNIT_SIZES[unit], _UNIT_SIZES[want]
     if base != wbase:
         raise ConversionError(
             f"column {name!r} has {given}; {wanted} counts {'months' if wbase == 'months' else 'fixed units'}, and "
             f"a month or a year is not a whole number of seconds, so no value can be converted exactly: write the "
-            f"counts of the field's unit as int64 (what to_arrow writes), or change the field's type")
+            f"counts of the field's unit as int64 (what to_arrow writes), or change the field's type"
+        )
     factor = (size * count) / (wsize * wcount)
     ints = arr if pa.types.is_integer(t) else arr.view(pa.int32() if t.bit_width == 32 else pa.int64())
     values = np.asarray(pc.fill_null(ints, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
-    valid = np.ones(len(arr), bool) if arr.null_count == 0 else \
-        np.asarray(pc.is_valid(arr).to_numpy(zero_copy_only=False), bool)
+    valid = (
+        np.ones(len(arr), bool)
+        if arr.null_count == 0
+        else np.asarray(pc.is_valid(arr).to_numpy(zero_copy_only=False), bool)
+    )
     limit = _INT64_MAX // factor.numerator
     big = valid & ((values > limit) | (values < -limit))
     scaled = values * factor.numerator if not big.any() else values
     part = valid & (scaled % factor.denominator != 0) if factor.denominator != 1 else np.zeros(len(arr), bool)
     if big.any() or part.any():
         row = int(np.argmax(big | part))
-        why = (f"more than {_INT64_MAX} counts of {want} (int64) when scaled by {factor.numerator}" if big[row]
-               else f"not a whole number of {wcount}{want}")
+        why = (
+            f"more than {_INT64_MAX} counts of {want} (int64) when scaled by {factor.numerator}"
+            if big[row]
+            else f"not a whole number of {wcount}{want}"
+        )
         raise ConversionError(
             f"column {name!r} row {row // max(field.count, 1)}: {int(values[row])} {unit} ({given}) is {why}, so "
-            f"{wanted} cannot hold it exactly: change the field's unit or the data")
+            f"{wanted} cannot hold it exactly: change the field's unit or the data"
+        )
     scaled = scaled // factor.denominator
     out = pa.array(scaled, pa.int64(), mask=None if arr.null_count == 0 else ~valid)
     return out if field.arrow_type == pa.int64() else out.view(field.arrow_type)
@@ -629,23 +713,33 @@ def _time_counts(arr, field, cast, check):
         suggest = named or (None if to_ints else np.datetime_data(field.dtype)[0])
         suggest = suggest if suggest in TIME_UNITS else (getattr(t, "unit", None) if to_ints else "ns")
         suggest = suggest if suggest in TIME_UNITS else "s"
-        said = f" (the unit its name says)" if named else ""
+        said = " (the unit its name says)" if named else ""
         have = f"{t} ({_value_kind(t)})"
         if to_ints:
-            what = (f"field {name!r} ({field.dtype.str}) needs {field.arrow_type} (number), and times become "
-                    f"numbers only as counts of a unit you name, never silently in the column's unit")
+            what = (
+                f"field {name!r} ({field.dtype.str}) needs {field.arrow_type} (number), and times become "
+                f"numbers only as counts of a unit you name, never silently in the column's unit"
+            )
         else:
-            what = (f"field {name!r} ({field.dtype.str}) needs {field.arrow_type} (time), and numbers become times "
-                    f"only as counts of a unit you name")
+            what = (
+                f"field {name!r} ({field.dtype.str}) needs {field.arrow_type} (time), and numbers become times "
+                f"only as counts of a unit you name"
+            )
         also = " (cast='parse' does not choose one)" if cast == "parse" else ""
-        raise _problem(f"column {name!r} has Arrow type {have}; {what}{also}: pass time_unit={{{name!r}: "
-                       f"{suggest!r}}} to count {_UNIT_NAMES[suggest]}{said}, or convert the column first",
-                       time_unit={name: suggest})
+        raise _problem(
+            f"column {name!r} has Arrow type {have}; {what}{also}: pass time_unit={{{name!r}: "
+            f"{suggest!r}}} to count {_UNIT_NAMES[suggest]}{said}, or convert the column first",
+            time_unit={name: suggest},
+        )
     named = name_unit(name)
     if named is not None and named != unit:
-        warnings.warn(f"time_unit={{{name!r}: {unit!r}}} gives field {name!r} the unit {unit!r}, but its name "
-                      f"says {named!r}: the {'counts written' if to_ints else 'integers read'} are "
-                      f"{_UNIT_NAMES[unit]}", UserWarning, stacklevel=6)
+        warnings.warn(
+            f"time_unit={{{name!r}: {unit!r}}} gives field {name!r} the unit {unit!r}, but its name "
+            f"says {named!r}: the {'counts written' if to_ints else 'integers read'} are "
+            f"{_UNIT_NAMES[unit]}",
+            UserWarning,
+            stacklevel=6,
+        )
     if not to_ints:
         ints = arr if arr.type == pa.int64() else _cast(arr, pa.int64(), name, field)
         timed = ints.view(pa.timestamp(unit) if field.dtype.kind == "M" else pa.duration(unit))
@@ -659,8 +753,10 @@ def _time_counts(arr, field, cast, check):
     elif pa.types.is_time(t):
         target = pa.time32(unit) if unit in ("s", "ms") else pa.time64(unit)
     else:
-        raise ConversionError(f"column {name!r} has Arrow type {t}; field {name!r} ({field.dtype.str}) takes "
-                              f"timestamps, durations, dates or times of day as counts of {_UNIT_NAMES[unit]}")
+        raise ConversionError(
+            f"column {name!r} has Arrow type {t}; field {name!r} ({field.dtype.str}) takes "
+            f"timestamps, durations, dates or times of day as counts of {_UNIT_NAMES[unit]}"
+        )
     try:
         timed = arr if t == target else _cast(arr, target, name, field)
     except ConversionError as err:
@@ -670,7 +766,8 @@ def _time_counts(arr, field, cast, check):
         raise ConversionError(
             f"column {name!r} row {row // max(field.count, 1)}: {_shown(arr, row)} ({t}) is not a whole number of "
             f"{_UNIT_NAMES[unit]} or is out of their range, the unit time_unit={{{name!r}: {unit!r}}} gives field "
-            f"{name!r} ({field.dtype.str}): name a finer unit, or change the data") from err
+            f"{name!r} ({field.dtype.str}): name a finer unit, or change the data"
+        ) from err
     counts = timed.view(pa.int32() if target.bit_width == 32 else pa.int64())
     if counts.type == field.arrow_type:
         return counts
@@ -684,7 +781,8 @@ def _time_counts(arr, field, cast, check):
             f"column {name!r} row {row // max(field.count, 1)}: {_shown(arr, row)} ({t}) is "
             f"{counts[row].as_py()} {_UNIT_NAMES[unit]} (time_unit={{{name!r}: {unit!r}}}), which field {name!r} "
             f"({field.dtype.str}, {field.arrow_type}) cannot hold: name a coarser unit, widen the field, or change "
-            f"the data") from err
+            f"the data"
+        ) from err
 
 
 def _time_fill(field, value, arrow_type):
@@ -736,8 +834,12 @@ def _value_kind(t):
         return "boolean"
     if pa.types.is_temporal(t):
         return "time"
-    if any(test(t) for test in _STRINGISH) or pa.types.is_fixed_size_binary(t) \
-            or pa.types.is_string_view(t) or pa.types.is_binary_view(t):
+    if (
+        any(test(t) for test in _STRINGISH)
+        or pa.types.is_fixed_size_binary(t)
+        or pa.types.is_string_view(t)
+        or pa.types.is_binary_view(t)
+    ):
         return "text"
     return None
 
@@ -754,7 +856,8 @@ def _cast(arr, target, name, field, cast="strict"):
             f"column {name!r} has Arrow type {arr.type} ({have}); {needs} ({want}), and {have} values are not "
             f"converted to {want} unless asked: pass cast='parse' to convert them "
             f"(still only when every value comes back unchanged), or convert the column first",
-            cast="parse")
+            cast="parse",
+        )
     try:
         out = arr.cast(target, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:

@@ -26,15 +26,27 @@ from ._errors import LayoutError
 
 __all__ = ["CODEPAGES", "characters", "decode_table", "encode_table", "byte_of", "check_codepage"]
 
-CODEPAGES = ("cp037", "cp273", "cp277", "cp278", "cp280", "cp284", "cp285", "cp297", "cp500", "cp871",
-             "cp1047") + tuple(f"cp{n}" for n in range(1140, 1150))
+CODEPAGES = (
+    "cp037",
+    "cp273",
+    "cp277",
+    "cp278",
+    "cp280",
+    "cp284",
+    "cp285",
+    "cp297",
+    "cp500",
+    "cp871",
+    "cp1047",
+) + tuple(f"cp{n}" for n in range(1140, 1150))
 
 
 def check_codepage(name, where):
     """``name`` if it is a supported code page, else a LayoutError naming ``where``."""
     if name not in CODEPAGES:
-        raise LayoutError(f"{where}: code page {name!r} is not one layouts has tables for; use one of "
-                          f"{', '.join(CODEPAGES)}")
+        raise LayoutError(
+            f"{where}: code page {name!r} is not one layouts has tables for; use one of {', '.join(CODEPAGES)}"
+        )
     return name
 
 

@@ -7,10 +7,9 @@ from contextlib import contextmanager
 import numpy as np
 import pyarrow as pa
 
+from ._errors import ConversionError
 from .kernels import plan as P
 from .kernels._memory import MappedGuard
-
-from ._errors import ConversionError
 
 
 def _record_value(array, field, row):
@@ -59,8 +58,9 @@ def _time_out_of_range(array, field, row):
     """Why a datetime64/timedelta64 value does not fit its Arrow type: the raw count and
     its unit (NumPy would show a wrapped date for it), and the counts that do fit."""
     raw = np.frombuffer(array[row : row + 1].tobytes(), dtype=np.uint8)
-    counts = [int(raw[o : o + 8].view(field.dtype.byteorder.replace("|", "=") + "i8")[0])
-              for o in field.element_offsets()]
+    counts = [
+        int(raw[o : o + 8].view(field.dtype.byteorder.replace("|", "=") + "i8")[0]) for o in field.element_offsets()
+    ]
     lo, hi = time_range(field)
     bad = [k for k, v in enumerate(counts) if v != -(2**63) and not lo <= v <= hi]
     k = bad[0] if bad else 0
@@ -73,11 +73,15 @@ def _time_out_of_range(array, field, row):
     if stamp:
         span += f" ({np.datetime64(lo, step_unit)} to {np.datetime64(hi, step_unit)})"
     fix = "fix the value (a missing time is NaT)"
-    if field.arrow_type == pa.date32() and abs(counts[k]) * field.factor * (31 if field.kind == "civil" else 1) \
-            <= _I64_MAX // 86400:
+    if (
+        field.arrow_type == pa.date32()
+        and abs(counts[k]) * field.factor * (31 if field.kind == "civil" else 1) <= _I64_MAX // 86400
+    ):
         fix += f", or store the field as {field.dtype.kind}8[s] (Arrow timestamp[s] holds it)"
-    return (f"{element}value {counts[k]} ({what}) does not fit Arrow {field.arrow_type}, which holds a "
-            f"{field.dtype.str} field's counts from {span} only; {fix}")
+    return (
+        f"{element}value {counts[k]} ({what}) does not fit Arrow {field.arrow_type}, which holds a "
+        f"{field.dtype.str} field's counts from {span} only; {fix}"
+    )
 
 
 def forward_error(layout, array, fault, first=0, source=None, offset=0):
@@ -95,8 +99,9 @@ def forward_error(layout, array, fault, first=0, source=None, offset=0):
         from ._mainframe import forward_message
 
         start = (offset if source is not None else 0) + (first + row) * layout.itemsize
-        err = ConversionError(forward_message(f, array, fault, where, start,
-                                              "of the file" if source is not None else "of the records"))
+        err = ConversionError(
+            forward_message(f, array, fault, where, start, "of the file" if source is not None else "of the records")
+        )
         err.fault, err.records = fault, array
         return err
     value = _record_value(array, f, row)
@@ -105,8 +110,10 @@ def forward_error(layout, array, fault, first=0, source=None, offset=0):
     elif code == P.E_RANGE:  # pragma: no cover - only time fields are range-checked going to Arrow
         msg = f"{where}: value {value!r} does not fit Arrow {f.arrow_type}; fix the value"
     elif code == P.E_UTF and f.kind == "cstr":
-        msg = (f"{where}: {value!r} is not valid UTF-8; map the field to bytes with "
-               f"bytes_as={{{f.name!r}: 'binary'}} (or 'fixed')")
+        msg = (
+            f"{where}: {value!r} is not valid UTF-8; map the field to bytes with "
+            f"bytes_as={{{f.name!r}: 'binary'}} (or 'fixed')"
+        )
     elif code == P.E_UTF:
         msg = f"{where}: {value!r} holds a value that is not a Unicode code point; fix the record"
     else:  # pragma: no cover - the forward kernels raise only the codes above
@@ -147,22 +154,32 @@ def reverse_error(layout, columns, fault):
 
         return ConversionError(reverse_message(f, value, code, where))
     if code == P.E_NULL:
-        msg = (f"{where} is null and {target} cannot hold a null; pass fill={{{f.name!r}: value}} "
-               f"to write a value in its place")
+        msg = (
+            f"{where} is null and {target} cannot hold a null; pass fill={{{f.name!r}: value}} "
+            f"to write a value in its place"
+        )
     elif code == P.E_TOO_LONG:
-        msg = (f"{where}: {value!r} is longer than {target}; pass truncate=True to cut it to "
-               f"{f.width if f.kind != 'utf32' else f.width // 4} {'bytes' if f.kind != 'utf32' else 'characters'}")
+        msg = (
+            f"{where}: {value!r} is longer than {target}; pass truncate=True to cut it to "
+            f"{f.width if f.kind != 'utf32' else f.width // 4} {'bytes' if f.kind != 'utf32' else 'characters'}"
+        )
     elif code == P.E_NUL:
-        msg = (f"{where}: {value!r} holds a NUL byte, and {target} is a C string (bytes_as='binary' or "
-               f"'string'), which ends at its first NUL: the bytes after it would be lost. Remove the NUL, "
-               f"or bind the field with bytes_as='fixed' to keep its raw bytes")
+        msg = (
+            f"{where}: {value!r} holds a NUL byte, and {target} is a C string (bytes_as='binary' or "
+            f"'string'), which ends at its first NUL: the bytes after it would be lost. Remove the NUL, "
+            f"or bind the field with bytes_as='fixed' to keep its raw bytes"
+        )
     elif code == P.E_INEXACT:
-        msg = (f"{where}: {value!r} is not a whole number of the unit of {target}; "
-               f"use a finer datetime64 unit for the field")
+        msg = (
+            f"{where}: {value!r} is not a whole number of the unit of {target}; "
+            f"use a finer datetime64 unit for the field"
+        )
     elif code == P.E_RANGE and f.kind == "bits":
         lo, hi = f.bit_range()
-        msg = (f"{where}: {value!r} does not fit the {f.bits[1]}-bit field {f.name!r} ({lo}..{hi}) at "
-               f"byte {f.offset}; fix the value, or widen the bit-field in the C declaration")
+        msg = (
+            f"{where}: {value!r} does not fit the {f.bits[1]}-bit field {f.name!r} ({lo}..{hi}) at "
+            f"byte {f.offset}; fix the value, or widen the bit-field in the C declaration"
+        )
     elif code == P.E_RANGE and f.kind == "enum":
         msg = f"{where}: dictionary index of {value!r} is outside the column's dictionary"
     elif code == P.E_RANGE:
@@ -184,7 +201,8 @@ def shrunk_error(name, size, base, itemsize, first, doing, fix):
     return ConversionError(
         f"{name} shrank while it was being {doing}: it is now {size:,} bytes, so record {first:,} (byte "
         f"{base + first * itemsize:,} of the file) and the ones after it are gone; another program truncated or "
-        f"rewrote the file: {fix}")
+        f"rewrote the file: {fix}"
+    )
 
 
 @contextmanager

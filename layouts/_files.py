@@ -20,6 +20,7 @@ import numpy as np
 
 from ._aos import AoS, as_layout
 from ._errors import ConversionError, LayoutError
+
 # Ctrl-C held: the one place layouts holds SIGINT (InterruptHold is imported from here by _stream and _convert)
 from .kernels.threads import InterruptHold, deferred_interrupts  # noqa: F401
 
@@ -31,8 +32,14 @@ __all__ = ["read_records"]
 _TRAILING = ("error", "ignore")
 
 
-def read_records(source: "str | os.PathLike[str] | BinaryIO", layout: "Layout | np.typing.DTypeLike",
-                 offset: int = 0, count: "int | None" = None, *, trailing: str = "error") -> AoS:
+def read_records(
+    source: "str | os.PathLike[str] | BinaryIO",
+    layout: "Layout | np.typing.DTypeLike",
+    offset: int = 0,
+    count: "int | None" = None,
+    *,
+    trailing: str = "error",
+) -> AoS:
     """The records of a binary file as an :class:`AoS`, memory-mapped (nothing is read).
 
     Parameters
@@ -79,8 +86,11 @@ def read_records(source: "str | os.PathLike[str] | BinaryIO", layout: "Layout | 
     nbytes = whole * itemsize
     if data is not None:  # a stream, already read
         return AoS(memoryview(data)[offset : offset + nbytes], layout)
-    records = AoS(b"", layout) if nbytes == 0 else AoS(
-        np.memmap(mapped, dtype=layout.dtype, mode="r", offset=start + offset, shape=(whole,)), layout)
+    records = (
+        AoS(b"", layout)
+        if nbytes == 0
+        else AoS(np.memmap(mapped, dtype=layout.dtype, mode="r", offset=start + offset, shape=(whole,)), layout)
+    )
     if not isinstance(mapped, (str, os.PathLike)):  # a file object: left just after the records, as a read would
         mapped.seek(start + offset + nbytes)
     return records
@@ -89,18 +99,17 @@ def read_records(source: "str | os.PathLike[str] | BinaryIO", layout: "Layout | 
 def _whole_number(value, name, what, example):
     """``value`` as an int >= 0; else a LayoutError naming the argument, the value and the fix."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise LayoutError(f"{name}={value!r} is not a whole number: {name} is {what}; give an int >= 0 "
-                          f"({example})")
+        raise LayoutError(f"{name}={value!r} is not a whole number: {name} is {what}; give an int >= 0 ({example})")
     if value < 0:
-        raise LayoutError(f"{name}={value} is negative: {name} is {what}; give an int >= 0 "
-                          f"({example})")
+        raise LayoutError(f"{name}={value} is negative: {name} is {what}; give an int >= 0 ({example})")
     return int(value)
 
 
 def check_offset(offset, name="offset"):
     """``offset`` (bytes of header before the first record) as an int >= 0."""
-    return _whole_number(offset, name, "the number of header bytes before the first record, from where the "
-                                       "input starts", "0 for none")
+    return _whole_number(
+        offset, name, "the number of header bytes before the first record, from where the input starts", "0 for none"
+    )
 
 
 def check_count(count, name="count"):
@@ -115,7 +124,8 @@ def too_few(name, count, whole, itemsize, offset):
     return ConversionError(
         f"{name} holds {whole} whole records of {itemsize} bytes after offset {offset}; count={count} asks for "
         f"more: give count={whole} or fewer (the number of records the file's header states), or check the "
-        f"layout (record size {itemsize}) and the offset")
+        f"layout (record size {itemsize}) and the offset"
+    )
 
 
 def check_trailing(trailing):
@@ -131,9 +141,15 @@ def whole_records(name, size, offset, itemsize, trailing, *, quiet=False, stackl
         raise LayoutError(f"{name} is {size} bytes, shorter than the {offset}-byte header offset")
     whole, left = divmod(size - offset, itemsize)
     if left and not quiet:
-        partial_record(f"{name} is {size} bytes: after the {offset}-byte header that is {whole} records of "
-                       f"{itemsize} bytes and {left} bytes left over", itemsize, left, trailing, stacklevel + 1,
-                       end=size)
+        partial_record(
+            f"{name} is {size} bytes: after the {offset}-byte header that is {whole} records of "
+            f"{itemsize} bytes and {left} bytes left over",
+            itemsize,
+            left,
+            trailing,
+            stacklevel + 1,
+            end=size,
+        )
     return whole
 
 
@@ -148,9 +164,12 @@ def partial_record(message, itemsize, left, trailing, stacklevel=3, end=None):
             f"after its records (a trailer), pass count= with the number of records its header gives; or pass "
             f"trailing='ignore' to skip the partial record"
         )
-    warnings.warn(f"{message}; skipped those {left} bytes{at}: if the input has more after its records (a trailer, "
-                  f"extended headers, another chunk), those were read as records too: pass count= with the number "
-                  f"of records its header gives", stacklevel=stacklevel)
+    warnings.warn(
+        f"{message}; skipped those {left} bytes{at}: if the input has more after its records (a trailer, "
+        f"extended headers, another chunk), those were read as records too: pass count= with the number "
+        f"of records its header gives",
+        stacklevel=stacklevel,
+    )
 
 
 def _open(source, need=None):
@@ -174,8 +193,10 @@ def _open(source, need=None):
             if stat.S_ISDIR(st.st_mode):
                 raise LayoutError(f"cannot read records from {path!r}: it is a directory; give a file")
             if stat.S_ISSOCK(st.st_mode):
-                raise LayoutError(f"cannot read records from {path!r}: it is a socket; read it with a socket "
-                                  f"client and pass the bytes (or a file object) instead")
+                raise LayoutError(
+                    f"cannot read records from {path!r}: it is a socket; read it with a socket "
+                    f"client and pass the bytes (or a file object) instead"
+                )
             if stat.S_ISCHR(st.st_mode) and need is None:
                 raise LayoutError(_endless(path, "pass count= to read that many records"))
             with open(path, "rb") as f:  # a FIFO (or a device, up to count): read as a stream
@@ -233,8 +254,10 @@ def check_input(f, argument, name):
         if callable(readable) and readable() is False:
             mode = getattr(f, "mode", None)
             said = f" (mode {mode!r})" if isinstance(mode, str) else ""
-            raise LayoutError(f"{argument} {name} is open for writing only{said}; open it for reading "
-                              f"(open(path, 'rb')) or pass its path")
+            raise LayoutError(
+                f"{argument} {name} is open for writing only{said}; open it for reading "
+                f"(open(path, 'rb')) or pass its path"
+            )
     except (OSError, ValueError):
         pass  # it says nothing: its reads will
 
@@ -264,12 +287,16 @@ def _size(fd, st):
 
 
 def _endless(name, fix):
-    return (f"{name} is a character device (like a terminal or /dev/zero), which may never end and has no size; "
-            f"{fix}, or read the records from a file or a pipe")
+    return (
+        f"{name} is a character device (like a terminal or /dev/zero), which may never end and has no size; "
+        f"{fix}, or read the records from a file or a pipe"
+    )
 
 
-_FIX_READ = ("read it with pyarrow (pyarrow.parquet.read_table, pyarrow.ipc.open_file / open_stream), or turn it "
-             "into records with layouts.convert(src, layout, 'out.bin')")
+_FIX_READ = (
+    "read it with pyarrow (pyarrow.parquet.read_table, pyarrow.ipc.open_file / open_stream), or turn it "
+    "into records with layouts.convert(src, layout, 'out.bin')"
+)
 
 
 def _read_stream(f, name, need):
@@ -455,8 +482,9 @@ def open_output(dst, *, overwrite=False, src=None):
         raise LayoutError(f"dst must be a path or a writable binary file object, got {type(dst).__name__}")
     name = str(getattr(dst, "name", type(dst).__name__))
     if isinstance(dst, io.TextIOBase):
-        raise LayoutError(f"{name} is open in text mode; write to its binary buffer (sys.stdout.buffer) or open "
-                          f"it with 'wb'")
+        raise LayoutError(
+            f"{name} is open in text mode; write to its binary buffer (sys.stdout.buffer) or open it with 'wb'"
+        )
     try:
         st = os.fstat(dst.fileno())
     except (OSError, io.UnsupportedOperation, ValueError, AttributeError):
@@ -499,8 +527,10 @@ def _path_output(dst, overwrite, src):
             raise LayoutError(f"cannot write {name}: {err.strerror}") from None
         return StreamOutput(open(fd, "wb"), name, owned=True)
     kind = "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
-    raise LayoutError(f"{name} is {kind}; layouts writes files, pipes and character devices, never over a "
-                      f"{kind.replace('a ', '', 1)}: give a file path for the output")
+    raise LayoutError(
+        f"{name} is {kind}; layouts writes files, pipes and character devices, never over a "
+        f"{kind.replace('a ', '', 1)}: give a file path for the output"
+    )
 
 
 def _through_proc(path):
@@ -529,8 +559,7 @@ def _not_the_input(name, st, src):
     except (OSError, io.UnsupportedOperation, ValueError, AttributeError):
         return
     if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
-        raise LayoutError(f"{name} is the input {src_name} itself (the same file); write the output to another "
-                          f"path")
+        raise LayoutError(f"{name} is the input {src_name} itself (the same file); write the output to another path")
 
 
 class FileOutput:
@@ -579,8 +608,9 @@ class FileOutput:
             except FileExistsError:
                 continue
             except OSError as err:
-                raise OSError(err.errno, f"cannot write {self.name}: creating a file in {self.directory} failed: "
-                                         f"{err.strerror}") from None
+                raise OSError(
+                    err.errno, f"cannot write {self.name}: creating a file in {self.directory} failed: {err.strerror}"
+                ) from None
         raise OSError(errno.EEXIST, f"cannot write {self.name}: no free temporary name in {self.directory}")
 
     def records_file(self):
@@ -609,8 +639,10 @@ class FileOutput:
                 self.discard()
 
     def _appeared(self):
-        return LayoutError(f"{self.name} appeared while converting (another program wrote it); pass overwrite=True "
-                           f"(--overwrite) to replace it; this output was not kept")
+        return LayoutError(
+            f"{self.name} appeared while converting (another program wrote it); pass overwrite=True "
+            f"(--overwrite) to replace it; this output was not kept"
+        )
 
     def _link_unnamed(self):
         source = f"/proc/self/fd/{self.fd}"

@@ -8,8 +8,18 @@ FORMATS = ("parquet", "feather", "arrow", "arrows", "records")  # arrows: the Ar
 
 # Output formats by suffix. Records files have no standard suffix: these are the usual ones, and
 # anything else needs format= (--format), so that a typo (out.parqet) or out.csv is not taken for records.
-SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".feather": "feather", ".arrow": "arrow",
-            ".ipc": "arrow", ".arrows": "arrows", ".bin": "records", ".dat": "records", ".rec": "records",
-            ".records": "records", ".raw": "records"}
+SUFFIXES = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".feather": "feather",
+    ".arrow": "arrow",
+    ".ipc": "arrow",
+    ".arrows": "arrows",
+    ".bin": "records",
+    ".dat": "records",
+    ".rec": "records",
+    ".records": "records",
+    ".raw": "records",
+}
 
 DEFAULT_CHUNK = 64 << 20  # bytes of records per chunk: a Parquet row group or an IPC batch

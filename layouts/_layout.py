@@ -120,8 +120,10 @@ class Encoding:
         if self.kind == "binary" and not 0 <= self.digits <= 20:
             return f"a binary field has 0 to 20 digits (0: the width's whole range), got digits={self.digits}"
         if self.kind in ("packed", "zoned", "binary") and self.precision() > MAX_DIGITS:
-            return (f"digits={self.digits} with scale={self.scale} needs {self.precision()} digits of precision; "
-                    f"decimal128 holds {MAX_DIGITS}")
+            return (
+                f"digits={self.digits} with scale={self.scale} needs {self.precision()} digits of precision; "
+                f"decimal128 holds {MAX_DIGITS}"
+            )
         if self.as_integer and (self.kind not in ("packed", "zoned", "binary") or self.scale > 0):
             return "as_integer applies to packed, zoned and binary fields with scale <= 0 only"
         return None
@@ -344,9 +346,15 @@ class Layout:
     fields: tuple = field(compare=False, repr=False)
     _tree: tuple = field(compare=False, repr=False)
 
-    def __init__(self, dtype: "np.typing.DTypeLike", *, bytes_as: "str | dict[str, str]" = "fixed",
-                 flatten: bool = False, void_as: str = "error",
-                 encodings: "dict[str, Encoding] | None" = None) -> None:
+    def __init__(
+        self,
+        dtype: "np.typing.DTypeLike",
+        *,
+        bytes_as: "str | dict[str, str]" = "fixed",
+        flatten: bool = False,
+        void_as: str = "error",
+        encodings: "dict[str, Encoding] | None" = None,
+    ) -> None:
         self._build(dtype, bytes_as, flatten, void_as, None, encodings)
 
     @classmethod
@@ -358,8 +366,14 @@ class Layout:
 
     def _build(self, dtype, bytes_as, flatten, void_as, c, encodings=None):
         encodings = _checked_encodings(encodings)
-        for name, value in (("dtype", dtype), ("bytes_as", bytes_as), ("flatten", flatten), ("void_as", void_as),
-                            ("c", c), ("encodings", encodings)):
+        for name, value in (
+            ("dtype", dtype),
+            ("bytes_as", bytes_as),
+            ("flatten", flatten),
+            ("void_as", void_as),
+            ("c", c),
+            ("encodings", encodings),
+        ):
             object.__setattr__(self, name, value)
         try:
             dtype = np.dtype(self.dtype)
@@ -380,16 +394,22 @@ class Layout:
         builder.check_unused_modes()
         builder.check_unused_encodings()
         _check_has_data(dtype, builder.fields)
-        modes = tuple((f.name, builder.bytes_mode(f.name)) for f in builder.fields
-                      if f.dtype.kind == "S" and f.encoding is None)
-        for name, value in (("dtype", dtype), ("bytes_as", modes), ("fields", tuple(builder.fields)),
-                            ("_tree", tree)):
+        modes = tuple(
+            (f.name, builder.bytes_mode(f.name)) for f in builder.fields if f.dtype.kind == "S" and f.encoding is None
+        )
+        for name, value in (("dtype", dtype), ("bytes_as", modes), ("fields", tuple(builder.fields)), ("_tree", tree)):
             object.__setattr__(self, name, value)
 
     @classmethod
-    def from_dtype(cls, dtype: "np.typing.DTypeLike", *, bytes_as: "str | dict[str, str]" = "fixed",
-                   flatten: bool = False, void_as: str = "error",
-                   encodings: "dict[str, Encoding] | None" = None) -> "Layout":
+    def from_dtype(
+        cls,
+        dtype: "np.typing.DTypeLike",
+        *,
+        bytes_as: "str | dict[str, str]" = "fixed",
+        flatten: bool = False,
+        void_as: str = "error",
+        encodings: "dict[str, Encoding] | None" = None,
+    ) -> "Layout":
         """Describe the records of a NumPy structured dtype.
 
         Parameters
@@ -412,12 +432,23 @@ class Layout:
         return cls(dtype, bytes_as=bytes_as, flatten=flatten, void_as=void_as, encodings=encodings)
 
     @classmethod
-    def from_c(cls, source: "str | os.PathLike[str]", name: "str | None" = None, *, byteorder: str = "native",
-               pack: "int | None" = None, unions: "dict[str, str | list[str]] | None" = None,
-               pointers: str = "error", enum_as: str = "dictionary", bytes_as: "str | dict[str, str]" = "fixed",
-               flatten: bool = False, include_dirs: "tuple[str, ...] | list[str]" = (),
-               defines: "dict[str, str] | None" = None, preprocessor: "bool | str" = "auto",
-               compiler: "bool | str | os.PathLike[str] | None" = "auto") -> "Layout":
+    def from_c(
+        cls,
+        source: "str | os.PathLike[str]",
+        name: "str | None" = None,
+        *,
+        byteorder: str = "native",
+        pack: "int | None" = None,
+        unions: "dict[str, str | list[str]] | None" = None,
+        pointers: str = "error",
+        enum_as: str = "dictionary",
+        bytes_as: "str | dict[str, str]" = "fixed",
+        flatten: bool = False,
+        include_dirs: "tuple[str, ...] | list[str]" = (),
+        defines: "dict[str, str] | None" = None,
+        preprocessor: "bool | str" = "auto",
+        compiler: "bool | str | os.PathLike[str] | None" = "auto",
+    ) -> "Layout":
         """A Layout of a C struct or union, laid out as this machine's C compiler does.
 
         Where a C compiler is installed, it is asked: the declarations are compiled with
@@ -516,16 +547,34 @@ class Layout:
         """
         from ._cdecl import from_c
 
-        dtype, info = from_c(source, name, byteorder=byteorder, pack=pack, unions=unions, pointers=pointers,
-                             enum_as=enum_as, include_dirs=include_dirs, defines=defines,
-                             preprocessor=preprocessor, compiler=compiler)
+        dtype, info = from_c(
+            source,
+            name,
+            byteorder=byteorder,
+            pack=pack,
+            unions=unions,
+            pointers=pointers,
+            enum_as=enum_as,
+            include_dirs=include_dirs,
+            defines=defines,
+            preprocessor=preprocessor,
+            compiler=compiler,
+        )
         return cls._assemble(dtype, bytes_as, flatten, "error", info)
 
     @classmethod
-    def from_dwarf(cls, path: "str | os.PathLike[str]", name: "str | None" = None, *,
-                   byteorder: "str | None" = None, unions: "dict[str, str | list[str]] | None" = None,
-                   pointers: str = "error", enum_as: str = "dictionary", bytes_as: "str | dict[str, str]" = "fixed",
-                   flatten: bool = False) -> "Layout":
+    def from_dwarf(
+        cls,
+        path: "str | os.PathLike[str]",
+        name: "str | None" = None,
+        *,
+        byteorder: "str | None" = None,
+        unions: "dict[str, str | list[str]] | None" = None,
+        pointers: str = "error",
+        enum_as: str = "dictionary",
+        bytes_as: "str | dict[str, str]" = "fixed",
+        flatten: bool = False,
+    ) -> "Layout":
         """A Layout of a struct or union read from the DWARF debug information of an ELF
         object, executable or shared library built with ``-g`` (the way ``pahole`` reads
         them): the record types of the very program that wrote the files.
@@ -552,22 +601,26 @@ class Layout:
         """
         from ._cdecl import from_dwarf
 
-        dtype, info = from_dwarf(path, name, byteorder=byteorder, unions=unions, pointers=pointers,
-                                 enum_as=enum_as)
+        dtype, info = from_dwarf(path, name, byteorder=byteorder, unions=unions, pointers=pointers, enum_as=enum_as)
         return cls._assemble(dtype, bytes_as, flatten, "error", info)
 
     def replace(self, **changes: Any) -> "Layout":
         """A new Layout with other options: ``bytes_as``, ``flatten``, ``void_as``, and
         ``enum_as`` for layouts from C."""
-        opts = {"bytes_as": dict(self.bytes_as), "flatten": self.flatten, "void_as": self.void_as,
-                "encodings": dict(self.encodings)}
+        opts = {
+            "bytes_as": dict(self.bytes_as),
+            "flatten": self.flatten,
+            "void_as": self.void_as,
+            "encodings": dict(self.encodings),
+        }
         c = self.c
         if "enum_as" in changes and c is not None:
             c = replace(c, enum_as=changes.pop("enum_as"))
         unknown = set(changes) - set(opts)
         if unknown:
-            raise TypeError(f"Layout.replace() takes bytes_as, flatten, void_as, enum_as, encodings; got "
-                            f"{sorted(unknown)}")
+            raise TypeError(
+                f"Layout.replace() takes bytes_as, flatten, void_as, enum_as, encodings; got {sorted(unknown)}"
+            )
         opts.update(changes)
         return Layout._assemble(self.dtype, opts["bytes_as"], opts["flatten"], opts["void_as"], c, opts["encodings"])
 
@@ -666,16 +719,28 @@ class Layout:
         """
         rows = []
         for f in self.fields:
-            row = {"name": f.name, "offset": int(f.offset), "size": f.width * f.count,
-                   "bit_offset": None, "bit_size": None, "ctype": f.ctype or None,
-                   "numpy": f.dtype.str + (f" {f.shape}" if f.shape else "")
-                   + (f" {f.encoding.short()}" if f.encoding is not None else ""),
-                   "arrow": str(_wrap(f.arrow_type, f.shape)),
-                   "encoding": f.encoding.short() if f.encoding is not None else None}
+            row = {
+                "name": f.name,
+                "offset": int(f.offset),
+                "size": f.width * f.count,
+                "bit_offset": None,
+                "bit_size": None,
+                "ctype": f.ctype or None,
+                "numpy": f.dtype.str
+                + (f" {f.shape}" if f.shape else "")
+                + (f" {f.encoding.short()}" if f.encoding is not None else ""),
+                "arrow": str(_wrap(f.arrow_type, f.shape)),
+                "encoding": f.encoding.short() if f.encoding is not None else None,
+            }
             if f.bits:
                 first, nbits = f.bits[3], f.bits[1]
-                row.update(offset=int(f.offset) + first // 8, bit_offset=first % 8, bit_size=nbits,
-                           size=-(-(first % 8 + nbits) // 8), numpy=f"{f.dtype.str} bits")
+                row.update(
+                    offset=int(f.offset) + first // 8,
+                    bit_offset=first % 8,
+                    bit_size=nbits,
+                    size=-(-(first % 8 + nbits) // 8),
+                    numpy=f"{f.dtype.str} bits",
+                )
             rows.append(row)
         rows += [{"name": None, "offset": off, "size": size} for off, size in self.holes]
         rows.sort(key=lambda r: (r["offset"], r.get("bit_offset") or 0, r["name"] is None))
@@ -724,12 +789,25 @@ class Layout:
         return f"Layout({self.dtype!r}, flatten={self.flatten})"
 
     @classmethod
-    def from_copybook(cls, src: "str | os.PathLike[str]", *, record: "str | None" = None, codepage: str = "cp037",
-                      invalid: str = "error", trim: str = "none", as_integer: bool = False, trunc: str = "std",
-                      floating_point: str = "ibm", redefines: "dict[str, str | list[str]] | None" = None,
-                      names: str = "cobol", flatten: bool = False, source_format: str = "auto",
-                      record_start_offset: int = 0, record_end_offset: int = 0,
-                      fillers: str = "skip") -> "Layout":
+    def from_copybook(
+        cls,
+        src: "str | os.PathLike[str]",
+        *,
+        record: "str | None" = None,
+        codepage: str = "cp037",
+        invalid: str = "error",
+        trim: str = "none",
+        as_integer: bool = False,
+        trunc: str = "std",
+        floating_point: str = "ibm",
+        redefines: "dict[str, str | list[str]] | None" = None,
+        names: str = "cobol",
+        flatten: bool = False,
+        source_format: str = "auto",
+        record_start_offset: int = 0,
+        record_end_offset: int = 0,
+        fillers: str = "skip",
+    ) -> "Layout":
         """A Layout of a record described by a COBOL copybook (see ``docs/mainframe.md``).
 
         Groups become structs (or ``"A.B"`` columns with ``flatten=True``), ``OCCURS``
@@ -788,11 +866,25 @@ class Layout:
         """
         from ._cobol import layout_from_copybook
 
-        return layout_from_copybook(cls.from_dtype, Encoding, src, record=record, codepage=codepage, invalid=invalid,
-                                    trim=trim, as_integer=as_integer, trunc=trunc, floating_point=floating_point,
-                                    redefines=redefines, names=names, flatten=flatten, source_format=source_format,
-                                    record_start_offset=record_start_offset, record_end_offset=record_end_offset,
-                                    fillers=fillers)
+        return layout_from_copybook(
+            cls.from_dtype,
+            Encoding,
+            src,
+            record=record,
+            codepage=codepage,
+            invalid=invalid,
+            trim=trim,
+            as_integer=as_integer,
+            trunc=trunc,
+            floating_point=floating_point,
+            redefines=redefines,
+            names=names,
+            flatten=flatten,
+            source_format=source_format,
+            record_start_offset=record_start_offset,
+            record_end_offset=record_end_offset,
+            fillers=fillers,
+        )
 
 
 def _binary_width(digits):
@@ -923,7 +1015,8 @@ class _Builder:
             leaves = [f.name for f in self.fields]
             raise LayoutError(
                 f"encodings names {unknown}, which are not leaf fields of the record (its leaves: {leaves}); "
-                f"name V<n>/S<n> leaves by their dotted path, e.g. 'group.field'")
+                f"name V<n>/S<n> leaves by their dotted path, e.g. 'group.field'"
+            )
 
     def bytes_mode(self, name):
         self.used.add(name)
@@ -983,7 +1076,8 @@ class _Builder:
             what = "a nested record" if elem.names is not None else f"dtype {elem.str}"
             raise LayoutError(
                 f"encodings[{name!r}]: field {name!r} at offset {offset} is {what}, not a leaf of raw bytes "
-                f"(V<n> or S<n>); an encoding applies to a leaf: {fix.replace('{n}', '<n>')}")
+                f"(V<n> or S<n>); an encoding applies to a leaf: {fix.replace('{n}', '<n>')}"
+            )
         width, need = elem.itemsize, enc.width()
         if enc.kind == "binary":
             ok, expected = 1 <= width <= 8, "1 to 8"
@@ -998,13 +1092,16 @@ class _Builder:
             raise LayoutError(
                 f"encodings[{name!r}]: field {name!r} at offset {offset} is {width} bytes wide, and a "
                 f"{enc.kind} field of {what} needs {expected} bytes; "
-                + (fix.replace("{n}", str(need)) if need else "give the field one of those widths"))
+                + (fix.replace("{n}", str(need)) if need else "give the field one of those widths")
+            )
         if enc.kind == "binary" and enc.trunc == "std" and enc.digits and len(str(2 ** (8 * width) - 1)) < enc.digits:
             raise LayoutError(
                 f"encodings[{name!r}]: {enc.digits} digits do not fit a {width}-byte binary field; COBOL uses "
-                f"{_binary_width(enc.digits)} bytes for them")
-        self.fields.append(Field(path, offset, width, elem, enc.arrow_type(width), "|", shape, strides, enc.kind,
-                                 1, (), (), "", enc))
+                f"{_binary_width(enc.digits)} bytes for them"
+            )
+        self.fields.append(
+            Field(path, offset, width, elem, enc.arrow_type(width), "|", shape, strides, enc.kind, 1, (), (), "", enc)
+        )
         return len(self.fields) - 1
 
     def leaf(self, elem, offset, path, shape, strides):
@@ -1019,10 +1116,28 @@ class _Builder:
         else:
             kind, arrow, factor = _leaf_mapping(elem, name, offset, self)
         if not bits:  # a bit-field word's byte order comes from the C layout
-            order = "|" if elem.byteorder == "|" or elem.itemsize == 1 or kind in ("bytes", "cstr", "bool") \
+            order = (
+                "|"
+                if elem.byteorder == "|" or elem.itemsize == 1 or kind in ("bytes", "cstr", "bool")
                 else ("little" if elem.byteorder.replace("=", _NATIVE) == "<" else "big")
-        self.fields.append(Field(path, offset, elem.itemsize, elem, arrow, order, shape, strides, kind,
-                                 factor, bits, enum, self.c_types.get(name, "")))
+            )
+        self.fields.append(
+            Field(
+                path,
+                offset,
+                elem.itemsize,
+                elem,
+                arrow,
+                order,
+                shape,
+                strides,
+                kind,
+                factor,
+                bits,
+                enum,
+                self.c_types.get(name, ""),
+            )
+        )
         return len(self.fields) - 1
 
 
@@ -1034,8 +1149,13 @@ def _leaf_mapping(elem, name, offset, builder):
         return LayoutError(f"field {name!r} at offset {offset} has dtype {elem.str}: {why}; {fix}")
 
     if k in "iu":
-        return "copy", (pa.int8, pa.int16, pa.int32, pa.int64)[w.bit_length() - 1]() if k == "i" else (
-            pa.uint8, pa.uint16, pa.uint32, pa.uint64)[w.bit_length() - 1](), 1
+        return (
+            "copy",
+            (pa.int8, pa.int16, pa.int32, pa.int64)[w.bit_length() - 1]()
+            if k == "i"
+            else (pa.uint8, pa.uint16, pa.uint32, pa.uint64)[w.bit_length() - 1](),
+            1,
+        )
     if k == "f":
         if w not in (2, 4, 8):
             raise unsupported(f"Arrow has no {8 * w}-bit float", "convert it to float64 first")
@@ -1062,9 +1182,7 @@ def _leaf_mapping(elem, name, offset, builder):
             "raw void bytes have no Arrow mapping",
             "pass void_as='bytes' (fixed_size_binary) or void_as='skip' (treat as padding)",
         )
-    raise unsupported(
-        "Python objects are pointers, not record data", "store the values in a fixed-size type"
-    )
+    raise unsupported("Python objects are pointers, not record data", "store the values in a fixed-size type")
 
 
 def _one_field_hint(dtype, bytes_as, flatten, void_as):
@@ -1077,8 +1195,12 @@ def _one_field_hint(dtype, bytes_as, flatten, void_as):
         return f"np.dtype([('value', {elem.str!r}{', ' + repr(shape) if shape else ''})])"
 
     def works(elem, **options):
-        mine = {"bytes_as": bytes_as if isinstance(bytes_as, str) else "fixed", "flatten": flatten,
-                "void_as": void_as, **options}
+        mine = {
+            "bytes_as": bytes_as if isinstance(bytes_as, str) else "fixed",
+            "flatten": flatten,
+            "void_as": void_as,
+            **options,
+        }
         try:
             Layout(np.dtype([("value", elem, shape) if shape else ("value", elem)]), **mine)
         except (LayoutError, TypeError, ValueError) as err:
@@ -1091,21 +1213,27 @@ def _one_field_hint(dtype, bytes_as, flatten, void_as):
     if why is None:
         return f"; wrap it as a one-field record: Layout.from_dtype({spelled(base)})"
     if base.kind == "O":
-        return (": Python objects are pointers to values kept elsewhere, not bytes a record holds, so no "
-                "layout describes them; store the values in a fixed-size type first (e.g. "
-                "np.asarray(values, dtype='U16') for text, 'i8' or 'f8' for numbers), then describe that: "
-                f"Layout.from_dtype({spelled(np.dtype('<U16'))})")
+        return (
+            ": Python objects are pointers to values kept elsewhere, not bytes a record holds, so no "
+            "layout describes them; store the values in a fixed-size type first (e.g. "
+            "np.asarray(values, dtype='U16') for text, 'i8' or 'f8' for numbers), then describe that: "
+            f"Layout.from_dtype({spelled(np.dtype('<U16'))})"
+        )
     if base.kind == "V" and works(base, void_as="bytes") is None:
-        return (f" (raw bytes); wrap it as a one-field record kept as Arrow fixed_size_binary: "
-                f"Layout.from_dtype({spelled(base)}, void_as='bytes')")
+        return (
+            f" (raw bytes); wrap it as a one-field record kept as Arrow fixed_size_binary: "
+            f"Layout.from_dtype({spelled(base)}, void_as='bytes')"
+        )
     repaired = None
     if base.kind in "mM" and np.datetime_data(base)[0] == "generic":
         repaired = np.dtype(f"{base.byteorder.replace('|', '=')}{base.kind}8[s]")
     elif base.kind in "fc" and base.itemsize > (8 if base.kind == "f" else 16):
         repaired = np.dtype(f"{base.byteorder.replace('|', '=')}{base.kind}{8 if base.kind == 'f' else 16}")
     if repaired is not None and works(repaired) is None:
-        return (f", which a record field cannot hold as it is ({why}); as {repaired} it can: "
-                f"Layout.from_dtype({spelled(repaired)})")
+        return (
+            f", which a record field cannot hold as it is ({why}); as {repaired} it can: "
+            f"Layout.from_dtype({spelled(repaired)})"
+        )
     return f", which a record field cannot hold either: {why}"
 
 

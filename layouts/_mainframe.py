@@ -40,8 +40,9 @@ def why_invalid(enc, raw):
         if separate:
             at = 0 if leading else len(raw) - 1
             if raw[at] not in (byte_of(enc.codepage, "+"), byte_of(enc.codepage, "-")):
-                return (f"byte {at} of the field: the separate sign {raw[at]:02X} is neither '+' nor '-' in "
-                        f"{enc.codepage}")
+                return (
+                    f"byte {at} of the field: the separate sign {raw[at]:02X} is neither '+' nor '-' in {enc.codepage}"
+                )
             body, first = (raw[1:], 1) if leading else (raw[:-1], 0)
         over = None if separate else (0 if leading else len(body) - 1)
         for i, b in enumerate(body):
@@ -58,8 +59,10 @@ def why_invalid(enc, raw):
     if enc.kind == "binary":
         value = int.from_bytes(raw, "big", signed=enc.signed)
         if enc.trunc == "std" and enc.digits and abs(value) >= 10**enc.digits:
-            return (f"the value {value} has more digits than the PICTURE's {enc.digits} (TRUNC(STD)); read it with "
-                    f"Encoding(..., trunc='bin') if the program wrote the field's whole binary range (COMP-5)")
+            return (
+                f"the value {value} has more digits than the PICTURE's {enc.digits} (TRUNC(STD)); read it with "
+                f"Encoding(..., trunc='bin') if the program wrote the field's whole binary range (COMP-5)"
+            )
         return None
     return None
 
@@ -89,13 +92,16 @@ def forward_message(field, records, fault, where, record_byte, of="of the record
     element = f"element {k}, " if field.count > 1 else ""
     at = f"{element}byte {record_byte + off} {of} (offset {off} in the record), bytes {_hex(raw)}"
     if code == P.E_INVALID:
-        return (f"{where}: {at} are not a valid {enc.short()} value: {why or 'invalid bytes'}; fix the data, "
-                f"{NULL_FIX}")
+        return f"{where}: {at} are not a valid {enc.short()} value: {why or 'invalid bytes'}; fix the data, {NULL_FIX}"
     if enc.kind == "hfloat":
-        return (f"{where}: {at}: the IBM float is beyond float32's range (about 3.4e38); read it as COMP-2 "
-                f"(8 bytes -> float64) if it is one, {NULL_FIX}")
-    return (f"{where}: {at}: the value does not fit Arrow {field.arrow_type}; read it as decimal128 "
-            f"(as_integer=False), {NULL_FIX}")
+        return (
+            f"{where}: {at}: the IBM float is beyond float32's range (about 3.4e38); read it as COMP-2 "
+            f"(8 bytes -> float64) if it is one, {NULL_FIX}"
+        )
+    return (
+        f"{where}: {at}: the value does not fit Arrow {field.arrow_type}; read it as decimal128 "
+        f"(as_integer=False), {NULL_FIX}"
+    )
 
 
 def reverse_message(field, value, code, where):
@@ -103,27 +109,40 @@ def reverse_message(field, value, code, where):
     enc = field.encoding
     target = f"field {field.name!r} ({enc.short()}, {field.width} bytes at offset {field.offset})"
     if code == P.E_NULL:
-        return (f"{where} is null and {target} has no null; fill the nulls first (pyarrow.compute.fill_null) or "
-                f"drop those rows")
+        return (
+            f"{where} is null and {target} has no null; fill the nulls first (pyarrow.compute.fill_null) or "
+            f"drop those rows"
+        )
     if code == P.E_RANGE and field.kind == "text":
         table = encode_table(enc.codepage)
         bad = next((ch for ch in str(value) if ord(ch) > 0xFFFF or table[ord(ch)] < 0), "?")
-        return (f"{where}: {value!r} holds {bad!r} (U+{ord(bad):04X}), which code page {enc.codepage} has no byte "
-                f"for; replace the character, or use a code page that has it (Encoding(codepage=...))")
+        return (
+            f"{where}: {value!r} holds {bad!r} (U+{ord(bad):04X}), which code page {enc.codepage} has no byte "
+            f"for; replace the character, or use a code page that has it (Encoding(codepage=...))"
+        )
     if code == P.E_INEXACT:
-        return (f"{where}: {value!r} is not a multiple of {10 ** -enc.scale} ({target}: PIC with P scaling); "
-                f"round the value to the field's scale")
+        return (
+            f"{where}: {value!r} is not a multiple of {10**-enc.scale} ({target}: PIC with P scaling); "
+            f"round the value to the field's scale"
+        )
     if code == P.E_TOO_LONG:
         return f"{where}: {value!r} is longer than {target}; pass truncate=True to cut it to {field.width} characters"
     if code == P.E_UTF:
         return f"{where}: {value!r} is not valid UTF-8 and cannot be written to {target}"
     if enc.kind == "hfloat":
-        return (f"{where}: {value!r} has no IBM hexadecimal float: NaN and infinities do not exist there, and "
-                f"its largest is about 7.2e75; fix the value")
+        return (
+            f"{where}: {value!r} has no IBM hexadecimal float: NaN and infinities do not exist there, and "
+            f"its largest is about 7.2e75; fix the value"
+        )
     if enc.kind == "binary":
-        limit = (f"{enc.digits} digits (TRUNC(STD))" if enc.trunc == "std" and enc.digits
-                 else f"{field.width} bytes{' signed' if enc.signed else ' unsigned'}")
+        limit = (
+            f"{enc.digits} digits (TRUNC(STD))"
+            if enc.trunc == "std" and enc.digits
+            else f"{field.width} bytes{' signed' if enc.signed else ' unsigned'}"
+        )
         return f"{where}: {value!r} does not fit {target}: it holds {limit}; fix the value"
     sign = "" if enc.signed else " (unsigned: no negative values)"
-    return (f"{where}: {value!r} does not fit {target}: it holds {enc.precision(field.width)} digits with "
-            f"scale {max(enc.scale, 0)}{sign}; fix the value or widen the PICTURE")
+    return (
+        f"{where}: {value!r} does not fit {target}: it holds {enc.precision(field.width)} digits with "
+        f"scale {max(enc.scale, 0)}{sign}; fix the value or widen the PICTURE"
+    )

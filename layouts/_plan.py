@@ -14,16 +14,26 @@ from contextlib import contextmanager
 import numpy as np
 import pyarrow as pa
 
-from .kernels import plan as P
-
 from ._ebcdic import byte_of, decode_table, encode_table, max_utf8
 from ._errors import ConversionError, LayoutError
+from .kernels import plan as P
 
 ALIGN = 64
 KIND_CODES = {
-    "copy": P.K_COPY, "bytes": P.K_BYTES, "bool": P.K_BOOL, "scale": P.K_SCALE,
-    "civil": P.K_CIVIL, "cstr": P.K_CSTR, "utf32": P.K_UTF32, "bits": P.K_BITS, "enum": P.K_ENUM,
-    "text": P.K_TEXT, "packed": P.K_PACKED, "zoned": P.K_ZONED, "binary": P.K_BINARY, "hfloat": P.K_HFLOAT,
+    "copy": P.K_COPY,
+    "bytes": P.K_BYTES,
+    "bool": P.K_BOOL,
+    "scale": P.K_SCALE,
+    "civil": P.K_CIVIL,
+    "cstr": P.K_CSTR,
+    "utf32": P.K_UTF32,
+    "bits": P.K_BITS,
+    "enum": P.K_ENUM,
+    "text": P.K_TEXT,
+    "packed": P.K_PACKED,
+    "zoned": P.K_ZONED,
+    "binary": P.K_BINARY,
+    "hfloat": P.K_HFLOAT,
 }
 _VAR = ("cstr", "utf32", "text")
 _I32_MAX = 2**31 - 1
@@ -45,8 +55,9 @@ def arrow_width(field):
 def has_time_nulls(field):
     """Leaves that always get a validity bitmap: every datetime64/timedelta64 leaf (NaT
     becomes null), and mainframe numbers read with ``invalid="null"`` (text has no invalid bytes)."""
-    return field.dtype.kind in "mM" or (field.encoding is not None and field.encoding.invalid == "null"
-                                        and field.kind != "text")
+    return field.dtype.kind in "mM" or (
+        field.encoding is not None and field.encoding.invalid == "null" and field.kind != "text"
+    )
 
 
 def var_bytes(field):
@@ -75,7 +86,8 @@ def null_bits(field, value, what):
         lo, hi = field.bit_range()
         if not lo <= value <= hi:
             raise ConversionError(
-                f"{where}={value!r} does not fit the {field.bits[1]}-bit field {field.name!r} ({lo}..{hi})")
+                f"{where}={value!r} does not fit the {field.bits[1]}-bit field {field.name!r} ({lo}..{hi})"
+            )
     if field.kind != "copy" and field.kind != "bits":
         raise ConversionError(
             f"{where}: field {field.name!r} ({field.dtype.str} at offset {field.offset}) is "
@@ -86,7 +98,9 @@ def null_bits(field, value, what):
         return P.N_NAN, _bits(np.array(value, dtype=dt))
     try:
         arr = np.array(value, dtype=dt)
-        same = arr == np.array(value) if dt.kind not in "mM" else (arr == value) | (np.isnat(arr) & (str(value) == "NaT"))
+        same = (
+            arr == np.array(value) if dt.kind not in "mM" else (arr == value) | (np.isnat(arr) & (str(value) == "NaT"))
+        )
     except (OverflowError, ValueError, TypeError) as err:
         raise ConversionError(f"{where}={value!r} does not fit field {field.name!r} of type {dt}: {err}") from err
     if not bool(same):
@@ -116,8 +130,7 @@ def _enum_value(field, value, where):
         number = int(value)
     except (TypeError, ValueError):
         raise ConversionError(
-            f"{where}={value!r} is neither an enumerator of field {field.name!r} "
-            f"({', '.join(names)}) nor an integer"
+            f"{where}={value!r} is neither an enumerator of field {field.name!r} ({', '.join(names)}) nor an integer"
         ) from None
     info = np.iinfo(field.dtype)
     if not info.min <= number <= info.max:
@@ -141,8 +154,9 @@ def _enum_lookup(field, dense_limit=1 << 16):
 def enum_table(field, dictionary):
     """int64 value of each entry of an enum column's dictionary (names or numbers)."""
     where = f"column {field.name!r}"
-    return np.array([_enum_value(field, v, f"{where}: dictionary entry") for v in dictionary.to_pylist()],
-                    dtype=np.int64)
+    return np.array(
+        [_enum_value(field, v, f"{where}: dictionary entry") for v in dictionary.to_pylist()], dtype=np.int64
+    )
 
 
 _claims_lock = threading.Lock()
@@ -230,13 +244,20 @@ def _pairs(writes, reads, held_w, held_r):
 def _conflict(call, new, writing, old, old_writes, thread):
     """The message for a conversion refused because another (in ``thread``) holds ``old``,
     which overlaps the range ``new`` this call would write (``writing``) or read."""
-    clash = (f"{call}: {new[3]} is {'being written' if old_writes else 'being read'} right now by another "
-             f"conversion (thread {thread!r}, {'writing' if old_writes else 'reading'} {old[3]})")
+    clash = (
+        f"{call}: {new[3]} is {'being written' if old_writes else 'being read'} right now by another "
+        f"conversion (thread {thread!r}, {'writing' if old_writes else 'reading'} {old[3]})"
+    )
     if writing:
-        why = ("two conversions writing one buffer at once would mix their records in it" if old_writes else
-               "writing it now would change records that conversion has not read yet")
-        fix = ("give each thread its own out= (one SoA or one array per thread, or out=None for a new one), "
-               "or wait for the other call to return")
+        why = (
+            "two conversions writing one buffer at once would mix their records in it"
+            if old_writes
+            else "writing it now would change records that conversion has not read yet"
+        )
+        fix = (
+            "give each thread its own out= (one SoA or one array per thread, or out=None for a new one), "
+            "or wait for the other call to return"
+        )
     else:
         why = "reading it now would mix old records with new ones"
         fix = "wait for that call to return before converting this memory, or convert a copy of it"
@@ -293,7 +314,8 @@ def _mainframe_row(row, field):
         row[P.TABLE] = int(enc.positive, 16)  # the positive sign nibble written back
     if enc.kind == "zoned":
         row[P.FLAGS] |= (P.F_LEADING if enc.sign.startswith("leading") else 0) | (
-            P.F_SEPARATE if enc.sign.endswith("separate") else 0)
+            P.F_SEPARATE if enc.sign.endswith("separate") else 0
+        )
         row[P.SENT] = byte_of(enc.codepage, "+") | byte_of(enc.codepage, "-") << 8
     if enc.kind == "binary" and (enc.trunc == "bin" or enc.digits == 0):
         row[P.FLAGS] |= P.F_TRUNC_BIN
@@ -381,8 +403,9 @@ class Span:
 
     def __init__(self, address, size, owner=None):
         self.address, self.size, self.owner = address, size, owner
-        self._arrow = owner if isinstance(owner, pa.Buffer) and owner.address == address and owner.size == size \
-            else None
+        self._arrow = (
+            owner if isinstance(owner, pa.Buffer) and owner.address == address and owner.size == size else None
+        )
 
     def arrow(self):
         """The bytes as a pyarrow Buffer, no copy (host spans only); made once."""
@@ -438,8 +461,8 @@ class ColumnBuffers:
         validity, offsets, data = (None if b is None else wrap(b) for b in (self.validity, self.offsets, self.data))
         if self.dictionary is not None:
             return pa.DictionaryArray.from_buffers(
-                self.type, self.length, [validity, data], self.dictionary, null_count=-1,
-                offset=self.offset)
+                self.type, self.length, [validity, data], self.dictionary, null_count=-1, offset=self.offset
+            )
         bufs = [validity, data] if offsets is None else [validity, offsets, data]
         return pa.Array.from_buffers(self.type, self.length, bufs, null_count=-1, offset=self.offset)
 

@@ -10,8 +10,8 @@ from ._aos import AoS, as_layout, overlaps
 from ._arena import Arena, ArenaUse
 from ._backends import Backend, check_threads
 from ._errors import ConversionError, LayoutError
-from ._layout import Layout
 from ._faults import reverse_error
+from ._layout import Layout
 from ._plan import ALIGN, ColumnBuffers, claimed, native_dtype
 
 __all__ = ["SoA", "Column", "SoAParts", "soa_over_arena"]
@@ -50,9 +50,18 @@ class SoA:
     True
     """
 
-    def __init__(self, layout: Layout, length: int, columns: "Iterable[ColumnBuffers]", *,
-                 fills: "Mapping[str, Any] | None" = None, truncate: bool = False, arena: "Arena | None" = None,
-                 memory: Any = None, backend: "Backend | None" = None) -> None:
+    def __init__(
+        self,
+        layout: Layout,
+        length: int,
+        columns: "Iterable[ColumnBuffers]",
+        *,
+        fills: "Mapping[str, Any] | None" = None,
+        truncate: bool = False,
+        arena: "Arena | None" = None,
+        memory: Any = None,
+        backend: "Backend | None" = None,
+    ) -> None:
         self.layout, self._length, self._columns = layout, length, tuple(columns)
         self._backend = backends.host() if backend is None else backend
         self._fills, self._truncate = dict(fills or {}), truncate
@@ -67,8 +76,16 @@ class SoA:
     def parts(self) -> SoAParts:
         """The layout, length, column buffers, fill values, ``truncate``, arena, memory
         and backend of this SoA (internal: for the converter and the GPU slots)."""
-        return SoAParts(self.layout, self._length, self._columns, self._fills, self._truncate, self._arena,
-                        self._memory, self._backend)
+        return SoAParts(
+            self.layout,
+            self._length,
+            self._columns,
+            self._fills,
+            self._truncate,
+            self._arena,
+            self._memory,
+            self._backend,
+        )
 
     def _current(self, what):
         """Refuse to read an arena a later ``to_soa(out=...)`` has written over."""
@@ -77,11 +94,13 @@ class SoA:
                 f"SoA.{what}: this SoA's arena was reused by a later to_soa(out=...) that failed (it raised, and "
                 f"returned no SoA), so its buffers now hold part of that call's records, not this SoA's: convert "
                 f"the records again, into a new arena (out=None) or into this one (out= this SoA), and use the "
-                f"SoA that returns")
+                f"SoA that returns"
+            )
         if self._generation != self._use.generation:
             raise LayoutError(
                 f"SoA.{what}: this SoA's arena was reused by a later to_soa(out=...), so its buffers now hold "
-                f"other records; use the SoA that call returned")
+                f"other records; use the SoA that call returned"
+            )
 
     def _export(self):
         """A token for one export of this SoA's arena (None for columns borrowed from
@@ -99,9 +118,12 @@ class SoA:
         if self._memory is not None:
             return self._backend.claims(self._memory, "the columns being converted (this SoA's arena)")
         space = self._backend.name
-        return [(space, b.address, b.address + b.size, f"column {f.name!r} being converted")
-                for f, c in zip(self.layout.fields, self._columns) for b in (c.validity, c.offsets, c.data)
-                if b is not None]
+        return [
+            (space, b.address, b.address + b.size, f"column {f.name!r} being converted")
+            for f, c in zip(self.layout.fields, self._columns)
+            for b in (c.validity, c.offsets, c.data)
+            if b is not None
+        ]
 
     def _exported(self, column, token):
         """``column`` (ColumnBuffers) as a pyarrow array whose buffers hold ``token``."""
@@ -111,10 +133,17 @@ class SoA:
         return column.to_array(lambda b: pa.foreign_buffer(b.address, b.size, base=token))
 
     @classmethod
-    def from_arrow(cls, obj: Any, layout: "Layout | np.typing.DTypeLike", *,
-                   fill: "Mapping[str, Any] | None" = None, truncate: bool = False, cast: str = "strict",
-                   time_unit: "str | Mapping[str, str] | None" = None,
-                   extra: "str | Sequence[str]" = "error") -> "SoA":
+    def from_arrow(
+        cls,
+        obj: Any,
+        layout: "Layout | np.typing.DTypeLike",
+        *,
+        fill: "Mapping[str, Any] | None" = None,
+        truncate: bool = False,
+        cast: str = "strict",
+        time_unit: "str | Mapping[str, str] | None" = None,
+        extra: "str | Sequence[str]" = "error",
+    ) -> "SoA":
         """Columns from Arrow data, bound for a record layout (checked, not yet written).
 
         Parameters
@@ -174,8 +203,9 @@ class SoA:
         layout = as_layout(layout)
         table = as_table(obj)
         _unique_names(layout._arrow_fields(), list(table.schema))
-        length, columns, fills = columns_from_arrow(table, layout, dict(fill or {}), cast, time_unit, extra,
-                                                    truncate=truncate)
+        length, columns, fills = columns_from_arrow(
+            table, layout, dict(fill or {}), cast, time_unit, extra, truncate=truncate
+        )
         return cls(layout, length, columns, fills=fills, truncate=truncate)
 
     def __reduce__(self) -> "tuple[Any, ...]":
@@ -188,10 +218,16 @@ class SoA:
         if not self._backend.host:
             return _soa_on_device, (self.to_device("cpu"), self.device)
         if self._memory is None:  # borrowed Arrow buffers: only the bytes of these rows (a slice's own)
-            return _soa_of_buffers, (self.layout, self._length, [_own_bytes(c) for c in self._columns],
-                                     self._fills, self._truncate)
-        columns = [(c.type, c.length, c.validity, c.offsets, c.data, c.offset, c.kind, c.dictionary)
-                   for c in self._columns]
+            return _soa_of_buffers, (
+                self.layout,
+                self._length,
+                [_own_bytes(c) for c in self._columns],
+                self._fills,
+                self._truncate,
+            )
+        columns = [
+            (c.type, c.length, c.validity, c.offsets, c.data, c.offset, c.kind, c.dictionary) for c in self._columns
+        ]
         with claimed("pickling an SoA", (), self._reads()):
             self._current("__reduce__ (pickle)")
             memory = self._memory.copy()
@@ -290,8 +326,7 @@ class SoA:
         except ImportError as err:
             raise ImportError("SoA.to_pandas needs pandas: pip install pandas") from err
         if dtype_backend not in ("pyarrow", "numpy", "numpy_nullable"):
-            raise LayoutError(
-                f"dtype_backend must be 'pyarrow', 'numpy' or 'numpy_nullable', got {dtype_backend!r}")
+            raise LayoutError(f"dtype_backend must be 'pyarrow', 'numpy' or 'numpy_nullable', got {dtype_backend!r}")
         self._on_host("to_pandas")
         mapper_given = types_mapper is not None
         if types_mapper is None and dtype_backend == "pyarrow":
@@ -346,7 +381,8 @@ class SoA:
             raise LayoutError(
                 f"SoA.{what}: the columns are on the GPU; use .to_device('cpu') first (one copy), or keep "
                 f"them there with .to_cudf(), a column's __cuda_array_interface__/__dlpack__, or "
-                f"__arrow_c_device_array__()")
+                f"__arrow_c_device_array__()"
+            )
 
     def __arrow_c_device_array__(self, requested_schema: Any = None, **kwargs: Any) -> "tuple[Any, Any]":
         """The Arrow C Device Data Interface: ``(schema capsule, device array capsule)``
@@ -374,8 +410,16 @@ class SoA:
             if self._arena is None:
                 memory = None  # borrowed (or packed) columns: their buffers hold the bytes, no arena
             memory, columns = target.columns_from_host(memory, columns)
-        return SoA(self.layout, self._length, columns, fills=self._fills, truncate=self._truncate,
-                   arena=self._arena, memory=memory, backend=target)
+        return SoA(
+            self.layout,
+            self._length,
+            columns,
+            fills=self._fills,
+            truncate=self._truncate,
+            arena=self._arena,
+            memory=memory,
+            backend=target,
+        )
 
     def to_cudf(self) -> Any:
         """A ``cudf.DataFrame`` over the same device memory (no copy; see :mod:`layouts._cuda.cudf`)."""
@@ -385,8 +429,14 @@ class SoA:
         return to_cudf(soa.layout, soa._memory, soa._columns, soa)
 
     @classmethod
-    def from_cudf(cls, df: Any, layout: "Layout | np.typing.DTypeLike", *, fill: "Mapping[str, Any] | None" = None,
-                  truncate: bool = False) -> "SoA":
+    def from_cudf(
+        cls,
+        df: Any,
+        layout: "Layout | np.typing.DTypeLike",
+        *,
+        fill: "Mapping[str, Any] | None" = None,
+        truncate: bool = False,
+    ) -> "SoA":
         """Columns of a ``cudf.DataFrame``, bound for a record layout, on the GPU.
 
         Checked by :meth:`from_arrow`'s rules. Each column's device buffers are copied
@@ -411,8 +461,9 @@ class SoA:
         return self.layout.names
 
     # ------------------------------------------------------------------ back
-    def to_aos(self, *, out: "AoS | np.ndarray | None" = None, threads: "int | None" = None,
-               device: "str | None" = None) -> AoS:
+    def to_aos(
+        self, *, out: "AoS | np.ndarray | None" = None, threads: "int | None" = None, device: "str | None" = None
+    ) -> AoS:
         """Write the columns back as records, in one pass; returns an :class:`AoS`.
 
         Padding bytes (holes no field covers) come out as zeros. Nulls are written as
@@ -450,8 +501,9 @@ class SoA:
             writes = backend.claims(records, "out= (the records array passed)")
         with claimed("SoA.to_aos", writes, self._reads()):
             self._current("to_aos")  # not reused between the check above and the claim
-            fault = backend.soa_to_aos(target, self.layout, n, self._columns, self._memory, self._fills,
-                                       self._truncate, threads=threads)
+            fault = backend.soa_to_aos(
+                target, self.layout, n, self._columns, self._memory, self._fills, self._truncate, threads=threads
+            )
             if fault is not None:
                 raise reverse_error(self.layout, backend.columns_to_host(self._memory, self._columns)[1], fault)
         return AoS(records, self.layout)
@@ -511,8 +563,9 @@ def _unique_names(wanted: "list[pa.Field]", have: "list[pa.Field]", parent: "str
         count = len(at)
         if count == 1:
             got, typ = have[at[0]].type, want.type
-            while pa.types.is_fixed_size_list(typ) and (pa.types.is_list(got) or pa.types.is_large_list(got)
-                                                        or pa.types.is_fixed_size_list(got)):
+            while pa.types.is_fixed_size_list(typ) and (
+                pa.types.is_list(got) or pa.types.is_large_list(got) or pa.types.is_fixed_size_list(got)
+            ):
                 got, typ = got.value_type, typ.value_type
             if pa.types.is_struct(typ) and pa.types.is_struct(got):
                 path = want.name if parent is None else f"{parent}.{want.name}"
@@ -528,12 +581,14 @@ def _unique_names(wanted: "list[pa.Field]", have: "list[pa.Field]", parent: "str
                     f"the Arrow data has {count} columns named {want.name!r} (columns {at} of {names}); the "
                     f"layout's field {want.name!r} is found by name, which would not say which one to read: "
                     f"rename all but one first, e.g. table.rename_columns({renamed!r}) (pandas: df.columns = "
-                    f"[...]), or drop the ones not meant")
+                    f"[...]), or drop the ones not meant"
+                )
             raise LayoutError(
                 f"column {parent!r} has {count} struct children named {want.name!r} (children {at} of {names}); "
                 f"the layout's field {parent + '.' + want.name!r} is found by name, which would not say which "
                 f"one to read: rename all but one first (pyarrow.compute.struct_field and "
-                f"pyarrow.StructArray.from_arrays with new names)")
+                f"pyarrow.StructArray.from_arrays with new names)"
+            )
 
 
 def _own_bytes(c):
@@ -555,8 +610,13 @@ def _soa_of_buffers(layout, length, columns, fills, truncate):
     def buf(b):
         return b if b is None or isinstance(b, pa.Buffer) else pa.py_buffer(np.ascontiguousarray(b))
 
-    return SoA(layout, length, [ColumnBuffers(t, n, buf(v), buf(o), buf(d), *rest) for t, n, v, o, d, *rest in columns],
-               fills=fills, truncate=truncate)
+    return SoA(
+        layout,
+        length,
+        [ColumnBuffers(t, n, buf(v), buf(o), buf(d), *rest) for t, n, v, o, d, *rest in columns],
+        fills=fills,
+        truncate=truncate,
+    )
 
 
 def _soa_of_arena(layout, length, columns, fills, truncate, arena, memory):
@@ -610,8 +670,10 @@ def _pandas_error(table, dtype_backend, types_mapper, mapper_given, options, err
         except (ValueError, OverflowError):
             break
     else:
-        return ConversionError(f"SoA.to_pandas(dtype_backend={dtype_backend!r}): {err}; use the default "
-                               f"dtype_backend='pyarrow' (pandas.ArrowDtype columns hold every Arrow value)")
+        return ConversionError(
+            f"SoA.to_pandas(dtype_backend={dtype_backend!r}): {err}; use the default "
+            f"dtype_backend='pyarrow' (pandas.ArrowDtype columns hold every Arrow value)"
+        )
     value = ""
     t = column.type
     if pa.types.is_temporal(t) and column.length() > 0:
@@ -629,7 +691,8 @@ def _pandas_error(table, dtype_backend, types_mapper, mapper_given, options, err
     return ConversionError(
         f"SoA.to_pandas(dtype_backend={dtype_backend!r}): column {name!r} ({t}) holds{value or ' a value'} "
         f"which {types} cannot hold ({type(err).__name__}: {err}); use the default dtype_backend='pyarrow'{fix} "
-        f"(pandas.ArrowDtype columns hold every Arrow value), or fix the value")
+        f"(pandas.ArrowDtype columns hold every Arrow value), or fix the value"
+    )
 
 
 class _NoColumn(LayoutError, KeyError):
@@ -647,10 +710,15 @@ def _no_column(names, name):
     if not leaves:
         return f"no leaf column {name!r}; columns are {names}"
     top = name.split(".")[0]
-    whole = (f"the whole field as an Arrow struct column with soa.to_arrow().column({name!r})" if top == name else
-             f"the Arrow struct column that holds it, soa.to_arrow().column({top!r})")
-    return (f"no leaf column {name!r}: {name!r} is a complex or struct field, whose leaf columns are "
-            f"{', '.join(map(repr, leaves))}; take one of those (soa[{leaves[0]!r}]), or {whole}")
+    whole = (
+        f"the whole field as an Arrow struct column with soa.to_arrow().column({name!r})"
+        if top == name
+        else f"the Arrow struct column that holds it, soa.to_arrow().column({top!r})"
+    )
+    return (
+        f"no leaf column {name!r}: {name!r} is a complex or struct field, whose leaf columns are "
+        f"{', '.join(map(repr, leaves))}; take one of those (soa[{leaves[0]!r}]), or {whole}"
+    )
 
 
 def _writable_records(out, layout, n, columns):
@@ -663,15 +731,19 @@ def _writable_records(out, layout, n, columns):
         raise LayoutError(
             f"out= has dtype {arr.dtype}; records of this layout are {layout.dtype} (or raw bytes): written "
             f"into another type, the array would show garbage. Pass np.empty(n, layout.dtype), or a uint8 "
-            f"view of the memory (out.view(np.uint8))")
+            f"view of the memory (out.view(np.uint8))"
+        )
     if arr.nbytes < n * layout.itemsize:
-        raise LayoutError(f"out= has {arr.nbytes} bytes; {n} records of {layout.itemsize} bytes need {n * layout.itemsize}")
+        raise LayoutError(
+            f"out= has {arr.nbytes} bytes; {n} records of {layout.itemsize} bytes need {n * layout.itemsize}"
+        )
     records = arr.reshape(-1).view(np.uint8)[: n * layout.itemsize]
     for field, column in zip(layout.fields, columns):
         if any(b is not None and overlaps(b, records) for b in (column.validity, column.offsets, column.data)):
             raise LayoutError(
                 f"out= shares memory with column {field.name!r} being written into it: the records would "
-                f"overwrite values not read yet. Pass an out= array of its own memory (or none)")
+                f"overwrite values not read yet. Pass an out= array of its own memory (or none)"
+            )
     return records.view(layout.dtype)
 
 
@@ -743,7 +815,8 @@ class Column:
         if not self._soa._backend.host:
             raise TypeError(
                 f"column {self.name!r} is on the GPU; NumPy cannot view it: use cupy.asarray(col) (no copy) "
-                f"or soa.to_device('cpu')")
+                f"or soa.to_device('cpu')"
+            )
         self._soa._current("Column.to_numpy")
         shape = (len(self),) + self.field.shape
         dt = self._view_dtype()
@@ -772,8 +845,9 @@ class Column:
         """The values on the GPU, for CuPy, Numba and PyTorch (no copy; already
         synchronised, so ``stream`` is None). Nulls are not described: see null_count."""
         soa = self._soa
-        return soa._backend.column_interface(soa._memory, self._buffers, self._view_dtype(),
-                                             (len(self),) + self.field.shape, self.name)
+        return soa._backend.column_interface(
+            soa._memory, self._buffers, self._view_dtype(), (len(self),) + self.field.shape, self.name
+        )
 
     def __dlpack__(self, **kwargs: Any) -> Any:
         return self._soa._backend.dlpack(self, **kwargs)
@@ -784,10 +858,19 @@ class Column:
 
 def _nullable_dtypes(pd):
     """Arrow type -> pandas nullable dtype, for ``to_pandas(dtype_backend="numpy_nullable")``."""
-    ints = {f"{sign}int{bits}": getattr(pd, f"{'U' if sign else ''}Int{bits}Dtype")()
-            for sign in ("", "u") for bits in (8, 16, 32, 64)}
+    ints = {
+        f"{sign}int{bits}": getattr(pd, f"{'U' if sign else ''}Int{bits}Dtype")()
+        for sign in ("", "u")
+        for bits in (8, 16, 32, 64)
+    }
     mapping = {getattr(pa, name)(): dtype for name, dtype in ints.items()}
-    mapping.update({pa.float32(): pd.Float32Dtype(), pa.float64(): pd.Float64Dtype(),
-                    pa.bool_(): pd.BooleanDtype(), pa.string(): pd.StringDtype(),
-                    pa.large_string(): pd.StringDtype()})
+    mapping.update(
+        {
+            pa.float32(): pd.Float32Dtype(),
+            pa.float64(): pd.Float64Dtype(),
+            pa.bool_(): pd.BooleanDtype(),
+            pa.string(): pd.StringDtype(),
+            pa.large_string(): pd.StringDtype(),
+        }
+    )
     return mapping

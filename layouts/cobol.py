@@ -50,20 +50,23 @@ def cut_depending_on(table: pa.Table, book: Copybook, *, flatten: bool = False) 
     tables = depending_tables(book)
     if flatten:
         counters = {f.name: f for f in book.fields}
-        for path, counter, size in tables:
+        for path, counter, _size in tables:
             holder = counters.get(counter)
             if holder is None or holder.shape:
-                raise LayoutError(f"{'.'.join(path)} OCCURS DEPENDING ON {counter}, a count inside another table: "
-                                  f"with flatten=True only counts outside any table are supported; read the "
-                                  f"table without flatten")
+                raise LayoutError(
+                    f"{'.'.join(path)} OCCURS DEPENDING ON {counter}, a count inside another table: "
+                    f"with flatten=True only counts outside any table are supported; read the "
+                    f"table without flatten"
+                )
         for path, counter, size in tables:
             counts = _counts(table.column(counter), counter, ".".join(path), size)
             for f in book.fields:
-                if f.path[:len(path)] == path and f.name in table.column_names:
+                if f.path[: len(path)] == path and f.name in table.column_names:
                     i = table.column_names.index(f.name)
                     cut = _cut(table.column(i), counts)
-                    table = table.set_column(i, pa.field(f.name, cut.type, metadata=table.schema.field(i).metadata),
-                                             cut)
+                    table = table.set_column(
+                        i, pa.field(f.name, cut.type, metadata=table.schema.field(i).metadata), cut
+                    )
         return table
     if not tables:
         return table
@@ -71,7 +74,8 @@ def cut_depending_on(table: pa.Table, book: Copybook, *, flatten: bool = False) 
     for path, counter, size in tables:
         record = _apply(record, path, tuple(counter.split(".")), size, ".".join(path), counter)
     return pa.Table.from_batches([pa.RecordBatch.from_struct_array(record)]).replace_schema_metadata(
-        table.schema.metadata)
+        table.schema.metadata
+    )
 
 
 def _apply(array, path, counter, size, where, counter_name):
@@ -83,8 +87,10 @@ def _apply(array, path, counter, size, where, counter_name):
         for name in counter:
             column = column.field(column.type.get_field_index(name))
             if not pa.types.is_struct(column.type) and name != counter[-1]:
-                raise LayoutError(f"{where} OCCURS DEPENDING ON {counter_name}: the count is inside another "
-                                  f"table than the one that holds {where}; not supported")
+                raise LayoutError(
+                    f"{where} OCCURS DEPENDING ON {counter_name}: the count is inside another "
+                    f"table than the one that holds {where}; not supported"
+                )
         return _replace(array, path, _counts(column, counter_name, where, size))
     k = array.type.get_field_index(path[0])
     child = array.field(k)
@@ -96,8 +102,9 @@ def _apply(array, path, counter, size, where, counter_name):
             new = pa.FixedSizeListArray.from_arrays(values, child.type.list_size)
         else:
             offsets = child.offsets.to_numpy() - child.offsets[0].as_py()
-            new = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values,
-                                           type=pa.list_(pa.field("item", values.type)))
+            new = pa.ListArray.from_arrays(
+                pa.array(offsets.astype(np.int32)), values, type=pa.list_(pa.field("item", values.type))
+            )
     return _with_child(array, k, new)
 
 
@@ -138,8 +145,12 @@ def _annotated(field, name, facts):
 
 def _annotated_type(arrow_type, name, facts):
     if pa.types.is_struct(arrow_type):
-        return pa.struct([_annotated(arrow_type.field(i), f"{name}.{arrow_type.field(i).name}", facts)
-                          for i in range(arrow_type.num_fields)])
+        return pa.struct(
+            [
+                _annotated(arrow_type.field(i), f"{name}.{arrow_type.field(i).name}", facts)
+                for i in range(arrow_type.num_fields)
+            ]
+        )
     if pa.types.is_fixed_size_list(arrow_type):
         item = arrow_type.value_field
         inner = pa.field(item.name, _annotated_type(item.type, name, facts), item.nullable, item.metadata)
@@ -153,15 +164,19 @@ def _annotated_type(arrow_type, name, facts):
 def _counts(column, counter, where, size):
     if column.null_count:
         row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
-        raise ConversionError(f"record {row}: the count {counter} of {where} (OCCURS DEPENDING ON) is null (its "
-                              f"bytes were invalid); read the table at its maximum size, or fix the record")
+        raise ConversionError(
+            f"record {row}: the count {counter} of {where} (OCCURS DEPENDING ON) is null (its "
+            f"bytes were invalid); read the table at its maximum size, or fix the record"
+        )
     counts = pc.cast(column, pa.int64()).to_numpy(zero_copy_only=False)
     bad = np.flatnonzero((counts < 0) | (counts > size))
     if bad.size:
         row = int(bad[0])
-        raise ConversionError(f"record {row}: the count {counter} of {where} (OCCURS DEPENDING ON) is "
-                              f"{int(counts[row])}, outside 0..{size}; read the table at its maximum size, or "
-                              f"fix the record")
+        raise ConversionError(
+            f"record {row}: the count {counter} of {where} (OCCURS DEPENDING ON) is "
+            f"{int(counts[row])}, outside 0..{size}; read the table at its maximum size, or "
+            f"fix the record"
+        )
     return counts
 
 
@@ -187,8 +202,7 @@ def _cut(column, counts):
     starts = np.arange(len(counts), dtype=np.int64) * size
     index = np.repeat(starts - offsets[:-1], counts) + np.arange(offsets[-1], dtype=np.int64)
     values = array.flatten().take(pa.array(index))
-    return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values,
-                                    type=pa.list_(array.type.value_field))
+    return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values, type=pa.list_(array.type.value_field))
 
 
 # ------------------------------------------------------------------ variable and multi-segment files
@@ -201,8 +215,7 @@ def _framing(framing):
     if framing in ("rdw", "bdw"):
         return preset(framing)
     if framing == "rdw-little":  # two zero bytes, then the record's length (RDW not counted), little-endian
-        return Framing(length=Length(offset=2, size=2, order="little", unit=1, counts_itself=False, adjust=0),
-                       prefix=4)
+        return Framing(length=Length(offset=2, size=2, order="little", unit=1, counts_itself=False, adjust=0), prefix=4)
     raise LayoutError(f"framing must be one of {_FRAMINGS}, got {framing!r}")
 
 
@@ -213,8 +226,9 @@ def _segment_stream(types, segment, framing, codepage):
 
     offset, size = _segment_place(segment, types)
     if not (isinstance(offset, int) and isinstance(size, int) and offset >= 0 and 1 <= size <= 8):
-        raise LayoutError(f"segment=(offset, size) gives the segment id's bytes in the record (size 1 to 8), got "
-                          f"{segment!r}")
+        raise LayoutError(
+            f"segment=(offset, size) gives the segment id's bytes in the record (size 1 to 8), got {segment!r}"
+        )
     head = Record((("_head", f"S{offset + size}"),))
     record_types = []
     for value in types:
@@ -240,14 +254,18 @@ def _segment_place(segment, types):
         try:
             field = layout[segment]
         except KeyError:
-            raise LayoutError(f"segment={segment!r}: the Layout of segment {value!r} has no leaf of that name; its "
-                              f"leaves are {layout.names}") from None
+            raise LayoutError(
+                f"segment={segment!r}: the Layout of segment {value!r} has no leaf of that name; its "
+                f"leaves are {layout.names}"
+            ) from None
         if field.shape:
             raise LayoutError(f"segment={segment!r} is a table (OCCURS); name a field of one value")
         places.add((field.offset, field.width))
     if len(places) != 1:
-        raise LayoutError(f"segment={segment!r} is at different places in the segments' Layouts: "
-                          f"{sorted(places)} (offset, bytes); give segment=(offset, size)")
+        raise LayoutError(
+            f"segment={segment!r} is at different places in the segments' Layouts: "
+            f"{sorted(places)} (offset, bytes); give segment=(offset, size)"
+        )
     return places.pop()
 
 
@@ -308,11 +326,12 @@ def read_segments(src, types, *, segment, framing="rdw", codepage="cp037", short
         for i, (h, t) in enumerate(zip(heads, tails)):
             body = h + (t or b"")
             if len(body) < needed or len(body) > layout.itemsize:
-                raise ConversionError(f"segment {value!r}: the record at byte {int(offsets[i])} is {len(body)} bytes; "
-                                      f"its Layout needs {needed} to {layout.itemsize}"
-                                      + (" (short='pad' reads it with zeros past its end)" if len(body) < needed
-                                         else ""))
-            view[i, :len(body)] = np.frombuffer(body, np.uint8)
+                raise ConversionError(
+                    f"segment {value!r}: the record at byte {int(offsets[i])} is {len(body)} bytes; "
+                    f"its Layout needs {needed} to {layout.itemsize}"
+                    + (" (short='pad' reads it with zeros past its end)" if len(body) < needed else "")
+                )
+            view[i, : len(body)] = np.frombuffer(body, np.uint8)
             lengths[i] = len(body)
         table = AoS(records, layout).to_soa().to_arrow()
         table = table.add_column(0, "_length", pa.array(lengths))
@@ -340,8 +359,9 @@ def _narrowed(table, schema):
         if field.name not in table.column_names:
             raise ConversionError(f"the table has no column {field.name!r}, which the Layout needs")
         columns.append(_narrow(table.column(field.name).combine_chunks(), field.type))
-    return pa.table(columns, schema=pa.schema([pa.field(f.name, c.type, metadata=f.metadata)
-                                                for f, c in zip(schema, columns)]))
+    return pa.table(
+        columns, schema=pa.schema([pa.field(f.name, c.type, metadata=f.metadata) for f, c in zip(schema, columns)])
+    )
 
 
 def _narrow(array, wanted):
@@ -355,8 +375,11 @@ def _narrow(array, wanted):
             children.append(_narrow(array.field(index), want.type))
             fields.append(pa.field(want.name, children[-1].type, metadata=want.metadata))
         return pa.StructArray.from_arrays(children, fields=fields, mask=array.is_null() if array.null_count else None)
-    if (pa.types.is_fixed_size_list(wanted) and pa.types.is_fixed_size_list(array.type)
-            and pa.types.is_struct(wanted.value_type)):
+    if (
+        pa.types.is_fixed_size_list(wanted)
+        and pa.types.is_fixed_size_list(array.type)
+        and pa.types.is_struct(wanted.value_type)
+    ):
         values = _narrow(array.flatten(), wanted.value_type)
         return pa.FixedSizeListArray.from_arrays(values, wanted.list_size)
     return array
@@ -380,12 +403,20 @@ def write_segments(tables, types, dst=None, *, segment, framing="rdw", codepage=
         table = tables[name]
         records = SoA.from_arrow(_narrowed(table, layout.schema), layout).to_aos().array
         view = records.view(np.uint8).reshape(len(records), layout.itemsize)
-        lengths = table.column("_length").to_numpy() if "_length" in table.column_names else \
-            np.full(len(records), layout.itemsize)
-        bodies = [view[i, :int(n)].tobytes() for i, n in enumerate(lengths)]
-        parts[name] = pa.table({"_offset": table.column("_offset"), "_prefix": table.column("_prefix"),
-                                "_head": pa.array([b[:head_size] for b in bodies], pa.binary(head_size)),
-                                "_tail": pa.array([b[head_size:] for b in bodies], pa.binary())})
+        lengths = (
+            table.column("_length").to_numpy()
+            if "_length" in table.column_names
+            else np.full(len(records), layout.itemsize)
+        )
+        bodies = [view[i, : int(n)].tobytes() for i, n in enumerate(lengths)]
+        parts[name] = pa.table(
+            {
+                "_offset": table.column("_offset"),
+                "_prefix": table.column("_prefix"),
+                "_head": pa.array([b[:head_size] for b in bodies], pa.binary(head_size)),
+                "_tail": pa.array([b[head_size:] for b in bodies], pa.binary()),
+            }
+        )
     if "_blocks" in tables:
         parts["_blocks"] = tables["_blocks"]
     return write_stream(parts, stream, dst)

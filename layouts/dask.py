@@ -23,10 +23,10 @@ import numpy as np
 
 from . import _backends as backends
 from ._aos import AoS, as_layout, checked_nulls
-from ._soa import SoA
 from ._errors import ConversionError, LayoutError
 from ._faults import guarded_reads, shrunk_error
 from ._files import check_count, check_offset, check_trailing, maps, too_few, whole_records
+from ._soa import SoA
 
 if TYPE_CHECKING:
     from ._layout import Layout
@@ -38,11 +38,18 @@ DEVICES = backends.DEVICES
 PerFile = Union[int, None, Sequence[Any], Callable[[str], Any]]  # one value, one per file, or path -> value
 
 
-def read_records(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str]]",
-                 layout: "Layout | np.typing.DTypeLike", *, blocksize: "int | str" = "128MiB", offset: PerFile = 0,
-                 count: PerFile = None, trailing: str = "error", nulls: "Mapping[str, Any] | None" = None,
-                 device: str = "cpu",
-                 storage_options: "dict[str, Any] | None" = None) -> Any:
+def read_records(
+    paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str]]",
+    layout: "Layout | np.typing.DTypeLike",
+    *,
+    blocksize: "int | str" = "128MiB",
+    offset: PerFile = 0,
+    count: PerFile = None,
+    trailing: str = "error",
+    nulls: "Mapping[str, Any] | None" = None,
+    device: str = "cpu",
+    storage_options: "dict[str, Any] | None" = None,
+) -> Any:
     """Record files as a lazy ``dask.dataframe.DataFrame``, one partition per byte range.
 
     Parameters
@@ -112,7 +119,11 @@ def read_records(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str
     first_rows = [p[3] for p in parts]
     divisions = (*first_rows, first_rows[-1] + (parts[-1][2] - parts[-1][1]) // layout.itemsize - 1)
     return dd.from_map(
-        _Task(fs, options), parts, meta=meta, divisions=divisions, label="layouts-read-records",
+        _Task(fs, options),
+        parts,
+        meta=meta,
+        divisions=divisions,
+        label="layouts-read-records",
         enforce_metadata=False,
     )
 
@@ -125,8 +136,10 @@ def _file_size(fs, name, planned=False):
     info = fs.info(name)
     if info.get("type") == "directory":
         glob = name.rstrip("/") + "/*.bin"
-        raise LayoutError(f"{name} is a directory, not a record file; give its files with a glob pattern, e.g. "
-                          f"{glob!r}, or a list of paths")
+        raise LayoutError(
+            f"{name} is a directory, not a record file; give its files with a glob pattern, e.g. "
+            f"{glob!r}, or a list of paths"
+        )
     size = info["size"]
     if planned and _is_local(fs):
         with open(name, "rb") as f:
@@ -134,7 +147,8 @@ def _file_size(fs, name, planned=False):
                 raise LayoutError(
                     f"{name} says it is {size:,} bytes but cannot be mapped or has other bytes (a /proc or /sys "
                     f"file): Dask's partitions are byte ranges planned from file sizes; read it with "
-                    f"layouts.read_records({name!r}, layout), which reads such a file whole")
+                    f"layouts.read_records({name!r}, layout), which reads such a file whole"
+                )
     return size
 
 
@@ -164,8 +178,10 @@ def _per_file(value, names, what, check):
         return [check(value)] * len(names)
     if len(value) != len(names):
         shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
-        raise LayoutError(f"{what} has {len(value)} values but {len(names)} files match ({shown}); give one per "
-                          f"file in that order, one value for all, or a callable {what}(path)")
+        raise LayoutError(
+            f"{what} has {len(value)} values but {len(names)} files match ({shown}); give one per "
+            f"file in that order, one value for all, or a callable {what}(path)"
+        )
     return [check(v, f"{what}[{i}] ({name})") for i, (v, name) in enumerate(zip(value, names))]
 
 
@@ -258,8 +274,10 @@ def _map(name, start, stop, layout, base):
 
 
 _DOING = "read by Dask"
-_FIX_SHRUNK = ("call layouts.dask.read_records again once it is complete (the partitions were planned from its size "
-               "when read_records was called)")
+_FIX_SHRUNK = (
+    "call layouts.dask.read_records again once it is complete (the partitions were planned from its size "
+    "when read_records was called)"
+)
 
 
 def _is_local(fs):
@@ -319,9 +337,15 @@ def _require_cudf():
 RESERVED_TABLES = ("_header", "_gaps", "_blocks", "_unknown")
 
 
-def read_stream(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str]]", spec: Any, *,
-                types: "Sequence[str] | None" = None, blocksize: "int | str | None" = None,
-                file_column: str = "_file", storage_options: "dict[str, Any] | None" = None) -> "dict[str, Any]":
+def read_stream(
+    paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str]]",
+    spec: Any,
+    *,
+    types: "Sequence[str] | None" = None,
+    blocksize: "int | str | None" = None,
+    file_column: str = "_file",
+    storage_options: "dict[str, Any] | None" = None,
+) -> "dict[str, Any]":
     """Record stream files as lazy Dask DataFrames, one per record type, one partition per file.
 
     Each partition is :func:`layouts.read_stream` of one whole file: the framing of a
@@ -400,15 +424,19 @@ def read_stream(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str]
     wanted = list(record_types) if types is None else _checked_types(types, empties, record_types)
     for name in wanted:
         if file_column in empties[name].names:
-            raise LayoutError(f"table {name!r} has a column named {file_column!r}; pass another "
-                              f"file_column=, e.g. file_column='_path'")
+            raise LayoutError(
+                f"table {name!r} has a column named {file_column!r}; pass another "
+                f"file_column=, e.g. file_column='_path'"
+            )
     size = None if blocksize is None else _blocksize(blocksize)
     if size is not None:
         why = _unsplittable(stream)
         if why:
-            raise LayoutError(f"blocksize= cuts only streams of fixed-size records (one section with framing = "
-                              f"{{ size = ... }}) and VB files into byte ranges; {stream.name} {why}, so each file "
-                              f"is one partition: leave blocksize out")
+            raise LayoutError(
+                f"blocksize= cuts only streams of fixed-size records (one section with framing = "
+                f"{{ size = ... }}) and VB files into byte ranges; {stream.name} {why}, so each file "
+                f"is one partition: leave blocksize out"
+            )
     fs, _, names = fsspec.core.get_fs_token_paths(paths, mode="rb", storage_options=storage_options or {})
     if not names:
         raise LayoutError(f"no files match {paths!r}; check the path or glob pattern")
@@ -416,11 +444,15 @@ def read_stream(paths: "str | os.PathLike[str] | Sequence[str | os.PathLike[str]
         _file_size(fs, name)
     files = pd.CategoricalDtype(names, ordered=True)
     task = _StreamTask(fs, stream, {n: empties[n] for n in wanted}, file_column, files)
-    pieces = [(i, name, piece) for i, name in enumerate(names)
-              for piece in ([None] if size is None else _stream_ranges(fs, name, stream, size))]
-    reads = [delayed(task, pure=True)(i, name, piece,
-                                      dask_key_name=f"layouts-read-stream-{_token(task, name, piece)}")
-             for i, name, piece in pieces]
+    pieces = [
+        (i, name, piece)
+        for i, name in enumerate(names)
+        for piece in ([None] if size is None else _stream_ranges(fs, name, stream, size))
+    ]
+    reads = [
+        delayed(task, pure=True)(i, name, piece, dask_key_name=f"layouts-read-stream-{_token(task, name, piece)}")
+        for i, name, piece in pieces
+    ]
     out = {}
     for name in wanted:
         meta = _stream_frame(empties[name].empty_table(), file_column, files, 0)
@@ -449,12 +481,21 @@ def stream_schemas(spec: Any) -> "dict[str, Any]":
     got.stream, got.order, got.decimals = stream, order, {}
     for i, s in enumerate(stream.sections):
         blocks = none if isinstance(s, _BdwSection) else None
-        _tables(got, stream, s, Scanned(0, 0, none, none, np.zeros(0, np.int32), blocks), buf, "<schema>", order,
-                f"{stream.name} section[{i}]")
+        _tables(
+            got,
+            stream,
+            s,
+            Scanned(0, 0, none, none, np.zeros(0, np.int32), blocks),
+            buf,
+            "<schema>",
+            order,
+            f"{stream.name} section[{i}]",
+        )
     out = {name: soa.to_arrow().schema for name, soa in got.items() if name != "_blocks"}
     if stream.header is not None:
-        out["_header"] = _convert(buf, stream.header, order, none, none, 0, False, False, "<schema>",
-                                  "header")[0].to_arrow().schema
+        out["_header"] = (
+            _convert(buf, stream.header, order, none, none, 0, False, False, "<schema>", "header")[0].to_arrow().schema
+        )
     if "_blocks" in got:
         out["_blocks"] = got["_blocks"].to_arrow().schema
     raw = _raw_table(buf, none, none).to_arrow().schema
@@ -471,8 +512,10 @@ def _checked_types(types, empties, record_types):
     for name in wanted:
         if name not in empties:
             extra = [n for n in empties if n in RESERVED_TABLES]
-            raise LayoutError(f"types names {name!r}, which is no table of this stream; its record types: "
-                              f"{', '.join(record_types)}; reserved tables it can have: {', '.join(extra)}")
+            raise LayoutError(
+                f"types names {name!r}, which is no table of this stream; its record types: "
+                f"{', '.join(record_types)}; reserved tables it can have: {', '.join(extra)}"
+            )
     twice = sorted({n for n in wanted if wanted.count(n) > 1})
     if twice:
         raise LayoutError(f"types names {', '.join(map(repr, twice))} twice; name each table once")
@@ -498,9 +541,14 @@ class _StreamTask:
         self.fs, self.stream, self.schemas, self.file_column, self.files = fs, stream, schemas, file_column, files
 
     def __dask_tokenize__(self):
-        return ("layouts-stream-task", _token(self.fs), self.stream, sorted((k, str(v)) for k, v in
-                                                                           self.schemas.items()),
-                self.file_column, tuple(self.files.categories))
+        return (
+            "layouts-stream-task",
+            _token(self.fs),
+            self.stream,
+            sorted((k, str(v)) for k, v in self.schemas.items()),
+            self.file_column,
+            tuple(self.files.categories),
+        )
 
     def __call__(self, index, name, piece=None):
         from ._stream.read import read_stream as read
@@ -523,7 +571,6 @@ class _StreamTask:
             out[table_name] = _stream_frame(_as_schema(table, schema), self.file_column, self.files, index)
         return out
 
-
     def _range(self, name, piece):
         """read_stream of bytes ``[start, stop)`` of a file of fixed-size records: the
         first range with the description's header (the section's count cut to the range's
@@ -545,11 +592,16 @@ class _StreamTask:
             s = self.stream.sections[index]
             framing = dataclasses.replace(s.framing, size=record_size)
             if first:  # the header, the bytes before the records, the first records of section 0
-                sub = dataclasses.replace(self.stream, sections=(dataclasses.replace(
-                    s, framing=framing, offset=section_start, count=count, bytes=None),))
+                sub = dataclasses.replace(
+                    self.stream,
+                    sections=(dataclasses.replace(s, framing=framing, offset=section_start, count=count, bytes=None),),
+                )
             else:
-                sub = Stream([dataclasses.replace(s, framing=framing, offset=None, count=count, bytes=None)],
-                             order=order, name=self.stream.name)
+                sub = Stream(
+                    [dataclasses.replace(s, framing=framing, offset=None, count=count, bytes=None)],
+                    order=order,
+                    name=self.stream.name,
+                )
         if _is_local(self.fs):
             data = _map_range(name, start, stop)
             with guarded_reads(data, record_size, base=section_start, doing=_DOING, fix=_FIX_STREAM):
@@ -619,8 +671,9 @@ def _stream_ranges(fs, name, stream, blocksize):
             order = detect_order(stream, head, name)
             if stream.header is not None:
                 at = np.zeros(1, np.int64)
-                header, _ = _convert(head, stream.header, order, at, np.full(1, h, np.int64), 0, False, False, name,
-                                     "header")
+                header, _ = _convert(
+                    head, stream.header, order, at, np.full(1, h, np.int64), 0, False, False, name, "header"
+                )
                 values = header_values(stream, header, order)
         except ConversionError:
             return [None]
@@ -628,7 +681,7 @@ def _stream_ranges(fs, name, stream, blocksize):
     if plan is None:
         return [None]
     out = []
-    for i, (start, end, count, record_size) in enumerate(plan):
+    for i, (start, _end, count, record_size) in enumerate(plan):
         per = max(1, blocksize // record_size)
         for k in range(0, count, per):
             n = min(per, count - k)
@@ -652,8 +705,12 @@ def _section_plan(stream, values, h, size):
     for i, s in enumerate(stream.sections):
         if s.framing.size is None:
             return None
-        if several and (s.select is not None or any("[" in t and not t.rstrip("]").split("[")[-1].isdigit()
-                                                    for rt in s.types for _, t in rt.record.fields)):
+        if several and (
+            s.select is not None
+            or any(
+                "[" in t and not t.rstrip("]").split("[")[-1].isdigit() for rt in s.types for _, t in rt.record.fields
+            )
+        ):
             return None  # a later section's range has no header to choose its type or size its lists
         try:
             start = pos if s.offset is None else evaluate(s.offset, values, "offset")
@@ -687,9 +744,16 @@ def _vb_ranges(fs, name, size, blocksize):
 
     if not _is_local(fs) or size <= blocksize:
         return [None]
-    blocks = Stream([Section(Framing(length=Length(offset=0, size=2, order="big", counts_itself=True), prefix=0),
-                             (RecordType("block", Record((("bdw", ">u2"), ("spare", ">u2")))),), tail="column")],
-                    name="bdw")
+    blocks = Stream(
+        [
+            Section(
+                Framing(length=Length(offset=0, size=2, order="big", counts_itself=True), prefix=0),
+                (RecordType("block", Record((("bdw", ">u2"), ("spare", ">u2")))),),
+                tail="column",
+            )
+        ],
+        name="bdw",
+    )
     data = np.memmap(name, np.uint8, mode="r", shape=(size,))
     data.flags.writeable = False
     try:
@@ -720,12 +784,16 @@ def _map_range(name, start, stop):
             return np.memmap(name, np.uint8, mode="r", offset=start, shape=(stop - start,))
         except ValueError:  # cut between the size and the map
             continue
-    raise ConversionError(f"{name} shrank after layouts.dask.read_stream planned its byte ranges: it is now {size} "
-                          f"bytes, and the range [{start}, {stop}) is gone; {_FIX_STREAM}")
+    raise ConversionError(
+        f"{name} shrank after layouts.dask.read_stream planned its byte ranges: it is now {size} "
+        f"bytes, and the range [{start}, {stop}) is gone; {_FIX_STREAM}"
+    )
 
 
-_FIX_STREAM = ("call layouts.dask.read_stream again once it is complete (its byte ranges were planned from its size "
-               "when read_stream was called)")
+_FIX_STREAM = (
+    "call layouts.dask.read_stream again once it is complete (its byte ranges were planned from its size "
+    "when read_stream was called)"
+)
 
 
 def _relabel(message, name, shift=0):
@@ -733,7 +801,7 @@ def _relabel(message, name, shift=0):
     and its bytes instead."""
     if shift:
         message = re.sub(r"\bbyte (\d+)", lambda m: f"byte {int(m.group(1)) + shift}", message)
-    return name + message[len("<buffer>"):] if message.startswith("<buffer>") else f"{name}: {message}"
+    return name + message[len("<buffer>") :] if message.startswith("<buffer>") else f"{name}: {message}"
 
 
 def _as_schema(table, schema, limit=2**31 - 1):
@@ -751,11 +819,13 @@ def _as_schema(table, schema, limit=2**31 - 1):
             columns.append(column)
             continue
         if not (pa.types.is_large_binary(column.type) and pa.types.is_binary(field.type)):
-            raise LayoutError(f"column {field.name!r} is {column.type}, but {field.type} was planned; please report "
-                              f"this as a bug of layouts.dask.read_stream")
+            raise LayoutError(
+                f"column {field.name!r} is {column.type}, but {field.type} was planned; please report "
+                f"this as a bug of layouts.dask.read_stream"
+            )
         chunks = []
         for chunk in column.chunks:
-            offsets = np.frombuffer(chunk.buffers()[1], np.int64)[chunk.offset:chunk.offset + len(chunk) + 1]
+            offsets = np.frombuffer(chunk.buffers()[1], np.int64)[chunk.offset : chunk.offset + len(chunk) + 1]
             start = 0
             while start < len(chunk):
                 stop = int(np.searchsorted(offsets, offsets[start] + limit, side="right")) - 1

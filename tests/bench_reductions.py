@@ -19,8 +19,14 @@ import layouts as lo
 from .reductions import FIELDS, ITEMSIZES, OPS, THRESHOLDS, cpu_methods, make_records
 
 RECORDS = int(os.environ.get("LAYOUTS_BENCH_RECORDS", 1_000_000))
-METHODS = [("AoS", "numpy"), ("AoS", "kernel"), ("SoA", "numpy"), ("SoA", "kernel"), ("SoA", "pyarrow"),
-           ("SoA", "polars")]
+METHODS = [
+    ("AoS", "numpy"),
+    ("AoS", "kernel"),
+    ("SoA", "numpy"),
+    ("SoA", "kernel"),
+    ("SoA", "pyarrow"),
+    ("SoA", "polars"),
+]
 
 
 @functools.lru_cache(maxsize=1)
@@ -30,8 +36,13 @@ def data(itemsize):
 
 
 def expected(column, op, x):
-    return {"sum": column.sum(), "mean": column.mean(), "min": column.min(), "max": column.max(),
-            "count>x": np.count_nonzero(column > x)}[op]
+    return {
+        "sum": column.sum(),
+        "mean": column.mean(),
+        "min": column.min(),
+        "max": column.max(),
+        "count>x": np.count_nonzero(column > x),
+    }[op]
 
 
 @pytest.mark.parametrize("method", METHODS, ids=lambda m: "-".join(m))

@@ -44,8 +44,11 @@ def decode_zoned(raw, enc, charset="cp037"):
     digits = []
     for i, b in enumerate(body):
         zone, digit = b >> 4, b & 15
-        at_sign = enc["signed"] and not sign_place.endswith("separate") and (
-            i == 0 if sign_place.startswith("leading") else i == len(body) - 1)
+        at_sign = (
+            enc["signed"]
+            and not sign_place.endswith("separate")
+            and (i == 0 if sign_place.startswith("leading") else i == len(body) - 1)
+        )
         if ascii_data:
             if not 0x30 <= b <= 0x39:
                 return None
@@ -84,7 +87,7 @@ def reference_rows(cb, data, charset="cp037"):
     """Every record of ``data`` decoded field by field from the copybook's dtype,
     nested as ``pyarrow.Table.to_pylist`` nests them."""
     size = cb.dtype.itemsize
-    return [_walk(cb.dtype, data[i:i + size], 0, (), cb.encodings, charset) for i in range(0, len(data), size)]
+    return [_walk(cb.dtype, data[i : i + size], 0, (), cb.encodings, charset) for i in range(0, len(data), size)]
 
 
 def _walk(dtype, record, base, path, encodings, charset):
@@ -98,7 +101,7 @@ def _walk(dtype, record, base, path, encodings, charset):
             if elem.names is not None:
                 return _walk(elem, record, at, here, encodings, charset)
             enc = encodings.get(".".join(here))
-            return decode_leaf(bytes(record[at:at + elem.itemsize]), enc, elem, charset)
+            return decode_leaf(bytes(record[at : at + elem.itemsize]), enc, elem, charset)
 
         if shape:
             assert len(shape) == 1
@@ -138,8 +141,12 @@ def render(value, *, trim="both", controls=True):
     if isinstance(value, str):
         if controls:  # Cobrix's EBCDIC tables: spaces; its ASCII reader drops them ("drop")
             value = _CONTROLS.sub("" if controls == "drop" else " ", value)
-        return {"both": java_trim, "none": lambda s: s, "right": lambda s: s.rstrip(" "),
-                "left": lambda s: s.lstrip(" ")}[trim](value)
+        return {
+            "both": java_trim,
+            "none": lambda s: s,
+            "right": lambda s: s.rstrip(" "),
+            "left": lambda s: s.lstrip(" "),
+        }[trim](value)
     return value
 
 
@@ -150,7 +157,7 @@ def cut_depending(row, counts):
         holder = row
         for key in path[:-1]:
             holder = holder[key]
-        holder[path[-1]] = holder[path[-1]][:int(count_of(row))]
+        holder[path[-1]] = holder[path[-1]][: int(count_of(row))]
     return row
 
 
@@ -163,8 +170,11 @@ def edited_number(text, picture):
     negative = body.endswith(("-", "CR", "DB")) or body.startswith("-")
     digits = re.sub(r"[^0-9.]", "", body)
     if "V" in picture:
-        places = len(re.sub(r"\((\d+)\)", lambda m: "9" * (int(m.group(1)) - 1), picture.split("V")[1])
-                     .rstrip("+-").rstrip("CRDB"))
+        places = len(
+            re.sub(r"\((\d+)\)", lambda m: "9" * (int(m.group(1)) - 1), picture.split("V")[1])
+            .rstrip("+-")
+            .rstrip("CRDB")
+        )
         digits = digits[:-places] + "." + digits[-places:]
     value = Decimal(digits or "0")
     return -value if negative else value

@@ -40,8 +40,7 @@ def device(request):
 
 
 TICK = np.dtype(
-    [("ts", "<i8"), ("px", "<f8"), ("qty", "<i4"), ("side", "u1"), ("sym", "S8"),
-     ("pos", "<f4", (3,)), ("flag", "?")],
+    [("ts", "<i8"), ("px", "<f8"), ("qty", "<i4"), ("side", "u1"), ("sym", "S8"), ("pos", "<f4", (3,)), ("flag", "?")],
     align=True,
 )
 

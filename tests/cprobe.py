@@ -21,10 +21,10 @@ def run_c(source, *args, cwd=None, flags=()):
     with tempfile.TemporaryDirectory() as tmp:
         c, exe = Path(tmp) / "probe.c", Path(tmp) / "probe"
         c.write_text(source)
-        subprocess.run([CC, "-std=gnu11", "-O0", "-w", *flags, "-o", str(exe), str(c)], check=True,
-                       capture_output=True, text=True)
-        return subprocess.run([str(exe), *args], check=True, capture_output=True, text=True,
-                              cwd=cwd).stdout
+        subprocess.run(
+            [CC, "-std=gnu11", "-O0", "-w", *flags, "-o", str(exe), str(c)], check=True, capture_output=True, text=True
+        )
+        return subprocess.run([str(exe), *args], check=True, capture_output=True, text=True, cwd=cwd).stdout
 
 
 def c_access(layout, name):
@@ -40,21 +40,25 @@ def c_access(layout, name):
 
 def compiler_facts(declarations, typename, layout):
     """Lines of facts the compiler gives for ``typename``'s leaves."""
-    lines = [f'printf("size %zu\\n", sizeof({typename}));',
-             f'printf("align %zu\\n", (size_t)_Alignof({typename}));']
+    lines = [f'printf("size %zu\\n", sizeof({typename}));', f'printf("align %zu\\n", (size_t)_Alignof({typename}));']
     for f in layout.fields:
         expr = c_access(layout, f.name)
         if f.bits:
             lines.append(
-                f'{{ {typename} r; memset(&r, 0, sizeof r); r.{expr} = ~0; '
+                f"{{ {typename} r; memset(&r, 0, sizeof r); r.{expr} = ~0; "
                 f'unsigned char *p = (unsigned char *)&r; printf("mask {f.name}"); '
                 f'for (size_t i = 0; i < sizeof r; i++) if (p[i]) printf(" %zu:%02x", i, p[i]); '
                 f'printf("\\n"); }}'
             )
         else:
             lines.append(f'printf("off {f.name} %zu\\n", offsetof({typename}, {expr}));')
-    program = ("#include <stdio.h>\n#include <stddef.h>\n#include <string.h>\n" + declarations
-               + "\nint main(void) {\n" + "\n".join(lines) + "\nreturn 0; }\n")
+    program = (
+        "#include <stdio.h>\n#include <stddef.h>\n#include <string.h>\n"
+        + declarations
+        + "\nint main(void) {\n"
+        + "\n".join(lines)
+        + "\nreturn 0; }\n"
+    )
     return run_c(program).split("\n")[:-1]
 
 

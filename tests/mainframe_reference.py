@@ -11,9 +11,8 @@ import codecs
 from decimal import Context, Decimal
 from fractions import Fraction
 
-import numpy as np
-
 import ebcdic  # noqa: F401 - registers the code pages Python lacks
+import numpy as np
 
 
 class Invalid(Exception):
@@ -255,10 +254,20 @@ def encode_hfloat(enc, value, width):
     return ((sign << (nbits - 1)) | (exponent << fbits) | q).to_bytes(width, "big")
 
 
-DECODERS = {"text": decode_text, "packed": decode_packed, "zoned": decode_zoned, "binary": decode_binary,
-            "hfloat": decode_hfloat}
-ENCODERS = {"text": encode_text, "packed": encode_packed, "zoned": encode_zoned, "binary": encode_binary,
-            "hfloat": encode_hfloat}
+DECODERS = {
+    "text": decode_text,
+    "packed": decode_packed,
+    "zoned": decode_zoned,
+    "binary": decode_binary,
+    "hfloat": decode_hfloat,
+}
+ENCODERS = {
+    "text": encode_text,
+    "packed": encode_packed,
+    "zoned": encode_zoned,
+    "binary": encode_binary,
+    "hfloat": encode_hfloat,
+}
 
 
 def decode(enc, raw):

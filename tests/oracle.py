@@ -17,7 +17,9 @@ def scalar_dtypes():
         st.builds(lambda o, k, w: np.dtype(f"{o}{k}{w}"), ORDERS, st.sampled_from("iu"), st.sampled_from([1, 2, 4, 8])),
         st.builds(lambda o, w: np.dtype(f"{o}f{w}"), ORDERS, st.sampled_from([2, 4, 8])),
         st.just(np.dtype("?")),
-        st.builds(lambda o, k, u: np.dtype(f"{o}{k}8[{u}]"), ORDERS, st.sampled_from("mM"), st.sampled_from(TIME_UNITS)),
+        st.builds(
+            lambda o, k, u: np.dtype(f"{o}{k}8[{u}]"), ORDERS, st.sampled_from("mM"), st.sampled_from(TIME_UNITS)
+        ),
         st.builds(lambda n: np.dtype(f"S{n}"), st.integers(1, 12)),
         st.builds(lambda o, n: np.dtype(f"{o}U{n}"), ORDERS, st.integers(1, 4)),
         st.builds(lambda o, w: np.dtype(f"{o}c{w}"), ORDERS, st.sampled_from([8, 16])),
@@ -68,7 +70,7 @@ def make_valid(arr, layout, rng):
         if f.dtype.kind == "b":
             v[last] = rng.integers(0, 2, shape).astype(bool)
         elif f.dtype.kind in "mM":
-            vals = rng.integers(-10**6, 10**6, shape)
+            vals = rng.integers(-(10**6), 10**6, shape)
             vals[rng.random(shape) < 0.2] = np.iinfo(np.int64).min  # NaT
             v[last] = vals.astype(np.int64).view(f.dtype.newbyteorder("="))
         elif f.dtype.kind == "U":
@@ -122,8 +124,13 @@ def actual(column, field):
     t = column.type
     if pa.types.is_boolean(t):
         return column.to_numpy(zero_copy_only=False).astype(bool), nulls
-    if pa.types.is_fixed_size_binary(t) or pa.types.is_binary(t) or pa.types.is_string(t) \
-            or pa.types.is_large_string(t) or pa.types.is_large_binary(t):
+    if (
+        pa.types.is_fixed_size_binary(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_large_binary(t)
+    ):
         return column.to_pylist(), nulls
     w = t.bit_width // 8
     bits = np.frombuffer(column.buffers()[1], dtype=f"<u{w}", count=len(column), offset=column.offset * w)

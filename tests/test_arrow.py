@@ -3,10 +3,9 @@
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import TICK, ticks
 
 import layouts as lo
-
-from conftest import TICK, ticks
 
 
 def test_to_arrow_points_into_the_arena():
@@ -90,7 +89,9 @@ def test_from_arrow_errors():
     assert filled.array["a"].tolist() == [1, -1]
     with pytest.raises(lo.ConversionError, match=r"column 'a' has Arrow type int64; field 'a' \(\|i1\) needs int8"):
         lo.SoA.from_arrow(pa.table({"a": [1, 300], "s": [b"x", b"y"]}), dt)
-    with pytest.raises(lo.ConversionError, match=r"column 's', row 1: b'xyz' \(3 bytes\) is longer than field 's'.*truncate=True"):
+    with pytest.raises(
+        lo.ConversionError, match=r"column 's', row 1: b'xyz' \(3 bytes\) is longer than field 's'.*truncate=True"
+    ):
         lo.SoA.from_arrow(pa.table({"a": [1, 2], "s": [b"x", b"xyz"]}), dt).to_aos()
     cut = lo.SoA.from_arrow(pa.table({"a": [1, 2], "s": [b"x", b"xyz"]}), dt, truncate=True).to_aos()
     assert cut.array["s"].tolist() == [b"x", b"xy"]
@@ -101,7 +102,8 @@ def test_from_arrow_errors():
     with pytest.raises(TypeError, match="SoA.from_arrow takes a pyarrow Table"):
         lo.SoA.from_arrow([1, 2], dt)
     with pytest.raises(lo.ConversionError, match=r"column 'p' has 1 null lists \(first at row 0\)"):
-        lo.SoA.from_arrow(pa.table({"p": pa.array([None, [1.0, 2.0]], pa.list_(pa.float64(), 2))}),
-                          np.dtype([("p", "<f8", (2,))]))
+        lo.SoA.from_arrow(
+            pa.table({"p": pa.array([None, [1.0, 2.0]], pa.list_(pa.float64(), 2))}), np.dtype([("p", "<f8", (2,))])
+        )
     with pytest.raises(lo.LayoutError, match=r"fill names \['zz'\], which are not leaf fields"):
         lo.SoA.from_arrow(pa.table({"a": [1], "s": [b"x"]}), dt, fill={"zz": 0})

@@ -6,9 +6,9 @@ import gc
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import ticks
 
 import layouts as lo
-from conftest import ticks
 from layouts._cuda.c_device import ARROW_DEVICE_CPU, ARROW_DEVICE_CUDA, live_exports
 
 nd = pytest.importorskip("nanoarrow.device")

@@ -20,13 +20,15 @@ ENV = {**os.environ, "PYTHONPATH": os.path.dirname(__file__) + os.pathsep + os.e
 
 
 def _child(code, timeout=120, env=None):
-    run = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                         env=env or ENV, timeout=timeout)
+    run = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env or ENV, timeout=timeout
+    )
     assert run.returncode == 0, (run.returncode, run.stdout[-2000:], run.stderr[-3000:])
     return run.stdout
 
 
 # ------------------------------------------------ 1. copies of a mapped file that shrank
+
 
 @linux
 @pytest.mark.parametrize("source", ["path", "file object"])
@@ -96,12 +98,18 @@ def test_a_file_mapped_twice_is_one_buffer_to_the_claims(tmp_path):
     out = np.memmap(path, dtype=DT, mode="r+")
     soa = lo.AoS(np.ones(850, DT)).to_soa()
     with claimed("test", file_span(out[100:200], "records 100-199 of the writer's map")):
-        with pytest.raises(lo.LayoutError, match=r"AoS\.to_soa: the records being converted is being written right "
-                                                 r"now by another conversion .*writing records 100-199 of the "
-                                                 r"writer's map.*reading it now would mix old records with new ones"):
+        with pytest.raises(
+            lo.LayoutError,
+            match=r"AoS\.to_soa: the records being converted is being written right "
+            r"now by another conversion .*writing records 100-199 of the "
+            r"writer's map.*reading it now would mix old records with new ones",
+        ):
             lo.read_records(path, DT).to_soa()
-        with pytest.raises(lo.LayoutError, match=r"SoA\.to_aos: out= \(the records array passed\) is being written "
-                                                 r"right now .*two conversions writing one buffer at once"):
+        with pytest.raises(
+            lo.LayoutError,
+            match=r"SoA\.to_aos: out= \(the records array passed\) is being written "
+            r"right now .*two conversions writing one buffer at once",
+        ):
             soa.to_aos(out=np.memmap(path, dtype=DT, mode="r+", offset=150 * DT.itemsize, shape=(850,)))
         # bytes of the file the writer does not hold are free: no false refusal
         assert len(lo.read_records(path, DT, offset=200 * DT.itemsize).to_soa()) == 800
@@ -170,13 +178,19 @@ def test_cache_files_that_are_fifos_are_misses_not_hangs(tmp_path):
     over it. A small kernel through the same cache (cheap to compile), in a child."""
     (tmp_path / "tiny.py").write_text(TINY)
     cache = tmp_path / "cache"
-    env = {**ENV, "LAYOUTS_CACHE_DIR": str(cache), "LAYOUTS_SHIPPED_KERNELS": "0",
-           "PYTHONPATH": str(tmp_path) + os.pathsep + ENV["PYTHONPATH"]}
-    index = _child("import tiny; print(tiny.plus_one(41), tiny.plus_one._cache._cache_file._index_path)",
-                   env=env).split()[1]  # compiled and saved: a regular index and data file
+    env = {
+        **ENV,
+        "LAYOUTS_CACHE_DIR": str(cache),
+        "LAYOUTS_SHIPPED_KERNELS": "0",
+        "PYTHONPATH": str(tmp_path) + os.pathsep + ENV["PYTHONPATH"],
+    }
+    index = _child(
+        "import tiny; print(tiny.plus_one(41), tiny.plus_one._cache._cache_file._index_path)", env=env
+    ).split()[1]  # compiled and saved: a regular index and data file
     os.unlink(index)
     os.mkfifo(index)
-    out = _child(f"""
+    out = _child(
+        f"""
         import os, numba, tiny
         from layouts.kernels import _cache
         cache = tiny.plus_one._cache
@@ -195,11 +209,15 @@ def test_cache_files_that_are_fifos_are_misses_not_hangs(tmp_path):
         os.mkfifo(os.path.join(os.path.dirname({index!r}), name))
         assert f.load(key) is None  # a data file that is a FIFO: a miss
         print("done")
-    """, env=env, timeout=60)
+    """,
+        env=env,
+        timeout=60,
+    )
     assert "not a regular file, so not a kernel cache file" in out and "done" in out, out
 
 
 # ------------------------------------------------ 4. messages and raw exceptions
+
 
 def test_datetime_nulls_take_nat_and_say_so_for_any_unit():
     """A day-unit field converts through another kernel than a second-unit one: the
@@ -207,9 +225,12 @@ def test_datetime_nulls_take_nat_and_say_so_for_any_unit():
     records = np.zeros(3, [("t", "<M8[D]"), ("d", "<m8[h]"), ("s", "<M8[s]")])
     records["t"][1] = records["d"][1] = records["s"][1] = np.datetime64("NaT")
     for name, value in [("t", np.datetime64(5, "D")), ("d", np.timedelta64(2, "h")), ("s", np.datetime64(5, "s"))]:
-        with pytest.raises(lo.ConversionError, match=rf"nulls\['{name}'\]=.*: field '{name}' \(<[mM]8\[\w\] at offset "
-                                                     r"\d+\) is a datetime, whose null is NaT already \(nulls= "
-                                                     r"takes only NaT for it\).*write NaT in those records instead"):
+        with pytest.raises(
+            lo.ConversionError,
+            match=rf"nulls\['{name}'\]=.*: field '{name}' \(<[mM]8\[\w\] at offset "
+            r"\d+\) is a datetime, whose null is NaT already \(nulls= "
+            r"takes only NaT for it\).*write NaT in those records instead",
+        ):
             lo.AoS(records).to_soa(nulls={name: value})
     nat = {"t": np.datetime64("NaT"), "d": np.timedelta64("NaT"), "s": np.datetime64("NaT")}
     soa = lo.AoS(records).to_soa(nulls=nat)
@@ -219,21 +240,31 @@ def test_datetime_nulls_take_nat_and_say_so_for_any_unit():
 
 
 def test_a_complex_or_struct_field_names_its_leaf_columns():
-    soa = lo.AoS(np.zeros(2, [("c", "<c16"), ("pos", [("x", "<f4"), ("y", "<f4")]),
-                              ("n", [("a", [("b", "u1")])])])).to_soa()
-    with pytest.raises(lo.LayoutError, match=r"no leaf column 'c': 'c' is a complex or struct field, whose leaf "
-                                             r"columns are 'c\.re', 'c\.im'; take one of those \(soa\['c\.re'\]\), "
-                                             r"or the whole field as an Arrow struct column with "
-                                             r"soa\.to_arrow\(\)\.column\('c'\)"):
+    soa = lo.AoS(
+        np.zeros(2, [("c", "<c16"), ("pos", [("x", "<f4"), ("y", "<f4")]), ("n", [("a", [("b", "u1")])])])
+    ).to_soa()
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"no leaf column 'c': 'c' is a complex or struct field, whose leaf "
+        r"columns are 'c\.re', 'c\.im'; take one of those \(soa\['c\.re'\]\), "
+        r"or the whole field as an Arrow struct column with "
+        r"soa\.to_arrow\(\)\.column\('c'\)",
+    ):
         soa["c"]
     with pytest.raises(KeyError, match=r"no leaf column 'pos': .*leaf columns are 'pos\.x', 'pos\.y'"):
         soa["pos"]
-    with pytest.raises(lo.LayoutError, match=r"'n\.a' is a complex or struct field, whose leaf columns are "
-                                             r"'n\.a\.b'.*the Arrow struct column that holds it, "
-                                             r"soa\.to_arrow\(\)\.column\('n'\)"):
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"'n\.a' is a complex or struct field, whose leaf columns are "
+        r"'n\.a\.b'.*the Arrow struct column that holds it, "
+        r"soa\.to_arrow\(\)\.column\('n'\)",
+    ):
         soa["n.a"]
-    with pytest.raises(KeyError, match=r"^no leaf column 'zz'; columns are \['c\.re', 'c\.im', 'pos\.x', 'pos\.y', "
-                                       r"'n\.a\.b'\]$"):
+    with pytest.raises(
+        KeyError,
+        match=r"^no leaf column 'zz'; columns are \['c\.re', 'c\.im', 'pos\.x', 'pos\.y', "
+        r"'n\.a\.b'\]$",
+    ):
         soa["zz"]
     assert soa["c.im"].name == "c.im"
 
@@ -242,10 +273,13 @@ def test_to_pandas_with_numpy_types_names_the_date_they_cannot_hold():
     pytest.importorskip("pandas")
     soa = lo.AoS(np.array([(0,), (2**31 - 1,)], [("t", "<i8")]).view([("t", "<M8[D]")])).to_soa()
     for backend in ("numpy", "numpy_nullable"):
-        with pytest.raises(lo.ConversionError, match=rf"SoA\.to_pandas\(dtype_backend='{backend}'\): column 't' "
-                                                     r"\(date32\[day\]\) holds the value 2147483647 \(days since "
-                                                     r"1970-01-01\), which that backend's types cannot hold "
-                                                     r"\(ValueError: .*\); use the default dtype_backend='pyarrow'"):
+        with pytest.raises(
+            lo.ConversionError,
+            match=rf"SoA\.to_pandas\(dtype_backend='{backend}'\): column 't' "
+            r"\(date32\[day\]\) holds the value 2147483647 \(days since "
+            r"1970-01-01\), which that backend's types cannot hold "
+            r"\(ValueError: .*\); use the default dtype_backend='pyarrow'",
+        ):
             soa.to_pandas(dtype_backend=backend)
     assert str(soa.to_pandas()["t"].dtype) == "date32[day][pyarrow]"  # the default backend holds it
 
@@ -257,14 +291,20 @@ def test_an_soa_whose_arena_a_failed_call_reused_says_that_call_failed():
     first = lo.AoS(good).to_soa()
     with pytest.raises(lo.ConversionError, match=r"record 1: value 1099511627776 \(counts of D"):
         lo.AoS(bad).to_soa(out=first)
-    with pytest.raises(lo.LayoutError, match=r"SoA\.to_arrow: this SoA's arena was reused by a later "
-                                             r"to_soa\(out=\.\.\.\) that failed \(it raised, and returned no SoA\), "
-                                             r"so its buffers now hold part of that call's records.*convert the "
-                                             r"records again, into a new arena \(out=None\) or into this one"):
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"SoA\.to_arrow: this SoA's arena was reused by a later "
+        r"to_soa\(out=\.\.\.\) that failed \(it raised, and returned no SoA\), "
+        r"so its buffers now hold part of that call's records.*convert the "
+        r"records again, into a new arena \(out=None\) or into this one",
+    ):
         first.to_arrow()
     second = lo.AoS(good).to_soa(out=first)  # the fix works
     assert second.to_arrow().column("t").to_pylist() == [np.datetime64(0, "D").item()] * 2
-    with pytest.raises(lo.LayoutError, match=r"SoA\.to_arrow: this SoA's arena was reused by a later "
-                                             r"to_soa\(out=\.\.\.\), so its buffers now hold other records; use the "
-                                             r"SoA that call returned"):
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"SoA\.to_arrow: this SoA's arena was reused by a later "
+        r"to_soa\(out=\.\.\.\), so its buffers now hold other records; use the "
+        r"SoA that call returned",
+    ):
         first.to_arrow()

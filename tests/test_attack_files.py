@@ -16,14 +16,23 @@ import pytest
 
 import layouts as lo
 
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                                    os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")])}
+ENV = {
+    **os.environ,
+    "PYTHONPATH": os.pathsep.join(
+        [
+            os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+            os.path.dirname(__file__),
+            os.environ.get("PYTHONPATH", ""),
+        ]
+    ),
+}
 DT = np.dtype([("a", "<i8"), ("b", "<f8")])
 
 
 def _child(code, timeout=120):
-    run = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=ENV,
-                         timeout=timeout)
+    run = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=ENV, timeout=timeout
+    )
     assert run.returncode == 0, (run.returncode, run.stdout[-2000:], run.stderr[-3000:])
     return run.stdout
 
@@ -82,8 +91,11 @@ def _stream(table):
 
 def _pipe(data):
     """A pipe's reading end (a file object that cannot seek) holding ``data``."""
-    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdout.buffer.write(sys.stdin.buffer.read())"],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdout.buffer.write(sys.stdin.buffer.read())"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
     child.stdin.write(data)
     child.stdin.close()
     return child
@@ -123,10 +135,14 @@ def test_bytes_after_the_streams_are_an_error_naming_where_they_start(tmp_path, 
     path.write_bytes(data + b"garbage")
     child = _pipe(data + b"garbage") if given == "pipe" else None
     name = r".*all\.arrows" if given == "path" else r"file descriptor \d+"
-    with pytest.raises(lo.ConversionError, match=(
+    with pytest.raises(
+        lo.ConversionError,
+        match=(
             rf"{name}: the bytes from byte {len(data):,} on \(after the end "
             rf"of an Arrow IPC stream\) are not an Arrow IPC stream \(they start with b'garbage'; ArrowInvalid: .*\); "
-            rf"cut them off \(head -c {len(data)} keeps the streams\) or write the input again")):
+            rf"cut them off \(head -c {len(data)} keeps the streams\) or write the input again"
+        ),
+    ):
         lo.convert(str(path) if child is None else child.stdout, DT, io.BytesIO(), format="records")
     if child is not None:
         child.stdout.close()
@@ -138,10 +154,14 @@ def test_a_concatenated_stream_of_another_schema_is_an_error_naming_its_byte(tmp
     other = _stream(pa.table({"a": pa.array(np.arange(3)), "c": pa.array(["x", "y", "z"])}))
     path = tmp_path / "mixed.arrows"
     path.write_bytes(first + other)
-    with pytest.raises(lo.ConversionError, match=(
+    with pytest.raises(
+        lo.ConversionError,
+        match=(
             rf"mixed.arrows: the Arrow IPC stream from byte {len(first):,} has another schema than the first "
             r"\(a: int64, c: string; the first: a: int64, b: double\); streams concatenated in one input must "
-            r"have one schema: convert them apart")):
+            r"have one schema: convert them apart"
+        ),
+    ):
         lo.convert(path, DT, io.BytesIO(), format="records")
 
 
@@ -149,9 +169,13 @@ def test_a_cut_concatenated_stream_names_its_byte_and_batch(tmp_path):
     first, second = _stream(_table(10)), _stream(_table(9, 10))
     path = tmp_path / "cut.arrows"
     path.write_bytes(first + second[: len(second) - 30])
-    with pytest.raises(lo.ConversionError, match=(
+    with pytest.raises(
+        lo.ConversionError,
+        match=(
             rf"cut.arrows, the stream from byte {len(first):,}, batch 2: cannot be read \(.*\); the file is "
-            r"damaged, or was truncated or written wrongly")):
+            r"damaged, or was truncated or written wrongly"
+        ),
+    ):
         lo.convert(path, DT, io.BytesIO(), format="records")
 
 
@@ -162,12 +186,37 @@ def test_streams_appended_by_the_command_convert_back_whole(tmp_path):
         (tmp_path / f"{day}.bin").write_bytes(_records(10, start))
     with open(tmp_path / "all.arrows", "ab") as out:
         for day in ("day1", "day2"):
-            run = subprocess.run([sys.executable, "-m", "layouts", "convert", str(tmp_path / f"{day}.bin"), "--dtype",
-                                  "[('a', '<i8'), ('b', '<f8')]", "--to", "-"], stdout=out, env=ENV,
-                                 stderr=subprocess.PIPE, timeout=60)
+            run = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "layouts",
+                    "convert",
+                    str(tmp_path / f"{day}.bin"),
+                    "--dtype",
+                    "[('a', '<i8'), ('b', '<f8')]",
+                    "--to",
+                    "-",
+                ],
+                stdout=out,
+                env=ENV,
+                stderr=subprocess.PIPE,
+                timeout=60,
+            )
             assert run.returncode == 0, run.stderr
-    assert main(["convert", str(tmp_path / "all.arrows"), "--dtype", "[('a', '<i8'), ('b', '<f8')]", "--to",
-                 str(tmp_path / "back.bin")]) == 0
+    assert (
+        main(
+            [
+                "convert",
+                str(tmp_path / "all.arrows"),
+                "--dtype",
+                "[('a', '<i8'), ('b', '<f8')]",
+                "--to",
+                str(tmp_path / "back.bin"),
+            ]
+        )
+        == 0
+    )
     assert (tmp_path / "back.bin").read_bytes() == _records(20)
 
 
@@ -180,12 +229,18 @@ def _closed(path):
     return f
 
 
-@pytest.mark.parametrize("opened, said", [
-    (_closed, r"is closed; pass the file open for reading \(open\(path, 'rb'\)\) or its path"),
-    (lambda path: open(path, "wb"), r"is open for writing only \(mode 'wb'\); open it for reading "
-                                    r"\(open\(path, 'rb'\)\) or pass its path"),
-    (lambda path: open(path, "r"), r"is open in text mode; open it with 'rb'"),
-])
+@pytest.mark.parametrize(
+    "opened, said",
+    [
+        (_closed, r"is closed; pass the file open for reading \(open\(path, 'rb'\)\) or its path"),
+        (
+            lambda path: open(path, "wb"),
+            r"is open for writing only \(mode 'wb'\); open it for reading "
+            r"\(open\(path, 'rb'\)\) or pass its path",
+        ),
+        (lambda path: open(path, "r"), r"is open in text mode; open it with 'rb'"),
+    ],
+)
 def test_a_file_object_that_cannot_give_bytes_is_refused_by_every_reader(tmp_path, opened, said):
     path = tmp_path / "in.bin"
     path.write_bytes(_records(2))
@@ -208,9 +263,13 @@ def test_dask_refuses_a_directory_while_planning(tmp_path):
     folder = tmp_path / "d"
     folder.mkdir()
     for given in (folder, str(folder) + "/"):
-        with pytest.raises(lo.LayoutError, match=(
+        with pytest.raises(
+            lo.LayoutError,
+            match=(
                 rf"^{folder} is a directory, not a record file; give its files with a glob pattern, e.g. "
-                rf"'{folder}/\*\.bin', or a list of paths$")):
+                rf"'{folder}/\*\.bin', or a list of paths$"
+            ),
+        ):
             ld.read_records(given, DT)
     with pytest.raises(lo.LayoutError, match=rf"^{folder} is a directory, not a record file; give its files"):
         ld.read_stream(folder, "pcap")
@@ -258,9 +317,13 @@ def test_a_pipe_is_named_by_its_descriptor_in_every_message(tmp_path):
 
     child = _pipe(_records(3))
     try:
-        with pytest.raises(lo.ConversionError, match=(
+        with pytest.raises(
+            lo.ConversionError,
+            match=(
                 rf"^file descriptor {child.stdout.fileno()} holds 3 whole records of 16 bytes after offset 0; "
-                r"count=5 asks for more")):
+                r"count=5 asks for more"
+            ),
+        ):
             lo.convert(child.stdout, DT, io.BytesIO(), format="arrow", count=5)
     finally:
         child.stdout.close()
@@ -269,17 +332,26 @@ def test_a_pipe_is_named_by_its_descriptor_in_every_message(tmp_path):
     raw = (tmp_path / "r.parquet").read_bytes()
     child = _pipe(raw[:-10])
     try:
-        with pytest.raises(lo.ConversionError, match=(
+        with pytest.raises(
+            lo.ConversionError,
+            match=(
                 rf"^file descriptor {child.stdout.fileno()} is a truncated Parquet file: it starts with the Parquet "
-                r"marker but does not end with it")):
+                r"marker but does not end with it"
+            ),
+        ):
             lo.convert(child.stdout, DT, io.BytesIO(), format="records")
     finally:
         child.stdout.close()
         child.wait()
     child = _pipe(_records(3) + b"x")
     try:
-        with pytest.raises(lo.LayoutError, match=(rf"^file descriptor {child.stdout.fileno()} is 49 bytes: after "
-                                                  r"the 0-byte header that is 3 records of 16 bytes and 1 bytes left")):
+        with pytest.raises(
+            lo.LayoutError,
+            match=(
+                rf"^file descriptor {child.stdout.fileno()} is 49 bytes: after "
+                r"the 0-byte header that is 3 records of 16 bytes and 1 bytes left"
+            ),
+        ):
             lo.read_records(child.stdout, DT)
     finally:
         child.stdout.close()
@@ -317,10 +389,14 @@ def test_dask_refuses_a_file_whose_size_is_not_its_bytes(tmp_path):
     pytest.importorskip("dask.dataframe")
     import layouts.dask as ld
 
-    with pytest.raises(lo.LayoutError, match=(
+    with pytest.raises(
+        lo.LayoutError,
+        match=(
             r"^/proc/version says it is 0 bytes but cannot be mapped or has other bytes \(a /proc or /sys file\): "
             r"Dask's partitions are byte ranges planned from file sizes; read it with "
-            r"layouts.read_records\('/proc/version', layout\), which reads such a file whole$")):
+            r"layouts.read_records\('/proc/version', layout\), which reads such a file whole$"
+        ),
+    ):
         ld.read_records("/proc/version", [("c", "u1")])
     (tmp_path / "empty.bin").write_bytes(b"")
     assert len(ld.read_records(str(tmp_path / "empty.bin"), DT).compute()) == 0

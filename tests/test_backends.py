@@ -90,8 +90,9 @@ def test_containers_hold_a_backend_and_show_its_name():
 
 def test_an_out_on_another_backend_is_refused():
     soa = lo.AoS(RECORDS).to_soa()
-    fake_cuda_soa = lo.SoA(soa.layout, 3, soa.parts().columns, arena=soa.parts().arena, memory=soa.arena,
-                           backend=backends.get("cuda"))
+    fake_cuda_soa = lo.SoA(
+        soa.layout, 3, soa.parts().columns, arena=soa.parts().arena, memory=soa.arena, backend=backends.get("cuda")
+    )
     with pytest.raises(lo.LayoutError, match="out= is on cuda; these records convert on cpu: pass an SoA made there"):
         lo.AoS(RECORDS).to_soa(out=fake_cuda_soa)
 
@@ -124,8 +125,10 @@ def test_device_columns_are_spans_of_the_device_arena_and_move_back():
         lo.AoS(RECORDS).to_soa(out=gpu)
 
 
-_COMPARES = re.compile(r"""(==|!=)\s*["'](cpu|cuda)["']|["'](cpu|cuda)["']\s*(==|!=)|\bon_gpu\b|\bin DEVICES\b"""
-                       r"""|\bdevice\s*(==|!=)(?!\s*["']auto["'])""")  # ("auto" is the command's choice, not a device)
+_COMPARES = re.compile(
+    r"""(==|!=)\s*["'](cpu|cuda)["']|["'](cpu|cuda)["']\s*(==|!=)|\bon_gpu\b|\bin DEVICES\b"""
+    r"""|\bdevice\s*(==|!=)(?!\s*["']auto["'])"""
+)  # ("auto" is the command's choice, not a device)
 
 
 def test_no_module_outside_the_backends_compares_device_names():

@@ -11,19 +11,26 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize("module,extra", [
-    ("benchmarks.convert_c", []),
-    ("benchmarks.convert_files", ["--dir", "{tmp}"]),
-    ("benchmarks.convert_files", ["--dir", "{tmp}", "--device", "cuda", "--chunk", "12000"]),  # the simulator here
-    ("benchmarks.transpose", ["--dir", "{tmp}", "--file-records", "20000"]),
-])
+@pytest.mark.parametrize(
+    "module,extra",
+    [
+        ("benchmarks.convert_c", []),
+        ("benchmarks.convert_files", ["--dir", "{tmp}"]),
+        ("benchmarks.convert_files", ["--dir", "{tmp}", "--device", "cuda", "--chunk", "12000"]),  # the simulator here
+        ("benchmarks.transpose", ["--dir", "{tmp}", "--file-records", "20000"]),
+    ],
+)
 @pytest.mark.slow
 def test_benchmark_runs_small(module, extra, tmp_path):
     out = tmp_path / "result.json"
     args = [a.format(tmp=tmp_path) for a in extra]
     records = "600" if "cuda" in extra else "20000"
-    run = subprocess.run([sys.executable, "-m", module, "--records", records, "--repeat", "1", "--json", str(out),
-                          *args], cwd=ROOT, capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", module, "--records", records, "--repeat", "1", "--json", str(out), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stderr
     result = json.loads(out.read_text())
     assert result["records"] == int(records) and result["machine"]["cores"] >= 1
@@ -35,9 +42,26 @@ def test_benchmark_runs_small(module, extra, tmp_path):
 def test_dask_scale_runs_small(tmp_path):
     pytest.importorskip("distributed")
     out = tmp_path / "result.json"
-    run = subprocess.run([sys.executable, "-m", "benchmarks.dask_scale", "--records", "40000", "--repeat", "1",
-                          "--blocksize", "256KiB", "--dir", str(tmp_path), "--json", str(out)],
-                         cwd=ROOT, capture_output=True, text=True)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.dask_scale",
+            "--records",
+            "40000",
+            "--repeat",
+            "1",
+            "--blocksize",
+            "256KiB",
+            "--dir",
+            str(tmp_path),
+            "--json",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stderr
     result = json.loads(out.read_text())
     assert [r["workers"] for r in result["rows"]] == [0, 1, 1, 2, 2]
@@ -48,12 +72,28 @@ def test_dask_scale_runs_small(tmp_path):
 @pytest.mark.slow
 def test_layouts_bench_writes_tables_json_and_png(tmp_path, capsys):
     from layouts._cli import main
-
     from layouts.benchmarks.reductions import FIELDS, OPS
 
     out, png = tmp_path / "bench.json", tmp_path / "bench.png"
-    assert main(["bench", "--records", "3000", "--repeat", "1", "--itemsizes", "16,64", "--cpu-only",
-                 "--json", str(out), "--plot", str(png)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "--records",
+                "3000",
+                "--repeat",
+                "1",
+                "--itemsizes",
+                "16,64",
+                "--cpu-only",
+                "--json",
+                str(out),
+                "--plot",
+                str(png),
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "| cpu | 64 | f8 | sum |" in text and "Break-even" in text and f"wrote {png}" in text
     result = json.loads(out.read_text())
@@ -63,26 +103,52 @@ def test_layouts_bench_writes_tables_json_and_png(tmp_path, capsys):
     assert len(result["rows"]) == 2 * len(FIELDS) * len(OPS) * len(methods)
     assert all(r["useful GB/s"] > 0 and r["touched GB/s"] >= r["useful GB/s"] for r in result["rows"])
     assert len(result["ratios"]) == 2 * len(FIELDS) * len(OPS)
-    assert {(b["itemsize"], b["field"]) for b in result["break_even"]} == {(s, f) for s in (16, 64) for f in FIELDS.values()}
-    assert all(b["reductions to break even"] is None or b["reductions to break even"] >= 1 for b in result["break_even"])
+    assert {(b["itemsize"], b["field"]) for b in result["break_even"]} == {
+        (s, f) for s in (16, 64) for f in FIELDS.values()
+    }
+    assert all(
+        b["reductions to break even"] is None or b["reductions to break even"] >= 1 for b in result["break_even"]
+    )
     assert {c["method"] for c in result["conversions"]} == {
-        "np.copy (ceiling)", "layouts to_soa().to_arrow()", "numpy per-field ascontiguousarray"}
+        "np.copy (ceiling)",
+        "layouts to_soa().to_arrow()",
+        "numpy per-field ascontiguousarray",
+    }
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_layouts_bench_options(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "layouts", "bench", "--itemsizes", "10,20"], cwd=tmp_path,
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "layouts", "bench", "--itemsizes", "10,20"], cwd=tmp_path, capture_output=True, text=True
+    )
     assert run.returncode == 2 and "--itemsizes takes record sizes that are multiples of 16" in run.stderr
-    run = subprocess.run([sys.executable, "-m", "layouts", "bench", "--help"], cwd=tmp_path, capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "layouts", "bench", "--help"], cwd=tmp_path, capture_output=True, text=True
+    )
     assert run.returncode == 0 and "--full" in run.stdout
 
 
 def test_convert_files_from_the_disk_needs_root(tmp_path):
     out = tmp_path / "result.json"
-    run = subprocess.run([sys.executable, "-m", "benchmarks.convert_files", "--records", "20000", "--repeat", "1",
-                          "--cold", "--dir", str(tmp_path), "--json", str(out)], cwd=ROOT, capture_output=True,
-                         text=True)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.convert_files",
+            "--records",
+            "20000",
+            "--repeat",
+            "1",
+            "--cold",
+            "--dir",
+            str(tmp_path),
+            "--json",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     if sys.platform.startswith("linux") and os.geteuid() == 0:  # drops the page cache for real
         assert run.returncode == 0, run.stderr
         result = json.loads(out.read_text())
@@ -95,8 +161,24 @@ def test_convert_files_from_the_disk_needs_root(tmp_path):
 
 def test_block_reservation_benchmark_runs_small(tmp_path):
     out = tmp_path / "result.json"
-    run = subprocess.run([sys.executable, "-m", "benchmarks.block_reservation", "--records", "20000", "--repeat", "2",
-                          "--dir", str(tmp_path), "--json", str(out)], cwd=ROOT, capture_output=True, text=True)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.block_reservation",
+            "--records",
+            "20000",
+            "--repeat",
+            "2",
+            "--dir",
+            str(tmp_path),
+            "--json",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stderr
     result = json.loads(out.read_text())
     assert [r["name"] for r in result["rows"]] == ["write the bytes to a new file", "convert -> arrow (overlapped)"]
@@ -108,8 +190,13 @@ def test_block_reservation_benchmark_runs_small(tmp_path):
 def test_gpu_suite_runs_small_in_the_simulator(tmp_path):
     """The one command for a lent GPU runs end to end (here every GPU step in Numba's
     simulator, at tiny sizes) and writes one JSON with every step's result."""
-    run = subprocess.run([sys.executable, "-m", "benchmarks.gpu_suite", "--small", "--out", str(tmp_path)],
-                         cwd=ROOT, capture_output=True, text=True, timeout=900)
+    run = subprocess.run(
+        [sys.executable, "-m", "benchmarks.gpu_suite", "--small", "--out", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     (path,) = tmp_path.glob("gpu-suite-*.json")
     result = json.loads(path.read_text())
     steps = {s["name"]: s for s in result["steps"]}

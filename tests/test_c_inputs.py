@@ -16,9 +16,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from cprobe import CC
 
 import layouts as lo
-from cprobe import CC
 
 needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler on this machine")
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
@@ -30,8 +30,13 @@ def child(code, timeout=30):
     """Run ``code`` in a fresh interpreter that imports this tree's layouts; a hang past
     ``timeout`` seconds raises subprocess.TimeoutExpired (and kills it)."""
     path = os.pathsep.join([str(ROOT), str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")])
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "PYTHONPATH": path})
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONPATH": path},
+    )
 
 
 def messages(paths):
@@ -56,17 +61,24 @@ def messages(paths):
         """
 
 
-HEADER_FIX = (r"a C header \(or, for layouts inspect and Layout.from_dwarf, an ELF object\) is read from a regular "
-              r"file: save the declarations to a file and pass its path, or pass them as text")
-OBJECT_FIX = (r"from_dwarf and layouts inspect read an ELF object, executable or shared library built with -g "
-              r"\(prog.o, prog, lib.so\): pass the path of that file")
+HEADER_FIX = (
+    r"a C header \(or, for layouts inspect and Layout.from_dwarf, an ELF object\) is read from a regular "
+    r"file: save the declarations to a file and pass its path, or pass them as text"
+)
+OBJECT_FIX = (
+    r"from_dwarf and layouts inspect read an ELF object, executable or shared library built with -g "
+    r"\(prog.o, prog, lib.so\): pass the path of that file"
+)
 
 
 def _special_files(tmp_path):
     """``{path: what the error calls it}``: a FIFO named like a header and one like an
     object, a directory, a socket, /dev/zero and a block device where there are."""
-    files = {tmp_path / "decls.h": "a FIFO \\(named pipe\\)", tmp_path / "prog.o": "a FIFO \\(named pipe\\)",
-             tmp_path / "dir.h": "a directory"}
+    files = {
+        tmp_path / "decls.h": "a FIFO \\(named pipe\\)",
+        tmp_path / "prog.o": "a FIFO \\(named pipe\\)",
+        tmp_path / "dir.h": "a directory",
+    }
     os.mkfifo(tmp_path / "decls.h")
     os.mkfifo(tmp_path / "prog.o")
     os.mkdir(tmp_path / "dir.h")
@@ -74,8 +86,11 @@ def _special_files(tmp_path):
         files[tmp_path / "s.sock"] = "a socket"
     if os.path.exists("/dev/zero"):
         files[Path("/dev/zero")] = "a character device"
-    block = next((p for p in Path("/dev").glob("*") if not p.is_symlink() and stat.S_ISBLK(p.lstat().st_mode)), None) \
-        if os.path.isdir("/dev") else None
+    block = (
+        next((p for p in Path("/dev").glob("*") if not p.is_symlink() and stat.S_ISBLK(p.lstat().st_mode)), None)
+        if os.path.isdir("/dev")
+        else None
+    )
     if block is not None:
         files[block] = "a block device"
     return files
@@ -98,11 +113,13 @@ def test_special_files_are_refused_at_once_as_headers_and_as_objects(tmp_path):
     assert len(out) == 5 * len(files)
     for path, kind in files.items():
         for call in ("from_c", "built-in", "record_names"):
-            assert re.fullmatch(rf"'{re.escape(str(path))}' is {kind}, not a regular file; {HEADER_FIX}",
-                                out[f"{path} {call}"]), out[f"{path} {call}"]
+            assert re.fullmatch(
+                rf"'{re.escape(str(path))}' is {kind}, not a regular file; {HEADER_FIX}", out[f"{path} {call}"]
+            ), out[f"{path} {call}"]
         for call in ("from_dwarf", "dwarf_record_names"):
-            assert re.fullmatch(rf"'{re.escape(str(path))}' is {kind}, not a regular file; {OBJECT_FIX}",
-                                out[f"{path} {call}"]), out[f"{path} {call}"]
+            assert re.fullmatch(
+                rf"'{re.escape(str(path))}' is {kind}, not a regular file; {OBJECT_FIX}", out[f"{path} {call}"]
+            ), out[f"{path} {call}"]
 
 
 @needs_fifo
@@ -112,12 +129,18 @@ def test_inspect_of_a_fifo_or_a_device_is_one_line_and_immediate(tmp_path):
     cases = [(fifo, []), (fifo, ["struct tick", "--compiler", "none"])]
     cases += [(Path("/dev/zero"), [])] if os.path.exists("/dev/zero") else []
     for source, extra in cases:
-        run = subprocess.run([sys.executable, "-m", "layouts", "inspect", str(source), *extra],
-                             capture_output=True, text=True, timeout=30)
+        run = subprocess.run(
+            [sys.executable, "-m", "layouts", "inspect", str(source), *extra],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         kind = "a FIFO (named pipe)" if source == fifo else "a character device"
         assert run.returncode == 1 and run.stdout == ""
-        assert run.stderr.startswith(f"layouts inspect: error: '{source}' is {kind}, not a regular file; a C "
-                                     f"header (or, for layouts inspect and Layout.from_dwarf, an ELF object)")
+        assert run.stderr.startswith(
+            f"layouts inspect: error: '{source}' is {kind}, not a regular file; a C "
+            f"header (or, for layouts inspect and Layout.from_dwarf, an ELF object)"
+        )
         assert len(run.stderr.splitlines()) == 1
 
 
@@ -187,8 +210,9 @@ def _grow(path, section, size):
 def test_a_big_object_is_read_by_sections_not_whole(tmp_path):
     small = _object(tmp_path, "small.o")
     big = _grow(_object(tmp_path, "big.o"), ".data", 256 << 20)  # 256 MiB of data, about 1 KiB of DWARF
-    debug = sum(size for name, (_, size) in _sections(big)[1].items()
-                if name.startswith(".debug") or name == ".eh_frame")
+    debug = sum(
+        size for name, (_, size) in _sections(big)[1].items() if name.startswith(".debug") or name == ".eh_frame"
+    )
     assert big.stat().st_size > 256 << 20 and debug < 1 << 16
     run = child(f"""
         import json
@@ -207,7 +231,7 @@ def test_a_big_object_is_read_by_sections_not_whole(tmp_path):
     itemsize, names, growth = json.loads(run.stdout)
     assert itemsize == 24 and "struct tick" in names
     # before: the whole file was read, twice (a 2 GB object reached 4.2 GB of peak RSS)
-    assert growth < 4 * debug + (24 << 20), f"peak RSS grew by {growth / 2 ** 20:.1f} MiB"
+    assert growth < 4 * debug + (24 << 20), f"peak RSS grew by {growth / 2**20:.1f} MiB"
 
 
 @needs_cc
@@ -232,8 +256,10 @@ def test_an_object_that_shrinks_while_it_is_read_is_an_error_not_a_crash(tmp_pat
             print(err)
         """)
     assert run.returncode == 0, f"status {run.returncode}: {run.stderr}"  # -7 would be SIGBUS
-    assert run.stdout == (f"{obj} changed while it was being read ({size:,} bytes, now 256); read it once whatever "
-                          f"writes it has finished\n")
+    assert run.stdout == (
+        f"{obj} changed while it was being read ({size:,} bytes, now 256); read it once whatever "
+        f"writes it has finished\n"
+    )
 
 
 @needs_cc
@@ -242,9 +268,12 @@ def test_a_debug_section_past_the_end_of_the_file_is_named(tmp_path):
     _, sections = _sections(obj)
     grown = _grow(obj, ".debug_info", 1 << 20)
     os.truncate(grown, grown.stat().st_size - 4096)
-    with pytest.raises(lo.LayoutError, match=r"tick.o: section .debug_info runs past the end of the file "
-                                             r"\(1,048,576 bytes at offset [\d,]+; the file has [\d,]+\): the file is "
-                                             r"truncated or damaged; build or copy it again"):
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"tick.o: section .debug_info runs past the end of the file "
+        r"\(1,048,576 bytes at offset [\d,]+; the file has [\d,]+\): the file is "
+        r"truncated or damaged; build or copy it again",
+    ):
         lo.Layout.from_dwarf(grown, "struct tick")
     assert sections[".debug_info"][1] < 1 << 20
 
@@ -266,9 +295,11 @@ def test_running_out_of_memory_names_memory_and_the_object(tmp_path):
             print(err)
         """)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.startswith(f"{obj}: out of memory while reading its DWARF debug information (512.0 MiB of "
-                                 f"DWARF sections, held in memory about twice while they are indexed); run "
-                                 f"with more memory (or a higher memory limit)")
+    assert run.stdout.startswith(
+        f"{obj}: out of memory while reading its DWARF debug information (512.0 MiB of "
+        f"DWARF sections, held in memory about twice while they are indexed); run "
+        f"with more memory (or a higher memory limit)"
+    )
     assert "C declarations" not in run.stdout and "compiler=None" not in run.stdout
 
 
@@ -282,12 +313,14 @@ def test_a_memory_error_anywhere_in_the_dwarf_reader_says_memory(tmp_path, monke
         raise MemoryError
 
     monkeypatch.setattr(dwarf.Debug, "find", exhausted)
-    with pytest.raises(lo.LayoutError, match=r"tick.o: out of memory while reading its DWARF debug information; run "
-                                             r"with more memory \(or a higher memory limit\)$"):
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"tick.o: out of memory while reading its DWARF debug information; run "
+        r"with more memory \(or a higher memory limit\)$",
+    ):
         lo.Layout.from_dwarf(obj, "struct tick")
     monkeypatch.setattr(dwarf.Debug, "named", exhausted)
     with pytest.raises(lo.LayoutError, match=r"tick.o: out of memory while reading its DWARF"):
         from layouts._cdecl import dwarf_record_names
 
         dwarf_record_names(obj)
-

@@ -6,11 +6,11 @@ import struct
 import numpy as np
 import pyarrow as pa
 import pytest
+from cprobe import CC, compiler_facts, layout_facts, run_c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import layouts as lo
-from cprobe import CC, compiler_facts, layout_facts, run_c
 
 needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler on this machine")
 
@@ -38,23 +38,22 @@ typedef struct tick {
 DECLARATIONS = {
     "tick_t": TICK_H,
     "struct p1": "#pragma pack(push, 1)\nstruct p1 { char c; double d; short s; unsigned a:3; unsigned b:5;"
-                 " unsigned short f:3, g:13; };\n#pragma pack(pop)\n",
+    " unsigned short f:3, g:13; };\n#pragma pack(pop)\n",
     "struct p2": "#pragma pack(2)\nstruct p2 { char c; double d; struct { char x; int y; } in; };\n#pragma pack()\n",
     "struct pa": "struct pa { char c; int x; unsigned a:3; unsigned b:5; char z; unsigned char v:4, h:4; }"
-                 " __attribute__((packed));",
+    " __attribute__((packed));",
     "struct al": "struct al { char c; int x __attribute__((aligned(16))); char e;"
-                 " struct { char q; } __attribute__((aligned(8))) in; };",
+    " struct { char q; } __attribute__((aligned(8))) in; };",
     "struct pm": "struct pm { char c; int x __attribute__((packed)); char e; short s; };",
     "struct bf": "struct bf { char c; unsigned a:3; int :0; unsigned long long b:40; short s:9; unsigned :5;"
-                 " signed char t:2; long long u:64; };",
-    "struct sa": "typedef struct __attribute__((aligned(32))) { double d; } big_t;\n"
-                 "struct sa { char c; big_t b[2]; };",
+    " signed char t:2; long long u:64; };",
+    "struct sa": "typedef struct __attribute__((aligned(32))) { double d; } big_t;\nstruct sa { char c; big_t b[2]; };",
     "struct en": "enum __attribute__((packed)) small { A, B = 200 }; enum neg { N = -5, P = 5 };\n"
-                 "struct en { enum small s; enum neg n; char c; enum small arr[3]; };",
+    "struct en { enum small s; enum neg n; char c; enum small arr[3]; };",
     "union un": "union un { char c[3]; double d; struct { short a, b; } s; };",
     "struct ty": "#include <stddef.h>\ntypedef unsigned long ul; typedef ul ul2; typedef ul2 arr_t[3];\n"
-                 "struct ty { long l; unsigned long long ull; ul2 x; arr_t y; float f; _Bool b; wchar_t w;"
-                 " signed char sc; unsigned char uc; short sh; unsigned short us; long double *no; };",
+    "struct ty { long l; unsigned long long ull; ul2 x; arr_t y; float f; _Bool b; wchar_t w;"
+    " signed char sc; unsigned char uc; short sh; unsigned short us; long double *no; };",
 }
 
 
@@ -68,12 +67,15 @@ def test_offsets_sizes_and_bit_fields_match_the_compiler(name, compiler):
 
 
 @needs_cc
-@pytest.mark.parametrize("header,name,options", [
-    ("netinet/ip.h", "struct iphdr", {}),
-    ("netinet/ip.h", "struct ip", {}),
-    ("netinet/tcp.h", "struct tcphdr", {}),
-    ("time.h", "struct tm", {"pointers": "int"}),
-])
+@pytest.mark.parametrize(
+    "header,name,options",
+    [
+        ("netinet/ip.h", "struct iphdr", {}),
+        ("netinet/ip.h", "struct ip", {}),
+        ("netinet/tcp.h", "struct tcphdr", {}),
+        ("time.h", "struct tm", {"pointers": "int"}),
+    ],
+)
 def test_system_headers_match_the_compiler(header, name, options):
     path = f"/usr/include/{header}"
     layout = lo.Layout.from_c(path, name, **options)
@@ -82,11 +84,35 @@ def test_system_headers_match_the_compiler(header, name, options):
 
 # ------------------------------------------------------------ random declarations
 
-_SCALARS = ["char", "signed char", "unsigned char", "short", "unsigned short", "int", "unsigned int",
-            "long", "unsigned long", "long long", "float", "double", "_Bool", "int8_t", "uint16_t",
-            "int32_t", "uint64_t"]
-_BITS = {"unsigned char": 8, "short": 16, "unsigned short": 16, "int": 32, "unsigned int": 32,
-         "long long": 64, "unsigned long long": 64, "_Bool": 1}
+_SCALARS = [
+    "char",
+    "signed char",
+    "unsigned char",
+    "short",
+    "unsigned short",
+    "int",
+    "unsigned int",
+    "long",
+    "unsigned long",
+    "long long",
+    "float",
+    "double",
+    "_Bool",
+    "int8_t",
+    "uint16_t",
+    "int32_t",
+    "uint64_t",
+]
+_BITS = {
+    "unsigned char": 8,
+    "short": 16,
+    "unsigned short": 16,
+    "int": 32,
+    "unsigned int": 32,
+    "long long": 64,
+    "unsigned long long": 64,
+    "_Bool": 1,
+}
 
 
 @st.composite
@@ -151,15 +177,20 @@ def test_random_declarations_match_the_compiler(source):
         # The documented limits (packed bit-fields that straddle the previous field's
         # storage unit; packed records mixing bit-fields and aligned members, or with a
         # ':0' bit-field; bit-fields under #pragma pack(n > 1)) must say so, never guess.
-        assert re.search(r"straddles the storage unit|mixes bit-fields with aligned\(\)|"
-                         r"bit-fields under #pragma pack|zero-width bit-field", str(err)), err
+        assert re.search(
+            r"straddles the storage unit|mixes bit-fields with aligned\(\)|"
+            r"bit-fields under #pragma pack|zero-width bit-field",
+            str(err),
+        ), err
         return
     assert fallback == layout
 
 
 # ------------------------------------------------------------------ round trips
 
-_WRITER = TICK_H + r"""
+_WRITER = (
+    TICK_H
+    + r"""
 #include <stdio.h>
 #include <string.h>
 int main(int argc, char **argv) {
@@ -184,6 +215,7 @@ int main(int argc, char **argv) {
     return 0;
 }
 """
+)
 
 
 @needs_cc
@@ -211,8 +243,14 @@ def test_records_written_by_a_c_program_convert_value_for_value(tmp_path):
 
 def test_bit_fields_round_trip_and_reject_values_that_do_not_fit():
     layout = lo.Layout.from_c("struct f { unsigned a:3; int s:5; unsigned long long w:50; _Bool b:1; };")
-    table = pa.table({"a": pa.array([0, 7, 5], pa.uint32()), "s": pa.array([-16, 15, -1], pa.int32()),
-                      "w": pa.array([2**50 - 1, 0, 12345], pa.uint64()), "b": [True, False, True]})
+    table = pa.table(
+        {
+            "a": pa.array([0, 7, 5], pa.uint32()),
+            "s": pa.array([-16, 15, -1], pa.int32()),
+            "w": pa.array([2**50 - 1, 0, 12345], pa.uint64()),
+            "b": [True, False, True],
+        }
+    )
     aos = lo.SoA.from_arrow(table, layout).to_aos()
     assert aos.to_soa().to_arrow().equals(table.cast(layout.schema))
     bad = table.set_column(0, "a", pa.array([0, 8, 5], pa.uint32()))
@@ -226,8 +264,7 @@ def test_bit_fields_round_trip_and_reject_values_that_do_not_fit():
 @pytest.mark.parametrize("byteorder", ["little", "big"])
 def test_bit_field_words_of_odd_width_at_the_end_of_a_record(byteorder):
     # 6-byte records: the word holding the 33-bit field (bytes 1-5) cannot be 8 bytes wide.
-    layout = lo.Layout.from_c("struct r { char c; long long m : 33; } __attribute__((packed));",
-                              byteorder=byteorder)
+    layout = lo.Layout.from_c("struct r { char c; long long m : 33; } __attribute__((packed));", byteorder=byteorder)
     assert layout.itemsize == 6 and layout["m"].width == 5 and layout["m"].offset == 1
     table = pa.table({"c": pa.array([1, -2, 3], pa.int8()), "m": pa.array([-(2**32), 2**32 - 1, 77], pa.int64())})
     aos = lo.SoA.from_arrow(table, layout).to_aos()
@@ -240,13 +277,21 @@ def test_big_endian_records_and_bit_fields():
     # An IPv4 header as it is on the wire: version 4, IHL 5; flags DF, fragment offset 0,
     # then MF with fragment offset 5. Big-endian machines declare the nibble fields
     # version first (as <netinet/ip.h> does under __BIG_ENDIAN).
-    src = "struct h { unsigned char version:4, ihl:4; unsigned char tos; unsigned short len;" \
-          " unsigned short flags:3, frag:13; };"
+    src = (
+        "struct h { unsigned char version:4, ihl:4; unsigned char tos; unsigned short len;"
+        " unsigned short flags:3, frag:13; };"
+    )
     layout = lo.Layout.from_c(src, byteorder="big")
     wire = bytes([0x45, 0, 0x01, 0x2C, 0x40, 0x00]) + bytes([0x46, 0, 0x00, 0x14, 0x20, 0x05])
     table = lo.AoS(wire, layout).to_soa().to_arrow()
-    assert table.to_pydict() == {"version": [4, 4], "ihl": [5, 6], "tos": [0, 0], "len": [300, 20],
-                                 "flags": [2, 1], "frag": [0, 5]}
+    assert table.to_pydict() == {
+        "version": [4, 4],
+        "ihl": [5, 6],
+        "tos": [0, 0],
+        "len": [300, 20],
+        "flags": [2, 1],
+        "frag": [0, 5],
+    }
     assert lo.SoA.from_arrow(table, layout).to_aos().array.tobytes() == wire
 
 
@@ -275,7 +320,9 @@ def test_enums_as_dictionary_or_int_and_unknown_values_stay_visible():
     # names, numbers and plain strings are accepted going back; anything else is named
     table = pa.table({"c": ["GREEN", "BLUE", "7"], "k": pa.array([1, 2, 3], pa.int16())})
     assert lo.SoA.from_arrow(table, layout).to_aos().array["c"].tolist() == [5, -3, 7]
-    with pytest.raises(lo.ConversionError, match=r"'PURPLE' is neither an enumerator of field 'c' \(BLUE, RED, GREEN\)"):
+    with pytest.raises(
+        lo.ConversionError, match=r"'PURPLE' is neither an enumerator of field 'c' \(BLUE, RED, GREEN\)"
+    ):
         lo.SoA.from_arrow(pa.table({"c": ["PURPLE"], "k": pa.array([1], pa.int16())}), layout).to_aos()
 
 
@@ -292,7 +339,9 @@ def test_enum_lookup_for_dense_and_sparse_values(span):
 def test_nulls_in_bit_field_and_enum_columns_need_a_fill():
     layout = lo.Layout.from_c("enum color { RED, GREEN }; struct p { unsigned a:3; enum color c; };")
     table = pa.table({"a": pa.array([1, None, 3], pa.uint32()), "c": pa.array(["RED", "GREEN", None])})
-    with pytest.raises(lo.ConversionError, match=r"column 'a' has 1 nulls \(first at row 1\).*pass fill=\{'a': value\}"):
+    with pytest.raises(
+        lo.ConversionError, match=r"column 'a' has 1 nulls \(first at row 1\).*pass fill=\{'a': value\}"
+    ):
         lo.SoA.from_arrow(table, layout).to_aos()
     out = lo.SoA.from_arrow(table, layout, fill={"a": 7, "c": "GREEN"}).to_aos().to_soa().to_arrow()
     assert out.to_pydict() == {"a": [1, 7, 3], "c": ["RED", "GREEN", "GREEN"]}
@@ -312,7 +361,9 @@ def test_unions_give_one_column_per_member_and_writing_back_needs_a_choice():
     only = lo.Layout.from_c(src, unions={"u": "bits"})
     assert only.names == ["tag", "u.bits"] and only.itemsize == 8
     assert lo.AoS(data, only).to_soa().to_aos().array.tobytes() == data
-    with pytest.raises(lo.LayoutError, match=r"unions\['u'\] names \['g'\]; the union's members are \['f', 'bits', 'b'\]"):
+    with pytest.raises(
+        lo.LayoutError, match=r"unions\['u'\] names \['g'\]; the union's members are \['f', 'bits', 'b'\]"
+    ):
         lo.Layout.from_c(src, unions={"u": "g"})
     with pytest.raises(lo.LayoutError, match=r"unions= names \['w'\], which are not unions of struct v"):
         lo.Layout.from_c(src, unions={"w": "f"})
@@ -337,31 +388,56 @@ def test_pack_argument_and_mini_preprocessor_without_cpp():
 # --------------------------------------------------------------------------- errors
 
 
-@pytest.mark.parametrize("src,name,options,message", [
-    ("struct s { int *p; };", None, {},
-     r"<string>:1:16: field 'struct s.p' is a pointer: .*pass pointers='int'"),
-    ("struct s { int n; char data[]; };", None, {},
-     r"<string>:1:24: field 'struct s.data' is a flexible array member"),
-    ("struct s { long double x; };", None, {},
-     r"field 'x' is long double \(16 bytes here\): no NumPy/Arrow type holds it exactly"),
-    ("struct s { void (*cb)(int); };", None, {}, r"field 'struct s.cb' is a pointer"),
-    ("struct a { int x; }; struct b { int y; };", None, {},
-     r"the source defines 2 structs/unions \(struct a, struct b\); pass the name"),
-    ("struct a { int x; };", "struct nope", {},
-     r"no struct or union named 'struct nope' in <string>; it defines: struct a"),
-    ("struct a { int x;\n  int y z; };", None, {}, r"<string>:2:9: C syntax error before: z"),
-    ("struct a { mytype x; };", None, {}, r"C syntax error"),
-    ("#include <stdint.h>\nstruct a { int x; };", None, {"preprocessor": False},
-     r"<string>:1: #include needs a C preprocessor, and none .* is on PATH"),
-    ("struct a { struct later l; };", None, {},
-     r"struct later is declared but never defined"),
-    ("struct a { int x[N]; };", None, {}, r"the length of array 'struct a.x': cannot evaluate 'N'"),
-    ("struct s { int x; };", None, {"byteorder": "middle"}, r"byteorder must be one of"),
-    ("struct s { int x; };", None, {"pack": 3}, r"pack must be a power of two"),
-    ("struct a { char c; unsigned a:3; unsigned b:30; } __attribute__((packed));", None, {},
-     r"packed bit-field 'a.b' straddles the storage unit"),
-    ("nothing_here.h", None, {}, r"no such header file: 'nothing_here.h'"),
-])
+@pytest.mark.parametrize(
+    "src,name,options,message",
+    [
+        ("struct s { int *p; };", None, {}, r"<string>:1:16: field 'struct s.p' is a pointer: .*pass pointers='int'"),
+        (
+            "struct s { int n; char data[]; };",
+            None,
+            {},
+            r"<string>:1:24: field 'struct s.data' is a flexible array member",
+        ),
+        (
+            "struct s { long double x; };",
+            None,
+            {},
+            r"field 'x' is long double \(16 bytes here\): no NumPy/Arrow type holds it exactly",
+        ),
+        ("struct s { void (*cb)(int); };", None, {}, r"field 'struct s.cb' is a pointer"),
+        (
+            "struct a { int x; }; struct b { int y; };",
+            None,
+            {},
+            r"the source defines 2 structs/unions \(struct a, struct b\); pass the name",
+        ),
+        (
+            "struct a { int x; };",
+            "struct nope",
+            {},
+            r"no struct or union named 'struct nope' in <string>; it defines: struct a",
+        ),
+        ("struct a { int x;\n  int y z; };", None, {}, r"<string>:2:9: C syntax error before: z"),
+        ("struct a { mytype x; };", None, {}, r"C syntax error"),
+        (
+            "#include <stdint.h>\nstruct a { int x; };",
+            None,
+            {"preprocessor": False},
+            r"<string>:1: #include needs a C preprocessor, and none .* is on PATH",
+        ),
+        ("struct a { struct later l; };", None, {}, r"struct later is declared but never defined"),
+        ("struct a { int x[N]; };", None, {}, r"the length of array 'struct a.x': cannot evaluate 'N'"),
+        ("struct s { int x; };", None, {"byteorder": "middle"}, r"byteorder must be one of"),
+        ("struct s { int x; };", None, {"pack": 3}, r"pack must be a power of two"),
+        (
+            "struct a { char c; unsigned a:3; unsigned b:30; } __attribute__((packed));",
+            None,
+            {},
+            r"packed bit-field 'a.b' straddles the storage unit",
+        ),
+        ("nothing_here.h", None, {}, r"no such header file: 'nothing_here.h'"),
+    ],
+)
 def test_bad_declarations_name_the_place_and_the_fix(src, name, options, message):
     # the built-in (pycparser/cffi) path; tests/test_c_compiler.py has the compiler's messages
     with pytest.raises(lo.LayoutError, match=message):
@@ -404,14 +480,16 @@ def test_inspect_bad_input_is_one_line_and_non_zero(tmp_path):
 
     bad = tmp_path / "bad.h"
     bad.write_text("struct s {\n  int a;\n  int b c;\n};\n")
-    run = subprocess.run([sys.executable, "-m", "layouts", "inspect", str(bad), "--compiler", "none"],
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "layouts", "inspect", str(bad), "--compiler", "none"], capture_output=True, text=True
+    )
     assert run.returncode == 1 and run.stderr.strip() == f"layouts inspect: error: {bad}:3:9: C syntax error before: c"
     if CC:
         run = subprocess.run([sys.executable, "-m", "layouts", "inspect", str(bad)], capture_output=True, text=True)
         assert run.returncode == 1 and len(run.stderr.strip().splitlines()) == 1
         assert run.stderr.startswith(f"layouts inspect: error: {bad}:3:9: C error: expected")
     bad.write_text("struct s { int a; };\n")
-    run = subprocess.run([sys.executable, "-m", "layouts", "inspect", str(bad), "struct t"], capture_output=True,
-                         text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "layouts", "inspect", str(bad), "struct t"], capture_output=True, text=True
+    )
     assert run.returncode == 1 and "no struct or union named 'struct t'" in run.stderr

@@ -19,8 +19,23 @@ def test_demo_runs_and_round_trips(capsys, tmp_path):
     assert f"$ layouts convert {tmp_path}/tick.bin --struct {tmp_path}/tick.h:tick --string sym --null qty=-1" in out
     assert "converted 2,000 records" in out and "qty nulls: 40" in out and "round trip bit-exact: True" in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["back.bin", "tick.bin", "tick.h", "tick.parquet"]
-    assert main(["convert", str(tmp_path / "tick.parquet"), "--struct", f"{tmp_path}/tick.h:tick", "--string", "sym",
-                 "--fill", "qty=-1", "--to", str(tmp_path / "again.bin")]) == 0
+    assert (
+        main(
+            [
+                "convert",
+                str(tmp_path / "tick.parquet"),
+                "--struct",
+                f"{tmp_path}/tick.h:tick",
+                "--string",
+                "sym",
+                "--fill",
+                "qty=-1",
+                "--to",
+                str(tmp_path / "again.bin"),
+            ]
+        )
+        == 0
+    )
     assert (tmp_path / "again.bin").read_bytes() == (tmp_path / "tick.bin").read_bytes()
 
 
@@ -59,8 +74,15 @@ def console_commands(text):
 def run_console(command, cwd):
     """A page's command in bash, standard output and error together, as the page shows them."""
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", COLUMNS="100")
-    run = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, timeout=300)
+    run = subprocess.run(
+        ["bash", "-c", command],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+    )
     return run.stdout.rstrip("\n").splitlines()
 
 
@@ -70,8 +92,8 @@ def matches(got, want):
     if "..." not in want:
         return got == want
     k = want.index("...")
-    head, tail = want[:k], want[k + 1:]
-    return got[:k] == head and len(got) >= k + len(tail) and (not tail or matches(got[len(got) - len(tail):], tail))
+    head, tail = want[:k], want[k + 1 :]
+    return got[:k] == head and len(got) >= k + len(tail) and (not tail or matches(got[len(got) - len(tail) :], tail))
 
 
 @pytest.mark.slow

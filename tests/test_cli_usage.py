@@ -24,8 +24,17 @@ def run(capsys, *argv):
 @pytest.fixture
 def pandas_file(tmp_path):
     """A Parquet file as pandas writes it: microsecond timestamps, nullable ints, extra columns."""
-    pq.write_table(pa.table({"ts_ns": pa.array([0, 1500], pa.timestamp("us")), "qty": pa.array([5, None], pa.int32()),
-                             "px": ["1.5", "2"], "note": ["a", "b"]}), tmp_path / "p.parquet")
+    pq.write_table(
+        pa.table(
+            {
+                "ts_ns": pa.array([0, 1500], pa.timestamp("us")),
+                "qty": pa.array([5, None], pa.int32()),
+                "px": ["1.5", "2"],
+                "note": ["a", "b"],
+            }
+        ),
+        tmp_path / "p.parquet",
+    )
     return tmp_path
 
 
@@ -45,8 +54,10 @@ def test_known_options_are_not_taken_for_unknown_ones(capsys):
         main(["convert", "-I/usr/include", "x.bin", "--struct", "h", "--offset", "-1"])
     assert caught.value.code == 2
     # the negative number reaches --offset's own check (not "unrecognized arguments: -1")
-    assert capsys.readouterr().err == ("layouts convert: error: argument --offset: -1 is negative: give the bytes of "
-                                       "header before the first record, 0 or more (see layouts convert --help)\n")
+    assert capsys.readouterr().err == (
+        "layouts convert: error: argument --offset: -1 is negative: give the bytes of "
+        "header before the first record, 0 or more (see layouts convert --help)\n"
+    )
 
 
 def test_usage_errors_exit_2(capsys, tmp_path):
@@ -62,16 +73,37 @@ def test_usage_errors_exit_2(capsys, tmp_path):
 
 
 def test_every_problem_and_every_flag_in_one_line(pandas_file, capsys):
-    rc, out, err = run(capsys, "convert", pandas_file / "p.parquet", "--dtype", "[('ts_ns', '<i8'), ('qty', '<i4'), "
-                       "('px', '<f8')]", "--to", pandas_file / "p.bin")
+    rc, out, err = run(
+        capsys,
+        "convert",
+        pandas_file / "p.parquet",
+        "--dtype",
+        "[('ts_ns', '<i8'), ('qty', '<i4'), ('px', '<f8')]",
+        "--to",
+        pandas_file / "p.bin",
+    )
     assert rc == 1 and out == "" and err.count("\n") == 1
     assert err.startswith("layouts convert: error: ") and "4 problems with the Arrow data's columns" in err
     assert "pass --drop-extra note to drop it" in err and "pass --time-unit ts_ns=ns to count nanoseconds" in err
     assert err.rstrip().endswith("to convert, add --drop-extra note --time-unit ts_ns=ns --fill qty=VALUE --cast parse")
     assert not (pandas_file / "p.bin").exists()
-    rc, out, err = run(capsys, "convert", pandas_file / "p.parquet", "--dtype", "[('ts_ns', '<i8'), ('qty', '<i4'), "
-                       "('px', '<f8')]", "--to", pandas_file / "p.bin", "--drop-extra", "note", "--time-unit",
-                       "ts_ns=ns", "--fill", "qty=-1", "--cast", "parse")
+    rc, out, err = run(
+        capsys,
+        "convert",
+        pandas_file / "p.parquet",
+        "--dtype",
+        "[('ts_ns', '<i8'), ('qty', '<i4'), ('px', '<f8')]",
+        "--to",
+        pandas_file / "p.bin",
+        "--drop-extra",
+        "note",
+        "--time-unit",
+        "ts_ns=ns",
+        "--fill",
+        "qty=-1",
+        "--cast",
+        "parse",
+    )
     assert rc == 0 and err == ""
     got = np.fromfile(pandas_file / "p.bin", [("ts_ns", "<i8"), ("qty", "<i4"), ("px", "<f8")])
     assert got.tolist() == [(0, 5, 1.5), (1_500_000, -1, 2.0)]
@@ -82,22 +114,36 @@ def test_time_unit_from_the_name_and_a_contradiction_warns(pandas_file, capsys):
     rc, _, err = run(capsys, *base, "--time-unit", "name", "--to", pandas_file / "a.bin")
     assert rc == 0 and err == "" and np.fromfile(pandas_file / "a.bin", "<i8,<i4")["f0"].tolist() == [0, 1_500_000]
     rc, _, err = run(capsys, *base, "--time-unit", "ts_ns=us", "--to", pandas_file / "b.bin")
-    assert rc == 0 and err == ("layouts convert: warning: --time-unit ts_ns=us gives field 'ts_ns' the unit 'us', but "
-                               "its name says 'ns': the counts written are microseconds\n")
+    assert rc == 0 and err == (
+        "layouts convert: warning: --time-unit ts_ns=us gives field 'ts_ns' the unit 'us', but "
+        "its name says 'ns': the counts written are microseconds\n"
+    )
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--to", "{d}/o.bin", "--offset", "16"], "--offset 16 skips a header when reading records, but this writes "
-                                               "records from Arrow data, where it would do nothing; to write the "
-                                               "16-byte header before the records, add --header FILE"),
-    (["--to", "{d}/o.bin", "--header", "{d}/p.parquet"], "--header {d}/p.parquet needs --offset N, the header's size"),
-    (["--to", "{d}/o.bin", "--time-unit", "ts_ns=minutes"], "--time-unit 'ts_ns=minutes': the unit must be one of s, "
-                                                            "ms, us, ns or name"),
-    (["--to", "{d}/o.bin", "--time-unit", "nope=ns"], "--time-unit nope=ns: 'nope' is not a leaf field"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["--to", "{d}/o.bin", "--offset", "16"],
+            "--offset 16 skips a header when reading records, but this writes "
+            "records from Arrow data, where it would do nothing; to write the "
+            "16-byte header before the records, add --header FILE",
+        ),
+        (
+            ["--to", "{d}/o.bin", "--header", "{d}/p.parquet"],
+            "--header {d}/p.parquet needs --offset N, the header's size",
+        ),
+        (
+            ["--to", "{d}/o.bin", "--time-unit", "ts_ns=minutes"],
+            "--time-unit 'ts_ns=minutes': the unit must be one of s, ms, us, ns or name",
+        ),
+        (["--to", "{d}/o.bin", "--time-unit", "nope=ns"], "--time-unit nope=ns: 'nope' is not a leaf field"),
+    ],
+)
 def test_way_back_options_are_checked(pandas_file, capsys, argv, message):
-    rc, out, err = run(capsys, "convert", pandas_file / "p.parquet", "--dtype", DTYPE,
-                       *[a.format(d=pandas_file) for a in argv])
+    rc, out, err = run(
+        capsys, "convert", pandas_file / "p.parquet", "--dtype", DTYPE, *[a.format(d=pandas_file) for a in argv]
+    )
     assert rc == 2 and out == "" and err.count("\n") == 1
     assert err.startswith(f"layouts convert: error: {message.format(d=pandas_file)}"), err
 
@@ -114,19 +160,23 @@ def test_the_header_round_trip(tmp_path, capsys):
     (tmp_path / "h.bin").write_bytes(b"HEADER 16 BYTES\n" + records)
     struct = ["--dtype", "[('a', '<i8'), ('b', '<i4')]", "--offset", "16"]
     assert run(capsys, "convert", tmp_path / "h.bin", *struct, "--to", tmp_path / "h.arrow")[0] == 0
-    rc, _, err = run(capsys, "convert", tmp_path / "h.arrow", *struct, "--header", tmp_path / "h.bin", "--to",
-                     tmp_path / "back.bin")
+    rc, _, err = run(
+        capsys, "convert", tmp_path / "h.arrow", *struct, "--header", tmp_path / "h.bin", "--to", tmp_path / "back.bin"
+    )
     assert rc == 0 and err == "" and (tmp_path / "back.bin").read_bytes() == (tmp_path / "h.bin").read_bytes()
 
 
 def test_a_packed_dtype_list_hints_at_c_alignment(tmp_path, capsys):
     (tmp_path / "c.bin").write_bytes(bytes(32))  # two records of a C struct { int8_t a; int64_t b; }
-    rc, _, err = run(capsys, "convert", tmp_path / "c.bin", "--dtype", "[('a', 'i1'), ('b', '<i8')]", "--to",
-                     tmp_path / "c.parquet")
+    rc, _, err = run(
+        capsys, "convert", tmp_path / "c.bin", "--dtype", "[('a', 'i1'), ('b', '<i8')]", "--to", tmp_path / "c.parquet"
+    )
     assert rc == 1 and "32 bytes of records: 3 records of 9 bytes and 5 bytes left over" in err
-    assert ("note: a --dtype list is packed, 9 bytes with no padding, where a C compiler aligns each field and gets 16 "
-            "bytes: for a C struct, use --struct HEADER:NAME, or --dtype \"{'names': [...], 'formats': [...], "
-            "'aligned': True}\"") in err
+    assert (
+        "note: a --dtype list is packed, 9 bytes with no padding, where a C compiler aligns each field and gets 16 "
+        "bytes: for a C struct, use --struct HEADER:NAME, or --dtype \"{'names': [...], 'formats': [...], "
+        "'aligned': True}\""
+    ) in err
 
 
 def test_small_files_show_real_figures(tmp_path, capsys):
@@ -140,7 +190,9 @@ def test_bench_help_is_whole_and_names_the_installed_module():
     run = subprocess.run([sys.executable, "-m", "layouts", "bench", "--help"], capture_output=True, text=True)
     text = " ".join(run.stdout.split())
     assert run.returncode == 0
-    assert ("The reduction and conversion suite with its report (layouts bench; the same as python -m "
-            "layouts.benchmarks, or python -m benchmarks in a source checkout).") in text
+    assert (
+        "The reduction and conversion suite with its report (layouts bench; the same as python -m "
+        "layouts.benchmarks, or python -m benchmarks in a source checkout)."
+    ) in text
     ok = subprocess.run([sys.executable, "-m", "layouts.benchmarks", "--help"], capture_output=True, text=True)
     assert ok.returncode == 0 and "--full" in ok.stdout

@@ -31,8 +31,27 @@ def test_convert_options_names_trim_integers_and_invalid(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "record 5 (byte 400 of the file)" in err and "bytes 40 40 40 40 40 40 40 40" in err
     assert "pass --invalid null to make such values nulls" in err
-    assert main(["convert", str(data), "--copybook", str(book), "--to", str(out), "--quiet", "--invalid", "null",
-                 "--trim", "both", "--names", "underscore", "--as-integer"]) == 0
+    assert (
+        main(
+            [
+                "convert",
+                str(data),
+                "--copybook",
+                str(book),
+                "--to",
+                str(out),
+                "--quiet",
+                "--invalid",
+                "null",
+                "--trim",
+                "both",
+                "--names",
+                "underscore",
+                "--as-integer",
+            ]
+        )
+        == 0
+    )
     table = pq.read_table(out)
     assert table.column("WS_NAME_ALPHABET").to_pylist()[0] == "ABISHEK"
     assert str(table.schema.field("WS_DATE_NUM").type) == "int64"
@@ -48,14 +67,20 @@ def test_inspect_table_and_json(capsys):
     assert main(["inspect", str(DATA / "test4_copybook.cob"), "--json", "--redefines", "STATIC-DETAILS=CONTACTS"]) == 0
     described = json.loads(capsys.readouterr().out)
     assert described["record"] == "COMPANY-DETAILS" and described["size"] == 64
-    assert [f["name"] for f in described["fields"]] == ["SEGMENT-ID", "COMPANY-ID", "CONTACTS.PHONE-NUMBER",
-                                                        "CONTACTS.CONTACT-PERSON"]
+    assert [f["name"] for f in described["fields"]] == [
+        "SEGMENT-ID",
+        "COMPANY-ID",
+        "CONTACTS.PHONE-NUMBER",
+        "CONTACTS.CONTACT-PERSON",
+    ]
 
 
 def test_inspect_88_levels_and_record_choice(tmp_path, capsys):
     book = tmp_path / "two.cpy"
-    book.write_text("       01 A.\n          05 X PIC X.\n             88 YES VALUE 'Y'.\n"
-                    "       01 B.\n          05 Y PIC S9(3) COMP-3.\n")
+    book.write_text(
+        "       01 A.\n          05 X PIC X.\n             88 YES VALUE 'Y'.\n"
+        "       01 B.\n          05 Y PIC S9(3) COMP-3.\n"
+    )
     assert main(["inspect", str(book)]) == 1
     assert "choose one with --record 'A'" in capsys.readouterr().err
     assert main(["inspect", str(book), "A"]) == 0
@@ -64,14 +89,17 @@ def test_inspect_88_levels_and_record_choice(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["fields"][0]["encoding"] == "packed S9(3)"
 
 
-@pytest.mark.parametrize("argv, status, message", [  # 1: the copybook says no; 2: a wrong command line
-    (["--record", "NOPE"], 1, "--record 'NOPE': test3_copybook.cob has no item of that name"),
-    (["--codepage", "cp9"], 1, "--codepage: code page 'cp9' is not one layouts has tables for"),
-    (["--unions", "A=B"], 2, "--unions applies to C declarations and NumPy dtypes, not to --copybook"),
-    (["--byteorder", "little"], 2, "--byteorder applies to C declarations"),
-    (["--redefines", "X"], 2, "--redefines 'X': give ITEM=ALTERNATIVE[,ALTERNATIVE]"),
-    (["--redefines", "NOPE=X"], 1, r"--redefines names ['NOPE'], which redefine nothing"),
-])
+@pytest.mark.parametrize(
+    "argv, status, message",
+    [  # 1: the copybook says no; 2: a wrong command line
+        (["--record", "NOPE"], 1, "--record 'NOPE': test3_copybook.cob has no item of that name"),
+        (["--codepage", "cp9"], 1, "--codepage: code page 'cp9' is not one layouts has tables for"),
+        (["--unions", "A=B"], 2, "--unions applies to C declarations and NumPy dtypes, not to --copybook"),
+        (["--byteorder", "little"], 2, "--byteorder applies to C declarations"),
+        (["--redefines", "X"], 2, "--redefines 'X': give ITEM=ALTERNATIVE[,ALTERNATIVE]"),
+        (["--redefines", "NOPE=X"], 1, r"--redefines names ['NOPE'], which redefine nothing"),
+    ],
+)
 def test_copybook_errors_name_the_flags(tmp_path, capsys, argv, status, message):
     data, book = TEST3
     assert main(["convert", str(data), "--copybook", str(book), "--to", str(tmp_path / "x.parquet"), *argv]) == status
@@ -80,12 +108,35 @@ def test_copybook_errors_name_the_flags(tmp_path, capsys, argv, status, message)
 
 def test_copybook_flags_need_a_copybook(tmp_path, capsys):
     data, _ = TEST3
-    assert main(["convert", str(data), "--dtype", "[('a', 'u1')]", "--to", str(tmp_path / "x.parquet"),
-                 "--codepage", "cp500"]) == 2
+    assert (
+        main(
+            [
+                "convert",
+                str(data),
+                "--dtype",
+                "[('a', 'u1')]",
+                "--to",
+                str(tmp_path / "x.parquet"),
+                "--codepage",
+                "cp500",
+            ]
+        )
+        == 2
+    )
     assert "--codepage applies to COBOL copybooks; add --copybook FILE" in capsys.readouterr().err
     with pytest.raises(SystemExit) as stop:  # argparse: one record type only
-        main(["convert", str(data), "--dtype", "[('a', 'u1')]", "--copybook", str(TEST3[1]),
-              "--to", str(tmp_path / "x.parquet")])
+        main(
+            [
+                "convert",
+                str(data),
+                "--dtype",
+                "[('a', 'u1')]",
+                "--copybook",
+                str(TEST3[1]),
+                "--to",
+                str(tmp_path / "x.parquet"),
+            ]
+        )
     assert stop.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
 
 
@@ -99,8 +150,24 @@ def test_way_back_needs_one_redefines_alternative(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "fields 'A' and 'B' share bytes of the record (REDEFINES alternatives)" in err
     assert "keep one alternative per REDEFINES set, e.g. --redefines A=A" in err
-    assert main(["convert", str(out), "--copybook", str(book), "--to", str(tmp_path / "r2.dat"), "--quiet",
-                 "--redefines", "A=B", "--drop-extra", "A"]) == 0
+    assert (
+        main(
+            [
+                "convert",
+                str(out),
+                "--copybook",
+                str(book),
+                "--to",
+                str(tmp_path / "r2.dat"),
+                "--quiet",
+                "--redefines",
+                "A=B",
+                "--drop-extra",
+                "A",
+            ]
+        )
+        == 0
+    )
     assert (tmp_path / "r2.dat").read_bytes() == data.read_bytes()
 
 
@@ -108,14 +175,17 @@ def test_multi_segment_file_to_tables_and_back(tmp_path, capsys):
     import struct
 
     book, data = tmp_path / "seg.cob", tmp_path / "seg.dat"
-    book.write_text("       01 HDR.\n          05 SEG PIC X.\n          05 NAME PIC X(4).\n"
-                    "       01 DTL.\n          05 SEG PIC X.\n          05 AMT PIC S9(3) COMP-3.\n")
+    book.write_text(
+        "       01 HDR.\n          05 SEG PIC X.\n          05 NAME PIC X(4).\n"
+        "       01 DTL.\n          05 SEG PIC X.\n          05 AMT PIC S9(3) COMP-3.\n"
+    )
 
     def rdw(body):
         return struct.pack(">HH", len(body) + 4, 0) + body
 
-    data.write_bytes(rdw("HACME".encode("cp037")) + rdw("D".encode("cp037") + b"\x12\x3d")
-                     + rdw("D".encode("cp037") + b"\x00\x5c"))
+    data.write_bytes(
+        rdw("HACME".encode("cp037")) + rdw("D".encode("cp037") + b"\x12\x3d") + rdw("D".encode("cp037") + b"\x00\x5c")
+    )
     common = ["--copybook", str(book), "--segment", "H=HDR", "--segment", "D=DTL", "--segment-field", "SEG"]
     assert main(["convert", str(data), *common, "--to", str(tmp_path / "segs")]) == 0
     assert "converted H: 1, D: 2 records" in capsys.readouterr().out
@@ -127,9 +197,25 @@ def test_multi_segment_file_to_tables_and_back(tmp_path, capsys):
     assert "the file is damaged, or it needs one more --segment ID=RECORD" in capsys.readouterr().err
     assert main(["convert", str(data), *common[:4], "--to", str(tmp_path / "x")]) == 2
     assert "--segment needs --segment-field NAME (or OFFSET:SIZE)" in capsys.readouterr().err
-    assert main(["convert", str(data), "--dtype", "[('a', 'u1')]", "--segment", "H=HDR", "--to",
-                 str(tmp_path / "x")]) == 2
+    assert (
+        main(["convert", str(data), "--dtype", "[('a', 'u1')]", "--segment", "H=HDR", "--to", str(tmp_path / "x")]) == 2
+    )
     assert "--segment lays records out by a copybook's records; add --copybook FILE" in capsys.readouterr().err
-    assert main(["convert", str(data), "--copybook", str(book), "--record", "HDR", "--framing", "bdw", "--to",
-                 str(tmp_path / "x.parquet")]) == 2
+    assert (
+        main(
+            [
+                "convert",
+                str(data),
+                "--copybook",
+                str(book),
+                "--record",
+                "HDR",
+                "--framing",
+                "bdw",
+                "--to",
+                str(tmp_path / "x.parquet"),
+            ]
+        )
+        == 2
+    )
     assert "--framing applies to multi-segment files; add --segment ID=RECORD" in capsys.readouterr().err

@@ -32,16 +32,28 @@ import layouts as lo
 from layouts._cobol import read_copybook
 
 ODO_TEST1 = {("METADATA", "ACCOUNT", "ACCOUNT-DETAIL"): lambda r: r["METADATA"]["NUMBER-OF-ACCTS"]}
-_WIDE_BINARY = [(r"PIC S?9\((19|20)\) +BINARY\.", "PIC X(9)."), (r"PIC S?9\(37\) +BINARY\.", "PIC X(16)."),
-                (r"PIC S?9\(17\)V99 +COMP\.", "PIC X(9)."), (r"PIC S?9\(18\)V9\(10\) +COMP\.", "PIC X(12).")]
+_WIDE_BINARY = [
+    (r"PIC S?9\((19|20)\) +BINARY\.", "PIC X(9)."),
+    (r"PIC S?9\(37\) +BINARY\.", "PIC X(16)."),
+    (r"PIC S?9\(17\)V99 +COMP\.", "PIC X(9)."),
+    (r"PIC S?9\(18\)V9\(10\) +COMP\.", "PIC X(12)."),
+]
 
 
 def decoded(source, data, decoder, **options):
     """Rows of ``data`` decoded by the reference decoder or by layouts."""
     if decoder == "reference":
-        return reference_rows(read_copybook(source, **{k: v for k, v in options.items()
-                                                       if k in ("floating_point", "record_start_offset",
-                                                                "record_end_offset")}), data)
+        return reference_rows(
+            read_copybook(
+                source,
+                **{
+                    k: v
+                    for k, v in options.items()
+                    if k in ("floating_point", "record_start_offset", "record_end_offset")
+                },
+            ),
+            data,
+        )
     layout = lo.Layout.from_copybook(source, invalid="null", **options)
     records = np.frombuffer(data, layout.dtype)
     return lo.AoS(records, layout).to_soa().to_arrow().to_pylist()
@@ -74,8 +86,13 @@ def test1_fixed_length_occurs_depending_on(decoder):
 
 @pytest.mark.parametrize("decoder", DECODERS)
 def test1a_record_start_and_end_offsets(decoder):
-    rows = decoded(DATA / "test1a_copybook.cob", (DATA / "test1_data/example.bin").read_bytes(), decoder,
-                   record_start_offset=2, record_end_offset=27)
+    rows = decoded(
+        DATA / "test1a_copybook.cob",
+        (DATA / "test1_data/example.bin").read_bytes(),
+        decoder,
+        record_start_offset=2,
+        record_end_offset=27,
+    )
     ours = [render(cut_depending(r, ODO_TEST1)) for r in rows]
     theirs = expected("test1a_expected/test1a.txt")
     assert len(ours) == len(theirs) == 10
@@ -95,9 +112,16 @@ def test15_two_files_ordered_by_id(decoder):
 
 
 @pytest.mark.parametrize("decoder", DECODERS)
-@pytest.mark.parametrize("trim, name", [("both", "test3.txt"), ("both", "test3_trim_both.txt"),
-                                        ("left", "test3_trim_left.txt"), ("right", "test3_trim_right.txt"),
-                                        ("none", "test3_trim_none.txt")])
+@pytest.mark.parametrize(
+    "trim, name",
+    [
+        ("both", "test3.txt"),
+        ("both", "test3_trim_both.txt"),
+        ("left", "test3_trim_left.txt"),
+        ("right", "test3_trim_right.txt"),
+        ("none", "test3_trim_none.txt"),
+    ],
+)
 def test3_segment_filter_and_trimming(decoder, trim, name):
     rows = decoded(DATA / "test3_copybook.cob", (DATA / "test3_data/TRAN2.AUG31.DATA.dat").read_bytes(), decoder)
     ours = [render(r, trim=trim) for r in rows if r["SIGNATURE"] == "S9276511"][:60]
@@ -123,11 +147,13 @@ def _edited_values(cb):
 def test6_every_numeric_kind(decoder):
     source = cobrix_test6_source()
     cb = read_copybook(source, floating_point="ieee")
-    wide = {f.path[-1] for f in cb.fields if f.picture.startswith("X(") and f.path[-1].startswith(("NUM-BIN",
-                                                                                                    "NUM-SBIN"))}
+    wide = {
+        f.path[-1] for f in cb.fields if f.picture.startswith("X(") and f.path[-1].startswith(("NUM-BIN", "NUM-SBIN"))
+    }
     edited = _edited_values(cb)
-    rows = decoded(source, (DATA / "test6_data/INTEGR.TYPES.NOV28.DATA.dat").read_bytes(), decoder,
-                   floating_point="ieee")
+    rows = decoded(
+        source, (DATA / "test6_data/INTEGR.TYPES.NOV28.DATA.dat").read_bytes(), decoder, floating_point="ieee"
+    )
     ours = []
     for row in rows:
         for key in wide:  # the >18-digit binary items, kept as bytes here: not compared
@@ -160,7 +186,7 @@ def test19_display_numbers_and_explicit_point(decoder):
     ours = []
     for i, row in enumerate(rows):
         for f in cb.fields:  # improved_null_detection=false: Cobrix reads a blank V number as 0
-            blank = data[80 * i + f.offset:80 * i + f.offset + f.width] == b"\x40" * f.width
+            blank = data[80 * i + f.offset : 80 * i + f.offset + f.width] == b"\x40" * f.width
             if f.kind == "zoned" and blank and cb.encodings[f.name]["scale"] > 0:
                 assert row[f.path[-1]] is None
                 row[f.path[-1]] = Decimal(0)
@@ -183,14 +209,16 @@ def test21_nested_variable_occurs_reference():
     assert cb.dtype.itemsize == 9  # COUNT, then 2 x (INNER-COUNT, 3 x FIELD)
     data, at, rows = (DATA / "test21_data/data.dat").read_bytes(), 0, []
     while at < len(data):
-        count, record, at = data[at] - 0x30, data[at:at + 1], at + 1
+        count, record, at = data[at] - 0x30, data[at : at + 1], at + 1
         for _ in range(count):
             inner = data[at] - 0x30
-            record += data[at:at + 1 + inner].ljust(4, b" ")
+            record += data[at : at + 1 + inner].ljust(4, b" ")
             at += 1 + inner
         row = reference_rows(cb, record.ljust(9, b" "), charset="latin-1")[0]
-        row["GROUP"] = [dict(g, **{"INNER-GROUP": g["INNER-GROUP"][:int(g["INNER-COUNT"])]})
-                        for g in row["GROUP"][:int(row["COUNT"])]]
+        row["GROUP"] = [
+            dict(g, **{"INNER-GROUP": g["INNER-GROUP"][: int(g["INNER-COUNT"])]})
+            for g in row["GROUP"][: int(row["COUNT"])]
+        ]
         rows.append({"RECORD": render(row)})
     theirs = expected("test21_expected/test21.txt")
     assert len(rows) == len(theirs) == 5
@@ -211,13 +239,15 @@ def test25_occurs_mappings_reference(name):
         while at < len(data):
             field = chr(data[at + 1])
             n1, n2 = mapping["DETAIL1"][field], mapping["DETAIL2"][field]
-            record = data[at:at + 2] + data[at + 2:at + 2 + n1].ljust(2) + data[at + 2 + n1:at + 2 + n1 + n2].ljust(2)
+            record = (
+                data[at : at + 2] + data[at + 2 : at + 2 + n1].ljust(2) + data[at + 2 + n1 : at + 2 + n1 + n2].ljust(2)
+            )
             rows.append(reference_rows(cb, record, charset="latin-1")[0])
             at += 2 + n1 + n2
     ours = []
     for row in rows:
         for key in ("DETAIL1", "DETAIL2"):
-            row["DATA"][key] = row["DATA"][key][:mapping[key][row["DATA"]["FIELD"]]]
+            row["DATA"][key] = row["DATA"][key][: mapping[key][row["DATA"]["FIELD"]]]
         ours.append({"RECORD": render(row)})
     theirs = expected("test25_expected/test25.txt")
     assert len(ours) == len(theirs) == 2
@@ -245,8 +275,10 @@ def _improved_nulls(value, raw):
     return None if isinstance(raw, bytes) and raw == b"\0" * len(raw) and not isinstance(value, Decimal) else value
 
 
-@pytest.mark.parametrize("name, data, nulls, charset", [("test4.txt", "test4_data", True, "ascii"),
-                                                        ("test4a.txt", "test4a_data", False, "latin-1")])
+@pytest.mark.parametrize(
+    "name, data, nulls, charset",
+    [("test4.txt", "test4_data", True, "ascii"), ("test4a.txt", "test4a_data", False, "latin-1")],
+)
 def test4_rdw_multi_segment(name, data, nulls, charset):
     """An ASCII file of little-endian RDW records, segments C (64 bytes) and P (60),
     read by layouts.cobol.read_segments (framing, segment ids, record lengths, offsets);
@@ -256,8 +288,9 @@ def test4_rdw_multi_segment(name, data, nulls, charset):
     cb = read_copybook(DATA / "test4_copybook.cob")
     raw_layout = lo.Layout.from_dtype(cb.dtype, void_as="bytes")
     path = next((DATA / data).iterdir())
-    tables = cobol.read_segments(path, {b"C": raw_layout, b"P": raw_layout}, segment=(0, 1), framing="rdw-little",
-                                 short="pad")
+    tables = cobol.read_segments(
+        path, {b"C": raw_layout, b"P": raw_layout}, segment=(0, 1), framing="rdw-little", short="pad"
+    )
     records = sorted([r for t in ("C", "P") for r in tables[t].to_pylist()], key=lambda r: r["_offset"])
     ours, parent = [], None
     for record_id, r in enumerate(records):
@@ -271,36 +304,55 @@ def test4_rdw_multi_segment(name, data, nulls, charset):
         else:
             child += 1
             seg = {"Seg_Id0": parent, "Seg_Id1": f"{parent}_L1_{child}"}
-        ours.append({"File_Id": 0, "Record_Id": record_id, "Record_Byte_Length": r["_length"], **seg,
-                     **render(row, controls="drop")})
+        ours.append(
+            {
+                "File_Id": 0,
+                "Record_Id": record_id,
+                "Record_Byte_Length": r["_length"],
+                **seg,
+                **render(row, controls="drop"),
+            }
+        )
     theirs = expected(f"test4_expected/{name}")
     assert len(records) == (1000 if nulls else len(records)) and len(theirs) in (60, 5)
     for a, b in zip(ours, theirs):
         same(a, b)
-    one = read_copybook(DATA / "test4_copybook.cob", redefines={"CONTACTS": "STATIC-DETAILS",
-                                                                "TAXPAYER-NUM": "TAXPAYER-STR"})
+    one = read_copybook(
+        DATA / "test4_copybook.cob", redefines={"CONTACTS": "STATIC-DETAILS", "TAXPAYER-NUM": "TAXPAYER-STR"}
+    )
     back = lo.Layout.from_dtype(one.dtype, void_as="bytes")  # one alternative per REDEFINES set, all bytes
-    assert cobol.write_segments(tables, {b"C": back, b"P": back}, segment=(0, 1),
-                                framing="rdw-little") == path.read_bytes()
+    assert (
+        cobol.write_segments(tables, {b"C": back, b"P": back}, segment=(0, 1), framing="rdw-little")
+        == path.read_bytes()
+    )
 
 
 # ------------------------------------------------------------------ the way back
-@pytest.mark.parametrize("copybook, data, options", [
-    ("test1_copybook.cob", "test1_data/example.bin",
-     {"redefines": {"COMPANY-ID-NUM": "COMPANY-ID-STR", "ACCOUNT-TYPE-N": "ACCOUNT-TYPE-X"}}),
-    ("test1_copybook.cob", "test1_data/example.bin",
-     {"redefines": {"COMPANY-ID-STR": "COMPANY-ID-NUM", "ACCOUNT-TYPE-N": "ACCOUNT-TYPE-X"}, "as_integer": True}),
-    ("test3_copybook.cob", "test3_data/TRAN2.AUG31.DATA.dat", {}),
-    ("test3_copybook.cob", "test3_data/TRAN2.AUG31.DATA.dat", {"flatten": True}),
-    ("test19_display_num.cob", "test19_display_num/data.dat", {"fillers": "keep", "records": 5}),
-])
+@pytest.mark.parametrize(
+    "copybook, data, options",
+    [
+        (
+            "test1_copybook.cob",
+            "test1_data/example.bin",
+            {"redefines": {"COMPANY-ID-NUM": "COMPANY-ID-STR", "ACCOUNT-TYPE-N": "ACCOUNT-TYPE-X"}},
+        ),
+        (
+            "test1_copybook.cob",
+            "test1_data/example.bin",
+            {"redefines": {"COMPANY-ID-STR": "COMPANY-ID-NUM", "ACCOUNT-TYPE-N": "ACCOUNT-TYPE-X"}, "as_integer": True},
+        ),
+        ("test3_copybook.cob", "test3_data/TRAN2.AUG31.DATA.dat", {}),
+        ("test3_copybook.cob", "test3_data/TRAN2.AUG31.DATA.dat", {"flatten": True}),
+        ("test19_display_num.cob", "test19_display_num/data.dat", {"fillers": "keep", "records": 5}),
+    ],
+)
 def test_records_arrow_records_byte_for_byte(copybook, data, options):
     """(test19: its first 5 records, the last 2 hold spaces and letters in numbers: nulls
     with invalid="null", which no bytes stand for on the way back.)"""
     options = dict(options)
     records = options.pop("records", None)
     layout = lo.Layout.from_copybook(DATA / copybook, **options)
-    raw = (DATA / data).read_bytes()[:None if records is None else records * layout.itemsize]
+    raw = (DATA / data).read_bytes()[: None if records is None else records * layout.itemsize]
     table = lo.AoS(np.frombuffer(raw, layout.dtype), layout).to_soa().to_arrow()
     assert lo.SoA.from_arrow(table, layout).to_aos().array.tobytes() == raw
 

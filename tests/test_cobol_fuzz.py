@@ -86,9 +86,14 @@ print(json.dumps({"worst": worst, **kinds}))
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [27, 2027])
 def test_mutated_copybooks_give_layout_errors_only(seed):
-    proc = subprocess.run([sys.executable, "-c", _CHILD, str(seed), "1500", str(ROOT / "tests/data/cobrix")],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(seed), "1500", str(ROOT / "tests/data/cobrix")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["ok"] > 0 and result["LayoutError"] > 0  # both kinds of copybook were made

@@ -20,8 +20,12 @@ DATA = Path(__file__).parent / "data" / "cobrix"
 # Binary items of more than 18 digits: IBM COBOL has none; Cobrix gives them the bytes of
 # the value's bits. The test6 copybook has them, so this test rewrites them to PIC X(n)
 # of Cobrix's width (the library refuses them, naming the width to use).
-_WIDE_BINARY = [(r"PIC S?9\((19|20)\) +BINARY\.", "PIC X(9)."), (r"PIC S?9\(37\) +BINARY\.", "PIC X(16)."),
-                (r"PIC S?9\(17\)V99 +COMP\.", "PIC X(9)."), (r"PIC S?9\(18\)V9\(10\) +COMP\.", "PIC X(12).")]
+_WIDE_BINARY = [
+    (r"PIC S?9\((19|20)\) +BINARY\.", "PIC X(9)."),
+    (r"PIC S?9\(37\) +BINARY\.", "PIC X(16)."),
+    (r"PIC S?9\(17\)V99 +COMP\.", "PIC X(9)."),
+    (r"PIC S?9\(18\)V9\(10\) +COMP\.", "PIC X(12)."),
+]
 
 
 def cobrix_test6_source():
@@ -69,7 +73,12 @@ def test_test1_tree_offsets_and_depending_on():
     assert got["COMPANY.COMPANY-ID-NUM"] == (12, 3, (), (), "packed")
     assert got["COMPANY.COMPANY-ID-STR"] == (12, 3, (), (), "text")  # REDEFINES: the same bytes
     assert got["METADATA.ACCOUNT.ACCOUNT-DETAIL.ACCOUNT-TYPE-X"] == (
-        66, 3, (80,), ("METADATA.NUMBER-OF-ACCTS",), "text")
+        66,
+        3,
+        (80,),
+        ("METADATA.NUMBER-OF-ACCTS",),
+        "text",
+    )
     assert cb.dtype["METADATA"]["ACCOUNT"]["ACCOUNT-DETAIL"].shape == (80,)
     assert cb.encodings["COMPANY.COMPANY-ID-NUM"] == {"kind": "packed", "digits": 5, "scale": 0, "signed": False}
     assert cb.encodings["ID"] == {"kind": "binary", "digits": 4, "scale": 0, "signed": True}
@@ -95,15 +104,17 @@ def test_record_offsets_and_names_option():
 
 # ------------------------------------------------------------------ the lexer
 def test_fixed_columns_continuation_tabs_and_free_format():
-    fixed = ("000100 01  REC.                                                          IGNORED1\n"
-             "000200*    a comment line\n"
-             "000300/    a page eject\n"
-             "000400     05  A  PIC X(3) VALUE 'ABC'.                                  IGNORED2\n"
-             "000500     05  B  PIC X(4) VALUE 'AB                                            \n"
-             "000600-    'CD'.\n"
-             "000700     05  C  PIC S9(3)\n"
-             "000800-           V99 COMP-3.\n"
-             "\t05  D  PIC X.\n")
+    fixed = (
+        "000100 01  REC.                                                          IGNORED1\n"
+        "000200*    a comment line\n"
+        "000300/    a page eject\n"
+        "000400     05  A  PIC X(3) VALUE 'ABC'.                                  IGNORED2\n"
+        "000500     05  B  PIC X(4) VALUE 'AB                                            \n"
+        "000600-    'CD'.\n"
+        "000700     05  C  PIC S9(3)\n"
+        "000800-           V99 COMP-3.\n"
+        "\t05  D  PIC X.\n"
+    )
     cb = read_copybook(fixed)
     assert [(f.name, f.offset, f.width) for f in cb.fields] == [("A", 0, 3), ("B", 3, 4), ("C", 7, 3), ("D", 10, 1)]
     assert cb.encodings["C"]["scale"] == 2
@@ -127,14 +138,24 @@ def one(body, **options):
     return read_copybook("       01 R.\n" + "".join(f"          {line}\n" for line in body.split("\n")), **options)
 
 
-@pytest.mark.parametrize("pic, usage, kind, width, enc", [
-    ("9(4)", "COMP", "binary", 2, {"digits": 4}), ("S9(5)", "BINARY", "binary", 4, {"signed": True}),
-    ("9(10)", "COMP-5", "binary", 8, {}), ("9(18)", "COMP-4", "binary", 8, {}),
-    ("S9(7)V99", "COMP-3", "packed", 5, {"scale": 2}), ("9(2)", "PACKED-DECIMAL", "packed", 2, {}),
-    ("S9(3)", "", "zoned", 3, {"sign": "trailing"}), ("9(5)PPP", "", "zoned", 5, {"scale": -3}),
-    ("VPP9", "", "zoned", 1, {"scale": 3}), ("X(7)", "", "text", 7, {}), ("A(2)", "", "text", 2, {}),
-    ("Z(4)9.99-", "", "edited", 9, {}), ("9(3)", "COMPUTATIONAL-3", "packed", 2, {}),
-])
+@pytest.mark.parametrize(
+    "pic, usage, kind, width, enc",
+    [
+        ("9(4)", "COMP", "binary", 2, {"digits": 4}),
+        ("S9(5)", "BINARY", "binary", 4, {"signed": True}),
+        ("9(10)", "COMP-5", "binary", 8, {}),
+        ("9(18)", "COMP-4", "binary", 8, {}),
+        ("S9(7)V99", "COMP-3", "packed", 5, {"scale": 2}),
+        ("9(2)", "PACKED-DECIMAL", "packed", 2, {}),
+        ("S9(3)", "", "zoned", 3, {"sign": "trailing"}),
+        ("9(5)PPP", "", "zoned", 5, {"scale": -3}),
+        ("VPP9", "", "zoned", 1, {"scale": 3}),
+        ("X(7)", "", "text", 7, {}),
+        ("A(2)", "", "text", 2, {}),
+        ("Z(4)9.99-", "", "edited", 9, {}),
+        ("9(3)", "COMPUTATIONAL-3", "packed", 2, {}),
+    ],
+)
 def test_elementary_kinds(pic, usage, kind, width, enc):
     cb = one(f"05 F PIC {pic} {usage}.")
     f = cb.fields[0]
@@ -143,12 +164,13 @@ def test_elementary_kinds(pic, usage, kind, width, enc):
 
 
 def test_sign_clauses_floats_and_group_usage():
-    cb = one("05 A PIC S9(3) SIGN IS LEADING SEPARATE CHARACTER.\n05 B PIC S9(3) TRAILING SEPARATE.\n"
-             "05 C PIC S9(3) SIGN LEADING.\n05 D COMP-1.\n05 E USAGE IS COMP-2.\n"
-             "05 G COMP-3.\n   10 H PIC S9(3).\n   10 I PIC 9(4).")
+    cb = one(
+        "05 A PIC S9(3) SIGN IS LEADING SEPARATE CHARACTER.\n05 B PIC S9(3) TRAILING SEPARATE.\n"
+        "05 C PIC S9(3) SIGN LEADING.\n05 D COMP-1.\n05 E USAGE IS COMP-2.\n"
+        "05 G COMP-3.\n   10 H PIC S9(3).\n   10 I PIC 9(4)."
+    )
     got = {f.name: (f.offset, f.width) for f in cb.fields}
-    assert got == {"A": (0, 4), "B": (4, 4), "C": (8, 3), "D": (11, 4), "E": (15, 8), "G.H": (23, 2),
-                   "G.I": (25, 3)}
+    assert got == {"A": (0, 4), "B": (4, 4), "C": (8, 3), "D": (11, 4), "E": (15, 8), "G.H": (23, 2), "G.I": (25, 3)}
     assert cb.encodings["A"]["sign"] == "leading separate" and cb.encodings["C"]["sign"] == "leading"
     assert cb.encodings["D"] == {"kind": "hfloat"}
     ieee = one("05 D COMP-1.\n05 E COMP-2.", floating_point="ieee")
@@ -156,8 +178,10 @@ def test_sign_clauses_floats_and_group_usage():
 
 
 def test_sync_slack_bytes():
-    cb = one("05 A PIC X.\n05 B PIC S9(8) COMP SYNC.\n05 C PIC X.\n05 D PIC S9(4) COMP SYNCHRONIZED.\n"
-             "05 T OCCURS 2.\n   10 U PIC X.\n   10 V PIC S9(4) BINARY SYNC.")
+    cb = one(
+        "05 A PIC X.\n05 B PIC S9(8) COMP SYNC.\n05 C PIC X.\n05 D PIC S9(4) COMP SYNCHRONIZED.\n"
+        "05 T OCCURS 2.\n   10 U PIC X.\n   10 V PIC S9(4) BINARY SYNC."
+    )
     got = {f.name: (f.offset, f.width, f.sync) for f in cb.fields}
     assert got["B"] == (4, 4, True) and got["C"] == (8, 1, False) and got["D"] == (10, 2, True)
     assert got["T.U"] == (12, 1, False) and got["T.V"] == (14, 2, True)
@@ -165,12 +189,13 @@ def test_sync_slack_bytes():
 
 
 def test_88_levels_value_blank_justified_filler():
-    cb = one("05 STATUS PIC X VALUE 'A'.\n   88 ACTIVE VALUE 'A'.\n   88 CLOSED VALUES ARE 'C' 'X'.\n"
-             "   88 RANGE VALUE 1 THRU 5.\n05 FILLER PIC X(3).\n05 N PIC 9(3) BLANK WHEN ZERO.\n"
-             "05 J PIC X(4) JUSTIFIED RIGHT.\n05 PIC X(2).\n05 M PIC 9 OCCURS 3 TIMES INDEXED BY IX.")
+    cb = one(
+        "05 STATUS PIC X VALUE 'A'.\n   88 ACTIVE VALUE 'A'.\n   88 CLOSED VALUES ARE 'C' 'X'.\n"
+        "   88 RANGE VALUE 1 THRU 5.\n05 FILLER PIC X(3).\n05 N PIC 9(3) BLANK WHEN ZERO.\n"
+        "05 J PIC X(4) JUSTIFIED RIGHT.\n05 PIC X(2).\n05 M PIC 9 OCCURS 3 TIMES INDEXED BY IX."
+    )
     f = {f.name: f for f in cb.fields}
-    assert f["STATUS"].conditions == (("ACTIVE", ("'A'",)), ("CLOSED", ("'C'", "'X'")),
-                                      ("RANGE", ("1", "THRU", "5")))
+    assert f["STATUS"].conditions == (("ACTIVE", ("'A'",)), ("CLOSED", ("'C'", "'X'")), ("RANGE", ("1", "THRU", "5")))
     assert f["N"].kind == "edited" and f["N"].blank_when_zero and f["N"].offset == 4
     assert f["J"].justified and f["M"].offset == 13 and f["M"].shape == (3,)
     assert cb.dtype.names == ("STATUS", "N", "J", "M") and cb.dtype.itemsize == 16
@@ -179,7 +204,11 @@ def test_88_levels_value_blank_justified_filler():
 def test_fillers_kept_as_bytes():
     cb = one("05 A PIC X.\n05 FILLER PIC 9(3) COMP-3.\n05 G.\n   10 FILLER PIC X(2).\n   10 B PIC X.", fillers="keep")
     assert [(f.name, f.kind, f.offset, f.width) for f in cb.fields] == [
-        ("A", "text", 0, 1), ("FILLER-1", "bytes", 1, 2), ("G.FILLER-2", "bytes", 3, 2), ("G.B", "text", 5, 1)]
+        ("A", "text", 0, 1),
+        ("FILLER-1", "bytes", 1, 2),
+        ("G.FILLER-2", "bytes", 3, 2),
+        ("G.B", "text", 5, 1),
+    ]
     assert "FILLER-1" not in cb.encodings
     with pytest.raises(LayoutError, match="fillers must be one of"):
         one("05 A PIC X.", fillers="drop")
@@ -194,32 +223,38 @@ def test_several_records_choose_one():
         read_copybook(text, record="Q")
 
 
-@pytest.mark.parametrize("body, message", [
-    ("05 A PIC X.\n66 B RENAMES A.", r"line 3: '66 B RENAMES A.': 66-level RENAMES is not supported"),
-    ("05 A PIC X FOO.", r"line 2: '05 A PIC X FOO.': 'FOO' is not a clause this reader supports"),
-    ("05 A PIC Q(3).", r"PICTURE Q\(3\): 'Q' is not a PICTURE symbol"),
-    ("05 A PIC 9(19) COMP.", r"binary items hold 18 at most \(IBM COBOL\); describe it as PIC X\(9\)"),
-    ("05 A PIC 9(39).", r"has 39 digits; Arrow decimals hold 38 at most"),
-    ("05 A PIC X.\n 10 B PIC X.", r"A has a PICTURE .* so it is an elementary item and cannot hold B"),
-    ("05 A.\n  10 B PIC X.\n 07 C PIC X.", r"level 07 matches no open level"),
-    ("05 A PIC X", r"the entry has no closing period"),
-    ("05 A PIC X OCCURS 1 TO 3.", r"OCCURS 1 TO 3 needs DEPENDING ON"),
-    ("05 A PIC X OCCURS 3 DEPENDING ON NOPE.", r"DEPENDING ON NOPE: no item of that name in record R"),
-    ("05 A PIC X REDEFINES B.", r"A REDEFINES B, which is not an item before it"),
-    ("05 A PIC X USAGE POINTER.", r"USAGE POINTER is not supported: a pointer is an address"),
-    ("05 A PIC X COMP-3.", r"PICTURE X is alphanumeric; it cannot be USAGE COMP-3"),
-    ("05 A PIC 9 COMP-1.", r"COMP-1 items take no PICTURE"),
-    ("05 A.", r"R has no fields but FILLER|A has neither"),
-    ("05 A PIC X.\n05 A PIC X.", r"A appears twice in group R"),
-    ("05 A PIC X VALUE 'AB.", r"a literal opened with ' is never closed"),
-    ("05 A PIC 9(3)V9V9.", r"V appears at most once"),
-    ("05 A PIC X SIGN LEADING.", r"SIGN applies to numeric items"),
-    ("05 A PIC 99 COMP SIGN LEADING.", r"SIGN applies to DISPLAY items, not USAGE COMP"),
-    ("5 A PIC X.\nXX B PIC X.", r"an entry starts with a level number .* found 'XX'"),
-    ("05 A PIC X.\n   88 C.", r"88-level C needs VALUE"),
-    ("05 A OCCURS 99999999.\n  10 B PIC X(100).", r"OCCURS 99999999 of 100 bytes makes 9999999900 bytes; a record "
-                                                  r"holds 2147483647 at most"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("05 A PIC X.\n66 B RENAMES A.", r"line 3: '66 B RENAMES A.': 66-level RENAMES is not supported"),
+        ("05 A PIC X FOO.", r"line 2: '05 A PIC X FOO.': 'FOO' is not a clause this reader supports"),
+        ("05 A PIC Q(3).", r"PICTURE Q\(3\): 'Q' is not a PICTURE symbol"),
+        ("05 A PIC 9(19) COMP.", r"binary items hold 18 at most \(IBM COBOL\); describe it as PIC X\(9\)"),
+        ("05 A PIC 9(39).", r"has 39 digits; Arrow decimals hold 38 at most"),
+        ("05 A PIC X.\n 10 B PIC X.", r"A has a PICTURE .* so it is an elementary item and cannot hold B"),
+        ("05 A.\n  10 B PIC X.\n 07 C PIC X.", r"level 07 matches no open level"),
+        ("05 A PIC X", r"the entry has no closing period"),
+        ("05 A PIC X OCCURS 1 TO 3.", r"OCCURS 1 TO 3 needs DEPENDING ON"),
+        ("05 A PIC X OCCURS 3 DEPENDING ON NOPE.", r"DEPENDING ON NOPE: no item of that name in record R"),
+        ("05 A PIC X REDEFINES B.", r"A REDEFINES B, which is not an item before it"),
+        ("05 A PIC X USAGE POINTER.", r"USAGE POINTER is not supported: a pointer is an address"),
+        ("05 A PIC X COMP-3.", r"PICTURE X is alphanumeric; it cannot be USAGE COMP-3"),
+        ("05 A PIC 9 COMP-1.", r"COMP-1 items take no PICTURE"),
+        ("05 A.", r"R has no fields but FILLER|A has neither"),
+        ("05 A PIC X.\n05 A PIC X.", r"A appears twice in group R"),
+        ("05 A PIC X VALUE 'AB.", r"a literal opened with ' is never closed"),
+        ("05 A PIC 9(3)V9V9.", r"V appears at most once"),
+        ("05 A PIC X SIGN LEADING.", r"SIGN applies to numeric items"),
+        ("05 A PIC 99 COMP SIGN LEADING.", r"SIGN applies to DISPLAY items, not USAGE COMP"),
+        ("5 A PIC X.\nXX B PIC X.", r"an entry starts with a level number .* found 'XX'"),
+        ("05 A PIC X.\n   88 C.", r"88-level C needs VALUE"),
+        (
+            "05 A OCCURS 99999999.\n  10 B PIC X(100).",
+            r"OCCURS 99999999 of 100 bytes makes 9999999900 bytes; a record "
+            r"holds 2147483647 at most",
+        ),
+    ],
+)
 def test_errors_name_the_line(body, message):
     with pytest.raises(LayoutError, match=message):
         one(body)

@@ -19,15 +19,19 @@ def rdw(body, spare=b"\0\0"):
     return struct.pack(">H", len(body) + 4) + spare + body
 
 
-DATA = rdw(b"\xc1" + struct.pack(">I", 7)) + rdw(b"\xc2" + struct.pack(">H", 9) + b"xyz", b"\1\2") \
+DATA = (
+    rdw(b"\xc1" + struct.pack(">I", 7))
+    + rdw(b"\xc2" + struct.pack(">H", 9) + b"xyz", b"\1\2")
     + rdw(b"\xc1" + struct.pack(">I", 8))
+)
 
 
 def test_rdw_and_bdw_round_trip():
     t = cobol.read_segments(DATA, TYPES, segment=(0, 1))
     assert t["A"].column("QTY").to_pylist() == [7, 8] and t["A"].column("_offset").to_pylist() == [0, 19]
-    assert t["B"].to_pylist() == [{"_offset": 9, "_prefix": b"\x00\x0a\x01\x02", "_length": 6, "SEG": b"\xc2",
-                                   "N": 9, "NAME": b"xyz"}]
+    assert t["B"].to_pylist() == [
+        {"_offset": 9, "_prefix": b"\x00\x0a\x01\x02", "_length": 6, "SEG": b"\xc2", "N": 9, "NAME": b"xyz"}
+    ]
     assert cobol.write_segments(t, TYPES, segment=(0, 1)) == DATA
     vb = struct.pack(">HH", 4 + len(DATA), 0) + DATA
     t = cobol.read_segments(vb, TYPES, segment=(0, 1), framing="bdw")
@@ -36,8 +40,11 @@ def test_rdw_and_bdw_round_trip():
 
 def test_short_records_pad_or_fail():
     short = rdw(b"\xc1" + b"\0\0")  # 3 bytes of a 5-byte segment
-    with pytest.raises(lo.ConversionError, match=r"segment 'A': the record at byte 0 is 3 bytes; its Layout needs 5 "
-                                                 r"to 5 \(short='pad' reads it with zeros past its end\)"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"segment 'A': the record at byte 0 is 3 bytes; its Layout needs 5 "
+        r"to 5 \(short='pad' reads it with zeros past its end\)",
+    ):
         cobol.read_segments(short, TYPES, segment=(0, 1))
     t = cobol.read_segments(short, TYPES, segment=(0, 1), short="pad")
     assert t["A"].column("_length").to_pylist() == [3]
@@ -58,8 +65,10 @@ def test_argument_errors():
 
 
 def test_segment_named_by_its_field():
-    text = {"H": "       01 H.\n          05 SEG PIC X.\n          05 NAME PIC X(4).\n",
-            "D": "       01 D.\n          05 SEG PIC X.\n          05 AMT PIC S9(3) COMP-3.\n"}
+    text = {
+        "H": "       01 H.\n          05 SEG PIC X.\n          05 NAME PIC X(4).\n",
+        "D": "       01 D.\n          05 SEG PIC X.\n          05 AMT PIC S9(3) COMP-3.\n",
+    }
     types = {k: lo.Layout.from_copybook(v) for k, v in text.items()}
     data = rdw("HACME".encode("cp037")) + rdw("D".encode("cp037") + b"\x12\x3d")
     t = cobol.read_segments(data, types, segment="SEG")
@@ -67,7 +76,9 @@ def test_segment_named_by_its_field():
     assert cobol.write_segments(t, types, segment="SEG") == data
     with pytest.raises(lo.LayoutError, match=r"segment='NOPE': the Layout of segment 'H' has no leaf of that name"):
         cobol.read_segments(data, types, segment="NOPE")
-    moved = {"H": types["H"], "D": lo.Layout.from_copybook("       01 D.\n          05 X PIC X.\n"
-                                                           "          05 SEG PIC X.\n")}
+    moved = {
+        "H": types["H"],
+        "D": lo.Layout.from_copybook("       01 D.\n          05 X PIC X.\n          05 SEG PIC X.\n"),
+    }
     with pytest.raises(lo.LayoutError, match=r"segment='SEG' is at different places in the segments' Layouts"):
         cobol.read_segments(data, moved, segment="SEG")

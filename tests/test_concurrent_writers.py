@@ -12,12 +12,11 @@ import sys
 import threading
 import time
 
-import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import TICK, ticks
 
 import layouts as lo
-from conftest import TICK, ticks
 from layouts import _files
 
 ENV = {**os.environ, "PYTHONPATH": os.getcwd()}
@@ -94,8 +93,11 @@ def test_two_threads_writing_one_destination(tmp_path, two_inputs, temp_kind):
         winners = [s for s, o in outcomes.items() if o == "written"]
         assert len(winners) == 1, outcomes
         loser = outcomes[3 - winners[0]]
-        assert re.search(r"out.arrow (exists|appeared while converting \(another program wrote it\)); pass "
-                         r"overwrite=True \(--overwrite\)", loser), loser
+        assert re.search(
+            r"out.arrow (exists|appeared while converting \(another program wrote it\)); pass "
+            r"overwrite=True \(--overwrite\)",
+            loser,
+        ), loser
         assert which(dst, two_inputs) == winners[0] - 1
         assert leftovers(tmp_path) == []
 
@@ -113,8 +115,10 @@ for _ in range(rounds):
 @pytest.mark.slow
 def test_two_processes_writing_one_destination_while_it_is_read(tmp_path, two_inputs, temp_kind):
     code = WRITER.format(unnamed=temp_kind, descr=TICK.descr, chunk=CHUNK)
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(seed), "15"], cwd=tmp_path, env=ENV,
-                              stderr=subprocess.PIPE) for seed in (1, 2)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(seed), "15"], cwd=tmp_path, env=ENV, stderr=subprocess.PIPE)
+        for seed in (1, 2)
+    ]
     seen, dst = set(), tmp_path / "out.arrow"
     try:
         while any(p.poll() is None for p in procs):  # a reader sees no file, or one output whole
@@ -181,8 +185,10 @@ def kill_loop(tmp_path, tables, unnamed, replace, kills, seed):
 @pytest.mark.skipif(not _files.UNNAMED, reason="needs O_TMPFILE and /proc (Linux)")
 def test_sigkill_at_random_moments_leaves_no_files(tmp_path, two_inputs):
     assert kill_loop(tmp_path, two_inputs, unnamed=True, replace=False, kills=12, seed=15) == []
-    assert sorted(p.name for p in tmp_path.iterdir()) in (["in1.bin", "in2.bin", "ready", "warm.arrow"],
-                                                          ["in1.bin", "in2.bin", "out.arrow", "ready", "warm.arrow"])
+    assert sorted(p.name for p in tmp_path.iterdir()) in (
+        ["in1.bin", "in2.bin", "ready", "warm.arrow"],
+        ["in1.bin", "in2.bin", "out.arrow", "ready", "warm.arrow"],
+    )
 
 
 @pytest.mark.slow

@@ -13,9 +13,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import REAL_GPU, TICK, ticks
 
 import layouts as lo
-from conftest import REAL_GPU, TICK, ticks
 from layouts._cli import main
 
 FORMATS = ["parquet", "feather", "arrow"]
@@ -81,15 +81,20 @@ def _peaks(tmp_path, src, dst):
     code = f"""
 import tracemalloc, json, numpy as np, pyarrow as pa, layouts as lo
 dtype = np.dtype({TICK.descr!r}, align=True)
-np.zeros(100, dtype).tofile({str(tmp_path / 'warm.bin')!r})  # load the kernels before measuring
-lo.convert({str(tmp_path / 'warm.bin')!r}, dtype, {str(tmp_path / 'warm.arrow')!r}, overwrite=True)
+np.zeros(100, dtype).tofile({str(tmp_path / "warm.bin")!r})  # load the kernels before measuring
+lo.convert({str(tmp_path / "warm.bin")!r}, dtype, {str(tmp_path / "warm.arrow")!r}, overwrite=True)
 tracemalloc.start()
 lo.convert({str(tmp_path / src)!r}, dtype, {str(tmp_path / dst)!r}, chunk_bytes=1 << 20)
 print(json.dumps({{"numpy_peak": tracemalloc.get_traced_memory()[1],
                   "arrow_peak": pa.default_memory_pool().max_memory()}}))
 """
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": os.getcwd()})
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
     return json.loads(run.stdout)
 
 
@@ -117,8 +122,11 @@ def test_existing_output_is_refused_and_a_failure_leaves_it_untouched(tick_file,
     bad["sym"][15_000] = b"\xff\xfe"  # not UTF-8, in a late chunk
     bad.tofile(tmp_path / "bad.bin")
     layout = lo.Layout.from_dtype(TICK, bytes_as={"sym": "string"})
-    with pytest.raises(lo.ConversionError, match=r"bad.bin: field 'sym' \(\|S8 at offset 21\), record 15000 \(byte "
-                       r"720000 of the file\): .*b'\\xff\\xfe'\) is not valid UTF-8; map the field to bytes"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"bad.bin: field 'sym' \(\|S8 at offset 21\), record 15000 \(byte "
+        r"720000 of the file\): .*b'\\xff\\xfe'\) is not valid UTF-8; map the field to bytes",
+    ):
         lo.convert(tmp_path / "bad.bin", layout, dst, chunk_bytes=100_000, overwrite=True)
     assert dst.read_bytes() == b"old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.bin", "out.parquet", "ticks.bin"]
@@ -142,7 +150,7 @@ import time, numpy as np, layouts as lo, pathlib
 def slow(records, nbytes, total):
     pathlib.Path({str(marker)!r}).touch()
     time.sleep(0.5)
-lo.convert({str(path)!r}, np.dtype({TICK.descr!r}, align=True), {str(tmp_path / 'out.parquet')!r},
+lo.convert({str(path)!r}, np.dtype({TICK.descr!r}, align=True), {str(tmp_path / "out.parquet")!r},
            chunk_bytes=1 << 20, progress=slow)
 """
     proc = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": os.getcwd()})
@@ -175,14 +183,22 @@ for src, dst, overlap in [("big.bin", "old.arrow", True), ("big.bin", "new.parqu
     else:
         sys.exit("no error for " + dst)
 """
-    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": os.getcwd()})
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
     assert len(lines) == 4
     for line, dst in zip(lines, ["old.arrow", "new.parquet", "back.bin", "back.bin"]):
-        assert re.fullmatch(rf"\[Errno {errno.EFBIG}\] writing {dst} failed after [\d,]+ bytes of output: File too "
-                            r"large \(the destination was left as it was\)", line), line
+        assert re.fullmatch(
+            rf"\[Errno {errno.EFBIG}\] writing {dst} failed after [\d,]+ bytes of output: File too "
+            r"large \(the destination was left as it was\)",
+            line,
+        ), line
     assert (tmp_path / "old.arrow").read_bytes() == b"old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.arrow", "big.bin", "old.arrow"]
 
@@ -197,8 +213,11 @@ def test_a_full_disk_says_what_to_do(tmp_path, monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(_convert.BlockReservation, "ahead", full)  # as the first write of a batch would fail
-    with pytest.raises(OSError, match=r"writing .*out.arrow failed after [\d,]+ bytes of output: No space left on "
-                       r"device; free space there or write elsewhere \(the destination was left as it was\)"):
+    with pytest.raises(
+        OSError,
+        match=r"writing .*out.arrow failed after [\d,]+ bytes of output: No space left on "
+        r"device; free space there or write elsewhere \(the destination was left as it was\)",
+    ):
         lo.convert(path, TICK, tmp_path / "out.arrow")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ticks.bin"]
 
@@ -207,7 +226,9 @@ def test_partial_records_and_header_offsets(tmp_path):
     dtype = np.dtype([("a", "<i4"), ("b", "<f4")])
     data = np.arange(10, dtype="<i8").view(dtype).tobytes()
     (tmp_path / "p.bin").write_bytes(b"HEAD" + data + b"xyz")
-    with pytest.raises(lo.LayoutError, match=r"p.bin has 83 bytes of records: 10 records of 8 bytes and 3 bytes left over"):
+    with pytest.raises(
+        lo.LayoutError, match=r"p.bin has 83 bytes of records: 10 records of 8 bytes and 3 bytes left over"
+    ):
         lo.convert(tmp_path / "p.bin", dtype, tmp_path / "p.arrow", offset=4)
     with pytest.warns(UserWarning, match="skipped those 3 bytes"):
         result = lo.convert(tmp_path / "p.bin", dtype, tmp_path / "p.arrow", offset=4, trailing="ignore")
@@ -215,9 +236,13 @@ def test_partial_records_and_header_offsets(tmp_path):
 
 
 def test_reverse_errors_name_the_records(tmp_path):
-    pq.write_table(pa.table({"a": pa.array([1, None], pa.int32()), "b": pa.array([1.0, 2.0], pa.float32())}),
-                   tmp_path / "n.parquet")
-    with pytest.raises(lo.ConversionError, match=r"n.parquet, row group 0, rows 0 to 2: column 'a' has 1 nulls \(first at row 1\)"):
+    pq.write_table(
+        pa.table({"a": pa.array([1, None], pa.int32()), "b": pa.array([1.0, 2.0], pa.float32())}),
+        tmp_path / "n.parquet",
+    )
+    with pytest.raises(
+        lo.ConversionError, match=r"n.parquet, row group 0, rows 0 to 2: column 'a' has 1 nulls \(first at row 1\)"
+    ):
         lo.convert(tmp_path / "n.parquet", np.dtype([("a", "<i4"), ("b", "<f4")]), tmp_path / "n.bin")
     assert not (tmp_path / "n.bin").exists()
     # an error in the first of several batches, while the reader thread is ahead: no hang
@@ -240,27 +265,76 @@ def test_convert_command_with_a_c_header_and_stdin(tmp_path, capsys):
     header = tmp_path / "rec.h"
     header.write_text("#include <stdint.h>\nstruct rec { int32_t id; float x; uint16_t f:3, g:13; };\n")
     layout = lo.Layout.from_c(header, "struct rec")
-    table = pa.table({"id": pa.array(range(1000), pa.int32()), "x": pa.array(np.ones(1000, np.float32)),
-                      "f": pa.array(np.arange(1000) % 8, pa.uint16()),
-                      "g": pa.array(np.arange(1000) % 8192, pa.uint16())})
+    table = pa.table(
+        {
+            "id": pa.array(range(1000), pa.int32()),
+            "x": pa.array(np.ones(1000, np.float32)),
+            "f": pa.array(np.arange(1000) % 8, pa.uint16()),
+            "g": pa.array(np.arange(1000) % 8192, pa.uint16()),
+        }
+    )
     raw = lo.SoA.from_arrow(table, layout).to_aos().array.tobytes()
     (tmp_path / "rec.bin").write_bytes(raw)
-    assert main(["convert", str(tmp_path / "rec.bin"), "--struct", f"{header}:struct rec",
-                 "--to", str(tmp_path / "rec.parquet"), "--chunk", "4k"]) == 0
+    assert (
+        main(
+            [
+                "convert",
+                str(tmp_path / "rec.bin"),
+                "--struct",
+                f"{header}:struct rec",
+                "--to",
+                str(tmp_path / "rec.parquet"),
+                "--chunk",
+                "4k",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert out.startswith("converted 1,000 records, 12.0 kB in")
     assert out.rstrip().endswith("(on cuda)" if REAL_GPU else "(on cpu)")  # --device auto
     assert pq.read_table(tmp_path / "rec.parquet").equals(table)
-    assert main(["convert", str(tmp_path / "rec.parquet"), "--struct", str(header), "--to",
-                 str(tmp_path / "back.bin")]) == 0
+    assert (
+        main(["convert", str(tmp_path / "rec.parquet"), "--struct", str(header), "--to", str(tmp_path / "back.bin")])
+        == 0
+    )
     assert (tmp_path / "back.bin").read_bytes() == raw
-    run = subprocess.run([sys.executable, "-m", "layouts", "convert", "-", "--dtype", "[('id','<i4'),('x','<f4'),('w','<u4')]",
-                          "--to", str(tmp_path / "stdin.arrow"), "--quiet"], input=raw, capture_output=True)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "layouts",
+            "convert",
+            "-",
+            "--dtype",
+            "[('id','<i4'),('x','<f4'),('w','<u4')]",
+            "--to",
+            str(tmp_path / "stdin.arrow"),
+            "--quiet",
+        ],
+        input=raw,
+        capture_output=True,
+    )
     assert run.returncode == 0, run.stderr
     assert read(tmp_path / "stdin.arrow", "arrow").column("id").to_pylist() == list(range(1000))
     # --device cuda: the GPU, or the simulator without one (this process set it up)
-    assert main(["convert", str(tmp_path / "rec.bin"), "--struct", f"{header}:struct rec", "--to",
-                 str(tmp_path / "gpu.arrow"), "--device", "cuda", "--chunk", "4k"]) == 0
+    assert (
+        main(
+            [
+                "convert",
+                str(tmp_path / "rec.bin"),
+                "--struct",
+                f"{header}:struct rec",
+                "--to",
+                str(tmp_path / "gpu.arrow"),
+                "--device",
+                "cuda",
+                "--chunk",
+                "4k",
+            ]
+        )
+        == 0
+    )
     assert capsys.readouterr().out.rstrip().endswith("(on cuda)")
     assert read(tmp_path / "gpu.arrow", "arrow").equals(table)
 
@@ -270,19 +344,43 @@ def test_convert_command_errors_are_one_line(tmp_path):
     (tmp_path / "a.arrow").write_bytes(b"old")
     cases = [
         (["--dtype", "[('a','<i4')]", "--to", str(tmp_path / "a.arrow")], "a.arrow exists; pass --overwrite"),
-        (["--dtype", "[('a','<i4')]", "--to", str(tmp_path / "b.arrow")], "7 bytes of records: 1 records of 4 bytes and 3 bytes left over"),
-        (["--dtype", "nonsense", "--to", str(tmp_path / "b.arrow")], "--dtype 'nonsense' is not a NumPy structured dtype"),
+        (
+            ["--dtype", "[('a','<i4')]", "--to", str(tmp_path / "b.arrow")],
+            "7 bytes of records: 1 records of 4 bytes and 3 bytes left over",
+        ),
+        (
+            ["--dtype", "nonsense", "--to", str(tmp_path / "b.arrow")],
+            "--dtype 'nonsense' is not a NumPy structured dtype",
+        ),
     ]
     if not REAL_GPU:
-        cases.append((["--dtype", "[('a','<i4')]", "--to", str(tmp_path / "b.arrow"), "--device", "cuda",
-                       "--trailing", "ignore"], "no usable CUDA GPU and driver were found"))
+        cases.append(
+            (
+                [
+                    "--dtype",
+                    "[('a','<i4')]",
+                    "--to",
+                    str(tmp_path / "b.arrow"),
+                    "--device",
+                    "cuda",
+                    "--trailing",
+                    "ignore",
+                ],
+                "no usable CUDA GPU and driver were found",
+            )
+        )
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
     for extra, message in cases:
-        run = subprocess.run([sys.executable, "-m", "layouts", "convert", str(tmp_path / "a.bin"), *extra],
-                             capture_output=True, text=True, env=env)
+        run = subprocess.run(
+            [sys.executable, "-m", "layouts", "convert", str(tmp_path / "a.bin"), *extra],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
         usage = message.startswith("--dtype")  # a wrong command line: status 2
-        assert run.returncode == (2 if usage else 1) and message in run.stderr and "Traceback" not in run.stderr, \
+        assert run.returncode == (2 if usage else 1) and message in run.stderr and "Traceback" not in run.stderr, (
             run.stderr
+        )
         lines = run.stderr.strip().splitlines()  # one error line, after one line per warning
         assert lines[-1].startswith("layouts convert: error: ")
         assert all(line.startswith("layouts convert: warning: ") for line in lines[:-1]), lines
@@ -294,7 +392,10 @@ def test_bad_arguments_are_named(tmp_path):
     (tmp_path / "a.bin").write_bytes(bytes(8))
     src = tmp_path / "a.bin"
     cases = [
-        (dict(dst=tmp_path / "x.arrow", format="csv"), r"format must be one of \('parquet', 'feather', 'arrow', 'arrows', 'records'\), got 'csv'"),
+        (
+            dict(dst=tmp_path / "x.arrow", format="csv"),
+            r"format must be one of \('parquet', 'feather', 'arrow', 'arrows', 'records'\), got 'csv'",
+        ),
         (dict(dst=tmp_path / "x.arrow", chunk_bytes=0), r"chunk_bytes must be positive, got 0"),
         (dict(dst=tmp_path, overwrite=True), r"is a directory; give a file path for the output"),
         (dict(dst=tmp_path / "no" / "x.arrow"), r"the directory of .*x.arrow does not exist"),
@@ -341,8 +442,15 @@ def test_records_to_arrow_on_the_gpu_in_overlapped_chunks(tmp_path, overlap):
     layout = lo.Layout.from_dtype(TICK, bytes_as={"sym": "string"})
     for fmt in ("arrow", "parquet") if overlap else ("arrow",):
         dst = tmp_path / f"gpu.{fmt}"
-        result = lo.convert(tmp_path / "t.bin", layout, dst, device="cuda", chunk_bytes=GPU_SIZES["chunk"],
-                            nulls={"qty": -1}, overlap=overlap)
+        result = lo.convert(
+            tmp_path / "t.bin",
+            layout,
+            dst,
+            device="cuda",
+            chunk_bytes=GPU_SIZES["chunk"],
+            nulls={"qty": -1},
+            overlap=overlap,
+        )
         assert result.records == len(a)
         table = read(dst, fmt)
         assert table.equals(lo.AoS(a, layout).to_soa(nulls={"qty": -1}).to_arrow())
@@ -351,8 +459,10 @@ def test_records_to_arrow_on_the_gpu_in_overlapped_chunks(tmp_path, overlap):
 
 
 def test_gpu_convert_of_c_records_enums_and_streams(tmp_path):
-    header = ("enum side { BUY = 1, SELL = 2 };\n"
-              "struct r { unsigned a : 3; int s : 5; enum side side; char name[6]; double px; };")
+    header = (
+        "enum side { BUY = 1, SELL = 2 };\n"
+        "struct r { unsigned a : 3; int s : 5; enum side side; char name[6]; double px; };"
+    )
     layout = lo.Layout.from_c(header, "struct r", byteorder="big")
     rng = np.random.default_rng(7)
     arr = rng.integers(0, 256, 700 * layout.itemsize, dtype=np.uint8).view(layout.dtype)
@@ -383,8 +493,11 @@ def test_a_gpu_fault_names_the_file_position_and_keeps_the_destination(tmp_path)
     dst = tmp_path / "out.arrow"
     dst.write_bytes(b"old")
     layout = lo.Layout.from_dtype(TICK, bytes_as={"sym": "string"})
-    with pytest.raises(lo.ConversionError, match=r"bad.bin: field 'sym' \(\|S8 at offset 21\), record 430 \(byte "
-                       r"20640 of the file\): .*b'\\xff'\) is not valid UTF-8"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"bad.bin: field 'sym' \(\|S8 at offset 21\), record 430 \(byte "
+        r"20640 of the file\): .*b'\\xff'\) is not valid UTF-8",
+    ):
         lo.convert(tmp_path / "bad.bin", layout, dst, device="cuda", chunk_bytes=300 * 48, overwrite=True)
     assert dst.read_bytes() == b"old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.bin", "out.arrow"]
@@ -397,9 +510,14 @@ def test_arrow_to_records_on_the_gpu_in_overlapped_chunks(tmp_path, overlap):
     dtype = np.dtype([("q", "<i4"), ("s", "S3"), ("px", ">f8"), ("t", "<M8[us]")])
     n = GPU_SIZES["records"]
     rng = np.random.default_rng(5)
-    table = pa.table({"q": pa.array(rng.integers(0, 9, n), pa.int32(), mask=rng.random(n) < 0.1),
-                      "s": [b"abcd"[: i % 5] for i in range(n)], "px": rng.normal(size=n),
-                      "t": pa.array(rng.integers(0, 10**12, n), pa.timestamp("us"), mask=rng.random(n) < 0.1)})
+    table = pa.table(
+        {
+            "q": pa.array(rng.integers(0, 9, n), pa.int32(), mask=rng.random(n) < 0.1),
+            "s": [b"abcd"[: i % 5] for i in range(n)],
+            "px": rng.normal(size=n),
+            "t": pa.array(rng.integers(0, 10**12, n), pa.timestamp("us"), mask=rng.random(n) < 0.1),
+        }
+    )
     pq.write_table(table, tmp_path / "in.parquet", row_group_size=n)
     kw = dict(fill={"q": -1}, truncate=True, chunk_bytes=GPU_SIZES["chunk"] // 2, overlap=overlap)
     lo.convert(tmp_path / "in.parquet", dtype, tmp_path / "cpu.bin", **kw)
@@ -413,11 +531,15 @@ def test_gpu_arrow_to_records_errors_name_the_rows(tmp_path):
     with pa.ipc.new_file(tmp_path / "in.arrow", table.schema) as w:
         w.write_table(table)
     dst = tmp_path / "out.bin"
-    with pytest.raises(lo.ConversionError, match=r"in.arrow, (batch 0, )?rows 400 to 600: column 's', row 450: "
-                       r"'too long' (\(8 bytes\) )?is "
-                       r"longer than field 's'"):
-        lo.convert(tmp_path / "in.arrow", np.dtype([("a", "<i4"), ("s", "S3")]), dst, device="cuda",
-                   chunk_bytes=200 * 7)
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"in.arrow, (batch 0, )?rows 400 to 600: column 's', row 450: "
+        r"'too long' (\(8 bytes\) )?is "
+        r"longer than field 's'",
+    ):
+        lo.convert(
+            tmp_path / "in.arrow", np.dtype([("a", "<i4"), ("s", "S3")]), dst, device="cuda", chunk_bytes=200 * 7
+        )
     assert not dst.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["in.arrow"]
 
 
@@ -425,8 +547,9 @@ def test_gpu_arrow_to_records_errors_name_the_rows(tmp_path):
 def test_enum_values_first_seen_in_later_chunks_extend_the_ipc_dictionary(tmp_path, device):
     """An IPC file allows one dictionary per column: values with no enumerator that show
     up in later chunks extend it (a dictionary delta), top level and in sub-arrays."""
-    layout = lo.Layout.from_c("enum side { BUY = 1, SELL = 2 };\nstruct r { enum side side; int q; enum side v[2]; };",
-                              "struct r")
+    layout = lo.Layout.from_c(
+        "enum side { BUY = 1, SELL = 2 };\nstruct r { enum side side; int q; enum side v[2]; };", "struct r"
+    )
     a = np.zeros(400, layout.dtype)
     a["side"], a["v"], a["q"] = 1, 2, np.arange(400)
     a["side"][10], a["side"][300], a["v"][250, 1], a["v"][390, 0] = 7, 9, 11, 7
@@ -459,9 +582,13 @@ def test_an_empty_input_gives_an_empty_file_of_every_format(tmp_path):
     for suffix in (".parquet", ".feather", ".arrow", ".arrows"):
         dst = tmp_path / f"out{suffix}"
         assert lo.convert(tmp_path / "empty.bin", [("a", "<i4"), ("b", "<f8")], dst).records == 0
-        table = (pq.read_table(dst) if suffix == ".parquet" else
-                 pa.ipc.open_stream(dst.read_bytes()).read_all() if suffix == ".arrows" else
-                 pa.ipc.open_file(dst).read_all())
+        table = (
+            pq.read_table(dst)
+            if suffix == ".parquet"
+            else pa.ipc.open_stream(dst.read_bytes()).read_all()
+            if suffix == ".arrows"
+            else pa.ipc.open_file(dst).read_all()
+        )
         assert table.num_rows == 0 and table.column_names == ["a", "b"]
     assert lo.convert(tmp_path / "out.parquet", [("a", "<i4"), ("b", "<f8")], tmp_path / "back.bin").records == 0
     assert (tmp_path / "back.bin").read_bytes() == b""

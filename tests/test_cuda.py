@@ -6,15 +6,15 @@ nulls and fills, faults, device inputs and moves, zero-copy column exports."""
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import REAL_GPU, TICK, ticks
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-
-import layouts as lo
-from conftest import REAL_GPU, TICK, ticks
-from layouts.kernels import cuda as kc
 from oracle import struct_dtypes
 from test_cdecl import c_records
 from test_roundtrip import random_records, zero_holes
+
+import layouts as lo
+from layouts.kernels import cuda as kc
 
 SIM = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -61,8 +61,12 @@ def both(arr, layout, **kw):
 
 
 @SIM
-@given(dtype=struct_dtypes(), n=st.integers(0, 24), seed=st.integers(0, 2**32 - 1),
-       bytes_as=st.sampled_from(["fixed", "binary"]))
+@given(
+    dtype=struct_dtypes(),
+    n=st.integers(0, 24),
+    seed=st.integers(0, 2**32 - 1),
+    bytes_as=st.sampled_from(["fixed", "binary"]),
+)
 @example(dtype=np.dtype([("a", "<U1"), ("b", "S2")]), n=0, seed=1, bytes_as="binary")  # empty string columns
 def test_numpy_layouts_match_the_cpu_bit_for_bit(dtype, n, seed, bytes_as):
     layout = lo.Layout.from_dtype(dtype, bytes_as=bytes_as)
@@ -120,8 +124,14 @@ def test_enums_bit_fields_and_packed_records_across_tiles():
 def test_slot_padding_and_unstaged_records(itemsize):
     """Even word counts get a spare word per slot; records too big for shared memory
     convert in global memory; both give the CPU's bytes."""
-    dtype = np.dtype({"names": ["a", "b", "c"], "formats": ["<i2", ">i2", "S3"],
-                      "offsets": [0, 2, itemsize - 3], "itemsize": itemsize})
+    dtype = np.dtype(
+        {
+            "names": ["a", "b", "c"],
+            "formats": ["<i2", ">i2", "S3"],
+            "offsets": [0, 2, itemsize - 3],
+            "itemsize": itemsize,
+        }
+    )
     _, slot, staged = kc.tile_shape(itemsize)
     assert staged == (itemsize != 2000) and (slot != itemsize) == (itemsize in (8, 48))
     arr = random_records(dtype, lo.Layout.from_dtype(dtype), 70, itemsize)
@@ -131,8 +141,9 @@ def test_slot_padding_and_unstaged_records(itemsize):
 
 
 def test_nulls_fills_and_strings():
-    dtype = np.dtype([("q", "<i4"), ("px", ">f8"), ("t", ">M8[us]"), ("d", "<M8[M]"), ("s", "S4"), ("u", ">U2"),
-                      ("b", "?", (3,))])
+    dtype = np.dtype(
+        [("q", "<i4"), ("px", ">f8"), ("t", ">M8[us]"), ("d", "<M8[M]"), ("s", "S4"), ("u", ">U2"), ("b", "?", (3,))]
+    )
     a = np.zeros(90, dtype)
     a["q"] = np.arange(90) % 7 - 1
     a["px"] = np.where(np.arange(90) % 5 == 0, np.nan, np.arange(90) / 4)
@@ -148,9 +159,17 @@ def test_nulls_fills_and_strings():
     assert gpu["q"].null_count == cpu["q"].null_count == 13
     assert records_bytes(gpu.to_aos()) == records_bytes(cpu.to_aos())
     # Arrow in, records out on the GPU: fills, truncation and the CPU's bytes
-    table = pa.table({"q": pa.array([1, None, 3], pa.int32()), "px": [0.5, 1.5, None],
-                      "t": pa.array([None, 5, 6], pa.timestamp("us")), "d": pa.array([19478, 19478, 0], pa.date32()),
-                      "s": [b"toolong", b"ok", b""], "u": ["abc", "d", ""], "b": [[True, False, True]] * 3})
+    table = pa.table(
+        {
+            "q": pa.array([1, None, 3], pa.int32()),
+            "px": [0.5, 1.5, None],
+            "t": pa.array([None, 5, 6], pa.timestamp("us")),
+            "d": pa.array([19478, 19478, 0], pa.date32()),
+            "s": [b"toolong", b"ok", b""],
+            "u": ["abc", "d", ""],
+            "b": [[True, False, True]] * 3,
+        }
+    )
     src = lo.SoA.from_arrow(table, layout, fill={"q": -1, "px": 0.0}, truncate=True)
     on_gpu = src.to_device("cuda")
     assert on_gpu.device == "cuda" and on_gpu.to_device("cpu").to_arrow().equals(src.to_arrow())
@@ -183,10 +202,10 @@ def test_faults_give_the_cpu_message():
     for table, layout, fill in cases:
         # bound without the column checks' length test (from_arrow finds 'too long' before any
         # kernel runs), so that the kernels' own refusal is compared
-        n, columns, fills = columns_from_arrow(table, lo.Layout.from_dtype(layout) if isinstance(layout, np.dtype)
-                                               else layout, dict(fill), truncate=None)
-        src = lo.SoA(lo.Layout.from_dtype(layout) if isinstance(layout, np.dtype) else layout, n, columns,
-                     fills=fills)
+        n, columns, fills = columns_from_arrow(
+            table, lo.Layout.from_dtype(layout) if isinstance(layout, np.dtype) else layout, dict(fill), truncate=None
+        )
+        src = lo.SoA(lo.Layout.from_dtype(layout) if isinstance(layout, np.dtype) else layout, n, columns, fills=fills)
         assert fault(lambda src=src: src.to_device("cuda").to_aos()) == fault(src.to_aos)
 
 
@@ -254,8 +273,9 @@ def test_division_free_quotients_agree_with_python_compiled():
 def test_more_tiles_than_blocks(monkeypatch):
     """Blocks take tiles in turn when the grid is smaller than the tile count."""
     monkeypatch.setattr(kc, "MAX_BLOCKS", 2)
-    dtype = np.dtype({"names": ["a", "b", "c"], "formats": ["<i4", ">i2", "S3"], "offsets": [0, 700, 1021],
-                      "itemsize": 1024})
+    dtype = np.dtype(
+        {"names": ["a", "b", "c"], "formats": ["<i4", ">i2", "S3"], "offsets": [0, 700, 1021], "itemsize": 1024}
+    )
     rows, _, staged = kc.tile_shape(1024)
     assert staged
     arr = random_records(dtype, lo.Layout.from_dtype(dtype), 5 * rows + 7, 5)  # six tiles, two blocks
@@ -321,13 +341,34 @@ def test_column_exports_point_into_the_arena():
 
 # The committed figures (docs/gpu-kernels.md): theoretical occupancy on sm_90 at the
 # host's launch configuration. A change that lowers one, or makes a kernel spill, fails.
-OCCUPANCY_SM90 = {"forward": 0.75, "reverse": 0.5, "forward[tick]": 0.75, "reverse[tick]": 0.75,
-                  "forward[c]": 1.0, "reverse[c]": 0.75, "scan_blocks": 1.0, "scan_sums": 0.5, "scan_add": 1.0,
-                  "copy_strings": 0.75, "reduce_sum": 0.75, "reduce_min": 0.75, "reduce_max": 0.75,
-                  "reduce_count_greater": 0.75, "bits_to_bits": 1.0, "bits_to_bytes": 1.0, "bytes_to_bits": 1.0,
-                  "codes_with_nulls": 1.0, "offsets_check[int32]": 1.0, "offsets_check[int64]": 1.0,
-                  "offsets_rebase[int32]": 1.0, "offsets_rebase[int64]": 1.0, "stream_gather": 1.0,
-                  "forward[mainframe]": 0.625, "reverse[mainframe]": 0.5, "copy_text": 0.75}  # (COBOL kinds)
+OCCUPANCY_SM90 = {
+    "forward": 0.75,
+    "reverse": 0.5,
+    "forward[tick]": 0.75,
+    "reverse[tick]": 0.75,
+    "forward[c]": 1.0,
+    "reverse[c]": 0.75,
+    "scan_blocks": 1.0,
+    "scan_sums": 0.5,
+    "scan_add": 1.0,
+    "copy_strings": 0.75,
+    "reduce_sum": 0.75,
+    "reduce_min": 0.75,
+    "reduce_max": 0.75,
+    "reduce_count_greater": 0.75,
+    "bits_to_bits": 1.0,
+    "bits_to_bytes": 1.0,
+    "bytes_to_bits": 1.0,
+    "codes_with_nulls": 1.0,
+    "offsets_check[int32]": 1.0,
+    "offsets_check[int64]": 1.0,
+    "offsets_rebase[int32]": 1.0,
+    "offsets_rebase[int64]": 1.0,
+    "stream_gather": 1.0,
+    "forward[mainframe]": 0.625,
+    "reverse[mainframe]": 0.5,
+    "copy_text": 0.75,
+}  # (COBOL kinds)
 
 
 @pytest.mark.slow
@@ -343,10 +384,26 @@ def test_every_kernel_compiles_for_sm90_without_spills_or_lost_occupancy():
     root = Path(__file__).resolve().parent.parent
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
     variants = [f"--variant={name}={mask}" for name, mask in plan_kinds().items()]
-    run = subprocess.run([sys.executable, "-m", "layouts.kernels.ptx", "--cc", "9.0", "--json", "--also",
-                          "layouts.benchmarks.reduce_cuda", "--also", "layouts.kernels.cuda.gather", *variants],
-                         cwd=root,
-                         env=env, capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "layouts.kernels.ptx",
+            "--cc",
+            "9.0",
+            "--json",
+            "--also",
+            "layouts.benchmarks.reduce_cuda",
+            "--also",
+            "layouts.kernels.cuda.gather",
+            *variants,
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     report = json.loads(run.stdout)["kernels"]
     assert set(report) == set(OCCUPANCY_SM90)
@@ -369,8 +426,10 @@ def plan_kinds():
     from layouts.kernels.cuda import kinds_of
 
     masks = {}
-    for name, layout in (("tick", lo.Layout.from_dtype(TICK)),
-                         ("c", lo.Layout.from_c("#include <stdint.h>\n" + C_RECORD, "struct r"))):
+    for name, layout in (
+        ("tick", lo.Layout.from_dtype(TICK)),
+        ("c", lo.Layout.from_c("#include <stdint.h>\n" + C_RECORD, "struct r")),
+    ):
         records = np.zeros(64, layout.dtype)
         forward = kinds_of(forward_ops(Arena(layout, 64, frozenset()), 0, {})[0])
         soa = lo.AoS(records, layout=layout).to_soa()
@@ -382,11 +441,11 @@ def plan_kinds():
 def test_occupancy_follows_the_cuda_rules():
     from layouts.kernels.ptx import occupancy
 
-    assert occupancy(32, 256, 0) == 1.0       # 8 blocks of 8 warps fill the SM
-    assert occupancy(64, 256, 0) == 0.5       # 65,536 registers / (64 x 256) = 4 blocks
+    assert occupancy(32, 256, 0) == 1.0  # 8 blocks of 8 warps fill the SM
+    assert occupancy(64, 256, 0) == 0.5  # 65,536 registers / (64 x 256) = 4 blocks
     assert occupancy(80, 256, 16_000) == 0.375  # 2,560 registers a warp: 25 warps, 3 blocks
     assert occupancy(32, 256, 100_000) == 0.25  # 228 KiB of shared memory hold 2 blocks
-    assert occupancy(255, 1024, 0) == 0.0     # does not fit at all
+    assert occupancy(255, 1024, 0) == 0.0  # does not fit at all
 
 
 @pytest.mark.cuda
@@ -478,9 +537,14 @@ def test_a_slice_of_a_large_batch_moves_only_its_own_bytes():
     dtype = np.dtype([("q", "<i4"), ("b", "?"), ("s", "S5"), ("px", ">f8")])
     n = 4000
     rng = np.random.default_rng(11)
-    table = pa.table({"q": pa.array(rng.integers(-5, 5, n), pa.int32(), mask=rng.random(n) < 0.2),
-                      "b": rng.random(n) < 0.5, "s": [f"v{i % 997}".encode() for i in range(n)],
-                      "px": rng.normal(size=n)})
+    table = pa.table(
+        {
+            "q": pa.array(rng.integers(-5, 5, n), pa.int32(), mask=rng.random(n) < 0.2),
+            "b": rng.random(n) < 0.5,
+            "s": [f"v{i % 997}".encode() for i in range(n)],
+            "px": rng.normal(size=n),
+        }
+    )
     layout = lo.Layout.from_dtype(dtype, bytes_as="binary")
     part = table.slice(1237, 203)
     src = lo.SoA.from_arrow(part, layout, fill={"q": -1})
@@ -491,8 +555,13 @@ def test_a_slice_of_a_large_batch_moves_only_its_own_bytes():
 
 
 @SIM
-@given(dtype=struct_dtypes(), n=st.integers(0, 40), cut=st.tuples(st.integers(0, 40), st.integers(0, 40)),
-       seed=st.integers(0, 2**32 - 1), bytes_as=st.sampled_from(["fixed", "binary"]))
+@given(
+    dtype=struct_dtypes(),
+    n=st.integers(0, 40),
+    cut=st.tuples(st.integers(0, 40), st.integers(0, 40)),
+    seed=st.integers(0, 2**32 - 1),
+    bytes_as=st.sampled_from(["fixed", "binary"]),
+)
 def test_any_slice_of_arrow_columns_goes_to_the_device_and_back(dtype, n, cut, seed, bytes_as):
     """Any slice (validity and booleans at any bit offset, strings at any row) is packed
     for the device with its own bytes only, and writes the records the CPU writes."""

@@ -14,8 +14,9 @@ dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
 fsspec = pytest.importorskip("fsspec")
 
-import layouts.dask as ld  # noqa: E402
 from dask_audit import AuditFileSystem  # noqa: E402
+
+import layouts.dask as ld  # noqa: E402
 
 fsspec.register_implementation("audit", AuditFileSystem, clobber=True)
 
@@ -39,15 +40,17 @@ SIZES = [2500, 1000, 37, 0, 3001]  # records per file: not a multiple of the blo
 
 def records(n, seed):
     rng = np.random.default_rng(seed)
-    table = pa.table({
-        "ts": pa.array(np.arange(n, dtype=np.int64) + seed * 10**6),
-        "px": pa.array(rng.normal(100, 5, n)),
-        "qty": pa.array(rng.integers(-50, 500, n, dtype=np.int32)),
-        "venue": pa.array(rng.integers(0, 32, n, dtype=np.uint16)),
-        "lot": pa.array(rng.integers(0, 2048, n, dtype=np.uint16)),
-        "side": pa.array(rng.choice(["BUY", "SELL"], n)),
-        "sym": pa.array(rng.choice([b"AAPL\0\0", b"MSFT\0\0", b"GOOGL\0"], n), pa.binary(6)),
-    })
+    table = pa.table(
+        {
+            "ts": pa.array(np.arange(n, dtype=np.int64) + seed * 10**6),
+            "px": pa.array(rng.normal(100, 5, n)),
+            "qty": pa.array(rng.integers(-50, 500, n, dtype=np.int32)),
+            "venue": pa.array(rng.integers(0, 32, n, dtype=np.uint16)),
+            "lot": pa.array(rng.integers(0, 2048, n, dtype=np.uint16)),
+            "side": pa.array(rng.choice(["BUY", "SELL"], n)),
+            "sym": pa.array(rng.choice([b"AAPL\0\0", b"MSFT\0\0", b"GOOGL\0"], n), pa.binary(6)),
+        }
+    )
     return lo.SoA.from_arrow(table, LAYOUT).to_aos().array.tobytes()
 
 
@@ -64,8 +67,14 @@ def files(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address=None, worker_dashboard_address=None) as cluster:
+    with distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+        worker_dashboard_address=None,
+    ) as cluster:
         with distributed.Client(cluster) as client:
             # workers unpickle the audit file system from this folder
             client.run(sys.path.insert, 0, str(Path(__file__).parent))
@@ -80,8 +89,9 @@ def single_process(paths):
 @pytest.mark.slow
 def test_the_cluster_result_equals_one_process_row_for_row(files, client):
     folder, paths = files
-    df = ld.read_records(str(folder / "part-*.bin"), LAYOUT, offset=HEADER_BYTES,
-                         blocksize=BLOCK_RECORDS * LAYOUT.itemsize)
+    df = ld.read_records(
+        str(folder / "part-*.bin"), LAYOUT, offset=HEADER_BYTES, blocksize=BLOCK_RECORDS * LAYOUT.itemsize
+    )
     assert df.npartitions == 3 + 1 + 1 + 4  # 2500 -> 3 blocks, 1000 -> 1, 37 -> 1, empty -> 0, 3001 -> 4
     assert df.divisions == (0, 1000, 2000, 2500, 3500, 3537, 4537, 5537, 6537, 6537)
     frame = client.compute(df).result()
@@ -89,19 +99,27 @@ def test_the_cluster_result_equals_one_process_row_for_row(files, client):
     got = pa.Table.from_pandas(frame, preserve_index=False).combine_chunks()
     assert got.equals(single_process(paths))
     assert frame.dtypes.map(str).tolist() == [
-        "int64[pyarrow]", "double[pyarrow]", "int32[pyarrow]", "uint16[pyarrow]", "uint16[pyarrow]",
-        "dictionary<values=string, indices=int32, ordered=0>[pyarrow]", "fixed_size_binary[6][pyarrow]"]
+        "int64[pyarrow]",
+        "double[pyarrow]",
+        "int32[pyarrow]",
+        "uint16[pyarrow]",
+        "uint16[pyarrow]",
+        "dictionary<values=string, indices=int32, ordered=0>[pyarrow]",
+        "fixed_size_binary[6][pyarrow]",
+    ]
 
 
 def test_no_task_reads_outside_its_byte_range(files, client, tmp_path):
     folder, paths = files
     log = tmp_path / "reads.log"
     block = BLOCK_RECORDS * LAYOUT.itemsize
-    df = ld.read_records([f"audit://{p}" for p in paths], LAYOUT, offset=HEADER_BYTES, blocksize=block,
-                         storage_options={"log": str(log)})
+    df = ld.read_records(
+        [f"audit://{p}" for p in paths], LAYOUT, offset=HEADER_BYTES, blocksize=block, storage_options={"log": str(log)}
+    )
     assert client.compute(df.qty.sum()).result() == pa.compute.sum(single_process(paths)["qty"]).as_py()
-    planned = ld.byte_ranges([str(p) for p in paths], [p.stat().st_size for p in paths], LAYOUT.itemsize,
-                             block, offset=HEADER_BYTES)
+    planned = ld.byte_ranges(
+        [str(p) for p in paths], [p.stat().st_size for p in paths], LAYOUT.itemsize, block, offset=HEADER_BYTES
+    )
     reads = [line.split() for line in log.read_text().splitlines()]
     assert reads, "the audit file system logged no reads"
     covered = {}
@@ -115,13 +133,21 @@ def test_no_task_reads_outside_its_byte_range(files, client, tmp_path):
 
 def test_reductions_and_filters_through_dask(files, client):
     folder, paths = files
-    df = ld.read_records(str(folder / "part-*.bin"), LAYOUT, offset=HEADER_BYTES, blocksize="40KiB",
-                         nulls={"qty": -1})
+    df = ld.read_records(str(folder / "part-*.bin"), LAYOUT, offset=HEADER_BYTES, blocksize="40KiB", nulls={"qty": -1})
     whole = single_process(paths)
     qty = np.asarray(whole["qty"], dtype=np.float64)
     valid = qty != -1
-    got = client.compute([df.qty.sum(), df.qty.min(), df.qty.max(), df.px.mean(),
-                          (df.qty > 100).sum(), df[df.side == "SELL"].px.count(), df.qty.count()])
+    got = client.compute(
+        [
+            df.qty.sum(),
+            df.qty.min(),
+            df.qty.max(),
+            df.px.mean(),
+            (df.qty > 100).sum(),
+            df[df.side == "SELL"].px.count(),
+            df.qty.count(),
+        ]
+    )
     got = client.gather(got)
     assert got[0] == qty[valid].sum() and got[1] == qty[valid].min() and got[2] == qty[valid].max()
     assert got[3] == pytest.approx(np.asarray(whole["px"]).mean(), rel=1e-12)
@@ -145,7 +171,9 @@ def test_to_parquet_is_readable_by_pyarrow_polars_and_duckdb(files, client, tmp_
         assert back[name].to_pylist() == whole[name].to_pylist(), name
     assert pl.read_parquet(str(out / "*.parquet"))["qty"].sum() == pa.compute.sum(whole["qty"]).as_py()
     assert duckdb.sql(f"select count(*), max(ts) from '{out}/*.parquet'").fetchall()[0] == (
-        whole.num_rows, pa.compute.max(whole["ts"]).as_py())
+        whole.num_rows,
+        pa.compute.max(whole["ts"]).as_py(),
+    )
 
 
 def test_trailing_partial_record_and_header(tmp_path):
@@ -154,8 +182,11 @@ def test_trailing_partial_record_and_header(tmp_path):
     bad = tmp_path / "bad.bin"
     bad.write_bytes(b"H" * HEADER_BYTES + records(5, 2) + b"xyz")
     size = bad.stat().st_size
-    with pytest.raises(lo.LayoutError, match=rf"bad.bin is {size} bytes: after the 16-byte header that is 5 "
-                                             rf"records of {LAYOUT.itemsize} bytes and 3 bytes left over.*trailing='ignore'"):
+    with pytest.raises(
+        lo.LayoutError,
+        match=rf"bad.bin is {size} bytes: after the 16-byte header that is 5 "
+        rf"records of {LAYOUT.itemsize} bytes and 3 bytes left over.*trailing='ignore'",
+    ):
         ld.read_records([str(good), str(bad)], LAYOUT, offset=HEADER_BYTES)
     with pytest.warns(UserWarning, match=r"bad.bin .* skipped those 3 bytes"):
         df = ld.read_records([str(good), str(bad)], LAYOUT, offset=HEADER_BYTES, trailing="ignore")
@@ -206,14 +237,18 @@ def test_partitions_are_arrow_buffers_from_one_pass(tmp_path):
     # both columns live in the one arena the kernel wrote: no pandas conversion in between
     addresses = [a.chunks[0].buffers()[1].address for a in arrays]
     arena = lo.read_records(path, LAYOUT).to_soa()
-    assert abs(addresses[1] - addresses[0]) == abs(arena["px"].to_arrow().buffers()[1].address
-                                                    - arena["ts"].to_arrow().buffers()[1].address)
+    assert abs(addresses[1] - addresses[0]) == abs(
+        arena["px"].to_arrow().buffers()[1].address - arena["ts"].to_arrow().buffers()[1].address
+    )
 
 
 def test_a_file_cut_short_after_planning_is_an_error():
     import io
 
-    with pytest.raises(lo.LayoutError, match=r"ended at byte 30, before the end of the byte range \[10, 50\) "
-                                             r"planned from its size; was the file cut short"):
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"ended at byte 30, before the end of the byte range \[10, 50\) "
+        r"planned from its size; was the file cut short",
+    ):
         ld.read_range(io.BytesIO(bytes(30)), 10, 50)
     assert ld.read_range(io.BytesIO(bytes(range(60))), 10, 50).tolist() == list(range(10, 50))

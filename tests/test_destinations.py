@@ -12,13 +12,12 @@ import subprocess
 import sys
 import threading
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import TICK, ticks
 
 import layouts as lo
-from conftest import TICK, ticks
 from layouts import _files
 
 ENV = {**os.environ, "PYTHONPATH": os.getcwd()}
@@ -71,8 +70,11 @@ def test_a_symlink_is_written_through_and_stays_a_link(tick_file, tmp_path, temp
     assert dangling.is_symlink() and pq.read_table(tmp_path / "data" / "new.parquet").num_rows == len(a)
     lost = tmp_path / "lost.arrow"
     lost.symlink_to(tmp_path / "nodir" / "x.arrow")
-    with pytest.raises(lo.LayoutError, match=r"the directory of .*nodir/x.arrow \(.*lost.arrow links there\) does "
-                                             r"not exist"):
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"the directory of .*nodir/x.arrow \(.*lost.arrow links there\) does "
+        r"not exist",
+    ):
         lo.convert(path, TICK, lost)
     loop = tmp_path / "loop.arrow"
     loop.symlink_to(loop)
@@ -112,15 +114,22 @@ def test_character_devices_and_dev_stdout_are_streamed_into(tick_file, tmp_path)
     result = lo.convert(path, TICK, "/dev/null", format="parquet")
     assert result.records == len(a) and result.bytes_out > 0
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
-    code = (f"import layouts as lo, numpy as np; lo.convert({str(path)!r}, np.dtype({TICK.descr!r}, align=True), "
-            f"'/dev/stdout', format='arrows', chunk_bytes=40_000)")
+    code = (
+        f"import layouts as lo, numpy as np; lo.convert({str(path)!r}, np.dtype({TICK.descr!r}, align=True), "
+        f"'/dev/stdout', format='arrows', chunk_bytes=40_000)"
+    )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, env=ENV, timeout=120)  # a pipe
     assert run.returncode == 0, run.stderr
     assert pa.ipc.open_stream(run.stdout).read_all().equals(table_of(a))
     out = tmp_path / "redirected.arrow"  # stdout is a file the shell opened: written into, not renamed over
     with open(out, "wb") as f:
-        run = subprocess.run([sys.executable, "-c", code.replace("'arrows'", "'arrow'")], stdout=f,
-                             stderr=subprocess.PIPE, env=ENV, timeout=120)
+        run = subprocess.run(
+            [sys.executable, "-c", code.replace("'arrows'", "'arrow'")],
+            stdout=f,
+            stderr=subprocess.PIPE,
+            env=ENV,
+            timeout=120,
+        )
     assert run.returncode == 0, run.stderr
     assert pa.ipc.open_file(out).read_all().equals(table_of(a))
 
@@ -131,8 +140,11 @@ def test_the_input_itself_is_refused_by_any_name(tick_file, tmp_path):
     (tmp_path / "soft.bin").symlink_to(path)
     (tmp_path / "sub").mkdir()
     for dst in [path, tmp_path / "hard.bin", tmp_path / "soft.bin", tmp_path / "sub" / ".." / "ticks.bin"]:
-        with pytest.raises(lo.LayoutError, match=r"is the input .*ticks.bin itself \(the same file\); write the "
-                                                 r"output to another path"):
+        with pytest.raises(
+            lo.LayoutError,
+            match=r"is the input .*ticks.bin itself \(the same file\); write the "
+            r"output to another path",
+        ):
             lo.convert(path, TICK, dst, format="arrow", overwrite=True)
     with open(path, "r+b") as f:  # as a file object too
         with pytest.raises(lo.LayoutError, match=r"is the input .*ticks.bin itself"):
@@ -149,8 +161,11 @@ def test_sockets_directories_and_text_files_are_refused(tick_file, tmp_path):
     sock = socket.socket(socket.AF_UNIX)
     try:
         sock.bind(str(tmp_path / "s.sock"))
-        with pytest.raises(lo.LayoutError, match=r"s.sock is a socket; layouts writes files, pipes and character "
-                                                 r"devices, never over a socket"):
+        with pytest.raises(
+            lo.LayoutError,
+            match=r"s.sock is a socket; layouts writes files, pipes and character "
+            r"devices, never over a socket",
+        ):
             lo.convert(path, TICK, tmp_path / "s.sock", format="arrow", overwrite=True)
     finally:
         sock.close()
@@ -223,19 +238,24 @@ def test_a_closed_pipe_is_a_broken_pipe_error_naming_the_output(tick_file, tmp_p
         lo.convert(big, TICK, fifo, format="arrows", chunk_bytes=1 << 20)
     reader.join()
     # the command: `layouts convert ... --to - | head -c 100` ends quietly
-    code = (f"import sys, layouts as lo, numpy as np\n"
-            f"try:\n    lo.convert({str(big)!r}, np.dtype({TICK.descr!r}, align=True), sys.stdout.buffer, "
-            f"format='arrows')\n"
-            f"except BrokenPipeError as err:\n    print(type(err).__name__, err, file=sys.stderr)\n"
-            f"    import os; os.dup2(os.open(os.devnull, os.O_WRONLY), 1)\n")
+    code = (
+        f"import sys, layouts as lo, numpy as np\n"
+        f"try:\n    lo.convert({str(big)!r}, np.dtype({TICK.descr!r}, align=True), sys.stdout.buffer, "
+        f"format='arrows')\n"
+        f"except BrokenPipeError as err:\n    print(type(err).__name__, err, file=sys.stderr)\n"
+        f"    import os; os.dup2(os.open(os.devnull, os.O_WRONLY), 1)\n"
+    )
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
     head = child.stdout.read(100)
     child.stdout.close()
     with child.stderr:
         err = child.stderr.read().decode()
     assert child.wait(timeout=120) == 0 and len(head) == 100
-    assert re.fullmatch(r"BrokenPipeError \[Errno 32\] writing <stdout>: its reader closed it after [\d,]+ bytes of "
-                        r"output\n", err), err
+    assert re.fullmatch(
+        r"BrokenPipeError \[Errno 32\] writing <stdout>: its reader closed it after [\d,]+ bytes of "
+        r"output\n",
+        err,
+    ), err
 
 
 @linux
@@ -276,8 +296,9 @@ for src, dst, overlap in [("big.bin", "out.arrow", True), ("big.bin", "out.parqu
     else:
         print("no error for", dst)
 """
-    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=ENV,
-                         timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=ENV, timeout=120
+    )
     assert run.returncode == 0, run.stderr
     expect = f"{errno.EFBIG} [] ['big.arrow', 'big.bin']"
     assert run.stdout.splitlines() == [expect] * 4, run.stdout

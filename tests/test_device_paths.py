@@ -55,8 +55,13 @@ class _Mask:
 
     def __init__(self, bits, n):
         self.bits = bits
-        self.__cuda_array_interface__ = {"shape": (n,), "typestr": "<t1", "data": (_device.pointer(bits), True),
-                                         "strides": None, "version": 1}
+        self.__cuda_array_interface__ = {
+            "shape": (n,),
+            "typestr": "<t1",
+            "data": (_device.pointer(bits), True),
+            "strides": None,
+            "version": 1,
+        }
 
 
 def make_module(state):
@@ -80,8 +85,9 @@ def make_module(state):
                 if stride == size:
                     self._values = _device.from_interface(cai, owner=data)
                 else:  # cuDF makes strided input contiguous (a device copy); so does this stand-in
-                    extent = _device.from_interface({**cai, "shape": ((n - 1) * stride + size,), "typestr": "|u1",
-                                                     "strides": None}, owner=data).copy_to_host()
+                    extent = _device.from_interface(
+                        {**cai, "shape": ((n - 1) * stride + size,), "typestr": "|u1", "strides": None}, owner=data
+                    ).copy_to_host()
                     rows = np.lib.stride_tricks.as_strided(extent, (n, size), (stride, 1))
                     self._values = _dev(np.ascontiguousarray(rows).reshape(-1))
                 self._n = n
@@ -90,7 +96,8 @@ def make_module(state):
                     md = m.__cuda_array_interface__
                     assert md["typestr"] == "<t1" and md["shape"] == (n,), md
                     self._mask_bits = _device.from_interface(
-                        {**md, "typestr": "|u1", "shape": ((n + 7) // 8,)}, owner=m)
+                        {**md, "typestr": "|u1", "shape": ((n + 7) // 8,)}, owner=m
+                    )
                     self._mask_owner = m
                 return
             host = np.asarray(data, dtype=dtype)  # test setup: host data copied to the device once
@@ -122,8 +129,11 @@ def make_module(state):
             s._large = offsets.type.id == "INT64"
             s._offsets = _device.from_interface(offsets.data.obj.__cuda_array_interface__, owner=offsets.data)
             s._chars = _device.from_interface(column.data.obj.__cuda_array_interface__, owner=column.data)
-            s._mask_bits = None if column.mask is None else _device.from_interface(
-                column.mask.obj.__cuda_array_interface__, owner=column.mask)
+            s._mask_bits = (
+                None
+                if column.mask is None
+                else _device.from_interface(column.mask.obj.__cuda_array_interface__, owner=column.mask)
+            )
             o = column.offset
             if o:  # the stand-in keeps no offset: it makes its own offset-free copy (test side)
                 ends = s._offsets.copy_to_host().view("<i8" if s._large else "<i4")[o : o + column.size + 1]
@@ -162,8 +172,13 @@ def make_module(state):
         def __cuda_array_interface__(self):
             if self._kind != "values":  # cuDF: "dtype ... is not yet supported via __cuda_array_interface__"
                 raise NotImplementedError(f"dtype {self._dtype} is not yet supported via `__cuda_array_interface__`")
-            out = {"shape": (self._n,), "strides": (self._dtype.itemsize,), "typestr": self._dtype.str,
-                   "data": (_device.pointer(self._values), False), "version": 1}
+            out = {
+                "shape": (self._n,),
+                "strides": (self._dtype.itemsize,),
+                "typestr": self._dtype.str,
+                "data": (_device.pointer(self._values), False),
+                "version": 1,
+            }
             if self._mask_bits is not None and self.null_count:
                 out["mask"] = _Mask(self._mask_bits, self._n)
             return out
@@ -217,8 +232,10 @@ def make_module(state):
                 ends = self._offsets.copy_to_host().view("<i8" if self._large else "<i4")
                 chars = self._chars.copy_to_host().tobytes()
                 items = [chars[ends[i] : ends[i + 1]].decode() for i in range(self._n)]
-                return pa.array([None if mask is not None and mask[i] else v for i, v in enumerate(items)],
-                                pa.large_string() if self._large else pa.string())
+                return pa.array(
+                    [None if mask is not None and mask[i] else v for i, v in enumerate(items)],
+                    pa.large_string() if self._large else pa.string(),
+                )
             if self._kind == "category":
                 codes = self._codes.values()
                 return pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes == -1), self._categories)
@@ -282,8 +299,11 @@ class _PlcColumn:
 
         s = self.series
         assert s._kind == "strings", "only strings are exported this way in these tests"
-        buffers = (ctypes.c_void_p * 3)(0 if s._mask_bits is None else _device.pointer(s._mask_bits),
-                                        _device.pointer(s._offsets), _device.pointer(s._chars))
+        buffers = (ctypes.c_void_p * 3)(
+            0 if s._mask_bits is None else _device.pointer(s._mask_bits),
+            _device.pointer(s._offsets),
+            _device.pointer(s._chars),
+        )
         device_array = cd.ArrowDeviceArray()
         arr = device_array.array
         arr.length, arr.null_count, arr.offset, arr.n_buffers, arr.n_children = s._n, s.null_count, 0, 3, 0
@@ -352,8 +372,18 @@ def fake(monkeypatch):
 
 
 # ---------------------------------------------------------------------------- records
-TICK = np.dtype([("ts", "<M8[ns]"), ("px", ">f8"), ("qty", "<i4"), ("flag", "?"), ("pos", "<f4", (3,)),
-                 ("sym", "S6"), ("side", "u1")], align=True)
+TICK = np.dtype(
+    [
+        ("ts", "<M8[ns]"),
+        ("px", ">f8"),
+        ("qty", "<i4"),
+        ("flag", "?"),
+        ("pos", "<f4", (3,)),
+        ("sym", "S6"),
+        ("side", "u1"),
+    ],
+    align=True,
+)
 
 
 def tick_records(n=ROWS, seed=0):
@@ -385,15 +415,21 @@ def frame_from_table(cudf, table, names=None):
         if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
             data[name] = cudf.Series.strings(col.to_pylist(), large=pa.types.is_large_string(col.type))
         elif pa.types.is_dictionary(col.type):
-            categorical = pd.Categorical.from_codes(np.asarray(col.indices.fill_null(-1)),
-                                                    categories=col.dictionary.to_pylist())
+            categorical = pd.Categorical.from_codes(
+                np.asarray(col.indices.fill_null(-1)), categories=col.dictionary.to_pylist()
+            )
             data[name] = cudf.Series.from_categorical(categorical)
         else:
             values = col.to_numpy(zero_copy_only=False)
             valid = None if col.null_count == 0 else np.asarray(col.is_valid())
             if valid is not None:
-                values = np.asarray(col.fill_null(pa.scalar(0, col.type) if not pa.types.is_timestamp(col.type)
-                                                  else pa.scalar(0, pa.int64()).cast(col.type)).to_numpy())
+                values = np.asarray(
+                    col.fill_null(
+                        pa.scalar(0, col.type)
+                        if not pa.types.is_timestamp(col.type)
+                        else pa.scalar(0, pa.int64()).cast(col.type)
+                    ).to_numpy()
+                )
             data[name] = cudf.Series(values, mask=valid)
     return cudf.DataFrame(data)
 
@@ -412,8 +448,9 @@ def test_from_cudf_takes_device_buffers_and_matches_the_cpu_path(fake, monkeypat
     moves, arenas, to_host, empty = [], [], _device.to_host, _device.empty
     with monkeypatch.context() as m:  # the conversion alone: what crosses between host and device
         m.setattr(_device, "to_device", lambda host: pytest.fail("a host-to-device copy of column data"))
-        m.setattr(_device, "to_host",
-                  lambda dev, nbytes=None, out=None: moves.append(nbytes) or to_host(dev, nbytes, out))
+        m.setattr(
+            _device, "to_host", lambda dev, nbytes=None, out=None: moves.append(nbytes) or to_host(dev, nbytes, out)
+        )
         m.setattr(_device, "empty", lambda nbytes: arenas.append(nbytes) or empty(nbytes))
         got = lo.SoA.from_cudf(df, layout, fill={"qty": -1})
     assert got.device == "cuda" and fake.state.host_calls == []  # no host round trip
@@ -450,11 +487,14 @@ def test_validity_realigned_for_slices_and_sub_array_elements(fake):
     n = 50
     rng = np.random.default_rng(2)
     q_valid = rng.random(n) < 0.7
-    table = pa.table({"q": pa.array(rng.integers(0, 9, n), pa.int32(), mask=~q_valid),
-                      "b": pa.array(rng.random(n) < 0.5),
-                      "s": pa.array([f"s{i}" for i in range(n)]),
-                      "v": pa.FixedSizeListArray.from_arrays(pa.array(rng.normal(size=2 * n),
-                                                                      mask=rng.random(2 * n) < 0.3), 2)})
+    table = pa.table(
+        {
+            "q": pa.array(rng.integers(0, 9, n), pa.int32(), mask=~q_valid),
+            "b": pa.array(rng.random(n) < 0.5),
+            "s": pa.array([f"s{i}" for i in range(n)]),
+            "v": pa.FixedSizeListArray.from_arrays(pa.array(rng.normal(size=2 * n), mask=rng.random(2 * n) < 0.3), 2),
+        }
+    )
     part = table.slice(13, 21)
     layout = lo.Layout.from_dtype(dtype, bytes_as="string")
     soa = lo.SoA.from_arrow(part, layout, fill={"q": -1, "v": 0.0}).to_device("cuda")
@@ -479,8 +519,12 @@ def test_enums_become_categoricals_over_the_codes(fake):
     assert fake.state.host_calls == [("to_arrow", "side")]  # that column only
     assert records_bytes(back.to_aos()) == records_bytes(lo.AoS(a, layout))
     # nulls: cuDF codes them -1, so the codes are copied with -1 under them (on the device)
-    table = pa.table({"id": pa.array(np.arange(4, dtype=np.int32)),
-                      "side": pa.array(["SELL", None, "BUY", "SELL"]).dictionary_encode()})
+    table = pa.table(
+        {
+            "id": pa.array(np.arange(4, dtype=np.int32)),
+            "side": pa.array(["SELL", None, "BUY", "SELL"]).dictionary_encode(),
+        }
+    )
     df = lo.SoA.from_arrow(table, layout, fill={"side": "BUY"}).to_device("cuda").to_cudf()
     assert df["side"].values().tolist() == [0, -1, 1, 0] and df["side"]._categories == ["SELL", "BUY"]
     assert df["side"].null_count == 1
@@ -489,53 +533,83 @@ def test_enums_become_categoricals_over_the_codes(fake):
 def test_columns_of_another_width_or_unit_go_through_the_host_one_by_one(fake):
     layout = lo.Layout.from_dtype(np.dtype([("qty", "<i4"), ("ts", "<M8[us]"), ("day", "<M8[D]"), ("px", "<f8")]))
     n = 9
-    df = fake.DataFrame({"qty": fake.Series(np.arange(n, dtype=np.int64)),  # int64 for int32: cast, checked
-                         "ts": fake.Series((np.arange(n) * 1000).astype("M8[ns]")),  # ns for us
-                         "day": fake.Series((np.arange(n) * 86400).astype("M8[s]")),  # date32: no cuDF type
-                         "px": fake.Series(np.linspace(0, 1, n))})
+    df = fake.DataFrame(
+        {
+            "qty": fake.Series(np.arange(n, dtype=np.int64)),  # int64 for int32: cast, checked
+            "ts": fake.Series((np.arange(n) * 1000).astype("M8[ns]")),  # ns for us
+            "day": fake.Series((np.arange(n) * 86400).astype("M8[s]")),  # date32: no cuDF type
+            "px": fake.Series(np.linspace(0, 1, n)),
+        }
+    )
     fake.state.allow_host.update({"qty", "ts", "day"})
     got = lo.SoA.from_cudf(df, layout).to_aos().to_device("cpu").to_numpy()
     assert sorted(name for _, name in fake.state.host_calls) == ["day", "qty", "ts"]  # px stayed on the device
     assert got["qty"].tolist() == list(range(n)) and got["px"].tolist() == np.linspace(0, 1, n).tolist()
     assert (got["ts"] == np.arange(n).astype("M8[us]")).all() and (got["day"] == np.arange(n).astype("M8[D]")).all()
-    df2 = fake.DataFrame({"qty": fake.Series(np.array([1, 2**40], dtype=np.int64)),
-                          "ts": fake.Series(np.zeros(2, "M8[us]")), "day": fake.Series(np.zeros(2, "M8[s]")),
-                          "px": fake.Series(np.zeros(2))})
-    with pytest.raises(lo.ConversionError, match=r"column 'qty' has Arrow type int64; field 'qty' \(<i4\) needs int32, "
-                                                  r"and row 1 holds 1099511627776, which does not fit it"):
+    df2 = fake.DataFrame(
+        {
+            "qty": fake.Series(np.array([1, 2**40], dtype=np.int64)),
+            "ts": fake.Series(np.zeros(2, "M8[us]")),
+            "day": fake.Series(np.zeros(2, "M8[s]")),
+            "px": fake.Series(np.zeros(2)),
+        }
+    )
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"column 'qty' has Arrow type int64; field 'qty' \(<i4\) needs int32, "
+        r"and row 1 holds 1099511627776, which does not fit it",
+    ):
         lo.SoA.from_cudf(df2, layout)
 
 
 def test_unsupported_and_mismatched_columns_are_library_errors_before_any_copy(fake):
     layout = lo.Layout.from_dtype(np.dtype([("qty", "<i4"), ("ts", "<M8[ns]"), ("ok", "?"), ("name", "S4")]))
     n = 4
-    good = {"qty": fake.Series(np.arange(n, dtype=np.int32)), "ts": fake.Series(np.zeros(n, "M8[ns]")),
-            "ok": fake.Series(np.ones(n, bool)), "name": fake.Series.strings(["a", "b", "c", "d"])}
+    good = {
+        "qty": fake.Series(np.arange(n, dtype=np.int32)),
+        "ts": fake.Series(np.zeros(n, "M8[ns]")),
+        "ok": fake.Series(np.ones(n, bool)),
+        "name": fake.Series.strings(["a", "b", "c", "d"]),
+    }
     lo.SoA.from_cudf(fake.DataFrame(good), lo.Layout.from_dtype(layout.dtype, bytes_as="string"))
     cases = [
-        ({"qty": fake.Series.strings(["1", "2", "3", "4"])},
-         r"column 'qty' has cuDF dtype object \(text\); field 'qty' \(<i4\) needs int32 \(number\), and text "
-         r"values are not converted to number by from_cudf: convert the column first, e.g\. "
-         r"df\['qty'\] = df\['qty'\]\.astype\('int32'\)"),
-        ({"ts": fake.Series(np.arange(n, dtype=np.int64))},
-         r"column 'ts' has cuDF dtype int64 \(number\); field 'ts' \(<M8\[ns\]\) needs timestamp\[ns\] \(time\).*"
-         r"astype\('datetime64\[ns\]'\)"),
-        ({"ok": fake.Series(np.arange(n, dtype=np.int8))},
-         r"column 'ok' has cuDF dtype int8 \(number\); field 'ok' \(\|b1\) needs bool \(boolean\).*astype\('bool'\)"),
-        ({"name": fake.Series(np.arange(n, dtype=np.int32))},
-         r"column 'name' has cuDF dtype int32 \(number\); field 'name' \(\|S4\) needs .* \(text\).*astype\('str'\)"),
+        (
+            {"qty": fake.Series.strings(["1", "2", "3", "4"])},
+            r"column 'qty' has cuDF dtype object \(text\); field 'qty' \(<i4\) needs int32 \(number\), and text "
+            r"values are not converted to number by from_cudf: convert the column first, e.g\. "
+            r"df\['qty'\] = df\['qty'\]\.astype\('int32'\)",
+        ),
+        (
+            {"ts": fake.Series(np.arange(n, dtype=np.int64))},
+            r"column 'ts' has cuDF dtype int64 \(number\); field 'ts' \(<M8\[ns\]\) needs timestamp\[ns\] \(time\).*"
+            r"astype\('datetime64\[ns\]'\)",
+        ),
+        (
+            {"ok": fake.Series(np.arange(n, dtype=np.int8))},
+            r"column 'ok' has cuDF dtype int8 \(number\); field 'ok' \(\|b1\) needs bool \(boolean\).*astype\('bool'\)",
+        ),
+        (
+            {"name": fake.Series(np.arange(n, dtype=np.int32))},
+            r"column 'name' has cuDF dtype int32 \(number\); field 'name' \(\|S4\) needs .* \(text\).*astype\('str'\)",
+        ),
     ]
     for change, message in cases:
         with pytest.raises(lo.ConversionError, match=message):
             lo.SoA.from_cudf(fake.DataFrame({**good, **change}), layout)
     odd = fake.Series(np.arange(n, dtype=np.int32))
     odd._dtype = _ListDtype()
-    with pytest.raises(lo.ConversionError, match=r"column 'qty' is list<item: int32> in cuDF; field 'qty' \(<i4\) "
-                                                  r"needs int32 \(number\), which a cuDF list<item: int32> column "
-                                                  r"cannot give: convert the column first"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"column 'qty' is list<item: int32> in cuDF; field 'qty' \(<i4\) "
+        r"needs int32 \(number\), which a cuDF list<item: int32> column "
+        r"cannot give: convert the column first",
+    ):
         lo.SoA.from_cudf(fake.DataFrame({**good, "qty": odd}), layout)
-    with pytest.raises(lo.ConversionError, match=r"the cuDF frame has no column 'ts' \(nor \['ts'\]\); it has "
-                                                  r"\['qty', 'ok', 'name'\]"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"the cuDF frame has no column 'ts' \(nor \['ts'\]\); it has "
+        r"\['qty', 'ok', 'name'\]",
+    ):
         lo.SoA.from_cudf(fake.DataFrame({k: v for k, v in good.items() if k != "ts"}), layout)
     with pytest.raises(lo.LayoutError, match=r"fill names \['nope'\], which are not leaf fields"):
         lo.SoA.from_cudf(fake.DataFrame(good), layout, fill={"nope": 1})
@@ -556,17 +630,22 @@ def test_nulls_without_a_fill_name_the_first_row(fake):
     layout = lo.Layout.from_dtype(np.dtype([("qty", "<i4"), ("ok", "?")]))
     valid = np.ones(20, bool)
     valid[[11, 15]] = False
-    df = fake.DataFrame({"qty": fake.Series(np.arange(20, dtype=np.int32), mask=valid),
-                         "ok": fake.Series(np.ones(20, bool))})
-    with pytest.raises(lo.ConversionError, match=r"column 'qty' has 2 nulls \(first at row 11\), but field "
-                                                  r"'qty' \(<i4 at offset 0\) cannot hold a null; pass "
-                                                  r"fill=\{'qty': value\}"):
+    df = fake.DataFrame(
+        {"qty": fake.Series(np.arange(20, dtype=np.int32), mask=valid), "ok": fake.Series(np.ones(20, bool))}
+    )
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"column 'qty' has 2 nulls \(first at row 11\), but field "
+        r"'qty' \(<i4 at offset 0\) cannot hold a null; pass "
+        r"fill=\{'qty': value\}",
+    ):
         lo.SoA.from_cudf(df, layout)
     got = lo.SoA.from_cudf(df, layout, fill={"qty": -5}).to_aos().to_device("cpu").to_numpy()
     assert got["qty"].tolist() == [i if valid[i] else -5 for i in range(20)]
     assert fake.state.host_calls == []
-    df = fake.DataFrame({"qty": fake.Series(np.arange(20, dtype=np.int32)),
-                         "ok": fake.Series(np.ones(20, bool), mask=valid)})
+    df = fake.DataFrame(
+        {"qty": fake.Series(np.arange(20, dtype=np.int32)), "ok": fake.Series(np.ones(20, bool), mask=valid)}
+    )
     fake.state.allow_host.add("ok")  # a boolean fill is written by pyarrow's fill_null, on the host
     got = lo.SoA.from_cudf(df, layout, fill={"ok": False}).to_aos().to_device("cpu").to_numpy()
     assert got["ok"].tolist() == valid.tolist() and fake.state.host_calls == [("to_arrow", "ok")]
@@ -585,8 +664,13 @@ def test_damaged_string_offsets_are_refused_on_the_device(fake):
 
 def test_empty_frames(fake):
     layout = lo.Layout.from_dtype(np.dtype([("qty", "<i4"), ("ok", "?"), ("name", "S3")]), bytes_as="string")
-    df = fake.DataFrame({"qty": fake.Series(np.zeros(0, np.int32)), "ok": fake.Series(np.zeros(0, bool)),
-                         "name": fake.Series.strings([])})
+    df = fake.DataFrame(
+        {
+            "qty": fake.Series(np.zeros(0, np.int32)),
+            "ok": fake.Series(np.zeros(0, bool)),
+            "name": fake.Series.strings([]),
+        }
+    )
     soa = lo.SoA.from_cudf(df, layout)
     assert len(soa) == 0 and len(soa.to_aos()) == 0 and fake.state.host_calls == []
 
@@ -603,8 +687,9 @@ def test_dask_partitions_convert_on_the_device(fake, monkeypatch, tmp_path):
     a["flag"] = np.arange(50) % 3 == 0
     path = tmp_path / "ticks.bin"
     path.write_bytes(b"HEAD" + a.tobytes())
-    cpu_frames = ld.read_records(str(path), layout, offset=4, blocksize=16 * layout.itemsize,
-                                 nulls={"qty": -1}).compute(scheduler="sync")
+    cpu_frames = ld.read_records(
+        str(path), layout, offset=4, blocksize=16 * layout.itemsize, nulls={"qty": -1}
+    ).compute(scheduler="sync")
 
     built = {}
 
@@ -633,4 +718,3 @@ def test_dask_partitions_convert_on_the_device(fake, monkeypatch, tmp_path):
             valid = series.valid()
             assert valid.tolist() == expect.notna().tolist(), name
             assert series.values()[valid].tolist() == expect[valid].astype(series.dtype).tolist(), name
-

@@ -44,15 +44,15 @@ def blocks(page):
         if not info or info[0] != "python":
             continue
         line = text.count("\n", 0, m.start()) + 1
-        code = "\n".join(l[len(m.group(1)):] for l in m.group(3).splitlines())
+        code = "\n".join(l[len(m.group(1)) :] for l in m.group(3).splitlines())
         compile(code, f"{page.name}:{line}", "exec")
         if "no-run" in info[1:]:
             continue
         expected = None
         if k + 1 < len(found) and found[k + 1].group(2).strip() == "text":
-            between = text[m.end():found[k + 1].start()].strip().lower()
+            between = text[m.end() : found[k + 1].start()].strip().lower()
             if between in ("", "prints", "prints:", "output:", "it prints:", "it prints"):
-                expected = "\n".join(l[len(found[k + 1].group(1)):] for l in found[k + 1].group(3).splitlines())
+                expected = "\n".join(l[len(found[k + 1].group(1)) :] for l in found[k + 1].group(3).splitlines())
         out.append((code, expected, line))
     return out
 
@@ -62,8 +62,14 @@ def test_examples_run(page, tmp_path):
     todo = blocks(page)
     if not todo:
         return
-    run = subprocess.run([sys.executable, "-c", RUNNER], input=json.dumps(todo), cwd=tmp_path,
-                         capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-c", RUNNER],
+        input=json.dumps(todo),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, f"{page.name}: {run.stdout}\n{run.stderr}"
 
 

@@ -12,8 +12,9 @@ import layouts
 def _modules():
     names = ["layouts"]
     for info in pkgutil.walk_packages(layouts.__path__, "layouts."):
-        if not info.name.startswith(("layouts.kernels", "layouts.benchmarks")) and \
-                not info.name.endswith(".__main__"):  # (runs the command when imported)
+        if not info.name.startswith(("layouts.kernels", "layouts.benchmarks")) and not info.name.endswith(
+            ".__main__"
+        ):  # (runs the command when imported)
             names.append(info.name)
     return names
 
@@ -36,5 +37,6 @@ def test_docstring_examples_run(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # examples that write files write them here
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False)
-    assert result.attempted > 0 and result.failed == 0, \
+    assert result.attempted > 0 and result.failed == 0, (
         f"{result.failed} of {result.attempted} examples of {name} failed (see above)"
+    )

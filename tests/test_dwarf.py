@@ -6,9 +6,9 @@ import subprocess
 import sys
 
 import pytest
+from cprobe import CC
 
 import layouts as lo
-from cprobe import CC
 from layouts._cli import main
 
 needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler on this machine")
@@ -30,7 +30,9 @@ struct tick {
 };
 """
 
-PROGRAM = HEADER + r"""
+PROGRAM = (
+    HEADER
+    + r"""
 #include <stdio.h>
 #include <string.h>
 int main(int argc, char **argv) {
@@ -48,6 +50,7 @@ int main(int argc, char **argv) {
     return 0;
 }
 """
+)
 
 
 @pytest.fixture(scope="module")
@@ -58,10 +61,20 @@ def built(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("dwarf")
     (tmp / "tick.h").write_text(HEADER)
     (tmp / "tick.c").write_text(PROGRAM)
-    files = {"header": tmp / "tick.h", "obj": tmp / "tick.o", "exe": tmp / "tick", "so": tmp / "libtick.so",
-             "old": tmp / "tick-dwarf2.o", "stripped": tmp / "tick-nodebug.o"}
-    for args in (["-c", "-o", files["obj"]], ["-o", files["exe"]], ["-shared", "-fPIC", "-o", files["so"]],
-                 ["-c", "-gdwarf-2", "-gstrict-dwarf", "-o", files["old"]]):
+    files = {
+        "header": tmp / "tick.h",
+        "obj": tmp / "tick.o",
+        "exe": tmp / "tick",
+        "so": tmp / "libtick.so",
+        "old": tmp / "tick-dwarf2.o",
+        "stripped": tmp / "tick-nodebug.o",
+    }
+    for args in (
+        ["-c", "-o", files["obj"]],
+        ["-o", files["exe"]],
+        ["-shared", "-fPIC", "-o", files["so"]],
+        ["-c", "-gdwarf-2", "-gstrict-dwarf", "-o", files["old"]],
+    ):
         subprocess.run([CC, "-g", "-O0", "-std=gnu11", *map(str, args), str(tmp / "tick.c")], check=True)
     subprocess.run([CC, "-c", "-O0", "-o", str(files["stripped"]), str(tmp / "tick.c")], check=True)
     return files
@@ -88,8 +101,17 @@ def test_from_dwarf_reads_what_the_program_wrote(built, tmp_path):
     rows = lo.AoS(raw, layout).to_soa().to_arrow().to_pylist()
     assert len(rows) == 100
     r = rows[37]
-    assert (r["ts"], r["sym"], r["q"][0]["qty"], r["side"], r["a"], r["b"], r["s"], r["u"]["i"], r["arr"][1][2]) == \
-        (37000, "S37", -37, "BUY", 5, 5, 5 - 8, 259, 37)
+    assert (r["ts"], r["sym"], r["q"][0]["qty"], r["side"], r["a"], r["b"], r["s"], r["u"]["i"], r["arr"][1][2]) == (
+        37000,
+        "S37",
+        -37,
+        "BUY",
+        5,
+        5,
+        5 - 8,
+        259,
+        37,
+    )
     assert lo.SoA.from_arrow(lo.AoS(raw, layout).to_soa().to_arrow(), layout).to_aos().array.tobytes() == raw
 
 
@@ -101,8 +123,11 @@ def test_from_dwarf_errors_name_the_file_and_the_fix(built, tmp_path):
         lo.Layout.from_dwarf(built["header"], "struct tick")
     with pytest.raises(lo.LayoutError, match=r"cannot read '.*missing.o'"):
         lo.Layout.from_dwarf(tmp_path / "missing.o", "struct tick")
-    with pytest.raises(lo.LayoutError, match=r"no struct or union named 'nope' in .*tick.o; it defines: "
-                                             r"struct quote, struct tick"):
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"no struct or union named 'nope' in .*tick.o; it defines: "
+        r"struct quote, struct tick",
+    ):
         lo.Layout.from_dwarf(built["obj"], "nope")
     with pytest.raises(lo.LayoutError, match=r"defines 2 structs/unions \(struct quote, struct tick\)"):
         lo.Layout.from_dwarf(built["obj"])
@@ -129,18 +154,22 @@ def test_inspect_reads_objects_executables_and_libraries(built, kind, capsys):
 def test_inspect_of_a_data_file_is_one_line_and_quick(built, tmp_path):
     data = tmp_path / "ticks.bin"
     data.write_bytes(bytes(range(256)) * 4096)
-    run = subprocess.run([sys.executable, "-m", "layouts", "inspect", str(data)], capture_output=True, text=True,
-                         timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-m", "layouts", "inspect", str(data)], capture_output=True, text=True, timeout=60
+    )
     assert run.returncode == 1
-    assert run.stderr.strip() == (f"layouts inspect: error: {data} looks like binary data, not C declarations; "
-                                  f"did you swap the header and the data file? Pass the C header (or the "
-                                  f"declarations as text) as the source")
+    assert run.stderr.strip() == (
+        f"layouts inspect: error: {data} looks like binary data, not C declarations; "
+        f"did you swap the header and the data file? Pass the C header (or the "
+        f"declarations as text) as the source"
+    )
 
 
 @needs_cc
 def test_dwarf_2_offsets_beyond_one_leb128_byte(tmp_path):
-    (tmp_path / "w.c").write_text("struct w { char pad[300]; int x; unsigned a:3, b:9; double d[20]; int y; };\n"
-                                  "struct w v;\n")
+    (tmp_path / "w.c").write_text(
+        "struct w { char pad[300]; int x; unsigned a:3, b:9; double d[20]; int y; };\nstruct w v;\n"
+    )
     for name, flags in (("w2.o", ["-gdwarf-2", "-gstrict-dwarf"]), ("w5.o", [])):
         subprocess.run([CC, "-c", "-g", *flags, "-o", str(tmp_path / name), str(tmp_path / "w.c")], check=True)
     old, new = lo.Layout.from_dwarf(tmp_path / "w2.o", "w"), lo.Layout.from_dwarf(tmp_path / "w5.o", "w")
@@ -177,8 +206,12 @@ def test_from_dwarf_alignment_is_the_compilers_alignof(tmp_path):
     subprocess.run([CC, "-g", "-c", "-o", str(tmp_path / "al.o"), str(tmp_path / "al.c")], check=True)
     from cprobe import run_c
 
-    printed = run_c(ALIGNMENTS + "#include <stdio.h>\nint main(void) {\n"
-                    + "".join(f'printf("%zu\\n", _Alignof(struct {n}));\n' for n in ALIGNED) + "}\n").split()
+    printed = run_c(
+        ALIGNMENTS
+        + "#include <stdio.h>\nint main(void) {\n"
+        + "".join(f'printf("%zu\\n", _Alignof(struct {n}));\n' for n in ALIGNED)
+        + "}\n"
+    ).split()
     got = [lo.Layout.from_dwarf(tmp_path / "al.o", f"struct {n}").alignment for n in ALIGNED]
     want = dict(zip(ALIGNED, map(int, printed)))
     # a packed record whose members all sit where they would unpacked has no trace of the
@@ -189,16 +222,22 @@ def test_from_dwarf_alignment_is_the_compilers_alignof(tmp_path):
 
 @needs_cc
 def test_from_dwarf_alignment_for_i386(tmp_path):
-    src = "struct ll { char c; long long l; double d; };\nstruct f { char c; float _Complex z; };\n" \
-          "struct ll v1; struct f v3;\n"
+    src = (
+        "struct ll { char c; long long l; double d; };\nstruct f { char c; float _Complex z; };\n"
+        "struct ll v1; struct f v3;\n"
+    )
     (tmp_path / "i.c").write_text(src)
-    built = subprocess.run([CC, "-m32", "-g", "-c", "-o", str(tmp_path / "i.o"), str(tmp_path / "i.c")],
-                           capture_output=True, text=True)
+    built = subprocess.run(
+        [CC, "-m32", "-g", "-c", "-o", str(tmp_path / "i.o"), str(tmp_path / "i.c")], capture_output=True, text=True
+    )
     if built.returncode != 0:
         pytest.skip(f"the compiler here does not build for i386: {built.stderr[:80]}")
     for name in ("struct ll", "struct f"):  # the compiler's _Alignof, with -m32
-        assert lo.Layout.from_dwarf(tmp_path / "i.o", name).alignment == \
-            lo.Layout.from_c(tmp_path / "i.c", name, compiler=f"{CC} -m32").alignment == 4, name
+        assert (
+            lo.Layout.from_dwarf(tmp_path / "i.o", name).alignment
+            == lo.Layout.from_c(tmp_path / "i.c", name, compiler=f"{CC} -m32").alignment
+            == 4
+        ), name
 
 
 def _patched(tmp_path, name, flags, patch, members=2):
@@ -208,8 +247,9 @@ def _patched(tmp_path, name, flags, patch, members=2):
 
     fields = "".join(f" int field_number_{i};" for i in range(members - 1))  # many: worth compressing
     (tmp_path / "p.c").write_text(f"struct p {{ double b;{fields} }}; struct p v;\n")
-    built = subprocess.run([CC, "-g", *flags, "-c", "-o", str(tmp_path / "p.o"), str(tmp_path / "p.c")],
-                           capture_output=True, text=True)
+    built = subprocess.run(
+        [CC, "-g", *flags, "-c", "-o", str(tmp_path / "p.o"), str(tmp_path / "p.c")], capture_output=True, text=True
+    )
     if built.returncode != 0:
         pytest.skip(f"the compiler here does not take {flags}: {built.stderr[:80]}")
     data = bytearray((tmp_path / "p.o").read_bytes())
@@ -227,22 +267,28 @@ def _patched(tmp_path, name, flags, patch, members=2):
 @needs_cc
 def test_a_debug_section_that_claims_bytes_the_file_does_not_hold_is_refused(tmp_path):
     def nobits(data, header, section):
-        data[header + 4: header + 8] = (8).to_bytes(4, "little")  # SHT_NOBITS
-        data[header + 32: header + 40] = (1 << 40).to_bytes(8, "little")  # 1 TiB
+        data[header + 4 : header + 8] = (8).to_bytes(4, "little")  # SHT_NOBITS
+        data[header + 32 : header + 40] = (1 << 40).to_bytes(8, "little")  # 1 TiB
 
     for section in (".debug_info", ".debug_str", ".rela.debug_info", ".symtab"):
         bad = _patched(tmp_path, section, [], nobits)
-        with pytest.raises(lo.LayoutError, match=rf"bad.o: section {section} claims 1,099,511,627,776 bytes but "
-                                                 r"holds none in the file \(SHT_NOBITS\): a damaged file, or one "
-                                                 r"whose debug information was moved to a separate file"):
+        with pytest.raises(
+            lo.LayoutError,
+            match=rf"bad.o: section {section} claims 1,099,511,627,776 bytes but "
+            r"holds none in the file \(SHT_NOBITS\): a damaged file, or one "
+            r"whose debug information was moved to a separate file",
+        ):
             lo.Layout.from_dwarf(bad, "struct p")
 
     def huge(data, header, section):
-        data[header + 32: header + 40] = (1 << 40).to_bytes(8, "little")
+        data[header + 32 : header + 40] = (1 << 40).to_bytes(8, "little")
 
     bad = _patched(tmp_path, ".rela.debug_info", [], huge)  # relocating the DWARF reads it too
-    with pytest.raises(lo.LayoutError, match=r"bad.o: section .rela.debug_info runs past the end of the file "
-                                             r"\(1,099,511,627,776 bytes at offset"):
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"bad.o: section .rela.debug_info runs past the end of the file "
+        r"\(1,099,511,627,776 bytes at offset",
+    ):
         lo.Layout.from_dwarf(bad, "struct p")
 
 
@@ -251,30 +297,48 @@ def test_a_compressed_debug_section_that_claims_gigabytes_is_refused_before_it_i
     def bomb(data, header, section):
         assert section["sh_flags"] & 0x800
         start = section["sh_offset"]
-        data[start + 8: start + 16] = (4 << 30).to_bytes(8, "little")  # Elf64_Chdr.ch_size: 4 GiB
+        data[start + 8 : start + 16] = (4 << 30).to_bytes(8, "little")  # Elf64_Chdr.ch_size: 4 GiB
 
     bad = _patched(tmp_path, ".debug_info", ["-gz=zlib"], bomb, members=200)
-    with pytest.raises(lo.LayoutError, match=r"bad.o: its DWARF sections decompress to more than layouts reads "
-                                             r"\([\d,]+ bytes so far; section .debug_info alone 4,294,967,296 bytes "
-                                             r"from [\d,]+ in the file; the limit is 256 MiB: 256 MiB, or 64 times "
-                                             r"the file's [\d,]+ bytes\): a damaged file or a compression bomb; "
-                                             r"rebuild it with -g \(uncompressed: -gz=none\)"):
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"bad.o: its DWARF sections decompress to more than layouts reads "
+        r"\([\d,]+ bytes so far; section .debug_info alone 4,294,967,296 bytes "
+        r"from [\d,]+ in the file; the limit is 256 MiB: 256 MiB, or 64 times "
+        r"the file's [\d,]+ bytes\): a damaged file or a compression bomb; "
+        r"rebuild it with -g \(uncompressed: -gz=none\)",
+    ):
         lo.Layout.from_dwarf(bad, "struct p")
     assert lo.Layout.from_dwarf(tmp_path / "p.o", "struct p").itemsize == 808  # as built: read
 
 
 VARIANTS = [
-    (["-gsplit-dwarf"], r"v.o was built with -gsplit-dwarf: its types are in the separate file '.*v.dwo', which "
-                        r"layouts does not read; rebuild it without -gsplit-dwarf"),
-    (["-gdwarf-4", "-fdebug-types-section"], r"v.o was built with -fdebug-types-section \(DWARF 4 type units, "
-                                             r"\.debug_types\), which layouts does not read; rebuild it without"),
-    (["-gdwarf-5", "-fdebug-types-section"], r"v.o was built with -fdebug-types-section \(DWARF 5 type units\), "
-                                             r"which pyelftools cannot read; rebuild it without"),
-    (["-gz=zlib-gnu"], r"v.o has its DWARF compressed the old GNU way \(.zdebug_\* sections: -gz=zlib-gnu, or "
-                       r"--compress-debug-sections=zlib-gnu\), which pyelftools cannot read; rebuild it with "
-                       r"-gz=zlib or -gz=none, or run `objcopy --decompress-debug-sections .*v.o`"),
-    (["-flto"], r"v.o is a GCC LTO object \(-flto\): its code and debug information are written when it is linked; "
-                r"pass the linked program or library, or rebuild the object without -flto"),
+    (
+        ["-gsplit-dwarf"],
+        r"v.o was built with -gsplit-dwarf: its types are in the separate file '.*v.dwo', which "
+        r"layouts does not read; rebuild it without -gsplit-dwarf",
+    ),
+    (
+        ["-gdwarf-4", "-fdebug-types-section"],
+        r"v.o was built with -fdebug-types-section \(DWARF 4 type units, "
+        r"\.debug_types\), which layouts does not read; rebuild it without",
+    ),
+    (
+        ["-gdwarf-5", "-fdebug-types-section"],
+        r"v.o was built with -fdebug-types-section \(DWARF 5 type units\), "
+        r"which pyelftools cannot read; rebuild it without",
+    ),
+    (
+        ["-gz=zlib-gnu"],
+        r"v.o has its DWARF compressed the old GNU way \(.zdebug_\* sections: -gz=zlib-gnu, or "
+        r"--compress-debug-sections=zlib-gnu\), which pyelftools cannot read; rebuild it with "
+        r"-gz=zlib or -gz=none, or run `objcopy --decompress-debug-sections .*v.o`",
+    ),
+    (
+        ["-flto"],
+        r"v.o is a GCC LTO object \(-flto\): its code and debug information are written when it is linked; "
+        r"pass the linked program or library, or rebuild the object without -flto",
+    ),
 ]
 
 
@@ -283,10 +347,16 @@ VARIANTS = [
 def test_dwarf_variants_pyelftools_cannot_read_are_named_with_the_fix(tmp_path, flags, message):
     # were "defines: none", "pyelftools can read (expected 4, found 0); pass one built with -g"
     # or "has no DWARF debug information; rebuild it with -g"
-    (tmp_path / "v.c").write_text("struct v { char c; double d; int a[3]; };\nstruct v gv;\n" + " ".join(
-        f"int f{i}(int x) {{ return x + {i}; }}" for i in range(40)))  # enough DWARF for -gz to compress
-    built = subprocess.run([CC, "-g", *flags, "-c", "-o", str(tmp_path / "v.o"), str(tmp_path / "v.c")],
-                           capture_output=True, text=True, cwd=tmp_path)
+    (tmp_path / "v.c").write_text(
+        "struct v { char c; double d; int a[3]; };\nstruct v gv;\n"
+        + " ".join(f"int f{i}(int x) {{ return x + {i}; }}" for i in range(40))
+    )  # enough DWARF for -gz to compress
+    built = subprocess.run(
+        [CC, "-g", *flags, "-c", "-o", str(tmp_path / "v.o"), str(tmp_path / "v.c")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     if built.returncode != 0:
         pytest.skip(f"the compiler here does not take {flags}: {built.stderr[:80]}")
     if flags == ["-gz=zlib-gnu"] and b".zdebug" not in (tmp_path / "v.o").read_bytes():

@@ -13,8 +13,27 @@ from hypothesis.extra import numpy as hnp
 
 import layouts as lo
 
-TYPES = ["<i1", "<i2", ">i4", "<i8", "<u1", ">u2", "<u4", "<u8", ">u8", "<f2", "<f4", ">f4", "<f8", ">f8",
-         "<M8[ns]", ">M8[us]", "<M8[s]", "<m8[ns]", ">m8[ms]"]
+TYPES = [
+    "<i1",
+    "<i2",
+    ">i4",
+    "<i8",
+    "<u1",
+    ">u2",
+    "<u4",
+    "<u8",
+    ">u8",
+    "<f2",
+    "<f4",
+    ">f4",
+    "<f8",
+    ">f8",
+    "<M8[ns]",
+    ">M8[us]",
+    "<M8[s]",
+    "<m8[ns]",
+    ">m8[ms]",
+]
 EDGES = {
     "f": [-1.0, -0.0, 0.0, float("-inf"), float("inf"), float("nan")],
     "u": ["max", 2**63, 2**63 + 1, 0],
@@ -31,7 +50,8 @@ def _edge(dt, which):
     if dt.kind in "Mm":
         info = np.iinfo(np.int64)
         return np.array(info.min + 1 if which == "min" else info.max if which == "max" else which, "i8").view(
-            dt.newbyteorder("="))[()]
+            dt.newbyteorder("=")
+        )[()]
     if which in ("min", "max"):
         return getattr(np.iinfo(dt), which)
     return np.array(which).astype(dt)[()]
@@ -113,7 +133,8 @@ def test_any_value_is_a_fill(case, data):
     if native.kind in "Mm":
         ints = np.array(values, dtype=native).view("i8") if values else np.zeros(0, "i8")
         arr = pa.array(ints, pa.int64(), mask=~np.array(present, bool) | (ints == np.iinfo(np.int64).min)).cast(
-            arrow_type)
+            arrow_type
+        )
     else:
         arr = pa.array(np.array(values, dtype=native), arrow_type, mask=~np.array(present, bool))
     table = pa.table({"x": arr})
@@ -124,15 +145,18 @@ def test_any_value_is_a_fill(case, data):
     assert got[~nulls].tolist() == _bits(np.array(values, dtype=native), dt)[~nulls].tolist()
 
 
-@pytest.mark.parametrize("dt, value, match", [
-    ("<i1", 300, r"nulls\['x'\]=300 does not fit field 'x' of type int8"),
-    ("<u8", -1, r"nulls\['x'\]=-1 does not fit field 'x' of type uint64"),
-    ("<u8", 2**64, r"nulls\['x'\]=18446744073709551616 does not fit field 'x' of type uint64"),
-    ("<i4", 1.5, r"nulls\['x'\]=1.5 is not exactly representable as int32"),
-    ("<f4", 0.1, r"nulls\['x'\]=0.1 is not exactly representable as float32"),
-    ("<i4", "abc", r"nulls\['x'\]='abc' does not fit field 'x' of type int32"),
-    ("<i4", None, r"nulls\['x'\]=None does not fit field 'x' of type int32"),
-])
+@pytest.mark.parametrize(
+    "dt, value, match",
+    [
+        ("<i1", 300, r"nulls\['x'\]=300 does not fit field 'x' of type int8"),
+        ("<u8", -1, r"nulls\['x'\]=-1 does not fit field 'x' of type uint64"),
+        ("<u8", 2**64, r"nulls\['x'\]=18446744073709551616 does not fit field 'x' of type uint64"),
+        ("<i4", 1.5, r"nulls\['x'\]=1.5 is not exactly representable as int32"),
+        ("<f4", 0.1, r"nulls\['x'\]=0.1 is not exactly representable as float32"),
+        ("<i4", "abc", r"nulls\['x'\]='abc' does not fit field 'x' of type int32"),
+        ("<i4", None, r"nulls\['x'\]=None does not fit field 'x' of type int32"),
+    ],
+)
 def test_sentinels_that_are_not_values_of_the_field(dt, value, match):
     records = np.zeros(3, [("x", dt)])
     with pytest.raises(lo.ConversionError, match=match):
@@ -155,8 +179,13 @@ def test_nan_sentinel_canonicalises_payloads():
 
 def test_bit_field_fills_at_the_edges():
     layout = lo.Layout.from_c("struct r { unsigned long long a : 64; int s : 4; unsigned u : 3; };", "struct r")
-    table = pa.table({"a": pa.array([2**64 - 1, None, 5], pa.uint64()), "s": pa.array([-8, 7, None], pa.int32()),
-                      "u": pa.array([None, 7, 0], pa.uint32())})
+    table = pa.table(
+        {
+            "a": pa.array([2**64 - 1, None, 5], pa.uint64()),
+            "s": pa.array([-8, 7, None], pa.int32()),
+            "u": pa.array([None, 7, 0], pa.uint32()),
+        }
+    )
     back = lo.SoA.from_arrow(table, layout, fill={"a": 2**63 + 1, "s": -8, "u": 7}).to_aos()
     got = back.to_soa().to_arrow()
     assert got.column("a").to_pylist() == [2**64 - 1, 2**63 + 1, 5]
@@ -170,26 +199,31 @@ def test_sentinels_on_bit_fields_and_enums_are_refused():
     # sentinel used to give a column of nulls, whatever the values
     layout = lo.Layout.from_c("enum e { A = 1, B = 2 }; struct r { int s : 4; enum e x; };", "struct r")
     records = np.zeros(3, layout.dtype)
-    with pytest.raises(lo.ConversionError, match=r"nulls\['s'\]: field 's' .* is a C bit-field, and sentinel nulls "
-                                                 r"are not applied to those yet"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"nulls\['s'\]: field 's' .* is a C bit-field, and sentinel nulls "
+        r"are not applied to those yet",
+    ):
         lo.AoS(records, layout).to_soa(nulls={"s": -8})
     with pytest.raises(lo.ConversionError, match=r"nulls\['x'\]: field 'x' .* is a C enum .*enum_as='int'"):
         lo.AoS(records, layout).to_soa(nulls={"x": "B"})
-    as_int = lo.Layout.from_c("enum e { A = 1, B = 2 }; struct r { int s : 4; enum e x; };", "struct r",
-                              enum_as="int")
+    as_int = lo.Layout.from_c("enum e { A = 1, B = 2 }; struct r { int s : 4; enum e x; };", "struct r", enum_as="int")
     records = np.array([(0, 1), (0, 2)], as_int.dtype)
     assert lo.AoS(records, as_int).to_soa(nulls={"x": 2}).to_arrow().column("x").to_pylist() == [1, None]
 
 
-@pytest.mark.parametrize("dtype, column, fill, want", [
-    ("<M8[m]", pa.array([60, None], pa.timestamp("s")), np.datetime64("2020-01-01T00:00"), "2020-01-01T00:00"),
-    ("<M8[m]", pa.array([60, None], pa.timestamp("s")), np.datetime64("NaT"), "NaT"),
-    (">M8[D]", pa.array([1, None], pa.date32()), np.datetime64("1960-01-01"), "1960-01-01"),
-    ("<M8[M]", pa.array([0, None], pa.date32()), np.datetime64("1960-02"), "1960-02"),
-    ("<m8[h]", pa.array([3600, None], pa.duration("s")), np.timedelta64(-3, "h"), "-3 hours"),
-    ("<m8[h]", pa.array([3600, None], pa.duration("s")), 5, "5 hours"),
-    ("<M8[ps]", pa.array([1, None], pa.int64()), np.datetime64(-5, "ps"), "1969-12-31T23:59:59.999999999995"),
-])
+@pytest.mark.parametrize(
+    "dtype, column, fill, want",
+    [
+        ("<M8[m]", pa.array([60, None], pa.timestamp("s")), np.datetime64("2020-01-01T00:00"), "2020-01-01T00:00"),
+        ("<M8[m]", pa.array([60, None], pa.timestamp("s")), np.datetime64("NaT"), "NaT"),
+        (">M8[D]", pa.array([1, None], pa.date32()), np.datetime64("1960-01-01"), "1960-01-01"),
+        ("<M8[M]", pa.array([0, None], pa.date32()), np.datetime64("1960-02"), "1960-02"),
+        ("<m8[h]", pa.array([3600, None], pa.duration("s")), np.timedelta64(-3, "h"), "-3 hours"),
+        ("<m8[h]", pa.array([3600, None], pa.duration("s")), 5, "5 hours"),
+        ("<M8[ps]", pa.array([1, None], pa.int64()), np.datetime64(-5, "ps"), "1969-12-31T23:59:59.999999999995"),
+    ],
+)
 def test_fills_of_fields_in_other_time_units(dtype, column, fill, want):
     # these fields travel as another Arrow unit (M8[m] as timestamp[s], M8[D] as date32...):
     # the fill is a value of the field's own type
@@ -200,14 +234,17 @@ def test_fills_of_fields_in_other_time_units(dtype, column, fill, want):
 # ------------------------------------------------------------------ layouts with no data bytes
 
 
-@pytest.mark.parametrize("dtype, match", [
-    (np.dtype([]), r"record type \[\] has 0 bytes per record"),
-    (np.dtype([("a", "<i4", (0,))]), r"has 0 bytes per record.*a \(0,\) sub-array holds none"),
-    (np.dtype([("a", "<f8", (0, 3))]), r"has 0 bytes per record"),
-    (np.dtype({"names": [], "formats": [], "itemsize": 8}), r"\(8 bytes\) has no fields to convert, only padding"),
-    (np.dtype([("", "V4")]), r"\(4 bytes\) has no fields to convert, only padding.*void_as='bytes'"),
-    (np.dtype([("pad", "V4")]), r"\(4 bytes\) has no fields to convert"),
-])
+@pytest.mark.parametrize(
+    "dtype, match",
+    [
+        (np.dtype([]), r"record type \[\] has 0 bytes per record"),
+        (np.dtype([("a", "<i4", (0,))]), r"has 0 bytes per record.*a \(0,\) sub-array holds none"),
+        (np.dtype([("a", "<f8", (0, 3))]), r"has 0 bytes per record"),
+        (np.dtype({"names": [], "formats": [], "itemsize": 8}), r"\(8 bytes\) has no fields to convert, only padding"),
+        (np.dtype([("", "V4")]), r"\(4 bytes\) has no fields to convert, only padding.*void_as='bytes'"),
+        (np.dtype([("pad", "V4")]), r"\(4 bytes\) has no fields to convert"),
+    ],
+)
 def test_layouts_with_no_data_bytes_are_refused(dtype, match, tmp_path):
     kwargs = {"void_as": "skip"} if dtype.names == ("pad",) else {}
     with pytest.raises(lo.LayoutError, match=match):
@@ -239,8 +276,11 @@ def test_empty_sub_arrays_beside_data_round_trip(tmp_path):
 
 def test_invalid_utf8_for_a_unicode_field_is_described():
     text = pa.array([b"ok", b"\xff\xfe"], pa.binary()).view(pa.string())
-    with pytest.raises(lo.ConversionError, match=r"column 'u', row 1: b'\\xff\\xfe' is not valid UTF-8 and cannot be "
-                                                 r"written to field 'u' \(<U3 at offset 0\)"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"column 'u', row 1: b'\\xff\\xfe' is not valid UTF-8 and cannot be "
+        r"written to field 'u' \(<U3 at offset 0\)",
+    ):
         lo.SoA.from_arrow(pa.table({"u": text}), [("u", "<U3")]).to_aos()
 
 
@@ -249,6 +289,9 @@ def test_invalid_code_points_in_records_are_described(order):
     records = np.zeros(3, [("u", f"{order}U2"), ("i", "<i4")])
     raw = records.view(np.uint8)
     raw[12:16] = np.frombuffer(np.array([0x110000], f"{order}u4").tobytes(), np.uint8)
-    with pytest.raises(lo.ConversionError, match=rf"field 'u' \({order}U2 at offset 0\), record 1: 'UTF-32 code "
-                                                 r"units 0x110000 0x0' holds a value that is not a Unicode code"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=rf"field 'u' \({order}U2 at offset 0\), record 1: 'UTF-32 code "
+        r"units 0x110000 0x0' holds a value that is not a Unicode code",
+    ):
         lo.AoS(records).to_soa()

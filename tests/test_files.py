@@ -7,14 +7,16 @@ import sys
 
 import numpy as np
 import pytest
-
-import layouts as lo
 from conftest import TICK, ticks
 from cprobe import CC, run_c
+
+import layouts as lo
 from layouts import _files
 
 HEADER = "#include <stdint.h>\nstruct rec { int64_t id; double x; uint16_t flags:4, kind:12; char tag[6]; };\n"
-WRITER = HEADER + r"""
+WRITER = (
+    HEADER
+    + r"""
 #include <stdio.h>
 #include <string.h>
 int main(int argc, char **argv) {
@@ -31,6 +33,7 @@ int main(int argc, char **argv) {
     return 0;
 }
 """
+)
 
 
 @pytest.fixture
@@ -59,15 +62,19 @@ def test_a_file_written_by_c_is_mapped_not_read(c_file):
 def test_sizes_that_do_not_add_up_are_named(c_file):
     path, layout, size = c_file
     total = 16 + 500 * size
-    with pytest.raises(lo.LayoutError, match=rf"recs.bin is {total} bytes: after the 0-byte header that is "
-                                             rf"{total // size} records of {size} bytes and {total % size} bytes "
-                                             rf"left over; check the layout"):
+    with pytest.raises(
+        lo.LayoutError,
+        match=rf"recs.bin is {total} bytes: after the 0-byte header that is "
+        rf"{total // size} records of {size} bytes and {total % size} bytes "
+        rf"left over; check the layout",
+    ):
         lo.read_records(path, layout)
     with pytest.warns(UserWarning, match=rf"{total % size} bytes left over; skipped those"):
         aos = lo.read_records(path, layout, trailing="ignore")
     assert len(aos) == total // size
-    with pytest.raises(lo.ConversionError,
-                       match=r"holds 500 whole records of .* count=501 asks for more: give count=500 or fewer"):
+    with pytest.raises(
+        lo.ConversionError, match=r"holds 500 whole records of .* count=501 asks for more: give count=500 or fewer"
+    ):
         lo.read_records(path, layout, offset=16, count=501)
     with pytest.raises(lo.LayoutError, match=rf"shorter than the {total + 1}-byte header offset"):
         lo.read_records(path, layout, offset=total + 1)
@@ -82,8 +89,10 @@ def test_streams_and_empty_files(tmp_path):
     empty = tmp_path / "empty.bin"
     empty.write_bytes(b"")
     assert len(lo.read_records(empty, dtype)) == 0
-    code = ("import sys, numpy as np, layouts as lo; "
-            "print(lo.read_records(sys.stdin.buffer, np.dtype([('a', '<i4'), ('b', '<f4')])).to_numpy()['a'].sum())")
+    code = (
+        "import sys, numpy as np, layouts as lo; "
+        "print(lo.read_records(sys.stdin.buffer, np.dtype([('a', '<i4'), ('b', '<f4')])).to_numpy()['a'].sum())"
+    )
     run = subprocess.run([sys.executable, "-c", code], input=data, capture_output=True)
     assert run.stdout.strip() == b"3"
     with pytest.raises(lo.LayoutError, match=r"open it with 'rb'"):

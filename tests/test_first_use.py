@@ -40,19 +40,22 @@ def test_import_layouts_loads_nothing_heavy():
 
 @pytest.mark.parametrize("flag", ["--help", "--version"])
 def test_help_and_version_import_no_numba(flag):
-    run = subprocess.run([sys.executable, "-X", "importtime", "-m", "layouts", flag], capture_output=True, text=True,
-                         timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "layouts", flag], capture_output=True, text=True, timeout=300
+    )
     assert run.returncode == 0, run.stderr
     assert "layouts" in run.stdout
     assert not _imported(run.stderr) & {"numba", "llvmlite", "pyarrow"}
 
 
 def test_public_names_load_on_first_use():
-    run = _python("import sys, layouts as lo\n"
-                  "from layouts import Layout\n"
-                  "assert 'numba' not in sys.modules  # Layout needs no kernel\n"
-                  "print(lo.AoS.__name__, lo.ConversionError.__name__, isinstance(lo.__version__, str))\n"
-                  "print(sorted(set(lo.__all__) - set(dir(lo))))")
+    run = _python(
+        "import sys, layouts as lo\n"
+        "from layouts import Layout\n"
+        "assert 'numba' not in sys.modules  # Layout needs no kernel\n"
+        "print(lo.AoS.__name__, lo.ConversionError.__name__, isinstance(lo.__version__, str))\n"
+        "print(sorted(set(lo.__all__) - set(dir(lo))))"
+    )
     assert run.stdout == "AoS ConversionError True\n[]\n"
 
 
@@ -66,18 +69,25 @@ def test_kernels_found_again_after_a_reinstall(tmp_path):
     disk, compiling none."""
     cpu.precompile()  # on disk now (loaded, or compiled once on a machine that had none)
     copy = tmp_path / "kernels"
-    shutil.copytree(os.path.dirname(os.path.dirname(cpu.__file__)), copy, copy_function=shutil.copyfile,
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        os.path.dirname(os.path.dirname(cpu.__file__)),
+        copy,
+        copy_function=shutil.copyfile,
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     for path in copy.rglob("*"):
         os.utime(path, (1_000_000_000, 1_000_000_000))
-    code = textwrap.dedent("""
+    code = textwrap.dedent(
+        """
         import kernels.cpu as c
         assert c.__file__.startswith(%r), c.__file__
         print(c.missing())
         c.precompile()
         print([(sum(k.stats.cache_hits.values()), sum(k.stats.cache_misses.values()))
                for _, k, _ in c.host._entries()])
-    """ % str(tmp_path))
+    """
+        % str(tmp_path)
+    )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
     run = _python(code, env, cwd=tmp_path)  # (not the checkout's own kernels/)
     assert run.stdout == "[]\n[(1, 0), (1, 0), (1, 0)]\n", run.stdout + run.stderr
@@ -94,8 +104,10 @@ def test_conversions_use_only_the_precompiled_signatures():
     header = "enum side { BUY, SELL }; struct t { enum side side; unsigned flag : 1, venue : 7; char sym[4]; };"
     layout = lo.Layout.from_c(header, "struct t", compiler=None)
     records = np.zeros(100, layout.dtype)
-    assert lo.SoA.from_arrow(lo.AoS(records, layout).to_soa().to_arrow(), layout).to_aos().array.tobytes() \
+    assert (
+        lo.SoA.from_arrow(lo.AoS(records, layout).to_soa().to_arrow(), layout).to_aos().array.tobytes()
         == records.tobytes()
+    )
     for _, kernel, args in cpu.host._entries():
         assert set(kernel.signatures) == {cpu.host._signature(kernel, args)}, kernel
 
@@ -103,11 +115,15 @@ def test_conversions_use_only_the_precompiled_signatures():
 def test_missing_tells_without_compiling(tmp_path):
     """With no compiled kernel anywhere, missing() names all three and compiles none."""
     env = dict(os.environ, LAYOUTS_SHIPPED_KERNELS="0", LAYOUTS_CACHE_DIR=str(tmp_path))
-    run = _python("from layouts.kernels import cpu\n"
-                  "print(cpu.missing(), cpu.missing(reverse=False))\n"
-                  "print([len(k.overloads) for _, k, _ in cpu.host._entries()])", env)
-    assert run.stdout == ("['records -> columns', 'strings', 'columns -> records'] "
-                          "['records -> columns', 'strings']\n[0, 0, 0]\n")
+    run = _python(
+        "from layouts.kernels import cpu\n"
+        "print(cpu.missing(), cpu.missing(reverse=False))\n"
+        "print([len(k.overloads) for _, k, _ in cpu.host._entries()])",
+        env,
+    )
+    assert run.stdout == (
+        "['records -> columns', 'strings', 'columns -> records'] ['records -> columns', 'strings']\n[0, 0, 0]\n"
+    )
     cpu.precompile()
     assert cpu.missing() == []
 
@@ -132,8 +148,16 @@ def test_cache_folder_by_content_and_damage_is_a_miss(tmp_path):
     (tmp_path / "mod").mkdir()
     (tmp_path / "mod" / "small.py").write_text(_SMALL % str(ROOT))
     env = dict(os.environ, LAYOUTS_CACHE_DIR=str(tmp_path / "cache"), LAYOUTS_SHIPPED_KERNELS="0")
-    run = lambda: subprocess.run([sys.executable, str(tmp_path / "mod" / "small.py")], env=env,  # noqa: E731
-                                 capture_output=True, text=True, timeout=300, check=True).stdout
+    run = lambda: (
+        subprocess.run(
+            [sys.executable, str(tmp_path / "mod" / "small.py")],
+            env=env,  # noqa: E731
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        ).stdout
+    )
     assert run() == "42 0 1\n"
     assert run() == "42 1 0\n"
     (folder,) = (tmp_path / "cache").iterdir()
@@ -160,7 +184,9 @@ def test_a_failed_precompile_never_fails_the_build(tmp_path, monkeypatch, capsys
     kernels.mkdir(parents=True)
     (tmp_path / "layouts" / "__init__.py").write_text("")
     (kernels / "__init__.py").write_text("")
-    (kernels / "precompile.py").write_text("import os, sys\nos.makedirs(sys.argv[2])\nraise SystemExit('no numba here')\n")
+    (kernels / "precompile.py").write_text(
+        "import os, sys\nos.makedirs(sys.argv[2])\nraise SystemExit('no numba here')\n"
+    )
     assert setup.ship_kernels(str(tmp_path)) is False
     assert "not compiled ahead of time (no numba here)" in capsys.readouterr().err
     assert not (kernels / "_compiled").exists()
@@ -173,23 +199,32 @@ def test_a_failed_precompile_never_fails_the_build(tmp_path, monkeypatch, capsys
 def test_wheel_ships_the_compiled_kernels(tmp_path):
     """The wheel carries the three kernels compiled for the platform's baseline CPU, and
     an install of it converts with no compilation (the per-machine cache left empty)."""
-    run = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path),
-                          str(ROOT)], capture_output=True, text=True, timeout=1800)
+    run = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     (wheel,) = tmp_path.glob("layouts_arrow-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    shipped = sorted(n.rsplit("/", 1)[1].split("-")[0] for n in names if n.startswith("layouts/kernels/_compiled/")
-                     and n.endswith(".nbi"))
+    shipped = sorted(
+        n.rsplit("/", 1)[1].split("-")[0]
+        for n in names
+        if n.startswith("layouts/kernels/_compiled/") and n.endswith(".nbi")
+    )
     assert shipped == ["cpu.forward._compact_strings", "cpu.forward._forward_rows", "cpu.reverse._reverse_rows"]
     zipfile.ZipFile(wheel).extractall(tmp_path / "site")
     env = dict(os.environ, PYTHONPATH=str(tmp_path / "site"), LAYOUTS_CACHE_DIR=str(tmp_path / "cache"))
-    code = ("import layouts, numpy as np\n"
-            "from layouts.kernels import cpu\n"
-            "assert layouts.__file__.startswith(%r)\n"
-            "print(cpu.missing())\n"
-            "a = np.zeros(10, [('a', '<i4'), ('s', 'S3')])\n"
-            "assert (layouts.AoS(a).to_soa().to_aos().array == a).all()\n"
-            "print([sum(k.stats.cache_misses.values()) for _, k, _ in cpu.host._entries()])") % str(tmp_path / "site")
+    code = (
+        "import layouts, numpy as np\n"
+        "from layouts.kernels import cpu\n"
+        "assert layouts.__file__.startswith(%r)\n"
+        "print(cpu.missing())\n"
+        "a = np.zeros(10, [('a', '<i4'), ('s', 'S3')])\n"
+        "assert (layouts.AoS(a).to_soa().to_aos().array == a).all()\n"
+        "print([sum(k.stats.cache_misses.values()) for _, k, _ in cpu.host._entries()])"
+    ) % str(tmp_path / "site")
     out = _python(code, env, cwd=tmp_path)
     assert out.stdout == "[]\n[0, 0, 0]\n", out.stdout + out.stderr
 
@@ -197,8 +232,24 @@ def test_wheel_ships_the_compiled_kernels(tmp_path):
 @pytest.mark.slow
 def test_first_use_benchmark_runs_small(tmp_path):
     out = tmp_path / "first-use.json"
-    run = subprocess.run([sys.executable, "-m", "benchmarks.first_use", "--records", "100", "--repeat", "1",
-                          "--no-cold", "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.first_use",
+            "--records",
+            "100",
+            "--repeat",
+            "1",
+            "--no-cold",
+            "--json",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr
     rows = {r["case"]: r for r in json.loads(out.read_text())["rows"]}
     assert rows["import layouts"]["numba_imported"] is False

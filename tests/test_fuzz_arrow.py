@@ -43,8 +43,17 @@ struct order { int32_t id; enum side side; char sym[8]; double px; };
 def _dtypes():
     inner = np.dtype([("x", "<i2"), ("y", "<f4")])
     return {
-        "mixed": np.dtype([("id", "<i4"), ("name", "S8"), ("u", "U4"), ("px", "<f8"), ("pos", "<f4", (3,)),
-                           ("flag", "?"), ("ts", "<M8[us]")]),
+        "mixed": np.dtype(
+            [
+                ("id", "<i4"),
+                ("name", "S8"),
+                ("u", "U4"),
+                ("px", "<f8"),
+                ("pos", "<f4", (3,)),
+                ("flag", "?"),
+                ("ts", "<M8[us]"),
+            ]
+        ),
         "strings": np.dtype([("a", "S6"), ("b", "U3"), ("c", "S4"), ("n", ">i8")]),
         "nested": np.dtype([("k", "<u2"), ("p", inner), ("v", "<i4", (2,)), ("d", "U2")]),
     }
@@ -65,34 +74,44 @@ def _tables(rows=60):
     words = ["", "a", "bc", "xyz", "héé", "tick", "SYM01"]
     text = [words[i] for i in rng.integers(0, len(words), rows)]
     short = [w.encode()[:3].decode("utf-8", "ignore") for w in text]
-    mixed = pa.table({
-        "id": pa.array(np.arange(rows, dtype=np.int32)),
-        "name": pa.array([w.encode()[:8] for w in text], pa.binary()),
-        "u": pa.array([w[:4] for w in text], pa.string()),
-        "px": pa.array([None if i % 7 == 3 else float(i) / 3 for i in range(rows)], pa.float64()),
-        "pos": pa.array([[float(i), i + 0.5, -i] for i in range(rows)], pa.list_(pa.float32())),
-        "flag": pa.array(rng.integers(0, 2, rows).astype(bool)),
-        "ts": pa.array([None if i % 5 == 0 else i * 1000 for i in range(rows)], pa.timestamp("us")),
-    })
-    strings = pa.table({
-        "a": pa.array([w.encode()[:6] for w in text], pa.large_binary()),
-        "b": pa.array(short, pa.string()).dictionary_encode(),
-        "c": pa.array([w.encode()[:4] for w in text], pa.binary()).dictionary_encode(),
-        "n": pa.array(rng.integers(-(2**40), 2**40, rows), pa.int64()),
-    })
-    nested = pa.table({
-        "k": pa.array(rng.integers(0, 60000, rows).astype(np.uint16)),
-        "p": pa.StructArray.from_arrays([pa.array(np.arange(rows, dtype=np.int16)),
-                                         pa.array(np.linspace(0, 1, rows, dtype=np.float32))], names=["x", "y"]),
-        "v": pa.array([[i, -i] for i in range(rows)], pa.list_(pa.int32(), 2)),
-        "d": pa.array([w[:2] for w in short], pa.large_string()),
-    })
-    enum = pa.table({
-        "id": pa.array(np.arange(rows, dtype=np.int32)),
-        "side": pa.array([["BUY", "SELL", "HOLD"][i % 3] for i in range(rows)]).dictionary_encode(),
-        "sym": pa.array([w.encode()[:8] for w in text], pa.binary()),
-        "px": pa.array(np.arange(rows, dtype=np.float64)),
-    })
+    mixed = pa.table(
+        {
+            "id": pa.array(np.arange(rows, dtype=np.int32)),
+            "name": pa.array([w.encode()[:8] for w in text], pa.binary()),
+            "u": pa.array([w[:4] for w in text], pa.string()),
+            "px": pa.array([None if i % 7 == 3 else float(i) / 3 for i in range(rows)], pa.float64()),
+            "pos": pa.array([[float(i), i + 0.5, -i] for i in range(rows)], pa.list_(pa.float32())),
+            "flag": pa.array(rng.integers(0, 2, rows).astype(bool)),
+            "ts": pa.array([None if i % 5 == 0 else i * 1000 for i in range(rows)], pa.timestamp("us")),
+        }
+    )
+    strings = pa.table(
+        {
+            "a": pa.array([w.encode()[:6] for w in text], pa.large_binary()),
+            "b": pa.array(short, pa.string()).dictionary_encode(),
+            "c": pa.array([w.encode()[:4] for w in text], pa.binary()).dictionary_encode(),
+            "n": pa.array(rng.integers(-(2**40), 2**40, rows), pa.int64()),
+        }
+    )
+    nested = pa.table(
+        {
+            "k": pa.array(rng.integers(0, 60000, rows).astype(np.uint16)),
+            "p": pa.StructArray.from_arrays(
+                [pa.array(np.arange(rows, dtype=np.int16)), pa.array(np.linspace(0, 1, rows, dtype=np.float32))],
+                names=["x", "y"],
+            ),
+            "v": pa.array([[i, -i] for i in range(rows)], pa.list_(pa.int32(), 2)),
+            "d": pa.array([w[:2] for w in short], pa.large_string()),
+        }
+    )
+    enum = pa.table(
+        {
+            "id": pa.array(np.arange(rows, dtype=np.int32)),
+            "side": pa.array([["BUY", "SELL", "HOLD"][i % 3] for i in range(rows)]).dictionary_encode(),
+            "sym": pa.array([w.encode()[:8] for w in text], pa.binary()),
+            "px": pa.array(np.arange(rows, dtype=np.float64)),
+        }
+    )
     return {"mixed": mixed, "strings": strings, "nested": nested, "enum": enum}
 
 
@@ -111,8 +130,9 @@ def _write(table, path, fmt):
             for b in batches:
                 w.write_batch(b)
     else:
-        pq.write_table(table, path, row_group_size=len(table) // 3,
-                       compression="snappy" if fmt == "parquet" else "none")
+        pq.write_table(
+            table, path, row_group_size=len(table) // 3, compression="snappy" if fmt == "parquet" else "none"
+        )
 
 
 FORMATS = ("ipc", "ipc-lz4", "stream", "parquet", "parquet-plain")
@@ -200,8 +220,9 @@ def worker(jobs):
         print(json.dumps({"start": i}), flush=True)
         layout, fill = layouts[name], FILL[name]
         out = path + ".records"
-        kind, msg = _outcome(lambda: lo.convert(path, layout, out, fill=fill, overwrite=True,
-                                                overlap=i % 2 == 0, chunk_bytes=512))
+        kind, msg = _outcome(
+            lambda: lo.convert(path, layout, out, fill=fill, overwrite=True, overlap=i % 2 == 0, chunk_bytes=512)
+        )
         if kind == "library" and os.path.basename(path) not in msg:
             kind, msg = "bad", f"error does not name the file: {msg}"
         result = {"done": i, "convert": kind, "convert_msg": msg[:300]}
@@ -262,7 +283,8 @@ def test_damaged_arrow_inputs_never_crash(tmp_path):
     corpus = build_corpus(tmp_path, FILES)
     results, signals = run_corpus(corpus)
     assert not signals, "files that killed (or hung) the converting process:\n" + "\n".join(
-        f"{path} (exit {code}):\n{err}" for path, code, err in signals)
+        f"{path} (exit {code}):\n{err}" for path, code, err in signals
+    )
     bad = [(path, r) for path, r in results.items() if "bad" in (r.get("convert"), r.get("from_arrow"))]
     assert not bad, "raw exceptions escaped:\n" + "\n".join(f"{p}: {r}" for p, r in bad[:20])
     assert len(results) == len(corpus)

@@ -9,8 +9,22 @@ from pathlib import Path
 TESTS = Path(__file__).parent
 # what the GPU machines' image holds (docs/gpu.md), and layouts' own dependencies that are
 # carried there as wheels (pyelftools, cffi, pycparser)
-IMAGE = {"numpy", "numba", "numba_cuda", "cupy", "pyarrow", "pandas", "pytest", "hypothesis", "tqdm",
-         "matplotlib", "elftools", "cffi", "pycparser", "layouts"}
+IMAGE = {
+    "numpy",
+    "numba",
+    "numba_cuda",
+    "cupy",
+    "pyarrow",
+    "pandas",
+    "pytest",
+    "hypothesis",
+    "tqdm",
+    "matplotlib",
+    "elftools",
+    "cffi",
+    "pycparser",
+    "layouts",
+}
 LOCAL = {p.stem for p in TESTS.glob("*.py")} | {"benchmarks"}
 
 

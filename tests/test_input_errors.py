@@ -3,10 +3,9 @@
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import TICK, ticks
 
 import layouts as lo
-
-from conftest import TICK, ticks
 
 
 def test_record_array_shapes():
@@ -18,7 +17,9 @@ def test_record_array_shapes():
     assert len(lo.AoS(a.reshape(2, 4))) == 8
     with pytest.raises(lo.LayoutError, match="a raw record buffer must be C-contiguous"):
         lo.AoS(np.zeros(200, np.uint8)[::2], layout=TICK)
-    with pytest.raises(lo.LayoutError, match="AoS takes a structured array or an object with the buffer protocol, got int"):
+    with pytest.raises(
+        lo.LayoutError, match="AoS takes a structured array or an object with the buffer protocol, got int"
+    ):
         lo.AoS(5, layout=TICK)
 
 

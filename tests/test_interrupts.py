@@ -24,9 +24,9 @@ import time
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import TICK, ticks
 
 import layouts as lo
-from conftest import TICK, ticks
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="signals as on Linux")
 
@@ -44,8 +44,9 @@ _forget_caught_interrupt()
 
 def _child(code, timeout=60):
     """Run ``code`` in a fresh interpreter; returns (returncode, stdout, stderr)."""
-    run = subprocess.run([sys.executable, "-c", code + _EPILOGUE], capture_output=True, text=True, env=ENV,
-                         timeout=timeout)
+    run = subprocess.run(
+        [sys.executable, "-c", code + _EPILOGUE], capture_output=True, text=True, env=ENV, timeout=timeout
+    )
     return run.returncode, run.stdout, run.stderr
 
 
@@ -179,7 +180,10 @@ def test_sigint_loop_during_convert_in_process(tmp_path):
     old or complete, no temporary file, and the process goes on converting."""
     a = ticks(300_000)
     a.tofile(tmp_path / "in.bin")
-    code = _SIGNALLER + _CONVERTER + textwrap.dedent(f"""
+    code = (
+        _SIGNALLER
+        + _CONVERTER
+        + textwrap.dedent(f"""
     d = {str(tmp_path)!r}
     src = os.path.join(d, "in.bin")
     layout = lo.Layout.from_dtype(TICK, bytes_as={{"sym": "string"}})
@@ -221,6 +225,7 @@ def test_sigint_loop_during_convert_in_process(tmp_path):
         assert open(dst, "rb").read() == expected[dst]
     print(sorted(outcomes.items()))
     """)
+    )
     rc, out, err = _child(code, timeout=120)
     assert rc == 0, (rc, err[-3000:])
     assert "'interrupted'" in out and "'done'" in out, out
@@ -230,9 +235,27 @@ DT = "[('ts','<i8'),('px','<f8'),('qty','<i4'),('side','u1'),('sym','S8'),('pos'
 
 
 def _layouts_convert(src, dst, *extra):
-    return subprocess.Popen([sys.executable, "-m", "layouts", "convert", str(src), "--dtype", DT, "--to", str(dst),
-                             "--chunk", "1M", "--quiet", "--overwrite", *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**ENV, "NUMBA_ENABLE_CUDASIM": "0"})
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "layouts",
+            "convert",
+            str(src),
+            "--dtype",
+            DT,
+            "--to",
+            str(dst),
+            "--chunk",
+            "1M",
+            "--quiet",
+            "--overwrite",
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**ENV, "NUMBA_ENABLE_CUDASIM": "0"},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -388,7 +411,10 @@ def test_ctrl_c_at_random_moments_of_layouts_convert_in_process(tmp_path):
     for name in packed.dtype.names:
         packed[name] = a[name]
     packed.tofile(tmp_path / "in.bin")
-    code = _SIGNALLER + _CLI_PARQUET.format(d=str(tmp_path), dt=DT) + textwrap.dedent("""
+    code = (
+        _SIGNALLER
+        + _CLI_PARQUET.format(d=str(tmp_path), dt=DT)
+        + textwrap.dedent("""
     assert run(["convert", src, "--dtype", DT, "--to", os.path.join(d, "in.arrow"), "--chunk", "1M",
                 "--quiet"]) == (0, "")
     cases = {}
@@ -422,14 +448,20 @@ def test_ctrl_c_at_random_moments_of_layouts_convert_in_process(tmp_path):
         assert sorted(os.listdir(d)) == before, (i, os.listdir(d))
     print(sorted(codes.items()))
     """)
+    )
     rc, out, err = _child(code, timeout=120)
     assert rc == 0, (rc, out, err[-3000:])
     assert "(130," in out, out
 
 
 def _popen_layouts(*args, cwd=None):
-    return subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
-                            env={**ENV, "NUMBA_ENABLE_CUDASIM": "0"})
+    return subprocess.Popen(
+        [sys.executable, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env={**ENV, "NUMBA_ENABLE_CUDASIM": "0"},
+    )
 
 
 @pytest.mark.slow
@@ -441,8 +473,13 @@ def test_ctrl_c_during_startup_imports_is_one_line(packed_ticks):
     before that the interpreter itself is starting, which no code of layouts can change."""
     d, _ = packed_ticks
     # the command loads none of them before it needs them (its `import layouts` neither)
-    run = subprocess.run([sys.executable, "-X", "importtime", "-m", "layouts", "--version"], capture_output=True,
-                         text=True, env=ENV, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "layouts", "--version"],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=60,
+    )
     loaded = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in run.stderr.splitlines()}
     assert run.returncode == 0 and not loaded & {"numpy", "pyarrow", "numba"}, (run.returncode, sorted(loaded))
     rng = random.Random(21)
@@ -488,10 +525,22 @@ def test_ctrl_c_after_the_command_is_done_changes_nothing(packed_ticks):
     died by SIGINT (-2; 23 of 40 signals sent around the end of a run). Now the status
     stays 0. And a second SIGINT just after the one line of an interrupted run: 130."""
     d, expected = packed_ticks
-    for i, delay in enumerate((0.0, 0.01, 0.05)):
+    for delay in (0.0, 0.01, 0.05):
         dst = d / "late.arrow"
-        proc = _popen_layouts("-u", "-m", "layouts", "convert", str(d / "in.bin"), "--dtype", DT, "--to", str(dst),
-                              "--chunk", "1M", "--overwrite")
+        proc = _popen_layouts(
+            "-u",
+            "-m",
+            "layouts",
+            "convert",
+            str(d / "in.bin"),
+            "--dtype",
+            DT,
+            "--to",
+            str(dst),
+            "--chunk",
+            "1M",
+            "--overwrite",
+        )
         line = proc.stdout.readline()
         assert line.startswith(b"converted"), line
         time.sleep(delay)
@@ -500,8 +549,20 @@ def test_ctrl_c_after_the_command_is_done_changes_nothing(packed_ticks):
         assert (proc.returncode, err) == (0, b""), (delay, proc.returncode, err.decode()[-2000:])
         assert dst.read_bytes() == expected["arrow"][0]
         dst.unlink()
-    proc = _popen_layouts("-m", "layouts", "convert", str(d / "in.bin"), "--dtype", DT, "--to", str(dst),
-                          "--chunk", "1M", "--overwrite", "--quiet")
+    proc = _popen_layouts(
+        "-m",
+        "layouts",
+        "convert",
+        str(d / "in.bin"),
+        "--dtype",
+        DT,
+        "--to",
+        str(dst),
+        "--chunk",
+        "1M",
+        "--overwrite",
+        "--quiet",
+    )
     time.sleep(0.4 * expected["arrow"][1])
     proc.send_signal(signal.SIGINT)
     first = proc.stderr.readline()
@@ -544,8 +605,9 @@ def test_ctrl_c_that_python_swallows_or_remembers(packed_ticks, tmp_path, how):
     d, _ = packed_ticks
     (tmp_path / "swallow.py").write_text(_SWALLOWED.format(how=how))
     dst = tmp_path / "out.parquet"
-    proc = _popen_layouts("-m", "swallow", "convert", str(d / "in.bin"), "--dtype", DT, "--to", str(dst), "--quiet",
-                          cwd=tmp_path)
+    proc = _popen_layouts(
+        "-m", "swallow", "convert", str(d / "in.bin"), "--dtype", DT, "--to", str(dst), "--quiet", cwd=tmp_path
+    )
     out, err = proc.communicate(timeout=60)
     assert (proc.returncode, err.decode()) == (130, "layouts convert: interrupted; no output was written\n")
     assert not dst.exists()
@@ -566,8 +628,10 @@ sys.exit(main())
 """
 
 
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 if hasattr(os, "sched_getaffinity") else True,
-                    reason="the kernels use a pool of threads only with 2 CPUs or more")
+@pytest.mark.skipif(
+    len(os.sched_getaffinity(0)) < 2 if hasattr(os, "sched_getaffinity") else True,
+    reason="the kernels use a pool of threads only with 2 CPUs or more",
+)
 @pytest.mark.slow
 def test_interrupted_pool_start_does_not_hang(packed_ticks):
     """A Ctrl-C while the kernels' ThreadPoolExecutor starts a worker (the KeyboardInterrupt
@@ -576,8 +640,9 @@ def test_interrupted_pool_start_does_not_hang(packed_ticks):
     convert`` hung after printing "interrupted"). The command now tells the pool to end."""
     d, _ = packed_ticks
     dst = d / "pool.parquet"
-    proc = _popen_layouts("-c", _POOL_START, "convert", str(d / "in.bin"), "--dtype", DT, "--to", str(dst),
-                          "--chunk", "8M", "--quiet")
+    proc = _popen_layouts(
+        "-c", _POOL_START, "convert", str(d / "in.bin"), "--dtype", DT, "--to", str(dst), "--chunk", "8M", "--quiet"
+    )
     try:
         out, err = proc.communicate(timeout=60)
     except subprocess.TimeoutExpired:

@@ -3,10 +3,9 @@
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import TICK
 
 import layouts as lo
-
-from conftest import TICK
 
 
 def test_tick_layout_fields_and_schema():
@@ -31,10 +30,20 @@ def test_layouts_are_values():
 @pytest.mark.parametrize(
     "spec, arrow",
     [
-        ("<M8[ns]", pa.timestamp("ns")), (">M8[ms]", pa.timestamp("ms")), ("<M8[h]", pa.timestamp("s")),
-        ("<M8[D]", pa.date32()), ("<M8[W]", pa.date32()), ("<M8[M]", pa.date32()), ("<M8[Y]", pa.date32()),
-        ("<m8[us]", pa.duration("us")), ("<m8[D]", pa.duration("s")), ("<M8[ps]", pa.int64()),
-        ("<m8[M]", pa.int64()), ("<f2", pa.float16()), (">u2", pa.uint16()), ("?", pa.bool_()),
+        ("<M8[ns]", pa.timestamp("ns")),
+        (">M8[ms]", pa.timestamp("ms")),
+        ("<M8[h]", pa.timestamp("s")),
+        ("<M8[D]", pa.date32()),
+        ("<M8[W]", pa.date32()),
+        ("<M8[M]", pa.date32()),
+        ("<M8[Y]", pa.date32()),
+        ("<m8[us]", pa.duration("us")),
+        ("<m8[D]", pa.duration("s")),
+        ("<M8[ps]", pa.int64()),
+        ("<m8[M]", pa.int64()),
+        ("<f2", pa.float16()),
+        (">u2", pa.uint16()),
+        ("?", pa.bool_()),
         ("U3", pa.string()),
     ],
 )
@@ -46,7 +55,9 @@ def test_nested_complex_flatten_and_strings():
     dt = np.dtype([("q", [("bid", ">f8"), ("z", "<c8")]), ("s", "S4")])
     L = lo.Layout.from_dtype(dt, bytes_as={"s": "string"})
     assert L.names == ["q.bid", "q.z.re", "q.z.im", "s"]
-    assert L.schema.field("q").type == pa.struct([("bid", pa.float64()), ("z", pa.struct([("re", pa.float32()), ("im", pa.float32())]))])
+    assert L.schema.field("q").type == pa.struct(
+        [("bid", pa.float64()), ("z", pa.struct([("re", pa.float32()), ("im", pa.float32())]))]
+    )
     assert L.schema.field("s").type == pa.string()
     assert L.replace(flatten=True).schema.names == ["q.bid", "q.z.re", "q.z.im", "s"]
     assert L["q.bid"].byteorder == "big" and L["q.bid"].swapped
@@ -85,7 +96,10 @@ def test_option_errors():
 
 
 def test_aos_input_errors():
-    with pytest.raises(lo.LayoutError, match="a buffer of 100 bytes is not a whole number of 48-byte records: 2 records and 4 bytes left over"):
+    with pytest.raises(
+        lo.LayoutError,
+        match="a buffer of 100 bytes is not a whole number of 48-byte records: 2 records and 4 bytes left over",
+    ):
         lo.AoS(bytes(100), layout=TICK)
     with pytest.raises(lo.LayoutError, match="AoS of a raw bytes needs layout="):
         lo.AoS(bytes(96))

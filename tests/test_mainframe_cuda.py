@@ -2,14 +2,13 @@
 small inputs; on a GPU when there is one): packed, zoned, binary and hfloat, both ways,
 invalid bytes as faults and as nulls, and EBCDIC text."""
 
-import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
+from test_mainframe_kinds import _layout, _records, encodings, valid_cell
 
 import layouts as lo
-from test_mainframe_kinds import _layout, _records, encodings, valid_cell
 
 E = lo.Encoding
 SIM = settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
@@ -43,8 +42,12 @@ def test_cuda_matches_cpu_both_ways(data):
 
 def test_cuda_wide_decimals_and_sub_arrays():
     enc = E("packed", 31, 4, signed=True)
-    cells = [bytes.fromhex("1234567890123456789012345678901C"), bytes.fromhex("0000000000000000000000000000001D"),
-             bytes.fromhex("9999999999999999999999999999999D"), bytes.fromhex("0000000000000000000000000000000F")]
+    cells = [
+        bytes.fromhex("1234567890123456789012345678901C"),
+        bytes.fromhex("0000000000000000000000000000001D"),
+        bytes.fromhex("9999999999999999999999999999999D"),
+        bytes.fromhex("0000000000000000000000000000000F"),
+    ]
     layout = _layout(enc, 16, count=2)
     recs = _records(layout, [cells[:2], cells[2:]])
     cpu = lo.AoS(recs, layout).to_soa().to_arrow()

@@ -6,6 +6,7 @@ invalid bytes, every code page."""
 import codecs
 from decimal import Context, Decimal
 
+import mainframe_reference as mref  # noqa: E402 - tests/ is on the path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -15,8 +16,6 @@ from hypothesis import strategies as st
 
 import layouts as lo
 from layouts import _ebcdic
-
-import mainframe_reference as mref  # noqa: E402 - tests/ is on the path
 
 E = lo.Encoding
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
@@ -52,9 +51,16 @@ def _expected(enc, cell):
 
 def test_encoding_fields_and_schema():
     dt = np.dtype([("name", "S10"), ("amt", "V5"), ("qty", "V4"), ("rate", "V8"), ("grp", [("b", "V2")])])
-    layout = lo.Layout.from_dtype(dt, encodings={
-        "name": E("text", codepage="cp1047"), "amt": E("packed", 9, 2, signed=True),
-        "qty": E("zoned", 4, as_integer=True), "rate": E("hfloat"), "grp.b": E("binary", 4, signed=True)})
+    layout = lo.Layout.from_dtype(
+        dt,
+        encodings={
+            "name": E("text", codepage="cp1047"),
+            "amt": E("packed", 9, 2, signed=True),
+            "qty": E("zoned", 4, as_integer=True),
+            "rate": E("hfloat"),
+            "grp.b": E("binary", 4, signed=True),
+        },
+    )
     kinds = {f.name: f.kind for f in layout.fields}
     assert kinds == {"name": "text", "amt": "packed", "qty": "zoned", "rate": "hfloat", "grp.b": "binary"}
     schema = layout.schema
@@ -71,30 +77,36 @@ def test_encoding_fields_and_schema():
     assert hash(layout) == hash(lo.Layout.from_dtype(dt, encodings=dict(layout.encodings)))
 
 
-@pytest.mark.parametrize("enc, arrow", [
-    (E("zoned", 1, scale=-2), pa.decimal128(3, 0)),  # PIC 9PP
-    (E("zoned", 2, scale=4), pa.decimal128(4, 4)),  # PIC VPP99
-    (E("packed", 38, scale=10, signed=True), pa.decimal128(38, 10)),
-    (E("binary", 0, signed=True), pa.decimal128(10, 0)),  # 4 bytes, the width's whole range
-    (E("binary", 4, trunc="bin"), pa.decimal128(10, 0)),
-    (E("hfloat"), pa.float32()),
-])
+@pytest.mark.parametrize(
+    "enc, arrow",
+    [
+        (E("zoned", 1, scale=-2), pa.decimal128(3, 0)),  # PIC 9PP
+        (E("zoned", 2, scale=4), pa.decimal128(4, 4)),  # PIC VPP99
+        (E("packed", 38, scale=10, signed=True), pa.decimal128(38, 10)),
+        (E("binary", 0, signed=True), pa.decimal128(10, 0)),  # 4 bytes, the width's whole range
+        (E("binary", 4, trunc="bin"), pa.decimal128(10, 0)),
+        (E("hfloat"), pa.float32()),
+    ],
+)
 def test_arrow_types(enc, arrow):
     width = {"zoned": enc.digits, "packed": enc.digits // 2 + 1, "binary": 4, "hfloat": 4}[enc.kind]
     assert _layout(enc, width)["x"].arrow_type == arrow
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"kind": "comp3"}, "kind must be one of"),
-    ({"kind": "packed", "digits": 0}, "packed decimal has 1 to 38 digits"),
-    ({"kind": "packed", "digits": 39}, "1 to 38 digits"),
-    ({"kind": "zoned", "digits": 30, "scale": -10}, "needs 40 digits of precision"),
-    ({"kind": "packed", "digits": 5, "scale": 2, "as_integer": True}, "as_integer applies"),
-    ({"kind": "text", "codepage": "cp1252"}, "code page 'cp1252' is not one"),
-    ({"kind": "zoned", "digits": 3, "sign": "leading separate"}, "needs signed=True"),
-    ({"kind": "text", "invalid": "skip"}, "invalid must be"),
-    ({"kind": "text", "trim": "left"}, "trim must be"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"kind": "comp3"}, "kind must be one of"),
+        ({"kind": "packed", "digits": 0}, "packed decimal has 1 to 38 digits"),
+        ({"kind": "packed", "digits": 39}, "1 to 38 digits"),
+        ({"kind": "zoned", "digits": 30, "scale": -10}, "needs 40 digits of precision"),
+        ({"kind": "packed", "digits": 5, "scale": 2, "as_integer": True}, "as_integer applies"),
+        ({"kind": "text", "codepage": "cp1252"}, "code page 'cp1252' is not one"),
+        ({"kind": "zoned", "digits": 3, "sign": "leading separate"}, "needs signed=True"),
+        ({"kind": "text", "invalid": "skip"}, "invalid must be"),
+        ({"kind": "text", "trim": "left"}, "trim must be"),
+    ],
+)
 def test_encoding_errors(kwargs, match):
     with pytest.raises(lo.LayoutError, match=match):
         E(**kwargs)
@@ -102,8 +114,11 @@ def test_encoding_errors(kwargs, match):
 
 def test_layout_errors():
     dt = np.dtype([("a", "V4"), ("g", [("b", "V3")]), ("i", "<i4")])
-    with pytest.raises(lo.LayoutError, match=r"field 'a' at offset 0 is 4 bytes wide, and a packed field of 7 "
-                                             r"digits needs 4 bytes|needs 3 bytes"):
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"field 'a' at offset 0 is 4 bytes wide, and a packed field of 7 "
+        r"digits needs 4 bytes|needs 3 bytes",
+    ):
         lo.Layout.from_dtype(dt, encodings={"a": E("packed", 4)}, void_as="bytes")
     with pytest.raises(lo.LayoutError, match="is a nested record, not a leaf of raw bytes"):
         lo.Layout.from_dtype(dt, encodings={"g": E("packed", 5)}, void_as="bytes")
@@ -147,8 +162,9 @@ def encodings(draw):
     invalid = draw(st.sampled_from(["error", "null"]))
     codepage = draw(st.sampled_from(_ebcdic.CODEPAGES))
     if kind == "text":
-        return E("text", codepage=codepage, trim=draw(st.sampled_from(["none", "right", "both"])), invalid=invalid), \
-            draw(st.integers(1, 12))
+        return E(
+            "text", codepage=codepage, trim=draw(st.sampled_from(["none", "right", "both"])), invalid=invalid
+        ), draw(st.integers(1, 12))
     if kind == "hfloat":
         return E("hfloat", invalid=invalid), draw(st.sampled_from([4, 8]))
     signed = draw(st.booleans())
@@ -167,8 +183,17 @@ def encodings(draw):
     if kind == "zoned" and not signed:
         sign = draw(st.sampled_from(["trailing", "leading"]))
     positive = draw(st.sampled_from(["", "", "C", "F"]))
-    enc = E(kind, digits, scale, signed, sign=sign, codepage=codepage, as_integer=as_integer, invalid=invalid,
-            positive=positive)
+    enc = E(
+        kind,
+        digits,
+        scale,
+        signed,
+        sign=sign,
+        codepage=codepage,
+        as_integer=as_integer,
+        invalid=invalid,
+        positive=positive,
+    )
     return enc, enc.width()
 
 
@@ -263,8 +288,12 @@ def test_round_trip_matches_reference(data):
     else:
         want = [mref.encode(enc, v, width) for v in expected]
     back = lo.SoA.from_arrow(table, layout).to_aos().array
-    got = [bytes(back["x"][i].tobytes()) if False else back.view(np.uint8).reshape(len(back), -1)[i, 1 : 1 + width]
-           .tobytes() for i in range(len(back))]
+    got = [
+        bytes(back["x"][i].tobytes())
+        if False
+        else back.view(np.uint8).reshape(len(back), -1)[i, 1 : 1 + width].tobytes()
+        for i in range(len(back))
+    ]
     assert got == want
     if enc.kind in ("binary", "text") and enc.trim == "none":
         assert got == cells  # every valid value: the very bytes
@@ -298,11 +327,14 @@ def test_invalid_is_an_error_naming_field_record_offset_and_bytes():
     enc = E("packed", 5, signed=True)
     layout = _layout(enc, 3)
     recs = _records(layout, [[bytes.fromhex("12345C")], [bytes.fromhex("1A345C")]])
-    with pytest.raises(lo.ConversionError, match=r"field 'x' .*record 1.*byte 6 of the records \(offset 1 in the "
-                                                 r"record\), bytes 1A 34 5C are not a valid packed S9\(5\) value: "
-                                                 r"byte 0 of the "
-                                                 r"field: digit nibble A is not 0-9; fix the data, or read the "
-                                                 r"field with invalid='null'"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"field 'x' .*record 1.*byte 6 of the records \(offset 1 in the "
+        r"record\), bytes 1A 34 5C are not a valid packed S9\(5\) value: "
+        r"byte 0 of the "
+        r"field: digit nibble A is not 0-9; fix the data, or read the "
+        r"field with invalid='null'",
+    ):
         _convert(layout, recs)
     low = _records(layout, [[b"\0\0\0"]])
     with pytest.raises(lo.ConversionError, match=r"low-values \(0x00\)"):
@@ -327,13 +359,19 @@ def test_way_back_errors():
     with pytest.raises(lo.ConversionError, match=r"'a€' holds '€' \(U\+20AC\), which code page cp037 has no byte"):
         lo.SoA.from_arrow(table, layout).to_aos()
     layout = _layout(E("packed", 3, 1, signed=False), 2)
-    table = pa.table({"pre": pa.array([1], pa.uint8()), "x": pa.array([Decimal("-1.5")], pa.decimal128(3, 1)),
-                      "post": pa.array([2], pa.uint8())})
+    table = pa.table(
+        {
+            "pre": pa.array([1], pa.uint8()),
+            "x": pa.array([Decimal("-1.5")], pa.decimal128(3, 1)),
+            "post": pa.array([2], pa.uint8()),
+        }
+    )
     with pytest.raises(lo.ConversionError, match=r"does not fit field 'x' \(packed 9\(2\)V9\(1\).*unsigned"):
         lo.SoA.from_arrow(table, layout).to_aos()
     layout = _layout(E("hfloat"), 8)
-    table = pa.table({"pre": pa.array([1], pa.uint8()), "x": pa.array([float("nan")]),
-                      "post": pa.array([2], pa.uint8())})
+    table = pa.table(
+        {"pre": pa.array([1], pa.uint8()), "x": pa.array([float("nan")]), "post": pa.array([2], pa.uint8())}
+    )
     with pytest.raises(lo.ConversionError, match="no IBM hexadecimal float: NaN"):
         lo.SoA.from_arrow(table, layout).to_aos()
 
@@ -352,8 +390,13 @@ def test_parquet_round_trip_keeps_the_encoding(tmp_path):
 
 def test_nulls_on_the_way_back_need_a_fill():
     layout = _layout(E("packed", 3, 1, signed=True), 2)
-    table = pa.table({"pre": pa.array([1, 1], pa.uint8()), "x": pa.array([Decimal("1.5"), None], pa.decimal128(3, 1)),
-                      "post": pa.array([2, 2], pa.uint8())})
+    table = pa.table(
+        {
+            "pre": pa.array([1, 1], pa.uint8()),
+            "x": pa.array([Decimal("1.5"), None], pa.decimal128(3, 1)),
+            "post": pa.array([2, 2], pa.uint8()),
+        }
+    )
     with pytest.raises(lo.ConversionError, match=r"column 'x' has 1 nulls .*pass fill="):
         lo.SoA.from_arrow(table, layout).to_aos()
     back = lo.SoA.from_arrow(table, layout, fill={"x": Decimal("-0.5")}).to_aos().array
@@ -414,8 +457,13 @@ def test_random_bytes_fuzz_in_a_child(seed_, tmp_path):
 
     script = tmp_path / "fuzz.py"
     script.write_text(FUZZ)
-    run = subprocess.run([sys.executable, str(script), str(seed_)], capture_output=True, text=True, timeout=600,
-                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    run = subprocess.run(
+        [sys.executable, str(script), str(seed_)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+    )
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-3000:]
 
 
@@ -430,9 +478,14 @@ def test_benchmark_runs_small(tmp_path):
 
     root = Path(__file__).resolve().parent.parent
     out = tmp_path / "mainframe.json"
-    run = subprocess.run([sys.executable, "-m", "benchmarks.mainframe", "--small", "--json", str(out)], cwd=root,
-                         capture_output=True, text=True, timeout=600,
-                         env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), *sys.path])))
+    run = subprocess.run(
+        [sys.executable, "-m", "benchmarks.mainframe", "--small", "--json", str(out)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), *sys.path])),
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     result = json.loads(out.read_text())
     assert result["small"] and result["records"] == 20_000 and all(row["GB/s"] > 0 for row in result["rows"])

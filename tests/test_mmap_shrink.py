@@ -20,8 +20,9 @@ ENV = {**os.environ, "PYTHONPATH": os.path.dirname(__file__) + os.pathsep + os.e
 
 
 def _child(code, timeout=90):
-    run = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=ENV,
-                         timeout=timeout)
+    run = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=ENV, timeout=timeout
+    )
     assert run.returncode == 0, (run.returncode, run.stderr[-3000:])
     return run.stdout
 
@@ -46,8 +47,10 @@ def test_a_file_truncated_between_chunks_is_a_clear_error(tmp_path):
         assert open(dst, "rb").read() == b"old"
         assert sorted(os.listdir(d)) == ["in.bin", "out.arrow"], os.listdir(d)
     """)
-    assert ("in.bin shrank while it was being converted: it is now 528,020 bytes, so record 11,000 (byte 528,000 "
-            "of the file) and the ones after it are gone") in out, out
+    assert (
+        "in.bin shrank while it was being converted: it is now 528,020 bytes, so record 11,000 (byte 528,000 "
+        "of the file) and the ones after it are gone"
+    ) in out, out
 
 
 def test_pages_lost_while_a_chunk_converts_read_as_zeros_and_are_reported(tmp_path):
@@ -78,8 +81,10 @@ def test_pages_lost_while_a_chunk_converts_read_as_zeros_and_are_reported(tmp_pa
     lines = out.strip().splitlines()
     assert len(lines) == 2
     for line in lines:
-        assert "in.bin shrank while it was being converted: it is now 1,440,100 bytes, so record 30,002 (byte " \
-               "1,440,096 of the file) and the ones after it are gone" in line
+        assert (
+            "in.bin shrank while it was being converted: it is now 1,440,100 bytes, so record 30,002 (byte "
+            "1,440,096 of the file) and the ones after it are gone" in line
+        )
 
 
 @pytest.mark.slow

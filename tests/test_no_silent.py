@@ -16,8 +16,13 @@ TICK = np.dtype([("ts_ns", "<i8"), ("qty", "<i4")])
 
 def pandas_like():
     """What pandas 3 writes: timestamps in microseconds, nullable integers, an extra column."""
-    return pa.table({"ts_ns": pa.array([0, 1500, None], pa.timestamp("us")),
-                     "qty": pa.array([5, None, 7], pa.int32()), "note": ["a", "b", "c"]})
+    return pa.table(
+        {
+            "ts_ns": pa.array([0, 1500, None], pa.timestamp("us")),
+            "qty": pa.array([5, None, 7], pa.int32()),
+            "note": ["a", "b", "c"],
+        }
+    )
 
 
 # ------------------------------------------------------------------- time units
@@ -26,11 +31,14 @@ def pandas_like():
 @pytest.mark.parametrize("cast", ["strict", "parse"])
 def test_a_time_column_needs_a_named_unit_for_an_integer_field(cast):
     table = pa.table({"ts_ns": pa.array([1, 2], pa.timestamp("us"))})
-    with pytest.raises(lo.ConversionError, match=r"column 'ts_ns' has Arrow type timestamp\[us\] \(time\); field "
-                                                 r"'ts_ns' \(<i8\) needs int64 \(number\), and times become numbers "
-                                                 r"only as counts of a unit you name, never silently in the column's "
-                                                 r"unit.*pass time_unit=\{'ts_ns': 'ns'\} to count nanoseconds \(the "
-                                                 r"unit its name says\)"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"column 'ts_ns' has Arrow type timestamp\[us\] \(time\); field "
+        r"'ts_ns' \(<i8\) needs int64 \(number\), and times become numbers "
+        r"only as counts of a unit you name, never silently in the column's "
+        r"unit.*pass time_unit=\{'ts_ns': 'ns'\} to count nanoseconds \(the "
+        r"unit its name says\)",
+    ):
         lo.SoA.from_arrow(table, [("ts_ns", "<i8")], cast=cast)
 
 
@@ -46,72 +54,97 @@ def test_named_units_convert_the_counts(time_unit):
     assert out["ts_ns"].tolist() == [1000, 2000]
 
 
-@pytest.mark.parametrize("column, dtype, unit, want", [
-    (pa.array([3], pa.duration("s")), "<i8", "ms", [3000]),
-    (pa.array([1], pa.date32()), "<i8", "s", [86400]),
-    (pa.array([2_000_000], pa.time64("us")), "<i4", "ms", [2000]),
-    (pa.array([7], pa.timestamp("s")), "<u4", "s", [7]),
-])
+@pytest.mark.parametrize(
+    "column, dtype, unit, want",
+    [
+        (pa.array([3], pa.duration("s")), "<i8", "ms", [3000]),
+        (pa.array([1], pa.date32()), "<i8", "s", [86400]),
+        (pa.array([2_000_000], pa.time64("us")), "<i4", "ms", [2000]),
+        (pa.array([7], pa.timestamp("s")), "<u4", "s", [7]),
+    ],
+)
 def test_durations_dates_and_times_of_day_become_counts(column, dtype, unit, want):
     out = lo.SoA.from_arrow(pa.table({"x": column}), [("x", dtype)], time_unit={"x": unit}).to_aos().to_numpy()
     assert out["x"].tolist() == want
 
 
 def test_unit_from_a_name_without_one_is_an_error():
-    with pytest.raises(lo.ConversionError, match=r"time_unit='name' takes field 'stamp''s unit from its name, but the "
-                                                 r"name ends in no unit \(like ts_ns, t_us, t_ms, t_s\)"):
-        lo.SoA.from_arrow(pa.table({"stamp": pa.array([1], pa.timestamp("s"))}), [("stamp", "<i8")],
-                          time_unit="name")
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"time_unit='name' takes field 'stamp''s unit from its name, but the "
+        r"name ends in no unit \(like ts_ns, t_us, t_ms, t_s\)",
+    ):
+        lo.SoA.from_arrow(pa.table({"stamp": pa.array([1], pa.timestamp("s"))}), [("stamp", "<i8")], time_unit="name")
 
 
 def test_a_unit_that_contradicts_the_name_is_a_warning():
     table = pa.table({"ts_ns": pa.array([1], pa.timestamp("us"))})
-    with pytest.warns(UserWarning, match=r"time_unit=\{'ts_ns': 'us'\} gives field 'ts_ns' the unit 'us', but its name "
-                                         r"says 'ns': the counts written are microseconds"):
+    with pytest.warns(
+        UserWarning,
+        match=r"time_unit=\{'ts_ns': 'us'\} gives field 'ts_ns' the unit 'us', but its name "
+        r"says 'ns': the counts written are microseconds",
+    ):
         out = lo.SoA.from_arrow(table, [("ts_ns", "<i8")], time_unit={"ts_ns": "us"}).to_aos().to_numpy()
     assert out["ts_ns"].tolist() == [1]
 
 
 def test_a_unit_too_coarse_or_out_of_range_names_the_row():
-    with pytest.raises(lo.ConversionError, match=r"column 't' row 1: .* \(timestamp\[ms\]\) is not a whole number of "
-                                                 r"seconds or is out of their range, the unit time_unit=\{'t': 's'\} gives field "
-                                                 r"'t' \(<i8\)"):
-        lo.SoA.from_arrow(pa.table({"t": pa.array([1000, 1500], pa.timestamp("ms"))}), [("t", "<i8")],
-                          time_unit="s")
-    with pytest.raises(lo.ConversionError, match=r"column 't' row 0: .* is not a whole number of nanoseconds or is out "
-                                                 r"of their range"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"column 't' row 1: .* \(timestamp\[ms\]\) is not a whole number of "
+        r"seconds or is out of their range, the unit time_unit=\{'t': 's'\} gives field "
+        r"'t' \(<i8\)",
+    ):
+        lo.SoA.from_arrow(pa.table({"t": pa.array([1000, 1500], pa.timestamp("ms"))}), [("t", "<i8")], time_unit="s")
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"column 't' row 0: .* is not a whole number of nanoseconds or is out "
+        r"of their range",
+    ):
         lo.SoA.from_arrow(pa.table({"t": pa.array([2**62], pa.timestamp("us"))}), [("t", "<i8")], time_unit="ns")
-    with pytest.raises(lo.ConversionError, match=r"column 't' row 0: datetime.timedelta\(seconds=5\) \(duration\[s\]\) "
-                                                 r"is 5000000000 nanoseconds \(time_unit=\{'t': 'ns'\}\), which field "
-                                                 r"'t' \(<i4, int32\) cannot hold"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"column 't' row 0: datetime.timedelta\(seconds=5\) \(duration\[s\]\) "
+        r"is 5000000000 nanoseconds \(time_unit=\{'t': 'ns'\}\), which field "
+        r"'t' \(<i4, int32\) cannot hold",
+    ):
         lo.SoA.from_arrow(pa.table({"t": pa.array([5], pa.duration("s"))}), [("t", "<i4")], time_unit="ns")
 
 
 def test_integers_for_a_datetime_field_need_a_unit_too():
     table = pa.table({"at": pa.array([5], pa.int64())})
-    with pytest.raises(lo.ConversionError, match=r"column 'at' has Arrow type int64 \(number\); field 'at' "
-                                                 r"\(<M8\[ns\]\) needs timestamp\[ns\] \(time\), and numbers become "
-                                                 r"times only as counts of a unit you name \(cast='parse' does not "
-                                                 r"choose one\): pass time_unit=\{'at': 'ns'\}"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"column 'at' has Arrow type int64 \(number\); field 'at' "
+        r"\(<M8\[ns\]\) needs timestamp\[ns\] \(time\), and numbers become "
+        r"times only as counts of a unit you name \(cast='parse' does not "
+        r"choose one\): pass time_unit=\{'at': 'ns'\}",
+    ):
         lo.SoA.from_arrow(table, [("at", "<M8[ns]")], cast="parse")
     out = lo.SoA.from_arrow(table, [("at", "<M8[ns]")], time_unit={"at": "us"}).to_aos().to_numpy()
     assert out["at"][0] == np.datetime64(5, "us")
 
 
-@pytest.mark.parametrize("time_unit, match", [
-    ("minutes", r"time_unit must be one of \('s', 'ms', 'us', 'ns', 'name'\) or \{field: unit\}, got 'minutes'"),
-    ({"nope": "ns"}, r"time_unit names 'nope', which is not a leaf field; leaves are \['ts_ns', 'qty'\]"),
-    ({"qty": "hours"}, r"time_unit\['qty'\] must be one of \('s', 'ms', 'us', 'ns', 'name'\), got 'hours'"),
-    (5, r"time_unit must be one of .* got 5"),
-])
+@pytest.mark.parametrize(
+    "time_unit, match",
+    [
+        ("minutes", r"time_unit must be one of \('s', 'ms', 'us', 'ns', 'name'\) or \{field: unit\}, got 'minutes'"),
+        ({"nope": "ns"}, r"time_unit names 'nope', which is not a leaf field; leaves are \['ts_ns', 'qty'\]"),
+        ({"qty": "hours"}, r"time_unit\['qty'\] must be one of \('s', 'ms', 'us', 'ns', 'name'\), got 'hours'"),
+        (5, r"time_unit must be one of .* got 5"),
+    ],
+)
 def test_time_unit_is_checked(time_unit, match):
     with pytest.raises(lo.LayoutError, match=match):
         lo.SoA.from_arrow(pa.table({"ts_ns": [1], "qty": [1]}), TICK, time_unit=time_unit)
 
 
 def test_time_unit_only_for_integer_and_datetime_fields():
-    with pytest.raises(lo.LayoutError, match=r"time_unit names field 'px' \(<f8\), but a time unit applies to integer "
-                                             r"fields"):
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"time_unit names field 'px' \(<f8\), but a time unit applies to integer "
+        r"fields",
+    ):
         lo.SoA.from_arrow(pa.table({"px": [1.0]}), [("px", "<f8")], time_unit={"px": "s"})
 
 
@@ -120,9 +153,12 @@ def test_time_unit_only_for_integer_and_datetime_fields():
 
 def test_extra_columns_are_an_error_naming_them():
     table = pa.table({"a": [1], "b": [2], "c": [3]})
-    with pytest.raises(lo.ConversionError, match=r"the Arrow data has columns \['b', 'c'\] that the layout does not "
-                                                 r"have \(it has \['a'\]\), which would be lost: pass "
-                                                 r"extra=\['b', 'c'\] to drop them, or change the layout"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"the Arrow data has columns \['b', 'c'\] that the layout does not "
+        r"have \(it has \['a'\]\), which would be lost: pass "
+        r"extra=\['b', 'c'\] to drop them, or change the layout",
+    ):
         lo.SoA.from_arrow(table, [("a", "<i8")])
     assert lo.SoA.from_arrow(table, [("a", "<i8")], extra="drop").to_aos().to_numpy()["a"].tolist() == [1]
     assert lo.SoA.from_arrow(table, [("a", "<i8")], extra=["b", "c"]).to_aos().to_numpy()["a"].tolist() == [1]
@@ -133,15 +169,21 @@ def test_extra_columns_are_an_error_naming_them():
 def test_extra_struct_children_are_named_too():
     table = pa.table({"pos": pa.array([{"x": 1.0, "y": 2.0, "z": 3.0}])})
     dtype = np.dtype([("pos", [("x", "<f8"), ("y", "<f8")])])
-    with pytest.raises(lo.ConversionError, match=r"column 'pos' has a column 'pos.z' that the layout does not have "
-                                                 r"\(it has \['x', 'y'\]\).*extra=\['pos.z'\]"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"column 'pos' has a column 'pos.z' that the layout does not have "
+        r"\(it has \['x', 'y'\]\).*extra=\['pos.z'\]",
+    ):
         lo.SoA.from_arrow(table, dtype)
     assert lo.SoA.from_arrow(table, dtype, extra=["pos.z"]).to_aos().to_numpy()["pos"]["y"].tolist() == [2.0]
 
 
 def test_extra_names_only_columns_the_layout_does_not_have():
-    with pytest.raises(lo.LayoutError, match=r"extra names \['a'\], which the layout has: only columns the layout does "
-                                             r"not have are dropped"):
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"extra names \['a'\], which the layout has: only columns the layout does "
+        r"not have are dropped",
+    ):
         lo.SoA.from_arrow(pa.table({"a": [1]}), [("a", "<i8")], extra=["a"])
 
 
@@ -157,27 +199,37 @@ def test_extra_is_checked(extra):
 def test_every_column_problem_in_one_error_with_every_fix():
     table = pandas_like().append_column("px", pa.array(["1.5", "2", "3"]))
     dtype = np.dtype([("ts_ns", "<i8"), ("qty", "<i4"), ("px", "<f8"), ("side", "<i4")])
-    with pytest.raises(lo.ConversionError, match=r"^5 problems with the Arrow data's columns, all of them: \(1\) the "
-                                                 r"Arrow data has a column 'note'.*\(2\) column 'ts_ns'.*\(3\) column "
-                                                 r"'qty' has 1 nulls.*\(4\) column 'px' has Arrow type string.*\(5\) "
-                                                 r"the Arrow data has no column 'side'.*; to convert, pass "
-                                                 r"extra=\['note'\], time_unit=\{'ts_ns': 'ns'\}, "
-                                                 r"fill=\{'ts_ns': value, 'qty': value\}, "
-                                                 r"cast='parse' and change the data or the layout of 'side' "
-                                                 r"\(no option fixes it\)$") as caught:
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"^5 problems with the Arrow data's columns, all of them: \(1\) the "
+        r"Arrow data has a column 'note'.*\(2\) column 'ts_ns'.*\(3\) column "
+        r"'qty' has 1 nulls.*\(4\) column 'px' has Arrow type string.*\(5\) "
+        r"the Arrow data has no column 'side'.*; to convert, pass "
+        r"extra=\['note'\], time_unit=\{'ts_ns': 'ns'\}, "
+        r"fill=\{'ts_ns': value, 'qty': value\}, "
+        r"cast='parse' and change the data or the layout of 'side' "
+        r"\(no option fixes it\)$",
+    ) as caught:
         lo.SoA.from_arrow(table, dtype)
     err = caught.value
     assert [column for column, _ in err.problems] == ["note", "ts_ns", "qty", "px", "side"]
-    assert err.fixes == {"extra": ["note"], "time_unit": {"ts_ns": "ns"}, "fill": {"ts_ns": "value", "qty": "value"},
-                         "cast": "parse"}
+    assert err.fixes == {
+        "extra": ["note"],
+        "time_unit": {"ts_ns": "ns"},
+        "fill": {"ts_ns": "value", "qty": "value"},
+        "cast": "parse",
+    }
     assert "(2) column 'ts_ns' has Arrow type timestamp[us] (time)" in str(err)
     assert "; and column 'ts_ns' has 1 nulls (first at row 2)" in str(err)  # one column, both of its problems
 
 
 def test_one_column_with_two_problems_reports_both():
     table = pa.table({"x": pa.array(["1", None])})
-    with pytest.raises(lo.ConversionError, match=r"column 'x' has Arrow type string \(text\).*cast='parse'.*; and "
-                                                 r"column 'x' has 1 nulls.*fill=\{'x': value\}") as caught:
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"column 'x' has Arrow type string \(text\).*cast='parse'.*; and "
+        r"column 'x' has 1 nulls.*fill=\{'x': value\}",
+    ) as caught:
         lo.SoA.from_arrow(table, [("x", "<i4")])
     assert caught.value.fixes == {"cast": "parse", "fill": {"x": "value"}}
 
@@ -195,23 +247,38 @@ def test_convert_keeps_every_problem_and_its_fixes(tmp_path):
     pq.write_table(pandas_like(), tmp_path / "p.parquet")
     with pytest.raises(lo.ConversionError, match=r"p.parquet, row group 0, rows 0 to 3: 3 problems") as caught:
         lo.convert(tmp_path / "p.parquet", TICK, tmp_path / "p.bin")
-    assert caught.value.fixes == {"extra": ["note"], "time_unit": {"ts_ns": "ns"},
-                                  "fill": {"ts_ns": "value", "qty": "value"}}
+    assert caught.value.fixes == {
+        "extra": ["note"],
+        "time_unit": {"ts_ns": "ns"},
+        "fill": {"ts_ns": "value", "qty": "value"},
+    }
     assert not (tmp_path / "p.bin").exists()
-    done = lo.convert(tmp_path / "p.parquet", TICK, tmp_path / "p.bin", time_unit="name", extra="drop",
-                      fill={"qty": -1, "ts_ns": 0})
+    done = lo.convert(
+        tmp_path / "p.parquet", TICK, tmp_path / "p.bin", time_unit="name", extra="drop", fill={"qty": -1, "ts_ns": 0}
+    )
     assert done.records == 3 and np.fromfile(tmp_path / "p.bin", TICK)["ts_ns"].tolist() == [0, 1_500_000, 0]
 
 
 def test_pandas_parquet_through_convert(tmp_path):
     pd = pytest.importorskip("pandas")
-    df = pd.DataFrame({"ts_ns": pd.to_datetime([0, 1500], unit="us").astype("datetime64[us]"),
-                       "qty": pd.array([5, None], dtype="Int32")}, index=[10, 11])
+    df = pd.DataFrame(
+        {
+            "ts_ns": pd.to_datetime([0, 1500], unit="us").astype("datetime64[us]"),
+            "qty": pd.array([5, None], dtype="Int32"),
+        },
+        index=[10, 11],
+    )
     df.to_parquet(tmp_path / "pd.parquet")
     with pytest.raises(lo.ConversionError, match=r"has a column '__index_level_0__' that the layout does not have"):
         lo.convert(tmp_path / "pd.parquet", TICK, tmp_path / "pd.bin")
-    lo.convert(tmp_path / "pd.parquet", TICK, tmp_path / "pd.bin", time_unit={"ts_ns": "ns"}, fill={"qty": -1},
-               extra=["__index_level_0__"])
+    lo.convert(
+        tmp_path / "pd.parquet",
+        TICK,
+        tmp_path / "pd.bin",
+        time_unit={"ts_ns": "ns"},
+        fill={"qty": -1},
+        extra=["__index_level_0__"],
+    )
     assert np.fromfile(tmp_path / "pd.bin", TICK).tolist() == [(0, 5), (1_500_000, -1)]
 
 
@@ -242,16 +309,22 @@ def test_the_header_as_bytes_and_to_a_stream(headed):
     assert out.getvalue() == (headed / "h.bin").read_bytes()
 
 
-@pytest.mark.parametrize("options, match", [
-    (dict(offset=16), r"offset=16 skips a header when reading records, but this writes records from Arrow data, "
-                      r"where it would do nothing; to write a 16-byte header before the records, pass header= as the "
-                      r"original records file \(its first 16 bytes are copied\) or as the header's bytes"),
-    (dict(offset=8, header=b"0123"), r"header= is 4 bytes, but offset=8: give the header's bytes alone"),
-    (dict(header="h.bin"), r"header= a file needs offset=N, the header's size in bytes"),
-    (dict(offset=4096, header="h.bin"), r"the header file .*h.bin is 40 bytes, shorter than the 4096-byte header"),
-    (dict(offset=16, header="missing.bin"), r"cannot read the header from .*missing.bin.*: No such file"),
-    (dict(offset=16, header=3.5), r"header= takes bytes, a path or a binary file object, got float"),
-])
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        (
+            dict(offset=16),
+            r"offset=16 skips a header when reading records, but this writes records from Arrow data, "
+            r"where it would do nothing; to write a 16-byte header before the records, pass header= as the "
+            r"original records file \(its first 16 bytes are copied\) or as the header's bytes",
+        ),
+        (dict(offset=8, header=b"0123"), r"header= is 4 bytes, but offset=8: give the header's bytes alone"),
+        (dict(header="h.bin"), r"header= a file needs offset=N, the header's size in bytes"),
+        (dict(offset=4096, header="h.bin"), r"the header file .*h.bin is 40 bytes, shorter than the 4096-byte header"),
+        (dict(offset=16, header="missing.bin"), r"cannot read the header from .*missing.bin.*: No such file"),
+        (dict(offset=16, header=3.5), r"header= takes bytes, a path or a binary file object, got float"),
+    ],
+)
 def test_header_errors(headed, options, match):
     if isinstance(options.get("header"), str):
         options["header"] = headed / options["header"]
@@ -260,11 +333,15 @@ def test_header_errors(headed, options, match):
     assert not (headed / "back.bin").exists()
 
 
-@pytest.mark.parametrize("options, name", [(dict(header=b"x"), "header"), (dict(time_unit="ns"), "time_unit"),
-                                           (dict(extra="drop"), "extra")])
+@pytest.mark.parametrize(
+    "options, name", [(dict(header=b"x"), "header"), (dict(time_unit="ns"), "time_unit"), (dict(extra="drop"), "extra")]
+)
 def test_way_back_options_are_refused_on_the_way_in(headed, options, name):
-    with pytest.raises(lo.LayoutError, match=rf"{name}= applies when writing records \(Arrow -> records\), but this "
-                                             rf"writes parquet"):
+    with pytest.raises(
+        lo.LayoutError,
+        match=rf"{name}= applies when writing records \(Arrow -> records\), but this "
+        rf"writes parquet",
+    ):
         lo.convert(headed / "h.bin", TICK, headed / "again.parquet", offset=16, **options)
 
 
@@ -282,21 +359,30 @@ def test_small_conversions_show_their_size_and_speed():
 
 def test_convert_reports_the_problems_of_every_row_group(tmp_path):
     n = 300
-    pq.write_table(pa.table({
-        "ts_ns": pa.array(range(n), pa.timestamp("us")),
-        "qty": pa.array([None if i in (5, 250) else i for i in range(n)], pa.int32()),
-        "px": pa.array([None if i == 280 else 1.0 for i in range(n)]),
-        "big": pa.array([2**40 if i == 290 else 1 for i in range(n)]),
-    }), tmp_path / "m.parquet", row_group_size=100)
+    pq.write_table(
+        pa.table(
+            {
+                "ts_ns": pa.array(range(n), pa.timestamp("us")),
+                "qty": pa.array([None if i in (5, 250) else i for i in range(n)], pa.int32()),
+                "px": pa.array([None if i == 280 else 1.0 for i in range(n)]),
+                "big": pa.array([2**40 if i == 290 else 1 for i in range(n)]),
+            }
+        ),
+        tmp_path / "m.parquet",
+        row_group_size=100,
+    )
     dtype = np.dtype([("ts_ns", "<i8"), ("qty", "<i4"), ("px", "<f8"), ("big", "<i4")])
-    with pytest.raises(lo.ConversionError, match=r"m.parquet, row group 0, rows 0 to 100: 4 problems with the Arrow "
-                                                 r"data's columns, all of them: \(1\) column 'ts_ns'.*\(2\) column 'qty' "
-                                                 r"has 1 nulls \(first at row 5\).*\(3\) row group 2, rows 200 to 300: "
-                                                 r"column 'px' has 1 nulls \(first at row 280\).*\(4\) row group 2, rows "
-                                                 r"200 to 300: column 'big' has Arrow type int64; field 'big' \(<i4\) "
-                                                 r"needs int32, and row 290 holds 1099511627776.*; to convert, pass "
-                                                 r"time_unit=\{'ts_ns': 'ns'\}, fill=\{'qty': value, 'px': value\} and "
-                                                 r"change the data or the layout of 'big' \(no option fixes it\)$") as err:
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"m.parquet, row group 0, rows 0 to 100: 4 problems with the Arrow "
+        r"data's columns, all of them: \(1\) column 'ts_ns'.*\(2\) column 'qty' "
+        r"has 1 nulls \(first at row 5\).*\(3\) row group 2, rows 200 to 300: "
+        r"column 'px' has 1 nulls \(first at row 280\).*\(4\) row group 2, rows "
+        r"200 to 300: column 'big' has Arrow type int64; field 'big' \(<i4\) "
+        r"needs int32, and row 290 holds 1099511627776.*; to convert, pass "
+        r"time_unit=\{'ts_ns': 'ns'\}, fill=\{'qty': value, 'px': value\} and "
+        r"change the data or the layout of 'big' \(no option fixes it\)$",
+    ) as err:
         lo.convert(tmp_path / "m.parquet", dtype, tmp_path / "m.bin", chunk_bytes=100 * dtype.itemsize)
     assert err.value.fixes == {"time_unit": {"ts_ns": "ns"}, "fill": {"qty": "value", "px": "value"}}
     assert not (tmp_path / "m.bin").exists()
@@ -304,9 +390,12 @@ def test_convert_reports_the_problems_of_every_row_group(tmp_path):
 
 def test_an_interval_is_no_count_of_a_unit():
     table = pa.table({"x": pa.array([(1, 2, 3)], pa.month_day_nano_interval())})
-    with pytest.raises(lo.ConversionError, match=r"column 'x' has Arrow type month_day_nano_interval; field 'x' \(<i8\) "
-                                                 r"takes timestamps, durations, dates or times of day as counts of "
-                                                 r"nanoseconds"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"column 'x' has Arrow type month_day_nano_interval; field 'x' \(<i8\) "
+        r"takes timestamps, durations, dates or times of day as counts of "
+        r"nanoseconds",
+    ):
         lo.SoA.from_arrow(table, [("x", "<i8")], time_unit="ns")
 
 

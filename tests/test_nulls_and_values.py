@@ -5,10 +5,9 @@ import math
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import TICK, ticks
 
 import layouts as lo
-
-from conftest import TICK, ticks
 
 
 def test_sentinels_become_validity_and_come_back():
@@ -48,10 +47,14 @@ def test_nat_is_null_both_ways():
 
 def test_time_values_that_do_not_fit():
     big = np.array([0, 2**40], dtype="<i8").view([("t", "<M8[W]")])
-    with pytest.raises(lo.ConversionError, match=r"field 't' \(<M8\[W\] at offset 0\), record 1: value .* does not fit Arrow date32"):
+    with pytest.raises(
+        lo.ConversionError, match=r"field 't' \(<M8\[W\] at offset 0\), record 1: value .* does not fit Arrow date32"
+    ):
         lo.AoS(big).to_soa()
     days = pa.table({"t": pa.array([0, 3], pa.date32())})
-    with pytest.raises(lo.ConversionError, match=r"column 't', row 1: .* is not a whole number of the unit of field 't'"):
+    with pytest.raises(
+        lo.ConversionError, match=r"column 't', row 1: .* is not a whole number of the unit of field 't'"
+    ):
         lo.SoA.from_arrow(days, np.dtype([("t", "<M8[W]")])).to_aos()
     months = pa.table({"m": pa.array([0, 31], pa.date32())})
     out = lo.SoA.from_arrow(months, np.dtype([("m", ">M8[M]")])).to_aos().array
@@ -61,11 +64,16 @@ def test_time_values_that_do_not_fit():
 def test_strings_that_do_not_convert():
     bad = np.zeros(2, [("u", "<U2")])
     bad.view("<u4")[2] = 0xD800  # a lone surrogate in record 1
-    with pytest.raises(lo.ConversionError, match=r"field 'u' \(<U2 at offset 0\), record 1: .* not a Unicode code point"):
+    with pytest.raises(
+        lo.ConversionError, match=r"field 'u' \(<U2 at offset 0\), record 1: .* not a Unicode code point"
+    ):
         lo.AoS(bad).to_soa()
     raw = np.array([b"ok", b"\xff\xfe"], dtype="S2").view([("s", "S2")])
     L = lo.Layout.from_dtype(raw.dtype, bytes_as="string")
-    with pytest.raises(lo.ConversionError, match=r"record 1: .* is not valid UTF-8; map the field to bytes with bytes_as=\{'s': 'binary'\}"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"record 1: .* is not valid UTF-8; map the field to bytes with bytes_as=\{'s': 'binary'\}",
+    ):
         lo.AoS(raw, L).to_soa()
     assert lo.AoS(raw, L.replace(bytes_as="binary")).to_soa().to_arrow().column("s").to_pylist() == [b"ok", b"\xff\xfe"]
 
@@ -78,5 +86,8 @@ def test_null_without_fill_in_to_aos_names_the_row():
     with pytest.raises(lo.ConversionError, match=r"column 'qty' has 1 nulls \(first at row 1\)"):
         lo.SoA.from_arrow(table, TICK)
     assert lo.SoA.from_arrow(table, TICK, fill={"qty": 0}).to_aos().array["qty"][1] == 0
-    assert math.isnan(lo.SoA.from_arrow(ok.set_column(1, "px", pa.array([None] * 10, pa.float64())), TICK,
-                                        fill={"px": float("nan")}).to_aos().array["px"][0])
+    assert math.isnan(
+        lo.SoA.from_arrow(ok.set_column(1, "px", pa.array([None] * 10, pa.float64())), TICK, fill={"px": float("nan")})
+        .to_aos()
+        .array["px"][0]
+    )

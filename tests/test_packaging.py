@@ -3,6 +3,7 @@ the free distribution name everywhere, metadata, the layers contract and the typ
 
 import inspect
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -19,8 +20,12 @@ DIST = "layouts-arrow"
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
     out = tmp_path_factory.mktemp("wheel")
-    run = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(ROOT)],
-                         capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     (path,) = out.glob("layouts_arrow-*.whl")
     return zipfile.ZipFile(path)
@@ -31,11 +36,24 @@ def test_wheel_installs_one_import_package(wheel):
     names = wheel.namelist()
     tops = {n.split("/")[0] for n in names}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"layouts"}
-    for needed in ("layouts/kernels/cpu/forward.py", "layouts/kernels/cuda/transpose.py", "layouts/kernels/threads.py",
-                   "layouts/benchmarks/__main__.py", "layouts/_cuda/transpose.py", "layouts/_cdecl/program.py",
-                   "layouts/_cli/convert.py", "layouts/_convert/readahead.py", "layouts/_cobol/parse.py",
-                   "layouts/cobol.py", "layouts/_backends/__init__.py", "layouts/_backends/cpu.py",
-                   "layouts/_backends/cuda.py", "layouts/_arena.py", "layouts/_cuda/arena.py", "layouts/py.typed"):
+    for needed in (
+        "layouts/kernels/cpu/forward.py",
+        "layouts/kernels/cuda/transpose.py",
+        "layouts/kernels/threads.py",
+        "layouts/benchmarks/__main__.py",
+        "layouts/_cuda/transpose.py",
+        "layouts/_cdecl/program.py",
+        "layouts/_cli/convert.py",
+        "layouts/_convert/readahead.py",
+        "layouts/_cobol/parse.py",
+        "layouts/cobol.py",
+        "layouts/_backends/__init__.py",
+        "layouts/_backends/cpu.py",
+        "layouts/_backends/cuda.py",
+        "layouts/_arena.py",
+        "layouts/_cuda/arena.py",
+        "layouts/py.typed",
+    ):
         assert needed in names
     assert not [n for n in names if "/tests/" in n or Path(n).name.startswith("test_") or "/results/" in n]
 
@@ -77,18 +95,44 @@ def test_public_signatures():
     assert list(inspect.signature(lo.Layout).parameters) == ["dtype", "bytes_as", "flatten", "void_as", "encodings"]
     params = inspect.signature(lo.Layout.from_copybook).parameters
     assert not [p for p in params.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
-    assert {"record", "codepage", "invalid", "trim", "as_integer", "trunc", "redefines", "names", "flatten",
-            "fillers"} <= set(params)
+    assert {
+        "record",
+        "codepage",
+        "invalid",
+        "trim",
+        "as_integer",
+        "trunc",
+        "redefines",
+        "names",
+        "flatten",
+        "fillers",
+    } <= set(params)
     params = inspect.signature(lo.Layout.from_c).parameters
     assert not [p for p in params.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
-    assert {"byteorder", "pack", "unions", "pointers", "enum_as", "bytes_as", "flatten", "include_dirs",
-            "defines", "preprocessor"} <= set(params)
+    assert {
+        "byteorder",
+        "pack",
+        "unions",
+        "pointers",
+        "enum_as",
+        "bytes_as",
+        "flatten",
+        "include_dirs",
+        "defines",
+        "preprocessor",
+    } <= set(params)
 
 
 def _tool(*args):
     exe = Path(sys.executable).with_name(args[0])
-    run = subprocess.run([str(exe) if exe.exists() else args[0], *args[1:]], cwd=ROOT, capture_output=True,
-                         text=True, timeout=600, env=dict(os.environ, PYTHONWARNINGS="ignore"))
+    run = subprocess.run(
+        [str(exe) if exe.exists() else args[0], *args[1:]],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(os.environ, PYTHONWARNINGS="ignore"),
+    )
     return run.returncode, run.stdout + run.stderr
 
 
@@ -103,3 +147,23 @@ def test_layers_contract():
 def test_type_check():
     code, out = _tool("mypy", "-p", "layouts")
     assert code == 0, out
+
+
+def test_lint_and_format():
+    """ruff's lint rules and its formatter (pyproject's [tool.ruff]) hold for the whole tree;
+    fix with `ruff check --fix . && ruff format .` (or `pre-commit install` once)."""
+    code, out = _tool("ruff", "check", ".")
+    assert code == 0, out
+    code, out = _tool("ruff", "format", "--check", ".")
+    assert code == 0, out
+
+
+def test_pre_commit_config_runs_the_same_checks():
+    """The hooks a contributor installs run the tools the suite checks, from the same
+    environment (local hooks: nothing fetched at commit time)."""
+    text = (ROOT / ".pre-commit-config.yaml").read_text()
+    for entry in ("ruff check --fix", "ruff format", "lint-imports", "mypy -p layouts"):
+        assert f"entry: {entry}" in text, entry
+    if shutil.which("pre-commit") or Path(sys.executable).with_name("pre-commit").exists():
+        code, out = _tool("pre-commit", "validate-config", ".pre-commit-config.yaml")
+        assert code == 0, out

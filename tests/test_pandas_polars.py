@@ -8,8 +8,7 @@ import layouts as lo
 
 pd = pytest.importorskip("pandas")
 
-DTYPE = np.dtype([("qty", "<i4"), ("px", ">f8"), ("sym", "S4"), ("pos", "<f4", (2,)), ("flag", "?"),
-                  ("ts", "<M8[ns]")])
+DTYPE = np.dtype([("qty", "<i4"), ("px", ">f8"), ("sym", "S4"), ("pos", "<f4", (2,)), ("flag", "?"), ("ts", "<M8[ns]")])
 
 
 @pytest.fixture
@@ -51,8 +50,15 @@ def test_to_pandas_numpy_types_on_request(soa):
 def test_to_polars(soa):
     pl = pytest.importorskip("polars")
     df = soa.to_polars()
-    assert df.schema == pl.Schema({"qty": pl.Int32, "px": pl.Float64, "sym": pl.String,
-                                   "pos": pl.Array(pl.Float32, 2), "flag": pl.Boolean,
-                                   "ts": pl.Datetime("ns")})
+    assert df.schema == pl.Schema(
+        {
+            "qty": pl.Int32,
+            "px": pl.Float64,
+            "sym": pl.String,
+            "pos": pl.Array(pl.Float32, 2),
+            "flag": pl.Boolean,
+            "ts": pl.Datetime("ns"),
+        }
+    )
     assert df["qty"].to_list() == [1, None, 3] and df["sym"].to_list() == ["AB", "CDEF", ""]
     assert df["ts"].null_count() == 1

@@ -18,8 +18,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def check(v, x):
     exact = v.dtype.kind != "f"
-    pairs = [(kr.column_sum(v), v.sum(dtype=np.float64 if not exact else None)), (kr.column_mean(v), v.mean(dtype=np.float64)),
-             (kr.column_min(v), v.min()), (kr.column_max(v), v.max()), (kr.count_greater(v, x), np.count_nonzero(v > x))]
+    pairs = [
+        (kr.column_sum(v), v.sum(dtype=np.float64 if not exact else None)),
+        (kr.column_mean(v), v.mean(dtype=np.float64)),
+        (kr.column_min(v), v.min()),
+        (kr.column_max(v), v.max()),
+        (kr.count_greater(v, x), np.count_nonzero(v > x)),
+    ]
     for got, want in pairs:
         if exact:
             assert got == want
@@ -28,12 +33,22 @@ def check(v, x):
 
 
 @settings(max_examples=40, deadline=None)
-@given(n=st.integers(1, 5000), pad=st.integers(0, 40), seed=st.integers(0, 2**32 - 1),
-       fmt=st.sampled_from(["<f8", "<f4", "<i4", "<i8", "u1", "<u2", "<i2"]))
+@given(
+    n=st.integers(1, 5000),
+    pad=st.integers(0, 40),
+    seed=st.integers(0, 2**32 - 1),
+    fmt=st.sampled_from(["<f8", "<f4", "<i4", "<i8", "u1", "<u2", "<i2"]),
+)
 def test_reductions_match_numpy_on_strided_and_contiguous(n, pad, seed, fmt):
     rng = np.random.default_rng(seed)
-    dt = np.dtype({"names": ["pre", "v"], "formats": ["u1", fmt], "offsets": [0, 1 + pad],
-                   "itemsize": 1 + pad + np.dtype(fmt).itemsize + 3})
+    dt = np.dtype(
+        {
+            "names": ["pre", "v"],
+            "formats": ["u1", fmt],
+            "offsets": [0, 1 + pad],
+            "itemsize": 1 + pad + np.dtype(fmt).itemsize + 3,
+        }
+    )
     a = np.zeros(n, dt)
     a["v"] = (rng.normal(0, 1000, n) if dt["v"].kind == "f" else rng.integers(0, 100, n)).astype(dt["v"])
     for v in (a["v"], np.ascontiguousarray(a["v"])):
@@ -90,6 +105,7 @@ print("ok")
 def test_cuda_reduction_kernel_under_the_simulator():
     pytest.importorskip("numba.cuda")
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "PYTHONPATH": str(ROOT)}
-    run = subprocess.run([sys.executable, "-c", CUDASIM], cwd=ROOT, env=env, capture_output=True, text=True,
-                         timeout=600)
+    run = subprocess.run(
+        [sys.executable, "-c", CUDASIM], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-3000:]

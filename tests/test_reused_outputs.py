@@ -33,8 +33,11 @@ def test_reuse_is_refused_while_an_export_is_alive_and_the_export_stays_valid():
     table = old.to_arrow()
     nulls_before = table.column("q").null_count
     longer = records(10, b"abcdefg", 2)  # fewer records, longer strings: offsets would run backwards
-    with pytest.raises(lo.LayoutError, match=r"out= is still exported: 1 export\(s\) of its arena .* drop them "
-                                             r"first \(del table\), or pass out=None for a new arena"):
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"out= is still exported: 1 export\(s\) of its arena .* drop them "
+        r"first \(del table\), or pass out=None for a new arena",
+    ):
         lo.AoS(longer, LAYOUT).to_soa(nulls=NULLS, out=old)
     table.validate(full=True)
     assert table.column("q").null_count == nulls_before
@@ -72,8 +75,14 @@ def test_an_soa_whose_arena_was_reused_refuses_to_be_read():
     view = np.asarray(old["a"])  # NumPy views are not tracked: they show the new values
     new = lo.AoS(records(10, b"abcdefg", 6), LAYOUT).to_soa(nulls=NULLS, out=old)
     message = r"this SoA's arena was reused by a later to_soa\(out=...\), so its buffers now hold other records"
-    for read in (old.to_arrow, old.to_aos, lambda: old["s"].to_arrow(), lambda: old["a"].to_numpy(),
-                 lambda: old["q"].null_count, old.__arrow_c_stream__):
+    for read in (
+        old.to_arrow,
+        old.to_aos,
+        lambda: old["s"].to_arrow(),
+        lambda: old["a"].to_numpy(),
+        lambda: old["q"].null_count,
+        old.__arrow_c_stream__,
+    ):
         with pytest.raises(lo.LayoutError, match=message):
             read()
     assert view[:10].tolist() == list(range(10))

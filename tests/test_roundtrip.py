@@ -5,14 +5,13 @@ import contextlib
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import TICK, ticks
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracle import actual, expected, make_valid, struct_dtypes
 
 import layouts as lo
 from layouts.kernels import cpu
-from oracle import actual, expected, make_valid, struct_dtypes
-
-from conftest import TICK, ticks
 
 
 def random_records(dtype, layout, n, seed):
@@ -61,8 +60,14 @@ def check_against_oracle(arr, layout, soa):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(dtype=struct_dtypes(), n=st.integers(0, 70), seed=st.integers(0, 2**32 - 1),
-       flatten=st.booleans(), bytes_as=st.sampled_from(["fixed", "binary"]), stream=st.booleans())
+@given(
+    dtype=struct_dtypes(),
+    n=st.integers(0, 70),
+    seed=st.integers(0, 2**32 - 1),
+    flatten=st.booleans(),
+    bytes_as=st.sampled_from(["fixed", "binary"]),
+    stream=st.booleans(),
+)
 def test_roundtrip_and_oracle(dtype, n, seed, flatten, bytes_as, stream):
     layout = lo.Layout.from_dtype(dtype, flatten=flatten, bytes_as=bytes_as)
     arr = random_records(dtype, layout, n, seed)
@@ -81,8 +86,19 @@ def test_roundtrip_and_oracle(dtype, n, seed, flatten, bytes_as, stream):
 def test_many_chunks_match_one(threads, stream):
     """Chunk and block boundaries (bitmaps, strings, staged output) must not show: the
     same bytes at any thread count, streamed or not."""
-    dtype = np.dtype([("a", "<i2"), ("b", "?", (3,)), ("s", "S5"), ("u", ">U3"), ("t", ">M8[W]"),
-                      ("f", ">i8"), ("k", "?"), ("x", "u1")], align=True)
+    dtype = np.dtype(
+        [
+            ("a", "<i2"),
+            ("b", "?", (3,)),
+            ("s", "S5"),
+            ("u", ">U3"),
+            ("t", ">M8[W]"),
+            ("f", ">i8"),
+            ("k", "?"),
+            ("x", "u1"),
+        ],
+        align=True,
+    )
     layout = lo.Layout.from_dtype(dtype, bytes_as="binary")
     n = 300_001
     arr = random_records(dtype, layout, n, 7)
@@ -100,20 +116,33 @@ def test_many_chunks_match_one(threads, stream):
 def test_c_bit_fields_written_over_garbage(stream):
     """Bit-fields share container words with bits no field owns: written back over
     0xFF bytes, those bits and the padding come out zero, streamed or not."""
-    layout = lo.Layout.from_c("""
+    layout = lo.Layout.from_c(
+        """
         enum color { RED, GREEN, BLUE };
         struct r { unsigned a : 3, b : 9; short s : 5; enum color c; double x; char tag[5]; };
-    """, "r")
+    """,
+        "r",
+    )
     n = 70_001
     rng = np.random.default_rng(3)
-    values = {"a": rng.integers(0, 8, n), "b": rng.integers(0, 512, n), "s": rng.integers(-16, 16, n),
-              "c": rng.integers(0, 3, n), "x": rng.random(n)}
+    values = {
+        "a": rng.integers(0, 8, n),
+        "b": rng.integers(0, 512, n),
+        "s": rng.integers(-16, 16, n),
+        "c": rng.integers(0, 3, n),
+        "x": rng.random(n),
+    }
     table = lo.AoS(np.zeros(n, layout.dtype), layout).to_soa().to_arrow()
     for name, column in values.items():
         i = table.schema.get_field_index(name)
         typ = table.schema.field(name).type
-        array = pa.DictionaryArray.from_arrays(pa.array(column, pa.int32()), typ.value_type and table.column(name).chunk(0).dictionary) \
-            if pa.types.is_dictionary(typ) else pa.array(column, typ)
+        array = (
+            pa.DictionaryArray.from_arrays(
+                pa.array(column, pa.int32()), typ.value_type and table.column(name).chunk(0).dictionary
+            )
+            if pa.types.is_dictionary(typ)
+            else pa.array(column, typ)
+        )
         table = table.set_column(i, name, array)
     clean = np.zeros(n * layout.itemsize, dtype=np.uint8)
     with streaming(False):

@@ -147,8 +147,12 @@ def test_holes_and_aliases_of_big_records_grow_linearly():
     def coverage(dtype):
         return lambda: (lo.Layout(dtype).holes, lo.Layout(dtype).aliases)
 
-    assert_grows_within(coverage(struct_array_dtype(MB // 4)), coverage(struct_array_dtype(MB)), 8,
-                        "records of 0.25 MB -> 1 MB of small structs: holes and aliases")
+    assert_grows_within(
+        coverage(struct_array_dtype(MB // 4)),
+        coverage(struct_array_dtype(MB)),
+        8,
+        "records of 0.25 MB -> 1 MB of small structs: holes and aliases",
+    )
     holes = lo.Layout(struct_array_dtype(MB)).holes
     assert len(holes) == MB // 8 and holes[0] == (8 + 6, 2) and holes[-1] == (8 + MB - 2, 2)
 
@@ -160,9 +164,11 @@ def test_holes_and_aliases_of_big_records_grow_linearly():
 
 def test_aliases_of_big_overlapping_sub_arrays():
     """Two sub-arrays over the same bytes (a union): found without a pass per byte."""
+
     def union(count):
-        return np.dtype({"names": ["n", "f", "i"], "formats": ["<i8", ("<f4", (count,)), ("<i4", (count,))],
-                         "offsets": [0, 8, 8]})
+        return np.dtype(
+            {"names": ["n", "f", "i"], "formats": ["<i8", ("<f4", (count,)), ("<i4", (count,))], "offsets": [0, 8, 8]}
+        )
 
     def aliases(count):
         return lambda: lo.Layout(union(count)).aliases

@@ -12,9 +12,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import TICK, ticks
 
 import layouts as lo
-from conftest import TICK, ticks
 
 DT = np.dtype([("a", "<i4"), ("b", "<f8")], align=True)  # 16 bytes
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/dev/zero as on Linux")
@@ -61,12 +61,17 @@ def test_a_fifo_is_read_as_a_stream(tmp_path):
 @linux
 def test_endless_devices_never_succeed_with_no_records(tmp_path):
     fix = r"which may never end: records must come from a file or a pipe; to take N bytes of a device, pipe them"
-    with pytest.raises(lo.LayoutError, match=rf"/dev/zero is a character device \(like a terminal or /dev/zero\), {fix}"):
+    with pytest.raises(
+        lo.LayoutError, match=rf"/dev/zero is a character device \(like a terminal or /dev/zero\), {fix}"
+    ):
         lo.convert("/dev/zero", DT, tmp_path / "z.arrow")
-    with open("/dev/zero", "rb") as f, pytest.raises(lo.LayoutError, match=rf"/dev/zero is a character device"):
+    with open("/dev/zero", "rb") as f, pytest.raises(lo.LayoutError, match=r"/dev/zero is a character device"):
         lo.convert(f, DT, tmp_path / "z.arrow")
-    with pytest.raises(lo.LayoutError, match=r"/dev/zero is a character device \(like a terminal or /dev/zero\), "
-                                             r"which may never end and has no size; pass count= to read that many"):
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"/dev/zero is a character device \(like a terminal or /dev/zero\), "
+        r"which may never end and has no size; pass count= to read that many",
+    ):
         lo.read_records("/dev/zero", DT)
     with open("/dev/urandom", "rb") as f, pytest.raises(lo.LayoutError, match=r"pass count="):
         lo.read_records(f, DT)
@@ -99,8 +104,9 @@ def test_count_reads_only_those_records_of_a_stream():
     assert len(aos) == 10 and stream.taken == 5 + 10 * DT.itemsize
     assert lo.read_records(stream, DT, count=0).to_numpy().size == 0 and stream.taken == 5 + 10 * DT.itemsize
     short = io.BytesIO(bytes(3 * DT.itemsize + 1))
-    with pytest.raises(lo.ConversionError,
-                       match=r"holds 3 whole records of 16 bytes after offset 0; count=4 asks for more"):
+    with pytest.raises(
+        lo.ConversionError, match=r"holds 3 whole records of 16 bytes after offset 0; count=4 asks for more"
+    ):
         lo.read_records(short, DT, count=4)
 
 
@@ -114,8 +120,11 @@ def arrow_files(tmp_path):
         w.write_table(table)
     with pa.ipc.new_stream(tmp_path / "t.stream", table.schema) as w:
         w.write_table(table)
-    return {"a Parquet file": tmp_path / "t.parquet", "an Arrow IPC file": tmp_path / "t.feather",
-            "an Arrow IPC stream": tmp_path / "t.stream"}
+    return {
+        "a Parquet file": tmp_path / "t.parquet",
+        "an Arrow IPC file": tmp_path / "t.feather",
+        "an Arrow IPC stream": tmp_path / "t.stream",
+    }
 
 
 def test_parquet_and_arrow_files_are_not_taken_for_records(tmp_path):
@@ -137,11 +146,15 @@ def test_parquet_and_arrow_files_are_not_taken_for_records(tmp_path):
 
 def test_records_that_merely_begin_like_parquet_or_arrow_are_records(tmp_path):
     raw = np.zeros(64, np.uint8)
-    for head, tail in [(b"PAR1", b"XXXX"), (b"ARROW1\0\0", b"ARROW2"), (b"PAR1", b"\xff\xff\xff\x7fPAR1"),
-                       (b"\xff\xff\xff\xff\x08\0\0\0", b"\xff\xff\xff\xff\0\0\0\0")]:
+    for head, tail in [
+        (b"PAR1", b"XXXX"),
+        (b"ARROW1\0\0", b"ARROW2"),
+        (b"PAR1", b"\xff\xff\xff\x7fPAR1"),
+        (b"\xff\xff\xff\xff\x08\0\0\0", b"\xff\xff\xff\xff\0\0\0\0"),
+    ]:
         data = raw.copy()
         data[: len(head)] = np.frombuffer(head, np.uint8)
-        data[-len(tail):] = np.frombuffer(tail, np.uint8)
+        data[-len(tail) :] = np.frombuffer(tail, np.uint8)
         (tmp_path / "r.bin").write_bytes(data.tobytes())
         assert lo.convert(tmp_path / "r.bin", DT, tmp_path / "r.arrow", overwrite=True).records == 4
         assert lo.convert(io.BytesIO(data.tobytes()), DT, tmp_path / "r.arrow", overwrite=True).records == 4
@@ -155,8 +168,9 @@ def block_device(tmp_path):
     a["a"] = np.arange(len(a))
     a.tofile(tmp_path / "disk.img")
     try:
-        run = subprocess.run(["losetup", "-f", "--show", str(tmp_path / "disk.img")], capture_output=True, text=True,
-                             timeout=30)
+        run = subprocess.run(
+            ["losetup", "-f", "--show", str(tmp_path / "disk.img")], capture_output=True, text=True, timeout=30
+        )
     except (OSError, subprocess.SubprocessError):
         pytest.skip("no losetup here")
     if run.returncode != 0:
@@ -175,7 +189,10 @@ def test_a_block_device_is_read_whole_and_never_written_over(block_device, tmp_p
     result = lo.convert(dev, DT, tmp_path / "disk.arrow", chunk_bytes=10_000)  # read as a stream
     assert result.records == len(a)
     assert pa.ipc.open_file(tmp_path / "disk.arrow").read_all().column("a").to_pylist() == a["a"].tolist()
-    with pytest.raises(lo.LayoutError, match=rf"{dev} is a block device; layouts writes files, pipes and character "
-                                             rf"devices, never over a block device"):
+    with pytest.raises(
+        lo.LayoutError,
+        match=rf"{dev} is a block device; layouts writes files, pipes and character "
+        rf"devices, never over a block device",
+    ):
         lo.convert(tmp_path / "disk.arrow", DT, dev, format="records", overwrite=True)
     assert (tmp_path / "disk.img").read_bytes() == a.tobytes()

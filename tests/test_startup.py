@@ -16,10 +16,12 @@ def test_no_driver_no_numba_cuda_import(tmp_path):
     if _backends.driver_present():
         return  # a machine with a GPU driver: numba.cuda is imported to ask it
     np.arange(10, dtype=np.int32).tofile(tmp_path / "a.bin")
-    code = ("import sys; from layouts._cli import main; "
-            f"rc = main(['convert', {str(tmp_path / 'a.bin')!r}, '--dtype', \"[('a', '<i4')]\", '--to', "
-            f"{str(tmp_path / 'a.parquet')!r}, '--quiet']); "
-            "print(rc, sorted(m for m in sys.modules if m.startswith(('numba.cuda', 'cuda', 'cupy'))))")
+    code = (
+        "import sys; from layouts._cli import main; "
+        f"rc = main(['convert', {str(tmp_path / 'a.bin')!r}, '--dtype', \"[('a', '<i4')]\", '--to', "
+        f"{str(tmp_path / 'a.parquet')!r}, '--quiet']); "
+        "print(rc, sorted(m for m in sys.modules if m.startswith(('numba.cuda', 'cuda', 'cupy'))))"
+    )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout == "0 []\n", run.stderr
 
@@ -58,6 +60,8 @@ def test_kernels_load_before_the_clock_starts(tmp_path, monkeypatch, capsys):
     real = lo.convert
     monkeypatch.setattr(lo, "convert", lambda *a, **k: order.append("convert") or real(*a, **k))
     np.arange(10, dtype=np.int32).tofile(tmp_path / "a.bin")
-    assert _cli.main(["convert", str(tmp_path / "a.bin"), "--dtype", "[('a', '<i4')]", "--to",
-                      str(tmp_path / "a.arrow")]) == 0
+    assert (
+        _cli.main(["convert", str(tmp_path / "a.bin"), "--dtype", "[('a', '<i4')]", "--to", str(tmp_path / "a.arrow")])
+        == 0
+    )
     assert order == ["warm_up", "convert"] and "converted 10 records" in capsys.readouterr().out

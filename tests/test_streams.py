@@ -78,7 +78,7 @@ def test_pcap_both_byte_orders_snaplen_and_empty_packets(order, nano):
     rows = t["packet"].to_arrow().to_pylist()
     expect = list(dpkt.pcap.Reader(io.BytesIO(raw)))
     assert len(rows) == len(expect) == 40
-    for row, (ts, buf), (sec, frac, data, orig) in zip(rows, expect, pkts):
+    for row, (_ts, buf), (sec, frac, data, orig) in zip(rows, expect, pkts):
         assert row["_tail"] == buf == data
         assert (row["ts_sec"], row["ts_frac"], row["orig_len"]) == (sec, frac, orig)
     assert any(r["orig_len"] > r["incl_len"] for r in rows)  # snaplen-truncated packets
@@ -114,48 +114,135 @@ def test_pcap_errors():
 # from the specification's tables (type byte first; 6-byte timestamps packed apart).
 ITCH = {
     "S": ("system_event", "c", ["event_code"]),
-    "R": ("stock_directory", "8sccIcc2scccccIc",
-          ["stock", "market_category", "financial_status_indicator", "round_lot_size", "round_lots_only",
-           "issue_classification", "issue_sub_type", "authenticity", "short_sale_threshold_indicator", "ipo_flag",
-           "luld_reference_price_tier", "etp_flag", "etp_leverage_factor", "inverse_indicator"]),
+    "R": (
+        "stock_directory",
+        "8sccIcc2scccccIc",
+        [
+            "stock",
+            "market_category",
+            "financial_status_indicator",
+            "round_lot_size",
+            "round_lots_only",
+            "issue_classification",
+            "issue_sub_type",
+            "authenticity",
+            "short_sale_threshold_indicator",
+            "ipo_flag",
+            "luld_reference_price_tier",
+            "etp_flag",
+            "etp_leverage_factor",
+            "inverse_indicator",
+        ],
+    ),
     "H": ("stock_trading_action", "8scc4s", ["stock", "trading_state", "reserved", "reason"]),
     "Y": ("reg_sho_restriction", "8sc", ["stock", "reg_sho_action"]),
-    "L": ("market_participant_position", "4s8sccc",
-          ["mpid", "stock", "primary_market_maker", "market_maker_mode", "market_participant_state"]),
+    "L": (
+        "market_participant_position",
+        "4s8sccc",
+        ["mpid", "stock", "primary_market_maker", "market_maker_mode", "market_participant_state"],
+    ),
     "V": ("mwcb_decline_level", "QQQ", ["level_1", "level_2", "level_3"]),
     "W": ("mwcb_status", "c", ["breached_level"]),
-    "K": ("ipo_quoting_period_update", "8sIcI",
-          ["stock", "ipo_quotation_release_time", "ipo_quotation_release_qualifier", "ipo_price"]),
-    "J": ("luld_auction_collar", "8sIIII",
-          ["stock", "auction_collar_reference_price", "upper_auction_collar_price", "lower_auction_collar_price",
-           "auction_collar_extension"]),
+    "K": (
+        "ipo_quoting_period_update",
+        "8sIcI",
+        ["stock", "ipo_quotation_release_time", "ipo_quotation_release_qualifier", "ipo_price"],
+    ),
+    "J": (
+        "luld_auction_collar",
+        "8sIIII",
+        [
+            "stock",
+            "auction_collar_reference_price",
+            "upper_auction_collar_price",
+            "lower_auction_collar_price",
+            "auction_collar_extension",
+        ],
+    ),
     "h": ("operational_halt", "8scc", ["stock", "market_code", "operational_halt_action"]),
     "A": ("add_order", "QcI8sI", ["order_reference_number", "buy_sell_indicator", "shares", "stock", "price"]),
-    "F": ("add_order_mpid", "QcI8sI4s",
-          ["order_reference_number", "buy_sell_indicator", "shares", "stock", "price", "attribution"]),
+    "F": (
+        "add_order_mpid",
+        "QcI8sI4s",
+        ["order_reference_number", "buy_sell_indicator", "shares", "stock", "price", "attribution"],
+    ),
     "E": ("order_executed", "QIQ", ["order_reference_number", "executed_shares", "match_number"]),
-    "C": ("order_executed_with_price", "QIQcI",
-          ["order_reference_number", "executed_shares", "match_number", "printable", "execution_price"]),
+    "C": (
+        "order_executed_with_price",
+        "QIQcI",
+        ["order_reference_number", "executed_shares", "match_number", "printable", "execution_price"],
+    ),
     "X": ("order_cancel", "QI", ["order_reference_number", "cancelled_shares"]),
     "D": ("order_delete", "Q", ["order_reference_number"]),
-    "U": ("order_replace", "QQII", ["original_order_reference_number", "new_order_reference_number", "shares",
-                                    "price"]),
-    "P": ("trade", "QcI8sIQ", ["order_reference_number", "buy_sell_indicator", "shares", "stock", "price",
-                               "match_number"]),
+    "U": (
+        "order_replace",
+        "QQII",
+        ["original_order_reference_number", "new_order_reference_number", "shares", "price"],
+    ),
+    "P": (
+        "trade",
+        "QcI8sIQ",
+        ["order_reference_number", "buy_sell_indicator", "shares", "stock", "price", "match_number"],
+    ),
     "Q": ("cross_trade", "Q8sIQc", ["shares", "stock", "cross_price", "match_number", "cross_type"]),
     "B": ("broken_trade", "Q", ["match_number"]),
-    "I": ("noii", "QQc8sIIIcc",
-          ["paired_shares", "imbalance_shares", "imbalance_direction", "stock", "far_price", "near_price",
-           "current_reference_price", "cross_type", "price_variation_indicator"]),
+    "I": (
+        "noii",
+        "QQc8sIIIcc",
+        [
+            "paired_shares",
+            "imbalance_shares",
+            "imbalance_direction",
+            "stock",
+            "far_price",
+            "near_price",
+            "current_reference_price",
+            "cross_type",
+            "price_variation_indicator",
+        ],
+    ),
     "N": ("rpii", "8sc", ["stock", "interest_flag"]),
-    "O": ("direct_listing_price_discovery", "8scIIIQII",
-          ["stock", "open_eligibility_status", "minimum_allowable_price", "maximum_allowable_price",
-           "near_execution_price", "near_execution_time", "lower_price_range_collar", "upper_price_range_collar"]),
+    "O": (
+        "direct_listing_price_discovery",
+        "8scIIIQII",
+        [
+            "stock",
+            "open_eligibility_status",
+            "minimum_allowable_price",
+            "maximum_allowable_price",
+            "near_execution_price",
+            "near_execution_time",
+            "lower_price_range_collar",
+            "upper_price_range_collar",
+        ],
+    ),
 }
 # total message lengths in the specification's tables (type byte included)
-ITCH_LENGTHS = {"S": 12, "R": 39, "H": 25, "Y": 20, "L": 26, "V": 35, "W": 12, "K": 28, "J": 35, "h": 21, "A": 36,
-                "F": 40, "E": 31, "C": 36, "X": 23, "D": 19, "U": 35, "P": 44, "Q": 40, "B": 19, "I": 50, "N": 20,
-                "O": 48}
+ITCH_LENGTHS = {
+    "S": 12,
+    "R": 39,
+    "H": 25,
+    "Y": 20,
+    "L": 26,
+    "V": 35,
+    "W": 12,
+    "K": 28,
+    "J": 35,
+    "h": 21,
+    "A": 36,
+    "F": 40,
+    "E": 31,
+    "C": 36,
+    "X": 23,
+    "D": 19,
+    "U": 35,
+    "P": 44,
+    "Q": 40,
+    "B": 19,
+    "I": 50,
+    "N": 20,
+    "O": 48,
+}
 
 
 def _itch_value(code, rng):
@@ -233,8 +320,9 @@ def test_itch50_write_from_changed_tables():
     raw, _ = itch_file(np.random.default_rng(7), ["A", "D", "E"], 30)
     t = dict(lo.read_stream(raw, "itch50"))
     table = t["add_order"].to_arrow()
-    t["add_order"] = table.set_column(table.column_names.index("shares"), "shares",
-                                      pa.array([7] * table.num_rows, pa.uint32()))
+    t["add_order"] = table.set_column(
+        table.column_names.index("shares"), "shares", pa.array([7] * table.num_rows, pa.uint32())
+    )
     back = lo.read_stream(lo.write_stream(t, "itch50"), "itch50")
     assert back["add_order"]["shares"].to_numpy().tolist() == [7] * table.num_rows
     assert back["order_delete"].to_arrow().equals(t["order_delete"].to_arrow())
@@ -256,28 +344,44 @@ ITCH_ERRORS = [
 @pytest.mark.parametrize("raw,match", ITCH_ERRORS)
 def test_itch50_hostile_input(raw, match):
     good, _ = itch_file(np.random.default_rng(8), ["D"], 2)
-    with pytest.raises(lo.ConversionError, match=match.replace("byte 0", f"byte {len(good)}")
-                       .replace("at byte 2", f"at byte {len(good) + 2}").replace("(byte 0)", f"(byte {len(good)})")):
+    with pytest.raises(
+        lo.ConversionError,
+        match=match.replace("byte 0", f"byte {len(good)}")
+        .replace("at byte 2", f"at byte {len(good) + 2}")
+        .replace("(byte 0)", f"(byte {len(good)})"),
+    ):
         lo.read_stream(good + raw, "itch50")
 
 
 def test_itch50_longer_message_is_an_error_naming_tail():
     body = b"D" + b"\0" * 18 + b"extra"
-    with pytest.raises(lo.ConversionError, match=r"<buffer>: byte 0: .*'order_delete' record of 26 bytes, longer "
-                                                 r"than the type's 21 .* set tail = \"column\""):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"<buffer>: byte 0: .*'order_delete' record of 26 bytes, longer "
+        r"than the type's 21 .* set tail = \"column\"",
+    ):
         lo.read_stream(struct.pack(">H", len(body)) + body, "itch50")
 
 
 # --------------------------------------------------------------------------- unknown tags
 def _tagged(unknown):
-    return S([S.Section(S.Framing(length=S.Length(0, 1, "big")),
-                        [S.RecordType("a", S.Record([("k", "S1"), ("v", ">u2")]), "a"),
-                         S.RecordType("b", S.Record([("k", "S1"), ("w", "<i4")]), "b")],
-                        tag=S.Tag(0, 1), unknown=unknown)])
+    return S(
+        [
+            S.Section(
+                S.Framing(length=S.Length(0, 1, "big")),
+                [
+                    S.RecordType("a", S.Record([("k", "S1"), ("v", ">u2")]), "a"),
+                    S.RecordType("b", S.Record([("k", "S1"), ("w", "<i4")]), "b"),
+                ],
+                tag=S.Tag(0, 1),
+                unknown=unknown,
+            )
+        ]
+    )
 
 
 def _tagged_bytes():
-    return (b"\x03a\x00\x07" + b"\x05b\x01\x00\x00\x00" + b"\x02zz" + b"\x03a\x00\x09")
+    return b"\x03a\x00\x07" + b"\x05b\x01\x00\x00\x00" + b"\x02zz" + b"\x03a\x00\x09"
 
 
 def test_unknown_tags_skip_keep_error():
@@ -320,7 +424,7 @@ def las_like(n, record_length=20, vlr=b"VLR-BYTES!"):
     header = struct.pack("<4sHIIH", b"LASF", 16, 16 + len(vlr), n, record_length)
     pts = []
     for _ in range(n):
-        x, y, z = (int(v) for v in rng.integers(-2**31, 2**31, 3))
+        x, y, z = (int(v) for v in rng.integers(-(2**31), 2**31, 3))
         extra = bytes(rng.integers(0, 256, record_length - 14, dtype=np.uint8))
         pts.append((x, y, z, int(rng.integers(0, 2**16)), extra))
     body = b"".join(struct.pack("<iiiH", *p[:4]) + p[4] for p in pts)
@@ -361,8 +465,11 @@ def test_header_driven_errors(tmp_path):
     bad_offset = raw[:6] + struct.pack("<I", 10**6) + raw[10:]
     with pytest.raises(lo.ConversionError, match=r"offset = 'offset_to_points' is 1000000, outside the file"):
         lo.read_stream(bad_offset, spec)
-    with pytest.raises(lo.ConversionError, match=r"count = 'point_count' is 5, more records than the 80 bytes from "
-                                                 r"byte 26 can hold; the header is damaged"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"count = 'point_count' is 5, more records than the 80 bytes from "
+        r"byte 26 can hold; the header is damaged",
+    ):
         lo.read_stream(raw[:-20], spec)
     zero = raw[:14] + struct.pack("<H", 0) + raw[16:]
     with pytest.raises(lo.ConversionError, match=r"framing.size = 'point_record_length' is 0; fixed records need"):
@@ -371,28 +478,39 @@ def test_header_driven_errors(tmp_path):
     with pytest.raises(lo.ConversionError, match=r"record of 8 bytes, shorter than the type's 14 bytes of fields"):
         lo.read_stream(short, spec)
     inside = raw[:6] + struct.pack("<I", 10) + raw[10:]
-    with pytest.raises(lo.ConversionError, match=r"offset = 'offset_to_points' is 10, inside the part before it "
-                                                 r"\(which ends at byte 16\)"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"offset = 'offset_to_points' is 10, inside the part before it "
+        r"\(which ends at byte 16\)",
+    ):
         lo.read_stream(inside, spec)
     with pytest.raises(lo.ConversionError, match=r"shorter than the 16-byte header"):
         lo.read_stream(raw[:10], spec)
     t = dict(lo.read_stream(raw, spec))
     t["point"] = t["point"].to_arrow().slice(1)
-    with pytest.raises(lo.ConversionError, match=r"the header's count = 'point_count' is 5, but the tables hold 4 "
-                                                 r"records; set the header field to 4"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"the header's count = 'point_count' is 5, but the tables hold 4 "
+        r"records; set the header field to 4",
+    ):
         lo.write_stream(t, spec)
 
 
 def test_header_count_of_length_framed_records():
-    s = S([S.Section(S.Framing(length=S.Length(0, 1, "big")), [S.RecordType("r", S.Record([("v", "u1")]))],
-                     count="n")], header=S.Record([("n", "u1")]))
+    s = S(
+        [S.Section(S.Framing(length=S.Length(0, 1, "big")), [S.RecordType("r", S.Record([("v", "u1")]))], count="n")],
+        header=S.Record([("n", "u1")]),
+    )
     assert lo.read_stream(b"\x02\x01\x07\x01\x08", s)["r"]["v"].to_numpy().tolist() == [7, 8]
     # records after the count are left to the next part: here none, so they are kept as _gaps
     t = lo.read_stream(b"\x01\x01\x07\x01\x08", s)
     assert t["_gaps"].to_arrow().to_pylist() == [{"_offset": 3, "_tail": b"\x01\x08"}]
     assert lo.write_stream(t, s) == b"\x01\x01\x07\x01\x08"
-    with pytest.raises(lo.ConversionError, match=r"count = 'n' is 3 records, but the data ends after 2 \(byte 5\); "
-                                                 r"the file is truncated or the header damaged"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"count = 'n' is 3 records, but the data ends after 2 \(byte 5\); "
+        r"the file is truncated or the header damaged",
+    ):
         lo.read_stream(b"\x03\x01\x07\x01\x08", s)
 
 
@@ -402,8 +520,11 @@ def test_expression_overflow_and_division_by_zero():
     s = S([sec], header=hdr, order="little")
     with pytest.raises(lo.ConversionError, match=r"offset = 'a \* b' overflows int64"):
         lo.read_stream(struct.pack("<QQ", 2**40, 2**40) + b"\0" * 8, s)
-    s2 = S([S.Section(S.Framing(size=4), [S.RecordType("r", S.Record([("v", "<u4")]))], count="a // b")],
-           header=hdr, order="little")
+    s2 = S(
+        [S.Section(S.Framing(size=4), [S.RecordType("r", S.Record([("v", "<u4")]))], count="a // b")],
+        header=hdr,
+        order="little",
+    )
     with pytest.raises(lo.ConversionError, match=r"count = 'a // b' divides by zero"):
         lo.read_stream(struct.pack("<QQ", 1, 0) + b"\0" * 8, s2)
     with pytest.raises(lo.ConversionError, match=r"count = 'a // b' is 4, more records than the 8 bytes"):
@@ -447,8 +568,11 @@ def test_bdw_blocks_of_rdw_records():
         lo.read_stream(struct.pack(">HH", 999, 0) + raw[4:], S.bdw(REC))
     # a record running past its block
     bad = struct.pack(">HH", 20, 0) + raw[4:]
-    with pytest.raises(lo.ConversionError, match=r"byte 18: the record's length field \(byte 18\) says 14, a record "
-                                                 r"of 14 bytes, past the end of the data \(2 bytes left\)"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"byte 18: the record's length field \(byte 18\) says 14, a record "
+        r"of 14 bytes, past the end of the data \(2 bytes left\)",
+    ):
         lo.read_stream(bad, S.bdw(REC))
 
 
@@ -506,8 +630,13 @@ def test_widened_field_that_does_not_fit_is_an_error():
 
 
 def test_length_that_cannot_be_written():
-    s = S([S.Section(S.Framing(length=S.Length(0, 1, "big")), [S.RecordType("r", S.Record([("v", "u1")]))],
-                     tail="column")])
+    s = S(
+        [
+            S.Section(
+                S.Framing(length=S.Length(0, 1, "big")), [S.RecordType("r", S.Record([("v", "u1")]))], tail="column"
+            )
+        ]
+    )
     big = {"r": pa.table({"_offset": [0], "v": pa.array([1], pa.uint8()), "_tail": [b"x" * 300]})}
     with pytest.raises(lo.ConversionError, match=r"table 'r', row 0: a record of 302 bytes cannot be framed"):
         lo.write_stream(big, s)
@@ -517,13 +646,19 @@ def test_text_with_a_nul_or_bad_utf8_is_an_error():
     raw, _ = itch_file(np.random.default_rng(12), ["A"], 2)
     bad = bytearray(raw)
     bad[38 + 2 + 24] = 0  # a byte of the second message's stock symbol
-    with pytest.raises(lo.ConversionError, match=r"<buffer>: byte 64: text field 'stock' of a itch50 section\[0\] "
-                                                 r"type 'add_order' record \(at byte 38\) holds a NUL byte"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"<buffer>: byte 64: text field 'stock' of a itch50 section\[0\] "
+        r"type 'add_order' record \(at byte 38\) holds a NUL byte",
+    ):
         lo.read_stream(bytes(bad), "itch50")
     bad[38 + 2 + 24] = 0xFF
-    with pytest.raises(lo.ConversionError, match=r"<buffer>: byte 38: a itch50 section\[0\] type 'add_order' record: "
-                                                 r".*'stock'.*not valid UTF-8.* drop the field from the type's text "
-                                                 r"list"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"<buffer>: byte 38: a itch50 section\[0\] type 'add_order' record: "
+        r".*'stock'.*not valid UTF-8.* drop the field from the type's text "
+        r"list",
+    ):
         lo.read_stream(bytes(bad), "itch50")
 
 
@@ -594,27 +729,39 @@ def test_two_sections_fixed_tags_and_word_lengths(tmp_path):
     notes = struct.pack("<HB", 2, 7) + b"x" + struct.pack("<HB", 3, 9) + b"abc"  # lengths in 2-byte words
     raw = b"MLTI" + struct.pack("<H", 3) + fixed + notes
     t = lo.read_stream(raw, spec)
-    assert t["temp"].to_arrow().to_pylist() == [{"_offset": 6, "kind": 1, "celsius": 21.5},
-                                                {"_offset": 18, "kind": 1, "celsius": -3.0}]
+    assert t["temp"].to_arrow().to_pylist() == [
+        {"_offset": 6, "kind": 1, "celsius": 21.5},
+        {"_offset": 18, "kind": 1, "celsius": -3.0},
+    ]
     assert t["pressure"]["pascal"].to_numpy().tolist() == [101325]
-    assert t["note"].to_arrow().to_pylist() == [{"_offset": 24, "flags": 7, "_tail": b"x"},
-                                                {"_offset": 28, "flags": 9, "_tail": b"abc"}]
+    assert t["note"].to_arrow().to_pylist() == [
+        {"_offset": 24, "flags": 7, "_tail": b"x"},
+        {"_offset": 28, "flags": 9, "_tail": b"abc"},
+    ]
     assert lo.write_stream(t, spec) == raw
     # a tail that leaves a record of an odd number of bytes cannot be said in words
     t2 = dict(t)
     t2["note"] = pa.table({"_offset": [0], "flags": pa.array([1], pa.uint8()), "_tail": [b"xy"]})
-    with pytest.raises(lo.ConversionError, match=r"table 'note', row 0: a record of 5 bytes cannot be framed: its "
-                                                 r"length field \(2 bytes, unit 2"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"table 'note', row 0: a record of 5 bytes cannot be framed: its "
+        r"length field \(2 bytes, unit 2",
+    ):
         lo.write_stream(t2, spec)
     # a record too short for its type stops the scan there (not at the garbage after it)
-    with pytest.raises(lo.ConversionError, match=r"<buffer>: byte 24: a multi section\[1\] type 'note' record of 2 "
-                                                 r"bytes, shorter than the type's 3 bytes of fields"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"<buffer>: byte 24: a multi section\[1\] type 'note' record of 2 "
+        r"bytes, shorter than the type's 3 bytes of fields",
+    ):
         lo.read_stream(raw[:24] + struct.pack("<H", 1) + raw[26:], spec)
 
 
 def test_decimals_of_signed_and_nullable_columns():
-    s = S([S.Section(S.Framing(size=4), [S.RecordType("r", S.Record([("px", "<i4")], decimals={"px": 4}))])],
-          order="little")
+    s = S(
+        [S.Section(S.Framing(size=4), [S.RecordType("r", S.Record([("px", "<i4")], decimals={"px": 4}))])],
+        order="little",
+    )
     t = lo.read_stream(struct.pack("<ii", -12345, 2**31 - 1), s)
     assert [str(d) for d in t.decimal("r", "px").to_pylist()] == ["-1.2345", "214748.3647"]
     from layouts._stream.read import scaled
@@ -640,9 +787,11 @@ def test_a_counted_section_with_kept_unknown_records_goes_back(tmp_path):
     """read_stream counts records of no type (kept with unknown = "keep") against the
     header's count; write_stream counts them too (it counted typed records only)."""
     spec = tmp_path / "counted.toml"
-    spec.write_text('name = "counted"\norder = "little"\n[header]\nfields = [["n", "<u4"]]\n'
-                    '[[section]]\ncount = "n"\nunknown = "keep"\ntag = {offset = 0, size = 1}\n'
-                    'framing = {size = 3}\n[section.types.a]\ntag = "A"\nfields = [["kind", "S1"], ["v", "<u2"]]\n')
+    spec.write_text(
+        'name = "counted"\norder = "little"\n[header]\nfields = [["n", "<u4"]]\n'
+        '[[section]]\ncount = "n"\nunknown = "keep"\ntag = {offset = 0, size = 1}\n'
+        'framing = {size = 3}\n[section.types.a]\ntag = "A"\nfields = [["kind", "S1"], ["v", "<u2"]]\n'
+    )
     raw = struct.pack("<I", 3) + b"A\x01\x00" + b"Z\x02\x00" + b"A\x03\x00"
     t = lo.read_stream(raw, spec)
     assert (t["a"].to_arrow().num_rows, t["_unknown"].to_arrow().num_rows) == (2, 1)
@@ -702,8 +851,20 @@ def test_fused_gather_kernel_any_thread_count(threads, monkeypatch):
     memory = arena.allocate()
     ops, offs, keep = forward_ops(arena, memory.ctypes.data, {})
     nul = np.array([(layout[n].offset, layout[n].width) for n in record.text], np.int64).reshape(-1, 2)
-    assert K.aos_to_soa_at(buf, offsets, layout.itemsize, np.array(runs, np.int64).reshape(-1, 3), offset_at, nul,
-                           ops, offs, threads=threads) is None
+    assert (
+        K.aos_to_soa_at(
+            buf,
+            offsets,
+            layout.itemsize,
+            np.array(runs, np.int64).reshape(-1, 3),
+            offset_at,
+            nul,
+            ops,
+            offs,
+            threads=threads,
+        )
+        is None
+    )
     from layouts._aos import soa_over_arena
 
     got = soa_over_arena(layout, len(offsets), arena, memory, {}, None).to_arrow()
@@ -718,12 +879,18 @@ def test_text_errors_deep_in_a_stream_name_the_record():
     bad = bytearray(raw)
     at = 2500 * size
     bad[at + 2 + 24] = 0
-    with pytest.raises(lo.ConversionError, match=rf"<buffer>: byte {at + 2 + 24}: text field 'stock' of a itch50 "
-                                                 rf"section\[0\] type 'add_order' record \(at byte {at}\) holds a NUL"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=rf"<buffer>: byte {at + 2 + 24}: text field 'stock' of a itch50 "
+        rf"section\[0\] type 'add_order' record \(at byte {at}\) holds a NUL",
+    ):
         lo.read_stream(bytes(bad), "itch50")
     bad[at + 2 + 24] = 0xFF
-    with pytest.raises(lo.ConversionError, match=rf"<buffer>: byte {at}: a itch50 section\[0\] type 'add_order' "
-                                                 rf"record: field 'stock' .*record 2500.*not valid UTF-8"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=rf"<buffer>: byte {at}: a itch50 section\[0\] type 'add_order' "
+        rf"record: field 'stock' .*record 2500.*not valid UTF-8",
+    ):
         lo.read_stream(bytes(bad), "itch50")
 
 
@@ -738,8 +905,11 @@ def test_fused_scatter_round_trip_and_a_value_too_wide_deep_in_a_table():
     ts[k] = 2**48
     tables = dict(t)
     tables["add_order"] = table.set_column(table.schema.get_field_index("timestamp"), "timestamp", pa.array(ts))
-    with pytest.raises(lo.ConversionError, match=rf"table 'add_order', row {k}: field 'timestamp' = {2**48} does "
-                                                 rf"not fit its 6 bytes"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=rf"table 'add_order', row {k}: field 'timestamp' = {2**48} does "
+        rf"not fit its 6 bytes",
+    ):
         lo.write_stream(tables, "itch50")
 
 
@@ -756,13 +926,15 @@ def _random_stream(rng):
     letters = bool(rng.integers(0, 2))  # every byte a letter, or any byte (then no text fields)
     types = []
     for k in range(ntypes):
-        fields = [("tag", "u1")] + [(f"f{j}", _KINDS[int(rng.integers(0, len(_KINDS)))])
-                                    for j in range(int(rng.integers(1, 7)))]
+        fields = [("tag", "u1")] + [
+            (f"f{j}", _KINDS[int(rng.integers(0, len(_KINDS)))]) for j in range(int(rng.integers(1, 7)))
+        ]
         text = tuple(n for n, t in fields if letters and t.startswith("S") and rng.integers(0, 2))
         types.append(S.RecordType(f"t{k}", S.Record(fields, text=text), 65 + k))
     size = int(rng.integers(1, 3))
-    section = S.Section(S.Framing(length=S.Length(0, size, order)), types, tag=S.Tag(0, 1),
-                        tail="column" if tails else "error")
+    section = S.Section(
+        S.Framing(length=S.Length(0, size, order)), types, tag=S.Tag(0, 1), tail="column" if tails else "error"
+    )
     out = bytearray()
     for _ in range(int(rng.integers(0, 3000))):
         k = int(rng.integers(0, ntypes))
@@ -827,8 +999,11 @@ def test_gpu_read_errors_are_the_cpu_ones():
     with pytest.raises(lo.ConversionError, match=rf"byte {size + 26}: text field 'stock' .* holds a NUL byte"):
         lo.read_stream(bytes(bad), "itch50", device="cuda")
     bad[size + 2 + 24] = 0xFF
-    with pytest.raises(lo.ConversionError, match=rf"<buffer>: byte {size}: a itch50 section\[0\] type 'add_order' "
-                                                 r"record: .*'stock'.*not valid UTF-8"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=rf"<buffer>: byte {size}: a itch50 section\[0\] type 'add_order' "
+        r"record: .*'stock'.*not valid UTF-8",
+    ):
         lo.read_stream(bytes(bad), "itch50", device="cuda")
     with pytest.raises(lo.LayoutError, match="device"):
         lo.read_stream(raw, "itch50", device="tpu")

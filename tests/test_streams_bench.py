@@ -12,8 +12,12 @@ def test_synthetic_itch_file_has_the_mix_and_reads():
     counts = {name: len(v) for name, v in t.items()}
     assert sum(counts.values()) == n
     # mostly add order / delete / replace / executed / cancel / trade
-    assert sum(counts[k] for k in ("add_order", "order_delete", "order_replace", "order_executed", "order_cancel",
-                                   "trade")) > 0.9 * n
+    assert (
+        sum(
+            counts[k] for k in ("add_order", "order_delete", "order_replace", "order_executed", "order_cancel", "trade")
+        )
+        > 0.9 * n
+    )
     assert lo.write_stream(t, "itch50") == buf.tobytes()
 
 

@@ -67,15 +67,16 @@ REC = np.dtype([("id", ">u4"), ("name", "S6")])
 def _points(n=300, length=13):
     rng = np.random.default_rng(1)
     vlr = b"variable length records"
-    body = b"".join(struct.pack("<ii", *map(int, rng.integers(-9, 9, 2))) + bytes(range(length - 8))
-                    for _ in range(n))
+    body = b"".join(struct.pack("<ii", *map(int, rng.integers(-9, 9, 2))) + bytes(range(length - 8)) for _ in range(n))
     return struct.pack("<4sIIH", b"LASF", 14 + len(vlr), n, length) + vlr + body + b"trailer"
 
 
 def _two(n=200):
     rng = np.random.default_rng(2)
-    fixed = b"".join((b"A" if k == 0 else b"B" if k == 1 else b"Z") + struct.pack("<I", i)
-                     for i, k in enumerate(rng.integers(0, 3, n)))
+    fixed = b"".join(
+        (b"A" if k == 0 else b"B" if k == 1 else b"Z") + struct.pack("<I", i)
+        for i, k in enumerate(rng.integers(0, 3, n))
+    )
     notes = b"".join(struct.pack("<HH", 1 + i % 5, i) + b"xy" * (i % 5) for i in range(n))
     return struct.pack("<I", n) + fixed + notes
 
@@ -98,7 +99,7 @@ def _itch(messages=None):
         return raw
     at = 0
     for _ in range(messages):
-        at += 2 + int.from_bytes(raw[at:at + 2], "big")
+        at += 2 + int.from_bytes(raw[at : at + 2], "big")
     return raw[:at]
 
 
@@ -114,8 +115,10 @@ def cases(tmp_path, small=False):
         "points": (_points(n or 300), str(tmp_path / "points.toml")),
         "two": (_two(n or 200), str(tmp_path / "two.toml")),
         "vb": (_vb(n // 3 if n else 40), S.bdw(REC, tail="column")),
-        "rdw": (b"".join(_rdw(struct.pack(">I", i) + b"ABCDEF" + b"x" * (i % 9)) for i in range(n or 100)),
-                S.rdw(REC, tail="column")),
+        "rdw": (
+            b"".join(_rdw(struct.pack(">I", i) + b"ABCDEF" + b"x" * (i % 9)) for i in range(n or 100)),
+            S.rdw(REC, tail="column"),
+        ),
         "empty pcap": (pcap_bytes(1)[:24], "pcap"),
     }
 
@@ -190,9 +193,12 @@ def test_a_damaged_stream_gives_read_streams_error_and_no_directory(tmp_path):
     assert f"byte {at}: record type tag 122 (b'z')" in str(whole.value)
     assert sorted(os.listdir(tmp_path)) == ["bad.itch"]  # no directory, no temporary one
     # cut short: the last record is truncated, found in the last window
-    src.write_bytes(bytes(raw[:at + 5]))
-    with pytest.raises(lo.ConversionError, match=rf"byte {at}: the record's length field \(byte {at}\) says 19, a "
-                                                 r"record of 21 bytes, past the end of the data \(5 bytes left\)"):
+    src.write_bytes(bytes(raw[: at + 5]))
+    with pytest.raises(
+        lo.ConversionError,
+        match=rf"byte {at}: the record's length field \(byte {at}\) says 19, a "
+        r"record of 21 bytes, past the end of the data \(5 bytes left\)",
+    ):
         F.convert_to_dir(str(src), S.builtin("itch50"), str(tmp_path / "d"), "parquet", window=4096)
     assert sorted(os.listdir(tmp_path)) == ["bad.itch"]
 
@@ -274,9 +280,13 @@ def test_peak_memory_is_bounded_by_the_window_not_the_file(tmp_path):
     small.write_bytes(itch_day.day_bytes(200_000, seed=4).tobytes())
 
     def peak(how, src, dst):
-        run = subprocess.run([sys.executable, "-c", CHILD, str(src), str(tmp_path / dst), how, str(window),
-                              str(small)], capture_output=True, text=True, timeout=600,
-                             env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+        run = subprocess.run(
+            [sys.executable, "-c", CHILD, str(src), str(tmp_path / dst), how, str(window), str(small)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+        )
         assert run.returncode == 0, run.stderr
         got = json.loads(run.stdout)
         return got["peak"] - got["base"]
@@ -285,7 +295,7 @@ def test_peak_memory_is_bounded_by_the_window_not_the_file(tmp_path):
     one = peak("windows", quarter, "quarter")
     whole = peak("whole", big, "whole")
     assert four < 2 * one, (four, one)  # bounded: 4x the file, not 4x the memory
-    assert whole > os.path.getsize(big) / 2, whole    # the tables of the whole file
+    assert whole > os.path.getsize(big) / 2, whole  # the tables of the whole file
     assert four * 3 < whole, (four, whole)
     back_four = peak("back", tmp_path / "big", "big.back")
     back_one = peak("back", tmp_path / "quarter", "quarter.back")

@@ -15,10 +15,10 @@ import pyarrow as pa
 import pyarrow.feather  # noqa: F401 - pa.feather below
 import pyarrow.parquet as pq
 import pytest
+from test_streams import ITCH, _packets, _pcap_by_hand, itch_file
 
 from layouts._cli import main
 from layouts._stream import files as F
-from test_streams import ITCH, _packets, _pcap_by_hand, itch_file
 
 ITCH_TYPES = [v[0] for v in ITCH.values()]
 
@@ -66,8 +66,10 @@ def test_pcap_to_a_directory_and_back_byte_for_byte(tmp_path, capsys, order):
     src.write_bytes(_pcap_by_hand(order, order == ">", _packets(np.random.default_rng(1), 25)))
     assert run("convert", src, "--stream", "pcap", "--to", tmp_path / "cap") == 0
     out = capsys.readouterr().out
-    assert out == f"converted {src}: 25 records (packet 25), {src.stat().st_size:,} bytes -> {tmp_path / 'cap'} " \
-                  f"(2 files)\n"
+    assert (
+        out == f"converted {src}: 25 records (packet 25), {src.stat().st_size:,} bytes -> {tmp_path / 'cap'} "
+        f"(2 files)\n"
+    )
     assert listing(tmp_path / "cap") == ["_header.parquet", "packet.parquet"]
     meta = json.loads(pq.read_schema(tmp_path / "cap" / "packet.parquet").metadata[b"layouts.stream"])
     assert meta == {"stream": "pcap", "table": "packet", "order": "little" if order == "<" else "big"}
@@ -101,7 +103,8 @@ def test_empty_types_are_empty_tables_with_their_columns(tmp_path):
 
 def test_a_toml_description_with_gaps_and_unknown_records(tmp_path, capsys):
     desc = tmp_path / "tagged.toml"
-    desc.write_text(textwrap.dedent("""
+    desc.write_text(
+        textwrap.dedent("""
         name = "tagged"
         [header]
         fields = [["magic", "S2"], ["n", ">u2"]]
@@ -116,19 +119,25 @@ def test_a_toml_description_with_gaps_and_unknown_records(tmp_path, capsys):
         [section.types.b]
         tag = "b"
         fields = [["k", "S1"], ["w", "<i4"]]
-        """))
+        """)
+    )
     raw = b"TG\x00\x0d" + b"\x03a\x00\x07" + b"\x02zz" + b"\x05b\x01\x00\x00\x00" + b"trailer"
     (tmp_path / "s.bin").write_bytes(raw)
     assert run("convert", tmp_path / "s.bin", "--stream", desc, "--to", tmp_path / "d") == 0
     assert "2 records (a 1, b 1)" in capsys.readouterr().out
-    assert listing(tmp_path / "d") == ["_gaps.parquet", "_header.parquet", "_unknown.parquet", "a.parquet",
-                                       "b.parquet"]
+    assert listing(tmp_path / "d") == ["_gaps.parquet", "_header.parquet", "_unknown.parquet", "a.parquet", "b.parquet"]
     assert run("convert", tmp_path / "d", "--stream", desc, "--to", tmp_path / "back.bin") == 0
     assert (tmp_path / "back.bin").read_bytes() == raw
     assert run("inspect", tmp_path / "s.bin", "--stream", desc) == 0
     assert capsys.readouterr().out.splitlines()[-7:] == [
-        "table     records  bytes", "a               1      4", "b               1      6",
-        "_header         1      4", "_gaps           1      7", "_unknown        1      3", "total           3     24"]
+        "table     records  bytes",
+        "a               1      4",
+        "b               1      6",
+        "_header         1      4",
+        "_gaps           1      7",
+        "_unknown        1      3",
+        "total           3     24",
+    ]
 
 
 # ------------------------------------------------------------------ inspect
@@ -140,8 +149,12 @@ def test_inspect_prints_the_header_and_each_type(pcap, capsys):
     size = pcap.stat().st_size
     assert lines[0] == f"{pcap}: a pcap stream, {size:,} bytes, byte order little"
     assert lines[1:4] == ["header (24 bytes):", "  magic          2712847316", "  version_major  2"]
-    assert lines[-4:] == ["table    records  bytes", f"packet        40  {size - 24:>5,}", "_header        1     24",
-                          f"total         40  {size:>5,}"]
+    assert lines[-4:] == [
+        "table    records  bytes",
+        f"packet        40  {size - 24:>5,}",
+        "_header        1     24",
+        f"total         40  {size:>5,}",
+    ]
     assert run("inspect", pcap, "--stream", "pcap", "--json") == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["header"]["snaplen"] == 65535 and doc["order"] == "little" and doc["bytes"] == size
@@ -159,21 +172,32 @@ def test_inspect_itch_counts_add_up(itch, capsys):
 # ------------------------------------------------------------------ usage errors (exit 2)
 
 
-@pytest.mark.parametrize("argv, match", [
-    (["--struct", "x.h:t"], r"argument --struct: not allowed with argument --stream"),
-    (["--dtype", "u1"], r"argument --dtype: not allowed with argument --stream"),
-    (["--null", "a=1"], r"error: --null does not apply with --stream: the record types and their fields come from the "
-                        r"stream description; leave --null out"),
-    (["--string", "a"], r"--string does not apply with --stream"),
-    (["--offset", "8"], r"--offset does not apply with --stream"),
-    (["--count", "3"], r"--count does not apply with --stream"),
-    (["--device", "cuda"], r"--device cuda: record streams are read and written on the CPU; leave --device out"),
-    (["--format", "records"], r"--format records: --stream writes a directory of tables, one file per record type: "
-                              r"--format parquet\|feather\|arrow\|arrows"),
-    (["--byteorder", "big"], r"--byteorder big: a stream's byte order comes from its description"),
-    (["--compression", "lz4", "--format", "arrow", "--compression", "snappy"],
-     r"--compression 'snappy' is not a codec for arrow output"),
-])
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (["--struct", "x.h:t"], r"argument --struct: not allowed with argument --stream"),
+        (["--dtype", "u1"], r"argument --dtype: not allowed with argument --stream"),
+        (
+            ["--null", "a=1"],
+            r"error: --null does not apply with --stream: the record types and their fields come from the "
+            r"stream description; leave --null out",
+        ),
+        (["--string", "a"], r"--string does not apply with --stream"),
+        (["--offset", "8"], r"--offset does not apply with --stream"),
+        (["--count", "3"], r"--count does not apply with --stream"),
+        (["--device", "cuda"], r"--device cuda: record streams are read and written on the CPU; leave --device out"),
+        (
+            ["--format", "records"],
+            r"--format records: --stream writes a directory of tables, one file per record type: "
+            r"--format parquet\|feather\|arrow\|arrows",
+        ),
+        (["--byteorder", "big"], r"--byteorder big: a stream's byte order comes from its description"),
+        (
+            ["--compression", "lz4", "--format", "arrow", "--compression", "snappy"],
+            r"--compression 'snappy' is not a codec for arrow output",
+        ),
+    ],
+)
 def test_conflicting_options_are_usage_errors(pcap, tmp_path, capsys, argv, match):
     err = error(capsys, "convert", pcap, "--stream", "pcap", "--to", tmp_path / "d", *argv, status=2)
     assert re.search(match, err), err
@@ -184,18 +208,30 @@ def test_usage_errors_of_paths(pcap, tmp_path, capsys):
     err = error(capsys, "convert", pcap, "--stream", "pcap", "--to", tmp_path / "out.parquet", status=2)
     assert "looks like a file name; give a directory, e.g. --to" in err and "out.parquet/ for a directory" in err
     assert "standard input or output: give paths instead of -" in error(
-        capsys, "convert", "-", "--stream", "pcap", "--to", tmp_path / "d", status=2)
+        capsys, "convert", "-", "--stream", "pcap", "--to", tmp_path / "d", status=2
+    )
     assert run("convert", pcap, "--stream", "pcap", "--to", f"{tmp_path / 'x.parquet'}/", "--quiet") == 0
     assert listing(tmp_path / "x.parquet") == ["_header.parquet", "packet.parquet"]
     err = error(capsys, "convert", tmp_path / "x.parquet", "--stream", "pcap", "--to", tmp_path, status=2)
     assert "is a directory; going back (SRC" in err and "--to names the stream file to write" in err
-    err = error(capsys, "convert", tmp_path / "x.parquet", "--stream", "pcap", "--to", tmp_path / "b",
-                "--compression", "zstd", status=2)
+    err = error(
+        capsys,
+        "convert",
+        tmp_path / "x.parquet",
+        "--stream",
+        "pcap",
+        "--to",
+        tmp_path / "b",
+        "--compression",
+        "zstd",
+        status=2,
+    )
     assert "--compression applies when writing tables (stream -> directory)" in err
     err = error(capsys, "inspect", pcap, "tick", "--stream", "pcap", status=2)
     assert "STRUCT 'tick' does not apply with --stream" in err
-    assert "--pack does not apply with --stream" in error(capsys, "inspect", pcap, "--stream", "pcap", "--pack", "1",
-                                                          status=2)
+    assert "--pack does not apply with --stream" in error(
+        capsys, "inspect", pcap, "--stream", "pcap", "--pack", "1", status=2
+    )
 
 
 # ------------------------------------------------------------------ errors (exit 1)
@@ -203,15 +239,17 @@ def test_usage_errors_of_paths(pcap, tmp_path, capsys):
 
 def test_spec_that_is_missing_or_not_toml(pcap, tmp_path, capsys):
     err = error(capsys, "convert", pcap, "--stream", "pcapng", "--to", tmp_path / "d")
-    assert "layouts convert: error: no built-in stream 'pcapng'; built-ins are dbn, itch50, las, pcap, segy; give --stream NAME or " \
-           "--stream PATH.toml" in err
+    assert (
+        "layouts convert: error: no built-in stream 'pcapng'; built-ins are dbn, itch50, las, pcap, segy; give --stream NAME or "
+        "--stream PATH.toml" in err
+    )
     err = error(capsys, "convert", pcap, "--stream", tmp_path / "nope.toml", "--to", tmp_path / "d")
     assert f"cannot read the stream description {tmp_path / 'nope.toml'}: No such file or directory" in err
     bad = tmp_path / "bad.toml"
-    bad.write_text("name = \"x\"\n[[section]\nframing = 1\n")
+    bad.write_text('name = "x"\n[[section]\nframing = 1\n')
     err = error(capsys, "inspect", pcap, "--stream", bad)
     assert f"{bad}: not valid TOML" in err and "line 2" in err and "see docs/streams.md" in err
-    bad.write_text("[[section]]\nframing = { size = 4 }\n[section.types.a]\nfields = [[\"x\", \"u4\"]]\n")
+    bad.write_text('[[section]]\nframing = { size = 4 }\n[section.types.a]\nfields = [["x", "u4"]]\n')
     err = error(capsys, "inspect", pcap, "--stream", bad)
     assert "section[0].types.a.fields.x" in err and "byte order" in err
     assert not (tmp_path / "d").exists()
@@ -230,8 +268,10 @@ def test_overwrite_rules(pcap, tmp_path, capsys):
     (d / "notes.txt").write_text("mine")
     (d / "_gaps.parquet").write_bytes(b"stale")  # of this set's names: replaced as part of it
     err = error(capsys, "convert", pcap, "--stream", "pcap", "--to", d)
-    assert f"{d} holds _gaps.parquet of this conversion's files; pass --overwrite to replace them (the directory's " \
-           f"other files are left alone)" in err
+    assert (
+        f"{d} holds _gaps.parquet of this conversion's files; pass --overwrite to replace them (the directory's "
+        f"other files are left alone)" in err
+    )
     assert listing(d) == ["_gaps.parquet", "notes.txt"]
     assert run("convert", pcap, "--stream", "pcap", "--to", d, "--overwrite", "--quiet") == 0
     assert listing(d) == ["_header.parquet", "notes.txt", "packet.parquet"]  # the stale _gaps is gone
@@ -260,8 +300,9 @@ def test_overwrite_rules(pcap, tmp_path, capsys):
 def test_a_directory_that_is_a_file(pcap, tmp_path, capsys):
     (tmp_path / "f").write_text("x")
     err = error(capsys, "convert", pcap, "--stream", "pcap", "--to", tmp_path / "f")
-    assert f"{tmp_path / 'f'} exists and is not a directory; --stream writes a directory, one file per record type" \
-           in err
+    assert (
+        f"{tmp_path / 'f'} exists and is not a directory; --stream writes a directory, one file per record type" in err
+    )
     assert (tmp_path / "f").read_text() == "x"
     err = error(capsys, "convert", pcap, "--stream", "pcap", "--to", tmp_path / "no" / "d")
     assert f"its parent directory {tmp_path / 'no'} does not exist; create it first" in err
@@ -278,14 +319,18 @@ def test_errors_of_the_way_back(pcap, itch, tmp_path, capsys):
     # an extra unknown file
     pq.write_table(pa.table({"a": [1]}), d / "packets.parquet")
     err = error(capsys, "convert", d, "--stream", "pcap", "--to", back)
-    assert f"{d / 'packets.parquet'} is no record type of pcap and no reserved table; remove or rename it (a type's " \
-           f"file is TYPE.parquet; types: packet" in err
+    assert (
+        f"{d / 'packets.parquet'} is no record type of pcap and no reserved table; remove or rename it (a type's "
+        f"file is TYPE.parquet; types: packet" in err
+    )
     os.remove(d / "packets.parquet")
     # a missing type's file
     os.rename(d / "packet.parquet", tmp_path / "packet.parquet")
     err = error(capsys, "convert", d, "--stream", "pcap", "--to", back)
-    assert f"{d} has no packet.parquet: layouts convert --stream writes one file per record type, empty ones too, " \
-           f"and the way back needs each; restore the file" in err
+    assert (
+        f"{d} has no packet.parquet: layouts convert --stream writes one file per record type, empty ones too, "
+        f"and the way back needs each; restore the file" in err
+    )
     # the same table in two formats
     os.rename(tmp_path / "packet.parquet", d / "packet.parquet")
     pa.feather.write_feather(pq.read_table(d / "packet.parquet"), d / "packet.feather")
@@ -298,22 +343,28 @@ def test_errors_of_the_way_back(pcap, itch, tmp_path, capsys):
     t = pq.read_table(d / "packet.parquet")
     pq.write_table(t.drop_columns(["orig_len"]), d / "packet.parquet")
     err = error(capsys, "convert", d, "--stream", "pcap", "--to", back, "--overwrite")
-    assert f"{d / 'packet.parquet'} has no column 'orig_len', which record type 'packet' needs (its columns: " \
-           f"_offset, ts_sec, ts_frac, incl_len, orig_len, _tail)" in err
+    assert (
+        f"{d / 'packet.parquet'} has no column 'orig_len', which record type 'packet' needs (its columns: "
+        f"_offset, ts_sec, ts_frac, incl_len, orig_len, _tail)" in err
+    )
     pq.write_table(t.append_column("note", pa.array(["x"] * t.num_rows)), d / "packet.parquet")
     err = error(capsys, "convert", d, "--stream", "pcap", "--to", back, "--overwrite")
     assert f"{d / 'packet.parquet'} has a column 'note', which record type 'packet' does not have" in err
     pq.write_table(t.set_column(1, "ts_sec", pa.array(["x"] * t.num_rows)), d / "packet.parquet")
     err = error(capsys, "convert", d, "--stream", "pcap", "--to", back, "--overwrite")
-    assert f"{d / 'packet.parquet'}: column 'ts_sec' is string, but record type 'packet' needs uint32; cast the " \
-           f"column to uint32" in err
+    assert (
+        f"{d / 'packet.parquet'}: column 'ts_sec' is string, but record type 'packet' needs uint32; cast the "
+        f"column to uint32" in err
+    )
     # no byte order in the files (not written by the command): --byteorder gives it
     pq.write_table(t.replace_schema_metadata(None), d / "packet.parquet")
     h = pq.read_table(d / "_header.parquet")
     pq.write_table(h.replace_schema_metadata(None), d / "_header.parquet")
     err = error(capsys, "convert", d, "--stream", "pcap", "--to", back, "--overwrite")
-    assert "pcap's byte order comes from the file's magic number, and these files do not say which it was" in err \
-           and "pass --byteorder big or --byteorder little" in err
+    assert (
+        "pcap's byte order comes from the file's magic number, and these files do not say which it was" in err
+        and "pass --byteorder big or --byteorder little" in err
+    )
     assert run("convert", d, "--stream", "pcap", "--to", back, "--overwrite", "--byteorder", "little", "--quiet") == 0
     assert back.read_bytes() == pcap.read_bytes()
     # a header that does not fit (two rows)
@@ -402,15 +453,22 @@ sys.exit(main(["convert", {src!r}, "--stream", "itch50", "--to", {dst!r}]))
 def test_ctrl_c_in_a_child(itch, tmp_path, where):
     dst = str(tmp_path / "d")
     code = CHILD.format(tests=os.path.dirname(__file__), where=where, src=str(itch), dst=dst)
-    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                           env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    child = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+    )
     assert child.returncode == 130, child.stderr
     if where == "_append":  # nothing was written
         assert child.stderr == "layouts convert: interrupted; no output was written\n"
         assert listing(tmp_path) == ["day.itch"]
     else:  # held while the set was moved into place: it is there, whole
-        assert child.stderr == f"layouts convert: interrupted after the output was complete: {dst} was written " \
-                               f"whole and kept\n"
+        assert (
+            child.stderr == f"layouts convert: interrupted after the output was complete: {dst} was written "
+            f"whole and kept\n"
+        )
         assert listing(tmp_path) == ["d", "day.itch"] and len(listing(dst)) == len(ITCH_TYPES)
 
 
@@ -423,8 +481,12 @@ def test_type_names_that_cannot_be_files(tmp_path, capsys):
 
 
 def test_help_shows_the_option():
-    out = subprocess.run([sys.executable, "-m", "layouts", "convert", "--help"], capture_output=True, text=True,
-                         env=dict(os.environ, COLUMNS="200")).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "layouts", "convert", "--help"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, COLUMNS="200"),
+    ).stdout
     assert "--stream SPEC" in out and "layouts convert day.itch --stream itch50 --to day/" in out
 
 
@@ -435,8 +497,10 @@ def test_a_value_that_does_not_fit_names_the_file(itch, tmp_path, capsys):
     ts = pa.array([2**48] + t.column("timestamp").to_pylist()[1:], pa.uint64())
     pq.write_table(t.set_column(t.column_names.index("timestamp"), "timestamp", ts), d / "add_order.parquet")
     err = error(capsys, "convert", d, "--stream", "itch50", "--to", tmp_path / "b.itch")
-    assert f"table 'add_order' ({d / 'add_order.parquet'}), row 0: field 'timestamp' = 281474976710656 does not fit " \
-           f"its 6 bytes" in err
+    assert (
+        f"table 'add_order' ({d / 'add_order.parquet'}), row 0: field 'timestamp' = 281474976710656 does not fit "
+        f"its 6 bytes" in err
+    )
     assert listing(tmp_path) == ["d", "day.itch"]
 
 
@@ -462,8 +526,9 @@ def test_ctrl_c_at_random_moments(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
 
     def start(*argv):
-        return subprocess.Popen([sys.executable, "-m", "layouts", "convert", *map(str, argv), "--quiet"],
-                                env=env, stderr=subprocess.PIPE)
+        return subprocess.Popen(
+            [sys.executable, "-m", "layouts", "convert", *map(str, argv), "--quiet"], env=env, stderr=subprocess.PIPE
+        )
 
     t0 = time.perf_counter()
     first = start(tmp_path / "day.itch", "--stream", "itch50", "--to", tmp_path / "full")
@@ -475,8 +540,11 @@ def test_ctrl_c_at_random_moments(tmp_path):
     for i in range(8):
         back = i % 2 == 1
         dst = tmp_path / ("out.itch" if back else "out")
-        proc = start(tmp_path / "full", "--stream", "itch50", "--to", dst) if back else \
-            start(tmp_path / "day.itch", "--stream", "itch50", "--to", dst)
+        proc = (
+            start(tmp_path / "full", "--stream", "itch50", "--to", dst)
+            if back
+            else start(tmp_path / "day.itch", "--stream", "itch50", "--to", dst)
+        )
         time.sleep(rng.uniform(0.2, 1.1) * seconds)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
@@ -497,8 +565,10 @@ def test_ctrl_c_at_random_moments(tmp_path):
 
 def test_vb_blocks_through_a_toml_description(tmp_path, capsys):
     desc = tmp_path / "vb.toml"
-    desc.write_text('name = "vb"\n[[section]]\nframing = "bdw"\ntail = "column"\n[section.types.record]\n'
-                    'fields = [["id", ">u4"], ["name", "S6"]]\n')
+    desc.write_text(
+        'name = "vb"\n[[section]]\nframing = "bdw"\ntail = "column"\n[section.types.record]\n'
+        'fields = [["id", ">u4"], ["name", "S6"]]\n'
+    )
 
     def rdw(body):
         return struct.pack(">HH", len(body) + 4, 0) + body
@@ -511,8 +581,13 @@ def test_vb_blocks_through_a_toml_description(tmp_path, capsys):
     assert run("convert", tmp_path / "vb", "--stream", desc, "--to", tmp_path / "back.bin", "--quiet") == 0
     assert (tmp_path / "back.bin").read_bytes() == raw
     assert run("inspect", tmp_path / "vb.bin", "--stream", desc) == 0
-    assert capsys.readouterr().out.splitlines()[-3:] == ["record         7    119", "_blocks        3     12",
-                                                         "total          7    131"]
+    assert capsys.readouterr().out.splitlines()[-3:] == [
+        "record         7    119",
+        "_blocks        3     12",
+        "total          7    131",
+    ]
     err = error(capsys, "convert", tmp_path / "vb.bin", "--stream", "bdw", "--to", tmp_path / "x")
-    assert "--stream bdw: the bdw framing needs the record's fields: write a .toml description with framing = " \
-           "\"bdw\" in its [[section]]" in err
+    assert (
+        "--stream bdw: the bdw framing needs the record's fields: write a .toml description with framing = "
+        '"bdw" in its [[section]]' in err
+    )

@@ -20,10 +20,10 @@ dask = pytest.importorskip("dask")
 distributed = pytest.importorskip("distributed")
 fsspec = pytest.importorskip("fsspec")
 
-import layouts.dask as ld  # noqa: E402
 from dask_audit import AuditFileSystem  # noqa: E402
-from test_streams import (ITCH, LAS_LIKE, _packets, _pcap_by_hand, _rdw, _tagged, _tagged_bytes,  # noqa: E402
-                          itch_file, las_like)
+from test_streams import ITCH, LAS_LIKE, _packets, _pcap_by_hand, _rdw, _tagged, _tagged_bytes, itch_file, las_like  # noqa: E402
+
+import layouts.dask as ld  # noqa: E402
 
 fsspec.register_implementation("audit", AuditFileSystem, clobber=True)
 HERE = Path(__file__).parent
@@ -113,13 +113,15 @@ def test_reserved_tables_blocks_unknown_prefix_and_gaps(tmp_path):
     rec = np.dtype([("id", ">u4"), ("name", "S6")])
     recs = [_rdw(struct.pack(">I", i) + b"NAME%02d" % i) for i in range(5)]
     for i, blocks in enumerate([[recs[:3], recs[3:]], [recs[4:]]]):
-        (tmp_path / f"vb{i}.dat").write_bytes(b"".join(struct.pack(">HH", 4 + sum(map(len, b)), 0) + b"".join(b)
-                                                       for b in blocks))
+        (tmp_path / f"vb{i}.dat").write_bytes(
+            b"".join(struct.pack(">HH", 4 + sum(map(len, b)), 0) + b"".join(b) for b in blocks)
+        )
     vb = sorted(tmp_path.glob("vb*.dat"))
     frames = ld.read_stream(str(tmp_path / "vb*.dat"), S.bdw(rec), types=["record", "_blocks"])
     got = check_frames(frames, vb, S.bdw(rec))
     assert got["_blocks"]["_offset"].tolist() == [0, 46, 0] and str(got["record"]["_prefix"].dtype).startswith(
-        "fixed_size_binary[4]")
+        "fixed_size_binary[4]"
+    )
     for i, raw in enumerate([_tagged_bytes(), _tagged_bytes()[:10]]):
         (tmp_path / f"t{i}.bin").write_bytes(raw)
     tagged = sorted(tmp_path.glob("t*.bin"))
@@ -165,8 +167,11 @@ def test_a_damaged_file_names_itself_when_its_partition_computes(itch_files, tmp
     bad.write_bytes(raw[:-5])  # the last message cut short
     frames = ld.read_stream([str(paths[0]), str(bad)], "itch50")
     assert len(frames["add_order"].partitions[0].compute(scheduler="sync")) > 0  # the good file alone is fine
-    with pytest.raises(lo.ConversionError, match=rf"^{str(bad)!r}".replace("'", "") + r": byte \d+: the record's "
-                       r"length field \(byte \d+\) says \d+, a record of \d+ bytes, past the end of the data"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=rf"^{str(bad)!r}".replace("'", "") + r": byte \d+: the record's "
+        r"length field \(byte \d+\) says \d+, a record of \d+ bytes, past the end of the data",
+    ):
         frames["add_order"].compute(scheduler="sync")
     # through fsspec (not mapped: the bytes are read, and the message names the file, not <buffer>)
     frames = ld.read_stream([f"audit://{bad}"], "itch50", storage_options={"log": str(tmp_path / "log")})
@@ -174,8 +179,11 @@ def test_a_damaged_file_names_itself_when_its_partition_computes(itch_files, tmp
         frames["trade"].compute(scheduler="sync")
     (tmp_path / "zero.pcap").write_bytes(b"\0" * 40)
     frames = ld.read_stream(str(tmp_path / "zero.pcap"), "pcap")
-    with pytest.raises(lo.ConversionError, match=rf"^{tmp_path / 'zero.pcap'}: byte 0: magic number 00000000 is "
-                                                 r"none of 0xa1b2c3d4"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=rf"^{tmp_path / 'zero.pcap'}: byte 0: magic number 00000000 is "
+        r"none of 0xa1b2c3d4",
+    ):
         frames["packet"].compute(scheduler="sync")
 
 
@@ -183,16 +191,25 @@ def test_description_and_argument_errors_come_when_the_graph_is_built(pcap_files
     folder, paths = pcap_files
     toml = tmp_path / "bad.toml"
     toml.write_text('[[section]]\nframing = { size = "n + 1" }\n[section.types.x]\nfields = [["a", "u1"]]\n')
-    with pytest.raises(lo.LayoutError, match=r"bad.toml: section\[0\].framing.size: 'n \+ 1' names 'n', which is no "
-                                             r"integer field of the header"):
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"bad.toml: section\[0\].framing.size: 'n \+ 1' names 'n', which is no "
+        r"integer field of the header",
+    ):
         ld.read_stream(str(folder / "*.pcap"), str(toml))
-    with pytest.raises(lo.LayoutError, match=r"types names 'packets', which is no table of this stream; its record "
-                                             r"types: packet; reserved tables it can have: _header, _gaps"):
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"types names 'packets', which is no table of this stream; its record "
+        r"types: packet; reserved tables it can have: _header, _gaps",
+    ):
         ld.read_stream(str(folder / "*.pcap"), "pcap", types=["packets"])
     with pytest.raises(lo.LayoutError, match=r"types names 'packet' twice"):
         ld.read_stream(str(folder / "*.pcap"), "pcap", types=["packet", "packet"])
-    with pytest.raises(lo.LayoutError, match=r"table 'packet' has a column named 'ts_sec'; pass another "
-                                             r"file_column="):
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"table 'packet' has a column named 'ts_sec'; pass another "
+        r"file_column=",
+    ):
         ld.read_stream(str(folder / "*.pcap"), "pcap", file_column="ts_sec")
     with pytest.raises(lo.LayoutError, match=r"no files match .*nothing-\*\.pcap.*; check the path"):
         ld.read_stream(str(folder / "nothing-*.pcap"), "pcap")
@@ -267,15 +284,21 @@ def test_a_file_that_shrinks_while_its_partition_reads_it(tmp_path):
         except lo.ConversionError as err:
             print(err)
     """)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE.parent),
-                                                                           os.environ.get("PYTHONPATH", "")])))
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")])),
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
     assert len(lines) == 2 and lines[0].startswith(f"{path}: the file shrank while it was read: it was "), lines
-    assert lines[1].startswith(f"{path}.bin shrank while it was being read by Dask: it is now 300,000 bytes, so "
-                               f"record 50,000 (byte 300,000 of the file) and the ones after it are gone; another "
-                               f"program truncated or rewrote the file: call layouts.dask.read_stream again"), lines
+    assert lines[1].startswith(
+        f"{path}.bin shrank while it was being read by Dask: it is now 300,000 bytes, so "
+        f"record 50,000 (byte 300,000 of the file) and the ones after it are gone; another "
+        f"program truncated or rewrote the file: call layouts.dask.read_stream again"
+    ), lines
 
 
 def audited(paths, log):
@@ -303,14 +326,19 @@ def test_each_task_reads_its_own_file_once_and_nothing_else(itch_files, tmp_path
 def test_on_a_two_process_local_cluster(itch_files, tmp_path):
     folder, paths = itch_files
     log = tmp_path / "reads.log"
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address=None, worker_dashboard_address=None) as cluster:
+    with distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+        worker_dashboard_address=None,
+    ) as cluster:
         with distributed.Client(cluster) as client:
             client.run(sys.path.insert, 0, str(HERE))  # workers unpickle the audit file system from here
             frames = ld.read_stream([f"audit://{p}" for p in paths], "itch50", storage_options={"log": str(log)})
             add, shares = client.compute([frames["add_order"], frames["trade"].shares.sum()], sync=True)
-    pd.testing.assert_frame_equal(add.reset_index(drop=True), expected(paths, "itch50", "add_order"),
-                                  check_exact=True)
+    pd.testing.assert_frame_equal(add.reset_index(drop=True), expected(paths, "itch50", "add_order"), check_exact=True)
     assert shares == expected(paths, "itch50", "trade").shares.sum()
     assert audited(paths, log) == {str(p): [(0, p.stat().st_size)] for p in paths if p.stat().st_size}
 
@@ -334,8 +362,13 @@ def las_files(tmp_path_factory):
 def test_fixed_size_records_cut_into_byte_ranges(las_files, tmp_path):
     folder, paths, spec = las_files
     log = tmp_path / "reads.log"
-    frames = ld.read_stream([f"audit://{p}" for p in paths], spec, types=["point", "_header", "_gaps"],
-                            blocksize=200, storage_options={"log": str(log)})
+    frames = ld.read_stream(
+        [f"audit://{p}" for p in paths],
+        spec,
+        types=["point", "_header", "_gaps"],
+        blocksize=200,
+        storage_options={"log": str(log)},
+    )
     # 20-byte points, 10 a range: 50 -> 5 ranges, 23 -> 3; a file with one range (7, 0 points) is one partition
     assert frames["point"].npartitions == 5 + 1 + 1 + 3
     header_reads = audited(paths, log)  # planning read each file's 16-byte header, nothing more
@@ -351,13 +384,24 @@ def test_fixed_size_records_cut_into_byte_ranges(las_files, tmp_path):
     assert sorted(reads[p0]) == [(0, 226), (226, 426), (426, 626), (626, 826), (826, 1026)]
     assert sorted(reads[p3]) == [(0, 226), (226, 426), (426, 493)]
     assert reads[str(paths[1])] == [(0, paths[1].stat().st_size)] and reads[str(paths[2])] == [
-        (0, paths[2].stat().st_size)]
+        (0, paths[2].stat().st_size)
+    ]
 
 
 def test_byte_ranges_of_a_tagged_stream_without_header_and_their_errors(tmp_path):
-    spec = S([S.Section(S.Framing(size=6), [S.RecordType("a", S.Record([("k", "S1"), ("v", "<u4")]), "a"),
-                                            S.RecordType("b", S.Record([("k", "S1"), ("w", "<i4")]), "b")],
-                        tag=S.Tag(0, 1), tail="column")])
+    spec = S(
+        [
+            S.Section(
+                S.Framing(size=6),
+                [
+                    S.RecordType("a", S.Record([("k", "S1"), ("v", "<u4")]), "a"),
+                    S.RecordType("b", S.Record([("k", "S1"), ("w", "<i4")]), "b"),
+                ],
+                tag=S.Tag(0, 1),
+                tail="column",
+            )
+        ]
+    )
     good = b"".join((b"a" if i % 3 else b"b") + struct.pack("<i", i) + bytes([i % 7]) for i in range(100))
     (tmp_path / "good.bin").write_bytes(good)
     frames = ld.read_stream(str(tmp_path / "good.bin"), spec, blocksize=60)
@@ -366,36 +410,46 @@ def test_byte_ranges_of_a_tagged_stream_without_header_and_their_errors(tmp_path
     assert got["b"]["w"].tolist() == list(range(0, 100, 3)) and got["a"]["_offset"].tolist()[:2] == [6, 12]
     # an unknown tag in the seventh range: the same message as read_stream of the whole file
     bad = tmp_path / "bad.bin"
-    bad.write_bytes(good[:6 * 65] + b"z" + good[6 * 65 + 1:])
+    bad.write_bytes(good[: 6 * 65] + b"z" + good[6 * 65 + 1 :])
     with pytest.raises(lo.ConversionError) as whole:
         lo.read_stream(bad, spec)
     frames = ld.read_stream(str(bad), spec, blocksize=60)
-    with pytest.raises(lo.ConversionError, match=rf"^{bad}: byte 390: record type tag 122 \(b'z'\) at byte 390 "
-                       ) as err:
+    with pytest.raises(
+        lo.ConversionError, match=rf"^{bad}: byte 390: record type tag 122 \(b'z'\) at byte 390 "
+    ) as err:
         frames["a"].compute(scheduler="sync")
     assert str(err.value) == str(whole.value)
     # a truncated last record: one whole-file partition, read_stream's own error
     (tmp_path / "cut.bin").write_bytes(good[:-2])
     frames = ld.read_stream(str(tmp_path / "cut.bin"), spec, blocksize=60)
     assert frames["a"].npartitions == 1
-    with pytest.raises(lo.ConversionError, match=rf"^{tmp_path / 'cut.bin'}: byte 594: the last record is "
-                                                 r"truncated: 4 bytes left, a record is 6 bytes"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=rf"^{tmp_path / 'cut.bin'}: byte 594: the last record is "
+        r"truncated: 4 bytes left, a record is 6 bytes",
+    ):
         frames["a"].compute(scheduler="sync")
     # the file cut after the ranges were planned
     frames = ld.read_stream(str(tmp_path / "good.bin"), spec, blocksize=60)
     os.truncate(tmp_path / "good.bin", 300)
-    with pytest.raises(lo.ConversionError, match=rf"^{tmp_path / 'good.bin'} shrank after layouts.dask.read_stream "
-                                                 r"planned its byte ranges: it is now 300 bytes, and the range \[300, "
-                                                 r"360\) is gone; call layouts.dask.read_stream again"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=rf"^{tmp_path / 'good.bin'} shrank after layouts.dask.read_stream "
+        r"planned its byte ranges: it is now 300 bytes, and the range \[300, "
+        r"360\) is gone; call layouts.dask.read_stream again",
+    ):
         frames["b"].partitions[5].compute(scheduler="sync")
 
 
 def test_length_framed_streams_are_not_cut(pcap_files):
     folder, paths = pcap_files
-    with pytest.raises(lo.LayoutError, match=r"blocksize= cuts only streams of fixed-size records .* pcap frames "
-                                             r"its records by a length field: where a record starts is known only "
-                                             r"from the ones before it, so each file is one partition: leave "
-                                             r"blocksize out"):
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"blocksize= cuts only streams of fixed-size records .* pcap frames "
+        r"its records by a length field: where a record starts is known only "
+        r"from the ones before it, so each file is one partition: leave "
+        r"blocksize out",
+    ):
         ld.read_stream(str(folder / "*.pcap"), "pcap", blocksize="1MiB")
     with pytest.raises(lo.LayoutError, match=r"blocksize must be a positive number of bytes"):
         ld.read_stream(str(folder / "*.pcap"), "pcap", blocksize=0)
@@ -433,8 +487,11 @@ def _vb_file(path, blocks, seed):
 def test_vb_files_cut_into_ranges_of_whole_blocks(tmp_path):
     rec = np.dtype([("id", ">u4"), ("name", "S6")])
     spec = S.bdw(rec, tail="column")
-    paths = [_vb_file(tmp_path / "a.vb", 300, 1), _vb_file(tmp_path / "b.vb", 3, 2),
-             _vb_file(tmp_path / "c.vb", 120, 3)]
+    paths = [
+        _vb_file(tmp_path / "a.vb", 300, 1),
+        _vb_file(tmp_path / "b.vb", 3, 2),
+        _vb_file(tmp_path / "c.vb", 120, 3),
+    ]
     frames = ld.read_stream(paths, spec, types=["record", "_blocks"], blocksize=2000)
     sizes = [p.stat().st_size for p in paths]
     assert frames["record"].npartitions > 1 + sizes[0] // 2000  # the small file is one partition
@@ -447,22 +504,38 @@ def test_vb_files_cut_into_ranges_of_whole_blocks(tmp_path):
     # BDWs that do not chain to the end: one partition, and read_stream's error when it is computed
     bad = tmp_path / "bad.vb"
     raw = bytearray(paths[0].read_bytes())
-    raw[blocks[150]:blocks[150] + 2] = b"\xff\xff"
+    raw[blocks[150] : blocks[150] + 2] = b"\xff\xff"
     bad.write_bytes(bytes(raw))
     frame = ld.read_stream(bad, spec, blocksize=2000)["record"]
     assert frame.npartitions == 1
-    with pytest.raises(lo.ConversionError, match=rf"{bad}: byte {blocks[150]}: block descriptor word says the block "
-                                                 r"is 65535 bytes, past the end of the data"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=rf"{bad}: byte {blocks[150]}: block descriptor word says the block "
+        r"is 65535 bytes, past the end of the data",
+    ):
         frame.compute(scheduler="sync")
 
 
 def test_several_fixed_size_sections_cut_into_ranges_of_each(tmp_path):
     side = S.Record([("side", "S1"), ("qty", ">u4")])
-    spec = S([S.Section(S.Framing(size=5), [S.RecordType("buy", side, tag="B"), S.RecordType("sell", side, tag="S")],
-                        tag=S.Tag(offset=0, size=1), count="n1"),
-              S.Section(S.Framing(size=8), [S.RecordType("price", S.Record([("px", ">i8")]))],
-                        offset="20 + n1 * 5 + 7", count="n2")],
-             header=S.Record([("magic", "S4"), ("n1", ">u8"), ("n2", ">u8")]), name="two")
+    spec = S(
+        [
+            S.Section(
+                S.Framing(size=5),
+                [S.RecordType("buy", side, tag="B"), S.RecordType("sell", side, tag="S")],
+                tag=S.Tag(offset=0, size=1),
+                count="n1",
+            ),
+            S.Section(
+                S.Framing(size=8),
+                [S.RecordType("price", S.Record([("px", ">i8")]))],
+                offset="20 + n1 * 5 + 7",
+                count="n2",
+            ),
+        ],
+        header=S.Record([("magic", "S4"), ("n1", ">u8"), ("n2", ">u8")]),
+        name="two",
+    )
 
     def write(path, n1, n2):
         recs = b"".join((b"B" if i % 3 else b"S") + struct.pack(">I", i) for i in range(n1))

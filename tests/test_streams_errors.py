@@ -23,21 +23,32 @@ def test_section_bytes_from_the_header():
     assert t["_gaps"].to_arrow().to_pylist() == [{"_offset": 5, "_tail": b"xyz"}]
     with pytest.raises(lo.ConversionError, match=r"bytes = 'n' is 9, from byte 1 past the end of the file \(5 bytes\)"):
         lo.read_stream(b"\x09\x00\x01\x00\x02", s)
-    with pytest.raises(lo.ConversionError, match=r"<buffer>: byte 1: the last record is truncated: 1 bytes left, a "
-                                                 r"record is 2 bytes"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"<buffer>: byte 1: the last record is truncated: 1 bytes left, a "
+        r"record is 2 bytes",
+    ):
         lo.read_stream(b"\x01\x00\x01", s)
     t2 = dict(t)
     t2["r"] = t["r"].to_arrow().slice(1)
-    with pytest.raises(lo.ConversionError, match=r"the header's bytes = 'n' is 4, but the records take 2 bytes; set "
-                                                 r"the header field to 2"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"the header's bytes = 'n' is 4, but the records take 2 bytes; set "
+        r"the header field to 2",
+    ):
         lo.write_stream(t2, s)
 
 
 def test_section_that_does_not_end_where_its_bytes_say():
-    s = S([S.Section(S.Framing(length=S.Length(0, 1)), [S.RecordType("r", S.Record([("v", "u1")]))], bytes="n",
-                     count=1)], header=S.Record([("n", "u1")]))
-    with pytest.raises(lo.ConversionError, match=r"<buffer>: byte 3: <stream> section\[0\] should end at byte 4 "
-                                                 r"\(bytes = 'n'\)"):
+    s = S(
+        [S.Section(S.Framing(length=S.Length(0, 1)), [S.RecordType("r", S.Record([("v", "u1")]))], bytes="n", count=1)],
+        header=S.Record([("n", "u1")]),
+    )
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"<buffer>: byte 3: <stream> section\[0\] should end at byte 4 "
+        r"\(bytes = 'n'\)",
+    ):
         lo.read_stream(b"\x03\x01\x07\x01\x08", s)
 
 
@@ -60,8 +71,11 @@ def test_write_header_and_table_errors():
     assert t["_gaps"].to_arrow().to_pylist() == [{"_offset": 1, "_tail": b"\xff\xfe"}]
     assert lo.write_stream(t, h) == b"\x03\xff\xfe\x00\x07"
     no_gap = {k: v for k, v in t.items() if k != "_gaps"}
-    with pytest.raises(lo.ConversionError, match=r"the parts of the stream leave a hole at byte 1 \(one ends at 1, "
-                                                 r"the next starts at 3\)"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"the parts of the stream leave a hole at byte 1 \(one ends at 1, "
+        r"the next starts at 3\)",
+    ):
         lo.write_stream(no_gap, h)
     big_gap = dict(t, _gaps=pa.table({"_offset": [1], "_tail": [b"\xff\xff\xff"]}))
     with pytest.raises(lo.ConversionError, match=r"the parts of the stream overlap at byte 3"):
@@ -71,18 +85,21 @@ def test_write_header_and_table_errors():
 def test_write_tail_errors():
     s = S([S.Section(S.Framing(length=S.Length(0, 1)), [S.RecordType("r", S.Record([("v", "u1")]))])])
     base = {"_offset": [0], "v": pa.array([1], pa.uint8())}
-    with pytest.raises(lo.ConversionError, match=r"table 'r' has a _tail with bytes, but <stream> section\[0\] keeps "
-                                                 r"no tails \(tail = \"error\"\); drop the column"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"table 'r' has a _tail with bytes, but <stream> section\[0\] keeps "
+        r"no tails \(tail = \"error\"\); drop the column",
+    ):
         lo.write_stream({"r": pa.table(dict(base, _tail=[b"x"]))}, s)
     with pytest.raises(lo.ConversionError, match=r"table 'r': _tail is int64; expected binary"):
         lo.write_stream({"r": pa.table(dict(base, _tail=[5]))}, s)
     with pytest.raises(lo.ConversionError, match=r"table 'r': _tail has 1 nulls; use empty bytes"):
         lo.write_stream({"r": pa.table(dict(base, _tail=pa.array([None], pa.binary())))}, s)
     # offsets that pyarrow's quick validation lets through: decreasing in the middle
-    damaged = pa.Array.from_buffers(pa.binary(), 2, [None, pa.py_buffer(np.array([0, 3, 1], np.int32)),
-                                                     pa.py_buffer(b"abc")])
-    st = S([S.Section(S.Framing(length=S.Length(0, 1)), [S.RecordType("r", S.Record([("v", "u1")]))],
-                      tail="column")])
+    damaged = pa.Array.from_buffers(
+        pa.binary(), 2, [None, pa.py_buffer(np.array([0, 3, 1], np.int32)), pa.py_buffer(b"abc")]
+    )
+    st = S([S.Section(S.Framing(length=S.Length(0, 1)), [S.RecordType("r", S.Record([("v", "u1")]))], tail="column")])
     with pytest.raises(lo.ConversionError, match=r"table 'r': the _tail column's offsets are damaged"):
         lo.write_stream({"r": pa.table({"_offset": [0, 1], "v": pa.array([1, 2], pa.uint8()), "_tail": damaged})}, st)
     fixed = S([S.Section(S.Framing(size=3), [S.RecordType("r", S.Record([("v", "u1")]))], tail="column")])
@@ -96,30 +113,49 @@ def test_vb_errors():
     rec = [("id", ">u2")]
     with pytest.raises(lo.ConversionError, match=r"byte 0: 2 bytes left, too few for a block descriptor word"):
         lo.read_stream(b"\x00\x08", S.bdw(rec))
-    with pytest.raises(lo.ConversionError, match=r"block descriptor word says the block is 5 bytes, smaller than a BDW "
-                                                 r"and one RDW"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"block descriptor word says the block is 5 bytes, smaller than a BDW "
+        r"and one RDW",
+    ):
         lo.read_stream(b"\x00\x05\x00\x00\x00", S.bdw(rec))
     raw = struct.pack(">HH", 10, 0) + struct.pack(">HHH", 6, 0, 7)
     t = lo.read_stream(raw, S.bdw(rec))
     early = dict(t, _blocks=pa.table({"_offset": [5], "_prefix": pa.array([b"\0\0\0\0"], pa.binary(4))}))
     with pytest.raises(lo.ConversionError, match=r"the first record comes before the first block descriptor word"):
         lo.write_stream(early, S.bdw(rec))
-    many = dict(t, record=pa.table({"_offset": np.arange(1, 20000), "_prefix": pa.array([b"\0\0\0\0"] * 19999,
-                                                                                         pa.binary(4)),
-                                    "id": pa.array(np.arange(1, 20000), pa.uint16())}))
-    with pytest.raises(lo.ConversionError, match=r"block 0 \(byte 0\) would be 119998 bytes; a VB block holds "
-                                                 r"8..65535"):
+    many = dict(
+        t,
+        record=pa.table(
+            {
+                "_offset": np.arange(1, 20000),
+                "_prefix": pa.array([b"\0\0\0\0"] * 19999, pa.binary(4)),
+                "id": pa.array(np.arange(1, 20000), pa.uint16()),
+            }
+        ),
+    )
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"block 0 \(byte 0\) would be 119998 bytes; a VB block holds "
+        r"8..65535",
+    ):
         lo.write_stream(many, S.bdw(rec))
 
 
 def test_magic_too_short_and_record_from_errors():
-    with pytest.raises(lo.ConversionError, match=r"<buffer>: 2 bytes, too short for the magic number at byte 0 \(4 "
-                                                 r"bytes\) of a pcap stream"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"<buffer>: 2 bytes, too short for the magic number at byte 0 \(4 "
+        r"bytes\) of a pcap stream",
+    ):
         lo.read_stream(b"\xd4\xc3", "pcap")
     with pytest.raises(lo.LayoutError, match=r"record: int32 has no named fields; give a structured dtype"):
         S.rdw(np.dtype("<i4"))
     with pytest.raises(lo.LayoutError, match=r"record: 3 bytes of padding at the end; a stream record is packed"):
         S.rdw(np.dtype({"names": ["a"], "formats": ["u1"], "itemsize": 4}))
-    with pytest.raises(lo.LayoutError, match=r"record: expected a NumPy structured dtype or \[\(name, type\), "
-                                             r"\.\.\.\], got 'nonsense'"):
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"record: expected a NumPy structured dtype or \[\(name, type\), "
+        r"\.\.\.\], got 'nonsense'",
+    ):
         S.rdw("nonsense")

@@ -67,8 +67,9 @@ CHILD = textwrap.dedent(r"""
 
 def _fuzz(n, timeout):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(HERE), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.run([sys.executable, "-c", CHILD.format(here=HERE, n=n)], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD.format(here=HERE, n=n)], capture_output=True, text=True, timeout=timeout, env=env
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = next(x for x in proc.stdout.splitlines() if x.startswith("OK "))
     return ast.literal_eval(line[3:])  # [(parsed, errors) per file]
@@ -112,9 +113,16 @@ def test_a_file_that_shrinks_while_mapped_is_a_clear_error(tmp_path):
         except lo.ConversionError as err:
             print(err)
     """)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(HERE),
-                                                                           os.environ.get("PYTHONPATH", "")])))
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(HERE), os.environ.get("PYTHONPATH", "")])),
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert re.search(rf"^{re.escape(str(path))}: the file shrank while it was read: it was \d+ bytes, and byte "
-                     r"409[6-9] was gone when read; read it again", proc.stdout), proc.stdout
+    assert re.search(
+        rf"^{re.escape(str(path))}: the file shrank while it was read: it was \d+ bytes, and byte "
+        r"409[6-9] was gone when read; read it again",
+        proc.stdout,
+    ), proc.stdout

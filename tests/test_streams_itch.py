@@ -17,11 +17,40 @@ from benchmarks import itch_day
 
 # Message lengths (the length field not counted) from the specification's tables, typed in
 # apart from the generator's and the built-in's field lists.
-SPEC_LENGTH = {"S": 12, "R": 39, "H": 25, "Y": 20, "L": 26, "V": 35, "W": 12, "K": 28, "J": 35, "h": 21,
-               "A": 36, "F": 40, "E": 31, "C": 36, "X": 23, "D": 19, "U": 35, "P": 44, "Q": 40, "B": 19,
-               "I": 50, "N": 20, "O": 48}
-ORDER_TYPES = {"A": "add_order", "F": "add_order_mpid", "E": "order_executed", "C": "order_executed_with_price",
-               "X": "order_cancel", "D": "order_delete", "U": "order_replace"}
+SPEC_LENGTH = {
+    "S": 12,
+    "R": 39,
+    "H": 25,
+    "Y": 20,
+    "L": 26,
+    "V": 35,
+    "W": 12,
+    "K": 28,
+    "J": 35,
+    "h": 21,
+    "A": 36,
+    "F": 40,
+    "E": 31,
+    "C": 36,
+    "X": 23,
+    "D": 19,
+    "U": 35,
+    "P": 44,
+    "Q": 40,
+    "B": 19,
+    "I": 50,
+    "N": 20,
+    "O": 48,
+}
+ORDER_TYPES = {
+    "A": "add_order",
+    "F": "add_order_mpid",
+    "E": "order_executed",
+    "C": "order_executed_with_price",
+    "X": "order_cancel",
+    "D": "order_delete",
+    "U": "order_replace",
+}
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +64,7 @@ def _walk(raw):
     buf = raw.tobytes()
     offsets, kinds, pos = [], [], 0
     while pos < len(buf):
-        n = int.from_bytes(buf[pos:pos + 2], "big")
+        n = int.from_bytes(buf[pos : pos + 2], "big")
         offsets.append(pos)
         kinds.append(chr(buf[pos + 2]))
         pos += 2 + n
@@ -103,8 +132,12 @@ def test_the_day_is_in_time_order_with_live_references(day):
             live[ref] -= qty
             if live[ref] == 0:
                 del live[ref]
-    matches = np.concatenate([t[n]["match_number"].to_numpy() for n in
-                              ("order_executed", "order_executed_with_price", "trade", "cross_trade")])
+    matches = np.concatenate(
+        [
+            t[n]["match_number"].to_numpy()
+            for n in ("order_executed", "order_executed_with_price", "trade", "cross_trade")
+        ]
+    )
     assert len(np.unique(matches)) == len(matches) and matches.min() >= 1
     assert t["broken_trade"]["match_number"].to_numpy().max() <= matches.max()
 
@@ -151,7 +184,7 @@ def test_itch_book_reads_the_same_order_messages(day, tmp_path):
     batch, feed, midnight = _itch_book(path)
     assert feed.stats["missing_ref"] == 0 and feed.stats["clamped"] == 0 and feed.stats["rejected"] == 0
     assert feed.stats["crossed_books"] == 0
-    offsets, _ = _walk(raw)                                  # seq: the message's ordinal in the file, from 1
+    offsets, _ = _walk(raw)  # seq: the message's ordinal in the file, from 1
     m = batch.messages
     kinds = m["type"].astype("U1")
     # the resting order of every reference, from our own tables, for E, X, D's side and price
@@ -211,8 +244,11 @@ def test_itch_book_prints_the_same_trades(day, tmp_path):
     batch, _, midnight = _itch_book(path)
     tr = batch.trades
     kinds = tr["kind"].astype("U1")
-    for kind, name, size in (("P", "trade", "shares"), ("E", "order_executed", "executed_shares"),
-                             ("Q", "cross_trade", "shares")):
+    for kind, name, size in (
+        ("P", "trade", "shares"),
+        ("E", "order_executed", "executed_shares"),
+        ("Q", "cross_trade", "shares"),
+    ):
         ours = t[name].to_arrow()
         sel = kinds == kind
         assert sel.sum() == len(ours) > 0, kind

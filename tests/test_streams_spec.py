@@ -56,82 +56,165 @@ BAD = [
     ("[[section]]\n", r"section\[0\]: missing framing"),
     ("[[section]]\nframing = 'vb'\n", r"section\[0\].framing: 'vb' is no preset; presets are rdw, bdw"),
     ("[[section]]\nframing = { size = 4 }\n", r"section\[0\]: missing \[section.types.NAME\]"),
-    ("[[section]]\nframing = { size = 4, length = { size = 2 } }\n[section.types.a]\nfields = [['x', '>u4']]\n",
-     r"section\[0\].framing: give either size \(fixed-size records\) or length"),
-    ("[[section]]\nframing = { length = { size = 2, unit = 'dwords' } }\n[section.types.a]\nfields = [['x', 'u1']]\n",
-     r"framing.length.unit: 'dwords'; expected \"bytes\", \"words\""),
-    ("[[section]]\nframing = { length = { size = 9 } }\n[section.types.a]\nfields = [['x', 'u1']]\n",
-     r"section\[0\].framing.length: needs offset >= 0, size 1..8"),
-    ("[[section]]\nframing = { length = { size = 2, counts_itself = 'yes' } }\n[section.types.a]\n"
-     "fields = [['x', 'u1']]\n", r"framing.length.counts_itself: 'yes'; expected true or false"),
-    ("[[section]]\nframing = { size = 'n + 1' }\n[section.types.a]\nfields = [['x', 'u1']]\n",
-     r"framing.size: 'n \+ 1' names 'n', which is no integer field of the header \(integer header fields: none"),
-    ("[header]\nfields = [['sig', 'S4'], ['n', '<u4']]\n[[section]]\noffset = 'sig'\nframing = { size = 1 }\n"
-     "[section.types.a]\nfields = [['x', 'u1']]\n", r"'sig' names 'sig', which is no integer field of the header "
-                                                    r"\(integer header fields: n\)"),
-    ("[header]\nfields = [['n', '<u4']]\n[[section]]\nframing = { size = 'n ** 2' }\n[section.types.a]\n"
-     "fields = [['x', 'u1']]\n", r"'n \*\* 2' uses Pow; expressions have header field names, integers, \+ - \* //"),
-    ("[header]\nfields = [['n', '<u4']]\n[[section]]\noffset = 'n +'\nframing = { size = 1 }\n[section.types.a]\n"
-     "fields = [['x', 'u1']]\n", r"section\[0\].offset: 'n \+' is not an expression"),
-    ("[header]\nfields = [['n', '<u4']]\n[[section]]\ncount = 'len(n)'\nframing = { size = 1 }\n[section.types.a]\n"
-     "fields = [['x', 'u1']]\n", r"'len\(n\)' uses Call"),
-    ("[[section]]\ncount = -1\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'u1']]\n",
-     r"section\[0\].count: -1 is negative"),
-    ("[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'u12']]\n",
-     r"fields.x: 'u12': no u12; integers are 1, 2, 4, 8 bytes"),
-    ("[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'int']]\n",
-     r"fields.x: field type 'int' is not one of"),
-    ("[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'u4']]\n",
-     r"'u4': a 4-byte number needs a byte order"),
-    ("[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'u6']]\n",
-     r"'u6': an odd-width integer needs a byte order"),
-    ("[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', '>i3']]\n",
-     r"'>i3': no i3; integers are 1, 2, 4, 8 bytes \(unsigned also 3, 5, 6, 7\)"),
-    ("[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'u1'], ['x', 'u1']]\n",
-     r"field 'x' appears twice"),
-    ("[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['_offset', 'u1']]\n",
-     r"field name '_offset' is reserved"),
-    ("[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x']]\n",
-     r"field \('x',\) is not a \[name, type\] pair"),
+    (
+        "[[section]]\nframing = { size = 4, length = { size = 2 } }\n[section.types.a]\nfields = [['x', '>u4']]\n",
+        r"section\[0\].framing: give either size \(fixed-size records\) or length",
+    ),
+    (
+        "[[section]]\nframing = { length = { size = 2, unit = 'dwords' } }\n[section.types.a]\nfields = [['x', 'u1']]\n",
+        r"framing.length.unit: 'dwords'; expected \"bytes\", \"words\"",
+    ),
+    (
+        "[[section]]\nframing = { length = { size = 9 } }\n[section.types.a]\nfields = [['x', 'u1']]\n",
+        r"section\[0\].framing.length: needs offset >= 0, size 1..8",
+    ),
+    (
+        "[[section]]\nframing = { length = { size = 2, counts_itself = 'yes' } }\n[section.types.a]\n"
+        "fields = [['x', 'u1']]\n",
+        r"framing.length.counts_itself: 'yes'; expected true or false",
+    ),
+    (
+        "[[section]]\nframing = { size = 'n + 1' }\n[section.types.a]\nfields = [['x', 'u1']]\n",
+        r"framing.size: 'n \+ 1' names 'n', which is no integer field of the header \(integer header fields: none",
+    ),
+    (
+        "[header]\nfields = [['sig', 'S4'], ['n', '<u4']]\n[[section]]\noffset = 'sig'\nframing = { size = 1 }\n"
+        "[section.types.a]\nfields = [['x', 'u1']]\n",
+        r"'sig' names 'sig', which is no integer field of the header "
+        r"\(integer header fields: n\)",
+    ),
+    (
+        "[header]\nfields = [['n', '<u4']]\n[[section]]\nframing = { size = 'n ** 2' }\n[section.types.a]\n"
+        "fields = [['x', 'u1']]\n",
+        r"'n \*\* 2' uses Pow; expressions have header field names, integers, \+ - \* //",
+    ),
+    (
+        "[header]\nfields = [['n', '<u4']]\n[[section]]\noffset = 'n +'\nframing = { size = 1 }\n[section.types.a]\n"
+        "fields = [['x', 'u1']]\n",
+        r"section\[0\].offset: 'n \+' is not an expression",
+    ),
+    (
+        "[header]\nfields = [['n', '<u4']]\n[[section]]\ncount = 'len(n)'\nframing = { size = 1 }\n[section.types.a]\n"
+        "fields = [['x', 'u1']]\n",
+        r"'len\(n\)' uses Call",
+    ),
+    (
+        "[[section]]\ncount = -1\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'u1']]\n",
+        r"section\[0\].count: -1 is negative",
+    ),
+    (
+        "[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'u12']]\n",
+        r"fields.x: 'u12': no u12; integers are 1, 2, 4, 8 bytes",
+    ),
+    (
+        "[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'int']]\n",
+        r"fields.x: field type 'int' is not one of",
+    ),
+    (
+        "[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'u4']]\n",
+        r"'u4': a 4-byte number needs a byte order",
+    ),
+    (
+        "[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'u6']]\n",
+        r"'u6': an odd-width integer needs a byte order",
+    ),
+    (
+        "[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', '>i3']]\n",
+        r"'>i3': no i3; integers are 1, 2, 4, 8 bytes \(unsigned also 3, 5, 6, 7\)",
+    ),
+    (
+        "[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'u1'], ['x', 'u1']]\n",
+        r"field 'x' appears twice",
+    ),
+    (
+        "[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['_offset', 'u1']]\n",
+        r"field name '_offset' is reserved",
+    ),
+    (
+        "[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x']]\n",
+        r"field \('x',\) is not a \[name, type\] pair",
+    ),
     ("[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = []\n", r"a record needs at least one field"),
-    ("[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [5]\n",
-     r"field \(5,\) is not a \[name, type\] pair"),
-    ("[byteorder]\nmagic = 5\n[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'u1']]\n",
-     r"byteorder.magic: 5; expected a list of numbers"),
-    ("[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'u1']]\ntext = ['x']\n",
-     r"text names 'x', which is no S<n> field"),
-    ("[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'S1']]\ndecimals = { x = 2 }\n",
-     r"decimals names 'x', which is no integer field"),
-    ("[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'u1']]\ndecimals = { x = 40 }\n",
-     r"decimals.x = 40; expected an integer 0..38"),
-    ("[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'u1']]\n[section.types.b]\n"
-     "fields = [['x', 'u1']]\n", r"2 record types but no tag to tell them apart"),
-    ("[[section]]\nframing = { size = 1 }\ntag = { size = 1 }\n[section.types.a]\nfields = [['x', 'u1']]\n",
-     r"types.a: the section has a tag: give this type its value"),
-    ("[[section]]\nframing = { size = 1 }\ntag = { size = 1 }\n[section.types.a]\ntag = 'AB'\n"
-     "fields = [['x', 'u1']]\n", r"tag 'AB' has 2 bytes; the tag field has 1"),
-    ("[[section]]\nframing = { size = 1 }\ntag = { size = 1 }\n[section.types.a]\ntag = '\u20ac'\n"
-     "fields = [['x', 'u1']]\n", r"tag '\u20ac' is not one byte per character \(latin-1\); give its value as an "
-                                 r"integer"),
-    ("[[section]]\nframing = { size = 1 }\ntag = { size = 1 }\n[section.types.a]\ntag = 300\n"
-     "fields = [['x', 'u1']]\n", r"tag 300 is not an integer 0..255"),
-    ("[[section]]\nframing = { size = 1 }\ntag = { size = 1 }\n[section.types.a]\ntag = 1\nfields = [['x', 'u1']]\n"
-     "[section.types.b]\ntag = 1\nfields = [['x', 'u1']]\n", r"tag 1 is also 'a''s; each type needs its own"),
-    ("[[section]]\nframing = { size = 1 }\ntag = { offset = 4, size = 1 }\n[section.types.a]\ntag = 1\n"
-     "fields = [['x', 'u1']]\n", r"the tag \(bytes 4..5\) lies beyond type 'a''s fields"),
-    ("[[section]]\nframing = { size = 1 }\ntail = 'keep'\n[section.types.a]\nfields = [['x', 'u1']]\n",
-     r"section\[0\].tail: 'keep'; expected \"column\" or \"error\""),
-    ("[[section]]\nframing = { size = 1 }\nunknown = 'ignore'\n[section.types.a]\nfields = [['x', 'u1']]\n",
-     r"section\[0\].unknown: 'ignore'; expected \"error\", \"skip\" or \"keep\""),
-    ("order = 'middle'\n[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'u1']]\n",
-     r"order: 'middle'; expected \"big\" or \"little\""),
-    ("[byteorder]\nsize = 3\n[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'u1']]\n",
-     r"byteorder: needs offset >= 0, size 1/2/4/8 and magic"),
-    ("[[section]]\nframing = { size = 1 }\n[section.types._header]\nfields = [['x', 'u1']]\n",
-     r"the name '_header' is taken"),
+    (
+        "[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [5]\n",
+        r"field \(5,\) is not a \[name, type\] pair",
+    ),
+    (
+        "[byteorder]\nmagic = 5\n[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'u1']]\n",
+        r"byteorder.magic: 5; expected a list of numbers",
+    ),
+    (
+        "[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'u1']]\ntext = ['x']\n",
+        r"text names 'x', which is no S<n> field",
+    ),
+    (
+        "[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'S1']]\ndecimals = { x = 2 }\n",
+        r"decimals names 'x', which is no integer field",
+    ),
+    (
+        "[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'u1']]\ndecimals = { x = 40 }\n",
+        r"decimals.x = 40; expected an integer 0..38",
+    ),
+    (
+        "[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'u1']]\n[section.types.b]\n"
+        "fields = [['x', 'u1']]\n",
+        r"2 record types but no tag to tell them apart",
+    ),
+    (
+        "[[section]]\nframing = { size = 1 }\ntag = { size = 1 }\n[section.types.a]\nfields = [['x', 'u1']]\n",
+        r"types.a: the section has a tag: give this type its value",
+    ),
+    (
+        "[[section]]\nframing = { size = 1 }\ntag = { size = 1 }\n[section.types.a]\ntag = 'AB'\n"
+        "fields = [['x', 'u1']]\n",
+        r"tag 'AB' has 2 bytes; the tag field has 1",
+    ),
+    (
+        "[[section]]\nframing = { size = 1 }\ntag = { size = 1 }\n[section.types.a]\ntag = '\u20ac'\n"
+        "fields = [['x', 'u1']]\n",
+        r"tag '\u20ac' is not one byte per character \(latin-1\); give its value as an "
+        r"integer",
+    ),
+    (
+        "[[section]]\nframing = { size = 1 }\ntag = { size = 1 }\n[section.types.a]\ntag = 300\n"
+        "fields = [['x', 'u1']]\n",
+        r"tag 300 is not an integer 0..255",
+    ),
+    (
+        "[[section]]\nframing = { size = 1 }\ntag = { size = 1 }\n[section.types.a]\ntag = 1\nfields = [['x', 'u1']]\n"
+        "[section.types.b]\ntag = 1\nfields = [['x', 'u1']]\n",
+        r"tag 1 is also 'a''s; each type needs its own",
+    ),
+    (
+        "[[section]]\nframing = { size = 1 }\ntag = { offset = 4, size = 1 }\n[section.types.a]\ntag = 1\n"
+        "fields = [['x', 'u1']]\n",
+        r"the tag \(bytes 4..5\) lies beyond type 'a''s fields",
+    ),
+    (
+        "[[section]]\nframing = { size = 1 }\ntail = 'keep'\n[section.types.a]\nfields = [['x', 'u1']]\n",
+        r"section\[0\].tail: 'keep'; expected \"column\" or \"error\"",
+    ),
+    (
+        "[[section]]\nframing = { size = 1 }\nunknown = 'ignore'\n[section.types.a]\nfields = [['x', 'u1']]\n",
+        r"section\[0\].unknown: 'ignore'; expected \"error\", \"skip\" or \"keep\"",
+    ),
+    (
+        "order = 'middle'\n[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'u1']]\n",
+        r"order: 'middle'; expected \"big\" or \"little\"",
+    ),
+    (
+        "[byteorder]\nsize = 3\n[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'u1']]\n",
+        r"byteorder: needs offset >= 0, size 1/2/4/8 and magic",
+    ),
+    (
+        "[[section]]\nframing = { size = 1 }\n[section.types._header]\nfields = [['x', 'u1']]\n",
+        r"the name '_header' is taken",
+    ),
     ("[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = 3\n", r"types.a.fields: expected a list"),
-    ("[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'u1']]\nsize = 3\n",
-     r"types.a: unknown key 'size'"),
+    (
+        "[[section]]\nframing = { size = 1 }\n[section.types.a]\nfields = [['x', 'u1']]\nsize = 3\n",
+        r"types.a: unknown key 'size'",
+    ),
     ("[[section]]\nframing = [1]\n[section.types.a]\nfields = [['x', 'u1']]\n", r"framing: expected a table"),
 ]
 
@@ -162,8 +245,12 @@ def test_python_objects_are_checked_too():
     with pytest.raises(lo.LayoutError, match=r"offset: expected an integer or an expression \(a string\), got 1.5"):
         S([S.Section(S.Framing(size=1), [S.RecordType("a", rec)], offset=1.5)])
     with pytest.raises(lo.LayoutError, match=r"types.a: the name 'a' is taken"):
-        S([S.Section(S.Framing(size=1), [S.RecordType("a", rec)]), S.Section(S.Framing(size=1),
-                                                                               [S.RecordType("a", rec)])])
+        S(
+            [
+                S.Section(S.Framing(size=1), [S.RecordType("a", rec)]),
+                S.Section(S.Framing(size=1), [S.RecordType("a", rec)]),
+            ]
+        )
 
 
 def test_damaged_descriptions_give_only_layout_errors():
@@ -181,8 +268,10 @@ def test_damaged_descriptions_give_only_layout_errors():
     from test_streams import LAS_LIKE, MULTI
 
     builtin = lo._stream.spec.resources.files("layouts._stream") / "builtin"
-    docs = [tomllib.loads(t) for t in (GOOD, LAS_LIKE, MULTI, (builtin / "pcap.toml").read_text(),
-                                       (builtin / "itch50.toml").read_text())]
+    docs = [
+        tomllib.loads(t)
+        for t in (GOOD, LAS_LIKE, MULTI, (builtin / "pcap.toml").read_text(), (builtin / "itch50.toml").read_text())
+    ]
     junk = [None, 5, -1, 2**70, 1.5, "x", "", "a + ", "=u4", [], [1], ["a"], [["a", 5]], {}, {"q": 1}, True]
     rng = random.Random(7)
 

@@ -21,9 +21,11 @@ from layouts.kernels import cpu as cpu_kernels
 ENV = {**os.environ, "PYTHONPATH": os.getcwd()}
 DT = np.dtype([("a", "<i8"), ("s", "S8"), ("q", "<i2")])
 LAYOUT = lo.Layout.from_dtype(DT, bytes_as={"s": "string"})
-BUSY = r"is being written right now by another conversion \(thread '[^']+', writing out= .*\): two conversions " \
-       r"writing one buffer at once would mix their records in it\. A buffer is owned by one conversion at a " \
-       r"time: give each thread its own out="
+BUSY = (
+    r"is being written right now by another conversion \(thread '[^']+', writing out= .*\): two conversions "
+    r"writing one buffer at once would mix their records in it\. A buffer is owned by one conversion at a "
+    r"time: give each thread its own out="
+)
 
 
 def records(n, seed):
@@ -112,9 +114,12 @@ def test_two_views_of_one_records_buffer_are_one_buffer(monkeypatch):
         for view in (buf.view(np.uint8), buf[100:].view(np.uint8), np.frombuffer(buf.data, np.int8)):
             with pytest.raises(lo.LayoutError, match=r"SoA.to_aos: out= \(the records array passed\) " + BUSY):
                 second.to_aos(out=view)
-        with pytest.raises(lo.LayoutError, match=r"AoS.to_soa: the records being converted is being written "
-                                                 r"right now .* reading it now would mix old records with new "
-                                                 r"ones\. .* wait for that call to return"):
+        with pytest.raises(
+            lo.LayoutError,
+            match=r"AoS.to_soa: the records being converted is being written "
+            r"right now .* reading it now would mix old records with new "
+            r"ones\. .* wait for that call to return",
+        ):
             lo.AoS(buf[:10], LAYOUT).to_soa()
     finally:
         held.release.set()
@@ -132,9 +137,12 @@ def test_reading_an_arena_while_it_is_reused_is_refused(monkeypatch):
     t, box = in_thread(lambda: arena.to_aos())
     try:
         assert held.entered.wait(30)
-        with pytest.raises(lo.LayoutError, match=r"AoS.to_soa: out= \(the arena of the SoA passed\) is being "
-                                                 r"read right now .*writing it now would change records that "
-                                                 r"conversion has not read yet"):
+        with pytest.raises(
+            lo.LayoutError,
+            match=r"AoS.to_soa: out= \(the arena of the SoA passed\) is being "
+            r"read right now .*writing it now would change records that "
+            r"conversion has not read yet",
+        ):
             lo.AoS(records(200, 7), LAYOUT).to_soa(out=arena)
     finally:
         held.release.set()
@@ -248,8 +256,18 @@ def test_two_threads_reusing_one_arena_never_mix_their_records():
 
 
 # ------------------------------------------------------------------ 3. pickling
-PICKLED = np.dtype([("i", "<i4"), ("s", "S5"), ("u", "U3"), ("b", "?"), ("t", "<M8[ms]"), ("d", "<m8[10s]"),
-                    ("l", "<f4", (3,)), ("x", ">i8")])
+PICKLED = np.dtype(
+    [
+        ("i", "<i4"),
+        ("s", "S5"),
+        ("u", "U3"),
+        ("b", "?"),
+        ("t", "<M8[ms]"),
+        ("d", "<m8[10s]"),
+        ("l", "<f4", (3,)),
+        ("x", ">i8"),
+    ]
+)
 
 
 def every_kind():
@@ -300,8 +318,9 @@ def test_a_slice_of_borrowed_arrow_columns_pickles_only_its_own_rows():
 
 
 def test_c_enums_and_bit_fields_pickle_with_their_layout():
-    layout = lo.Layout.from_c("enum color { RED, GREEN = 5, BLUE = -3 };"
-                              "struct p { enum color c; unsigned k : 3, j : 5; };", "p")
+    layout = lo.Layout.from_c(
+        "enum color { RED, GREEN = 5, BLUE = -3 };struct p { enum color c; unsigned k : 3, j : 5; };", "p"
+    )
     raw = np.zeros(4, layout.dtype)
     raw.view(np.uint8).reshape(4, -1)[:, 4] = [1, 0xFF, 7, 9]
     raw["c"] = [0, 5, -3, 42]
@@ -329,19 +348,26 @@ def test_an_aos_and_an_soa_on_the_gpu_pickle_back_to_the_gpu():
 def test_pickling_an_soa_whose_arena_was_reused_is_refused():
     old = lo.AoS(records(10, 1), LAYOUT).to_soa()
     lo.AoS(records(10, 2), LAYOUT).to_soa(out=old)
-    with pytest.raises(lo.LayoutError, match=r"SoA.__reduce__ \(pickle\): this SoA's arena was reused by a later "
-                                             r"to_soa\(out=...\), so its buffers now hold other records; use the "
-                                             r"SoA that call returned"):
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"SoA.__reduce__ \(pickle\): this SoA's arena was reused by a later "
+        r"to_soa\(out=...\), so its buffers now hold other records; use the "
+        r"SoA that call returned",
+    ):
         pickle.dumps(old)
 
 
 # ------------------------------------------------------------------ 2. duplicate column names
 def test_two_arrow_columns_of_one_name_are_a_layout_error_naming_it():
     table = pa.Table.from_arrays([pa.array([1]), pa.array([2.5]), pa.array([3])], names=["a", "b", "a"])
-    with pytest.raises(lo.LayoutError, match=re.escape(
+    with pytest.raises(
+        lo.LayoutError,
+        match=re.escape(
             "the Arrow data has 2 columns named 'a' (columns [0, 2] of ['a', 'b', 'a']); the layout's field 'a' "
             "is found by name, which would not say which one to read: rename all but one first, e.g. "
-            "table.rename_columns(['a', 'b', 'a_2'])")):
+            "table.rename_columns(['a', 'b', 'a_2'])"
+        ),
+    ):
         lo.SoA.from_arrow(table, [("a", "<i8"), ("b", "<f8")])
     # the suggested fix works; a duplicate the layout does not read is no matter
     # (the renamed column is then one the layout lacks: an error too, unless dropped by name)
@@ -355,26 +381,35 @@ def test_two_arrow_columns_of_one_name_are_a_layout_error_naming_it():
 
 def test_two_struct_children_of_one_name_are_a_layout_error_naming_them():
     pos = pa.StructArray.from_arrays([pa.array([1.0]), pa.array([2.0])], names=["x", "x"])
-    with pytest.raises(lo.LayoutError, match=re.escape(
+    with pytest.raises(
+        lo.LayoutError,
+        match=re.escape(
             "column 'pos' has 2 struct children named 'x' (children [0, 1] of ['x', 'x']); the layout's field "
-            "'pos.x' is found by name")):
+            "'pos.x' is found by name"
+        ),
+    ):
         lo.SoA.from_arrow(pa.table({"pos": pos}), [("pos", [("x", "<f8")])])
 
 
 def test_a_parquet_file_with_two_columns_of_one_name_stops_convert_with_nothing_written(tmp_path):
     import pyarrow.parquet as pq
 
-    pq.write_table(pa.Table.from_arrays([pa.array([1, 2]), pa.array([3, 4])], names=["a", "a"]),
-                   tmp_path / "dup.parquet")
-    with pytest.raises(lo.LayoutError, match=r"dup\.parquet, row group 0, rows 0 to 2: the Arrow data has 2 "
-                                             r"columns named 'a'"):
+    pq.write_table(
+        pa.Table.from_arrays([pa.array([1, 2]), pa.array([3, 4])], names=["a", "a"]), tmp_path / "dup.parquet"
+    )
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"dup\.parquet, row group 0, rows 0 to 2: the Arrow data has 2 "
+        r"columns named 'a'",
+    ):
         lo.convert(tmp_path / "dup.parquet", [("a", "<i8")], tmp_path / "out.bin")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dup.parquet"]
 
 
 # ------------------------------------------------------------------ 4. out-of-range times in messages
-@pytest.mark.parametrize("dtype", ["<M8[10s]", ">M8[D]", "<M8[W]", "<M8[M]", "<M8[Y]", "<M8[h]", "<M8[2D]",
-                                   "<m8[m]", "<m8[D]", ">m8[10ms]"])
+@pytest.mark.parametrize(
+    "dtype", ["<M8[10s]", ">M8[D]", "<M8[W]", "<M8[M]", "<M8[Y]", "<M8[h]", "<M8[2D]", "<m8[m]", "<m8[D]", ">m8[10ms]"]
+)
 def test_the_range_named_for_a_time_field_is_the_one_the_kernel_checks(dtype):
     from layouts._faults import time_range
 
@@ -387,37 +422,67 @@ def test_the_range_named_for_a_time_field_is_the_one_the_kernel_checks(dtype):
         if fits:
             lo.AoS(records, layout).to_soa()
         else:
-            with pytest.raises(lo.ConversionError, match=rf"value {count} \(counts of .*\) does not fit Arrow .*"
-                                                         rf"counts from {lo_} to {hi}"):
+            with pytest.raises(
+                lo.ConversionError,
+                match=rf"value {count} \(counts of .*\) does not fit Arrow .*"
+                rf"counts from {lo_} to {hi}",
+            ):
                 lo.AoS(records, layout).to_soa()
 
 
 def test_an_out_of_range_time_is_shown_as_its_count_and_unit_not_a_wrapped_date():
     records = np.zeros(1, [("t", "<M8[10s]")])
-    records["t"] = np.array([-2**63 + 1]).view("<M8[10s]")  # NumPy shows it as 1970-01-01T00:00:10
-    with pytest.raises(lo.ConversionError, match=re.escape(
+    records["t"] = np.array([-(2**63) + 1]).view("<M8[10s]")  # NumPy shows it as 1970-01-01T00:00:10
+    with pytest.raises(
+        lo.ConversionError,
+        match=re.escape(
             "field 't' (<M8[10s] at offset 0), record 0: value -9223372036854775807 (counts of 10s since "
             "1970-01-01) does not fit Arrow timestamp[s], which holds a <M8[10s] field's counts from "
             "-922337203685477580 to 922337203685477580 (-292277022657-01-27T08:30:00 to "
-            "292277026596-12-04T15:30:00) only; fix the value (a missing time is NaT)")) as info:
+            "292277026596-12-04T15:30:00) only; fix the value (a missing time is NaT)"
+        ),
+    ) as info:
         lo.AoS(records).to_soa()
     assert "1970" not in str(info.value).split("since 1970-01-01")[1]
     # a sub-array names the element; a date beyond date32 that seconds can hold gets that hint, which works
     days = np.zeros(1, [("d", "<M8[D]", (3,))])
     days["d"][0] = np.array([0, 3_000_000_000, 1]).view("M8[D]")
-    with pytest.raises(lo.ConversionError, match=re.escape(
+    with pytest.raises(
+        lo.ConversionError,
+        match=re.escape(
             "record 0: element 1 of 3, value 3000000000 (counts of D since 1970-01-01) does not fit Arrow "
             "date32[day], which holds a <M8[D] field's counts from -2147483648 to 2147483647 (-5877641-06-23 to "
             "5881580-07-11) only; fix the value (a missing time is NaT), or store the field as M8[s] (Arrow "
-            "timestamp[s] holds it)")):
+            "timestamp[s] holds it)"
+        ),
+    ):
         lo.AoS(days).to_soa()
     seconds = days.astype([("d", "<M8[s]", (3,))])
     assert lo.AoS(seconds).to_soa().to_aos().to_numpy().tobytes() == seconds.tobytes()
 
 
 # ------------------------------------------------------------------ 5. hints for dtypes that are not records
-NOT_RECORDS = ["<i4", ">f8", "?", "S5", "U3", "<c16", "<f2", "M8[ns]", "(3,)i4", ">i2", "V8", "(2,)V4", "O", "(2,2)O",
-               "M8", "m8", "(2,)M8", "<f16", "<c32"]
+NOT_RECORDS = [
+    "<i4",
+    ">f8",
+    "?",
+    "S5",
+    "U3",
+    "<c16",
+    "<f2",
+    "M8[ns]",
+    "(3,)i4",
+    ">i2",
+    "V8",
+    "(2,)V4",
+    "O",
+    "(2,2)O",
+    "M8",
+    "m8",
+    "(2,)M8",
+    "<f16",
+    "<c32",
+]
 
 
 @pytest.mark.parametrize("dtype", NOT_RECORDS)
@@ -426,8 +491,11 @@ def test_the_hint_for_a_dtype_that_is_not_a_record_works_when_followed(dtype):
         np.dtype(dtype)
     except TypeError:
         pytest.skip(f"no NumPy type {dtype} on this platform")
-    with pytest.raises(lo.LayoutError, match=r"Layout.from_dtype needs a structured dtype with named fields, got "
-                                             r".*: Layout\.from_dtype\(np\.dtype\(\[\('value', ") as info:
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"Layout.from_dtype needs a structured dtype with named fields, got "
+        r".*: Layout\.from_dtype\(np\.dtype\(\[\('value', ",
+    ) as info:
         lo.Layout.from_dtype(np.dtype(dtype))
     code = re.search(r"Layout\.from_dtype\((np\.dtype\(\[.*\]\).*)\)$", str(info.value)).group(1)
     layout = eval(f"lo.Layout.from_dtype({code})", {"np": np, "lo": lo})  # noqa: S307 - our own message
@@ -437,15 +505,25 @@ def test_the_hint_for_a_dtype_that_is_not_a_record_works_when_followed(dtype):
 
 
 def test_an_object_dtype_is_told_why_no_record_holds_it_and_what_does():
-    with pytest.raises(lo.LayoutError, match=re.escape(
+    with pytest.raises(
+        lo.LayoutError,
+        match=re.escape(
             "got object: Python objects are pointers to values kept elsewhere, not bytes a record holds, so no "
             "layout describes them; store the values in a fixed-size type first (e.g. np.asarray(values, "
             "dtype='U16') for text, 'i8' or 'f8' for numbers), then describe that: "
-            "Layout.from_dtype(np.dtype([('value', '<U16')]))")):
+            "Layout.from_dtype(np.dtype([('value', '<U16')]))"
+        ),
+    ):
         lo.Layout.from_dtype(np.dtype(object))
-    with pytest.raises(lo.LayoutError, match=r"got \|S0, which a record field cannot hold either: a zero-length "
-                                             r"string holds nothing|got \|S0, which holds no bytes"):
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"got \|S0, which a record field cannot hold either: a zero-length "
+        r"string holds nothing|got \|S0, which holds no bytes",
+    ):
         lo.Layout.from_dtype(np.dtype("S0"))
-    with pytest.raises(lo.LayoutError, match=r"got \|V0, which holds no bytes: there is nothing for a record field "
-                                             r"to hold"):
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"got \|V0, which holds no bytes: there is nothing for a record field "
+        r"to hold",
+    ):
         lo.AoS(b"", layout=np.dtype("V0"))

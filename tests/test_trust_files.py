@@ -21,8 +21,16 @@ import layouts as lo
 from layouts._cli import main
 
 DT = np.dtype([("left", "<i2"), ("right", "<i2")])  # a 16-bit stereo WAV frame
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                                    os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")])}
+ENV = {
+    **os.environ,
+    "PYTHONPATH": os.pathsep.join(
+        [
+            os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+            os.path.dirname(__file__),
+            os.environ.get("PYTHONPATH", ""),
+        ]
+    ),
+}
 LINUX = sys.platform.startswith("linux")
 
 
@@ -63,8 +71,11 @@ def test_read_records_of_a_file_object_starts_at_its_position(tmp_path):
     assert np.array_equal(lo.read_records(stream, DT, count=1000).to_numpy(), a)
     with open(path, "rb") as f:  # the sizes in an error count from the position too
         f.read(44)
-        with pytest.raises(lo.LayoutError, match=r"a.wav \(from its position 44\) is 4014 bytes: after the "
-                                                 r"0-byte header that is 1003 records of 4 bytes and 2 bytes left"):
+        with pytest.raises(
+            lo.LayoutError,
+            match=r"a.wav \(from its position 44\) is 4014 bytes: after the "
+            r"0-byte header that is 1003 records of 4 bytes and 2 bytes left",
+        ):
             lo.read_records(f, DT)
 
 
@@ -114,8 +125,26 @@ def test_convert_count_leaves_the_trailer_out(tmp_path, capsys):
         result = lo.convert(src, DT, out, format="arrows", offset=44 if src is path else 0, count=1000)
         assert result.records == 1000
         assert pa.ipc.open_stream(out.getvalue()).read_all().column("right").to_pylist() == a["right"].tolist()
-    assert main(["convert", str(path), "--dtype", "[('left','<i2'),('right','<i2')]", "--offset", "44",
-                 "--count", "1000", "--to", str(tmp_path / "a.parquet"), "--device", "cpu", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "convert",
+                str(path),
+                "--dtype",
+                "[('left','<i2'),('right','<i2')]",
+                "--offset",
+                "44",
+                "--count",
+                "1000",
+                "--to",
+                str(tmp_path / "a.parquet"),
+                "--device",
+                "cpu",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert pq.read_table(tmp_path / "a.parquet").num_rows == 1000
 
 
@@ -127,14 +156,36 @@ def test_a_count_past_the_records_names_the_file_count_and_records(tmp_path, cap
         lo.convert(path, DT, io.BytesIO(), format="arrows", offset=44, count=104)
     with pytest.raises(lo.ConversionError, match=message):
         lo.read_records(path, DT, offset=44, count=104)
-    with pytest.raises(lo.ConversionError, match=r"the input holds 103 whole records of 4 bytes after offset 44; "
-                                                 r"count=104 asks for more"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"the input holds 103 whole records of 4 bytes after offset 44; "
+        r"count=104 asks for more",
+    ):
         lo.convert(io.BytesIO(path.read_bytes()), DT, io.BytesIO(), format="arrows", offset=44, count=104)
-    rc = main(["convert", str(path), "--dtype", "[('left','<i2'),('right','<i2')]", "--offset", "44", "--count",
-               "104", "--to", str(tmp_path / "a.arrow"), "--device", "cpu", "--quiet"])
+    rc = main(
+        [
+            "convert",
+            str(path),
+            "--dtype",
+            "[('left','<i2'),('right','<i2')]",
+            "--offset",
+            "44",
+            "--count",
+            "104",
+            "--to",
+            str(tmp_path / "a.arrow"),
+            "--device",
+            "cpu",
+            "--quiet",
+        ]
+    )
     err = capsys.readouterr().err
-    assert rc == 1 and "a.wav holds 103 whole records of 4 bytes after offset 44; --count 104 asks for more: " \
-                       "give --count 103 or fewer" in err, err
+    assert (
+        rc == 1
+        and "a.wav holds 103 whole records of 4 bytes after offset 44; --count 104 asks for more: "
+        "give --count 103 or fewer"
+        in err
+    ), err
     assert not (tmp_path / "a.arrow").exists()
 
 
@@ -148,8 +199,26 @@ def test_the_trailing_warning_says_where_and_suggests_count(tmp_path, capsys):
         lo.read_records(path, DT, offset=44, trailing="ignore")
     with pytest.raises(lo.LayoutError, match=r"if the input has more after its records \(a trailer\), pass count="):
         lo.read_records(path, DT, offset=44)
-    assert main(["convert", str(path), "--dtype", "[('left','<i2'),('right','<i2')]", "--offset", "44",
-                 "--trailing", "ignore", "--to", str(tmp_path / "a.arrow"), "--device", "cpu", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "convert",
+                str(path),
+                "--dtype",
+                "[('left','<i2'),('right','<i2')]",
+                "--offset",
+                "44",
+                "--trailing",
+                "ignore",
+                "--to",
+                str(tmp_path / "a.arrow"),
+                "--device",
+                "cpu",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert "skipped those 2 bytes at byte 456 of the input" in err and "pass --count with the number" in err, err
 
@@ -158,9 +227,15 @@ def test_a_huge_count_on_a_pipe_reads_what_is_there(tmp_path):
     r, w = os.pipe()
     os.write(w, frames(10).tobytes())
     os.close(w)
-    with open(r, "rb") as pipe, pytest.raises(lo.ConversionError, match=rf"file descriptor {r} holds 10 whole records "
-                                                                        r"of 4 bytes after offset 0; count=10{15} "
-                                                                        r"asks for more"):
+    with (
+        open(r, "rb") as pipe,
+        pytest.raises(
+            lo.ConversionError,
+            match=rf"file descriptor {r} holds 10 whole records "
+            r"of 4 bytes after offset 0; count=10{15} "
+            r"asks for more",
+        ),
+    ):
         lo.read_records(pipe, DT, count=10**15)  # read in bounded parts, not one buffer of 4 PB
 
 
@@ -179,11 +254,18 @@ def test_dask_count_and_offset_per_file(tmp_path):
     pattern = str(tmp_path / "f*.bin")
     df = ld.read_records(pattern, DT, offset=[44, 8], count=[30, None], blocksize=40)
     assert df.compute(scheduler="sync")["left"].tolist() == want
-    df = ld.read_records(pattern, DT, offset=lambda p: 44 if p.endswith("f0.bin") else 8,
-                         count=lambda p: 30 if p.endswith("f0.bin") else 7)
+    df = ld.read_records(
+        pattern,
+        DT,
+        offset=lambda p: 44 if p.endswith("f0.bin") else 8,
+        count=lambda p: 30 if p.endswith("f0.bin") else 7,
+    )
     assert df.compute(scheduler="sync")["left"].tolist() == want
-    with pytest.raises(lo.ConversionError, match=r"f1.bin holds 7 whole records of 4 bytes after offset 8; count=8 "
-                                                 r"asks for more"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"f1.bin holds 7 whole records of 4 bytes after offset 8; count=8 "
+        r"asks for more",
+    ):
         ld.read_records(pattern, DT, offset=[44, 8], count=[30, 8])
     with pytest.raises(lo.LayoutError, match=r"offset has 1 values but 2 files match .*f0.bin.*; give one per file"):
         ld.read_records(pattern, DT, offset=[44])
@@ -195,8 +277,9 @@ def test_dask_count_and_offset_per_file(tmp_path):
 
 
 def _child(code, timeout=120):
-    run = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=ENV,
-                         timeout=timeout)
+    run = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=ENV, timeout=timeout
+    )
     assert run.returncode == 0, (run.returncode, run.stderr[-3000:])
     return run.stdout
 
@@ -241,13 +324,17 @@ def test_read_records_then_truncated_is_an_error_not_sigbus(tmp_path):
     lines = out.strip().splitlines()
     assert [line.split(":")[0] for line in lines] == ["size", "size", "fault", "again"], out
     for line in lines[:3]:
-        assert "in.bin shrank while it was being read: it is now 48,020 bytes, so record 1,000 (byte 48,000 of the " \
-               "file) and the ones after it are gone; another program truncated or rewrote the file: read it again " \
-               "(layouts.read_records) once it is complete" in line, line
+        assert (
+            "in.bin shrank while it was being read: it is now 48,020 bytes, so record 1,000 (byte 48,000 of the "
+            "file) and the ones after it are gone; another program truncated or rewrote the file: read it again "
+            "(layouts.read_records) once it is complete" in line
+        ), line
     # the first page that faulted stays a page of zeros in the map: the records from there on are gone from it
     page = -(-48_020 // mmap.PAGESIZE) * mmap.PAGESIZE
-    assert f"in.bin shrank while it was being read: it is now 960,000 bytes, so record {page // 48:,} (byte " \
-           f"{page:,} of the file) and the ones after it are gone" in lines[3], lines[3]
+    assert (
+        f"in.bin shrank while it was being read: it is now 960,000 bytes, so record {page // 48:,} (byte "
+        f"{page:,} of the file) and the ones after it are gone" in lines[3]
+    ), lines[3]
 
 
 def test_a_map_cut_before_it_is_converted_on_either_device(tmp_path, device):
@@ -257,8 +344,11 @@ def test_a_map_cut_before_it_is_converted_on_either_device(tmp_path, device):
     frames(5_000).tofile(path)
     aos = lo.read_records(path, DT, offset=4)
     os.truncate(path, 4 + 100 * DT.itemsize + 1)
-    with pytest.raises(lo.ConversionError, match=r"in.bin shrank while it was being read: it is now 405 bytes, so "
-                                                 r"record 100 \(byte 404 of the file\) and the ones after it are gone"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"in.bin shrank while it was being read: it is now 405 bytes, so "
+        r"record 100 \(byte 404 of the file\) and the ones after it are gone",
+    ):
         aos.to_soa(device=device)
 
 
@@ -330,8 +420,10 @@ def test_a_dask_partition_of_a_truncated_file_is_an_error_not_sigbus(tmp_path):
     lines = out.strip().splitlines()
     assert [line.split(":")[0] for line in lines] == ["size", "fault"], out
     for line in lines:
-        assert "in.bin shrank while it was being read by Dask: it is now 120,016 bytes, so record 2,500 (byte " \
-               "120,016 of the file) and the ones after it are gone" in line, line
+        assert (
+            "in.bin shrank while it was being read by Dask: it is now 120,016 bytes, so record 2,500 (byte "
+            "120,016 of the file) and the ones after it are gone" in line
+        ), line
 
 
 # ----------------------------------------------------------------- 4. Parquet/IPC as file objects and on stdin
@@ -369,14 +461,26 @@ def test_parquet_and_ipc_files_on_standard_input_are_converted(arrow_files, suff
     spool.mkdir()
     env = {**ENV, "TMPDIR": str(spool)}
     raw = (folder / f"r.{suffix}").read_bytes()
-    command = [sys.executable, "-m", "layouts", "convert", "-", "--dtype", "[('left','<i2'),('right','<i2')]",
-               "--device", "cpu", "--quiet"]
-    run = subprocess.run([*command, "--to", str(folder / "out.bin")], input=raw, capture_output=True, env=env,
-                         timeout=120)
+    command = [
+        sys.executable,
+        "-m",
+        "layouts",
+        "convert",
+        "-",
+        "--dtype",
+        "[('left','<i2'),('right','<i2')]",
+        "--device",
+        "cpu",
+        "--quiet",
+    ]
+    run = subprocess.run(
+        [*command, "--to", str(folder / "out.bin")], input=raw, capture_output=True, env=env, timeout=120
+    )
     assert run.returncode == 0, run.stderr
     assert (folder / "out.bin").read_bytes() == want
-    run = subprocess.run([*command, "--to", str(folder / "cut.bin")], input=raw[:-10], capture_output=True, env=env,
-                         timeout=120)
+    run = subprocess.run(
+        [*command, "--to", str(folder / "cut.bin")], input=raw[:-10], capture_output=True, env=env, timeout=120
+    )
     assert run.returncode == 1 and b"standard input is a truncated" in run.stderr, run.stderr
     assert not (folder / "cut.bin").exists()
     assert list(spool.iterdir()) == []  # the spool is unnamed: nothing left, after success or failure
@@ -393,23 +497,32 @@ def test_a_spool_that_cannot_be_written_names_the_format_and_the_fix(arrow_files
             raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(tempfile, "TemporaryFile", lambda **kwargs: Full())
-    with open(r, "rb") as pipe, pytest.raises(lo.LayoutError, match=r"is a Parquet file, which is read from its "
-                                                                     r"end, .* failed: No space left on device; set "
-                                                                     r"TMPDIR .* or pass the file's path"):
+    with (
+        open(r, "rb") as pipe,
+        pytest.raises(
+            lo.LayoutError,
+            match=r"is a Parquet file, which is read from its "
+            r"end, .* failed: No space left on device; set "
+            r"TMPDIR .* or pass the file's path",
+        ),
+    ):
         lo.convert(pipe, DT, io.BytesIO(), format="records")
 
 
 # ----------------------------------------------------------------- 5. offset/count checked alike
 
 
-@pytest.mark.parametrize("argument, value, message", [
-    ("offset", -8, r"offset=-8 is negative: offset is the number of header bytes .* give an int >= 0"),
-    ("offset", 1.5, r"offset=1.5 is not a whole number"),
-    ("offset", True, r"offset=True is not a whole number"),
-    ("count", -1, r"count=-1 is negative: count is the number of records to take"),
-    ("count", 2.0, r"count=2.0 is not a whole number"),
-    ("count", False, r"count=False is not a whole number"),
-])
+@pytest.mark.parametrize(
+    "argument, value, message",
+    [
+        ("offset", -8, r"offset=-8 is negative: offset is the number of header bytes .* give an int >= 0"),
+        ("offset", 1.5, r"offset=1.5 is not a whole number"),
+        ("offset", True, r"offset=True is not a whole number"),
+        ("count", -1, r"count=-1 is negative: count is the number of records to take"),
+        ("count", 2.0, r"count=2.0 is not a whole number"),
+        ("count", False, r"count=False is not a whole number"),
+    ],
+)
 def test_offset_and_count_are_checked_alike(tmp_path, argument, value, message):
     path = tmp_path / "a.bin"
     frames(10).tofile(path)
@@ -429,11 +542,23 @@ def test_offset_and_count_are_checked_alike(tmp_path, argument, value, message):
 def test_offset_and_count_flags_name_the_flag(tmp_path, capsys):
     path = tmp_path / "a.bin"
     frames(10).tofile(path)
-    for flag, value, text in (("--offset", "-8", "argument --offset: -8 is negative: give the bytes of header"),
-                              ("--count", "1.5", "argument --count: '1.5' is not a whole number: give the records")):
+    for flag, value, text in (
+        ("--offset", "-8", "argument --offset: -8 is negative: give the bytes of header"),
+        ("--count", "1.5", "argument --count: '1.5' is not a whole number: give the records"),
+    ):
         with pytest.raises(SystemExit) as exit:
-            main(["convert", str(path), "--dtype", "[('left','<i2'),('right','<i2')]", flag, value, "--to",
-                  str(tmp_path / "a.arrow")])
+            main(
+                [
+                    "convert",
+                    str(path),
+                    "--dtype",
+                    "[('left','<i2'),('right','<i2')]",
+                    flag,
+                    value,
+                    "--to",
+                    str(tmp_path / "a.arrow"),
+                ]
+            )
         err = capsys.readouterr().err
         assert exit.value.code != 0 and text in err and "Errno" not in err, err
 
@@ -460,16 +585,17 @@ def test_the_command_with_its_standard_streams_closed(tmp_path):
     dtype = "--dtype \"[('left','<i2'),('right','<i2')]\" --device cpu"
 
     def sh(line):
-        return subprocess.run(["sh", "-c", line], capture_output=True, text=True, env=ENV, cwd=tmp_path,
-                              timeout=120)
+        return subprocess.run(["sh", "-c", line], capture_output=True, text=True, env=ENV, cwd=tmp_path, timeout=120)
 
     run = sh(f"{layouts} a.bin {dtype} --to a.arrow >&-")  # works: the summary goes nowhere
     assert run.returncode == 0 and "Error" not in run.stderr, run.stderr
     assert pa.ipc.open_file(str(tmp_path / "a.arrow")).read_all().num_rows == 10
     run = sh(f"{layouts} a.bin {dtype} --to - >&-")  # a command line that cannot work: status 2
-    assert run.returncode == 2 and run.stderr == ("layouts convert: error: --to -: standard output is closed (>&-), "
-                                                  "so the data has nowhere to go; redirect it to a file or a pipe, "
-                                                  "or give --to FILE\n"), run.stderr
+    assert run.returncode == 2 and run.stderr == (
+        "layouts convert: error: --to -: standard output is closed (>&-), "
+        "so the data has nowhere to go; redirect it to a file or a pipe, "
+        "or give --to FILE\n"
+    ), run.stderr
     run = sh(f"{layouts} a.bin {dtype} --to b.arrow 2>&-")
     assert run.returncode == 0 and run.stdout.startswith("converted 10 records"), run.stdout
     run = sh(f"{layouts} a.bin {dtype} --to a.arrow 2>&-")  # an error: status 1, its line not on stdout

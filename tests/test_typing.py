@@ -65,8 +65,23 @@ def test_a_user_script_over_the_public_api_passes_mypy_strict(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "MYPYPATH"}
     env["PYTHONPATH"] = str(root)
     proc = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--config-file", str(tmp_path / "mypy.ini"), "--cache-dir",
-         str(tmp_path / "cache"), "--no-error-summary", "user.py"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--config-file",
+            str(tmp_path / "mypy.ini"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--no-error-summary",
+            "user.py",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip() == ""

@@ -1,20 +1,82 @@
 """AoS -> SoA on the CPU: one function per op kind, the block of rows they share, and the
 chunk kernel the host function runs on every thread (see :mod:`kernels.cpu`)."""
 
-
 import numpy as np
 
-from .._memory import bswap16, bswap32, bswap64, load8, load16, load32, load64
-from .._memory import store8, store16, store32, store64, stream_fence
+from .._memory import (
+    bswap16,
+    bswap32,
+    bswap64,
+    load8,
+    load16,
+    load32,
+    load64,
+    store8,
+    store16,
+    store32,
+    store64,
+    stream_fence,
+)
 from ..plan import (
-    COUNT, DATA, E_RANGE, E_UTF, F_SIGNED, F_DENSE, F_UTF8, FLAGS, K_BITS, K_BOOL, K_BYTES, K_CIVIL, K_COPY, K_ENUM, K_SCALE, K_UTF32,
-    KIND, N_BITS, NAT, NULLS, OFFS, OFFSETS, P1, P2, P3, SENT, SWAP, TABLE, VALID,
+    COUNT,
+    DATA,
+    E_RANGE,
+    E_UTF,
+    F_DENSE,
+    F_SIGNED,
+    F_UTF8,
+    FLAGS,
+    K_BINARY,
+    K_BITS,
+    K_BOOL,
+    K_BYTES,
+    K_CIVIL,
+    K_COPY,
+    K_ENUM,
+    K_HFLOAT,
+    K_PACKED,
+    K_SCALE,
+    K_TEXT,
+    K_UTF32,
+    K_ZONED,
+    KIND,
+    N_BITS,
+    NAT,
+    NULLS,
+    OFFS,
+    OFFSETS,
+    P1,
+    P2,
+    P3,
+    SENT,
+    SWAP,
+    TABLE,
+    VALID,
     WIDTH,
 )
-from ..plan import K_BINARY, K_HFLOAT, K_PACKED, K_TEXT, K_ZONED
 from ..threads import ROW_ALIGN
 from . import mainframe
-from .memory import BLOCK_BYTES, I32_MAX, I32_MIN, I64_MAX, _clear_bits, _days_from_civil, _is_nan, _jit, _load, _load_word, _low_bits, _memcpy, _offset_at, _set_bit, _set_offset, _sign_extend, _store, _stream_copy, _utf8_valid
+from .memory import (
+    BLOCK_BYTES,
+    I32_MAX,
+    I32_MIN,
+    I64_MAX,
+    _clear_bits,
+    _days_from_civil,
+    _is_nan,
+    _jit,
+    _load,
+    _load_word,
+    _low_bits,
+    _memcpy,
+    _offset_at,
+    _set_bit,
+    _set_offset,
+    _sign_extend,
+    _store,
+    _stream_copy,
+    _utf8_valid,
+)
 
 # --------------------------------------------------------------- AoS -> SoA, per op
 

@@ -17,8 +17,21 @@ Compiled with the other CPU kernels (content-keyed disk cache, kernels/_cache.py
 
 import numpy as np
 
-from .._memory import bswap16, bswap32, bswap64, load8, load16, load32, load64, prefetch
-from .._memory import store8, store16, store32, store64, stream_fence
+from .._memory import (
+    bswap16,
+    bswap32,
+    bswap64,
+    load8,
+    load16,
+    load32,
+    load64,
+    prefetch,
+    store8,
+    store16,
+    store32,
+    store64,
+    stream_fence,
+)
 from ..plan import COUNT, DATA, K_CSTR, K_UTF32, KIND, OFFSETS, P2, VALID
 from ..threads import ROW_ALIGN, chunk_starts, run_chunks
 from .forward import _compact_strings, _forward_block, _stage_plan, _unstage, _value_width
@@ -93,8 +106,9 @@ def _first_nul_rows(rows, itemsize, n, nul_at, nul_len):
 
 
 @_jit
-def _forward_rows_at(buf, itemsize, r0, r1, offsets, run_src, run_dst, run_len, offset_at, nul_at, nul_len, ops,
-                     offs, stream, err, stop):
+def _forward_rows_at(
+    buf, itemsize, r0, r1, offsets, run_src, run_dst, run_len, offset_at, nul_at, nul_len, ops, offs, stream, err, stop
+):
     """:func:`kernels.cpu.forward._forward_rows` for records found through ``offsets`` (byte
     offsets into ``buf``) instead of at ``src + row * stride``: each block of rows is
     gathered (by the runs of the record's plan) into a packed row buffer that stays in
@@ -104,13 +118,55 @@ def _forward_rows_at(buf, itemsize, r0, r1, offsets, run_src, run_dst, run_len, 
     at, size = _stage_plan(ops, min(block, r1 - r0))
     stage = np.empty(size if stream else 0, dtype=np.uint8)
     rows = np.zeros(max(min(block, r1 - r0), 1) * itemsize, dtype=np.uint8)  # the bytes no run writes stay 0
-    _forward_blocks_at(buf, itemsize, r0, r1, offsets, run_src, run_dst, run_len, offset_at, nul_at, nul_len, ops,
-                       offs, block, stream, at, stage, rows, ops.copy(), err, stop)
+    _forward_blocks_at(
+        buf,
+        itemsize,
+        r0,
+        r1,
+        offsets,
+        run_src,
+        run_dst,
+        run_len,
+        offset_at,
+        nul_at,
+        nul_len,
+        ops,
+        offs,
+        block,
+        stream,
+        at,
+        stage,
+        rows,
+        ops.copy(),
+        err,
+        stop,
+    )
 
 
 @_jit
-def _forward_blocks_at(buf, itemsize, r0, r1, offsets, run_src, run_dst, run_len, offset_at, nul_at, nul_len, ops,
-                       offs, block, stream, at, stage, rows, staged, err, stop):
+def _forward_blocks_at(
+    buf,
+    itemsize,
+    r0,
+    r1,
+    offsets,
+    run_src,
+    run_dst,
+    run_len,
+    offset_at,
+    nul_at,
+    nul_len,
+    ops,
+    offs,
+    block,
+    stream,
+    at,
+    stage,
+    rows,
+    staged,
+    err,
+    stop,
+):
     base = stage.ctypes.data
     src, packed = buf.ctypes.data, rows.ctypes.data
     b0 = r0
@@ -160,8 +216,20 @@ def aos_to_soa_at(buf, offsets, itemsize, runs, offset_at, nul, ops, offs, *, th
     n = offsets.shape[0]
     starts = chunk_starts(n, itemsize, threads)
     stream = n * itemsize >= STREAM_BYTES and itemsize <= STAGE_RECORD_MAX
-    args = (buf, itemsize, offsets, runs[:, 0].copy(), runs[:, 1].copy(), runs[:, 2].copy(), offset_at,
-            nul[:, 0].copy(), nul[:, 1].copy(), ops, offs, stream)
+    args = (
+        buf,
+        itemsize,
+        offsets,
+        runs[:, 0].copy(),
+        runs[:, 1].copy(),
+        runs[:, 2].copy(),
+        offset_at,
+        nul[:, 0].copy(),
+        nul[:, 1].copy(),
+        ops,
+        offs,
+        stream,
+    )
     fault = run_chunks(_forward_rows_at, starts, args, (owners, buf, offsets))
     if fault is None:
         for j in range(ops.shape[0]):
@@ -195,8 +263,9 @@ def _put_word(addr, size, big, value):
 
 
 @_jit
-def _scatter_rows(rows, itemsize, b0, b1, positions, run_src, run_dst, run_len, zero_off, zero_len, frame, lengths,
-                  out):
+def _scatter_rows(
+    rows, itemsize, b0, b1, positions, run_src, run_dst, run_len, zero_off, zero_len, frame, lengths, out
+):
     """Packed rows ``b0..b1`` (at ``rows``) to ``out + positions[i]`` by the runs, with
     the length field (``lengths[i]``) and the tag that ``frame`` describes: ``(length
     at, size, big, tag at, size, big, tag value)``, a size of 0 for none. Returns -1,
@@ -221,21 +290,73 @@ def _scatter_rows(rows, itemsize, b0, b1, positions, run_src, run_dst, run_len, 
 
 
 @_jit
-def _reverse_rows_at(out, itemsize, r0, r1, positions, run_src, run_dst, run_len, zero_off, zero_len, frame, lengths,
-                     ops, offs, err, stop):
+def _reverse_rows_at(
+    out,
+    itemsize,
+    r0,
+    r1,
+    positions,
+    run_src,
+    run_dst,
+    run_len,
+    zero_off,
+    zero_len,
+    frame,
+    lengths,
+    ops,
+    offs,
+    err,
+    stop,
+):
     """:func:`kernels.cpu.reverse._reverse_rows` for records that go to ``out`` at
     ``positions`` (byte offsets) instead of one after another: each block of rows is
     assembled from the columns in a packed row buffer that stays in cache, then its
     fields, length and tag are stored at their places. No dense copy is made."""
     block = max(ROW_ALIGN, (BLOCK_BYTES // itemsize) // ROW_ALIGN * ROW_ALIGN)
     rows = np.zeros(max(min(block, r1 - r0), 1) * itemsize, dtype=np.uint8)  # padding stays 0 (see _reverse_rows)
-    _reverse_blocks_at(out, itemsize, r0, r1, positions, run_src, run_dst, run_len, zero_off, zero_len, frame,
-                       lengths, ops, offs, block, rows, err, stop)
+    _reverse_blocks_at(
+        out,
+        itemsize,
+        r0,
+        r1,
+        positions,
+        run_src,
+        run_dst,
+        run_len,
+        zero_off,
+        zero_len,
+        frame,
+        lengths,
+        ops,
+        offs,
+        block,
+        rows,
+        err,
+        stop,
+    )
 
 
 @_jit
-def _reverse_blocks_at(out, itemsize, r0, r1, positions, run_src, run_dst, run_len, zero_off, zero_len, frame,
-                       lengths, ops, offs, block, rows, err, stop):
+def _reverse_blocks_at(
+    out,
+    itemsize,
+    r0,
+    r1,
+    positions,
+    run_src,
+    run_dst,
+    run_len,
+    zero_off,
+    zero_len,
+    frame,
+    lengths,
+    ops,
+    offs,
+    block,
+    rows,
+    err,
+    stop,
+):
     packed, dst = rows.ctypes.data, out.ctypes.data
     b0 = r0
     while b0 < r1:
@@ -245,8 +366,9 @@ def _reverse_blocks_at(out, itemsize, r0, r1, positions, run_src, run_dst, run_l
         _prefetch_columns(ops, b1, min(b1 + block, r1))
         if _reverse_block(packed - b0 * itemsize, itemsize, b0, b1, ops, offs, err) != 0:
             break
-        bad = _scatter_rows(packed, itemsize, b0, b1, positions, run_src, run_dst, run_len, zero_off, zero_len,
-                            frame, lengths, dst)
+        bad = _scatter_rows(
+            packed, itemsize, b0, b1, positions, run_src, run_dst, run_len, zero_off, zero_len, frame, lengths, dst
+        )
         if bad >= 0:
             err[0], err[1], err[2] = bad, -1, E_WIDE
             break
@@ -266,6 +388,18 @@ def soa_to_aos_at(out, positions, itemsize, runs, zeros, frame, lengths, ops, of
     """
     n = positions.shape[0]
     starts = chunk_starts(n, itemsize, threads)
-    args = (out, itemsize, positions, runs[:, 0].copy(), runs[:, 1].copy(), runs[:, 2].copy(), zeros[:, 0].copy(),
-            zeros[:, 1].copy(), frame, lengths, ops, offs)
+    args = (
+        out,
+        itemsize,
+        positions,
+        runs[:, 0].copy(),
+        runs[:, 1].copy(),
+        runs[:, 2].copy(),
+        zeros[:, 0].copy(),
+        zeros[:, 1].copy(),
+        frame,
+        lengths,
+        ops,
+        offs,
+    )
     return run_chunks(_reverse_rows_at, starts, args, (owners, out, positions, lengths))

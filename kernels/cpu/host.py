@@ -6,13 +6,19 @@ import time
 import numpy as np
 
 from ..plan import (
-    K_CSTR, K_TEXT, K_UTF32,
-    KIND, NCOLS, OFFSETS, P2,
+    K_CSTR,
+    K_TEXT,
+    K_UTF32,
+    KIND,
+    NCOLS,
+    OFFSETS,
+    P2,
 )
-from .memory import STAGE_RECORD_MAX, STREAM_BYTES, _set_offset
-from .forward import _compact_strings, _forward_rows
-from .reverse import _reverse_rows
 from ..threads import chunk_starts, run_chunks
+from .forward import _compact_strings, _forward_rows
+from .memory import STAGE_RECORD_MAX, STREAM_BYTES, _set_offset
+from .reverse import _reverse_rows
+
 
 def aos_to_soa(src, stride, n, ops, offs, *, threads=None, owners=None):
     """Scatter ``n`` records at address ``src`` into the column buffers named by ``ops``.

@@ -10,14 +10,56 @@ import numpy as np
 
 from .._memory import load8, load16, load32, load64, store8, store16, store32, store64
 from ..mainframe import (
-    below_pow10, binary_fits, digit_at, digit_limit, digit_groups, divmod_u128_small, fold_chunk, ibm_to_ieee,
-    ieee_to_ibm, magnitude_128, mul_add_u128, pack_sign_nibble, packed_sign, packed_word, positive_sign, signed_128,
-    zoned_overpunch, zoned_word,
+    below_pow10,
+    binary_fits,
+    digit_at,
+    digit_groups,
+    digit_limit,
+    divmod_u128_small,
+    fold_chunk,
+    ibm_to_ieee,
+    ieee_to_ibm,
+    magnitude_128,
+    mul_add_u128,
+    pack_sign_nibble,
+    packed_sign,
+    packed_word,
+    positive_sign,
+    signed_128,
+    zoned_overpunch,
+    zoned_word,
 )
 from ..plan import (
-    COUNT, DATA, E_INEXACT, E_INVALID, E_NULL, E_RANGE, E_TOO_LONG, E_UTF, ELEM0, F_LEADING,
-    F_NULL_INVALID, F_SEPARATE, F_SIGNED, F_TRIM_LEFT, F_TRIM_RIGHT, F_TRUNC_BIN, F_TRUNCATE, FLAGS, K_BINARY,
-    K_PACKED, K_ZONED, OFFS, OFFSETS, P1, P2, P3, SENT, TABLE, VALID, WIDTH,
+    COUNT,
+    DATA,
+    E_INEXACT,
+    E_INVALID,
+    E_NULL,
+    E_RANGE,
+    E_TOO_LONG,
+    E_UTF,
+    ELEM0,
+    F_LEADING,
+    F_NULL_INVALID,
+    F_SEPARATE,
+    F_SIGNED,
+    F_TRIM_LEFT,
+    F_TRIM_RIGHT,
+    F_TRUNC_BIN,
+    F_TRUNCATE,
+    FLAGS,
+    K_BINARY,
+    K_PACKED,
+    K_ZONED,
+    OFFS,
+    OFFSETS,
+    P1,
+    P2,
+    P3,
+    SENT,
+    TABLE,
+    VALID,
+    WIDTH,
 )
 from .memory import _clear_bits, _get_bit, _jit, _offset_at, _set_bit, _set_offset
 
@@ -314,8 +356,8 @@ def fwd_text(src, stride, r0, b0, b1, op, offs):
                 store64(out + length, word)
                 length += 8
                 t += 8
-            for t in range(t, end):
-                code = np.int64(load32(table + np.int64(load8(s + t)) * 4))
+            for v in range(t, end):
+                code = np.int64(load32(table + np.int64(load8(s + v)) * 4))
                 size = code >> 24
                 if size == 1:
                     store8(out + length, code)
@@ -446,8 +488,9 @@ def rev_decimal(dst, itemsize, b0, b1, op, offs, kind):
             elif digits <= 18:
                 if hi != np.uint64(0) or lo >= small:
                     return r, E_RANGE
-                _write_digits_small(a, kind, w, digits, np.int64(lo), negative, positive, leading, separate, plus,
-                                    minus)
+                _write_digits_small(
+                    a, kind, w, digits, np.int64(lo), negative, positive, leading, separate, plus, minus
+                )
             else:
                 if not below_pow10(hi, lo, digits):
                     return r, E_RANGE

@@ -1,13 +1,23 @@
 """Loads, stores, copies, bitmaps and string offsets at raw addresses: what every CPU kernel
 is made of (the shared value transforms come from :mod:`kernels.values`)."""
 
-
 import numpy as np
 
 from .. import _cache, values
-from .._memory import bswap16, bswap32, bswap64, load8, load16, load32, load64
-from .._memory import store8, store16, store32, store64, stream_line
-
+from .._memory import (
+    bswap16,
+    bswap32,
+    bswap64,
+    load8,
+    load16,
+    load32,
+    load64,
+    store8,
+    store16,
+    store32,
+    store64,
+    stream_line,
+)
 
 BLOCK_BYTES = 16 * 1024
 STREAM_BYTES = 16 << 20  # output at least this large bypasses the caches (see _stream_copy)

@@ -1,23 +1,85 @@
 """SoA -> AoS on the CPU: one function per op kind, the staged block of records they fill,
 and the chunk kernel the host function runs on every thread (see :mod:`kernels.cpu`)."""
 
-
 import numpy as np
 
-from .._memory import bswap16, bswap32, bswap64, load8, load16, load32, load64
-from .._memory import store8, store16, store32, store64, stream_fence
-from .._memory import prefetch
+from .._memory import (
+    bswap16,
+    bswap32,
+    bswap64,
+    load8,
+    load16,
+    load32,
+    load64,
+    prefetch,
+    store8,
+    store16,
+    store32,
+    store64,
+    stream_fence,
+)
 from ..plan import (
-    COUNT, DATA, E_INEXACT, E_NUL, E_NULL, E_RANGE, E_TOO_LONG, E_UTF, ELEM0, F_SIGNED, F_TRUNCATE,
-    FLAGS, K_BITS, K_BOOL, K_BYTES, K_CIVIL, K_COPY, K_ENUM, K_SCALE, K_UTF32,
-    KIND, N_NONE, NAT, NULLS, OFFS, OFFSETS, P1, P2, P3, SENT, SWAP, TABLE, VALID,
+    COUNT,
+    DATA,
+    E_INEXACT,
+    E_NUL,
+    E_NULL,
+    E_RANGE,
+    E_TOO_LONG,
+    E_UTF,
+    ELEM0,
+    F_SIGNED,
+    F_TRUNCATE,
+    FLAGS,
+    K_BINARY,
+    K_BITS,
+    K_BOOL,
+    K_BYTES,
+    K_CIVIL,
+    K_COPY,
+    K_ENUM,
+    K_HFLOAT,
+    K_PACKED,
+    K_SCALE,
+    K_TEXT,
+    K_UTF32,
+    K_ZONED,
+    KIND,
+    N_NONE,
+    NAT,
+    NULLS,
+    OFFS,
+    OFFSETS,
+    P1,
+    P2,
+    P3,
+    SENT,
+    SWAP,
+    TABLE,
+    VALID,
     WIDTH,
 )
-from ..plan import K_BINARY, K_HFLOAT, K_PACKED, K_TEXT, K_ZONED
 from ..threads import ROW_ALIGN
 from . import mainframe
-from .memory import BLOCK_BYTES, STAGE_RECORD_MAX, _civil_from_days, _get_bit, _jit, _load, _load_word, _low_bits, _memcpy, _memset0, _offset_at, _sign_extend, _store, _stream_copy, _swap, _utf8_start
 from .forward import _value_width
+from .memory import (
+    BLOCK_BYTES,
+    STAGE_RECORD_MAX,
+    _civil_from_days,
+    _get_bit,
+    _jit,
+    _load,
+    _load_word,
+    _low_bits,
+    _memcpy,
+    _memset0,
+    _offset_at,
+    _sign_extend,
+    _store,
+    _stream_copy,
+    _swap,
+    _utf8_start,
+)
 
 # --------------------------------------------------------------- SoA -> AoS, per op
 

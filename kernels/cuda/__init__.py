@@ -48,23 +48,63 @@ transforms of one tile), ``transpose`` (the specialised main kernels and their h
 functions), ``strings`` (offsets scan and string copy), ``arrow`` (the cuDF bridge's kernels).
 """
 
+from ..plan import K_TEXT
 from .arrow import (
-    _bits_to_bits, _bits_to_bytes, _bytes_to_bits, _codes_with_nulls, _offsets_check, _offsets_rebase,
-    bits_to_bits, bits_to_bytes, bytes_to_bits, codes_with_nulls, offsets_check, offsets_rebase,
+    _bits_to_bits,
+    _bits_to_bytes,
+    _bytes_to_bits,
+    _codes_with_nulls,
+    _offsets_check,
+    _offsets_rebase,
+    bits_to_bits,
+    bits_to_bytes,
+    bytes_to_bits,
+    codes_with_nulls,
+    offsets_check,
+    offsets_rebase,
 )
 from .device import ALL_KINDS, M_VALIDITY, MAX_BLOCKS, SCAN_THREADS, SIMULATED, THREADS
-from ..plan import K_TEXT
 from .mainframe import MAINFRAME_KINDS, copy_text
 from .strings import _copy_strings, _scan_add, _scan_blocks, _scan_sums
 from .transpose import (
-    Pending, Plan, aos_to_soa, device_ops, forward_async, kinds_of, launcher, reverse_async, soa_to_aos,
-    specialised, tile_shape,
+    Pending,
+    Plan,
+    aos_to_soa,
+    device_ops,
+    forward_async,
+    kinds_of,
+    launcher,
+    reverse_async,
+    soa_to_aos,
+    specialised,
+    tile_shape,
 )
 
-__all__ = ["aos_to_soa", "soa_to_aos", "forward_async", "reverse_async", "Plan", "Pending", "launcher", "tile_shape",
-           "KERNELS", "bits_to_bits", "bits_to_bytes", "bytes_to_bits", "codes_with_nulls", "offsets_check",
-           "offsets_rebase", "kinds_of", "specialised", "device_ops", "THREADS", "SCAN_THREADS", "SIMULATED",
-           "MAX_BLOCKS", "ALL_KINDS"]
+__all__ = [
+    "aos_to_soa",
+    "soa_to_aos",
+    "forward_async",
+    "reverse_async",
+    "Plan",
+    "Pending",
+    "launcher",
+    "tile_shape",
+    "KERNELS",
+    "bits_to_bits",
+    "bits_to_bytes",
+    "bytes_to_bits",
+    "codes_with_nulls",
+    "offsets_check",
+    "offsets_rebase",
+    "kinds_of",
+    "specialised",
+    "device_ops",
+    "THREADS",
+    "SCAN_THREADS",
+    "SIMULATED",
+    "MAX_BLOCKS",
+    "ALL_KINDS",
+]
 
 
 def _signatures():
@@ -99,5 +139,3 @@ def _signatures():
 
 KERNELS = _signatures
 """Every kernel of this module with its argument types (the PTX compile test walks this)."""
-
-

@@ -74,7 +74,6 @@ def _offsets_rebase(offsets, count, lo):
         offsets[i] -= lo
 
 
-
 # ------------------------------------------------- the cuDF bridge, host side
 
 

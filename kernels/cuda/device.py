@@ -7,9 +7,9 @@ from numba import cuda, int64, uint32, uint64
 
 from .. import values
 from ..plan import (
-    K_ENUM, NCOLS,
+    K_ENUM,
+    NCOLS,
 )
-
 
 SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
 THREADS = 32 if SIMULATED else 256  # the simulator runs each thread as a Python thread

@@ -59,9 +59,9 @@ def byte_map(itemsize, runs, offset_at):
     (-1: not stored); every other byte 0."""
     bmap = np.full(max(itemsize, 1), ZERO, np.int32)
     for src, dst, length in np.asarray(runs, np.int64).reshape(-1, 3):
-        bmap[dst:dst + length] = np.arange(src, src + length, dtype=np.int32)
+        bmap[dst : dst + length] = np.arange(src, src + length, dtype=np.int32)
     if offset_at >= 0:
-        bmap[offset_at:offset_at + 8] = -2 - np.arange(8, dtype=np.int32)
+        bmap[offset_at : offset_at + 8] = -2 - np.arange(8, dtype=np.int32)
     return bmap
 
 
@@ -81,5 +81,6 @@ def KERNELS():  # noqa: N802 - the name kernels/ptx.py looks for (--also)
     """The kernel of this module with the argument types :func:`gather_records` passes."""
     from numba import types as t
 
-    return {"stream_gather": (_gather_words, (t.uint8[::1], t.int64[::1], t.int32[::1], t.int64, t.int64,
-                                              t.uint32[::1]))}
+    return {
+        "stream_gather": (_gather_words, (t.uint8[::1], t.int64[::1], t.int32[::1], t.int64, t.int64, t.uint32[::1]))
+    }

@@ -12,13 +12,53 @@ way back.
 from numba import cuda, int64, uint64
 
 from ..mainframe import (
-    below_pow10, binary_fits, digit_at, digit_groups, digit_limit, divmod_u128_small, fold_chunk, ibm_to_ieee,
-    ieee_to_ibm, magnitude_128, mul_add_u128, pack_sign_nibble, packed_sign, positive_sign, signed_128, zoned_overpunch,
+    below_pow10,
+    binary_fits,
+    digit_at,
+    digit_groups,
+    digit_limit,
+    divmod_u128_small,
+    fold_chunk,
+    ibm_to_ieee,
+    ieee_to_ibm,
+    magnitude_128,
+    mul_add_u128,
+    pack_sign_nibble,
+    packed_sign,
+    positive_sign,
+    signed_128,
+    zoned_overpunch,
 )
 from ..plan import (
-    COUNT, DATA, E_INEXACT, E_INVALID, E_RANGE, E_TOO_LONG, E_UTF, F_LEADING, F_NULL_INVALID, F_SEPARATE,
-    F_SIGNED, F_TRIM_LEFT, F_TRIM_RIGHT, F_TRUNC_BIN, F_TRUNCATE, FLAGS, K_BINARY, K_HFLOAT, K_PACKED, K_ZONED,
-    KIND, OFFS, OFFSETS, P1, P2, P3, SENT, TABLE, WIDTH,
+    COUNT,
+    DATA,
+    E_INEXACT,
+    E_INVALID,
+    E_RANGE,
+    E_TOO_LONG,
+    E_UTF,
+    F_LEADING,
+    F_NULL_INVALID,
+    F_SEPARATE,
+    F_SIGNED,
+    F_TRIM_LEFT,
+    F_TRIM_RIGHT,
+    F_TRUNC_BIN,
+    F_TRUNCATE,
+    FLAGS,
+    K_BINARY,
+    K_HFLOAT,
+    K_PACKED,
+    K_ZONED,
+    KIND,
+    OFFS,
+    OFFSETS,
+    P1,
+    P2,
+    P3,
+    SENT,
+    TABLE,
+    WIDTH,
 )
 from .device import _dev, _fault, _get, _load, _offset_at, _put, _store
 from .tile import _divmod32, _element
@@ -120,8 +160,9 @@ def _decode_element(words, wb, p, op):
         return status, int64(0), int64(0)
     for _ in range(op[P3]):  # PIC 9PP
         hi, lo = mul_add_u128(hi, lo, 10, 0)
-    if op[P2] == 8 and (hi != uint64(0) or lo > (uint64(1) << uint64(63))
-                        or (lo == (uint64(1) << uint64(63)) and not negative)):
+    if op[P2] == 8 and (
+        hi != uint64(0) or lo > (uint64(1) << uint64(63)) or (lo == (uint64(1) << uint64(63)) and not negative)
+    ):
         return E_RANGE, int64(0), int64(0)
     shi, slo = signed_128(hi, lo, -1 if negative else 1)
     return 0, shi, slo

@@ -4,8 +4,15 @@ trimmed bytes to their offsets."""
 from numba import cuda, int64
 
 from ..plan import (
-    COUNT, DATA, K_CSTR, KIND,
-    OFFS, OFFSETS, P2, SWAP, WIDTH,
+    COUNT,
+    DATA,
+    K_CSTR,
+    KIND,
+    OFFS,
+    OFFSETS,
+    P2,
+    SWAP,
+    WIDTH,
 )
 from .device import _get, _offset_at, _set_offset, _swap
 

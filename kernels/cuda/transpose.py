@@ -7,16 +7,92 @@ import numpy as np
 from numba import cuda, int32, int64, uint32, uint64
 
 from ..plan import (
-    COUNT, DATA, E_NULL, E_RANGE, E_UTF, ELEM0, F_SIGNED, FLAGS, K_BITS, K_BOOL, K_BYTES, K_CIVIL, K_COPY, K_CSTR, K_ENUM, K_SCALE, K_UTF32, KIND,
-    N_NONE, NAT, NCOLS, NULLS, OFFS, OFFSETS, P1, P2, P3, SENT, SWAP, TABLE, VALID, WIDTH,
+    COUNT,
+    DATA,
+    E_NULL,
+    E_RANGE,
+    E_UTF,
+    ELEM0,
+    F_SIGNED,
+    FLAGS,
+    K_BINARY,
+    K_BITS,
+    K_BOOL,
+    K_BYTES,
+    K_CIVIL,
+    K_COPY,
+    K_CSTR,
+    K_ENUM,
+    K_HFLOAT,
+    K_PACKED,
+    K_SCALE,
+    K_TEXT,
+    K_UTF32,
+    K_ZONED,
+    KIND,
+    N_NONE,
+    NAT,
+    NCOLS,
+    NULLS,
+    OFFS,
+    OFFSETS,
+    P1,
+    P2,
+    P3,
+    SENT,
+    SWAP,
+    TABLE,
+    VALID,
+    WIDTH,
 )
-from .device import I64_MAX, MAX_BLOCKS, MAX_TILE_BYTES, M_VALIDITY, NO_FAULT, SCAN_THREADS, THREADS, TILE_BYTES, XCOLS, X_BOUND, X_INV, X_LIM, X_SHIFT, _bit, _dev, _fault, _get, _load, _mask, _put, _set_offset, _sign_extend, _store, _swap
-from .tile import _divmod32, _element, _forward_value, _fwd_enum_index, _fwd_time, _is_valid, _rev_string, _rev_time, _reverse_value, _string_length
-from .strings import _copy_strings, _scan_add, _scan_blocks, _scan_sums
+from .device import (
+    I64_MAX,
+    M_VALIDITY,
+    MAX_BLOCKS,
+    MAX_TILE_BYTES,
+    NO_FAULT,
+    SCAN_THREADS,
+    THREADS,
+    TILE_BYTES,
+    X_BOUND,
+    X_INV,
+    X_LIM,
+    X_SHIFT,
+    XCOLS,
+    _bit,
+    _dev,
+    _fault,
+    _get,
+    _load,
+    _mask,
+    _put,
+    _set_offset,
+    _sign_extend,
+    _store,
+    _swap,
+)
 from .mainframe import (
-    MAINFRAME_KINDS, copy_text, fwd_mainframe, rev_mainframe, rev_text, text_length, valid_mainframe,
+    MAINFRAME_KINDS,
+    copy_text,
+    fwd_mainframe,
+    rev_mainframe,
+    rev_text,
+    text_length,
+    valid_mainframe,
 )
-from ..plan import K_BINARY, K_HFLOAT, K_PACKED, K_TEXT, K_ZONED
+from .strings import _copy_strings, _scan_add, _scan_blocks, _scan_sums
+from .tile import (
+    _divmod32,
+    _element,
+    _forward_value,
+    _fwd_enum_index,
+    _fwd_time,
+    _is_valid,
+    _rev_string,
+    _rev_time,
+    _reverse_value,
+    _string_length,
+)
 
 # ------------------------------------------------------------------------- kernels
 
@@ -150,7 +226,9 @@ def specialised(mask, staged=True):
                             _store(a8, a16, a32, a64, dst + i * w + q, piece, _get(words, wb, p + q, piece))
                     elif BITS and kind == K_BITS:
                         outw = op[P3]
-                        _store(a8, a16, a32, a64, dst + i * outw, outw, _forward_value(words, wb, op, offs, e, r0, slot))
+                        _store(
+                            a8, a16, a32, a64, dst + i * outw, outw, _forward_value(words, wb, op, offs, e, r0, slot)
+                        )
                     elif ENUM and kind == K_ENUM:
                         idx = _fwd_enum_index(_forward_value(words, wb, op, offs, e, r0, slot), op, tables)
                         _store(a8, a16, a32, a64, dst + i * 4, 4, idx)
@@ -165,16 +243,13 @@ def specialised(mask, staged=True):
                     b_next = IDX(b_next + nt)
                     byte = 0
                     for t in range(min(8, total - 8 * b)):
-                        if MAINFRAME and (kind == K_PACKED or kind == K_ZONED or kind == K_BINARY
-                                          or kind == K_HFLOAT):
+                        if MAINFRAME and (kind == K_PACKED or kind == K_ZONED or kind == K_BINARY or kind == K_HFLOAT):
                             ok = valid_mainframe(words, wb, op, offs, 8 * b + t, r0, slot)
                         else:
                             ok = _is_valid(words, wb, op, offs, 8 * b + t, r0, slot)
                         if ok:
                             byte |= 1 << t
                     a8[uint64(op[VALID] + (e0 >> 3) + b)] = byte
-
-
 
     def reverse_column(KC):
         """The element loop of one op kind (``KC``, a constant: one loop per kind, each
@@ -214,8 +289,9 @@ def specialised(mask, staged=True):
                 elif KC == K_BITS:
                     shift, nbits = op[P1], op[P2]
                     v = op[SENT] if null else _reverse_value(a8, a16, a32, a64, op, i)
-                    if nbits < 64 and (_sign_extend(v, nbits) != v if (op[FLAGS] & F_SIGNED) != 0
-                                       else (v >> nbits) != 0):
+                    if nbits < 64 and (
+                        _sign_extend(v, nbits) != v if (op[FLAGS] & F_SIGNED) != 0 else (v >> nbits) != 0
+                    ):
                         _fault(err, r, j, E_RANGE, nops)  # does not fit in nbits
                         continue
                     v = (v & _mask(nbits)) << shift
@@ -406,8 +482,11 @@ class Plan:
         self.d_ops = cuda.to_device(self.h_ops, stream=stream)
         self.d_offs = cuda.to_device(np.ascontiguousarray(offs), stream=stream)
         self.tables = tables
-        self.strings = [(j, cuda.to_device(np.ascontiguousarray(self.ops[j]), stream=stream))
-                        for j in range(self.nops) if self.ops[j, KIND] in (K_CSTR, K_UTF32, K_TEXT)]
+        self.strings = [
+            (j, cuda.to_device(np.ascontiguousarray(self.ops[j]), stream=stream))
+            for j in range(self.nops)
+            if self.ops[j, KIND] in (K_CSTR, K_UTF32, K_TEXT)
+        ]
 
 
 class Pending:
@@ -457,8 +536,9 @@ def _launch(direction, rec, stride, n, plan, arena, err, stream):
     kernel = specialised(plan.kinds, staged)[0 if direction == "forward" else 1]
     shared = rows * slot + 8 if staged else 0
     blocks = max(1, min(-(-n // rows), MAX_BLOCKS))
-    kernel[blocks, THREADS, stream, shared](rec, n, stride, slot, rows, plan.d_ops, plan.d_offs,
-                                            *_views(arena), plan.tables, err)
+    kernel[blocks, THREADS, stream, shared](
+        rec, n, stride, slot, rows, plan.d_ops, plan.d_offs, *_views(arena), plan.tables, err
+    )
 
 
 def launcher(direction, rec, stride, n, ops, offs, arena, tables):

@@ -57,13 +57,24 @@ class Backend(Protocol):
         """``(target, records)``: a new allocation for n records that :meth:`soa_to_aos`
         writes (``target``) and the records array over it for an AoS (``records``)."""
 
-    def aos_to_soa(self, records: Any, layout: Any, n: int, arena: Any, memory: Any, nulls: Any, *,
-                   threads: "Optional[int]" = None) -> Any:
+    def aos_to_soa(
+        self, records: Any, layout: Any, n: int, arena: Any, memory: Any, nulls: Any, *, threads: "Optional[int]" = None
+    ) -> Any:
         """Transpose n records into the columns ``arena`` places in ``memory``; None or
         the first fault ``(row, op, code)``."""
 
-    def soa_to_aos(self, target: Any, layout: Any, n: int, columns: Any, memory: Any, fills: Any,
-                   truncate: bool, *, threads: "Optional[int]" = None) -> Any:
+    def soa_to_aos(
+        self,
+        target: Any,
+        layout: Any,
+        n: int,
+        columns: Any,
+        memory: Any,
+        fills: Any,
+        truncate: bool,
+        *,
+        threads: "Optional[int]" = None,
+    ) -> Any:
         """Write n records into ``target`` from ``columns`` (over ``memory``, or
         borrowed Arrow buffers when it is None); None or the first fault."""
 
@@ -189,7 +200,8 @@ def _refuse_mixed(places: str) -> "Backend":
     raise LayoutError(
         f"inputs live on different devices ({places}); one call reads and writes memory of one device: move "
         f"them together first, e.g. with .to_device('cpu') or .to_device('cuda') on the AoS/SoA, "
-        f"cupy.asnumpy(x) or cupy.asarray(x) on arrays")
+        f"cupy.asnumpy(x) or cupy.asarray(x) on arrays"
+    )
 
 
 def check_threads(threads):

@@ -16,7 +16,6 @@ from .._plan import ColumnBuffers, Span, byte_range, file_span, forward_ops, rev
 __all__ = ["CpuBackend", "BACKEND"]
 
 
-
 class CpuBackend:
     """Host memory (see :class:`layouts._backends.Backend` for what each method does)."""
 
@@ -60,9 +59,7 @@ class CpuBackend:
                 )
             return _records(obj), layout
         if layout is None:
-            raise LayoutError(
-                f"AoS of a raw {type(obj).__name__} needs layout=: a Layout or a structured dtype"
-            )
+            raise LayoutError(f"AoS of a raw {type(obj).__name__} needs layout=: a Layout or a structured dtype")
         return _from_buffer(obj, layout), layout
 
     def length(self, records, itemsize):
@@ -95,16 +92,31 @@ class CpuBackend:
     def aos_to_soa(self, records, layout, n, arena, memory, nulls, *, threads=None):
         ops, offs, keep = forward_ops(arena, memory.ctypes.data, nulls)
         src = records.ctypes.data  # not __array_interface__, which describes every field
-        fault = self.kernels().aos_to_soa(src, records.strides[0] if n else 1, n, ops, offs, threads=threads,
-                                          owners=(records, memory, ops, offs, keep))
+        fault = self.kernels().aos_to_soa(
+            src,
+            records.strides[0] if n else 1,
+            n,
+            ops,
+            offs,
+            threads=threads,
+            owners=(records, memory, ops, offs, keep),
+        )
         del keep
         return fault
 
     def soa_to_aos(self, target, layout, n, columns, memory, fills, truncate, *, threads=None):
         ops, offs, keep = reverse_ops(layout, columns, fills, truncate)
         zero = bool(layout.holes) or any(f.kind == "bits" for f in layout.fields)
-        fault = self.kernels().soa_to_aos(target.ctypes.data, layout.itemsize, n, ops, offs, zero=zero,
-                                          threads=threads, owners=(target, columns, memory, ops, offs, keep))
+        fault = self.kernels().soa_to_aos(
+            target.ctypes.data,
+            layout.itemsize,
+            n,
+            ops,
+            offs,
+            zero=zero,
+            threads=threads,
+            owners=(target, columns, memory, ops, offs, keep),
+        )
         del keep
         return fault
 
@@ -120,9 +132,19 @@ class CpuBackend:
             spec = arena.buffers[i].get(name)
             return None if spec is None else Span(base + spec[0], used[i][name], memory)
 
-        return [ColumnBuffers(arena.arrow_type(i), n * f.count, buf(i, "validity"), buf(i, "offsets"),
-                              buf(i, "data"), 0, f.kind, dictionaries.get(i))
-                for i, f in enumerate(arena.layout.fields)]
+        return [
+            ColumnBuffers(
+                arena.arrow_type(i),
+                n * f.count,
+                buf(i, "validity"),
+                buf(i, "offsets"),
+                buf(i, "data"),
+                0,
+                f.kind,
+                dictionaries.get(i),
+            )
+            for i, f in enumerate(arena.layout.fields)
+        ]
 
     # ------------------------------------------------------------------- moves
     def records_to_host(self, records, layout):
@@ -184,8 +206,7 @@ def _from_buffer(obj, layout):
         view = memoryview(obj)
     except TypeError as err:
         raise LayoutError(
-            f"AoS takes a structured array or an object with the buffer protocol, got "
-            f"{type(obj).__name__}"
+            f"AoS takes a structured array or an object with the buffer protocol, got {type(obj).__name__}"
         ) from err
     size, itemsize = view.nbytes, layout.itemsize
     if size % itemsize:

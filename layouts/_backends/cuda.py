@@ -22,7 +22,6 @@ from .._plan import ALIGN, ColumnBuffers, Span, forward_ops, reverse_ops
 __all__ = ["CudaBackend", "BACKEND"]
 
 
-
 class CudaBackend:
     """GPU memory (see :class:`layouts._backends.Backend` for what each method does)."""
 
@@ -55,14 +54,16 @@ class CudaBackend:
         if layout is None:
             if names is None:
                 raise LayoutError(
-                    f"AoS of device memory ({type(obj).__name__}) needs layout=: a Layout or a structured dtype")
+                    f"AoS of device memory ({type(obj).__name__}) needs layout=: a Layout or a structured dtype"
+                )
             layout = Layout.from_dtype(obj.dtype)
         raw = _device.wrap(obj)
         if raw.shape[0] % layout.itemsize:
             raise LayoutError(
                 f"a device buffer of {raw.shape[0]} bytes is not a whole number of {layout.itemsize}-byte "
                 f"records: {raw.shape[0] // layout.itemsize} records and {raw.shape[0] % layout.itemsize} "
-                f"bytes left over; pass the buffer cut to a multiple of the record size")
+                f"bytes left over; pass the buffer cut to a multiple of the record size"
+            )
         return raw, layout
 
     def length(self, records, itemsize):
@@ -127,8 +128,12 @@ class CudaBackend:
         def buf(span):
             return None if span is None else Span(base + span.address, span.size, host)
 
-        moved = [ColumnBuffers(c.type, c.length, buf(c.validity), buf(c.offsets), buf(c.data), c.offset,
-                               c.kind, c.dictionary) for c in columns]
+        moved = [
+            ColumnBuffers(
+                c.type, c.length, buf(c.validity), buf(c.offsets), buf(c.data), c.offset, c.kind, c.dictionary
+            )
+            for c in columns
+        ]
         return host[HEAD:], moved
 
     def columns_from_host(self, memory, columns):
@@ -144,8 +149,12 @@ class CudaBackend:
             def span(b):
                 return None if b is None else Span(b.address - base, b.size)
 
-            return device, [ColumnBuffers(c.type, c.length, span(c.validity), span(c.offsets), span(c.data),
-                                          c.offset, c.kind, c.dictionary) for c in columns]
+            return device, [
+                ColumnBuffers(
+                    c.type, c.length, span(c.validity), span(c.offsets), span(c.data), c.offset, c.kind, c.dictionary
+                )
+                for c in columns
+            ]
         copies, nbytes, moved = packing(columns)
         host = np.zeros(nbytes, dtype=np.uint8)
         for raw, at in copies:
@@ -158,12 +167,20 @@ class CudaBackend:
         if dtype is None:
             raise AttributeError(
                 f"column {name!r} is {buffers.type} in Arrow (bit-packed, date32 or var-length), which has "
-                f"no __cuda_array_interface__; use soa.to_cudf() or soa.__arrow_c_device_array__()")
+                f"no __cuda_array_interface__; use soa.to_cudf() or soa.__arrow_c_device_array__()"
+            )
         if dtype.kind in "mM":
             dtype = np.dtype("<i8")  # CuPy and Numba take the counts; the unit is the Arrow type's
         ptr = _device.pointer(memory) + buffers.data.address + buffers.offset * dtype.itemsize
-        return {"shape": shape, "typestr": dtype.str, "descr": [("", dtype.str)],
-                "data": (ptr, False), "strides": None, "version": 3, "stream": None}
+        return {
+            "shape": shape,
+            "typestr": dtype.str,
+            "descr": [("", dtype.str)],
+            "data": (ptr, False),
+            "strides": None,
+            "version": 3,
+            "stream": None,
+        }
 
     def dlpack(self, column, **kwargs):
         return _device._cupy().asarray(column).__dlpack__(**kwargs)

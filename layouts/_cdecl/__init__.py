@@ -47,8 +47,9 @@ def _check_options(byteorder, pointers, pack, enum_as="dictionary"):
         raise LayoutError(f"byteorder must be one of {sorted(BYTEORDERS)}, got {byteorder!r}")
     if pointers not in ("error", "int"):
         raise LayoutError(f"pointers must be 'error' or 'int', got {pointers!r}")
-    if pack is not None and (isinstance(pack, bool) or not isinstance(pack, int) or pack < 1 or pack > 16
-                             or pack & (pack - 1)):
+    if pack is not None and (
+        isinstance(pack, bool) or not isinstance(pack, int) or pack < 1 or pack > 16 or pack & (pack - 1)
+    ):
         raise LayoutError(f"pack must be a power of two (1, 2, 4, 8, 16), got {pack!r}")
     if enum_as not in ("dictionary", "int"):
         raise LayoutError(f"enum_as must be 'dictionary' or 'int', got {enum_as!r}")
@@ -57,8 +58,10 @@ def _check_options(byteorder, pointers, pack, enum_as="dictionary"):
 def _compiler_for(compiler, preprocessor):
     if preprocessor is False:
         if compiler not in ("auto", None, False):
-            raise LayoutError("preprocessor=False and a compiler were both asked for; the compiler always "
-                              "preprocesses: pass compiler=None to use the built-in path without cpp")
+            raise LayoutError(
+                "preprocessor=False and a compiler were both asked for; the compiler always "
+                "preprocesses: pass compiler=None to use the built-in path without cpp"
+            )
         return None
     return find_compiler(compiler)
 
@@ -75,36 +78,56 @@ def _guarded(fn):
         except LayoutError:
             raise
         except _RAW as err:
-            what = "<string>" if isinstance(source, str) and ("\n" in source or ";" in source or "{" in source) \
+            what = (
+                "<string>"
+                if isinstance(source, str) and ("\n" in source or ";" in source or "{" in source)
                 else str(source)
+            )
             if isinstance(err, MemoryError):
                 task = "reading its DWARF debug information" if dwarf else "laying out the C declarations"
-                raise LayoutError(f"{what}: out of memory while {task}; run with more memory (or a higher memory "
-                                  f"limit)") from None
+                raise LayoutError(
+                    f"{what}: out of memory while {task}; run with more memory (or a higher memory limit)"
+                ) from None
             if isinstance(err, RecursionError):
-                raise LayoutError(f"{what}: the declarations nest too deeply to follow; flatten the nesting "
-                                  f"(a few hundred levels at most)") from None
+                raise LayoutError(
+                    f"{what}: the declarations nest too deeply to follow; flatten the nesting "
+                    f"(a few hundred levels at most)"
+                ) from None
             if dwarf:
                 raise LayoutError(
                     f"{what}: its debug information could not be read ({type(err).__name__}: {str(err)[:200]}); "
-                    f"rebuild it with -g, or describe the record with Layout.from_c") from None
+                    f"rebuild it with -g, or describe the record with Layout.from_c"
+                ) from None
             raise LayoutError(
                 f"{what}: the C declarations could not be laid out ({type(err).__name__}: "
                 f"{str(err)[:200]}); check the declaration, or try the other path (compiler=None for "
-                f"pycparser/cffi, compiler='auto' with gcc or clang installed)") from None
+                f"pycparser/cffi, compiler='auto' with gcc or clang installed)"
+            ) from None
+
     return run
 
 
 @_guarded
-def from_c(source, name=None, *, byteorder="native", pack=None, unions=None, pointers="error",
-           enum_as="dictionary", include_dirs=(), defines=None, preprocessor="auto", compiler="auto"):
+def from_c(
+    source,
+    name=None,
+    *,
+    byteorder="native",
+    pack=None,
+    unions=None,
+    pointers="error",
+    enum_as="dictionary",
+    include_dirs=(),
+    defines=None,
+    preprocessor="auto",
+    compiler="auto",
+):
     """``(dtype, CInfo)`` of a C record, from which :meth:`layouts.Layout.from_c` (which
     documents the options) builds the Layout."""
     _check_options(byteorder, pointers, pack, enum_as)
     cc = _compiler_for(compiler, preprocessor)
     if cc is None:
-        return _fallback(source, name, byteorder, pack, unions, pointers, enum_as, include_dirs, defines,
-                         preprocessor)
+        return _fallback(source, name, byteorder, pack, unions, pointers, enum_as, include_dirs, defines, preprocessor)
     from .source import read_source
 
     text, filename = read_source(source)
@@ -190,14 +213,18 @@ def record_names(source, *, include_dirs=(), defines=None, preprocessor="auto", 
 
 def _position(die):
     attrs = die.attributes
-    return (attrs["DW_AT_decl_line"].value if "DW_AT_decl_line" in attrs else 0,
-            attrs["DW_AT_decl_column"].value if "DW_AT_decl_column" in attrs else 0)
+    return (
+        attrs["DW_AT_decl_line"].value if "DW_AT_decl_line" in attrs else 0,
+        attrs["DW_AT_decl_column"].value if "DW_AT_decl_column" in attrs else 0,
+    )
 
 
 def _check_path(path):
     if not isinstance(path, (str, bytes, os.PathLike)):
-        raise LayoutError(f"from_dwarf reads the path of an ELF object, executable or shared library built with -g "
-                          f"(a str or os.PathLike such as 'prog.o'), got {type(path).__name__}")
+        raise LayoutError(
+            f"from_dwarf reads the path of an ELF object, executable or shared library built with -g "
+            f"(a str or os.PathLike such as 'prog.o'), got {type(path).__name__}"
+        )
 
 
 @_guarded

@@ -147,8 +147,13 @@ def _attach(attrs, toks, i, end, items, pos):
         marks = [i - 2, i - 1, end + 1]
     elif prev == "}":  # struct [tag] { ... } __attribute__((packed))
         brace = _match_back(toks, i - 1)
-        marks = [brace] + ([brace - 1, brace - 2] if ident(brace - 1) and word(brace - 2) in _TAGGED
-                           else [brace - 1] if word(brace - 1) in _TAGGED else [])
+        marks = [brace] + (
+            [brace - 1, brace - 2]
+            if ident(brace - 1) and word(brace - 2) in _TAGGED
+            else [brace - 1]
+            if word(brace - 1) in _TAGGED
+            else []
+        )
     if marks is not None:
         for j in marks:
             if 0 <= j < len(toks):

@@ -52,11 +52,15 @@ class Compiler:
     def fix(self):
         """How to get past a compiler that does not work, where it came from."""
         if self.origin and self.origin.startswith("CC="):
-            return ("fix or install it, or unset CC (layouts then uses gcc, cc or clang from PATH), or pass "
-                    "compiler=None (layouts inspect --compiler none) for the built-in pycparser/cffi path")
+            return (
+                "fix or install it, or unset CC (layouts then uses gcc, cc or clang from PATH), or pass "
+                "compiler=None (layouts inspect --compiler none) for the built-in pycparser/cffi path"
+            )
         if self.origin:
-            return ("fix or install it, or pass another compiler=..., or compiler=None (layouts inspect --compiler "
-                    "none) for the built-in pycparser/cffi path")
+            return (
+                "fix or install it, or pass another compiler=..., or compiler=None (layouts inspect --compiler "
+                "none) for the built-in pycparser/cffi path"
+            )
         return "fix or reinstall it, or pass compiler=None (layouts inspect --compiler none) for the built-in path"
 
 
@@ -78,7 +82,8 @@ def _is_clang(path, flags=()):
             f"the C compiler {_shown(args[:-1])} did not answer `{_shown(args)}` in "
             f"{min(PROBE_LIMIT, TIME_LIMIT):g} s and was stopped (with what it started); it would hang on "
             f"the declarations too: fix it, or name another compiler (CC=..., compiler=...), or pass "
-            f"compiler=None for the built-in pycparser/cffi path") from None
+            f"compiler=None for the built-in pycparser/cffi path"
+        ) from None
     except OSError:
         version = ""
     return "clang" in version.lower()
@@ -93,7 +98,7 @@ def _shown(args, limit=400):
 def _clip(text, limit=400):
     if len(text) <= limit:
         return text
-    return f"{text[: limit // 2]} ...[{len(text) - limit:,} characters]... {text[-limit // 2:]}"
+    return f"{text[: limit // 2]} ...[{len(text) - limit:,} characters]... {text[-limit // 2 :]}"
 
 
 def find_compiler(compiler):
@@ -110,8 +115,9 @@ def find_compiler(compiler):
     if compiler is None or compiler is False:
         return None
     if compiler not in ("auto", True) and not isinstance(compiler, (str, os.PathLike)):
-        raise LayoutError(f"compiler must be 'auto', None, False, True or the name/path of a C compiler, "
-                          f"got {compiler!r}")
+        raise LayoutError(
+            f"compiler must be 'auto', None, False, True or the name/path of a C compiler, got {compiler!r}"
+        )
     if compiler in ("auto", True):
         cc = os.environ.get("CC", "")
         if cc:  # set: it must name a compiler ("" is unset; "  " names none, and is an error)
@@ -121,8 +127,10 @@ def find_compiler(compiler):
             if found:
                 return Compiler(*found)
         if compiler is True:
-            raise LayoutError("compiler=True but no C compiler ($CC, gcc, cc, clang) is on PATH; install gcc "
-                              "or clang, or pass compiler=None to use the built-in pycparser/cffi path")
+            raise LayoutError(
+                "compiler=True but no C compiler ($CC, gcc, cc, clang) is on PATH; install gcc "
+                "or clang, or pass compiler=None to use the built-in pycparser/cffi path"
+            )
         return None
     text = os.fspath(compiler)
     return _named(text, f"compiler={_clip(text)!r}")
@@ -134,31 +142,43 @@ def _named(text, origin):
     try:
         found = _command_line(text)
     except ValueError as err:
-        raise LayoutError(f"{origin}: cannot split it into a program and its options ({err}); quote it as a shell "
-                          f"would (CC=\"gcc -m32\")") from None
+        raise LayoutError(
+            f"{origin}: cannot split it into a program and its options ({err}); quote it as a shell "
+            f'would (CC="gcc -m32")'
+        ) from None
     if found:
         return Compiler(*found, origin=origin)
     words = shlex.split(text)
     if not words:
         unset = ", or unset CC (layouts then uses gcc, cc or clang from PATH)" if origin.startswith("CC=") else ""
-        raise LayoutError(f"{origin} names no program; name a C compiler (gcc, clang, a path){unset} or pass "
-                          f"compiler=None")
+        raise LayoutError(
+            f"{origin} names no program; name a C compiler (gcc, clang, a path){unset} or pass compiler=None"
+        )
     program = words[0]
     if os.path.dirname(program):
-        looked = ("exists but is not an executable file" if os.path.isfile(program) and not os.path.isdir(program)
-                  else "is a directory" if os.path.isdir(program) else "does not exist")
+        looked = (
+            "exists but is not an executable file"
+            if os.path.isfile(program) and not os.path.isdir(program)
+            else "is a directory"
+            if os.path.isdir(program)
+            else "does not exist"
+        )
         looked = f"{_clip(program)!r} {looked}"
     else:
         path = os.environ.get("PATH", os.defpath)
         shown = path if len(path) <= 300 else path[:300] + "..."
         looked = f"{_clip(program)!r} was looked for on PATH ({shown}) and not found"
     if origin.startswith("CC="):
-        fix = ("install it, or unset CC (layouts then uses gcc, cc or clang from PATH), or pass compiler=None "
-               "(layouts inspect --compiler none) for the built-in pycparser/cffi path; both of the latter lay "
-               "records out for this machine, not for that compiler's target")
+        fix = (
+            "install it, or unset CC (layouts then uses gcc, cc or clang from PATH), or pass compiler=None "
+            "(layouts inspect --compiler none) for the built-in pycparser/cffi path; both of the latter lay "
+            "records out for this machine, not for that compiler's target"
+        )
     else:
-        fix = ("install it, or pass the name or path of an installed gcc or clang, 'auto' to search PATH, or "
-               "None for the built-in pycparser/cffi path")
+        fix = (
+            "install it, or pass the name or path of an installed gcc or clang, 'auto' to search PATH, or "
+            "None for the built-in pycparser/cffi path"
+        )
     raise LayoutError(f"{origin} names a C compiler that is not installed: {looked}; {fix}")
 
 
@@ -186,7 +206,8 @@ def check_text(data, filename):
     if binary or (head and odd > max(8, len(head) // 100)):
         raise LayoutError(
             f"{filename} looks like binary data, not C declarations; did you swap the header and the "
-            f"data file? Pass the C header (or the declarations as text) as the source")
+            f"data file? Pass the C header (or the declarations as text) as the source"
+        )
 
 
 def run_limited(args, cwd=None, input=None, limit=None):
@@ -202,9 +223,15 @@ def run_limited(args, cwd=None, input=None, limit=None):
         if input is not None:
             given.write(input.encode("utf-8", "surrogateescape"))
             given.seek(0)
-        proc = subprocess.Popen(args, cwd=cwd, stdin=given if input is not None else subprocess.DEVNULL,
-                                stdout=out, stderr=err, env={**os.environ, "LC_ALL": "C", "LANG": "C"},
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            args,
+            cwd=cwd,
+            stdin=given if input is not None else subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            env={**os.environ, "LC_ALL": "C", "LANG": "C"},
+            start_new_session=True,
+        )
         try:
             proc.wait(timeout=TIME_LIMIT if limit is None else limit)
         except BaseException as error:
@@ -216,8 +243,9 @@ def run_limited(args, cwd=None, input=None, limit=None):
         _kill_group(proc.pid)  # what it left running in the background
         out.seek(0)
         err.seek(0)
-        return subprocess.CompletedProcess(args, proc.returncode, out.read().decode("utf-8", "replace"),
-                                           err.read().decode("utf-8", "replace"))
+        return subprocess.CompletedProcess(
+            args, proc.returncode, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace")
+        )
 
 
 def _kill_group(group):
@@ -252,8 +280,13 @@ def _special_files_open(group):
                 kind = kind_of(os.stat(f"/proc/{pid}/fd/{fd}").st_mode)  # stat, never open
             except OSError:
                 continue
-            if kind and kind not in ("a directory", "a socket") and target.startswith("/") \
-                    and (target, kind) not in found and target != "/dev/null":
+            if (
+                kind
+                and kind not in ("a directory", "a socket")
+                and target.startswith("/")
+                and (target, kind) not in found
+                and target != "/dev/null"
+            ):
                 found.append((target, kind))
     return found
 
@@ -270,8 +303,11 @@ def special_include(text, filename, args):
     ``#if 0``, is not followed): what it finds explains a hang, it decides nothing."""
     from .files import kind_of, open_regular
 
-    dirs = [args[i + 1] if a == "-I" else a[2:] for i, a in enumerate(args)
-            if a.startswith("-I") and (a != "-I" or i + 1 < len(args))]
+    dirs = [
+        args[i + 1] if a == "-I" else a[2:]
+        for i, a in enumerate(args)
+        if a.startswith("-I") and (a != "-I" or i + 1 < len(args))
+    ]
     dirs += ["/usr/local/include", "/usr/include"]
     base = os.getcwd() if filename == "<string>" else os.path.dirname(os.path.abspath(filename))
     todo, seen = [(text, base)], set()
@@ -279,7 +315,7 @@ def special_include(text, filename, args):
         source, here = todo.pop()
         for quote, name in _INCLUDE.findall(source):
             folders = ([here] if quote == '"' else []) + dirs
-            for folder in ([""] if os.path.isabs(name) else folders):
+            for folder in [""] if os.path.isabs(name) else folders:
                 path = os.path.join(folder, name)
                 try:
                     kind = kind_of(os.stat(path).st_mode)
@@ -309,19 +345,29 @@ def timed_out(tool, what, err, fix, includes=None):
     head = f"{tool} did not finish in {TIME_LIMIT:g} s on {what} and was stopped"
     if special:
         path, kind = special[0]
-        return (f"{head}: it was reading {path!r}, which is {kind}, not a header file (a FIFO waits for a writer, "
-                f"a device such as /dev/zero never ends); #include only regular files")
-    return (f"{head} (ran for more than {TIME_LIMIT:g} s); a huge header, a macro that expands without end, or a "
-            f"compiler that hangs? {fix}")
+        return (
+            f"{head}: it was reading {path!r}, which is {kind}, not a header file (a FIFO waits for a writer, "
+            f"a device such as /dev/zero never ends); #include only regular files"
+        )
+    return (
+        f"{head} (ran for more than {TIME_LIMIT:g} s); a huge header, a macro that expands without end, or a "
+        f"compiler that hangs? {fix}"
+    )
 
 
 def _command(cc, args, cwd, what, text=None):
     try:
         return run_limited(args, cwd)
     except subprocess.TimeoutExpired as err:
-        raise LayoutError(timed_out(f"the C compiler ({cc.path})", what, err,
-                                    "Simplify the declarations, or pass compiler=None for the built-in path",
-                                    None if text is None else (text, what, args))) from None
+        raise LayoutError(
+            timed_out(
+                f"the C compiler ({cc.path})",
+                what,
+                err,
+                "Simplify the declarations, or pass compiler=None for the built-in path",
+                None if text is None else (text, what, args),
+            )
+        ) from None
     except OSError as err:
         raise LayoutError(f"could not run the C compiler {cc.label}: {err.strerror or err}; {cc.fix}") from None
 
@@ -330,8 +376,10 @@ def _failed(cc, run, main, filename, tmp):
     """The LayoutError of a compile that failed: the declarations' first C error, or, when
     the compiler printed none and cannot compile an empty file either, the compiler itself."""
     if run.returncode < 0:
-        return LayoutError(f"the C compiler {cc.label} was killed by {_signal(run.returncode)} while compiling "
-                           f"{filename} (out of memory, a crash, or killed from outside); {cc.fix}")
+        return LayoutError(
+            f"the C compiler {cc.label} was killed by {_signal(run.returncode)} while compiling "
+            f"{filename} (out of memory, a crash, or killed from outside); {cc.fix}"
+        )
     if not _DIAG.search(run.stderr):
         broken = _broken(cc, tmp)
         if broken:
@@ -348,17 +396,26 @@ def _broken(cc, tmp):
     try:
         run = run_limited(args)
     except subprocess.TimeoutExpired:
-        return (f"the C compiler {cc.label} does not work: it ran for more than {TIME_LIMIT:g} s on an empty file "
-                f"and was stopped; {cc.fix}")
+        return (
+            f"the C compiler {cc.label} does not work: it ran for more than {TIME_LIMIT:g} s on an empty file "
+            f"and was stopped; {cc.fix}"
+        )
     except OSError as err:
         return f"could not run the C compiler {cc.label}: {err.strerror or err}; {cc.fix}"
     if run.returncode == 0 and _elf_object(out):
         return None
     said = next((ln.strip() for ln in run.stderr.splitlines() if ln.strip()), "")
-    result = f"was killed by {_signal(run.returncode)}" if run.returncode < 0 else \
-        f"exited with status {run.returncode}" if run.returncode else "wrote no ELF object file"
-    return (f"the C compiler {cc.label} does not work: `{_shown(args[:-2] + ['x.o', 'empty.c'])}` "
-            f"{result}{': ' + said[:200] if said else ' and printed nothing'}; {cc.fix}")
+    result = (
+        f"was killed by {_signal(run.returncode)}"
+        if run.returncode < 0
+        else f"exited with status {run.returncode}"
+        if run.returncode
+        else "wrote no ELF object file"
+    )
+    return (
+        f"the C compiler {cc.label} does not work: `{_shown(args[:-2] + ['x.o', 'empty.c'])}` "
+        f"{result}{': ' + said[:200] if said else ' and printed nothing'}; {cc.fix}"
+    )
 
 
 def _signal(returncode):
@@ -380,14 +437,16 @@ def _read_object(cc, obj):
     from .files import open_regular
 
     try:
-        with open_regular(obj, f"the C compiler {cc.label} must write its object file as a regular file; {cc.fix}") \
-                as f:
+        with open_regular(
+            obj, f"the C compiler {cc.label} must write its object file as a regular file; {cc.fix}"
+        ) as f:
             return f.read()
     except LayoutError as err:
         raise LayoutError(f"the C compiler's output {err}") from None
     except OSError as err:
-        raise LayoutError(f"cannot read the object file the C compiler {cc.label} wrote: {err.strerror or err}; "
-                          f"{cc.fix}") from None
+        raise LayoutError(
+            f"cannot read the object file the C compiler {cc.label} wrote: {err.strerror or err}; {cc.fix}"
+        ) from None
 
 
 def _object(cc, obj, filename, tmp):
@@ -404,9 +463,11 @@ def _object(cc, obj, filename, tmp):
         broken = _broken(cc, tmp)
         if broken:
             raise LayoutError(broken)
-        raise LayoutError(f"the C compiler {cc.label} exited with status 0 on {filename} but wrote no ELF object "
-                          f"file; layouts reads the DWARF of ELF objects (gcc or clang targeting Linux or a BSD); "
-                          f"{cc.fix}")
+        raise LayoutError(
+            f"the C compiler {cc.label} exited with status 0 on {filename} but wrote no ELF object "
+            f"file; layouts reads the DWARF of ELF objects (gcc or clang targeting Linux or a BSD); "
+            f"{cc.fix}"
+        )
     return _read_object(cc, obj)
 
 
@@ -471,8 +532,15 @@ def alignments(cc, text, filename, include_dirs, defines, pack, sso, spellings):
         unit = Path(tmp) / "layouts_align.c"
         unit.write_text(probes)
         obj = Path(tmp) / "layouts_align.o"
-        args = _args(cc, filename, include_dirs, defines, pack, sso) + ["-include", main, "-c", "-fno-common", "-o",
-                                                                          str(obj), str(unit)]
+        args = _args(cc, filename, include_dirs, defines, pack, sso) + [
+            "-include",
+            main,
+            "-c",
+            "-fno-common",
+            "-o",
+            str(obj),
+            str(unit),
+        ]
         run = _command(cc, args, None, filename, text)
         if run.returncode != 0:
             raise _failed(cc, run, main, filename, tmp)
@@ -491,7 +559,7 @@ def symbol_sizes(data, prefix, n):
             continue
         for sym in section.iter_symbols():
             if sym.name.startswith(prefix):
-                sizes[int(sym.name[len(prefix):])] = sym["st_size"]
+                sizes[int(sym.name[len(prefix) :])] = sym["st_size"]
     return [sizes.get(i) for i in range(n)]
 
 
@@ -516,8 +584,16 @@ def _size(path):
 
 def _args(cc, filename, include_dirs, defines, pack, sso):
     """The compiler's command line; ``sso``: "big"/"little" for GCC's -fsso-struct, or None."""
-    args = [cc.path, *cc.flags, "-x", "c", "-std=gnu11", "-O0", "-w",
-            "-fmax-errors=5" if cc.is_gcc else "-ferror-limit=5"]
+    args = [
+        cc.path,
+        *cc.flags,
+        "-x",
+        "c",
+        "-std=gnu11",
+        "-O0",
+        "-w",
+        "-fmax-errors=5" if cc.is_gcc else "-ferror-limit=5",
+    ]
     if pack:
         args.append(f"-fpack-struct={pack}")
     if sso and cc.is_gcc:

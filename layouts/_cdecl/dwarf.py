@@ -22,11 +22,28 @@ from .program import ambiguous
 from .spelling import canonical
 
 _RECORDS = {"DW_TAG_structure_type": "struct", "DW_TAG_union_type": "union", "DW_TAG_class_type": "struct"}
-_QUALIFIERS = {"DW_TAG_const_type", "DW_TAG_volatile_type", "DW_TAG_restrict_type", "DW_TAG_atomic_type",
-               "DW_TAG_immutable_type", "DW_TAG_packed_type", "DW_TAG_shared_type"}
-_ATE = {"DW_ATE_boolean": "b", "DW_ATE_float": "f", "DW_ATE_complex_float": "c", "DW_ATE_signed": "i",
-        "DW_ATE_signed_char": "i", "DW_ATE_unsigned": "u", "DW_ATE_unsigned_char": "u", "DW_ATE_UTF": "u",
-        "DW_ATE_signed_fixed": None, "DW_ATE_unsigned_fixed": None, "DW_ATE_decimal_float": None}
+_QUALIFIERS = {
+    "DW_TAG_const_type",
+    "DW_TAG_volatile_type",
+    "DW_TAG_restrict_type",
+    "DW_TAG_atomic_type",
+    "DW_TAG_immutable_type",
+    "DW_TAG_packed_type",
+    "DW_TAG_shared_type",
+}
+_ATE = {
+    "DW_ATE_boolean": "b",
+    "DW_ATE_float": "f",
+    "DW_ATE_complex_float": "c",
+    "DW_ATE_signed": "i",
+    "DW_ATE_signed_char": "i",
+    "DW_ATE_unsigned": "u",
+    "DW_ATE_unsigned_char": "u",
+    "DW_ATE_UTF": "u",
+    "DW_ATE_signed_fixed": None,
+    "DW_ATE_unsigned_fixed": None,
+    "DW_ATE_decimal_float": None,
+}
 _SYSTEM = ("/usr/include/", "/usr/lib/", "/usr/local/include/", "/usr/lib64/")
 
 
@@ -80,10 +97,12 @@ class Debug:
                     raise LayoutError(
                         f"{source} declares no types: the source defines 0 structs/unions (it is empty, or only "
                         f"comments or macros); pass the header that declares the record, or the declarations "
-                        f"as text")
+                        f"as text"
+                    )
                 raise LayoutError(
                     f"{source} has no DWARF debug information; rebuild it with -g (and keep it: no strip, "
-                    f"no -s), or describe the record with Layout.from_c")
+                    f"no -s), or describe the record with Layout.from_c"
+                )
             self.little = elf.little_endian
             self.machine = elf["e_machine"]
             debug_bytes = _debug_sections(elf, source, size)
@@ -104,7 +123,8 @@ class Debug:
                 raise LayoutError(
                     f"{source} was built with -gsplit-dwarf: its types are in the separate file {dwo!r}, which "
                     f"layouts does not read; rebuild it without -gsplit-dwarf, or describe the record with "
-                    f"Layout.from_c")
+                    f"Layout.from_c"
+                )
         except LayoutError:  # a TypeError: not to be wrapped below
             raise
         except MemoryError:
@@ -113,12 +133,17 @@ class Debug:
             if compiled_by is not None:
                 raise LayoutError(
                     f"the C compiler {compiled_by[0]} wrote an object file for {source} that pyelftools cannot "
-                    f"read ({err}): a truncated or damaged ELF file; {compiled_by[1]}") from None
-            raise LayoutError(f"{source} is not an ELF object, executable or shared library that pyelftools "
-                              f"can read ({err}); pass one built with -g") from None
+                    f"read ({err}): a truncated or damaged ELF file; {compiled_by[1]}"
+                ) from None
+            raise LayoutError(
+                f"{source} is not an ELF object, executable or shared library that pyelftools "
+                f"can read ({err}); pass one built with -g"
+            ) from None
         except (ValueError, KeyError, IndexError, AssertionError, TypeError, EOFError) as err:
-            raise LayoutError(f"{source}: its debug information could not be read ({type(err).__name__}: "
-                              f"{err}); rebuild it with -g, or describe the record with Layout.from_c") from None
+            raise LayoutError(
+                f"{source}: its debug information could not be read ({type(err).__name__}: "
+                f"{err}); rebuild it with -g, or describe the record with Layout.from_c"
+            ) from None
 
     # ------------------------------------------------------------------ index
     def _file_table(self, dwarf, cu):
@@ -138,8 +163,11 @@ class Debug:
         for entry in lp.header.file_entry:  # as os names files (a name that is not UTF-8 stays itself)
             name = os.fsdecode(entry.name) if isinstance(entry.name, bytes) else str(entry.name)
             index = entry.dir_index
-            folder = (dirs[index] if index < len(dirs) else "") if version >= 5 else \
-                (dirs[index - 1] if 0 < index <= len(dirs) else comp_dir)
+            folder = (
+                (dirs[index] if index < len(dirs) else "")
+                if version >= 5
+                else (dirs[index - 1] if 0 < index <= len(dirs) else comp_dir)
+            )
             path = name if os.path.isabs(name) or name.startswith("<") else os.path.join(folder, name)
             if not os.path.isabs(path) and not path.startswith("<") and comp_dir:
                 path = os.path.join(comp_dir, path)
@@ -180,12 +208,15 @@ class Debug:
         attr = die.attributes.get(name)
         if attr is None:
             return None
-        offset = attr.value if attr.form in ("DW_FORM_ref_addr", "DW_FORM_GNU_ref_alt") \
-            else attr.value + die.cu.cu_offset
+        offset = (
+            attr.value if attr.form in ("DW_FORM_ref_addr", "DW_FORM_GNU_ref_alt") else attr.value + die.cu.cu_offset
+        )
         target = self.dies.get(offset)
         if target is None:
-            raise LayoutError(f"{self.where(die)}: the debug information refers to a type it does not hold "
-                              f"({attr.form} {attr.value:#x}); rebuild with -g")
+            raise LayoutError(
+                f"{self.where(die)}: the debug information refers to a type it does not hold "
+                f"({attr.form} {attr.value:#x}); rebuild with -g"
+            )
         return target
 
     def strip(self, die):
@@ -237,7 +268,8 @@ class Debug:
                 return named[label], label
             raise LayoutError(
                 f"the source defines {len(distinct)} structs/unions ({', '.join(sorted(named)) or 'none'}); "
-                f"pass the name of the one the records hold")
+                f"pass the name of the one the records hold"
+            )
         if not isinstance(name, str):
             raise LayoutError(f"name must be a str such as 'struct tick', got {type(name).__name__}")
         key = " ".join(name.split())
@@ -254,8 +286,10 @@ class Debug:
             target = self.strip(self.ref(td))
             if target is None or target.tag not in _RECORDS:
                 spelled = self.spell(self.ref(td)) if "DW_AT_type" in td.attributes else "void"
-                raise LayoutError(f"{self.where(td)}: {key!r} is a typedef of {spelled}, not of a struct or "
-                                  f"union; name the record type that holds the data")
+                raise LayoutError(
+                    f"{self.where(td)}: {key!r} is a typedef of {spelled}, not of a struct or "
+                    f"union; name the record type that holds the data"
+                )
             if "DW_AT_declaration" in target.attributes:
                 target = self._complete(target) or target
             candidates.setdefault(self._identity(target), (target, key))
@@ -265,8 +299,10 @@ class Debug:
         if len(candidates) == 1:
             die, label = next(iter(candidates.values()))
             if "DW_AT_declaration" in die.attributes:
-                raise LayoutError(f"{self.where(die)}: {label} is declared but never defined, so its size is "
-                                  f"unknown; include the header that defines it")
+                raise LayoutError(
+                    f"{self.where(die)}: {label} is declared but never defined, so its size is "
+                    f"unknown; include the header that defines it"
+                )
             return die, label
         if candidates:
             raise LayoutError(ambiguous(key, [label for _, label in candidates.values()]))
@@ -289,8 +325,10 @@ class Debug:
         everything = self.named(main_only=False)
         more = len(set(everything) - set(named))
         extra = f" (and {more} more from the headers it includes)" if more else ""
-        raise LayoutError(f"no struct or union named {name!r} in {self.source}; it defines: "
-                          f"{', '.join(sorted(named)) or 'none'}{extra}")
+        raise LayoutError(
+            f"no struct or union named {name!r} in {self.source}; it defines: "
+            f"{', '.join(sorted(named)) or 'none'}{extra}"
+        )
 
     # --------------------------------------------------------------- spelling
     def spell(self, die, bits=None):
@@ -340,13 +378,14 @@ class Debug:
                 if upper is not None:
                     lower = _int(sub, "DW_AT_lower_bound", 0)
                     # an unsigned all-ones bound is how some compilers write "no elements"
-                    count = 0 if upper >= 2 ** 63 else upper - lower + 1
+                    count = 0 if upper >= 2**63 else upper - lower + 1
             dims.append(count)
         return dims or [None]
 
     # ------------------------------------------------------------------ layout
-    def layout(self, die, label, byteorder="native", unions=None, pointers="error", enum_as="dictionary",
-               alignment=None):
+    def layout(
+        self, die, label, byteorder="native", unions=None, pointers="error", enum_as="dictionary", alignment=None
+    ):
         """``(dtype, CInfo)`` of the record entry ``die``."""
         if byteorder == "native" and self.little != (sys.byteorder == "little"):
             byteorder = "little" if self.little else "big"  # a cross compiler's target order
@@ -355,8 +394,16 @@ class Debug:
         check_record(dtype, walk.unions, walk.used_unions, label, f"{self.where(die)}: {label}")
         if alignment is None:
             alignment = walk.alignment(die)
-        info = CInfo(label, self.source, tuple(walk.ctypes), tuple(walk.bits), tuple(walk.enums), enum_as,
-                     alignment, tuple(walk.notes))
+        info = CInfo(
+            label,
+            self.source,
+            tuple(walk.ctypes),
+            tuple(walk.bits),
+            tuple(walk.enums),
+            enum_as,
+            alignment,
+            tuple(walk.notes),
+        )
         return dtype, info
 
 
@@ -378,14 +425,18 @@ class _Walk:
             die = d._complete(die) or die
             if "DW_AT_declaration" in die.attributes:
                 kind = _RECORDS[die.tag]
-                raise LayoutError(f"{d.where(die)}: {kind} {_name(die)} is declared but never defined, so its "
-                                  f"size is unknown; include the header that defines it")
+                raise LayoutError(
+                    f"{d.where(die)}: {kind} {_name(die)} is declared but never defined, so its "
+                    f"size is unknown; include the header that defines it"
+                )
         size = _int(die, "DW_AT_byte_size")
         if size is None:
             raise LayoutError(f"{d.where(die)}: the debug information gives no size for {self.label}")
-        if size >= 2 ** 31:
-            raise LayoutError(f"{d.where(die)}: {self.label} is {size:,} bytes; layouts holds records of up to "
-                              f"2 GiB: check its array lengths")
+        if size >= 2**31:
+            raise LayoutError(
+                f"{d.where(die)}: {self.label} is {size:,} bytes; layouts holds records of up to "
+                f"2 GiB: check its array lengths"
+            )
         record_name = f"{_RECORDS[die.tag]} {_name(die)}" if _name(die) else self.label
         members = [m for m in die.iter_children() if m.tag == "DW_TAG_member"]
         keep = self._union_keep(members, path) if die.tag == "DW_TAG_union_type" else None
@@ -452,13 +503,15 @@ class _Walk:
             if None in dims:
                 raise LayoutError(
                     f"{where}: field {field!r} is a flexible array member: it has no fixed size, and records "
-                    f"need fixed-size fields; give it a length, or read the variable part separately")
+                    f"need fixed-size fields; give it a length, or read the variable part separately"
+                )
             shape += dims
             t = d.strip(d.ref(t))
         total = int(np.prod(shape, dtype=object)) * (_int(t, "DW_AT_byte_size", 1) or 1) if shape else 0
-        if total >= 2 ** 31:
-            raise LayoutError(f"{where}: array {field!r} is {total:,} bytes; layouts holds records of up to 2 GiB: "
-                              f"check its length")
+        if total >= 2**31:
+            raise LayoutError(
+                f"{where}: array {field!r} is {total:,} bytes; layouts holds records of up to 2 GiB: check its length"
+            )
         if shape and 0 in shape:
             self.notes.append(f"field {name!r} ({d.spell(mtype)}) is a zero-length array: no bytes, no column")
             return None
@@ -477,13 +530,17 @@ class _Walk:
         if t.tag == "DW_TAG_enumeration_type":
             dtype, enumerators = self.enum(t)
             self.enums.append((name, enumerators))
-            return dtype.newbyteorder(self._order(d.strip(d.ref(t)) if "DW_AT_type" in t.attributes else None)) \
-                if dtype.itemsize > 1 else dtype
+            return (
+                dtype.newbyteorder(self._order(d.strip(d.ref(t)) if "DW_AT_type" in t.attributes else None))
+                if dtype.itemsize > 1
+                else dtype
+            )
         if t.tag in ("DW_TAG_pointer_type", "DW_TAG_reference_type", "DW_TAG_ptr_to_member_type"):
             if self.pointers == "error":
                 raise LayoutError(
                     f"{where}: field {field!r} is a pointer: an address in the process that wrote the records, "
-                    f"not data; pass pointers='int' to keep it as an unsigned integer column, or remove the field")
+                    f"not data; pass pointers='int' to keep it as an unsigned integer column, or remove the field"
+                )
             size = _int(t, "DW_AT_byte_size") or t.cu["address_size"]  # clang leaves the size out
             return np.dtype(f"u{size}").newbyteorder(self.order)
         if t.tag != "DW_TAG_base_type":
@@ -493,18 +550,24 @@ class _Walk:
             size = _int(t, "DW_AT_byte_size")
             raise LayoutError(
                 f"{where}: field {name!r} is {canonical(_name(t) or '?')} ({size} bytes here): no NumPy/Arrow "
-                f"type holds it exactly; store it as double, or describe it as char[{size}] to keep the raw bytes")
+                f"type holds it exactly; store it as double, or describe it as char[{size}] to keep the raw bytes"
+            )
         if dtype.kind == "S":  # a 128-bit integer: its bytes, as they are in the record
-            self.notes.append(f"field {name!r} ({canonical(_name(t))}) is kept as its {dtype.itemsize} bytes "
-                              f"(fixed_size_binary), in the record's byte order")
+            self.notes.append(
+                f"field {name!r} ({canonical(_name(t))}) is kept as its {dtype.itemsize} bytes "
+                f"(fixed_size_binary), in the record's byte order"
+            )
             return dtype
         return dtype.newbyteorder(self._order(t)) if dtype.itemsize > 1 else dtype
 
     def base(self, t):
         """NumPy dtype of a base type entry, or None if none holds it exactly."""
         encoding = t.attributes.get("DW_AT_encoding")
-        kind = _ATE.get(encoding.value if encoding is not None and isinstance(encoding.value, str)
-                        else _ENCODINGS.get(encoding.value if encoding is not None else None))
+        kind = _ATE.get(
+            encoding.value
+            if encoding is not None and isinstance(encoding.value, str)
+            else _ENCODINGS.get(encoding.value if encoding is not None else None)
+        )
         size = _int(t, "DW_AT_byte_size", 0)
         if kind == "b":
             return np.dtype("?") if size == 1 else np.dtype(f"u{size}") if size in (2, 4, 8) else None
@@ -558,8 +621,10 @@ class _Walk:
         elif t is not None and t.tag == "DW_TAG_base_type":
             value, order_of = self.base(t), t
             if value is None or value.kind in "fcS":
-                raise LayoutError(f"{where}: bit-field {leaf!r} has type {d.spell(mtype)}, which layouts cannot "
-                                  f"read as a bit-field; declare it with an integer type of at most 64 bits")
+                raise LayoutError(
+                    f"{where}: bit-field {leaf!r} has type {d.spell(mtype)}, which layouts cannot "
+                    f"read as a bit-field; declare it with an integer type of at most 64 bits"
+                )
         else:
             raise LayoutError(f"{where}: bit-field {leaf!r} has type {d.spell(mtype)}")
         p = _int(m, "DW_AT_data_bit_offset")
@@ -567,8 +632,8 @@ class _Walk:
             unit = _int(m, "DW_AT_byte_size", value.itemsize)
             location = _int(m, "DW_AT_data_member_location", 0)
             old = _int(m, "DW_AT_bit_offset", 0)
-            if old >= 2 ** 63:  # clang writes a negative offset (a field past its unit) as unsigned
-                old -= 2 ** 64
+            if old >= 2**63:  # clang writes a negative offset (a field past its unit) as unsigned
+                old -= 2**64
             p = 8 * location + (8 * unit - old - nbits if d.little else old)
         return bit_word(self.bits, leaf, p, nbits, value, record_size, self._order(order_of), where)
 
@@ -631,8 +696,9 @@ class _Walk:
             return self._record_alignment(t, depth) if depth < 32 else 1
         if t.tag == "DW_TAG_enumeration_type" and "DW_AT_type" in t.attributes:
             return self._type_alignment(d.ref(t), depth + 1)
-        size = _int(t, "DW_AT_byte_size") or (t.cu["address_size"] if t.tag in (
-            "DW_TAG_pointer_type", "DW_TAG_reference_type") else 1)
+        size = _int(t, "DW_AT_byte_size") or (
+            t.cu["address_size"] if t.tag in ("DW_TAG_pointer_type", "DW_TAG_reference_type") else 1
+        )
         if t.tag == "DW_TAG_base_type" and _ATE.get(self._encoding(t)) == "c":
             size //= 2  # a complex number is aligned as its real part
         if d.machine == "EM_386":
@@ -646,9 +712,17 @@ class _Walk:
         return value if isinstance(value, str) else _ENCODINGS.get(value)
 
 
-_ENCODINGS = {1: "DW_ATE_address", 2: "DW_ATE_boolean", 3: "DW_ATE_complex_float", 4: "DW_ATE_float",
-              5: "DW_ATE_signed", 6: "DW_ATE_signed_char", 7: "DW_ATE_unsigned", 8: "DW_ATE_unsigned_char",
-              0x10: "DW_ATE_UTF"}
+_ENCODINGS = {
+    1: "DW_ATE_address",
+    2: "DW_ATE_boolean",
+    3: "DW_ATE_complex_float",
+    4: "DW_ATE_float",
+    5: "DW_ATE_signed",
+    6: "DW_ATE_signed_char",
+    7: "DW_ATE_unsigned",
+    8: "DW_ATE_unsigned_char",
+    0x10: "DW_ATE_UTF",
+}
 
 
 def _variant(elf, source):
@@ -660,16 +734,20 @@ def _variant(elf, source):
         raise LayoutError(
             f"{source} has its DWARF compressed the old GNU way (.zdebug_* sections: -gz=zlib-gnu, or "
             f"--compress-debug-sections=zlib-gnu), which pyelftools cannot read; rebuild it with -gz=zlib or "
-            f"-gz=none, or run `objcopy --decompress-debug-sections {source}`")
+            f"-gz=none, or run `objcopy --decompress-debug-sections {source}`"
+        )
     fix = "rebuild it without -fdebug-types-section, or describe the record with Layout.from_c"
     if ".debug_types" in names:
-        raise LayoutError(f"{source} was built with -fdebug-types-section (DWARF 4 type units, .debug_types), "
-                          f"which layouts does not read; {fix}")
+        raise LayoutError(
+            f"{source} was built with -fdebug-types-section (DWARF 4 type units, .debug_types), "
+            f"which layouts does not read; {fix}"
+        )
     if ".debug_info" not in names and any(name.startswith((".gnu.lto_", ".gnu.debuglto_")) for name in names):
         raise LayoutError(
             f"{source} is a GCC LTO object (-flto): its code and debug information are written when it is "
             f"linked; pass the linked program or library, or rebuild the object without -flto (or with "
-            f"-ffat-lto-objects), or describe the record with Layout.from_c")
+            f"-ffat-lto-objects), or describe the record with Layout.from_c"
+        )
 
 
 def _type_units(elf, source):
@@ -687,21 +765,40 @@ def _unit_headers(data, order, source, fix):
     for _ in range(1 << 20):  # unit headers: length, version, and in DWARF 5 the unit type
         if at + 11 > len(data):
             break
-        length, head = int.from_bytes(data[at: at + 4], order), 4
+        length, head = int.from_bytes(data[at : at + 4], order), 4
         if length == 0xFFFFFFFF:
-            length, head = int.from_bytes(data[at + 4: at + 12], order), 12
-        version = int.from_bytes(data[at + head: at + head + 2], order)
+            length, head = int.from_bytes(data[at + 4 : at + 12], order), 12
+        version = int.from_bytes(data[at + head : at + head + 2], order)
         if version >= 5 and at + head + 2 < len(data) and data[at + head + 2] in (0x02, 0x06):  # DW_UT_(split_)type
-            raise LayoutError(f"{source} was built with -fdebug-types-section (DWARF 5 type units), which "
-                              f"pyelftools cannot read; {fix}")
+            raise LayoutError(
+                f"{source} was built with -fdebug-types-section (DWARF 5 type units), which "
+                f"pyelftools cannot read; {fix}"
+            )
         if length == 0:
             break
         at += head + length
 
 
 #: The DWARF sections pyelftools reads (others, ``.debug_foo``, are never decompressed).
-_READ = {"info", "aranges", "abbrev", "str", "line", "frame", "loc", "ranges", "pubtypes", "pubnames", "addr",
-         "str_offsets", "line_str", "loclists", "rnglists", "sup", "types"}
+_READ = {
+    "info",
+    "aranges",
+    "abbrev",
+    "str",
+    "line",
+    "frame",
+    "loc",
+    "ranges",
+    "pubtypes",
+    "pubnames",
+    "addr",
+    "str_offsets",
+    "line_str",
+    "loclists",
+    "rnglists",
+    "sup",
+    "types",
+}
 #: The most bytes of DWARF read into memory, decompressed: 256 MiB, or 64 times the file's
 #: size for a larger file (compressed DWARF is rarely a tenth of its size; a "compression
 #: bomb" claims far more).
@@ -717,8 +814,10 @@ def _debug_sections(elf, source, size):
     total, limit = 0, max(DWARF_FLOOR, DWARF_RATIO * size)
     for section in elf.iter_sections():
         name = section.name
-        helper = name.startswith((".rela.debug", ".rel.debug", ".rela.eh_frame", ".rel.eh_frame")) or \
-            name in (".symtab", ".strtab")  # what relocating the DWARF of an object file reads
+        helper = name.startswith((".rela.debug", ".rel.debug", ".rela.eh_frame", ".rel.eh_frame")) or name in (
+            ".symtab",
+            ".strtab",
+        )  # what relocating the DWARF of an object file reads
         if not (name.startswith((".debug", ".zdebug")) or name == ".eh_frame" or helper):
             continue
         read = helper or name == ".eh_frame" or name.split("_", 1)[-1] in _READ
@@ -728,12 +827,14 @@ def _debug_sections(elf, source, size):
                 raise LayoutError(
                     f"{source}: section {name} claims {length:,} bytes but holds none in the file (SHT_NOBITS): "
                     f"a damaged file, or one whose debug information was moved to a separate file (objcopy "
-                    f"--only-keep-debug, a .debug file): pass the file that holds it")
+                    f"--only-keep-debug, a .debug file): pass the file that holds it"
+                )
             continue
         if start + length > size:
             raise LayoutError(
                 f"{source}: section {name} runs past the end of the file ({length:,} bytes at offset "
-                f"{start:,}; the file has {size:,}): the file is truncated or damaged; build or copy it again")
+                f"{start:,}; the file has {size:,}): the file is truncated or damaged; build or copy it again"
+            )
         if not read:
             continue
         unpacked = length
@@ -753,16 +854,22 @@ def _debug_sections(elf, source, size):
                 f"section {name} alone {unpacked:,} bytes from {length:,} in the file; the limit is "
                 f"{limit >> 20:,} MiB: 256 MiB, or 64 times the file's {size:,} bytes): a damaged file or a "
                 f"compression bomb; rebuild it with -g (uncompressed: -gz=none), or describe the record with "
-                f"Layout.from_c")
+                f"Layout.from_c"
+            )
     return total
 
 
 def _out_of_memory(source, debug_bytes):
-    held = f" ({debug_bytes / 2 ** 20:,.1f} MiB of DWARF sections, held in memory about twice while they are " \
-           f"indexed)" if debug_bytes else ""
-    return (f"{source}: out of memory while reading its DWARF debug information{held}; run with more memory "
-            f"(or a higher memory limit), or describe the record with Layout.from_c on the header that "
-            f"declares it")
+    held = (
+        f" ({debug_bytes / 2**20:,.1f} MiB of DWARF sections, held in memory about twice while they are indexed)"
+        if debug_bytes
+        else ""
+    )
+    return (
+        f"{source}: out of memory while reading its DWARF debug information{held}; run with more memory "
+        f"(or a higher memory limit), or describe the record with Layout.from_c on the header that "
+        f"declares it"
+    )
 
 
 def read_file(path):
@@ -776,8 +883,11 @@ def read_file(path):
 
     shown = os.fspath(path)
     try:
-        f = open_regular(path, "from_dwarf and layouts inspect read an ELF object, executable or shared library "
-                               "built with -g (prog.o, prog, lib.so): pass the path of that file")
+        f = open_regular(
+            path,
+            "from_dwarf and layouts inspect read an ELF object, executable or shared library "
+            "built with -g (prog.o, prog, lib.so): pass the path of that file",
+        )
     except OSError as err:
         raise LayoutError(f"cannot read {shown!r}: {err.strerror or err}") from None
     with f:
@@ -787,7 +897,8 @@ def read_file(path):
                 if f.read(4) != b"\x7fELF":
                     raise LayoutError(
                         f"{shown} is not an ELF object, executable or shared library; from_dwarf reads "
-                        f"files built with -g (prog.o, prog, lib.so); for a C header use Layout.from_c")
+                        f"files built with -g (prog.o, prog, lib.so); for a C header use Layout.from_c"
+                    )
                 f.seek(0)
                 return Debug(f, shown)
             finally:
@@ -795,7 +906,7 @@ def read_file(path):
                 if (now.st_size, now.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
                     raise LayoutError(  # the change explains whatever else went wrong
                         f"{shown} changed while it was being read ({before.st_size:,} bytes, now "
-                        f"{now.st_size:,}); read it once whatever writes it has finished") from None
+                        f"{now.st_size:,}); read it once whatever writes it has finished"
+                    ) from None
         except OSError as err:
             raise LayoutError(f"cannot read {shown!r}: {err.strerror or err}") from None
-

@@ -5,8 +5,8 @@ import sys
 
 import numpy as np
 
-from .._errors import LayoutError
 from .._cinfo import CInfo
+from .._errors import LayoutError
 
 BYTEORDERS = {"native": "=", "little": "<", "big": ">"}
 _CHAR_SIGNED = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686", "x86")
@@ -24,8 +24,16 @@ class Extract:
     def layout(self, ctype, filename, enum_as):
         dtype = self.record(ctype, ())
         check_record(dtype, self.unions, self.used_unions, self.label, self.label)
-        info = CInfo(self.label, filename, tuple(self.ctypes), tuple(self.bits), tuple(self.enums), enum_as,
-                     self.t.b.alignof(ctype), tuple(self.notes))
+        info = CInfo(
+            self.label,
+            filename,
+            tuple(self.ctypes),
+            tuple(self.bits),
+            tuple(self.enums),
+            enum_as,
+            self.t.b.alignof(ctype),
+            tuple(self.notes),
+        )
         return dtype, info
 
     def record(self, ctype, path):
@@ -65,8 +73,9 @@ class Extract:
     def _union_keep(self, ctype, path):
         member_names = [m[0] for m in self.t.members.get(ctype, [])]
         keys = [".".join(path)] if path and not path[-1].startswith("__anonymous_") else []
-        keys += [".".join(path[:-1] + (m,)) if path and path[-1].startswith("__anonymous_") else m
-                 for m in member_names]
+        keys += [
+            ".".join(path[:-1] + (m,)) if path and path[-1].startswith("__anonymous_") else m for m in member_names
+        ]
         return chosen_members(self.unions, self.used_unions, keys, member_names)
 
     def member(self, ctype, path, where):
@@ -103,10 +112,13 @@ class Extract:
                 raise LayoutError(
                     f"{where}: field {name!r} is {spelled} ({b.sizeof(ctype)} bytes here): no NumPy/Arrow type "
                     f"holds it exactly; store it as double, or describe it as char[{b.sizeof(ctype)}] to keep "
-                    f"the raw bytes")
+                    f"the raw bytes"
+                )
             if dtype.kind == "S":
-                self.notes.append(f"field {name!r} ({spelled}) is kept as its {dtype.itemsize} bytes "
-                                  f"(fixed_size_binary), in the record's byte order")
+                self.notes.append(
+                    f"field {name!r} ({spelled}) is kept as its {dtype.itemsize} bytes "
+                    f"(fixed_size_binary), in the record's byte order"
+                )
                 return dtype
             return dtype.newbyteorder(self.order)
         if ctype in self.t.pointer_types:
@@ -131,8 +143,10 @@ class Extract:
         else:
             value = _numpy_of(value_type.cname, b.sizeof(value_type))
         if value is None or value.kind in "fcS":
-            raise LayoutError(f"{where}: bit-field {leaf!r} has type {value_type.cname}, which layouts cannot read "
-                              f"as a bit-field; declare it with an integer type of at most 64 bits")
+            raise LayoutError(
+                f"{where}: bit-field {leaf!r} has type {value_type.cname}, which layouts cannot read "
+                f"as a bit-field; declare it with an integer type of at most 64 bits"
+            )
         p = 8 * field.offset + field.bitshift
         return bit_word(self.bits, leaf, p, field.bitsize, value, record_size, self.order, where)
 

@@ -11,8 +11,13 @@ import stat
 
 from .._errors import LayoutError
 
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def kind_of(mode):
@@ -32,8 +37,9 @@ def open_regular(path, fix):
     shown = os.fspath(path)
     kind = kind_of(os.stat(path).st_mode)
     if kind is None:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-                     | getattr(os, "O_BINARY", 0))
+        fd = os.open(
+            path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+        )
         try:
             kind = kind_of(os.fstat(fd).st_mode)  # the path was replaced since the stat
             if kind is None:

@@ -4,13 +4,25 @@ import re
 
 from .._errors import LayoutError
 
-
 # Types GCC knows and pycparser does not: declared as typedef names so the text parses;
 # :mod:`.types` gives each its size, alignment and NumPy type. ``__builtin_va_list`` and
 # friends let glibc's <stdio.h>, <stdarg.h> and <wchar.h> parse.
-SPECIAL_TYPES = ("__int128_t", "__uint128_t", "_Float16", "_Float32", "_Float64", "_Float128",
-                 "_Float32x", "_Float64x", "__float128", "__float80", "__ibm128", "__bf16", "__fp16",
-                 "__builtin_va_list")
+SPECIAL_TYPES = (
+    "__int128_t",
+    "__uint128_t",
+    "_Float16",
+    "_Float32",
+    "_Float64",
+    "_Float128",
+    "_Float32x",
+    "_Float64x",
+    "__float128",
+    "__float80",
+    "__ibm128",
+    "__bf16",
+    "__fp16",
+    "__builtin_va_list",
+)
 PRELUDE = "".join(f"typedef int {name};" for name in SPECIAL_TYPES) + '\n# 1 "<pre>"\n'
 
 
@@ -27,13 +39,18 @@ class Program:
         except c_parser.ParseError as err:
             m = re.match(r"<pre>:(\d+):(\d+): (.*)", str(err))
             if m:
-                raise LayoutError(f"{pre.where(int(m.group(1)), int(m.group(2)))}: C syntax error {m.group(3)}") from None
+                raise LayoutError(
+                    f"{pre.where(int(m.group(1)), int(m.group(2)))}: C syntax error {m.group(3)}"
+                ) from None
             raise LayoutError(
                 f"{pre.main}: C syntax error: {str(err).replace('<pre>: ', '')} (is a type name used "
-                f"before its typedef or #include?)") from None
+                f"before its typedef or #include?)"
+            ) from None
         except RecursionError:
-            raise LayoutError(f"{pre.main}: the declarations nest too deeply for the parser; flatten the "
-                              f"nesting, or let the C compiler lay them out (compiler='auto')") from None
+            raise LayoutError(
+                f"{pre.main}: the declarations nest too deeply for the parser; flatten the "
+                f"nesting, or let the C compiler lay them out (compiler='auto')"
+            ) from None
         self.typedefs, self.tags, self.constants = {}, {}, {}
         self._pending, self._evaluating = {}, set()
         self.pack_of, self.records = {}, []
@@ -117,8 +134,10 @@ class Program:
         first = {}
         for label, (_, node) in named.items():  # tags come before typedef names
             first.setdefault(id(node), label)
-        order = sorted(first.items(), key=lambda kv: next(
-            (n.coord.line, n.coord.column) for _, n in named.values() if id(n) == kv[0]))
+        order = sorted(
+            first.items(),
+            key=lambda kv: next((n.coord.line, n.coord.column) for _, n in named.values() if id(n) == kv[0]),
+        )
         return [label for _, label in order]
 
     def _named(self, main_only=True):
@@ -129,8 +148,11 @@ class Program:
                 named[f"{key[0]} {key[1]}"] = (key[0], node)
         for tname, td in self.typedefs.items():
             target = self.resolve_typedef(td.type)
-            if isinstance(target, (ast.Struct, ast.Union)) and td.coord is not None \
-                    and (not main_only or self.pre.in_main(td.coord.line)):
+            if (
+                isinstance(target, (ast.Struct, ast.Union))
+                and td.coord is not None
+                and (not main_only or self.pre.in_main(td.coord.line))
+            ):
                 kind = "struct" if isinstance(target, ast.Struct) else "union"
                 node = target if target.decls is not None else self.tags.get((kind, target.name))
                 if node is not None:
@@ -161,9 +183,11 @@ class Program:
         else:
             if key in self.typedefs and key not in everything:
                 target = self.resolve_typedef(self.typedefs[key].type)
-                raise LayoutError(f"{self.where(self.typedefs[key])}: {key!r} is a typedef of "
-                                  f"{type(target).__name__ if not hasattr(target, 'names') else ' '.join(target.names)}"
-                                  f", not of a struct or union; name the record type that holds the data")
+                raise LayoutError(
+                    f"{self.where(self.typedefs[key])}: {key!r} is a typedef of "
+                    f"{type(target).__name__ if not hasattr(target, 'names') else ' '.join(target.names)}"
+                    f", not of a struct or union; name the record type that holds the data"
+                )
             found = {}
             for candidate in (key, f"struct {key}", f"union {key}"):
                 if candidate in everything:
@@ -213,8 +237,14 @@ class Program:
                     return ord(body.encode().decode("unicode_escape")[:1] or "\0") if body else 0
                 except (UnicodeError, ValueError):
                     raise LayoutError(f"{self.where(expr)}: {what}: cannot read the character {expr.value}") from None
-            if expr.type not in ("int", "unsigned int", "long int", "unsigned long int",
-                                 "long long int", "unsigned long long int"):
+            if expr.type not in (
+                "int",
+                "unsigned int",
+                "long int",
+                "unsigned long int",
+                "long long int",
+                "unsigned long long int",
+            ):
                 raise LayoutError(f"{self.where(expr)}: {what} must be an integer constant, got {expr.value}")
             digits = re.sub(r"[uUlL]+$", "", expr.value)
             try:
@@ -251,18 +281,29 @@ class Program:
             b = ev(expr.right)
             if op in ("<<", ">>"):
                 if b < 0 or b >= 64:
-                    raise LayoutError(f"{self.where(expr)}: {what}: shift by {b} is outside 0..63 (C's "
-                                      f"largest integers have 64 bits)")
+                    raise LayoutError(
+                        f"{self.where(expr)}: {what}: shift by {b} is outside 0..63 (C's largest integers have 64 bits)"
+                    )
                 return self._fit(a << b if op == "<<" else a >> b, expr, what)
             if op in ("/", "%"):
                 if b == 0:
                     raise LayoutError(f"{self.where(expr)}: {what} divides by zero")
                 q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
                 return q if op == "/" else a - b * q
-            ops = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "&": lambda: a & b,
-                   "|": lambda: a | b, "^": lambda: a ^ b, "<": lambda: int(a < b), ">": lambda: int(a > b),
-                   "<=": lambda: int(a <= b), ">=": lambda: int(a >= b), "==": lambda: int(a == b),
-                   "!=": lambda: int(a != b)}
+            ops = {
+                "+": lambda: a + b,
+                "-": lambda: a - b,
+                "*": lambda: a * b,
+                "&": lambda: a & b,
+                "|": lambda: a | b,
+                "^": lambda: a ^ b,
+                "<": lambda: int(a < b),
+                ">": lambda: int(a > b),
+                "<=": lambda: int(a <= b),
+                ">=": lambda: int(a >= b),
+                "==": lambda: int(a == b),
+                "!=": lambda: int(a != b),
+            }
             if op in ops:
                 return self._fit(ops[op](), expr, what)
         if isinstance(expr, ast.TernaryOp):
@@ -277,9 +318,11 @@ class Program:
         )
 
     def _fit(self, value, expr, what):
-        if not -(2 ** 63) <= value < 2 ** 64:
-            raise LayoutError(f"{self.where(expr)}: {what}: the value does not fit in 64 bits (as C's "
-                              f"unsigned long long); check the expression")
+        if not -(2**63) <= value < 2**64:
+            raise LayoutError(
+                f"{self.where(expr)}: {what}: the value does not fit in 64 bits (as C's "
+                f"unsigned long long); check the expression"
+            )
         return value
 
 
@@ -287,5 +330,4 @@ def ambiguous(name, labels):
     """The message for a bare name that is both a tag and a typedef of another record."""
     shown = sorted(label if label != name else f"typedef {name}" for label in labels)
     tag = next((label for label in shown if not label.startswith("typedef ")), f"struct {name}")
-    return (f"{name!r} is ambiguous: it names {' and '.join(shown)}; pass {tag!r} for the tag, or rename "
-            f"one of them")
+    return f"{name!r} is ambiguous: it names {' and '.join(shown)}; pass {tag!r} for the tag, or rename one of them"

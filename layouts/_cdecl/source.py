@@ -12,14 +12,17 @@ from .._errors import LayoutError
 
 def read_source(source):
     """``(text, filename)`` of a path or of declarations given as text."""
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and source.strip() and "\n" not in source
-                                           and not re.search(r"[;{}]", source)):
+    if isinstance(source, os.PathLike) or (
+        isinstance(source, str) and source.strip() and "\n" not in source and not re.search(r"[;{}]", source)
+    ):
         return _read_header(Path(source)), str(Path(source))
     if not isinstance(source, str):
         raise LayoutError(f"source must be C declarations (str) or a file path, got {type(source).__name__}")
     if not source.strip():
-        raise LayoutError(f"the source is empty ({source!r}): pass C declarations as text "
-                          f"('struct s {{ int x; }};') or the path of a header file")
+        raise LayoutError(
+            f"the source is empty ({source!r}): pass C declarations as text "
+            f"('struct s {{ int x; }};') or the path of a header file"
+        )
     return source, "<string>"
 
 
@@ -30,12 +33,16 @@ def _read_header(path):
     from .files import open_regular
 
     try:
-        f = open_regular(path, "a C header (or, for layouts inspect and Layout.from_dwarf, an ELF object) is read "
-                               "from a regular file: save the declarations to a file and pass its path, or pass "
-                               "them as text")
+        f = open_regular(
+            path,
+            "a C header (or, for layouts inspect and Layout.from_dwarf, an ELF object) is read "
+            "from a regular file: save the declarations to a file and pass its path, or pass "
+            "them as text",
+        )
     except (FileNotFoundError, NotADirectoryError, ValueError):  # ValueError: a NUL in the path
-        raise LayoutError(f"no such header file: {str(path)!r}; pass C declarations as text or the path of a "
-                          f"file that exists") from None
+        raise LayoutError(
+            f"no such header file: {str(path)!r}; pass C declarations as text or the path of a file that exists"
+        ) from None
     except OSError as err:
         raise LayoutError(f"cannot read the header {str(path)!r}: {err.strerror or err}") from None
     with f:
@@ -92,15 +99,17 @@ def preprocess(text, filename, preprocessor, include_dirs, defines):
     if filename == "<string>":
         args += ["-I", os.getcwd(), "-"]
     else:
-        args += ["-iquote", str(Path(filename).parent), "-I", str(Path(filename).parent),
-                 "-" if piped else filename]
+        args += ["-iquote", str(Path(filename).parent), "-I", str(Path(filename).parent), "-" if piped else filename]
     from . import compiler
 
     try:
         run = compiler.run_limited(args, input=text if piped else None)
     except subprocess.TimeoutExpired as err:
-        raise LayoutError(compiler.timed_out(f"the C preprocessor ({cpp[0]})", filename, err,
-                                             "Simplify the declarations", (text, filename, args))) from None
+        raise LayoutError(
+            compiler.timed_out(
+                f"the C preprocessor ({cpp[0]})", filename, err, "Simplify the declarations", (text, filename, args)
+            )
+        ) from None
     except OSError as err:
         raise LayoutError(f"could not run the C preprocessor {cpp[0]}: {err}") from None
     if run.returncode != 0:
@@ -133,8 +142,11 @@ def _size(path):
 
 def _unquote(name):
     """A file name of a line marker, as cpp quotes it (``\\``, ``\"``, ``\n``, octal)."""
-    return re.sub(r'\\([0-7]{1,3}|.)', lambda m: chr(int(m.group(1), 8)) if m.group(1)[0] in "01234567"
-                  else "\n" if m.group(1) == "n" else m.group(1), name)
+    return re.sub(
+        r"\\([0-7]{1,3}|.)",
+        lambda m: chr(int(m.group(1), 8)) if m.group(1)[0] in "01234567" else "\n" if m.group(1) == "n" else m.group(1),
+        name,
+    )
 
 
 def _mini_preprocess(text, filename, defines):
@@ -173,7 +185,9 @@ def expand(line, macros):
         if new == line:
             break
         if len(new) > 1 << 20:
-            raise LayoutError(f"a #define expands to more than 1 MiB of text ({line[:60]!r}...); check for "
-                              f"macros that expand into each other")
+            raise LayoutError(
+                f"a #define expands to more than 1 MiB of text ({line[:60]!r}...); check for "
+                f"macros that expand into each other"
+            )
         line = new
     return line

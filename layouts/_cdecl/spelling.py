@@ -4,12 +4,18 @@ give the same C type names."""
 
 _INTS = {"char", "short", "int", "long", "signed", "unsigned"}
 _SAME = {
-    "__int128_t": "__int128", "signed __int128": "__int128", "__int128 signed": "__int128",
-    "__uint128_t": "unsigned __int128", "__int128 unsigned": "unsigned __int128",
+    "__int128_t": "__int128",
+    "signed __int128": "__int128",
+    "__int128 signed": "__int128",
+    "__uint128_t": "unsigned __int128",
+    "__int128 unsigned": "unsigned __int128",
     "__float128": "_Float128",
-    "complex float": "float _Complex", "_Complex float": "float _Complex",
-    "complex double": "double _Complex", "_Complex double": "double _Complex",
-    "complex long double": "long double _Complex", "_Complex long double": "long double _Complex",
+    "complex float": "float _Complex",
+    "_Complex float": "float _Complex",
+    "complex double": "double _Complex",
+    "_Complex double": "double _Complex",
+    "complex long double": "long double _Complex",
+    "_Complex long double": "long double _Complex",
     "long _Complex double": "long double _Complex",
     "double long": "long double",
 }

@@ -12,23 +12,37 @@ _SF_PACKED = 8  # cffi's flag for __attribute__((packed)) structs
 _STDINT = {
     **{f"int{b}_t": f"int{b}_t" for b in (8, 16, 32, 64)},
     **{f"uint{b}_t": f"uint{b}_t" for b in (8, 16, 32, 64)},
-    "intptr_t": "intptr_t", "uintptr_t": "uintptr_t", "size_t": "size_t", "ssize_t": "ssize_t",
-    "ptrdiff_t": "ptrdiff_t", "wchar_t": "wchar_t", "bool": "_Bool",
+    "intptr_t": "intptr_t",
+    "uintptr_t": "uintptr_t",
+    "size_t": "size_t",
+    "ssize_t": "ssize_t",
+    "ptrdiff_t": "ptrdiff_t",
+    "wchar_t": "wchar_t",
+    "bool": "_Bool",
 }
 
 
 # GCC types pycparser/cffi do not have: (size, alignment, NumPy dtype or None, spelling).
 # Sizes are those of x86-64 and aarch64 Linux. None: no NumPy/Arrow type holds it.
 _SPECIAL = {
-    "__int128": (16, 16, "S16", "__int128"), "__int128_t": (16, 16, "S16", "__int128"),
-    "unsigned __int128": (16, 16, "S16", "unsigned __int128"), "__uint128_t": (16, 16, "S16", "unsigned __int128"),
-    "_Float16": (2, 2, "f2", "_Float16"), "__fp16": (2, 2, "f2", "__fp16"),
-    "_Float32": (4, 4, "f4", "_Float32"), "_Float64": (8, 8, "f8", "_Float64"),
-    "_Float32x": (8, 8, "f8", "_Float32x"), "_Float64x": (16, 16, None, "_Float64x"),
-    "_Float128": (16, 16, None, "_Float128"), "__float128": (16, 16, None, "_Float128"),
-    "__float80": (16, 16, None, "__float80"), "__ibm128": (16, 16, None, "__ibm128"),
-    "__bf16": (2, 2, None, "__bf16"), "__builtin_va_list": (24, 8, None, "__builtin_va_list"),
-    "float _Complex": (8, 4, "c8", "float _Complex"), "double _Complex": (16, 8, "c16", "double _Complex"),
+    "__int128": (16, 16, "S16", "__int128"),
+    "__int128_t": (16, 16, "S16", "__int128"),
+    "unsigned __int128": (16, 16, "S16", "unsigned __int128"),
+    "__uint128_t": (16, 16, "S16", "unsigned __int128"),
+    "_Float16": (2, 2, "f2", "_Float16"),
+    "__fp16": (2, 2, "f2", "__fp16"),
+    "_Float32": (4, 4, "f4", "_Float32"),
+    "_Float64": (8, 8, "f8", "_Float64"),
+    "_Float32x": (8, 8, "f8", "_Float32x"),
+    "_Float64x": (16, 16, None, "_Float64x"),
+    "_Float128": (16, 16, None, "_Float128"),
+    "__float128": (16, 16, None, "_Float128"),
+    "__float80": (16, 16, None, "__float80"),
+    "__ibm128": (16, 16, None, "__ibm128"),
+    "__bf16": (2, 2, None, "__bf16"),
+    "__builtin_va_list": (24, 8, None, "__builtin_va_list"),
+    "float _Complex": (8, 4, "c8", "float _Complex"),
+    "double _Complex": (16, 8, "c16", "double _Complex"),
     "long double _Complex": (32, 16, None, "long double _Complex"),
 }
 
@@ -57,8 +71,9 @@ class Types:
             rest = [w for w in words if w not in ("_Complex", "signed")]
             key = canonical(rest) + (" _Complex" if "_Complex" in words else "")
             if key not in _SPECIAL:
-                raise LayoutError(f"{where}: unknown type {' '.join(names)!r}; declare it (typedef) before use, "
-                                  f"or include its header")
+                raise LayoutError(
+                    f"{where}: unknown type {' '.join(names)!r}; declare it (typedef) before use, or include its header"
+                )
             return self.special_type(key)
         if len(words) == 1 and words[0] in _STDINT:
             return self._prim(_STDINT[words[0]])
@@ -74,12 +89,14 @@ class Types:
             cname = "signed char" if signed else "char"
         else:
             cname = {0: "int", 1: "long", 2: "long long"}.get(longs)
-        unknown = [w for w in words if w not in ("unsigned", "signed", "long", "short", "char", "int",
-                                                  "float", "double", "_Bool", "void")]
+        unknown = [
+            w
+            for w in words
+            if w not in ("unsigned", "signed", "long", "short", "char", "int", "float", "double", "_Bool", "void")
+        ]
         if cname is None or unknown or (base is None and not (unsigned or signed or longs or "short" in words)):
             raise LayoutError(
-                f"{where}: unknown type {' '.join(names)!r}; declare it (typedef) before use, or "
-                f"include its header"
+                f"{where}: unknown type {' '.join(names)!r}; declare it (typedef) before use, or include its header"
             )
         if unsigned and cname in ("char", "signed char", "short", "int", "long", "long long"):
             cname = "unsigned " + cname.replace("signed ", "")
@@ -128,9 +145,11 @@ class Types:
             n = self.p.const(node.dim, f"the length of array {field!r}", self.sizeof_expr)
             if n < 0:
                 raise LayoutError(f"{where}: array {field!r} has negative length {n}")
-            if n * self.b.sizeof(item) >= 2 ** 31:
-                raise LayoutError(f"{where}: array {field!r} is {n * self.b.sizeof(item):,} bytes; layouts holds "
-                                  f"records of up to 2 GiB: check its length")
+            if n * self.b.sizeof(item) >= 2**31:
+                raise LayoutError(
+                    f"{where}: array {field!r} is {n * self.b.sizeof(item):,} bytes; layouts holds "
+                    f"records of up to 2 GiB: check its length"
+                )
             return self.b.new_array_type(self.b.new_pointer_type(item), n)
         if isinstance(node, ast.PtrDecl):
             if self.pointers == "error":
@@ -152,8 +171,10 @@ class Types:
         if isinstance(expr, ast.Typename):
             ctype = self.of(expr.type, self.p.where(expr), "sizeof")
             return self.b.alignof(ctype) if align else self.b.sizeof(ctype)
-        raise LayoutError(f"{self.p.where(expr)}: sizeof of an expression is not supported here; use "
-                          f"sizeof(type), or let the C compiler lay the record out (compiler='auto')")
+        raise LayoutError(
+            f"{self.p.where(expr)}: sizeof of an expression is not supported here; use "
+            f"sizeof(type), or let the C compiler lay the record out (compiler='auto')"
+        )
 
     def of_enum(self, node):
         key = id(node)
@@ -166,7 +187,7 @@ class Types:
         names, values = [n for n, _ in pairs], [v for _, v in pairs]
         packed = "packed" in self.p.attrs.for_type(body.coord)
         lo, hi = min(values, default=0), max(values, default=0)
-        for size in ((1, 2, 4, 8) if packed else (4, 8)):
+        for size in (1, 2, 4, 8) if packed else (4, 8):
             if lo >= 0 and hi < 2 ** (8 * size):
                 dtype = np.dtype(f"u{size}")
                 break
@@ -217,17 +238,26 @@ class Types:
                     continue
                 name = f"__anonymous_{len(self.anonymous)}"
                 self.anonymous.add(name)
-                member = self.of_record("struct" if isinstance(decl.type, self.ast.Struct) else "union",
-                                        decl.type, None)
+                member = self.of_record(
+                    "struct" if isinstance(decl.type, self.ast.Struct) else "union", decl.type, None
+                )
             else:
                 member = self.of(decl.type, where, f"{record}.{name}")
                 member_attrs = self.p.attrs.for_decl(decl.coord)
                 if getattr(decl, "align", None):  # _Alignas(n) / _Alignas(type): as aligned(n)
                     want = max(self._alignas(a, where) for a in decl.align)
                     if want:
-                        member_attrs = {**member_attrs, "aligned": str(max(
-                            want, _alignment(member_attrs["aligned"], self.p, None) if "aligned" in member_attrs
-                            else 0))}
+                        member_attrs = {
+                            **member_attrs,
+                            "aligned": str(
+                                max(
+                                    want,
+                                    _alignment(member_attrs["aligned"], self.p, None)
+                                    if "aligned" in member_attrs
+                                    else 0,
+                                )
+                            ),
+                        }
                 if "packed" in attrs and "aligned" in member_attrs:
                     # GCC: packed members get alignment 1, but an explicit aligned(n) still
                     # holds (capped by #pragma pack).
@@ -246,19 +276,23 @@ class Types:
             raise LayoutError(
                 f"{self.p.where(node)}: {record} is packed and has a zero-width bit-field (':0'), "
                 f"which GCC aligns differently from cffi's layout engine (the one layouts uses); "
-                f"layouts does not model it: remove the ':0' or the packing for this record")
+                f"layouts does not model it: remove the ':0' or the packing for this record"
+            )
         if pack and pack > 1 and any(b >= 0 for _, _, b in fields):
             raise LayoutError(
                 f"{self.p.where(node)}: {record} has bit-fields under #pragma pack({pack}), which GCC "
                 f"places differently from cffi's layout engine (the one layouts uses); layouts does "
-                f"not model it: use pack 1 or __attribute__((packed)), or no pragma, for this record")
+                f"not model it: use pack 1 or __attribute__((packed)), or no pragma, for this record"
+            )
         if explicit_align and "packed" in attrs:
             if any(b >= 0 for _, _, b in fields):
                 raise LayoutError(
                     f"{self.p.where(node)}: {record} is packed and mixes bit-fields with aligned() members, "
-                    f"which layouts does not model; describe the record without one of them")
-            fields = [(n, t if n in explicit_align else self._aligned(t, {"packed": None}, ""), b)
-                      for n, t, b in fields]
+                    f"which layouts does not model; describe the record without one of them"
+                )
+            fields = [
+                (n, t if n in explicit_align else self._aligned(t, {"packed": None}, ""), b) for n, t, b in fields
+            ]
             flags = (0, pack) if pack and pack > 1 else ()
         try:
             self.b.complete_struct_or_union(ctype, [(n, t, b) for n, t, b in fields], None, -1, -1, *flags)
@@ -292,11 +326,14 @@ class Types:
         if width < 0:
             raise LayoutError(f"{where}: {what} has negative width {width}; give it a width from 1 to {limit}")
         if width > limit:
-            raise LayoutError(f"{where}: the width of {what} ({width}) exceeds its type ({limit} bits); give it "
-                              f"a width from 1 to {limit}, or a wider type")
+            raise LayoutError(
+                f"{where}: the width of {what} ({width}) exceeds its type ({limit} bits); give it "
+                f"a width from 1 to {limit}, or a wider type"
+            )
         if width == 0 and named:
-            raise LayoutError(f"{where}: {what} has zero width; only an unnamed bit-field (': 0') may, to "
-                              f"start a new storage unit")
+            raise LayoutError(
+                f"{where}: {what} has zero width; only an unnamed bit-field (': 0') may, to start a new storage unit"
+            )
         return width
 
     def _alignas(self, node, where):
@@ -312,8 +349,10 @@ class Types:
     def _check_attrs(self, attrs, record, where):
         bad = sorted(set(attrs) & {"mode", "vector_size", "scalar_storage_order", "ms_struct"})
         if bad:
-            raise LayoutError(f"{where}: {record} uses __attribute__(({bad[0]})), which layouts "
-                              f"does not model; describe the record without it")
+            raise LayoutError(
+                f"{where}: {record} uses __attribute__(({bad[0]})), which layouts "
+                f"does not model; describe the record without it"
+            )
 
     def _aligned(self, ctype, attrs, where, cap=None):
         """A member's type under ``aligned(n)``/``packed``: a cffi wrapper of the same size
@@ -336,8 +375,16 @@ class Types:
         return wrapper
 
 
-_CNAME = {"i1": "int8_t", "u1": "uint8_t", "i2": "int16_t", "u2": "uint16_t", "i4": "int32_t",
-          "u4": "uint32_t", "i8": "int64_t", "u8": "uint64_t"}
+_CNAME = {
+    "i1": "int8_t",
+    "u1": "uint8_t",
+    "i2": "int16_t",
+    "u2": "uint16_t",
+    "i4": "int32_t",
+    "u4": "uint32_t",
+    "i8": "int64_t",
+    "u8": "uint64_t",
+}
 
 
 def _alignment(arg, program, node):
@@ -346,8 +393,9 @@ def _alignment(arg, program, node):
     try:
         value = int(expand(arg, {k: str(v) for k, v in program.all_constants().items()}).strip(), 0)
     except ValueError:
-        raise LayoutError(f"{program.where(node) if node else program.pre.main}: aligned({arg}) must be "
-                          f"an integer constant") from None
+        raise LayoutError(
+            f"{program.where(node) if node else program.pre.main}: aligned({arg}) must be an integer constant"
+        ) from None
     if value < 1 or value & (value - 1):
         raise LayoutError(f"aligned({arg}) must be a power of two")
     return value

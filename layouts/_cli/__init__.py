@@ -93,8 +93,10 @@ def _command(argv, interrupts, run):
     run.command, run.debug, run.args = args.command, getattr(args, "debug", False), args
     args.interrupts = interrupts
     if getattr(args, "records", 1) < 1:
-        print(f"layouts demo: error: --records must be >= 1, got {args.records} (see layouts demo --help)",
-              file=sys.stderr)
+        print(
+            f"layouts demo: error: --records must be >= 1, got {args.records} (see layouts demo --help)",
+            file=sys.stderr,
+        )
         return USAGE
     command, debug = args.command, run.debug
     with warnings.catch_warnings():

@@ -7,7 +7,8 @@ from .errors import USAGE, one_line
 
 def bench(argv):
     """``layouts bench``: the benchmark suite of ``benchmarks/`` (``python -m benchmarks``)."""
-    from ..benchmarks.__main__ import main as suite, parser
+    from ..benchmarks.__main__ import main as suite
+    from ..benchmarks.__main__ import parser
 
     check = parser()
 
@@ -22,5 +23,8 @@ def bench(argv):
 
 def add_parser(sub):
     """The ``bench`` subcommand: its options are the suite's own (``layouts bench --help``)."""
-    sub.add_parser("bench", add_help=False,
-                   help="reductions AoS vs SoA, conversion, break-even: tables, JSON, PNG (--full, --help)")
+    sub.add_parser(
+        "bench",
+        add_help=False,
+        help="reductions AoS vs SoA, conversion, break-even: tables, JSON, PNG (--full, --help)",
+    )

@@ -7,10 +7,16 @@ import time
 
 from .._backends import DEVICES
 from .._formats import DEFAULT_CHUNK, FORMATS, SUFFIXES
+from .copybook import (
+    add_copybook_options,
+    add_segment_options,
+    convert_segments,
+    copybook_layout,
+    in_flags,
+    reject_copybook_options,
+)
 from .errors import CommandError, command_hints, say
 from .interrupts import Interrupts
-from .copybook import (add_copybook_options, add_segment_options, convert_segments, copybook_layout, in_flags,
-                       reject_copybook_options)
 from .options import add_c_options, assignment, byte_size, codec_of, field_values, layout_of, whole_number
 from .stdio import check_open, open_stdin
 from .streams import convert_stream
@@ -21,6 +27,7 @@ def convert(args):
     if args.stream is not None:
         return convert_stream(args)
     import layouts as lo
+
     from .._backends import auto_device
     from . import warm_up  # the package's name, which a test may replace
 
@@ -28,15 +35,20 @@ def convert(args):
         if not args.copybook:
             raise CommandError("--segment lays records out by a copybook's records; add --copybook FILE")
         return convert_segments(args)
-    for flag, value, unset in (("--segment-field", args.segment_field, None), ("--framing", args.framing, "rdw"),
-                               ("--short", args.short, "error")):
+    for flag, value, unset in (
+        ("--segment-field", args.segment_field, None),
+        ("--framing", args.framing, "rdw"),
+        ("--short", args.short, "error"),
+    ):
         if value != unset:
             raise CommandError(f"{flag} applies to multi-segment files; add --segment ID=RECORD (or leave {flag} out)")
     to_stdout = args.dst == "-"
     check_open(args)
     if to_stdout and sys.stdout.isatty():
-        raise CommandError("--to - writes binary data, and standard output is a terminal: pipe it into a "
-                           "program (| ...) or redirect it (> FILE)")
+        raise CommandError(
+            "--to - writes binary data, and standard output is a terminal: pipe it into a "
+            "program (| ...) or redirect it (> FILE)"
+        )
     src = open_stdin() if args.src == "-" else args.src
     fmt = _stdout_format(args, src) if to_stdout else _output_format(args)
     codec = codec_of(args, fmt)
@@ -47,16 +59,22 @@ def convert(args):
         layout = layout_of(args)
     chunk = DEFAULT_CHUNK if args.chunk is None else args.chunk
     if chunk < layout.itemsize:
-        raise CommandError(f"--chunk {chunk} is smaller than one record ({layout.itemsize} bytes); "
-                           f"give at least {layout.itemsize}, e.g. --chunk 64M")
+        raise CommandError(
+            f"--chunk {chunk} is smaller than one record ({layout.itemsize} bytes); "
+            f"give at least {layout.itemsize}, e.g. --chunk 64M"
+        )
     if fmt == "records" and args.null:
-        raise CommandError("--null turns values of records into nulls, but this writes records; "
-                           "use --fill NAME=VALUE for nulls of the Arrow input")
+        raise CommandError(
+            "--null turns values of records into nulls, but this writes records; "
+            "use --fill NAME=VALUE for nulls of the Arrow input"
+        )
     _check_way_back(args, fmt)
     if fmt != "records" and (args.fill or args.truncate or args.cast != "strict"):
         flag = "--fill" if args.fill else "--truncate" if args.truncate else "--cast"
-        raise CommandError(f"{flag} applies when writing records (Arrow -> records), but this writes {fmt}; "
-                           f"use --null NAME=VALUE for sentinels in the records")
+        raise CommandError(
+            f"{flag} applies when writing records (Arrow -> records), but this writes {fmt}; "
+            f"use --null NAME=VALUE for sentinels in the records"
+        )
     nulls = field_values(layout, args.null, "--null")
     fill = field_values(layout, args.fill, "--fill")
     device = auto_device() if args.device == "auto" else args.device
@@ -65,21 +83,29 @@ def convert(args):
     interrupts = getattr(args, "interrupts", None) or Interrupts()
     warm_up(layout, device, "records" if fmt == "records" else "arrow", "convert", args.quiet)
     interrupts.check()  # a Ctrl-C that the compiler's callbacks swallowed (see Interrupts)
-    options = dict(format=fmt, chunk_bytes=chunk, compression=codec, overwrite=args.overwrite, offset=args.offset,
-                   trailing=args.trailing, device=device, count=args.count)
+    options = dict(
+        format=fmt,
+        chunk_bytes=chunk,
+        compression=codec,
+        overwrite=args.overwrite,
+        offset=args.offset,
+        trailing=args.trailing,
+        device=device,
+        count=args.count,
+    )
     if fmt == "records":
         options.update(fill=fill, truncate=args.truncate, cast=args.cast)
         options.update(_way_back_options(args, layout))
     else:
         options["nulls"] = nulls
     with _progress_bar(args.quiet) as bar:
+
         def progress(*done):
             interrupts.check()  # before the next chunk, and before the output is kept
             bar(*done)
 
         try:
-            result = lo.convert(src, layout, sys.stdout.buffer if to_stdout else args.dst, progress=progress,
-                                **options)
+            result = lo.convert(src, layout, sys.stdout.buffer if to_stdout else args.dst, progress=progress, **options)
         except lo.LayoutError as err:
             _hint_alignment(err, args, layout)
             if args.copybook:
@@ -112,8 +138,10 @@ def _output_format(args):
     if fmt is None:
         known = "; ".join(f"{f} ({', '.join(s for s, g in SUFFIXES.items() if g == f)})" for f in FORMATS)
         said = f"suffix {suffix!r}" if suffix else "no suffix"
-        raise CommandError(f"cannot tell the output format of {args.dst!r} from {said}; the formats are {known}: "
-                           f"name the file so, or pass --format {'|'.join(FORMATS)}")
+        raise CommandError(
+            f"cannot tell the output format of {args.dst!r} from {said}; the formats are {known}: "
+            f"name the file so, or pass --format {'|'.join(FORMATS)}"
+        )
     return fmt
 
 
@@ -148,8 +176,11 @@ def _check_way_back(args, fmt):
     """The options of Arrow -> records, refused in the other direction; --offset on the
     way back needs --header (it would be ignored), and --header needs --offset."""
     if fmt != "records":
-        for flag, value in (("--time-unit", args.time_unit), ("--drop-extra", args.drop_extra),
-                            ("--header", args.header)):
+        for flag, value in (
+            ("--time-unit", args.time_unit),
+            ("--drop-extra", args.drop_extra),
+            ("--header", args.header),
+        ):
             if value:
                 raise CommandError(f"{flag} applies when writing records (Arrow -> records), but this writes {fmt}")
         return
@@ -161,10 +192,13 @@ def _check_way_back(args, fmt):
         raise CommandError(
             f"--offset {args.offset} skips a header when reading records, but this writes records from Arrow data, "
             f"where it would do nothing; to write the {args.offset}-byte header before the records, add --header "
-            f"FILE: the first {args.offset} bytes of FILE (the original records file) are copied")
+            f"FILE: the first {args.offset} bytes of FILE (the original records file) are copied"
+        )
     if args.header is not None and args.offset <= 0:
-        raise CommandError(f"--header {args.header} needs --offset N, the header's size in bytes: the first N bytes "
-                           f"of {args.header} are written before the records")
+        raise CommandError(
+            f"--header {args.header} needs --offset N, the header's size in bytes: the first N bytes "
+            f"of {args.header} are written before the records"
+        )
 
 
 def _way_back_options(args, layout):
@@ -181,9 +215,11 @@ def _way_back_options(args, layout):
             raise CommandError(f"--time-unit {item}: {name!r} is not a leaf field; the leaves are {', '.join(names)}")
         key = name if eq else None
         if key in units and units[key][0] != unit:
-            raise CommandError(f"--time-unit {units[key][1]} and --time-unit {item} give "
-                               f"{'the default unit' if key is None else f'field {name!r}'} two units; "
-                               f"give one --time-unit {'UNIT' if key is None else f'{name}=UNIT'}")
+            raise CommandError(
+                f"--time-unit {units[key][1]} and --time-unit {item} give "
+                f"{'the default unit' if key is None else f'field {name!r}'} two units; "
+                f"give one --time-unit {'UNIT' if key is None else f'{name}=UNIT'}"
+            )
         units.setdefault(key, (unit, item))
     units = {key: unit for key, (unit, _) in units.items()}
     default = units.pop(None, None)
@@ -206,9 +242,11 @@ def _hint_alignment(err, args, layout):
     except (ValueError, SyntaxError, TypeError):
         return
     if aligned.itemsize != layout.itemsize:
-        err.args = (f"{err}; note: a --dtype list is packed, {layout.itemsize} bytes with no padding, where a C "
-                    f"compiler aligns each field and gets {aligned.itemsize} bytes: for a C struct, use --struct "
-                    f"HEADER:NAME, or --dtype \"{{'names': [...], 'formats': [...], 'aligned': True}}\"",)
+        err.args = (
+            f"{err}; note: a --dtype list is packed, {layout.itemsize} bytes with no padding, where a C "
+            f"compiler aligns each field and gets {aligned.itemsize} bytes: for a C struct, use --struct "
+            f"HEADER:NAME, or --dtype \"{{'names': [...], 'formats': [...], 'aligned': True}}\"",
+        )
 
 
 def _dtype_spec(text):
@@ -225,8 +263,9 @@ class _progress_bar:
         if not quiet and sys.stderr.isatty():
             from tqdm import tqdm
 
-            self.bar = tqdm(unit="B", unit_scale=True, unit_divisor=1000, desc="converting", file=sys.stderr,
-                            leave=False)
+            self.bar = tqdm(
+                unit="B", unit_scale=True, unit_divisor=1000, desc="converting", file=sys.stderr, leave=False
+            )
 
     def __call__(self, records, nbytes, total):
         if self.bar is not None:
@@ -253,13 +292,17 @@ def warm_up(layout, device, direction, command, quiet):
     import numpy as np
 
     import layouts as lo
+
     from .._backends import compile_kernels, kernels_cached
 
     if not quiet and sys.stderr.isatty() and kernels_cached("cpu", reverse=direction == "records") is False:
         # none shipped for this platform and these versions, none cached here yet: compiled
         # once for this machine, each kernel named as it starts, the time it took said after
-        say(command, "compiling the conversion kernels for this machine, once (no compiled copy for this "
-                      "platform and these versions; later runs load them from disk)")
+        say(
+            command,
+            "compiling the conversion kernels for this machine, once (no compiled copy for this "
+            "platform and these versions; later runs load them from disk)",
+        )
         t0 = time.perf_counter()
 
         def progress(name, i, n):
@@ -279,79 +322,164 @@ def warm_up(layout, device, direction, command, quiet):
 def _add_convert_options(p):
     """The record type's mapping to Arrow and the values that stand for nulls."""
     g = p.add_argument_group("record type <-> Arrow")
-    g.add_argument("--string", action="append", default=[], metavar="NAME",
-                   help="a char array (S<n>) field as text cut at the first NUL (repeatable)")
-    g.add_argument("--bytes-as", action="append", default=[], metavar="[NAME=]MODE",
-                   help="char arrays as fixed (exact bytes, default), binary (cut at the first NUL) or string; "
-                        "NAME=MODE for one field (repeatable)")
-    g.add_argument("--enum-as", choices=("dictionary", "int"), default="dictionary",
-                   help="C enums as dictionary columns of names (default) or plain integers")
-    g.add_argument("--unions", action="append", default=[], type=assignment, metavar="UNION=MEMBER[,MEMBER]",
-                   help="keep these members of a C union (writing records back needs one per union; repeatable)")
+    g.add_argument(
+        "--string",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a char array (S<n>) field as text cut at the first NUL (repeatable)",
+    )
+    g.add_argument(
+        "--bytes-as",
+        action="append",
+        default=[],
+        metavar="[NAME=]MODE",
+        help="char arrays as fixed (exact bytes, default), binary (cut at the first NUL) or string; "
+        "NAME=MODE for one field (repeatable)",
+    )
+    g.add_argument(
+        "--enum-as",
+        choices=("dictionary", "int"),
+        default="dictionary",
+        help="C enums as dictionary columns of names (default) or plain integers",
+    )
+    g.add_argument(
+        "--unions",
+        action="append",
+        default=[],
+        type=assignment,
+        metavar="UNION=MEMBER[,MEMBER]",
+        help="keep these members of a C union (writing records back needs one per union; repeatable)",
+    )
     g.add_argument("--flatten", action="store_true", help="nested structs as top-level 'a.b' columns")
     g = p.add_argument_group("nulls")
-    g.add_argument("--null", action="append", default=[], type=assignment, metavar="NAME=VALUE",
-                   help="records -> Arrow: this value of field NAME becomes null, e.g. qty=-1, px=nan (repeatable)")
-    g.add_argument("--fill", action="append", default=[], type=assignment, metavar="NAME=VALUE",
-                   help="Arrow -> records: write VALUE where column NAME is null, e.g. qty=-1 (repeatable)")
-    g.add_argument("--truncate", action="store_true",
-                   help="Arrow -> records: cut text longer than its char array instead of failing")
-    g.add_argument("--cast", choices=("strict", "parse"), default="strict",
-                   help="Arrow -> records: parse: also convert text to numbers, booleans to integers "
-                        "(only when every value comes back unchanged)")
+    g.add_argument(
+        "--null",
+        action="append",
+        default=[],
+        type=assignment,
+        metavar="NAME=VALUE",
+        help="records -> Arrow: this value of field NAME becomes null, e.g. qty=-1, px=nan (repeatable)",
+    )
+    g.add_argument(
+        "--fill",
+        action="append",
+        default=[],
+        type=assignment,
+        metavar="NAME=VALUE",
+        help="Arrow -> records: write VALUE where column NAME is null, e.g. qty=-1 (repeatable)",
+    )
+    g.add_argument(
+        "--truncate",
+        action="store_true",
+        help="Arrow -> records: cut text longer than its char array instead of failing",
+    )
+    g.add_argument(
+        "--cast",
+        choices=("strict", "parse"),
+        default="strict",
+        help="Arrow -> records: parse: also convert text to numbers, booleans to integers "
+        "(only when every value comes back unchanged)",
+    )
     g = p.add_argument_group("Arrow columns -> records: units, extra columns, the header")
-    g.add_argument("--time-unit", action="append", default=[], metavar="[NAME=]UNIT",
-                   help="Arrow -> records: integer field NAME takes times as counts of UNIT (s, ms, us, ns), e.g. "
-                        "ts_ns=ns; UNIT name: from the end of the field's name (_ns, _us, _ms, _s); without NAME= "
-                        "for every such field (repeatable)")
-    g.add_argument("--drop-extra", action="append", default=[], metavar="NAME[,NAME]",
-                   help="Arrow -> records: drop these columns, which the record type does not have (else an error)")
-    g.add_argument("--header", metavar="FILE",
-                   help="Arrow -> records: write the first --offset bytes of FILE (e.g. the original records file) "
-                        "before the records")
+    g.add_argument(
+        "--time-unit",
+        action="append",
+        default=[],
+        metavar="[NAME=]UNIT",
+        help="Arrow -> records: integer field NAME takes times as counts of UNIT (s, ms, us, ns), e.g. "
+        "ts_ns=ns; UNIT name: from the end of the field's name (_ns, _us, _ms, _s); without NAME= "
+        "for every such field (repeatable)",
+    )
+    g.add_argument(
+        "--drop-extra",
+        action="append",
+        default=[],
+        metavar="NAME[,NAME]",
+        help="Arrow -> records: drop these columns, which the record type does not have (else an error)",
+    )
+    g.add_argument(
+        "--header",
+        metavar="FILE",
+        help="Arrow -> records: write the first --offset bytes of FILE (e.g. the original records file) "
+        "before the records",
+    )
 
 
 def add_parser(sub):
     """The ``convert`` subcommand and its options."""
     p = sub.add_parser(
-        "convert", help="convert a legacy record file to Parquet/Feather/Arrow IPC, or back",
+        "convert",
+        help="convert a legacy record file to Parquet/Feather/Arrow IPC, or back",
         description="Convert SRC chunk by chunk in bounded memory. Records -> Arrow when --to ends in "
-                    ".parquet/.pq, .feather, .arrow/.ipc/.arrows (or --format says so); Arrow/Parquet -> records "
-                    "when it ends in .bin, .dat, .rec, .records or .raw (or --format records). The output "
-                    "appears only when complete. --to - streams to standard output: an Arrow IPC stream, or "
-                    "records when SRC is Parquet/Arrow. --stream SPEC converts a record stream (a built-in: pcap, "
-                    "itch50; or a .toml description) to a directory of one table per record type, and back: "
-                    "layouts convert day.itch --stream itch50 --to day/; layouts convert day/ --stream itch50 "
-                    "--to day.itch")
+        ".parquet/.pq, .feather, .arrow/.ipc/.arrows (or --format says so); Arrow/Parquet -> records "
+        "when it ends in .bin, .dat, .rec, .records or .raw (or --format records). The output "
+        "appears only when complete. --to - streams to standard output: an Arrow IPC stream, or "
+        "records when SRC is Parquet/Arrow. --stream SPEC converts a record stream (a built-in: pcap, "
+        "itch50; or a .toml description) to a directory of one table per record type, and back: "
+        "layouts convert day.itch --stream itch50 --to day/; layouts convert day/ --stream itch50 "
+        "--to day.itch",
+    )
     p.add_argument("src", help="input file, or - for standard input")
     record = p.add_mutually_exclusive_group(required=True)
     record.add_argument("--struct", metavar="HEADER[:NAME]", help="the record type from a C header")
     record.add_argument("--dtype", metavar="SPEC", help="the record type as a NumPy dtype, e.g. \"[('a','<i4')]\"")
-    record.add_argument("--copybook", metavar="FILE",
-                        help="the record type from a COBOL copybook (EBCDIC text, packed and zoned decimals, "
-                             "binary, IBM floats; see docs/mainframe.md), e.g. layouts convert DATA --copybook x.cob "
-                             "--to out.parquet, and back: layouts convert out.parquet --copybook x.cob --to DATA2")
-    record.add_argument("--stream", metavar="SPEC",
-                        help="a record stream (several record types, framed records, a header): a built-in (pcap, "
-                             "itch50) or a .toml description; SRC -> a directory DST/ of TYPE.parquet files, or a "
-                             "directory SRC/ -> the stream file DST, e.g. layouts convert day.itch --stream itch50 "
-                             "--to day/")
+    record.add_argument(
+        "--copybook",
+        metavar="FILE",
+        help="the record type from a COBOL copybook (EBCDIC text, packed and zoned decimals, "
+        "binary, IBM floats; see docs/mainframe.md), e.g. layouts convert DATA --copybook x.cob "
+        "--to out.parquet, and back: layouts convert out.parquet --copybook x.cob --to DATA2",
+    )
+    record.add_argument(
+        "--stream",
+        metavar="SPEC",
+        help="a record stream (several record types, framed records, a header): a built-in (pcap, "
+        "itch50) or a .toml description; SRC -> a directory DST/ of TYPE.parquet files, or a "
+        "directory SRC/ -> the stream file DST, e.g. layouts convert day.itch --stream itch50 "
+        "--to day/",
+    )
     p.add_argument("--to", dest="dst", required=True, metavar="DST", help="output file, or - for standard output")
     p.add_argument("--format", choices=FORMATS, help="output format (default: from DST's suffix)")
-    p.add_argument("--device", choices=(*DEVICES, "auto"), default="auto",
-                   help="where to convert; auto: the GPU when a driver and numba-cuda find one, else the CPU")
-    p.add_argument("--chunk", type=byte_size, default=None, metavar="SIZE",
-                   help="bytes of records per chunk (default 64M; at least one record)")
-    p.add_argument("--offset", type=whole_number("bytes of header before the first record"), default=0,
-                   help="bytes of file header before the first record (from where SRC starts)")
-    p.add_argument("--count", type=whole_number("records to convert"), default=None, metavar="N",
-                   help="convert N records (default: all after --offset); bytes after them (a trailer, extended "
-                        "headers) are not read as records")
-    p.add_argument("--trailing", choices=("error", "ignore"), default="error",
-                   help="a partial record at the end: an error, or skipped with a warning")
-    p.add_argument("--compression", metavar="CODEC",
-                   help="parquet: none, snappy (default), gzip, brotli, zstd, lz4; feather: lz4 (default), zstd, "
-                        "none; arrow: none (default), lz4, zstd")
+    p.add_argument(
+        "--device",
+        choices=(*DEVICES, "auto"),
+        default="auto",
+        help="where to convert; auto: the GPU when a driver and numba-cuda find one, else the CPU",
+    )
+    p.add_argument(
+        "--chunk",
+        type=byte_size,
+        default=None,
+        metavar="SIZE",
+        help="bytes of records per chunk (default 64M; at least one record)",
+    )
+    p.add_argument(
+        "--offset",
+        type=whole_number("bytes of header before the first record"),
+        default=0,
+        help="bytes of file header before the first record (from where SRC starts)",
+    )
+    p.add_argument(
+        "--count",
+        type=whole_number("records to convert"),
+        default=None,
+        metavar="N",
+        help="convert N records (default: all after --offset); bytes after them (a trailer, extended "
+        "headers) are not read as records",
+    )
+    p.add_argument(
+        "--trailing",
+        choices=("error", "ignore"),
+        default="error",
+        help="a partial record at the end: an error, or skipped with a warning",
+    )
+    p.add_argument(
+        "--compression",
+        metavar="CODEC",
+        help="parquet: none, snappy (default), gzip, brotli, zstd, lz4; feather: lz4 (default), zstd, "
+        "none; arrow: none (default), lz4, zstd",
+    )
     p.add_argument("--overwrite", action="store_true", help="replace DST if it exists")
     p.add_argument("--quiet", action="store_true", help="no progress bar, no summary line, no compile notice")
     _add_convert_options(p)

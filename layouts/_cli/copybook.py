@@ -8,47 +8,107 @@ from .errors import CommandError
 COPYBOOK_SUFFIXES = (".cob", ".cbl", ".cpy", ".copy", ".copybook")
 
 # Layout.from_copybook's keywords, as the command spells them in messages.
-_FLAGS = {"record": "--record", "codepage": "--codepage", "invalid": "--invalid", "trim": "--trim",
-          "as_integer": "--as-integer", "trunc": "--trunc", "floating_point": "--floating-point",
-          "redefines": "--redefines", "names": "--names", "source_format": "--source-format",
-          "record_start_offset": "--record-start-offset", "record_end_offset": "--record-end-offset",
-          "fillers": "--fillers"}
+_FLAGS = {
+    "record": "--record",
+    "codepage": "--codepage",
+    "invalid": "--invalid",
+    "trim": "--trim",
+    "as_integer": "--as-integer",
+    "trunc": "--trunc",
+    "floating_point": "--floating-point",
+    "redefines": "--redefines",
+    "names": "--names",
+    "source_format": "--source-format",
+    "record_start_offset": "--record-start-offset",
+    "record_end_offset": "--record-end-offset",
+    "fillers": "--fillers",
+}
 
 
 def add_copybook_options(p, *, convert):
     """The copybook's options (``convert``: also those of the values)."""
     g = p.add_argument_group("COBOL copybooks (--copybook FILE)")
     g.add_argument("--record", metavar="NAME", help="the 01 record (or group) to use when the copybook has several")
-    g.add_argument("--codepage", default="cp037", metavar="CP",
-                   help="EBCDIC code page of text and zoned signs: cp037 (default), cp273, cp277, cp278, cp280, "
-                        "cp284, cp285, cp297, cp500, cp871, cp1047, cp1140-cp1149")
-    g.add_argument("--redefines", action="append", default=[], metavar="ITEM=ALT[,ALT]",
-                   help="keep only these alternatives of a REDEFINES set (default: all, over the same bytes; "
-                        "writing records back needs one per set; repeatable)")
-    g.add_argument("--names", choices=("cobol", "underscore"), default="cobol",
-                   help="column names as written (COMPANY-ID, default) or with _ for - (COMPANY_ID, as Cobrix)")
-    g.add_argument("--floating-point", choices=("ibm", "ieee"), default="ibm",
-                   help="COMP-1/COMP-2 bytes: IBM hexadecimal floats (default) or IEEE 754 big-endian")
-    g.add_argument("--trunc", choices=("std", "bin"), default="std",
-                   help="COMP/COMP-4/BINARY values beyond the PICTURE: invalid (std, default) or valid up to the "
-                        "bytes' range (bin; COMP-5 always is)")
-    g.add_argument("--source-format", choices=("auto", "fixed", "free"), default="auto",
-                   help="copybook text in fixed columns (1-6 and 73-80 ignored, column 7 the indicator) or free")
-    g.add_argument("--fillers", choices=("skip", "keep"), default="skip",
-                   help="FILLER items: padding (skip, default: written back as zeros) or FILLER-1, FILLER-2... "
-                        "columns of their bytes (keep: the way back is exact)")
-    g.add_argument("--record-start-offset", type=_bytes, default=0, metavar="N",
-                   help="bytes before the copybook's record in every record of the file (skipped)")
-    g.add_argument("--record-end-offset", type=_bytes, default=0, metavar="N",
-                   help="bytes after the copybook's record in every record of the file (skipped)")
+    g.add_argument(
+        "--codepage",
+        default="cp037",
+        metavar="CP",
+        help="EBCDIC code page of text and zoned signs: cp037 (default), cp273, cp277, cp278, cp280, "
+        "cp284, cp285, cp297, cp500, cp871, cp1047, cp1140-cp1149",
+    )
+    g.add_argument(
+        "--redefines",
+        action="append",
+        default=[],
+        metavar="ITEM=ALT[,ALT]",
+        help="keep only these alternatives of a REDEFINES set (default: all, over the same bytes; "
+        "writing records back needs one per set; repeatable)",
+    )
+    g.add_argument(
+        "--names",
+        choices=("cobol", "underscore"),
+        default="cobol",
+        help="column names as written (COMPANY-ID, default) or with _ for - (COMPANY_ID, as Cobrix)",
+    )
+    g.add_argument(
+        "--floating-point",
+        choices=("ibm", "ieee"),
+        default="ibm",
+        help="COMP-1/COMP-2 bytes: IBM hexadecimal floats (default) or IEEE 754 big-endian",
+    )
+    g.add_argument(
+        "--trunc",
+        choices=("std", "bin"),
+        default="std",
+        help="COMP/COMP-4/BINARY values beyond the PICTURE: invalid (std, default) or valid up to the "
+        "bytes' range (bin; COMP-5 always is)",
+    )
+    g.add_argument(
+        "--source-format",
+        choices=("auto", "fixed", "free"),
+        default="auto",
+        help="copybook text in fixed columns (1-6 and 73-80 ignored, column 7 the indicator) or free",
+    )
+    g.add_argument(
+        "--fillers",
+        choices=("skip", "keep"),
+        default="skip",
+        help="FILLER items: padding (skip, default: written back as zeros) or FILLER-1, FILLER-2... "
+        "columns of their bytes (keep: the way back is exact)",
+    )
+    g.add_argument(
+        "--record-start-offset",
+        type=_bytes,
+        default=0,
+        metavar="N",
+        help="bytes before the copybook's record in every record of the file (skipped)",
+    )
+    g.add_argument(
+        "--record-end-offset",
+        type=_bytes,
+        default=0,
+        metavar="N",
+        help="bytes after the copybook's record in every record of the file (skipped)",
+    )
     if convert:
-        g.add_argument("--invalid", choices=("error", "null"), default="error",
-                       help="numbers whose bytes are not valid (bad digits or sign, spaces, low-values): an error "
-                            "naming the record and bytes (default), or nulls")
-        g.add_argument("--trim", choices=("none", "right", "both"), default="none",
-                       help="text: keep every character (default: the way back is exact), or drop EBCDIC spaces")
-        g.add_argument("--as-integer", action="store_true",
-                       help="numbers with no decimal places as int64 columns instead of decimal128")
+        g.add_argument(
+            "--invalid",
+            choices=("error", "null"),
+            default="error",
+            help="numbers whose bytes are not valid (bad digits or sign, spaces, low-values): an error "
+            "naming the record and bytes (default), or nulls",
+        )
+        g.add_argument(
+            "--trim",
+            choices=("none", "right", "both"),
+            default="none",
+            help="text: keep every character (default: the way back is exact), or drop EBCDIC spaces",
+        )
+        g.add_argument(
+            "--as-integer",
+            action="store_true",
+            help="numbers with no decimal places as int64 columns instead of decimal128",
+        )
 
 
 def _bytes(text):
@@ -65,18 +125,28 @@ def _redefines(items):
         name, eq, alternatives = item.partition("=")
         chosen = [a.strip() for a in alternatives.split(",") if a.strip()]
         if not eq or not name.strip() or not chosen:
-            raise CommandError(f"--redefines {item!r}: give ITEM=ALTERNATIVE[,ALTERNATIVE], e.g. "
-                               f"--redefines COMPANY-ID-NUM=COMPANY-ID-STR")
+            raise CommandError(
+                f"--redefines {item!r}: give ITEM=ALTERNATIVE[,ALTERNATIVE], e.g. "
+                f"--redefines COMPANY-ID-NUM=COMPANY-ID-STR"
+            )
         choices[name.strip()] = chosen
     return choices
 
 
 def copybook_options(args):
     """``Layout.from_copybook``'s keywords from the command line."""
-    options = {"record": args.record, "codepage": args.codepage, "redefines": _redefines(args.redefines) or None,
-               "names": args.names, "floating_point": args.floating_point, "trunc": args.trunc,
-               "source_format": args.source_format, "record_start_offset": args.record_start_offset,
-               "record_end_offset": args.record_end_offset, "fillers": args.fillers}
+    options = {
+        "record": args.record,
+        "codepage": args.codepage,
+        "redefines": _redefines(args.redefines) or None,
+        "names": args.names,
+        "floating_point": args.floating_point,
+        "trunc": args.trunc,
+        "source_format": args.source_format,
+        "record_start_offset": args.record_start_offset,
+        "record_end_offset": args.record_end_offset,
+        "fillers": args.fillers,
+    }
     for name in ("invalid", "trim", "as_integer"):
         if hasattr(args, name):
             options[name] = getattr(args, name)
@@ -85,11 +155,15 @@ def copybook_options(args):
 
 def in_flags(message):
     """A message about ``Layout.from_copybook``'s keywords, in the command's flags."""
-    message = re.sub(r"read the field with invalid='null' \(Encoding\(\.\.\., invalid='null'\)\)",
-                     "pass --invalid null", message)
+    message = re.sub(
+        r"read the field with invalid='null' \(Encoding\(\.\.\., invalid='null'\)\)", "pass --invalid null", message
+    )
     message = re.sub(r"Encoding\('\w+'\): code page", "--codepage: code page", message)
-    message = message.replace("(union members)", "(REDEFINES alternatives)").replace(
-        "keep one member per union", "keep one alternative per REDEFINES set").replace("--unions ", "--redefines ")
+    message = (
+        message.replace("(union members)", "(REDEFINES alternatives)")
+        .replace("keep one member per union", "keep one alternative per REDEFINES set")
+        .replace("--unions ", "--redefines ")
+    )
     message = re.sub(r"Layout\.from_c\(\.\.\., unions=\{'([^']*)': '([^']*)'\}\)", r"--redefines \1=\2", message)
     for keyword, flag in _FLAGS.items():
         message = re.sub(rf"\b{keyword}=", f"{flag} ", message)
@@ -102,19 +176,24 @@ def copybook_layout(args, path=None):
     flags refused."""
     import layouts as lo
 
-    for flag, value, unset in (("--enum-as", getattr(args, "enum_as", "dictionary"), "dictionary"),
-                               ("--unions", getattr(args, "unions", []), []),
-                               ("--pointers", getattr(args, "pointers", "error"), "error"),
-                               ("--bytes-as", getattr(args, "bytes_as", []), []),
-                               ("--string", getattr(args, "string", []), []),
-                               ("--pack", getattr(args, "pack", None), None),
-                               ("--byteorder", getattr(args, "byteorder", "native"), "native")):
+    for flag, value, unset in (
+        ("--enum-as", getattr(args, "enum_as", "dictionary"), "dictionary"),
+        ("--unions", getattr(args, "unions", []), []),
+        ("--pointers", getattr(args, "pointers", "error"), "error"),
+        ("--bytes-as", getattr(args, "bytes_as", []), []),
+        ("--string", getattr(args, "string", []), []),
+        ("--pack", getattr(args, "pack", None), None),
+        ("--byteorder", getattr(args, "byteorder", "native"), "native"),
+    ):
         if value != unset:
-            raise CommandError(f"{flag} applies to C declarations and NumPy dtypes, not to --copybook (a copybook's "
-                               f"binary items are big-endian)")
+            raise CommandError(
+                f"{flag} applies to C declarations and NumPy dtypes, not to --copybook (a copybook's "
+                f"binary items are big-endian)"
+            )
     try:
-        return lo.Layout.from_copybook(path or args.copybook, flatten=getattr(args, "flatten", False),
-                                       **copybook_options(args))
+        return lo.Layout.from_copybook(
+            path or args.copybook, flatten=getattr(args, "flatten", False), **copybook_options(args)
+        )
     except lo.LayoutError as err:
         err.args = (in_flags(str(err)),)
         raise
@@ -122,9 +201,21 @@ def copybook_layout(args, path=None):
 
 def reject_copybook_options(args):
     """Copybook flags given without --copybook: a usage error naming them."""
-    defaults = {"record": None, "codepage": "cp037", "redefines": [], "names": "cobol", "floating_point": "ibm",
-                "trunc": "std", "source_format": "auto", "record_start_offset": 0, "record_end_offset": 0,
-                "invalid": "error", "trim": "none", "as_integer": False, "fillers": "skip"}
+    defaults = {
+        "record": None,
+        "codepage": "cp037",
+        "redefines": [],
+        "names": "cobol",
+        "floating_point": "ibm",
+        "trunc": "std",
+        "source_format": "auto",
+        "record_start_offset": 0,
+        "record_end_offset": 0,
+        "invalid": "error",
+        "trim": "none",
+        "as_integer": False,
+        "fillers": "skip",
+    }
     for name, default in defaults.items():
         if getattr(args, name, default) != default:
             flag = _FLAGS[name]
@@ -146,22 +237,48 @@ def inspect_copybook(args):
         args.record = args.struct  # layouts inspect x.cob RECORD
     layout = copybook_layout(args, args.source)
     options = copybook_options(args)
-    book = read_copybook(args.source, **{k: v for k, v in options.items()  # read once already: cannot fail
-                                         if k not in ("trunc", "invalid", "trim", "as_integer")})
+    book = read_copybook(
+        args.source,
+        **{
+            k: v
+            for k, v in options.items()  # read once already: cannot fail
+            if k not in ("trunc", "invalid", "trim", "as_integer")
+        },
+    )
     by_name = {f.name: f for f in layout.fields}
     rows = []
     for f in book.fields:
         leaf = by_name[f.name]
-        rows.append({"name": f.name, "offset": f.offset, "size": f.width * leaf.count, "line": f.line,
-                     "picture": f.picture, "usage": f.usage, "kind": f.kind,
-                     "encoding": leaf.encoding.short() if getattr(leaf, "encoding", None) else leaf.dtype.str,
-                     "arrow": str(layout.schema.field(f.path[0]).type) if len(f.path) == 1 and not leaf.shape
-                     else _arrow(leaf),
-                     "occurs": list(f.shape), "depending_on": [d for d in f.depending_on if d],
-                     "conditions": {name: list(values) for name, values in f.conditions}})
+        rows.append(
+            {
+                "name": f.name,
+                "offset": f.offset,
+                "size": f.width * leaf.count,
+                "line": f.line,
+                "picture": f.picture,
+                "usage": f.usage,
+                "kind": f.kind,
+                "encoding": leaf.encoding.short() if getattr(leaf, "encoding", None) else leaf.dtype.str,
+                "arrow": str(layout.schema.field(f.path[0]).type)
+                if len(f.path) == 1 and not leaf.shape
+                else _arrow(leaf),
+                "occurs": list(f.shape),
+                "depending_on": [d for d in f.depending_on if d],
+                "conditions": {name: list(values) for name, values in f.conditions},
+            }
+        )
     if args.json:
-        print(json.dumps({"record": book.record, "size": layout.itemsize, "fields": rows,
-                          "holes": [{"offset": o, "size": s} for o, s in layout.holes]}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "record": book.record,
+                    "size": layout.itemsize,
+                    "fields": rows,
+                    "holes": [{"offset": o, "size": s} for o, s in layout.holes],
+                },
+                indent=2,
+            )
+        )
         return 0
     print(_table(book, layout, rows))
     return 0
@@ -186,22 +303,40 @@ def _arrow(leaf):
 
 def _table(book, layout, rows):
     head = ("offset", "size", "field", "line", "PIC", "usage", "kind", "arrow")
-    cells = [head] + [(str(r["offset"]), str(r["size"]), r["name"], str(r["line"]), r["picture"] or "-", r["usage"],
-                       r["encoding"], r["arrow"]) for r in rows]
+    cells = [head] + [
+        (
+            str(r["offset"]),
+            str(r["size"]),
+            r["name"],
+            str(r["line"]),
+            r["picture"] or "-",
+            r["usage"],
+            r["encoding"],
+            r["arrow"],
+        )
+        for r in rows
+    ]
     widths = [max(len(c[i]) for c in cells) for i in range(len(head))]
-    lines = [f"{book.record}: {layout.itemsize} bytes per record, {len(rows)} fields "
-             f"({book.source.origin})"]
+    lines = [f"{book.record}: {layout.itemsize} bytes per record, {len(rows)} fields ({book.source.origin})"]
     for c in cells:
-        lines.append("  " + "  ".join([f"{c[0]:>{widths[0]}}", f"{c[1]:>{widths[1]}}"]
-                                      + [f"{x:<{w}}" for x, w in zip(c[2:-1], widths[2:-1])] + [c[-1]]).rstrip())
+        lines.append(
+            "  "
+            + "  ".join(
+                [f"{c[0]:>{widths[0]}}", f"{c[1]:>{widths[1]}}"]
+                + [f"{x:<{w}}" for x, w in zip(c[2:-1], widths[2:-1])]
+                + [c[-1]]
+            ).rstrip()
+        )
     tables = {}
     for r in rows:
         if r["depending_on"]:
             tables.setdefault((tuple(r["occurs"]), tuple(r["depending_on"])), []).append(r["name"])
     for (occurs, counts), names in tables.items():
         table = _common_group(names)
-        lines.append(f"  note: {table or ', '.join(names)}: OCCURS {' x '.join(map(str, occurs))} DEPENDING ON "
-                     f"{', '.join(counts)} (read at the maximum size)")
+        lines.append(
+            f"  note: {table or ', '.join(names)}: OCCURS {' x '.join(map(str, occurs))} DEPENDING ON "
+            f"{', '.join(counts)} (read at the maximum size)"
+        )
     for r in rows:
         for name, values in r["conditions"].items():
             lines.append(f"  88 {name} of {r['name']}: VALUE {' '.join(values)}")
@@ -214,16 +349,32 @@ def _table(book, layout, rows):
 def add_segment_options(p):
     """convert --copybook with --segment: RDW/BDW files of several segment types."""
     g = p.add_argument_group("multi-segment files (--copybook FILE --segment ID=RECORD ...)")
-    g.add_argument("--segment", action="append", default=[], metavar="ID=RECORD",
-                   help="records whose segment id is ID are laid out by the copybook's RECORD (an 01 or a group); "
-                        "repeatable: DATA -> a directory DST/ of ID.parquet tables, or such a directory -> DATA")
-    g.add_argument("--segment-field", metavar="NAME|OFFSET:SIZE",
-                   help="where the segment id is: a field of the records, or its offset and size after the RDW")
-    g.add_argument("--framing", choices=("rdw", "bdw", "rdw-little"), default="rdw",
-                   help="rdw: IBM V (a 4-byte RDW, big-endian length counting it; default); bdw: VB blocks; "
-                        "rdw-little: two zero bytes and a little-endian length not counting the RDW")
-    g.add_argument("--short", choices=("error", "pad"), default="error",
-                   help="a record shorter than its layout: an error (default), or read with zeros past its end")
+    g.add_argument(
+        "--segment",
+        action="append",
+        default=[],
+        metavar="ID=RECORD",
+        help="records whose segment id is ID are laid out by the copybook's RECORD (an 01 or a group); "
+        "repeatable: DATA -> a directory DST/ of ID.parquet tables, or such a directory -> DATA",
+    )
+    g.add_argument(
+        "--segment-field",
+        metavar="NAME|OFFSET:SIZE",
+        help="where the segment id is: a field of the records, or its offset and size after the RDW",
+    )
+    g.add_argument(
+        "--framing",
+        choices=("rdw", "bdw", "rdw-little"),
+        default="rdw",
+        help="rdw: IBM V (a 4-byte RDW, big-endian length counting it; default); bdw: VB blocks; "
+        "rdw-little: two zero bytes and a little-endian length not counting the RDW",
+    )
+    g.add_argument(
+        "--short",
+        choices=("error", "pad"),
+        default="error",
+        help="a record shorter than its layout: an error (default), or read with zeros past its end",
+    )
 
 
 def _segment_types(args):
@@ -277,14 +428,22 @@ def convert_segments(args):
             with open(args.dst, "wb") as f:
                 f.write(data)
             if not args.quiet:
-                print(f"wrote {sum(t.num_rows for k, t in tables.items() if k != '_blocks'):,} records, "
-                      f"{len(data):,} bytes -> {args.dst}")
+                print(
+                    f"wrote {sum(t.num_rows for k, t in tables.items() if k != '_blocks'):,} records, "
+                    f"{len(data):,} bytes -> {args.dst}"
+                )
             return 0
         tables = cobol.read_segments(args.src, types, short=args.short, **options)
     except (lo.LayoutError, lo.ConversionError) as err:
-        err.args = (in_flags(str(err)).replace("segment=", "--segment-field ").replace("short='pad'", "--short pad")
-                    .replace('the stream is damaged, or set unknown = "skip" or "keep" in the section',
-                             "the file is damaged, or it needs one more --segment ID=RECORD"),)
+        err.args = (
+            in_flags(str(err))
+            .replace("segment=", "--segment-field ")
+            .replace("short='pad'", "--short pad")
+            .replace(
+                'the stream is damaged, or set unknown = "skip" or "keep" in the section',
+                "the file is damaged, or it needs one more --segment ID=RECORD",
+            ),
+        )
         raise
     if os.path.exists(args.dst) and os.listdir(args.dst) and not args.overwrite:
         raise CommandError(f"{args.dst} is not empty; pass --overwrite to replace its tables")

@@ -3,7 +3,6 @@ with ``layouts convert``, each step shown."""
 
 import os
 
-
 DEMO_HEADER = """\
 /* tick.h: the record a (fictional) legacy feed handler writes, one after another */
 #include <stdint.h>
@@ -35,16 +34,18 @@ def demo_records(layout, n, seed=0):
     rng = np.random.default_rng(seed)
     qty = rng.integers(1, 1000, n).astype(np.int32)
     qty[::50] = -1  # the feed's "missing" marker
-    table = pa.table({
-        "ts_ns": 1_763_803_800_000_000_000 + np.arange(n, dtype=np.int64) * 1_000_000,
-        "px": 100 + rng.normal(0, 1, n).cumsum() * 0.01,
-        "qty": qty,
-        "side": pa.DictionaryArray.from_arrays(rng.integers(0, 2, n).astype(np.int32), ["BUY", "SELL"]),
-        "sym": rng.choice(["AAPL", "MSFT", "NVDA", "BRK.B"], n),
-        "pos": pa.FixedSizeListArray.from_arrays(rng.normal(size=3 * n).astype(np.float32), 3),
-        "flag": (rng.random(n) < 0.1).astype(np.uint8),
-        "venue": rng.integers(0, 128, n).astype(np.uint8),
-    })
+    table = pa.table(
+        {
+            "ts_ns": 1_763_803_800_000_000_000 + np.arange(n, dtype=np.int64) * 1_000_000,
+            "px": 100 + rng.normal(0, 1, n).cumsum() * 0.01,
+            "qty": qty,
+            "side": pa.DictionaryArray.from_arrays(rng.integers(0, 2, n).astype(np.int32), ["BUY", "SELL"]),
+            "sym": rng.choice(["AAPL", "MSFT", "NVDA", "BRK.B"], n),
+            "pos": pa.FixedSizeListArray.from_arrays(rng.normal(size=3 * n).astype(np.float32), 3),
+            "flag": (rng.random(n) < 0.1).astype(np.uint8),
+            "venue": rng.integers(0, 128, n).astype(np.uint8),
+        }
+    )
     return lo.SoA.from_arrow(table, layout).to_aos().array
 
 
@@ -65,8 +66,9 @@ def _demo_in(args, where, kept):
 
     import layouts as lo
 
-    header, records, parquet, back = (os.path.join(where, name)
-                                      for name in ("tick.h", "tick.bin", "tick.parquet", "back.bin"))
+    header, records, parquet, back = (
+        os.path.join(where, name) for name in ("tick.h", "tick.bin", "tick.parquet", "back.bin")
+    )
     import shlex
 
     q = shlex.quote
@@ -84,8 +86,22 @@ def _demo_in(args, where, kept):
     print("# 3. Its layout, as the C compiler places the fields (print(layout)):\n")
     print(layout)
     print("\n# 4. Records -> Parquet: sym as text, qty -1 as null:\n")
-    there = _demo_command(args, ["convert", records, "--struct", f"{header}:tick", "--string", "sym", "--null",
-                           "qty=-1", "--to", parquet, "--overwrite"])
+    there = _demo_command(
+        args,
+        [
+            "convert",
+            records,
+            "--struct",
+            f"{header}:tick",
+            "--string",
+            "sym",
+            "--null",
+            "qty=-1",
+            "--to",
+            parquet,
+            "--overwrite",
+        ],
+    )
     if there:
         return there
     table = pq.read_table(parquet)
@@ -99,8 +115,22 @@ def _demo_in(args, where, kept):
         print(table.slice(0, 5))
     print(f"qty nulls: {table.column('qty').null_count:,}")
     print("\n# 5. Parquet -> records: nulls back to -1:\n")
-    again = _demo_command(args, ["convert", parquet, "--struct", f"{header}:tick", "--string", "sym", "--fill",
-                           "qty=-1", "--to", back, "--overwrite"])
+    again = _demo_command(
+        args,
+        [
+            "convert",
+            parquet,
+            "--struct",
+            f"{header}:tick",
+            "--string",
+            "sym",
+            "--fill",
+            "qty=-1",
+            "--to",
+            back,
+            "--overwrite",
+        ],
+    )
     if again:
         return again
     exact = _same_file(records, back)
@@ -146,10 +176,13 @@ def _has_pandas():
 
 def add_parser(sub):
     """The ``demo`` subcommand and its options."""
-    p = sub.add_parser("demo", help="write a legacy file and its C header, convert it to Parquet and back",
-                       description="Write a C header and a file of records laid out by it, convert the file to "
-                                   "Parquet and back with `layouts convert`, and show every command and its "
-                                   "output.")
+    p = sub.add_parser(
+        "demo",
+        help="write a legacy file and its C header, convert it to Parquet and back",
+        description="Write a C header and a file of records laid out by it, convert the file to "
+        "Parquet and back with `layouts convert`, and show every command and its "
+        "output.",
+    )
     p.add_argument("--records", type=int, default=1_000_000, help="how many records (default 1,000,000)")
     p.add_argument("--dir", metavar="DIR", help="write and keep the files in DIR (default: a temporary directory)")
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")

@@ -18,8 +18,9 @@ USAGE = 2  # the exit status of a wrong command line (argparse's, and the usual 
 def say(command, text):
     """One line on stderr, prefixed with the command: ``layouts convert: ...`` (``layouts: ...``
     before the command line is read)."""
-    print(f"layouts {command}: {one_line(text)}" if command else f"layouts: {one_line(text)}", file=sys.stderr,
-          flush=True)
+    print(
+        f"layouts {command}: {one_line(text)}" if command else f"layouts: {one_line(text)}", file=sys.stderr, flush=True
+    )
 
 
 def one_line(text):
@@ -27,11 +28,27 @@ def one_line(text):
 
 
 # The library's hints name keyword arguments; the command's messages name its flags.
-_FLAGS = {"fill": "--fill", "nulls": "--null", "bytes_as": "--bytes-as", "truncate": "--truncate",
-          "overwrite": "--overwrite", "trailing": "--trailing", "pointers": "--pointers", "unions": "--unions",
-          "enum_as": "--enum-as", "device": "--device", "flatten": "--flatten", "cast": "--cast",
-          "chunk_bytes": "--chunk", "offset": "--offset", "compression": "--compression", "format": "--format",
-          "count": "--count", "time_unit": "--time-unit", "header": "--header"}
+_FLAGS = {
+    "fill": "--fill",
+    "nulls": "--null",
+    "bytes_as": "--bytes-as",
+    "truncate": "--truncate",
+    "overwrite": "--overwrite",
+    "trailing": "--trailing",
+    "pointers": "--pointers",
+    "unions": "--unions",
+    "enum_as": "--enum-as",
+    "device": "--device",
+    "flatten": "--flatten",
+    "cast": "--cast",
+    "chunk_bytes": "--chunk",
+    "offset": "--offset",
+    "compression": "--compression",
+    "format": "--format",
+    "count": "--count",
+    "time_unit": "--time-unit",
+    "header": "--header",
+}
 
 
 _NAMES = "|".join(_FLAGS)
@@ -41,8 +58,9 @@ def command_hints(text):
     """A library message with its Python hints (``fill={'qty': value}``,
     ``truncate=True``, ``enum_as='int'``) written as the command's flags."""
     text = re.sub(r"Layout\.from_c\(\.\.\., ([^()]*)\)", r"\1", text)
-    text = re.sub(r"\bextra=\[([^\[\]]*)\]", lambda m: "--drop-extra " + ",".join(re.findall(r"'([^']*)'", m.group(1))),
-                  text)
+    text = re.sub(
+        r"\bextra=\[([^\[\]]*)\]", lambda m: "--drop-extra " + ",".join(re.findall(r"'([^']*)'", m.group(1))), text
+    )
 
     def mapping(m):
         items = re.findall(r"""['"]([^'"]*)['"]\s*:\s*('[^']*'|"[^"]*"|[^,}]+)""", m.group(2))
@@ -124,6 +142,14 @@ def parser_class():
 def _unknown_options(parser, argv):
     """The options in ``argv`` that ``parser`` does not know (``--bogus``, ``--bogus=1``)."""
     known = parser._option_string_actions
-    return [a for a in argv if a.startswith("-") and a != "-" and a != "--" and a.split("=", 1)[0] not in known
-            and not re.fullmatch(r"-\d+(\.\d*)?", a) and not (a[1:2] != "-" and a[:2] in known)  # -I/usr/include
-            and not any(k.startswith(a.split("=", 1)[0]) for k in known if k.startswith("--"))]
+    return [
+        a
+        for a in argv
+        if a.startswith("-")
+        and a != "-"
+        and a != "--"
+        and a.split("=", 1)[0] not in known
+        and not re.fullmatch(r"-\d+(\.\d*)?", a)
+        and not (a[1:2] != "-" and a[:2] in known)  # -I/usr/include
+        and not any(k.startswith(a.split("=", 1)[0]) for k in known if k.startswith("--"))
+    ]

@@ -6,13 +6,17 @@ import re
 
 from .errors import CommandError
 
-
 _BYTES_MODES = ("fixed", "binary", "string")
 
 
 def c_options(args):
-    return {"include_dirs": args.include, "defines": dict(_define(d) for d in args.define),
-            "byteorder": args.byteorder, "pack": args.pack, "pointers": args.pointers}
+    return {
+        "include_dirs": args.include,
+        "defines": dict(_define(d) for d in args.define),
+        "byteorder": args.byteorder,
+        "pack": args.pack,
+        "pointers": args.pointers,
+    }
 
 
 def _define(text):
@@ -56,15 +60,35 @@ def assignment(text):
 
 
 def add_c_options(p):
-    p.add_argument("--byteorder", choices=("native", "little", "big"), default="native",
-                   help="byte order the records were written in")
+    p.add_argument(
+        "--byteorder",
+        choices=("native", "little", "big"),
+        default="native",
+        help="byte order the records were written in",
+    )
     p.add_argument("--pack", type=int, help="maximum member alignment, as #pragma pack(N)")
-    p.add_argument("--pointers", choices=("error", "int"), default="error",
-                   help="pointer fields: an error, or unsigned integer columns")
-    p.add_argument("-I", dest="include", action="append", default=[], metavar="DIR",
-                   help="add a directory to the C preprocessor's include path")
-    p.add_argument("-D", dest="define", action="append", default=[], metavar="NAME[=VALUE]",
-                   help="define a macro for the C preprocessor")
+    p.add_argument(
+        "--pointers",
+        choices=("error", "int"),
+        default="error",
+        help="pointer fields: an error, or unsigned integer columns",
+    )
+    p.add_argument(
+        "-I",
+        dest="include",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="add a directory to the C preprocessor's include path",
+    )
+    p.add_argument(
+        "-D",
+        dest="define",
+        action="append",
+        default=[],
+        metavar="NAME[=VALUE]",
+        help="define a macro for the C preprocessor",
+    )
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
 
 
@@ -75,8 +99,11 @@ def layout_of(args):
 
     default, per_field = _bytes_modes(args)
     if args.dtype:
-        for flag, value, unset in (("--enum-as", args.enum_as, "dictionary"), ("--unions", args.unions, []),
-                                   ("--pointers", args.pointers, "error")):
+        for flag, value, unset in (
+            ("--enum-as", args.enum_as, "dictionary"),
+            ("--unions", args.unions, []),
+            ("--pointers", args.pointers, "error"),
+        ):
             if value != unset:
                 raise CommandError(f"{flag} applies to C declarations (--struct HEADER:NAME), not to --dtype")
         import ast
@@ -93,14 +120,23 @@ def layout_of(args):
         header, colon, name = args.struct.rpartition(":")
         if not colon or not header:
             header, name = args.struct, None
-        layout = lo.Layout.from_c(header, name or None, bytes_as=default, flatten=args.flatten,
-                                  enum_as=args.enum_as, unions=_unions(args.unions) or None, **c_options(args))
+        layout = lo.Layout.from_c(
+            header,
+            name or None,
+            bytes_as=default,
+            flatten=args.flatten,
+            enum_as=args.enum_as,
+            unions=_unions(args.unions) or None,
+            **c_options(args),
+        )
     if per_field:
         modes = dict(layout.bytes_as)
         unknown = sorted(set(per_field) - set(modes))
         if unknown:
-            raise CommandError(f"--string/--bytes-as name {unknown}, which are not char-array (S<n>) fields; "
-                               f"those are {sorted(modes) or 'none'}")
+            raise CommandError(
+                f"--string/--bytes-as name {unknown}, which are not char-array (S<n>) fields; "
+                f"those are {sorted(modes) or 'none'}"
+            )
         modes.update(per_field)
         layout = layout.replace(bytes_as=modes)
     return layout
@@ -140,8 +176,9 @@ def field_values(layout, items, flag):
     for name, text in items:
         field = fields.get(name)
         if field is None:
-            raise CommandError(f"{flag} {name}={text}: {name!r} is not a leaf field; the leaves are "
-                               f"{', '.join(fields)}")
+            raise CommandError(
+                f"{flag} {name}={text}: {name!r} is not a leaf field; the leaves are {', '.join(fields)}"
+            )
         out[name] = _typed(field, text, flag)
     return out
 
@@ -172,8 +209,9 @@ def _typed(field, text, flag):
             string = pa.types.is_string(field.arrow_type) or pa.types.is_large_string(field.arrow_type)
             return text if string else text.encode()
     except ValueError as err:
-        raise CommandError(f"{flag} {field.name}={text}: not a value of field {field.name!r} "
-                           f"({field.dtype.str}): {err}") from None
+        raise CommandError(
+            f"{flag} {field.name}={text}: not a value of field {field.name!r} ({field.dtype.str}): {err}"
+        ) from None
     return text  # datetimes ("2025-01-01T00:00", "NaT"), U<n> text: as NumPy reads them
 
 
@@ -204,15 +242,16 @@ def codec_of(args, fmt):
     codec = _CODEC_ALIASES.get(args.compression.lower(), args.compression.lower())
     allowed = CODECS[fmt]
     if not allowed:
-        raise CommandError(f"--compression {args.compression}: {fmt} output is not compressed; "
-                           f"leave --compression out")
+        raise CommandError(f"--compression {args.compression}: {fmt} output is not compressed; leave --compression out")
     if codec not in allowed:
-        raise CommandError(f"--compression {args.compression!r} is not a codec for {fmt} output, which takes "
-                           f"{', '.join(allowed)}")
+        raise CommandError(
+            f"--compression {args.compression!r} is not a codec for {fmt} output, which takes {', '.join(allowed)}"
+        )
     if codec != "none":
         import pyarrow as pa
 
         if not pa.Codec.is_available(codec):
-            raise CommandError(f"--compression {codec}: this pyarrow was built without {codec}; "
-                               f"choose another of {', '.join(allowed)}")
+            raise CommandError(
+                f"--compression {codec}: this pyarrow was built without {codec}; choose another of {', '.join(allowed)}"
+            )
     return codec

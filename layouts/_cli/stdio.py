@@ -7,7 +7,6 @@ import sys
 
 from .errors import CommandError
 
-
 CLOSED: "set[str]" = set()  # standard streams closed when the command started (see standard_streams)
 
 
@@ -37,11 +36,15 @@ def standard_streams():
 def check_open(args):
     """``-`` for a standard stream that was closed as the command started: an error that says so."""
     if args.dst == "-" and "stdout" in CLOSED:
-        raise CommandError("--to -: standard output is closed (>&-), so the data has nowhere to go; redirect it to a "
-                           "file or a pipe, or give --to FILE")
+        raise CommandError(
+            "--to -: standard output is closed (>&-), so the data has nowhere to go; redirect it to a "
+            "file or a pipe, or give --to FILE"
+        )
     if args.src == "-" and "stdin" in CLOSED:
-        raise CommandError("SRC -: standard input is closed (<&-), so there is nothing to read; pipe the input in "
-                           "(... | layouts convert - ...) or give its path")
+        raise CommandError(
+            "SRC -: standard input is closed (<&-), so there is nothing to read; pipe the input in "
+            "(... | layouts convert - ...) or give its path"
+        )
 
 
 class _Stdin(io.RawIOBase):

@@ -10,16 +10,29 @@ from .errors import CommandError
 from .interrupts import Interrupts
 from .options import codec_of
 
-
 # Options of one record type that mean nothing with --stream (the description has the types): (flag, attribute,
 # the value when not given). --byteorder, --format and --compression are checked by direction.
 _NOT_WITH_STREAM: "tuple[tuple[str, str, object], ...]" = (
-    ("--string", "string", []), ("--bytes-as", "bytes_as", []), ("--enum-as", "enum_as", "dictionary"),
-    ("--unions", "unions", []), ("--flatten", "flatten", False), ("--null", "null", []), ("--fill", "fill", []),
-    ("--truncate", "truncate", False), ("--cast", "cast", "strict"), ("--time-unit", "time_unit", []),
-    ("--drop-extra", "drop_extra", []), ("--header", "header", None), ("--chunk", "chunk", None),
-    ("--offset", "offset", 0), ("--count", "count", None), ("--trailing", "trailing", "error"),
-    ("--pack", "pack", None), ("--pointers", "pointers", "error"), ("-I", "include", []), ("-D", "define", []),
+    ("--string", "string", []),
+    ("--bytes-as", "bytes_as", []),
+    ("--enum-as", "enum_as", "dictionary"),
+    ("--unions", "unions", []),
+    ("--flatten", "flatten", False),
+    ("--null", "null", []),
+    ("--fill", "fill", []),
+    ("--truncate", "truncate", False),
+    ("--cast", "cast", "strict"),
+    ("--time-unit", "time_unit", []),
+    ("--drop-extra", "drop_extra", []),
+    ("--header", "header", None),
+    ("--chunk", "chunk", None),
+    ("--offset", "offset", 0),
+    ("--count", "count", None),
+    ("--trailing", "trailing", "error"),
+    ("--pack", "pack", None),
+    ("--pointers", "pointers", "error"),
+    ("-I", "include", []),
+    ("-D", "define", []),
     ("--compiler", "compiler", "auto"),
 )
 
@@ -27,17 +40,23 @@ _NOT_WITH_STREAM: "tuple[tuple[str, str, object], ...]" = (
 def _refuse_with_stream(args, command):
     for flag, name, unset in _NOT_WITH_STREAM:
         if hasattr(args, name) and getattr(args, name) != unset:
-            raise CommandError(f"{flag} does not apply with --stream: the record types and their fields come from "
-                               f"the stream description; leave {flag} out")
+            raise CommandError(
+                f"{flag} does not apply with --stream: the record types and their fields come from "
+                f"the stream description; leave {flag} out"
+            )
     device = getattr(args, "device", "auto")
     if device != "auto" and not backends.get(device).host:
         raise CommandError("--device cuda: record streams are read and written on the CPU; leave --device out")
     if command == "inspect" and args.byteorder != "native":
-        raise CommandError(f"--byteorder {args.byteorder}: a stream's byte order comes from its description (or its "
-                           f"magic number); leave --byteorder out")
+        raise CommandError(
+            f"--byteorder {args.byteorder}: a stream's byte order comes from its description (or its "
+            f"magic number); leave --byteorder out"
+        )
     if command == "inspect" and args.struct is not None:
-        raise CommandError(f"STRUCT {args.struct!r} does not apply with --stream: every record type of the stream "
-                           f"is shown; leave it out")
+        raise CommandError(
+            f"STRUCT {args.struct!r} does not apply with --stream: every record type of the stream "
+            f"is shown; leave it out"
+        )
 
 
 def _stream_of(spec):
@@ -46,14 +65,18 @@ def _stream_of(spec):
     from .._stream.read import resolve
 
     if spec in ("rdw", "bdw"):
-        raise LayoutError(f"--stream {spec}: the {spec} framing needs the record's fields: write a .toml description "
-                          f"with framing = \"{spec}\" in its [[section]] and the fields in [section.types.record] "
-                          f"(docs/streams.md), and pass --stream FILE.toml")
+        raise LayoutError(
+            f"--stream {spec}: the {spec} framing needs the record's fields: write a .toml description "
+            f'with framing = "{spec}" in its [[section]] and the fields in [section.types.record] '
+            f"(docs/streams.md), and pass --stream FILE.toml"
+        )
     try:
         return resolve(spec)
     except LayoutError as err:
-        text = str(err).replace(", or pass a path to a .toml description or a Stream",
-                                "; give --stream NAME or --stream PATH.toml (a description, see docs/streams.md)")
+        text = str(err).replace(
+            ", or pass a path to a .toml description or a Stream",
+            "; give --stream NAME or --stream PATH.toml (a description, see docs/streams.md)",
+        )
         raise LayoutError(f"--stream {spec}: {text}" if spec not in text else text) from err
 
 
@@ -62,8 +85,10 @@ def convert_stream(args):
     type, or such a directory -> the stream file."""
     _refuse_with_stream(args, "convert")
     if "-" in (args.src, args.dst):
-        raise CommandError("--stream reads and writes files (a stream file, a directory of tables), not standard input "
-                           "or output: give paths instead of -")
+        raise CommandError(
+            "--stream reads and writes files (a stream file, a directory of tables), not standard input "
+            "or output: give paths instead of -"
+        )
     stream = _stream_of(args.stream)
     interrupts = getattr(args, "interrupts", None) or Interrupts()
     if os.path.isdir(args.src):
@@ -75,22 +100,32 @@ def _stream_out(args, stream, interrupts):
     from .._stream.files import SUFFIX, convert_to_dir
 
     if args.byteorder != "native":
-        raise CommandError(f"--byteorder {args.byteorder}: a stream's byte order comes from its description (or its "
-                           f"magic number); --byteorder applies on the way back (directory -> stream); leave it out")
+        raise CommandError(
+            f"--byteorder {args.byteorder}: a stream's byte order comes from its description (or its "
+            f"magic number); --byteorder applies on the way back (directory -> stream); leave it out"
+        )
     fmt = args.format or "parquet"
     if fmt not in SUFFIX:
-        raise CommandError(f"--format {fmt}: --stream writes a directory of tables, one file per record type: "
-                           f"--format {'|'.join(SUFFIX)}")
-    if not os.path.isdir(args.dst) and not args.dst.endswith(os.sep) \
-            and os.path.splitext(args.dst)[1].lower() in SUFFIXES:
-        raise CommandError(f"--to {args.dst}: --stream writes a directory, one file per record type, and "
-                           f"{args.dst!r} looks like a file name; give a directory, e.g. --to "
-                           f"{os.path.splitext(args.dst)[0]}/ (or --to {args.dst}/ for a directory of that name)")
+        raise CommandError(
+            f"--format {fmt}: --stream writes a directory of tables, one file per record type: "
+            f"--format {'|'.join(SUFFIX)}"
+        )
+    if (
+        not os.path.isdir(args.dst)
+        and not args.dst.endswith(os.sep)
+        and os.path.splitext(args.dst)[1].lower() in SUFFIXES
+    ):
+        raise CommandError(
+            f"--to {args.dst}: --stream writes a directory, one file per record type, and "
+            f"{args.dst!r} looks like a file name; give a directory, e.g. --to "
+            f"{os.path.splitext(args.dst)[0]}/ (or --to {args.dst}/ for a directory of that name)"
+        )
     codec = codec_of(args, fmt)
     interrupts.check()
     try:  # window by window: memory bounded by the window, not the file (docs/streams.md)
-        written, _, counts = convert_to_dir(args.src, stream, args.dst, fmt, compression=codec,
-                                            overwrite=args.overwrite, check=interrupts.check)
+        written, _, counts = convert_to_dir(
+            args.src, stream, args.dst, fmt, compression=codec, overwrite=args.overwrite, check=interrupts.check
+        )
     except KeyboardInterrupt as err:  # held while the files were moved into place: they are there, whole
         args.kept = getattr(err, "_layouts_output_kept", None)
         raise
@@ -101,8 +136,10 @@ def _stream_out(args, stream, interrupts):
         n = sum(counts[t][0] for t in types)
         filled = ", ".join(f"{t} {counts[t][0]:,}" for t in types if counts[t][0])
         total = sum(b for _, b in counts.values())
-        print(f"converted {args.src}: {n:,} records{f' ({filled})' if filled else ''}, {total:,} bytes -> "
-              f"{args.dst} ({len(written)} files)")
+        print(
+            f"converted {args.src}: {n:,} records{f' ({filled})' if filled else ''}, {total:,} bytes -> "
+            f"{args.dst} ({len(written)} files)"
+        )
     return 0
 
 
@@ -111,38 +148,56 @@ def _stream_back(args, stream, interrupts):
     from .._stream.files import READ_SUFFIXES, scan_dir, write_back
 
     if args.compression is not None:
-        raise CommandError("--compression applies when writing tables (stream -> directory); the stream is written "
-                           "as it was: leave --compression out")
+        raise CommandError(
+            "--compression applies when writing tables (stream -> directory); the stream is written "
+            "as it was: leave --compression out"
+        )
     if args.format is not None and args.format not in set(READ_SUFFIXES.values()):
-        raise CommandError(f"--format {args.format}: going back (a directory -> the stream), --format chooses which "
-                           f"files of the directory are read: {'|'.join(dict.fromkeys(READ_SUFFIXES.values()))}")
+        raise CommandError(
+            f"--format {args.format}: going back (a directory -> the stream), --format chooses which "
+            f"files of the directory are read: {'|'.join(dict.fromkeys(READ_SUFFIXES.values()))}"
+        )
     if os.path.isdir(args.dst):
-        raise CommandError(f"--to {args.dst} is a directory; going back (SRC {args.src} is a directory of tables), "
-                           f"--to names the stream file to write")
+        raise CommandError(
+            f"--to {args.dst} is a directory; going back (SRC {args.src} is a directory of tables), "
+            f"--to names the stream file to write"
+        )
     if os.path.lexists(args.dst) and (os.path.islink(args.dst) or not os.path.isfile(args.dst)):
-        raise ConversionError(f"{args.dst} exists and is not a regular file (a link, a pipe or a device); it is never "
-                              f"replaced: remove it, or give another --to")
+        raise ConversionError(
+            f"{args.dst} exists and is not a regular file (a link, a pipe or a device); it is never "
+            f"replaced: remove it, or give another --to"
+        )
     d = scan_dir(args.src, stream, args.format)
     order, files = d.order, d.labels
     if args.byteorder != "native":
         order = args.byteorder
     if stream.byteorder is not None and order is None:
-        raise ConversionError(f"{args.src}: {stream.name}'s byte order comes from the file's magic number, and these "
-                              f"files do not say which it was (they were not written by layouts convert --stream); "
-                              f"pass --byteorder big or --byteorder little")
+        raise ConversionError(
+            f"{args.src}: {stream.name}'s byte order comes from the file's magic number, and these "
+            f"files do not say which it was (they were not written by layouts convert --stream); "
+            f"pass --byteorder big or --byteorder little"
+        )
     interrupts.check()
     try:
         # window by window where the stream allows (docs/streams.md), else the tables whole
         n = write_back(d, stream, args.dst, order=order, overwrite=args.overwrite, check=interrupts.check)
     except (ConversionError, LayoutError) as err:
-        err.args = (re.sub(r"(?:table )?'(\w+)'", lambda m: f"{m.group(0)} ({files[m.group(1)]})"
-                           if m.group(1) in files else m.group(0), str(err), count=1),)
+        err.args = (
+            re.sub(
+                r"(?:table )?'(\w+)'",
+                lambda m: f"{m.group(0)} ({files[m.group(1)]})" if m.group(1) in files else m.group(0),
+                str(err),
+                count=1,
+            ),
+        )
         raise
     args.kept = args.dst
     interrupts.quiet = True
     if not args.quiet:
-        print(f"converted {args.src} ({len(files)} files): {n:,} records, {os.path.getsize(args.dst):,} bytes -> "
-              f"{args.dst}")
+        print(
+            f"converted {args.src} ({len(files)} files): {n:,} records, {os.path.getsize(args.dst):,} bytes -> "
+            f"{args.dst}"
+        )
     return 0
 
 
@@ -165,10 +220,19 @@ def inspect_stream(args):
         def plain(v):
             return v.hex() if isinstance(v, bytes) else v
 
-        print(json.dumps({"source": args.source, "stream": stream.name, "order": order, "bytes": size,
-                          "header": None if header is None else {k: plain(v) for k, v in header.items()},
-                          "tables": {n: {"records": counts[n][0], "bytes": counts[n][1]} for n in names}},
-                         indent=2))
+        print(
+            json.dumps(
+                {
+                    "source": args.source,
+                    "stream": stream.name,
+                    "order": order,
+                    "bytes": size,
+                    "header": None if header is None else {k: plain(v) for k, v in header.items()},
+                    "tables": {n: {"records": counts[n][0], "bytes": counts[n][1]} for n in names},
+                },
+                indent=2,
+            )
+        )
         return 0
     print(f"{args.source}: a {stream.name} stream, {size:,} bytes, byte order {order}")
     if header is not None:
@@ -177,8 +241,9 @@ def inspect_stream(args):
         for k, v in header.items():
             print(f"  {k:<{width}}  {v!r}" if isinstance(v, (bytes, str)) else f"  {k:<{width}}  {v}")
     rows = [(n, f"{counts[n][0]:,}", f"{counts[n][1]:,}") for n in names]
-    rows.append(("total", f"{sum(counts[n][0] for n in names if n not in ('_header', '_gaps', '_blocks')):,}",
-                 f"{size:,}"))
+    rows.append(
+        ("total", f"{sum(counts[n][0] for n in names if n not in ('_header', '_gaps', '_blocks')):,}", f"{size:,}")
+    )
     w = [max(len(r[i]) for r in rows + [("table", "records", "bytes")]) for i in range(3)]
     print(f"{'table':<{w[0]}}  {'records':>{w[1]}}  {'bytes':>{w[2]}}")
     for r in rows:

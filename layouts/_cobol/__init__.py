@@ -18,18 +18,37 @@ _TRIM = ("none", "right", "both")
 _TRUNC = ("std", "bin")
 
 
-def read_copybook(src, *, record=None, codepage="cp037", names="cobol", floating_point="ibm", redefines=None,
-                  record_start_offset=0, record_end_offset=0, source_format="auto", fillers="skip") -> Copybook:
+def read_copybook(
+    src,
+    *,
+    record=None,
+    codepage="cp037",
+    names="cobol",
+    floating_point="ibm",
+    redefines=None,
+    record_start_offset=0,
+    record_end_offset=0,
+    source_format="auto",
+    fillers="skip",
+) -> Copybook:
     """Read a copybook (text or path) and lay out one of its records."""
     source = read_source(src)
     roots = parse(tokenize(source, source_format), source)
-    return lay_out(roots, source, record=record, codepage=codepage, names=names, floating_point=floating_point,
-                   redefines=redefines, record_start_offset=record_start_offset,
-                   record_end_offset=record_end_offset, fillers=fillers)
+    return lay_out(
+        roots,
+        source,
+        record=record,
+        codepage=codepage,
+        names=names,
+        floating_point=floating_point,
+        redefines=redefines,
+        record_start_offset=record_start_offset,
+        record_end_offset=record_end_offset,
+        fillers=fillers,
+    )
 
 
-def encodings_of(copybook: Copybook, encoding, *, invalid="error", trim="none", as_integer=False,
-                 trunc="std") -> dict:
+def encodings_of(copybook: Copybook, encoding, *, invalid="error", trim="none", as_integer=False, trunc="std") -> dict:
     """``{leaf path: encoding(...)}`` of the copybook's record (``encoding``: the
     ``layouts.Encoding`` class), with the options that apply to each kind (``as_integer``
     only where the scale is <= 0; ``trunc`` to COMP, COMP-4 and BINARY: COMP-5 is always
@@ -53,15 +72,41 @@ def encodings_of(copybook: Copybook, encoding, *, invalid="error", trim="none", 
     return out
 
 
-def layout_from_copybook(from_dtype, encoding, src, *, record=None, codepage="cp037", invalid="error", trim="none",
-                         as_integer=False, trunc="std", floating_point="ibm", redefines=None, names="cobol",
-                         flatten=False, source_format="auto", record_start_offset=0, record_end_offset=0,
-                         fillers="skip"):
+def layout_from_copybook(
+    from_dtype,
+    encoding,
+    src,
+    *,
+    record=None,
+    codepage="cp037",
+    invalid="error",
+    trim="none",
+    as_integer=False,
+    trunc="std",
+    floating_point="ibm",
+    redefines=None,
+    names="cobol",
+    flatten=False,
+    source_format="auto",
+    record_start_offset=0,
+    record_end_offset=0,
+    fillers="skip",
+):
     """The Layout of one copybook record (``from_dtype``: ``Layout.from_dtype``;
     ``encoding``: ``layouts.Encoding``: passed in, since this package sits below them)."""
-    copybook = read_copybook(src, record=record, codepage=codepage, names=names, floating_point=floating_point,
-                             redefines=redefines, record_start_offset=record_start_offset,
-                             record_end_offset=record_end_offset, source_format=source_format, fillers=fillers)
+    copybook = read_copybook(
+        src,
+        record=record,
+        codepage=codepage,
+        names=names,
+        floating_point=floating_point,
+        redefines=redefines,
+        record_start_offset=record_start_offset,
+        record_end_offset=record_end_offset,
+        source_format=source_format,
+        fillers=fillers,
+    )
     encodings = encodings_of(copybook, encoding, invalid=invalid, trim=trim, as_integer=as_integer, trunc=trunc)
-    return from_dtype(copybook.dtype, encodings=encodings, flatten=flatten,
-                      void_as="bytes" if fillers == "keep" else "error")
+    return from_dtype(
+        copybook.dtype, encodings=encodings, flatten=flatten, void_as="bytes" if fillers == "keep" else "error"
+    )

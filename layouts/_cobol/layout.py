@@ -78,9 +78,20 @@ def _rename(name, options):
     return name.replace("-", "_") if options.names == "underscore" else name
 
 
-def lay_out(roots: list, source: Source, *, record=None, codepage="cp037", names="cobol",
-            floating_point="ibm", redefines=None, record_start_offset=0, record_end_offset=0,
-            encoding_extra=None, fillers="skip") -> Copybook:
+def lay_out(
+    roots: list,
+    source: Source,
+    *,
+    record=None,
+    codepage="cp037",
+    names="cobol",
+    floating_point="ibm",
+    redefines=None,
+    record_start_offset=0,
+    record_end_offset=0,
+    encoding_extra=None,
+    fillers="skip",
+) -> Copybook:
     """Lay out one record of the parsed copybook (``record``: the 01 or group to use)."""
     if names not in _NAMES:
         raise LayoutError(f"names must be one of {_NAMES}, got {names!r}")
@@ -91,8 +102,9 @@ def lay_out(roots: list, source: Source, *, record=None, codepage="cp037", names
             raise LayoutError(f"{label} must be a whole number of bytes >= 0, got {value!r}")
     if fillers not in _FILLERS:
         raise LayoutError(f"fillers must be one of {_FILLERS}, got {fillers!r}")
-    options = _Options(codepage, names, floating_point, _redefine_choices(redefines), dict(encoding_extra or {}),
-                       source)
+    options = _Options(
+        codepage, names, floating_point, _redefine_choices(redefines), dict(encoding_extra or {}), source
+    )
     top = _choose_record(roots, record, source)
     if fillers == "keep":
         _name_fillers(top)
@@ -129,9 +141,14 @@ def _shift(dtype, size, start, end):
     """The record with ``start`` bytes before it and ``end`` after it (skipped bytes)."""
     if not start and not end:
         return dtype
-    return np.dtype({"names": list(dtype.names), "formats": [dtype.fields[n][0] for n in dtype.names],
-                     "offsets": [dtype.fields[n][1] + start for n in dtype.names],
-                     "itemsize": start + size + end})
+    return np.dtype(
+        {
+            "names": list(dtype.names),
+            "formats": [dtype.fields[n][0] for n in dtype.names],
+            "offsets": [dtype.fields[n][1] + start for n in dtype.names],
+            "itemsize": start + size + end,
+        }
+    )
 
 
 def _choose_record(roots, record, source):
@@ -139,8 +156,9 @@ def _choose_record(roots, record, source):
         if len(roots) == 1:
             return roots[0]
         listed = ", ".join(r.name for r in roots)
-        raise LayoutError(f"{source.origin} describes {len(roots)} records ({listed}); choose one with "
-                          f"record='{roots[0].name}'")
+        raise LayoutError(
+            f"{source.origin} describes {len(roots)} records ({listed}); choose one with record='{roots[0].name}'"
+        )
     wanted = record.upper().replace("_", "-")
     found = [item for item in _walk(roots) if item.name.upper().replace("_", "-") == wanted]
     if not found:
@@ -148,8 +166,9 @@ def _choose_record(roots, record, source):
         raise LayoutError(f"record={record!r}: {source.origin} has no item of that name; its groups are {listed}")
     if len(found) > 1:
         lines = ", ".join(str(i.line) for i in found)
-        raise LayoutError(f"record={record!r}: {source.origin} has {len(found)} items of that name (lines {lines}); "
-                          f"rename one")
+        raise LayoutError(
+            f"record={record!r}: {source.origin} has {len(found)} items of that name (lines {lines}); rename one"
+        )
     return found[0]
 
 
@@ -163,15 +182,22 @@ def _redefine_choices(redefines):
     if redefines is None:
         return {}
     if not isinstance(redefines, dict):
-        raise LayoutError(f"redefines must be a dict {{item: alternative or [alternatives]}}, got "
-                          f"{type(redefines).__name__}")
+        raise LayoutError(
+            f"redefines must be a dict {{item: alternative or [alternatives]}}, got {type(redefines).__name__}"
+        )
     choices = {}
     for key, value in redefines.items():
         keep = [value] if isinstance(value, str) else value
-        if not isinstance(key, str) or not isinstance(keep, (list, tuple)) or not keep \
-                or not all(isinstance(v, str) for v in keep):
-            raise LayoutError(f"redefines={{{key!r}: {value!r}}}: give an item name and the name (or a list of "
-                              f"names) of the alternatives to keep")
+        if (
+            not isinstance(key, str)
+            or not isinstance(keep, (list, tuple))
+            or not keep
+            or not all(isinstance(v, str) for v in keep)
+        ):
+            raise LayoutError(
+                f"redefines={{{key!r}: {value!r}}}: give an item name and the name (or a list of "
+                f"names) of the alternatives to keep"
+            )
         choices[_canon(key)] = [_canon(v) for v in keep]
     return choices
 
@@ -200,8 +226,10 @@ class _Builder:
     def check_choices_used(self):
         unknown = set(self.options.redefines) - self.used_choices
         if unknown:
-            raise LayoutError(f"redefines names {sorted(unknown)}, which redefine nothing and are redefined by "
-                              f"nothing in record {self.top.name}; name an item of a REDEFINES set")
+            raise LayoutError(
+                f"redefines names {sorted(unknown)}, which redefine nothing and are redefined by "
+                f"nothing in record {self.top.name}; name an item of a REDEFINES set"
+            )
 
     # -------------------------------------------------------------- groups
     def group(self, item, base, path, inherited):
@@ -217,8 +245,11 @@ class _Builder:
             if child.redefines:
                 target = _canon(child.redefines)
                 if target not in starts:
-                    raise self.fail(child, f"{child.name} REDEFINES {child.redefines}, which is not an item before "
-                                           f"it at the same level in {item.name}")
+                    raise self.fail(
+                        child,
+                        f"{child.name} REDEFINES {child.redefines}, which is not an item before "
+                        f"it at the same level in {item.name}",
+                    )
                 at = starts[target]
             else:
                 at = cursor
@@ -236,8 +267,9 @@ class _Builder:
                 continue
             name = child_path[-1]
             if name in seen:
-                raise self.fail(child, f"{name} appears twice in group {item.name}; a Layout needs distinct names "
-                                       f"side by side")
+                raise self.fail(
+                    child, f"{name} appears twice in group {item.name}; a Layout needs distinct names side by side"
+                )
             names.append(name)
             seen.add(name)
             formats.append(dtype)
@@ -275,8 +307,11 @@ class _Builder:
                 chosen = self.options.redefines[key]
                 unknown = [c for c in chosen if c not in members]
                 if unknown:
-                    raise self.fail(child, f"redefines={{{key!r}: {chosen}}}: {unknown} are not alternatives of this "
-                                           f"REDEFINES set (alternatives: {members})")
+                    raise self.fail(
+                        child,
+                        f"redefines={{{key!r}: {chosen}}}: {unknown} are not alternatives of this "
+                        f"REDEFINES set (alternatives: {members})",
+                    )
                 return _canon(child.name) in chosen
         return True
 
@@ -302,11 +337,19 @@ class _Builder:
         if align > 1 and size % align:
             size += align - size % align  # slack between occurrences keeps every SYNC item aligned
             if dtype is not None:
-                dtype = np.dtype({"names": list(dtype.names), "formats": [dtype.fields[n][0] for n in dtype.names],
-                                  "offsets": [dtype.fields[n][1] for n in dtype.names], "itemsize": size})
+                dtype = np.dtype(
+                    {
+                        "names": list(dtype.names),
+                        "formats": [dtype.fields[n][0] for n in dtype.names],
+                        "offsets": [dtype.fields[n][1] for n in dtype.names],
+                        "itemsize": size,
+                    }
+                )
         if size * count > _MAX_RECORD:
-            raise self.fail(child, f"OCCURS {count} of {size} bytes makes {size * count} bytes; a record holds "
-                                   f"{_MAX_RECORD} at most")
+            raise self.fail(
+                child,
+                f"OCCURS {count} of {size} bytes makes {size * count} bytes; a record holds {_MAX_RECORD} at most",
+            )
         depending = self.counter_path(child) if child.depending_on else ""
         self.add_dimension(first, count, depending, len(path))
         if count == 0 or dtype is None:
@@ -318,25 +361,34 @@ class _Builder:
         introduced by the item whose path has ``depth`` names."""
         for i in range(first, len(self.fields)):
             f = self.fields[i]
-            self.fields[i] = CobolField(**{**f.__dict__, "shape": (count,) + f.shape,
-                                           "depending_on": (depending,) + f.depending_on,
-                                           "dims_at": (depth,) + f.dims_at})
+            self.fields[i] = CobolField(
+                **{
+                    **f.__dict__,
+                    "shape": (count,) + f.shape,
+                    "depending_on": (depending,) + f.depending_on,
+                    "dims_at": (depth,) + f.dims_at,
+                }
+            )
 
     def counter_path(self, child):
         found = self.counts.get(_canon(child.depending_on), [])
         if not found:
-            raise self.fail(child, f"OCCURS DEPENDING ON {child.depending_on}: no item of that name in record "
-                                   f"{self.top.name}")
+            raise self.fail(
+                child, f"OCCURS DEPENDING ON {child.depending_on}: no item of that name in record {self.top.name}"
+            )
         if len(found) > 1:
             raise self.fail(child, f"OCCURS DEPENDING ON {child.depending_on}: {len(found)} items have that name")
         counter = found[0]
         if counter.is_group or counter.occurs:
-            raise self.fail(child, f"OCCURS DEPENDING ON {child.depending_on}: the count must be an elementary "
-                                   f"item outside any OCCURS")
+            raise self.fail(
+                child,
+                f"OCCURS DEPENDING ON {child.depending_on}: the count must be an elementary item outside any OCCURS",
+            )
         path = self.paths.get(id(counter))
         if path is None:
-            raise self.fail(child, f"OCCURS DEPENDING ON {child.depending_on}: the count must come before the "
-                                   f"table in the record")
+            raise self.fail(
+                child, f"OCCURS DEPENDING ON {child.depending_on}: the count must come before the table in the record"
+            )
         return ".".join(path)
 
     def max_sync_alignment(self, first):
@@ -359,8 +411,9 @@ class _Builder:
     # -------------------------------------------------------------- leaves
     def lone_leaf(self, item):
         size, dtype, _ = self.leaf(item, 0, 0, (_rename(item.name, self.options),), "")
-        return size, np.dtype({"names": [_rename(item.name, self.options)], "formats": [dtype], "offsets": [0],
-                               "itemsize": size})
+        return size, np.dtype(
+            {"names": [_rename(item.name, self.options)], "formats": [dtype], "offsets": [0], "itemsize": size}
+        )
 
     def leaf(self, item, base, at, path, inherited):
         """``(size, dtype, alignment)`` of an elementary item; records its facts."""
@@ -373,9 +426,24 @@ class _Builder:
             self.encodings[name] = {**encoding, **self.options.encoding_extra.get(kind, {})}
         if not item.is_filler:
             self.paths[id(item)] = path
-        self.fields.append(CobolField(path, item.name, item.line, item.picture, item.usage_word or "DISPLAY", kind,
-                                      base + at, width, (), (), tuple((n, tuple(v)) for n, v in item.conditions),
-                                      align > 1, item.blank_when_zero, item.justified))
+        self.fields.append(
+            CobolField(
+                path,
+                item.name,
+                item.line,
+                item.picture,
+                item.usage_word or "DISPLAY",
+                kind,
+                base + at,
+                width,
+                (),
+                (),
+                tuple((n, tuple(v)) for n, v in item.conditions),
+                align > 1,
+                item.blank_when_zero,
+                item.justified,
+            )
+        )
         if item.is_filler:
             self.fields.pop()
         return width, dtype, align
@@ -398,8 +466,9 @@ class _Builder:
     def classify_cobol(self, item, usage):
         if usage in ("float", "double"):
             if item.picture:
-                raise self.fail(item, f"{item.usage_word or 'COMP-1/COMP-2'} items take no PICTURE; remove "
-                                      f"'PIC {item.picture}'")
+                raise self.fail(
+                    item, f"{item.usage_word or 'COMP-1/COMP-2'} items take no PICTURE; remove 'PIC {item.picture}'"
+                )
             width = 4 if usage == "float" else 8
             if self.options.floating_point == "ieee":
                 return "float", width, np.dtype(f">f{width}"), None
@@ -420,17 +489,24 @@ class _Builder:
             separate = sign.endswith("separate")
             signed = pic.signed or bool(item.sign)  # Cobrix reads a SIGN clause on a PIC without S as signed
             width = pic.size + (1 if separate and signed else 0)
-            return "zoned", width, np.dtype(f"V{width}"), {"kind": "zoned", **numbers, "signed": signed,
-                                                          "sign": sign, "codepage": self.options.codepage}
+            return (
+                "zoned",
+                width,
+                np.dtype(f"V{width}"),
+                {"kind": "zoned", **numbers, "signed": signed, "sign": sign, "codepage": self.options.codepage},
+            )
         if item.sign:
             raise self.fail(item, f"SIGN applies to DISPLAY items, not USAGE {item.usage_word}")
         if usage == "packed":
             width = pic.digits // 2 + 1
             return "packed", width, np.dtype(f"V{width}"), {"kind": "packed", **numbers}
         if pic.digits > _MAX_BINARY_DIGITS:
-            raise self.fail(item, f"binary PICTURE {item.picture} has {pic.digits} digits; binary items hold 18 at "
-                                  f"most (IBM COBOL); describe it as PIC X({_wide_binary(pic.digits)}) to keep its "
-                                  f"bytes")
+            raise self.fail(
+                item,
+                f"binary PICTURE {item.picture} has {pic.digits} digits; binary items hold 18 at "
+                f"most (IBM COBOL); describe it as PIC X({_wide_binary(pic.digits)}) to keep its "
+                f"bytes",
+            )
         width = 2 if pic.digits <= 4 else 4 if pic.digits <= 9 else 8
         native = {"trunc": "bin"} if usage == "native" else {}  # COMP-5: the bytes' whole range
         return "binary", width, np.dtype(f"V{width}"), {"kind": "binary", **numbers, **native}

@@ -63,8 +63,10 @@ def read_source(src) -> Source:
         except OSError as err:
             raise LayoutError(f"cannot read the copybook {path!r}: {err.strerror}") from err
         if b"\0" in raw:
-            raise LayoutError(f"{path!r} holds NUL bytes: it is not copybook text (a data file given as the "
-                              f"copybook?); pass the copybook's path")
+            raise LayoutError(
+                f"{path!r} holds NUL bytes: it is not copybook text (a data file given as the "
+                f"copybook?); pass the copybook's path"
+            )
         text, origin = raw.decode("utf-8", errors="replace"), os.path.basename(path)
     elif isinstance(src, bytes):
         text, origin = src.decode("utf-8", errors="replace"), "copybook"
@@ -99,9 +101,11 @@ def _code_areas(source, fmt):
             if indicator in ("*", "/", "D", "d"):
                 continue
             if indicator not in ("", " ", "-"):
-                raise LayoutError(f"{source.where(number)}: column 7 holds {indicator!r}; in fixed format it is the "
-                                  f"indicator (' ', '*', '/', '-' or 'D'); if the copybook is free-format text pass "
-                                  f"source_format='free'")
+                raise LayoutError(
+                    f"{source.where(number)}: column 7 holds {indicator!r}; in fixed format it is the "
+                    f"indicator (' ', '*', '/', '-' or 'D'); if the copybook is free-format text pass "
+                    f"source_format='free'"
+                )
             code = line[7:72]
             out.append((number, code, indicator == "-"))
         else:
@@ -142,8 +146,9 @@ def _join_continuations(areas, source):
         body = code.lstrip()
         if _open_quote(text):
             if not body or body[0] not in "'\"":
-                raise LayoutError(f"{source.where(number)}: continues an open literal, so its text must start "
-                                  f"with a quote")
+                raise LayoutError(
+                    f"{source.where(number)}: continues an open literal, so its text must start with a quote"
+                )
             text, body = text.ljust(65), body[1:]
         else:
             text = text.rstrip()

@@ -18,12 +18,22 @@ __all__ = ["Item", "parse"]
 # USAGE words -> the usage they mean.
 USAGES = {
     "DISPLAY": "display",
-    "COMP": "binary", "COMPUTATIONAL": "binary", "COMP-0": "binary", "COMPUTATIONAL-0": "binary",
-    "COMP-4": "binary", "COMPUTATIONAL-4": "binary", "BINARY": "binary",
-    "COMP-5": "native", "COMPUTATIONAL-5": "native",
-    "COMP-3": "packed", "COMPUTATIONAL-3": "packed", "PACKED-DECIMAL": "packed",
-    "COMP-1": "float", "COMPUTATIONAL-1": "float",
-    "COMP-2": "double", "COMPUTATIONAL-2": "double",
+    "COMP": "binary",
+    "COMPUTATIONAL": "binary",
+    "COMP-0": "binary",
+    "COMPUTATIONAL-0": "binary",
+    "COMP-4": "binary",
+    "COMPUTATIONAL-4": "binary",
+    "BINARY": "binary",
+    "COMP-5": "native",
+    "COMPUTATIONAL-5": "native",
+    "COMP-3": "packed",
+    "COMPUTATIONAL-3": "packed",
+    "PACKED-DECIMAL": "packed",
+    "COMP-1": "float",
+    "COMPUTATIONAL-1": "float",
+    "COMP-2": "double",
+    "COMPUTATIONAL-2": "double",
 }
 # USAGE words that name something a record cannot be read as: why, for the message.
 _UNSUPPORTED_USAGES = {
@@ -39,8 +49,22 @@ _UNSUPPORTED_USAGES = {
     "COMP-N": "COMP-N is not supported",
     "OBJECT": "object references are addresses in the running program",
 }
-_FIGURATIVE = {"ZERO", "ZEROS", "ZEROES", "SPACE", "SPACES", "HIGH-VALUE", "HIGH-VALUES", "LOW-VALUE",
-               "LOW-VALUES", "QUOTE", "QUOTES", "NULL", "NULLS", "ALL"}
+_FIGURATIVE = {
+    "ZERO",
+    "ZEROS",
+    "ZEROES",
+    "SPACE",
+    "SPACES",
+    "HIGH-VALUE",
+    "HIGH-VALUES",
+    "LOW-VALUE",
+    "LOW-VALUES",
+    "QUOTE",
+    "QUOTES",
+    "NULL",
+    "NULLS",
+    "ALL",
+}
 _NUMBER = re.compile(r"^[+-]?(\d+([.,]\d*)?|[.,]\d+)$")
 _NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_-]*[A-Za-z0-9_])?$")
 
@@ -132,8 +156,9 @@ def parse(tokens: list, source: Source) -> list:
     for entry in _entries(tokens, source):
         first = entry.take()
         if not first.text.isdigit():
-            raise entry.fail(f"an entry starts with a level number (01-49, 66, 77, 88), found {first.text!r}",
-                             first.line)
+            raise entry.fail(
+                f"an entry starts with a level number (01-49, 66, 77, 88), found {first.text!r}", first.line
+            )
         level = int(first.text)
         if level == 88:
             if last is None:
@@ -141,8 +166,10 @@ def parse(tokens: list, source: Source) -> list:
             last.conditions.append(_condition(entry))
             continue
         if level == 66:
-            raise entry.fail("66-level RENAMES is not supported; describe the renamed bytes with a REDEFINES "
-                             "group instead", first.line)
+            raise entry.fail(
+                "66-level RENAMES is not supported; describe the renamed bytes with a REDEFINES group instead",
+                first.line,
+            )
         if not (1 <= level <= 49 or level == 77):
             raise entry.fail(f"level number {level} is not one of 01-49, 66, 77, 88", first.line)
         item = _item(entry, level, first.line)
@@ -168,16 +195,23 @@ def _place(item, stack, roots, entry):
         return
     parent = stack[-1]
     if parent.level == 77:
-        raise entry.fail(f"a 77-level item has no subordinate items, but {item.name} follows it at level "
-                         f"{item.level:02d}", item.line)
+        raise entry.fail(
+            f"a 77-level item has no subordinate items, but {item.name} follows it at level {item.level:02d}", item.line
+        )
     siblings = parent.children
     if siblings and siblings[-1].level != item.level:
-        raise entry.fail(f"level {item.level:02d} matches no open level (the item before it at this depth is "
-                         f"level {siblings[-1].level:02d} {siblings[-1].name}); give sibling items the same "
-                         f"level number", item.line)
+        raise entry.fail(
+            f"level {item.level:02d} matches no open level (the item before it at this depth is "
+            f"level {siblings[-1].level:02d} {siblings[-1].name}); give sibling items the same "
+            f"level number",
+            item.line,
+        )
     if parent.picture or parent.usage in ("float", "double"):
-        raise entry.fail(f"{parent.name} has a PICTURE (or is COMP-1/COMP-2), so it is an elementary item and "
-                         f"cannot hold {item.name}", item.line)
+        raise entry.fail(
+            f"{parent.name} has a PICTURE (or is COMP-1/COMP-2), so it is an elementary item and "
+            f"cannot hold {item.name}",
+            item.line,
+        )
     item.parent = parent
     siblings.append(item)
     stack.append(item)
@@ -206,8 +240,11 @@ def _item(entry, level, line):
         token = entry.take()
         name = token.text
         if not _NAME.match(name):
-            raise entry.fail(f"{name!r} is not a COBOL data name (letters, digits and hyphens, not starting or "
-                             f"ending with a hyphen)", token.line)
+            raise entry.fail(
+                f"{name!r} is not a COBOL data name (letters, digits and hyphens, not starting or "
+                f"ending with a hyphen)",
+                token.line,
+            )
     item = Item(level, name, line)
     while not entry.at_end():
         _clause(entry, item)
@@ -266,14 +303,37 @@ def _clause(entry, item):
     elif word == "RENAMES":
         raise entry.fail("RENAMES is not supported")
     else:
-        raise entry.fail(f"{token.text!r} is not a clause this reader supports (PIC, USAGE, OCCURS, REDEFINES, "
-                         f"SIGN, SYNC, VALUE, BLANK WHEN ZERO, JUSTIFIED); remove it if it does not change the "
-                         f"record's bytes", token.line)
+        raise entry.fail(
+            f"{token.text!r} is not a clause this reader supports (PIC, USAGE, OCCURS, REDEFINES, "
+            f"SIGN, SYNC, VALUE, BLANK WHEN ZERO, JUSTIFIED); remove it if it does not change the "
+            f"record's bytes",
+            token.line,
+        )
 
 
-_CLAUSE_WORDS = {"PIC", "PICTURE", "USAGE", "OCCURS", "REDEFINES", "SIGN", "LEADING", "TRAILING", "SYNC",
-                 "SYNCHRONIZED", "VALUE", "VALUES", "BLANK", "JUSTIFIED", "JUST", "GLOBAL", "EXTERNAL",
-                 "IS", "RENAMES", *USAGES, *_UNSUPPORTED_USAGES}
+_CLAUSE_WORDS = {
+    "PIC",
+    "PICTURE",
+    "USAGE",
+    "OCCURS",
+    "REDEFINES",
+    "SIGN",
+    "LEADING",
+    "TRAILING",
+    "SYNC",
+    "SYNCHRONIZED",
+    "VALUE",
+    "VALUES",
+    "BLANK",
+    "JUSTIFIED",
+    "JUST",
+    "GLOBAL",
+    "EXTERNAL",
+    "IS",
+    "RENAMES",
+    *USAGES,
+    *_UNSUPPORTED_USAGES,
+}
 
 
 def _usage(entry, item, token):
@@ -281,8 +341,9 @@ def _usage(entry, item, token):
     if word in _UNSUPPORTED_USAGES:
         raise entry.fail(f"USAGE {token.text} is not supported: {_UNSUPPORTED_USAGES[word]}", token.line)
     if word not in USAGES:
-        raise entry.fail(f"{token.text!r} is not a USAGE this reader supports ({', '.join(sorted(USAGES))})",
-                         token.line)
+        raise entry.fail(
+            f"{token.text!r} is not a USAGE this reader supports ({', '.join(sorted(USAGES))})", token.line
+        )
     if item.usage and item.usage != USAGES[word]:
         raise entry.fail(f"{item.name} has two USAGE clauses", token.line)
     item.usage, item.usage_word = USAGES[word], word
@@ -331,8 +392,13 @@ def _skip_literals(entry):
     taken = 0
     while not entry.at_end():
         word = entry.peek()
-        if word[:1] in "'\"" or _NUMBER.match(word) or word in _FIGURATIVE or word in ("THRU", "THROUGH") \
-                or (word[:1] in "XNGZB" and word[1:2] in "'\""):
+        if (
+            word[:1] in "'\""
+            or _NUMBER.match(word)
+            or word in _FIGURATIVE
+            or word in ("THRU", "THROUGH")
+            or (word[:1] in "XNGZB" and word[1:2] in "'\"")
+        ):
             entry.take()
             taken += 1
         else:

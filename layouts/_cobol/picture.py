@@ -35,7 +35,7 @@ def _symbols(text):
     out, i, n = [], 0, len(text)
     while i < n:
         if text.startswith(("CR", "DB"), i):
-            out.append(text[i:i + 2])
+            out.append(text[i : i + 2])
             i += 2
             continue
         ch = text[i]
@@ -90,7 +90,7 @@ def _numeric(symbols):
         raise PictureError("a numeric picture needs at least one 9")
     positions = [s for s in body if s != "V"]
     first_nine, last_nine = positions.index("9"), len(positions) - 1 - positions[::-1].index("9")
-    if "P" in positions[first_nine:last_nine + 1]:
+    if "P" in positions[first_nine : last_nine + 1]:
         raise PictureError("P positions go at the left or the right of the 9s, not between them")
     if "V" in body:
         point = body.index("V")

@@ -66,8 +66,10 @@ class ConvertResult:
         return self.bytes_in / self.seconds / 1e9 if self.seconds else float("inf")
 
     def __str__(self) -> str:
-        return (f"{self.records:,} records, {_size(self.bytes_in)} in, {_size(self.bytes_out)} "
-                f"out, {self.seconds:.2f} s, {_speed(self.gbps)} -> {self.dst}")
+        return (
+            f"{self.records:,} records, {_size(self.bytes_in)} in, {_size(self.bytes_out)} "
+            f"out, {self.seconds:.2f} s, {_speed(self.gbps)} -> {self.dst}"
+        )
 
 
 def _size(n):
@@ -82,15 +84,30 @@ def _speed(gbps):
     return f"{gbps * 1e3:,.2f} MB/s" if gbps >= 0.00001 else f"{gbps * 1e6:,.2f} kB/s"
 
 
-def convert(src: "str | os.PathLike[str] | BinaryIO", layout: "Layout | np.typing.DTypeLike",
-            dst: "str | os.PathLike[str] | BinaryIO", *, format: "str | None" = None, device: "str | None" = None,
-            chunk_bytes: int = DEFAULT_CHUNK, compression: "str | None" = None, overwrite: bool = False,
-            offset: int = 0, count: "int | None" = None, trailing: str = "error",
-            nulls: "Mapping[str, Any] | None" = None,
-            fill: "Mapping[str, Any] | None" = None, truncate: bool = False, cast: str = "strict",
-            overlap: bool = True, threads: "int | None" = None,
-            progress: "Callable[[int, int, int | None], object] | None" = None, time_unit: Any = None,
-            extra: Any = "error", header: "bytes | str | os.PathLike[str] | BinaryIO | None" = None) -> ConvertResult:
+def convert(
+    src: "str | os.PathLike[str] | BinaryIO",
+    layout: "Layout | np.typing.DTypeLike",
+    dst: "str | os.PathLike[str] | BinaryIO",
+    *,
+    format: "str | None" = None,
+    device: "str | None" = None,
+    chunk_bytes: int = DEFAULT_CHUNK,
+    compression: "str | None" = None,
+    overwrite: bool = False,
+    offset: int = 0,
+    count: "int | None" = None,
+    trailing: str = "error",
+    nulls: "Mapping[str, Any] | None" = None,
+    fill: "Mapping[str, Any] | None" = None,
+    truncate: bool = False,
+    cast: str = "strict",
+    overlap: bool = True,
+    threads: "int | None" = None,
+    progress: "Callable[[int, int, int | None], object] | None" = None,
+    time_unit: Any = None,
+    extra: Any = "error",
+    header: "bytes | str | os.PathLike[str] | BinaryIO | None" = None,
+) -> ConvertResult:
     """Convert a file chunk by chunk, in bounded memory, writing the output atomically.
 
     Parameters
@@ -185,9 +202,27 @@ def convert(src: "str | os.PathLike[str] | BinaryIO", layout: "Layout | np.typin
     """
     layout = as_layout(layout)
     options = ConvertOptions.checked(
-        src, dst, format=format, device=device, chunk_bytes=chunk_bytes, compression=compression, overwrite=overwrite,
-        offset=offset, count=count, trailing=trailing, nulls=nulls, fill=fill, truncate=truncate, cast=cast,
-        overlap=overlap, threads=threads, progress=progress, time_unit=time_unit, extra=extra, header=header)
+        src,
+        dst,
+        format=format,
+        device=device,
+        chunk_bytes=chunk_bytes,
+        compression=compression,
+        overwrite=overwrite,
+        offset=offset,
+        count=count,
+        trailing=trailing,
+        nulls=nulls,
+        fill=fill,
+        truncate=truncate,
+        cast=cast,
+        overlap=overlap,
+        threads=threads,
+        progress=progress,
+        time_unit=time_unit,
+        extra=extra,
+        header=header,
+    )
     out = open_output(dst, overwrite=options.overwrite, src=src)  # checks dst; an unnamed or temporary file
     t0 = time.perf_counter()
     try:

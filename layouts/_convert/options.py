@@ -45,10 +45,30 @@ class ConvertOptions:
     header: "bytes | None" = None
 
     @classmethod
-    def checked(cls, src, dst, *, format=None, device=None, chunk_bytes=DEFAULT_CHUNK, compression=None,
-                overwrite=False, offset=0, count=None, trailing="error", nulls=None, fill=None, truncate=False,
-                cast="strict", overlap=True, threads=None, progress=None, time_unit=None, extra="error",
-                header=None) -> "ConvertOptions":
+    def checked(
+        cls,
+        src,
+        dst,
+        *,
+        format=None,
+        device=None,
+        chunk_bytes=DEFAULT_CHUNK,
+        compression=None,
+        overwrite=False,
+        offset=0,
+        count=None,
+        trailing="error",
+        nulls=None,
+        fill=None,
+        truncate=False,
+        cast="strict",
+        overlap=True,
+        threads=None,
+        progress=None,
+        time_unit=None,
+        extra="error",
+        header=None,
+    ) -> "ConvertOptions":
         """The options of a conversion of ``src`` to ``dst``; a wrong one is a LayoutError.
         (``nulls``, ``fill``, ``truncate``, ``cast``, ``time_unit``, ``extra``, ``threads``
         and ``device`` are checked where they are used, by the containers and the kernels.)"""
@@ -58,16 +78,35 @@ class ConvertOptions:
         offset, count = check_offset(offset), check_count(count)
         head = header_bytes(header, offset, fmt, time_unit, extra)
         if isinstance(chunk_bytes, bool) or not isinstance(chunk_bytes, (int, np.integer)):
-            raise LayoutError(f"chunk_bytes must be a whole number of bytes (an int, e.g. 64 << 20), got "
-                              f"{chunk_bytes!r} ({type(chunk_bytes).__name__})")
+            raise LayoutError(
+                f"chunk_bytes must be a whole number of bytes (an int, e.g. 64 << 20), got "
+                f"{chunk_bytes!r} ({type(chunk_bytes).__name__})"
+            )
         if chunk_bytes < 1:
             raise LayoutError(f"chunk_bytes must be positive, got {chunk_bytes}")
         count = records_only(fmt, count, src)
         if fmt != "records" and trailing not in ("error", "ignore"):  # (records are written whole: not used)
             raise LayoutError(f"trailing must be 'error' or 'ignore', got {trailing!r}")
-        return cls(format=fmt, device=device, chunk_bytes=int(chunk_bytes), compression=compression,
-                   overwrite=overwrite, offset=offset, count=count, trailing=trailing, nulls=nulls, fill=fill, truncate=truncate, cast=cast,
-                   overlap=overlap, threads=threads, progress=progress, time_unit=time_unit, extra=extra, header=head)
+        return cls(
+            format=fmt,
+            device=device,
+            chunk_bytes=int(chunk_bytes),
+            compression=compression,
+            overwrite=overwrite,
+            offset=offset,
+            count=count,
+            trailing=trailing,
+            nulls=nulls,
+            fill=fill,
+            truncate=truncate,
+            cast=cast,
+            overlap=overlap,
+            threads=threads,
+            progress=progress,
+            time_unit=time_unit,
+            extra=extra,
+            header=head,
+        )
 
     def rows(self, layout):
         """Records per chunk: ``chunk_bytes`` of them, at least one."""
@@ -85,14 +124,18 @@ def output_format(dst, format=None):
         name = getattr(dst, "name", None)
         if isinstance(name, str) and Path(name).suffix.lower() in SUFFIXES:
             return SUFFIXES[Path(name).suffix.lower()]
-        raise LayoutError(f"writing to a file object ({name or type(dst).__name__}) needs format=, one of {FORMATS}: "
-                          f"it has no file name to tell the format by")
+        raise LayoutError(
+            f"writing to a file object ({name or type(dst).__name__}) needs format=, one of {FORMATS}: "
+            f"it has no file name to tell the format by"
+        )
     suffix = Path(dst).suffix
     if suffix.lower() not in SUFFIXES:
         said = f"suffix {suffix!r}" if suffix else "no suffix"
         known = ", ".join(f"{s} ({f})" for s, f in SUFFIXES.items())
-        raise LayoutError(f"{dst} has {said}, which names no output format; give format= (one of {FORMATS}) "
-                          f"or a known suffix: {known}")
+        raise LayoutError(
+            f"{dst} has {said}, which names no output format; give format= (one of {FORMATS}) "
+            f"or a known suffix: {known}"
+        )
     return SUFFIXES[suffix.lower()]
 
 
@@ -110,8 +153,10 @@ def count_on_the_way_back(count, src):
     records: records -> records is no conversion), and what to do instead."""
     from .._files import arrow_kind
 
-    said = (f"count={count} applies to an input of records (records -> Arrow), whose first {count} records it takes, "
-            f"but this writes records (format='records', or a records destination)")
+    said = (
+        f"count={count} applies to an input of records (records -> Arrow), whose first {count} records it takes, "
+        f"but this writes records (format='records', or a records destination)"
+    )
     kind = None
     if isinstance(src, (str, os.PathLike)) and os.path.isfile(src):
         try:
@@ -126,12 +171,16 @@ def count_on_the_way_back(count, src):
             finally:
                 os.close(fd)
     if kind == "records":
-        return (f"{said}, which it makes only from Parquet or Arrow data, and {os.fspath(src)} is neither (it has no "
-                f"Parquet or Arrow magic bytes: records, it seems): records -> records is no conversion; to convert "
-                f"records to Arrow, give an Arrow destination (.parquet, .feather, .arrow, .arrows) or format='parquet'")
+        return (
+            f"{said}, which it makes only from Parquet or Arrow data, and {os.fspath(src)} is neither (it has no "
+            f"Parquet or Arrow magic bytes: records, it seems): records -> records is no conversion; to convert "
+            f"records to Arrow, give an Arrow destination (.parquet, .feather, .arrow, .arrows) or format='parquet'"
+        )
     what = f"{os.fspath(src)} is {kind}" if kind else "its input is Parquet or Arrow data"
-    return (f"{said}, and {what}, whose every row is written: leave count= out (to write fewer rows, slice the table "
-            f"first, e.g. pyarrow's Table.slice)")
+    return (
+        f"{said}, and {what}, whose every row is written: leave count= out (to write fewer rows, slice the table "
+        f"first, e.g. pyarrow's Table.slice)"
+    )
 
 
 def header_bytes(header, offset, fmt, time_unit=None, extra="error"):
@@ -147,31 +196,38 @@ def header_bytes(header, offset, fmt, time_unit=None, extra="error"):
             raise LayoutError(
                 f"offset={offset} skips a header when reading records, but this writes records from Arrow data, "
                 f"where it would do nothing; to write a {offset}-byte header before the records, pass header= as "
-                f"the original records file (its first {offset} bytes are copied) or as the header's bytes")
+                f"the original records file (its first {offset} bytes are copied) or as the header's bytes"
+            )
         return None
     if isinstance(header, (bytes, bytearray, memoryview)):
         data = bytes(header)
         if offset and offset != len(data):
-            raise LayoutError(f"header= is {len(data)} bytes, but offset={offset}: give the header's bytes alone, "
-                              f"or leave offset out")
+            raise LayoutError(
+                f"header= is {len(data)} bytes, but offset={offset}: give the header's bytes alone, or leave offset out"
+            )
         return data
     if not offset:
         raise LayoutError("header= a file needs offset=N, the header's size in bytes: its first N bytes are copied")
     if offset > HEADER_CAP:
-        raise LayoutError(f"offset={offset} asks for a header of {offset} bytes, more than the {HEADER_CAP} bytes "
-                          f"(1 GiB) a header may have: give offset= as the header's size (the bytes before the "
-                          f"first record of the original records file)")
+        raise LayoutError(
+            f"offset={offset} asks for a header of {offset} bytes, more than the {HEADER_CAP} bytes "
+            f"(1 GiB) a header may have: give offset= as the header's size (the bytes before the "
+            f"first record of the original records file)"
+        )
     if isinstance(header, (str, os.PathLike)):
         from .._cdecl.files import open_regular
 
         where = os.fspath(header)
         try:
-            with open_regular(header, f"header= is the original records file, whose first {offset} bytes "
-                                      f"(offset={offset}) are copied") as f:
+            with open_regular(
+                header, f"header= is the original records file, whose first {offset} bytes (offset={offset}) are copied"
+            ) as f:
                 size = os.fstat(f.fileno()).st_size
                 if size < offset:
-                    raise LayoutError(f"the header file {where} is {size} bytes, shorter than the {offset}-byte "
-                                      f"header (offset={offset})")
+                    raise LayoutError(
+                        f"the header file {where} is {size} bytes, shorter than the {offset}-byte "
+                        f"header (offset={offset})"
+                    )
                 data = _read_header(f, offset)
         except OSError as err:
             raise LayoutError(f"cannot read the header from {where!r}: {err.strerror}") from None
@@ -181,8 +237,9 @@ def header_bytes(header, offset, fmt, time_unit=None, extra="error"):
     else:
         raise LayoutError(f"header= takes bytes, a path or a binary file object, got {type(header).__name__}")
     if len(data) < offset:
-        raise LayoutError(f"the header file {where} is {len(data)} bytes, shorter than the {offset}-byte header "
-                          f"(offset={offset})")
+        raise LayoutError(
+            f"the header file {where} is {len(data)} bytes, shorter than the {offset}-byte header (offset={offset})"
+        )
     return bytes(data)
 
 

@@ -29,17 +29,21 @@ def records_to_arrow(src, layout, out, options):
     """Convert the records of ``src`` into Arrow batches written to ``out`` (see
     :func:`layouts.convert`); returns ``(records, bytes of records)``."""
     itemsize, progress = layout.itemsize, options.progress
-    with records_chunks(src, layout, options) as (chunks, total, name), \
-            Pipeline(ArrowSink(out, options.format, options.compression), options.overlap,
-                     slots=gpu.slots(options)) as pipe:
+    with (
+        records_chunks(src, layout, options) as (chunks, total, name),
+        Pipeline(
+            ArrowSink(out, options.format, options.compression), options.overlap, slots=gpu.slots(options)
+        ) as pipe,
+    ):
         if gpu.chosen(options):
             gpu.forward(chunks, layout, options, pipe, name, total)
         else:
             for aos in chunks:
                 first = pipe.records
                 with record_position(layout, first, name, options.offset):
-                    soa = aos.to_soa(nulls=options.nulls, threads=options.threads, device=options.device,
-                                     out=pipe.arena(len(aos)))
+                    soa = aos.to_soa(
+                        nulls=options.nulls, threads=options.threads, device=options.device, out=pipe.arena(len(aos))
+                    )
                 pipe.write(soa)
                 if progress is not None:
                     progress(pipe.records, pipe.records * itemsize, total)
@@ -55,8 +59,15 @@ def arrow_to_records(src, layout, out, options):
     name = os.fspath(src) if isinstance(src, (str, os.PathLike)) else input_name(src)
 
     def check(part):
-        return SoA.from_arrow(part, layout, fill=options.fill, truncate=options.truncate, cast=options.cast,
-                              time_unit=options.time_unit, extra=options.extra)
+        return SoA.from_arrow(
+            part,
+            layout,
+            fill=options.fill,
+            truncate=options.truncate,
+            cast=options.cast,
+            time_unit=options.time_unit,
+            extra=options.extra,
+        )
 
     def bound(parts):  # each part checked (buffers, offsets) and cast for the layout, its pages read
         first = 0

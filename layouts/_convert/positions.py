@@ -68,8 +68,12 @@ def whole_input(err, parts, first, check):
         except (ConversionError, LayoutError) as later:
             problems = getattr(later, "problems", None)
             if problems is None:  # not a column problem (a damaged part): said once, and no further reading
-                found.add(None, later if part is None else
-                          type(later)(f"{where}, rows {first} to {first + part.num_rows}: {_input_rows(later, first)}"))
+                found.add(
+                    None,
+                    later
+                    if part is None
+                    else type(later)(f"{where}, rows {first} to {first + part.num_rows}: {_input_rows(later, first)}"),
+                )
                 break
             for column, e in problems:
                 kinds = set(getattr(e, "fix", None) or {"": None})

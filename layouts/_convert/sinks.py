@@ -26,13 +26,15 @@ def writing(out):
     except OSError as err:
         done = out.written()
         if err.errno == errno.EPIPE:
-            raise BrokenPipeError(errno.EPIPE, f"writing {out.name}: its reader closed it after {done:,} bytes of "
-                                               f"output") from err
+            raise BrokenPipeError(
+                errno.EPIPE, f"writing {out.name}: its reader closed it after {done:,} bytes of output"
+            ) from err
         reason = os.strerror(err.errno) if err.errno else str(err)
         hint = "; free space there or write elsewhere" if err.errno in (errno.ENOSPC, errno.EDQUOT) else ""
         left = "what was written stays written" if out.stream else "the destination was left as it was"
-        raise OSError(err.errno, f"writing {out.name} failed after {done:,} bytes of output: {reason}{hint} "
-                                 f"({left})") from err
+        raise OSError(
+            err.errno, f"writing {out.name} failed after {done:,} bytes of output: {reason}{hint} ({left})"
+        ) from err
 
 
 _METADATA = 1 << 16  # reserved per batch beyond its buffers: IPC message and padding, Parquet pages
@@ -55,8 +57,11 @@ class ArrowSink:
                 # a file: pyarrow's own file on it (its writes need no Python); a stream: through the
                 # counting wrapper, whose position pyarrow keeps itself (nothing seeks)
                 out = self.out
-                self.file = (pa.OSFile(out.native_path, "wb") if out.native_path is not None
-                             else pa.PythonFile(out.file, mode="w"))
+                self.file = (
+                    pa.OSFile(out.native_path, "wb")
+                    if out.native_path is not None
+                    else pa.PythonFile(out.file, mode="w")
+                )
                 self.writer = _writer(self.file, self.fmt, batch.schema, self.compression)
                 self.blocks = BlockReservation(out.fd) if out.fd is not None else None
             if self.blocks is not None:

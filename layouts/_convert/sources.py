@@ -23,9 +23,10 @@ from .._files import arrow_kind, check_input, input_name, maps, partial_record, 
 from ..kernels._memory import MappedGuard
 from .readahead import ReadAhead, closing_after, in_slots
 
-
-_FIX_CONVERT = ("to turn it into records, give a records destination (a path not ending in .parquet, .feather, "
-                ".arrow, .ipc or .arrows, or format='records')")
+_FIX_CONVERT = (
+    "to turn it into records, give a records destination (a path not ending in .parquet, .feather, "
+    ".arrow, .ipc or .arrows, or format='records')"
+)
 
 
 @contextmanager
@@ -49,8 +50,16 @@ def records_chunks(src, layout, options):
             chunks = mapped_chunks(f, offset, whole, rows, layout, options.overlap, name)
             total = whole * itemsize
         else:
-            chunks = stream_chunks(f if count is None else Taking(f, count * itemsize), rows, layout, name,
-                                   options.trailing, options.overlap, offset, count)
+            chunks = stream_chunks(
+                f if count is None else Taking(f, count * itemsize),
+                rows,
+                layout,
+                name,
+                options.trailing,
+                options.overlap,
+                offset,
+                count,
+            )
             total = None
         with closing(chunks):
             yield chunks, total, name
@@ -76,7 +85,7 @@ def open_records(src, offset):
                 raise LayoutError(_endless(name))
             size = os.fstat(f.fileno()).st_size
             if not stat.S_ISREG(mode) or not maps(f.fileno(), size):  # a FIFO, a block device (st_size 0), a
-                return _Watched(f, name, offset), None, name, True      # /proc or /sys file: read as it comes
+                return _Watched(f, name, offset), None, name, True  # /proc or /sys file: read as it comes
             refuse_arrow(name, f.fileno(), size, _FIX_CONVERT)
             if offset > size:
                 raise LayoutError(f"{src} is {size} bytes, shorter than the {offset}-byte header offset")
@@ -99,8 +108,10 @@ def open_records(src, offset):
 
 
 def _endless(name):
-    return (f"{name} is a character device (like a terminal or /dev/zero), which may never end: records must come "
-            f"from a file or a pipe; to take N bytes of a device, pipe them: head -c N DEVICE | layouts convert - ...")
+    return (
+        f"{name} is a character device (like a terminal or /dev/zero), which may never end: records must come "
+        f"from a file or a pipe; to take N bytes of a device, pipe them: head -c N DEVICE | layouts convert - ..."
+    )
 
 
 class _Watched:
@@ -140,8 +151,9 @@ class _Watched:
         elif n == 0:
             kind = arrow_kind(self._read, self.size)
             if kind is not None:
-                raise LayoutError(f"{self.name} is {kind}, not raw records (it begins and ends as {kind} does); "
-                                  f"{_FIX_CONVERT}")
+                raise LayoutError(
+                    f"{self.name} is {kind}, not raw records (it begins and ends as {kind} does); {_FIX_CONVERT}"
+                )
         return n
 
     def close(self):
@@ -154,13 +166,24 @@ def _partial(name, size, itemsize, whole, left, trailing, offset=0, stream=False
     for a file object is its position when it was given, so the message says so. A
     warning names the line ``stacklevel`` frames up from :func:`partial_record`."""
     if not stream:
-        partial_record(f"{name} has {size} bytes of records: {whole} records of {itemsize} bytes and {left} bytes "
-                       f"left over", itemsize, left, trailing, stacklevel=stacklevel, end=offset + size)
+        partial_record(
+            f"{name} has {size} bytes of records: {whole} records of {itemsize} bytes and {left} bytes left over",
+            itemsize,
+            left,
+            trailing,
+            stacklevel=stacklevel,
+            end=offset + size,
+        )
         return
-    partial_record(f"{name} has {size} bytes of records: {whole} records of {itemsize} bytes and {left} bytes "
-                   f"left over, from byte {offset + size - left:,} counted from where reading began (a file "
-                   f"object's position when it was given{f', the {offset}-byte header offset included' if offset else ''})",
-                   itemsize, left, trailing, stacklevel=stacklevel)
+    partial_record(
+        f"{name} has {size} bytes of records: {whole} records of {itemsize} bytes and {left} bytes "
+        f"left over, from byte {offset + size - left:,} counted from where reading began (a file "
+        f"object's position when it was given{f', the {offset}-byte header offset included' if offset else ''})",
+        itemsize,
+        left,
+        trailing,
+        stacklevel=stacklevel,
+    )
 
 
 def read_pages(raw):
@@ -196,8 +219,15 @@ def mapped_chunks(f, offset, whole, rows, layout, overlap, name="the input"):
         lost = guard.fault()
         if size < offset + end * itemsize or lost is not None:
             first = min(max(size - offset, 0) // itemsize, lost // itemsize if lost is not None else whole)
-            raise shrunk_error(name, size, offset, itemsize, first, "converted",
-                               "convert it again once it is complete (the destination was left as it was)")
+            raise shrunk_error(
+                name,
+                size,
+                offset,
+                itemsize,
+                first,
+                "converted",
+                "convert it again once it is complete (the destination was left as it was)",
+            )
 
     starts = ReadAhead(touched(), ahead=1, overlap=overlap)  # chunk k+1's pages read while chunk k converts
 
@@ -353,8 +383,10 @@ def _stream_or_refuse(f, head, name):
     except Exception as err:  # noqa: BLE001 - pyarrow raises several types for a file that is not IPC
         if head[:4] == b"\xff\xff\xff\xff":  # an IPC stream's first message, damaged
             raise _unreadable(name, "the stream's schema", err) from err
-        raise LayoutError(f"{name} is neither Parquet nor Arrow IPC (it starts with {bytes(head[:8])!r}); to write "
-                          f"records, the input must be one of those") from None
+        raise LayoutError(
+            f"{name} is neither Parquet nor Arrow IPC (it starts with {bytes(head[:8])!r}); to write "
+            f"records, the input must be one of those"
+        ) from None
     return _stream_batches(stream, name, f)
 
 
@@ -395,7 +427,8 @@ def _spool(head, f, name):
         raise LayoutError(
             f"{name} is {kind}, which is read from its end, so a pipe's bytes are first copied to a temporary "
             f"file in {tempfile.gettempdir()}; that failed: {err.strerror or err}; set TMPDIR to a directory with "
-            f"room, or pass the file's path instead of a pipe") from None
+            f"room, or pass the file's path instead of a pipe"
+        ) from None
     except BaseException:
         spool.close()
         raise
@@ -516,12 +549,14 @@ def _stream_batches(stream, name, source):
             raise ConversionError(
                 f"{name}: the bytes from byte {at:,} on (after the end of an Arrow IPC stream) are not an Arrow "
                 f"IPC stream (they start with {bytes(head)!r}; {type(err).__name__}: {why}); cut them off "
-                f"(head -c {at} keeps the streams) or write the input again") from None
+                f"(head -c {at} keeps the streams) or write the input again"
+            ) from None
         if not stream.schema.equals(schema):
             raise ConversionError(
                 f"{name}: the Arrow IPC stream from byte {at:,} has another schema than the first "
                 f"({_schema_line(stream.schema)}; the first: {_schema_line(schema)}); streams concatenated in one "
-                f"input must have one schema: convert them apart")
+                f"input must have one schema: convert them apart"
+            )
         i = 0
 
 

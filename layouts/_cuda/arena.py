@@ -9,10 +9,9 @@ an allocation; :func:`device_tables` puts a plan's enum tables on the device.
 
 import numpy as np
 
-from ..kernels import plan as P
-
-from . import device as _device
 from .._plan import ALIGN, ColumnBuffers, Span
+from ..kernels import plan as P
+from . import device as _device
 
 __all__ = ["HEAD", "Span", "device_tables", "packing", "spans", "word_bytes"]
 
@@ -46,8 +45,9 @@ def spans(arena, i, n, dictionary):
         spec = arena.buffers[i].get(name)
         return None if spec is None else Span(HEAD + spec[0], spec[1])
 
-    return ColumnBuffers(arena.arrow_type(i), n * f.count, span("validity"), span("offsets"),
-                         span("data"), 0, f.kind, dictionary)
+    return ColumnBuffers(
+        arena.arrow_type(i), n * f.count, span("validity"), span("offsets"), span("data"), 0, f.kind, dictionary
+    )
 
 
 def packing(columns):

@@ -28,18 +28,27 @@ class ArrowArray(ctypes.Structure):
 
 _RELEASE = ctypes.CFUNCTYPE(None, ctypes.POINTER(ArrowArray))
 ArrowArray._fields_ = [
-    ("length", ctypes.c_int64), ("null_count", ctypes.c_int64), ("offset", ctypes.c_int64),
-    ("n_buffers", ctypes.c_int64), ("n_children", ctypes.c_int64),
+    ("length", ctypes.c_int64),
+    ("null_count", ctypes.c_int64),
+    ("offset", ctypes.c_int64),
+    ("n_buffers", ctypes.c_int64),
+    ("n_children", ctypes.c_int64),
     ("buffers", ctypes.POINTER(ctypes.c_void_p)),
     ("children", ctypes.POINTER(ctypes.POINTER(ArrowArray))),
     ("dictionary", ctypes.POINTER(ArrowArray)),
-    ("release", _RELEASE), ("private_data", ctypes.c_void_p),
+    ("release", _RELEASE),
+    ("private_data", ctypes.c_void_p),
 ]
 
 
 class ArrowDeviceArray(ctypes.Structure):
-    _fields_ = [("array", ArrowArray), ("device_id", ctypes.c_int64), ("device_type", ctypes.c_int32),
-                ("sync_event", ctypes.c_void_p), ("reserved", ctypes.c_int64 * 3)]
+    _fields_ = [
+        ("array", ArrowArray),
+        ("device_id", ctypes.c_int64),
+        ("device_type", ctypes.c_int32),
+        ("sync_event", ctypes.c_void_p),
+        ("reserved", ctypes.c_int64 * 3),
+    ]
 
 
 _exports: dict = {}  # key -> _Export, while any struct of its tree is unreleased
@@ -110,9 +119,18 @@ def _node(export, key, length, buffers, children=(), offset=0, null_count=0, dic
 
 
 def _leaf(export, key, column, address, dictionary):
-    bufs = [column.validity, column.offsets, column.data] if column.offsets is not None else [column.validity, column.data]
-    return _node(export, key, column.length, [address(b) for b in bufs], offset=column.offset,
-                 null_count=-1 if column.validity is not None else 0, dictionary=dictionary)
+    bufs = (
+        [column.validity, column.offsets, column.data] if column.offsets is not None else [column.validity, column.data]
+    )
+    return _node(
+        export,
+        key,
+        column.length,
+        [address(b) for b in bufs],
+        offset=column.offset,
+        null_count=-1 if column.validity is not None else 0,
+        dictionary=dictionary,
+    )
 
 
 def _dictionary(export, key, values, backend):

@@ -35,7 +35,8 @@ _FILLED = ("copy", "bits", "enum")  # kinds whose kernels write a fill value und
 _DEVICE_TYPES = (2, 3, 13)  # ARROW_DEVICE_CUDA, CUDA_HOST (pinned), CUDA_MANAGED: readable by the device
 # A prototype of its own: c_device declares PyCapsule_GetPointer with other argument types.
 _capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
-    ("PyCapsule_GetPointer", ctypes.pythonapi))
+    ("PyCapsule_GetPointer", ctypes.pythonapi)
+)
 
 
 def _cudf():
@@ -52,8 +53,14 @@ class _DeviceView:
 
     def __init__(self, owner, ptr, shape, typestr, strides=None, mask=None):
         self.owner = owner
-        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (ptr, False),
-                                         "strides": strides, "version": 3, "stream": None}
+        self.__cuda_array_interface__ = {
+            "shape": shape,
+            "typestr": typestr,
+            "data": (ptr, False),
+            "strides": strides,
+            "version": 3,
+            "stream": None,
+        }
         if mask is not None:
             self.__cuda_array_interface__["mask"] = mask
 
@@ -133,22 +140,36 @@ def _series(cudf, soa, f, c, base, k, per):
     if t == pa.bool_():
         flags = _bytes(max(n, 1))
         _kernels().bits_to_bytes(_span(soa, c.data), c.offset + k, per, n, flags)
-        return cudf.Series(_DeviceView(flags, _device.pointer(flags), (n,), "|b1", None,
-                                       _mask(soa, c, base, k, per)), nan_as_null=False)
+        return cudf.Series(
+            _DeviceView(flags, _device.pointer(flags), (n,), "|b1", None, _mask(soa, c, base, k, per)),
+            nan_as_null=False,
+        )
     if pa.types.is_date32(t):
-        days = cudf.Series(_DeviceView(soa, base + c.data.address + 4 * (c.offset + k), (n,), "<i4", (4 * per,),
-                                       _mask(soa, c, base, k, per)), nan_as_null=False)
+        days = cudf.Series(
+            _DeviceView(
+                soa, base + c.data.address + 4 * (c.offset + k), (n,), "<i4", (4 * per,), _mask(soa, c, base, k, per)
+            ),
+            nan_as_null=False,
+        )
         return (days.astype("int64") * 86400).astype("datetime64[s]")
     if pa.types.is_timestamp(t) or pa.types.is_duration(t):
         typestr = f"<{'M' if pa.types.is_timestamp(t) else 'm'}8[{t.unit}]"
     elif pa.types.is_fixed_size_binary(t):
-        raise LayoutError(f"column {f.name!r} is fixed-size bytes, which cuDF lacks: build the layout with "
-                          f"bytes_as='binary' or 'string'")
+        raise LayoutError(
+            f"column {f.name!r} is fixed-size bytes, which cuDF lacks: build the layout with "
+            f"bytes_as='binary' or 'string'"
+        )
     else:
         typestr = np.dtype(t.to_pandas_dtype()).str
     width = t.bit_width // 8
-    view = _DeviceView(soa, base + c.data.address + (c.offset + k) * width, (n,), typestr,
-                       None if per == 1 else (width * per,), _mask(soa, c, base, k, per))
+    view = _DeviceView(
+        soa,
+        base + c.data.address + (c.offset + k) * width,
+        (n,),
+        typestr,
+        None if per == 1 else (width * per,),
+        _mask(soa, c, base, k, per),
+    )
     return cudf.Series(view, nan_as_null=False)
 
 
@@ -160,14 +181,21 @@ def _categorical(cudf, soa, f, c, base, per):
     from . import device as _device
 
     if per != 1:
-        raise LayoutError(f"column {f.name!r}: sub-arrays of C enums are not supported by to_cudf; build the "
-                          f"layout with Layout.from_c(..., enum_as='int')")
+        raise LayoutError(
+            f"column {f.name!r}: sub-arrays of C enums are not supported by to_cudf; build the "
+            f"layout with Layout.from_c(..., enum_as='int')"
+        )
     n = c.length
     codes = _DeviceView(soa, base + c.data.address + 4 * c.offset, (n,), "<i4")
     if c.validity is not None:
         out = _bytes(max(4 * n, 4)).view(np.int32)
-        _kernels().codes_with_nulls(soa.memory[c.data.address + 4 * c.offset : c.data.address + 4 * (c.offset + n)]
-                                    .view(np.int32), _span(soa, c.validity), c.offset, n, out)
+        _kernels().codes_with_nulls(
+            soa.memory[c.data.address + 4 * c.offset : c.data.address + 4 * (c.offset + n)].view(np.int32),
+            _span(soa, c.validity),
+            c.offset,
+            n,
+            out,
+        )
         codes = _DeviceView(out, _device.pointer(out), (n,), "<i4")
     categories = pd.Categorical.from_codes([], categories=c.dictionary.to_pylist())
     return cudf.Series.from_categorical(categories, codes=codes)
@@ -181,14 +209,26 @@ def _strings(cudf, soa, c, base):
     large = pa.types.is_large_string(c.type) or pa.types.is_large_binary(c.type)
     offsets_type = plc.DataType(plc.TypeId.INT64 if large else plc.TypeId.INT32)
     width, end = (8 if large else 4), c.offset + c.length
-    offsets = plc.Column(offsets_type, end + 1,
-                         plc.gpumemoryview(_DeviceView(soa, base + c.offsets.address, (end + 1,), f"<i{width}")),
-                         None, 0, 0, [])
+    offsets = plc.Column(
+        offsets_type,
+        end + 1,
+        plc.gpumemoryview(_DeviceView(soa, base + c.offsets.address, (end + 1,), f"<i{width}")),
+        None,
+        0,
+        0,
+        [],
+    )
     chars = plc.gpumemoryview(_DeviceView(soa, base + c.data.address, (max(c.data.size, 1),), "|u1"))
-    mask = None if c.validity is None else plc.gpumemoryview(
-        _DeviceView(soa, base + c.validity.address, ((end + 7) // 8,), "|u1"))
-    nulls = 0 if c.validity is None else c.length - int(
-        np.unpackbits(_validity_host(soa, c), bitorder="little")[c.offset : end].sum())
+    mask = (
+        None
+        if c.validity is None
+        else plc.gpumemoryview(_DeviceView(soa, base + c.validity.address, ((end + 7) // 8,), "|u1"))
+    )
+    nulls = (
+        0
+        if c.validity is None
+        else c.length - int(np.unpackbits(_validity_host(soa, c), bitorder="little")[c.offset : end].sum())
+    )
     column = plc.Column(plc.DataType(plc.TypeId.STRING), c.length, chars, mask, nulls, c.offset, [offsets])
     return cudf.Series.from_pylibcudf(column)
 
@@ -262,11 +302,13 @@ def from_cudf(cls, df, layout, fill, truncate, backend):
             _descend(arr, top.type, top.name, iter(fields[i] for i in group), columns, fill, fills, "strict")
             host.update(zip(group, columns))
         else:
-            wanted = [fields[i].name if fields[i].count <= 1 else f"{fields[i].name}.0..{fields[i].count - 1}"
-                      for i in group]
+            wanted = [
+                fields[i].name if fields[i].count <= 1 else f"{fields[i].name}.0..{fields[i].count - 1}" for i in group
+            ]
             raise ConversionError(
                 f"the cuDF frame has no column {top.name!r} (nor {wanted}); it has {names}; the layout needs "
-                f"{[f.name for f in layout._arrow_fields()]}")
+                f"{[f.name for f in layout._arrow_fields()]}"
+            )
 
     order = sorted(host)
     copies, end, packed = packing([host[i] for i in order])
@@ -293,8 +335,15 @@ def from_cudf(cls, df, layout, fill, truncate, backend):
     nb.synchronize()  # device-to-device copies are asynchronous: the frame's buffers must outlive them
     for taken in device.values():
         taken.done()
-    return cls(layout, n, [columns[i] for i in range(len(fields))], fills=fills, truncate=truncate,
-               memory=memory, backend=backend)
+    return cls(
+        layout,
+        n,
+        [columns[i] for i in range(len(fields))],
+        fills=fills,
+        truncate=truncate,
+        memory=memory,
+        backend=backend,
+    )
 
 
 class _Taken:
@@ -308,8 +357,15 @@ class _Taken:
     def column(self, spans):
         from .._plan import ColumnBuffers
 
-        return ColumnBuffers(self.type, self.length, spans.get("validity"), spans.get("offsets"), spans.get("data"),
-                             self.offset, self.kind)
+        return ColumnBuffers(
+            self.type,
+            self.length,
+            spans.get("validity"),
+            spans.get("offsets"),
+            spans.get("data"),
+            self.offset,
+            self.kind,
+        )
 
     def done(self):
         self.keep.clear()
@@ -358,8 +414,17 @@ def _value_kind(dtype):
     """What a cuDF column of ``dtype`` holds: number, boolean, time, text, category, or
     None (lists, structs, intervals: nothing a leaf takes)."""
     if isinstance(dtype, np.dtype):
-        return {"i": "number", "u": "number", "f": "number", "b": "boolean", "M": "time", "m": "time",
-                "O": "text", "U": "text", "S": "text"}.get(dtype.kind)
+        return {
+            "i": "number",
+            "u": "number",
+            "f": "number",
+            "b": "boolean",
+            "M": "time",
+            "m": "time",
+            "O": "text",
+            "U": "text",
+            "S": "text",
+        }.get(dtype.kind)
     name = str(dtype).lower()
     if name in ("str", "string", "object") or name.startswith("string"):
         return "text"
@@ -437,7 +502,8 @@ def _take(field, series, n, fill, fills):
         raise ConversionError(
             f"column {label!r} is {dtypes[0]} in cuDF; field {name!r} ({field.dtype.str}) needs "
             f"{field.arrow_type} ({want}), which a cuDF {dtypes[0]} column cannot give: convert the column first, "
-            f"e.g. df[{label!r}] = df[{label!r}].astype({_suggest(field)!r})")
+            f"e.g. df[{label!r}] = df[{label!r}].astype({_suggest(field)!r})"
+        )
     if any(d != dtypes[0] for d in dtypes):
         return None
     if want == "enum":
@@ -447,7 +513,8 @@ def _take(field, series, n, fill, fills):
             raise ConversionError(
                 f"column {label!r} has cuDF dtype {dtypes[0]} ({have}); C enum field {name!r} ({field.dtype.str}) "
                 f"takes enumerator names (str or category) or integers: convert the column first, e.g. "
-                f"df[{label!r}] = df[{label!r}].astype({str(native_dtype(field))!r})")
+                f"df[{label!r}] = df[{label!r}].astype({str(native_dtype(field))!r})"
+            )
         kind, arrow_type = "copy", pa.from_numpy_dtype(native_dtype(field))
     elif have == "category":
         return None  # a dictionary's values are checked and cast on the host
@@ -455,7 +522,8 @@ def _take(field, series, n, fill, fills):
         raise ConversionError(
             f"column {label!r} has cuDF dtype {dtypes[0]} ({have}); field {name!r} ({field.dtype.str}) needs "
             f"{field.arrow_type} ({want}), and {have} values are not converted to {want} by from_cudf: convert "
-            f"the column first, e.g. df[{label!r}] = df[{label!r}].astype({_suggest(field)!r})")
+            f"the column first, e.g. df[{label!r}] = df[{label!r}].astype({_suggest(field)!r})"
+        )
     else:
         kind, arrow_type = field.kind, field.arrow_type
     nulls = sum(int(s.null_count) for s in series)
@@ -489,14 +557,14 @@ def _source(series, name, n, itemsize):
     if values.shape[0] != n * itemsize:
         raise ConversionError(
             f"column {name!r}: its __cuda_array_interface__ describes {values.shape[0]} bytes; {n} rows of "
-            f"{itemsize} bytes are {n * itemsize}")
+            f"{itemsize} bytes are {n * itemsize}"
+        )
     mask = cai.get("mask")
     if mask is None:
         return values, None
     m = getattr(mask, "__cuda_array_interface__", mask)
     if str(m["typestr"]).endswith("t1"):  # cuDF: one bit per row, Arrow's layout
-        bits = _device.from_interface({**m, "shape": ((n + 7) // 8,), "typestr": "|u1", "strides": None},
-                                      owner=mask)
+        bits = _device.from_interface({**m, "shape": ((n + 7) // 8,), "typestr": "|u1", "strides": None}, owner=mask)
         return values, bits
     flags = _device.from_interface(m, owner=mask)  # one byte per row (NumPy's convention)
     bits = _bytes(max((n + 7) // 8, 1))
@@ -512,7 +580,8 @@ def _no_nulls(field, series, bits, n):
     raise ConversionError(
         f"column {field.name!r} has {int(series.null_count)} nulls (first at row {int(np.argmin(valid))}), but field "
         f"{field.name!r} ({field.dtype.str} at offset {field.offset}) cannot hold a null; pass "
-        f"fill={{{field.name!r}: value}} to write a value in their place")
+        f"fill={{{field.name!r}: value}} to write a value in their place"
+    )
 
 
 def _copier(src):
@@ -542,6 +611,7 @@ def _values_taken(field, series, n, kind, arrow_type, dtype, refuse_nulls):
             buffers["validity"] = _validity(bits, n)
         buffers["data"] = (n * itemsize, _copier(values))
     else:
+
         def interleave(dst):
             if n == 0:
                 return
@@ -597,8 +667,12 @@ def _strings_taken(field, series, n):
         return None
     schema_capsule, array_capsule = export()
     arrow_type = pa.DataType._import_from_c_capsule(schema_capsule)
-    if not (pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
-            or pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type)):
+    if not (
+        pa.types.is_string(arrow_type)
+        or pa.types.is_large_string(arrow_type)
+        or pa.types.is_binary(arrow_type)
+        or pa.types.is_large_binary(arrow_type)
+    ):
         return None
     device_array = ArrowDeviceArray.from_address(_capsule_pointer(array_capsule, b"arrow_device_array"))
     arr = device_array.array
@@ -612,18 +686,32 @@ def _strings_taken(field, series, n):
         return None  # bytes for a U<n> field: decoded (checked) on the host
     if n == 0:  # Arrow lets an empty array leave its buffers out
         zero = np.zeros(width, np.uint8)
-        return _Taken(arrow_type, 0, kind, {"offsets": (width, lambda dst: dst.copy_to_device(zero)),
-                                            "data": (0, lambda dst: None)}, keep=[array_capsule])
+        return _Taken(
+            arrow_type,
+            0,
+            kind,
+            {"offsets": (width, lambda dst: dst.copy_to_device(zero)), "data": (0, lambda dst: None)},
+            keep=[array_capsule],
+        )
     first, chars_ptr = int(arr.offset), arr.buffers[2] or 0
-    offsets = _device.from_interface({"shape": (n + 1,), "typestr": f"<i{width}", "version": 3,
-                                      "data": ((arr.buffers[1] or 0) + first * width, False)}, owner=array_capsule)
+    offsets = _device.from_interface(
+        {
+            "shape": (n + 1,),
+            "typestr": f"<i{width}",
+            "version": 3,
+            "data": ((arr.buffers[1] or 0) + first * width, False),
+        },
+        owner=array_capsule,
+    )
     lo = int(_device.to_host(offsets[:width], width).view(f"<i{width}")[0])  # two values, to size the bytes
     hi = int(_device.to_host(offsets[n * width :], width).view(f"<i{width}")[0])
     if lo < 0 or hi < lo or (hi > lo and not chars_ptr):
-        raise ConversionError(f"column {field.name!r} (cuDF strings, {n} rows): its offsets run from {lo} to {hi}; "
-                              f"the column is damaged")
-    chars = _device.from_interface({"shape": (hi - lo,), "typestr": "|u1", "version": 3,
-                                    "data": (chars_ptr + lo, False)}, owner=array_capsule)
+        raise ConversionError(
+            f"column {field.name!r} (cuDF strings, {n} rows): its offsets run from {lo} to {hi}; the column is damaged"
+        )
+    chars = _device.from_interface(
+        {"shape": (hi - lo,), "typestr": "|u1", "version": 3, "data": (chars_ptr + lo, False)}, owner=array_capsule
+    )
 
     def write_offsets(dst):
         dst.copy_to_device(offsets)
@@ -632,7 +720,8 @@ def _strings_taken(field, series, n):
         if row is not None:
             raise ConversionError(
                 f"column {field.name!r} (cuDF strings) row {row}: its offsets go down or leave the column's "
-                f"{hi - lo} bytes; the column is damaged")
+                f"{hi - lo} bytes; the column is damaged"
+            )
         if lo:
             _kernels().offsets_rebase(typed, n + 1, lo)
 

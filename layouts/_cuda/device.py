@@ -22,8 +22,20 @@ import numpy as np
 
 from .._errors import LayoutError
 
-__all__ = ["cuda", "kernels", "simulated", "empty", "to_device", "to_host", "pointer", "words", "wrap", "from_interface",
-           "pool_stats", "pinned_empty"]
+__all__ = [
+    "cuda",
+    "kernels",
+    "simulated",
+    "empty",
+    "to_device",
+    "to_host",
+    "pointer",
+    "words",
+    "wrap",
+    "from_interface",
+    "pool_stats",
+    "pinned_empty",
+]
 
 _state = {"pool": None, "allocations": 0, "bytes": 0}
 EXTRA = "pip install 'layouts-arrow[cuda13]' (or layouts-arrow[cuda12] for a CUDA 12 driver)"
@@ -187,7 +199,7 @@ def words(dev, nbytes):
     fresh = empty(nbytes)
     if nbytes:
         fresh[:nbytes].copy_to_device(dev[:nbytes])
-    return fresh[:max(cover, 4)].view(np.uint32)
+    return fresh[: max(cover, 4)].view(np.uint32)
 
 
 def wrap(obj):
@@ -198,7 +210,8 @@ def wrap(obj):
     if not arr.is_c_contiguous():
         raise LayoutError(
             f"a device record buffer must be C-contiguous, got strides {arr.strides} for shape {arr.shape}; "
-            f"make a contiguous copy first (e.g. cupy.ascontiguousarray)")
+            f"make a contiguous copy first (e.g. cupy.ascontiguousarray)"
+        )
     flat = arr.reshape(arr.size) if arr.ndim != 1 else arr
     return flat.view(np.uint8)
 
@@ -220,7 +233,8 @@ def from_interface(desc, owner=None):
         if count > 1 and tuple(strides) != tuple(expect):
             raise LayoutError(
                 f"device buffer of shape {shape} has strides {tuple(strides)}, not contiguous ones {tuple(expect)}; "
-                f"make a contiguous copy first")
+                f"make a contiguous copy first"
+            )
     nbytes = count * itemsize
     nb = cuda()
     if nbytes == 0:
@@ -230,8 +244,14 @@ def from_interface(desc, owner=None):
         view = (ctypes.c_uint8 * nbytes).from_address(ptr)
         view.owner = owner  # the NumPy array over it keeps it, and so the owner, alive
         return nb.cudadrv.devicearray.FakeCUDAArray(np.ctypeslib.as_array(view))
-    plain = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr, False), "strides": None, "version": 3,
-             "stream": desc.get("stream")}
+    plain = {
+        "shape": (nbytes,),
+        "typestr": "|u1",
+        "data": (ptr, False),
+        "strides": None,
+        "version": 3,
+        "stream": desc.get("stream"),
+    }
     return nb.from_cuda_array_interface(plain, owner=owner)
 
 
@@ -265,8 +285,12 @@ def pool_stats():
         import cupy
 
         pool, pinned = cupy.get_default_memory_pool(), cupy.get_default_pinned_memory_pool()
-        stats.update(used_bytes=pool.used_bytes(), reserved_bytes=pool.total_bytes(),
-                     free_blocks=pool.n_free_blocks(), pinned_free_blocks=pinned.n_free_blocks())
+        stats.update(
+            used_bytes=pool.used_bytes(),
+            reserved_bytes=pool.total_bytes(),
+            free_blocks=pool.n_free_blocks(),
+            pinned_free_blocks=pinned.n_free_blocks(),
+        )
     elif _state["pool"] == "rmm":
         import rmm
 

@@ -12,12 +12,12 @@ to a GPU.
 
 import numpy as np
 
-from . import device as _device
-from .arena import HEAD, Span, device_tables, packing, word_bytes
 from .._arena import Arena
 from .._faults import forward_error, reverse_error
 from .._plan import forward_ops, reverse_ops
 from .._soa import soa_over_arena
+from . import device as _device
+from .arena import HEAD, Span, device_tables, packing, word_bytes
 
 __all__ = ["ForwardSlot", "ReverseSlot", "HEAD", "Span", "packing"]
 
@@ -62,8 +62,9 @@ class ForwardSlot:
         if nbytes:
             self.records[:words].copy_to_device(self.records_in[:words], stream=self.stream)
         rec = self.records[:words].view(np.uint32)
-        self.pending = _device.kernels().forward_async(rec, self.layout.itemsize, n, self.plan, self.memory,
-                                                         stream=self.stream, fault_word=self.fault_word)
+        self.pending = _device.kernels().forward_async(
+            rec, self.layout.itemsize, n, self.plan, self.memory, stream=self.stream, fault_word=self.fault_word
+        )
         self.memory.copy_to_host(self.arena_out, stream=self.stream)
         self.n = n
 
@@ -114,8 +115,9 @@ class ReverseSlot:
         kc = _device.kernels()
         plan = kc.Plan(ops, offs, device_tables(ops, keep, self.stream), self.stream)
         words = self.records[: word_bytes(nbytes)]
-        self.pending = kc.reverse_async(words.view(np.uint32), layout.itemsize, n, plan, self.memory,
-                                        stream=self.stream, fault_word=self.fault_word)
+        self.pending = kc.reverse_async(
+            words.view(np.uint32), layout.itemsize, n, plan, self.memory, stream=self.stream, fault_word=self.fault_word
+        )
         words.copy_to_host(self.records_out[: words.shape[0]], stream=self.stream)
         self.soa, self.plan = soa, plan  # both must outlive the queued work
 

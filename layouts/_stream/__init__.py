@@ -9,5 +9,17 @@ from .read import StreamTables, read_stream
 from .spec import ByteOrder, Framing, Length, Record, RecordType, Section, Stream, builtin_names, load
 from .write import write_stream
 
-__all__ = ["Stream", "Section", "Framing", "Length", "Record", "RecordType", "ByteOrder", "StreamTables",
-           "read_stream", "write_stream", "load", "builtin_names"]
+__all__ = [
+    "Stream",
+    "Section",
+    "Framing",
+    "Length",
+    "Record",
+    "RecordType",
+    "ByteOrder",
+    "StreamTables",
+    "read_stream",
+    "write_stream",
+    "load",
+    "builtin_names",
+]

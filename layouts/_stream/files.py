@@ -28,13 +28,25 @@ from .._files import InterruptHold
 from .._formats import SUFFIXES
 from ..kernels._memory import MappedGuard
 from .frame import _checked, detect_order, scan_section, source_bytes
-from .read import (StreamTables, _check_shrunk, _convert, _gaps, _header_record, _keep_prefix, _tables,
-                   header_values)
+from .read import StreamTables, _check_shrunk, _convert, _gaps, _header_record, _keep_prefix, _tables, header_values
 from .spec import Stream, evaluate
 
-__all__ = ["write_dir", "read_dir", "scan_dir", "write_back", "DirSet", "convert_to_dir", "count_stream",
-           "read_windows", "WINDOW",
-           "RESERVED_TABLES", "SUFFIX", "READ_SUFFIXES", "table_bytes", "set_names"]
+__all__ = [
+    "write_dir",
+    "read_dir",
+    "scan_dir",
+    "write_back",
+    "DirSet",
+    "convert_to_dir",
+    "count_stream",
+    "read_windows",
+    "WINDOW",
+    "RESERVED_TABLES",
+    "SUFFIX",
+    "READ_SUFFIXES",
+    "table_bytes",
+    "set_names",
+]
 
 WINDOW = 16 << 20  # bytes of the stream read into tables at a time (convert --stream, both ways)
 
@@ -62,8 +74,9 @@ def read_windows(src: Any, stream: Stream, window: int = WINDOW) -> "Iterator[St
         raise ConversionError(f"window = {window}: the bytes read at a time must be at least 1")
     buf, label, owner = source_bytes(src)
     mapped = owner if isinstance(owner, mmap.mmap) else None
-    with MappedGuard(buf.ctypes.data if mapped is not None and buf.nbytes else 0,
-                     buf.nbytes if mapped is not None else 0) as guard:
+    with MappedGuard(
+        buf.ctypes.data if mapped is not None and buf.nbytes else 0, buf.nbytes if mapped is not None else 0
+    ) as guard:
         try:
             yield from _windows(stream, buf, label, int(window), mapped)
         except ConversionError as err:
@@ -104,10 +117,13 @@ def _windows(stream: Stream, buf: np.ndarray, label: str, window: int, mapped) -
     if stream.header is not None:
         hrec, h = _header_record(stream, buf, order, label)
         if size < h:
-            raise ConversionError(f"{label}: {size} bytes, shorter than the {h}-byte header of a {stream.name} "
-                                  f"stream; the file is truncated or of another kind")
-        soa, _ = _convert(buf, hrec, order, np.zeros(1, np.int64), np.full(1, h, np.int64), 0, False,
-                          False, label, "header")
+            raise ConversionError(
+                f"{label}: {size} bytes, shorter than the {h}-byte header of a {stream.name} "
+                f"stream; the file is truncated or of another kind"
+            )
+        soa, _ = _convert(
+            buf, hrec, order, np.zeros(1, np.int64), np.full(1, h, np.int64), 0, False, False, label, "header"
+        )
         first["_header"] = soa
         values = header_values(stream, soa, order)
         covered.append((0, h))
@@ -131,8 +147,10 @@ def _windows(stream: Stream, buf: np.ndarray, label: str, window: int, mapped) -
             if at >= end or (limit >= 0 and count >= limit) or not progressed:
                 break
         if limit >= 0 and count < limit:
-            raise ConversionError(f"{label}: {where}: count = {s.count!r} is {limit} records, but the data ends "
-                                  f"after {count} (byte {at}); the file is truncated or the header damaged")
+            raise ConversionError(
+                f"{label}: {where}: count = {s.count!r} is {limit} records, but the data ends "
+                f"after {count} (byte {at}); the file is truncated or the header damaged"
+            )
         if s.bytes is not None and at != end:
             raise ConversionError(f"{label}: byte {at}: {where} should end at byte {end} (bytes = {s.bytes!r})")
         covered.append((start, at))
@@ -147,18 +165,24 @@ def _section_range(s, values: dict, where: str, label: str, size: int, pos: int)
     """(start, end, count limit or -1) of a section, checked as read_stream checks them."""
     start = pos if s.offset is None else _checked(lambda: evaluate(s.offset, values, f"{where}.offset"), where)
     if not 0 <= start <= size:
-        raise ConversionError(f"{label}: {where}: offset = {s.offset!r} is {start}, outside the file (0..{size} "
-                              f"bytes); the header is damaged or the description's offset is wrong")
+        raise ConversionError(
+            f"{label}: {where}: offset = {s.offset!r} is {start}, outside the file (0..{size} "
+            f"bytes); the header is damaged or the description's offset is wrong"
+        )
     if start < pos:
-        raise ConversionError(f"{label}: {where}: offset = {s.offset!r} is {start}, inside the part before it "
-                              f"(which ends at byte {pos}); sections follow the header and each other in file "
-                              f"order: the header is damaged or the description's offset is wrong")
+        raise ConversionError(
+            f"{label}: {where}: offset = {s.offset!r} is {start}, inside the part before it "
+            f"(which ends at byte {pos}); sections follow the header and each other in file "
+            f"order: the header is damaged or the description's offset is wrong"
+        )
     end = size
     if s.bytes is not None:
         n = _checked(lambda: evaluate(s.bytes, values, f"{where}.bytes"), where)
         if n < 0 or start + n > size:
-            raise ConversionError(f"{label}: {where}: bytes = {s.bytes!r} is {n}, from byte {start} past the "
-                                  f"end of the file ({size} bytes); the header is damaged or the file truncated")
+            raise ConversionError(
+                f"{label}: {where}: bytes = {s.bytes!r} is {n}, from byte {start} past the "
+                f"end of the file ({size} bytes); the header is damaged or the file truncated"
+            )
         end = start + n
     limit = -1
     if s.count is not None:
@@ -167,8 +191,10 @@ def _section_range(s, values: dict, where: str, label: str, size: int, pos: int)
         if s.framing.size is not None:
             fixed = _checked(lambda: evaluate(s.framing.size, values, f"{where}.framing.size"), where)
         if limit < 0 or (fixed is not None and limit * fixed > end - start):
-            raise ConversionError(f"{label}: {where}: count = {s.count!r} is {limit}, more records than the "
-                                  f"{end - start} bytes from byte {start} can hold; the header is damaged")
+            raise ConversionError(
+                f"{label}: {where}: count = {s.count!r} is {limit}, more records than the "
+                f"{end - start} bytes from byte {start} can hold; the header is damaged"
+            )
     return start, end, limit
 
 
@@ -182,8 +208,10 @@ def _check_names(stream: Stream) -> None:
         for t in s.types:
             n = t.name
             if n in (".", "..") or n.startswith(".") or "/" in n or os.sep in n or "\0" in n:
-                raise ConversionError(f"{stream.name}: record type {n!r} cannot name a file ({n}.parquet); rename "
-                                      f"the type in the stream description (letters, digits, _ and -)")
+                raise ConversionError(
+                    f"{stream.name}: record type {n!r} cannot name a file ({n}.parquet); rename "
+                    f"the type in the stream description (letters, digits, _ and -)"
+                )
 
 
 def _metadata(table: pa.Table, stream: Stream, name: str, order: str) -> pa.Table:
@@ -231,9 +259,17 @@ def _append(writer: _Appender, table: pa.Table) -> None:
     writer.write(table)
 
 
-def write_dir(tables: Mapping[str, Any], stream: Stream, order: str, dst: str, fmt: str, *,
-              compression: "str | None" = None, overwrite: bool = False,
-              check: "Callable[[], None] | None" = None) -> "list[str]":
+def write_dir(
+    tables: Mapping[str, Any],
+    stream: Stream,
+    order: str,
+    dst: str,
+    fmt: str,
+    *,
+    compression: "str | None" = None,
+    overwrite: bool = False,
+    check: "Callable[[], None] | None" = None,
+) -> "list[str]":
     """Write ``tables`` (as :func:`read_stream` gives them) into directory ``dst``, one
     file per table, all or none; returns the file names written.
 
@@ -247,9 +283,17 @@ def write_dir(tables: Mapping[str, Any], stream: Stream, order: str, dst: str, f
     return _write_set([tables], stream, lambda: order, dst, fmt, compression, overwrite, check)
 
 
-def convert_to_dir(src: Any, stream: Stream, dst: str, fmt: str, *, compression: "str | None" = None,
-                   overwrite: bool = False, check: "Callable[[], None] | None" = None,
-                   window: int = WINDOW) -> "tuple[list[str], str, dict[str, tuple[int, int]]]":
+def convert_to_dir(
+    src: Any,
+    stream: Stream,
+    dst: str,
+    fmt: str,
+    *,
+    compression: "str | None" = None,
+    overwrite: bool = False,
+    check: "Callable[[], None] | None" = None,
+    window: int = WINDOW,
+) -> "tuple[list[str], str, dict[str, tuple[int, int]]]":
     """Read the stream ``src`` window by window (:func:`read_windows`) and write its
     tables into directory ``dst`` as :func:`write_dir` does, each window's records
     appended to each type's file (a Parquet row group, IPC record batches): memory is
@@ -306,8 +350,10 @@ def _write_set(windows, stream: Stream, order_of, dst: str, fmt: str, compressio
     path = dst.rstrip(os.sep) or dst
     exists = os.path.isdir(path)
     if os.path.lexists(path) and not exists:
-        raise ConversionError(f"{label} exists and is not a directory; --stream writes a directory, one file per "
-                              f"record type: give a directory (created if missing), e.g. --to {path}.d/")
+        raise ConversionError(
+            f"{label} exists and is not a directory; --stream writes a directory, one file per "
+            f"record type: give a directory (created if missing), e.g. --to {path}.d/"
+        )
     ours = [n + suffix for n in set_names(stream)]
     present: "list[str]" = []
     if exists:
@@ -315,12 +361,16 @@ def _write_set(windows, stream: Stream, order_of, dst: str, fmt: str, compressio
         for f in present:
             p = os.path.join(path, f)
             if os.path.islink(p) or not os.path.isfile(p):
-                raise ConversionError(f"{os.path.join(label, f)} is not a regular file; it is never replaced: move "
-                                      f"it away, or give another directory")
+                raise ConversionError(
+                    f"{os.path.join(label, f)} is not a regular file; it is never replaced: move "
+                    f"it away, or give another directory"
+                )
         if present and not overwrite:
             shown = ", ".join(present[:3]) + (f" and {len(present) - 3} more" if len(present) > 3 else "")
-            raise ConversionError(f"{label} holds {shown} of this conversion's files; pass --overwrite to replace "
-                                  f"them (the directory's other files are left alone), or give another directory")
+            raise ConversionError(
+                f"{label} holds {shown} of this conversion's files; pass --overwrite to replace "
+                f"them (the directory's other files are left alone), or give another directory"
+            )
     parent = os.path.dirname(os.path.realpath(path) if exists else os.path.abspath(path))
     if not os.path.isdir(parent):
         raise ConversionError(f"cannot create {label}: its parent directory {parent} does not exist; create it first")
@@ -350,14 +400,18 @@ def _write_set(windows, stream: Stream, order_of, dst: str, fmt: str, compressio
                         writers[name] = _Appender(os.path.join(tmp, f), fmt, compression, schema)
                     _append(writers[name], table)
                 except (OSError, pa.ArrowException) as err:
-                    raise ConversionError(f"writing {os.path.join(label, f)} failed: {err}; nothing was written "
-                                          f"({label} was left as it was)") from err
+                    raise ConversionError(
+                        f"writing {os.path.join(label, f)} failed: {err}; nothing was written "
+                        f"({label} was left as it was)"
+                    ) from err
         for name in list(writers):
             try:
                 writers.pop(name).close()
             except (OSError, pa.ArrowException) as err:
-                raise ConversionError(f"writing {os.path.join(label, name + suffix)} failed: {err}; nothing was "
-                                      f"written ({label} was left as it was)") from err
+                raise ConversionError(
+                    f"writing {os.path.join(label, name + suffix)} failed: {err}; nothing was "
+                    f"written ({label} was left as it was)"
+                ) from err
         written = [n + suffix for n in names if os.path.exists(os.path.join(tmp, n + suffix))]
         if check is not None:
             check()
@@ -410,8 +464,9 @@ def _commit(tmp, path, label, exists, written, present):
             os.rename(os.path.join(path, f), os.path.join(tmp, f))
         for f in moved_old:
             os.rename(os.path.join(old, f), os.path.join(path, f))
-        raise ConversionError(f"moving the files into {label} failed: {err.strerror}; {label} was left as it "
-                              f"was") from err
+        raise ConversionError(
+            f"moving the files into {label} failed: {err.strerror}; {label} was left as it was"
+        ) from err
 
 
 def _read_one(path: str, fmt: str) -> pa.Table:
@@ -489,12 +544,22 @@ class DirSet:
         try:
             return fn()
         except (OSError, pa.ArrowException) as err:
-            raise ConversionError(f"{self.labels[name]} cannot be read as {kind}: {err}; it is damaged, or of "
-                                  f"another format than its suffix says") from err
+            raise ConversionError(
+                f"{self.labels[name]} cannot be read as {kind}: {err}; it is damaged, or of "
+                f"another format than its suffix says"
+            ) from err
 
 
-def write_back(d: DirSet, stream: Stream, dst: str, *, order: "str | None", overwrite: bool = False,
-               window: int = WINDOW, check: "Callable[[], None] | None" = None) -> int:
+def write_back(
+    d: DirSet,
+    stream: Stream,
+    dst: str,
+    *,
+    order: "str | None",
+    overwrite: bool = False,
+    window: int = WINDOW,
+    check: "Callable[[], None] | None" = None,
+) -> int:
     """Write the stream of a directory's tables to ``dst`` (whole or not at all); returns
     the number of records. A stream of one section that runs from where the header ends
     to the end of the file (no offset, count, bytes or select; not VB; no header field in
@@ -525,8 +590,9 @@ def write_back(d: DirSet, stream: Stream, dst: str, *, order: "str | None", over
         except BaseException as err:
             target.discard()
             if isinstance(err, OSError) and not isinstance(err, BrokenPipeError):
-                raise ConversionError(f"writing {target.name} failed: {err.strerror or err}; the destination was "
-                                      f"left as it was") from err
+                raise ConversionError(
+                    f"writing {target.name} failed: {err.strerror or err}; the destination was left as it was"
+                ) from err
             raise
     tables = d.read_all()
     if check is not None:
@@ -666,32 +732,43 @@ def scan_dir(src: str, stream: Stream, fmt: "str | None" = None) -> DirSet:
             continue  # not a table of the set (a README, a hidden file)
         if stem not in known:
             origin = _written_from(os.path.join(path, e), kind)
-            hint = f"it was written from a {origin} stream: check --stream" if origin not in (None, stream.name) \
+            hint = (
+                f"it was written from a {origin} stream: check --stream"
+                if origin not in (None, stream.name)
                 else "or check --stream"
+            )
             raise ConversionError(
                 f"{os.path.join(label, e)} is no record type of {stream.name} and no reserved table; remove or rename "
                 f"it (a type's file is TYPE{ext}; types: {', '.join(types)}; reserved: {', '.join(RESERVED_TABLES)}), "
-                f"{hint}")
+                f"{hint}"
+            )
         found.setdefault(stem, []).append((e, kind))
     for stem, both in found.items():
         if len(both) > 1:
             names = " and ".join(f for f, _ in both)
-            raise ConversionError(f"{label} holds both {names} for table {stem!r}; pass --format "
-                                  f"{'|'.join(sorted({k for _, k in both}))} to choose, or remove one")
+            raise ConversionError(
+                f"{label} holds both {names} for table {stem!r}; pass --format "
+                f"{'|'.join(sorted({k for _, k in both}))} to choose, or remove one"
+            )
     if not found:
-        raise ConversionError(f"{label} holds no table files (TYPE.parquet, .feather, .arrow, .arrows) of "
-                              f"{stream.name}; convert the stream into it first: layouts convert FILE --stream SPEC "
-                              f"--to {label}")
+        raise ConversionError(
+            f"{label} holds no table files (TYPE.parquet, .feather, .arrow, .arrows) of "
+            f"{stream.name}; convert the stream into it first: layouts convert FILE --stream SPEC "
+            f"--to {label}"
+        )
     any_ext = os.path.splitext(next(iter(found.values()))[0][0])[1]
     missing = [t for t in types if t not in found]
     if stream.header is not None and "_header" not in found:
         missing.insert(0, "_header")
     if missing:
-        shown = ", ".join(m + any_ext for m in missing[:3]) + (f" and {len(missing) - 3} more"
-                                                               if len(missing) > 3 else "")
-        raise ConversionError(f"{label} has no {shown}: layouts convert --stream writes one file per record type, "
-                              f"empty ones too, and the way back needs each; restore the file, or convert the stream "
-                              f"into {label} again")
+        shown = ", ".join(m + any_ext for m in missing[:3]) + (
+            f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        )
+        raise ConversionError(
+            f"{label} has no {shown}: layouts convert --stream writes one file per record type, "
+            f"empty ones too, and the way back needs each; restore the file, or convert the stream "
+            f"into {label} again"
+        )
     tables: dict = {}
     files: dict = {}
     paths: dict = {}
@@ -701,8 +778,10 @@ def scan_dir(src: str, stream: Stream, fmt: "str | None" = None) -> DirSet:
         try:
             schema = _read_schema(p, kind)
         except (OSError, pa.ArrowException) as err:
-            raise ConversionError(f"{os.path.join(label, e)} cannot be read as {kind}: {err}; it is damaged, or of "
-                                  f"another format than its suffix says") from err
+            raise ConversionError(
+                f"{os.path.join(label, e)} cannot be read as {kind}: {err}; it is damaged, or of "
+                f"another format than its suffix says"
+            ) from err
         meta = (schema.metadata or {}).get(META)
         if meta is not None:
             try:
@@ -718,8 +797,10 @@ def scan_dir(src: str, stream: Stream, fmt: "str | None" = None) -> DirSet:
     distinct = set(orders.values())
     if len(distinct) > 1:
         a, b = sorted(orders, key=lambda n: orders[n])[0], sorted(orders, key=lambda n: orders[n])[-1]
-        raise ConversionError(f"{files[a]} was read in {orders[a]}-endian order but {files[b]} in {orders[b]}-endian; "
-                              f"the files come from different streams: convert the stream into {label} again")
+        raise ConversionError(
+            f"{files[a]} was read in {orders[a]}-endian order but {files[b]} in {orders[b]}-endian; "
+            f"the files come from different streams: convert the stream into {label} again"
+        )
     return DirSet(paths, files, {k: t.schema for k, t in tables.items()}, distinct.pop() if distinct else None)
 
 
@@ -734,20 +815,26 @@ def _check_columns(stream: Stream, tables: dict, files: dict) -> None:
             missing = [n for n in want if n not in table.column_names]
             extra = [n for n in table.column_names if n not in want]
             if missing:
-                raise ConversionError(f"{files[t.name]} has no column {missing[0]!r}, which record type {t.name!r} "
-                                      f"needs (its columns: {', '.join(want)}); the file is not a table of this type: "
-                                      f"check --stream, or restore the column")
+                raise ConversionError(
+                    f"{files[t.name]} has no column {missing[0]!r}, which record type {t.name!r} "
+                    f"needs (its columns: {', '.join(want)}); the file is not a table of this type: "
+                    f"check --stream, or restore the column"
+                )
             if extra:
-                raise ConversionError(f"{files[t.name]} has a column {extra[0]!r}, which record type {t.name!r} does "
-                                      f"not have (its columns: {', '.join(want)}); it would not be written: drop it")
+                raise ConversionError(
+                    f"{files[t.name]} has a column {extra[0]!r}, which record type {t.name!r} does "
+                    f"not have (its columns: {', '.join(want)}); it would not be written: drop it"
+                )
             types = {f.name: f.arrow_type for f in layout.fields}
             types["_tail"] = pa.binary()
             for n in want:
                 found, need = table.schema.field(n).type, types[n]
                 if not _fits(found, need):
-                    raise ConversionError(f"{files[t.name]}: column {n!r} is {found}, but record type {t.name!r} "
-                                          f"needs {need}; cast the column to {need} (as layouts convert --stream "
-                                          f"wrote it)")
+                    raise ConversionError(
+                        f"{files[t.name]}: column {n!r} is {found}, but record type {t.name!r} "
+                        f"needs {need}; cast the column to {need} (as layouts convert --stream "
+                        f"wrote it)"
+                    )
 
 
 def _fits(found: pa.DataType, need: pa.DataType) -> bool:

@@ -57,10 +57,10 @@ def _source_bytes(src):
     try:
         view = memoryview(src)
     except TypeError as err:
-        raise ConversionError(f"read_stream needs a path, a bytes-like object or a binary file object, got "
-                              f"{type(src).__name__}") from err
-    return np.frombuffer(view.cast("B") if view.ndim != 1 or view.format != "B" else view, np.uint8), \
-        "<buffer>", view
+        raise ConversionError(
+            f"read_stream needs a path, a bytes-like object or a binary file object, got {type(src).__name__}"
+        ) from err
+    return np.frombuffer(view.cast("B") if view.ndim != 1 or view.format != "B" else view, np.uint8), "<buffer>", view
 
 
 def detect_order(stream: Stream, buf: np.ndarray, label: str) -> str:
@@ -69,15 +69,19 @@ def detect_order(stream: Stream, buf: np.ndarray, label: str) -> str:
     if b is None:
         return stream.order
     if buf.shape[0] < b.offset + b.size:
-        raise ConversionError(f"{label}: {buf.shape[0]} bytes, too short for the magic number at byte {b.offset} "
-                              f"({b.size} bytes) of a {stream.name} stream; is it one?")
-    raw = bytes(buf[b.offset:b.offset + b.size])
+        raise ConversionError(
+            f"{label}: {buf.shape[0]} bytes, too short for the magic number at byte {b.offset} "
+            f"({b.size} bytes) of a {stream.name} stream; is it one?"
+        )
+    raw = bytes(buf[b.offset : b.offset + b.size])
     for order in ("big", "little"):
         if int.from_bytes(raw, order) in b.magic:
             return order
     want = ", ".join(f"{m:#x}" for m in b.magic)
-    raise ConversionError(f"{label}: byte {b.offset}: magic number {raw.hex()} is none of {want} (either byte "
-                          f"order); this is no {stream.name} stream, or it is damaged")
+    raise ConversionError(
+        f"{label}: byte {b.offset}: magic number {raw.hex()} is none of {want} (either byte "
+        f"order); this is no {stream.name} stream, or it is damaged"
+    )
 
 
 @dataclass
@@ -119,8 +123,7 @@ def section_params(stream: Stream, s: Section, order: str, header: dict, where: 
         direct = np.full(1 << (8 * tag.size) if tag.size <= 2 else 0, -1, np.int32)
         if len(direct):  # 1- and 2-byte tags: a table indexed by the value
             direct[values] = np.arange(len(values), dtype=np.int32)
-        tp = (prefix + tag.offset, tag.size, tag.order == "big", values[order_idx],
-              order_idx.astype(np.int32), direct)
+        tp = (prefix + tag.offset, tag.size, tag.order == "big", values[order_idx], order_idx.astype(np.int32), direct)
         need = max(need, prefix + tag.offset + tag.size)
     else:
         tp = (0, 0, False, np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32))
@@ -135,8 +138,19 @@ def _checked(fn, where):
         raise ConversionError(f"{where}: {err}; check the header fields the expression uses") from err
 
 
-def scan_section(stream: Stream, s: Section, buf: np.ndarray, label: str, order: str, header: dict,
-                 start: int, end: int, limit: int, where: str, stop: "int | None" = None) -> Scanned:
+def scan_section(
+    stream: Stream,
+    s: Section,
+    buf: np.ndarray,
+    label: str,
+    order: str,
+    header: dict,
+    start: int,
+    end: int,
+    limit: int,
+    where: str,
+    stop: "int | None" = None,
+) -> Scanned:
     """Index the records of ``buf[start:end]`` (at most ``limit``; -1 none).
 
     ``stop`` (a window's end): stop at the last record that ends by ``stop`` (the scan
@@ -163,8 +177,9 @@ def scan_section(stream: Stream, s: Section, buf: np.ndarray, label: str, order:
     types = np.empty(guess, np.int32)
     pos, count = start, 0
     while True:
-        status, pos, count = K.scan(buf, pos, soft, count, limit, *lp, min_len, *tp, unknown, type_min,
-                                    offsets, lengths, types)
+        status, pos, count = K.scan(
+            buf, pos, soft, count, limit, *lp, min_len, *tp, unknown, type_min, offsets, lengths, types
+        )
         if status == K.FULL:
             room = offsets.shape[0] * 2
             offsets, lengths, types = (np.resize(a, room) for a in (offsets, lengths, types))
@@ -191,9 +206,11 @@ def selected(s: Section, header: dict, label: str, where: str) -> int:
         if t.tag == value:
             return i
     known = ", ".join(f"{t.name}={t.tag!r}" for t in s.types)
-    raise ConversionError(f"{label}: {where}: select = {s.select!r} is {value}, no type of the section (types: "
-                          f"{known}); the header is damaged, or the file uses a kind of record the description "
-                          f"lacks (add a type with tag = {value})")
+    raise ConversionError(
+        f"{label}: {where}: select = {s.select!r} is {value}, no type of the section (types: "
+        f"{known}); the header is damaged, or the file uses a kind of record the description "
+        f"lacks (add a type with tag = {value})"
+    )
 
 
 def _scan_blocks(stream, s, buf, label, start, end, limit, where, stop=None):
@@ -203,20 +220,26 @@ def _scan_blocks(stream, s, buf, label, start, end, limit, where, stop=None):
     parts, blocks, pos = [], [], start
     while pos < end and (limit < 0 or sum(len(p[0]) for p in parts) < limit) and (stop is None or pos < stop):
         if end - pos < 4:
-            raise ConversionError(f"{label}: byte {pos}: {end - pos} bytes left, too few for a block descriptor "
-                                  f"word (4 bytes); the file is truncated")
+            raise ConversionError(
+                f"{label}: byte {pos}: {end - pos} bytes left, too few for a block descriptor "
+                f"word (4 bytes); the file is truncated"
+            )
         n = int(buf[pos]) << 8 | int(buf[pos + 1])
         if n < 8 or n > end - pos:
             why = "past the end of the data" if n > end - pos else "smaller than a BDW and one RDW (8 bytes)"
-            raise ConversionError(f"{label}: byte {pos}: block descriptor word says the block is {n} bytes, {why} "
-                                  f"({end - pos} left); the file is damaged or not VB (try the rdw framing)")
+            raise ConversionError(
+                f"{label}: byte {pos}: block descriptor word says the block is {n} bytes, {why} "
+                f"({end - pos} left); the file is damaged or not VB (try the rdw framing)"
+            )
         blocks.append(pos)
         sub = Section(s.framing, s.types, s.tag, tail=s.tail, unknown=s.unknown)
         got = scan_section(stream, sub, buf, label, "big", {}, pos + 4, pos + n, -1, where)
         parts.append((got.offsets, got.lengths, got.types))
         pos += n
-    cat = [np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, dt)
-           for i, dt in enumerate((np.int64, np.int64, np.int32))]
+    cat = [
+        np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, dt)
+        for i, dt in enumerate((np.int64, np.int64, np.int32))
+    ]
     return Scanned(start, pos, *cat, blocks=np.array(blocks, np.int64))
 
 
@@ -226,40 +249,46 @@ def _scan_error(status, s, buf, label, pos, end, lp, tp, type_min, min_len, wher
         off, size, big, unit, base = lp
         n = base
         if size:
-            n = int.from_bytes(bytes(buf[pos + off:pos + off + size]), "big" if big else "little") * unit + base
+            n = int.from_bytes(bytes(buf[pos + off : pos + off + size]), "big" if big else "little") * unit + base
         t = 0
         if tp[1]:
-            value = int.from_bytes(bytes(buf[pos + tp[0]:pos + tp[0] + tp[1]]), "big" if tp[2] else "little")
+            value = int.from_bytes(bytes(buf[pos + tp[0] : pos + tp[0] + tp[1]]), "big" if tp[2] else "little")
             t = int(tp[5][value]) if len(tp[5]) else int(tp[4][np.searchsorted(tp[3], value)])
         return ConversionError(
             f"{label}: byte {pos}: a {where} type {s.types[t].name!r} record of {n} bytes, shorter than the type's "
-            f"{int(type_min[t])} bytes of fields; the stream is damaged, or the type's fields are wrong")
+            f"{int(type_min[t])} bytes of fields; the stream is damaged, or the type's fields are wrong"
+        )
     if status == K.SHORT_PREFIX:
         return ConversionError(
             f"{label}: byte {pos}: the last record is truncated: {left} bytes left, fewer than the {min_len} its "
-            f"framing needs ({where}); the file was cut short, or the section's offset/bytes are wrong")
+            f"framing needs ({where}); the file was cut short, or the section's offset/bytes are wrong"
+        )
     if status == K.UNKNOWN_TAG:
         toff, tsize, tbig = tp[0], tp[1], tp[2]
-        value = int.from_bytes(bytes(buf[pos + toff:pos + toff + tsize]), "big" if tbig else "little")
-        shown = f"{value} ({bytes(buf[pos + toff:pos + toff + tsize])!r})"
+        value = int.from_bytes(bytes(buf[pos + toff : pos + toff + tsize]), "big" if tbig else "little")
+        shown = f"{value} ({bytes(buf[pos + toff : pos + toff + tsize])!r})"
         known = ", ".join(f"{t.name}={t.tag!r}" for t in s.types)
         return ConversionError(
             f"{label}: byte {pos}: record type tag {shown} at byte {pos + toff} is no type of {where} (types: "
-            f"{known}); the stream is damaged, or set unknown = \"skip\" or \"keep\" in the section")
+            f'{known}); the stream is damaged, or set unknown = "skip" or "keep" in the section'
+        )
     off, size, big, unit, base = lp
     if size == 0:
         return ConversionError(
             f"{label}: byte {pos}: the last record is truncated: {left} bytes left, a record is {base} bytes "
             f"({where}); the file was cut short, or it has bytes after the records (give the section bytes= or "
-            f"count=)")
-    value = int.from_bytes(bytes(buf[pos + off:pos + off + size]), "big" if big else "little")
+            f"count=)"
+        )
+    value = int.from_bytes(bytes(buf[pos + off : pos + off + size]), "big" if big else "little")
     n = value * unit + base
     if status == K.PAST_END:
         return ConversionError(
             f"{label}: byte {pos}: the record's length field (byte {pos + off}) says {value}, a record of {n} bytes, "
             f"past the end of the data ({left} bytes left); the file is truncated or damaged, or the framing's "
-            f"length settings (unit, counts_itself, adjust) are wrong")
+            f"length settings (unit, counts_itself, adjust) are wrong"
+        )
     return ConversionError(
         f"{label}: byte {pos}: the record's length field (byte {pos + off}) says {value}, a record of {n} bytes, "
         f"less than the {max(min_len, 1)} bytes its framing needs; a zero or too-small length means a damaged "
-        f"stream or wrong framing settings (counts_itself, adjust)")
+        f"stream or wrong framing settings (counts_itself, adjust)"
+    )

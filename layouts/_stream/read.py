@@ -53,8 +53,10 @@ class StreamTables(dict):
         """An integer column with implied decimals as an exact Arrow ``decimal128``."""
         places = self.decimals.get(type_name, {}).get(field)
         if places is None:
-            raise LayoutError(f"{type_name}.{field} has no implied decimals; the ones that do: "
-                              f"{[f'{t}.{f}' for t, d in self.decimals.items() for f in d]}")
+            raise LayoutError(
+                f"{type_name}.{field} has no implied decimals; the ones that do: "
+                f"{[f'{t}.{f}' for t, d in self.decimals.items() for f in d]}"
+            )
         column = self[type_name].to_arrow().column(field).combine_chunks()
         return scaled(column, places)
 
@@ -62,8 +64,11 @@ class StreamTables(dict):
 def scaled(values: pa.Array, places: int) -> pa.Array:
     """Integers as ``decimal128(38, places)`` with the same unscaled values (exact:
     the 16-byte little-endian two's complement Arrow uses, built from the integers)."""
-    ints = values.fill_null(0).to_numpy(zero_copy_only=False).astype(
-        np.int64 if pa.types.is_signed_integer(values.type) else np.uint64)
+    ints = (
+        values.fill_null(0)
+        .to_numpy(zero_copy_only=False)
+        .astype(np.int64 if pa.types.is_signed_integer(values.type) else np.uint64)
+    )
     words = np.zeros((len(ints), 2), np.uint64)
     words[:, 0] = ints.view(np.uint64)
     if ints.dtype == np.int64:
@@ -81,13 +86,16 @@ def resolve(spec: Any) -> Stream:
     if isinstance(spec, (str, os.PathLike)):
         name = os.fspath(spec)
         if name in ("rdw", "bdw"):
-            raise LayoutError(f"the {name} built-in needs the record's layout: pass lo.Stream.{name}(dtype) "
-                              f"(a NumPy structured dtype or a list of (name, type) fields)")
+            raise LayoutError(
+                f"the {name} built-in needs the record's layout: pass lo.Stream.{name}(dtype) "
+                f"(a NumPy structured dtype or a list of (name, type) fields)"
+            )
         if os.sep in name or name.endswith(".toml") or os.path.exists(name):
             return load(name)
         return _builtin(name)
-    raise LayoutError(f"spec must be a Stream, a path to a .toml description or a built-in name, got "
-                      f"{type(spec).__name__}")
+    raise LayoutError(
+        f"spec must be a Stream, a path to a .toml description or a built-in name, got {type(spec).__name__}"
+    )
 
 
 @functools.lru_cache(maxsize=None)
@@ -163,8 +171,10 @@ def read_stream(src: Any, spec: Any, *, device: "str | None" = None) -> StreamTa
 def _check_shrunk(guard, label, size, err):
     lost = guard.fault()
     if lost is not None:
-        raise ConversionError(f"{label}: the file shrank while it was read: it was {size} bytes, and byte {lost} "
-                              f"was gone when read; read it again once whoever writes it is done") from err
+        raise ConversionError(
+            f"{label}: the file shrank while it was read: it was {size} bytes, and byte {lost} "
+            f"was gone when read; read it again once whoever writes it is done"
+        ) from err
 
 
 class _OnDevice:
@@ -192,10 +202,13 @@ def _read(stream: Stream, buf: np.ndarray, label: str, gpu: "_OnDevice | None" =
     if stream.header is not None:
         hrec, h = _header_record(stream, buf, order, label)
         if size < h:
-            raise ConversionError(f"{label}: {size} bytes, shorter than the {h}-byte header of a {stream.name} "
-                                  f"stream; the file is truncated or of another kind")
-        soa, _ = _convert(buf, hrec, order, np.zeros(1, np.int64), np.full(1, h, np.int64), 0, False,
-                          False, label, "header")
+            raise ConversionError(
+                f"{label}: {size} bytes, shorter than the {h}-byte header of a {stream.name} "
+                f"stream; the file is truncated or of another kind"
+            )
+        soa, _ = _convert(
+            buf, hrec, order, np.zeros(1, np.int64), np.full(1, h, np.int64), 0, False, False, label, "header"
+        )
         out["_header"] = soa
         values = header_values(stream, soa, order)
         covered.append((0, h))
@@ -205,18 +218,24 @@ def _read(stream: Stream, buf: np.ndarray, label: str, gpu: "_OnDevice | None" =
         s = _checked(lambda: s.resolve(values, where, size), label)  # list lengths from the header
         start = pos if s.offset is None else _checked(lambda: evaluate(s.offset, values, f"{where}.offset"), where)
         if not 0 <= start <= size:
-            raise ConversionError(f"{label}: {where}: offset = {s.offset!r} is {start}, outside the file (0..{size} "
-                                  f"bytes); the header is damaged or the description's offset is wrong")
+            raise ConversionError(
+                f"{label}: {where}: offset = {s.offset!r} is {start}, outside the file (0..{size} "
+                f"bytes); the header is damaged or the description's offset is wrong"
+            )
         if start < pos:
-            raise ConversionError(f"{label}: {where}: offset = {s.offset!r} is {start}, inside the part before it "
-                                  f"(which ends at byte {pos}); sections follow the header and each other in file "
-                                  f"order: the header is damaged or the description's offset is wrong")
+            raise ConversionError(
+                f"{label}: {where}: offset = {s.offset!r} is {start}, inside the part before it "
+                f"(which ends at byte {pos}); sections follow the header and each other in file "
+                f"order: the header is damaged or the description's offset is wrong"
+            )
         end = size
         if s.bytes is not None:
             n = _checked(lambda: evaluate(s.bytes, values, f"{where}.bytes"), where)
             if n < 0 or start + n > size:
-                raise ConversionError(f"{label}: {where}: bytes = {s.bytes!r} is {n}, from byte {start} past the "
-                                      f"end of the file ({size} bytes); the header is damaged or the file truncated")
+                raise ConversionError(
+                    f"{label}: {where}: bytes = {s.bytes!r} is {n}, from byte {start} past the "
+                    f"end of the file ({size} bytes); the header is damaged or the file truncated"
+                )
             end = start + n
         limit = -1
         if s.count is not None:
@@ -225,13 +244,17 @@ def _read(stream: Stream, buf: np.ndarray, label: str, gpu: "_OnDevice | None" =
             if s.framing.size is not None:
                 fixed = _checked(lambda: evaluate(s.framing.size, values, f"{where}.framing.size"), where)
             if limit < 0 or (fixed is not None and limit * fixed > end - start):
-                raise ConversionError(f"{label}: {where}: count = {s.count!r} is {limit}, more records than the "
-                                      f"{end - start} bytes from byte {start} can hold; the header is damaged")
+                raise ConversionError(
+                    f"{label}: {where}: count = {s.count!r} is {limit}, more records than the "
+                    f"{end - start} bytes from byte {start} can hold; the header is damaged"
+                )
         got = scan_section(stream, s, buf, label, order, values, start, end, limit, where)
         if limit >= 0 and len(got.offsets) < limit:
-            raise ConversionError(f"{label}: {where}: count = {s.count!r} is {limit} records, but the data ends "
-                                  f"after {len(got.offsets)} (byte {got.end}); the file is truncated or the "
-                                  f"header damaged")
+            raise ConversionError(
+                f"{label}: {where}: count = {s.count!r} is {limit} records, but the data ends "
+                f"after {len(got.offsets)} (byte {got.end}); the file is truncated or the "
+                f"header damaged"
+            )
         if s.bytes is not None and got.end != end:
             raise ConversionError(f"{label}: byte {got.end}: {where} should end at byte {end} (bytes = {s.bytes!r})")
         _tables(out, stream, s, got, buf, label, order, where, gpu)
@@ -250,8 +273,13 @@ def header_values(stream: Stream, soa: "SoA | pa.Table", order: str) -> dict:
     table = soa.to_arrow() if isinstance(soa, SoA) else soa
     assert stream.header is not None
     values = {n: 0 for n, t in stream.header.fields if field_dtype(t, order, n)[0].kind in "iu"}
-    values.update({n: table.column(n)[0].as_py() for n in table.column_names
-                   if n in values and pa.types.is_integer(table.schema.field(n).type)})
+    values.update(
+        {
+            n: table.column(n)[0].as_py()
+            for n in table.column_names
+            if n in values and pa.types.is_integer(table.schema.field(n).type)
+        }
+    )
     return values
 
 
@@ -262,21 +290,35 @@ def _header_record(stream: Stream, buf, order, label) -> "tuple[Record, int]":
         return stream.header, stream.header.size(order)
     need = stream.header_needs(order)
     if buf.shape[0] < need:
-        raise ConversionError(f"{label}: {buf.shape[0]} bytes, shorter than the {need} bytes of a {stream.name} "
-                              f"header that give its size; the file is truncated or of another kind")
+        raise ConversionError(
+            f"{label}: {buf.shape[0]} bytes, shorter than the {need} bytes of a {stream.name} "
+            f"header that give its size; the file is truncated or of another kind"
+        )
     at, first = 0, []
     for name, t in stream.header.fields:
         if at >= need:
             break
         first.append((name, t))
         at += field_dtype(t, order, name)[1]
-    soa, _ = _convert(buf, Record(tuple(first)), order, np.zeros(1, np.int64), np.full(1, need, np.int64), 0,
-                      False, False, label, "header")
+    soa, _ = _convert(
+        buf,
+        Record(tuple(first)),
+        order,
+        np.zeros(1, np.int64),
+        np.full(1, need, np.int64),
+        0,
+        False,
+        False,
+        label,
+        "header",
+    )
     values = header_values(stream, soa, order)
     rec, h = _checked(lambda: stream.header_record(values, order, stream.name), label)
     if buf.shape[0] < h:
-        raise ConversionError(f"{label}: {buf.shape[0]} bytes, shorter than its {h}-byte header (header.size = "
-                              f"{stream.header_size!r}); the file is truncated or the header damaged")
+        raise ConversionError(
+            f"{label}: {buf.shape[0]} bytes, shorter than its {h}-byte header (header.size = "
+            f"{stream.header_size!r}); the file is truncated or the header damaged"
+        )
     return rec, h
 
 
@@ -290,14 +332,25 @@ def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where, gpu
     if s.tag is None:  # every record is of one type (the only one, or select's): grouped already
         g_offsets, g_lengths = got.offsets, got.lengths
         bounds = np.zeros(ntypes + 3, np.int64)
-        bounds[int(got.types[0]) + 2 if len(got.types) else 0:] = len(got.offsets)
+        bounds[int(got.types[0]) + 2 if len(got.types) else 0 :] = len(got.offsets)
     else:
         g_offsets, g_lengths = np.empty_like(got.offsets), np.empty_like(got.lengths)
         bounds = K.group(got.types, ntypes, got.offsets, got.lengths, g_offsets, g_lengths)
     for ti, t in enumerate(s.types):
         a, b = bounds[ti + 1], bounds[ti + 2]
-        out[t.name], _ = _convert(buf, t.record, order, g_offsets[a:b], g_lengths[a:b], prefix, keep,
-                                  s.tail == "column", label, f"{where} type {t.name!r}", gpu)
+        out[t.name], _ = _convert(
+            buf,
+            t.record,
+            order,
+            g_offsets[a:b],
+            g_lengths[a:b],
+            prefix,
+            keep,
+            s.tail == "column",
+            label,
+            f"{where} type {t.name!r}",
+            gpu,
+        )
         if t.record.decimals:
             out.decimals[t.name] = dict(t.record.decimals)
     if bounds[ntypes + 2] > bounds[ntypes + 1]:
@@ -316,15 +369,17 @@ def _check_sizes(offsets, lengths, fixed, tails, label, what):
         i = short[0]
         raise ConversionError(
             f"{label}: byte {offsets[i]}: a {what} record of {lengths[i]} bytes, shorter than the type's "
-            f"{fixed} bytes of fields; the stream is damaged, or the type's fields are wrong")
+            f"{fixed} bytes of fields; the stream is damaged, or the type's fields are wrong"
+        )
     if not tails:
         extra = np.flatnonzero(lengths > fixed) if lengths.max() > fixed else ()
         if len(extra):
             i = extra[0]
             raise ConversionError(
                 f"{label}: byte {offsets[i]}: a {what} record of {lengths[i]} bytes, longer than the type's "
-                f"{fixed} bytes of fields; declare the rest as fields, or set tail = \"column\" in the section "
-                f"to keep it as the _tail column")
+                f'{fixed} bytes of fields; declare the rest as fields, or set tail = "column" in the section '
+                f"to keep it as the _tail column"
+            )
 
 
 def _convert(buf, record: Record, order, offsets, lengths, prefix, keep_prefix, tails, label, what, gpu=None):
@@ -336,8 +391,7 @@ def _convert(buf, record: Record, order, offsets, lengths, prefix, keep_prefix, 
     offsets = np.ascontiguousarray(offsets, np.int64)
     runs = np.array(runs, np.int64).reshape(-1, 3)
     if gpu is not None and not tails:
-        return _transpose_on_gpu(gpu, buf, record, order, layout, runs, offset_at, offsets, prefix, label,
-                                 what), layout
+        return _transpose_on_gpu(gpu, buf, record, order, layout, runs, offset_at, offsets, prefix, label, what), layout
     soa = _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what)
     if not tails:
         return soa, layout
@@ -355,8 +409,9 @@ def _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, 
     memory = arena.allocate()
     ops, offs, keep = forward_ops(arena, memory.ctypes.data, {})
     nul = np.array([(layout[name].offset, layout[name].width) for name in record.text], np.int64).reshape(-1, 2)
-    fault = K.aos_to_soa_at(buf, offsets, layout.itemsize, runs, offset_at, nul, ops, offs,
-                            owners=(memory, ops, offs, keep))
+    fault = K.aos_to_soa_at(
+        buf, offsets, layout.itemsize, runs, offset_at, nul, ops, offs, owners=(memory, ops, offs, keep)
+    )
     del keep
     if fault is not None:
         _raise_fault(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what, fault)
@@ -374,22 +429,30 @@ def _transpose_on_gpu(gpu, buf, record, order, layout, runs, offset_at, offsets,
     n, itemsize = len(offsets), layout.itemsize
     if record.text and n:
         nul = np.array([(layout[name].offset, layout[name].width) for name in record.text], np.int64)
-        fault = K.aos_to_soa_at(buf, offsets, itemsize, runs, offset_at, nul, np.zeros((0, NCOLS), np.int64),
-                                np.zeros(1, np.int64))
+        fault = K.aos_to_soa_at(
+            buf, offsets, itemsize, runs, offset_at, nul, np.zeros((0, NCOLS), np.int64), np.zeros(1, np.int64)
+        )
         if fault is not None:
             _raise_fault(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what, fault)
     dense = _device.empty(n * itemsize)
     if n:
         nb = _device.cuda()
-        gather_records(gpu.bytes(), nb.to_device(offsets), itemsize, nb.to_device(byte_map(itemsize, runs, offset_at)),
-                       _device.words(dense, n * itemsize))
+        gather_records(
+            gpu.bytes(),
+            nb.to_device(offsets),
+            itemsize,
+            nb.to_device(byte_map(itemsize, runs, offset_at)),
+            _device.words(dense, n * itemsize),
+        )
     try:
-        return AoS(dense[:n * itemsize], layout).to_soa(device="cuda")
+        return AoS(dense[: n * itemsize], layout).to_soa(device="cuda")
     except ConversionError as err:
         m = re.search(r"record (\d+)", str(err))
         at = f" byte {int(offsets[int(m.group(1))])}:" if m and int(m.group(1)) < n else ""
-        raise ConversionError(f"{label}:{at} a {what} record: {err}; in a stream description, drop the field from the "
-                              f"type's text list to read it as bytes") from err
+        raise ConversionError(
+            f"{label}:{at} a {what} record: {err}; in a stream description, drop the field from the "
+            f"type's text list to read it as bytes"
+        ) from err
 
 
 def _raise_fault(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what, fault):
@@ -397,13 +460,23 @@ def _raise_fault(buf, record, order, layout, runs, offset_at, offsets, prefix, l
     record gathered again, and described as the dense path describes it."""
     row, op, code = fault
     one = np.zeros(layout.itemsize, np.uint8)
-    K.gather(buf, offsets[row:row + 1], runs[:, 0].copy(), runs[:, 1].copy(), runs[:, 2].copy(), one,
-             layout.itemsize, offset_at)
+    K.gather(
+        buf,
+        offsets[row : row + 1],
+        runs[:, 0].copy(),
+        runs[:, 1].copy(),
+        runs[:, 2].copy(),
+        one,
+        layout.itemsize,
+        offset_at,
+    )
     if code == K.E_TEXT_NUL:
-        _check_text(one.reshape(1, -1), layout, record, offsets[row:row + 1], prefix, order, label, what)
+        _check_text(one.reshape(1, -1), layout, record, offsets[row : row + 1], prefix, order, label, what)
     err = forward_error(layout, one.view(layout.dtype), (0, op, code), first=row)
-    raise ConversionError(f"{label}: byte {int(offsets[row])}: a {what} record: {err}; in a stream description, "
-                          f"drop the field from the type's text list to read it as bytes") from err
+    raise ConversionError(
+        f"{label}: byte {int(offsets[row])}: a {what} record: {err}; in a stream description, "
+        f"drop the field from the type's text list to read it as bytes"
+    ) from err
 
 
 def _check_text(rows, layout, record, offsets, prefix, order, label, what):
@@ -415,18 +488,23 @@ def _check_text(rows, layout, record, offsets, prefix, order, label, what):
         starts[name] = at
         at += field_dtype(t, order, name)[1]
     fields = [layout[name] for name in record.text]
-    i = K.first_nul(rows.reshape(-1), layout.itemsize, np.array([f.offset for f in fields], np.int64),
-                    np.array([f.width for f in fields], np.int64))
+    i = K.first_nul(
+        rows.reshape(-1),
+        layout.itemsize,
+        np.array([f.offset for f in fields], np.int64),
+        np.array([f.width for f in fields], np.int64),
+    )
     if i < 0:
         return
     row = rows[i]
     for name, f in zip(record.text, fields):
-        if (row[f.offset:f.offset + f.width] == 0).any():
+        if (row[f.offset : f.offset + f.width] == 0).any():
             src = starts[name]
             raise ConversionError(
                 f"{label}: byte {int(offsets[i]) + src}: text field {name!r} of a {what} record (at byte "
                 f"{int(offsets[i])}) holds a NUL byte; text is kept byte for byte only without NULs: the stream "
-                f"is damaged, or read the field as bytes (drop it from the type's text list)")
+                f"is damaged, or read the field as bytes (drop it from the type's text list)"
+            )
 
 
 def _with_tail(soa: SoA, layout: Layout, buf, offsets, starts, sizes) -> SoA:
@@ -451,8 +529,13 @@ def _with_tail(soa: SoA, layout: Layout, buf, offsets, starts, sizes) -> SoA:
     modes = dict(layout.bytes_as)
     modes["_tail"] = "binary"
     tail_layout = Layout.from_dtype(dtype, bytes_as={k: v for k, v in modes.items() if v != "fixed"})
-    column = ColumnBuffers(pa.large_binary() if large else pa.binary(), n, None, pa.py_buffer(offs),
-                           pa.py_buffer(data[:total] if total else data[:0]))
+    column = ColumnBuffers(
+        pa.large_binary() if large else pa.binary(),
+        n,
+        None,
+        pa.py_buffer(offs),
+        pa.py_buffer(data[:total] if total else data[:0]),
+    )
     return SoA(tail_layout, n, list(soa._columns) + [column])
 
 
@@ -469,11 +552,27 @@ def _raw_table(buf, offsets, lengths, fixed=None) -> SoA:
     of ``fixed`` bytes)."""
     offsets = np.ascontiguousarray(offsets, np.int64)
     if fixed is not None:
-        layout = Layout.from_dtype(np.dtype({"names": ["_offset", "_prefix"], "formats": ["<i8", f"S{fixed}"],
-                                             "offsets": [0, 8], "itemsize": 8 + fixed}))
+        layout = Layout.from_dtype(
+            np.dtype(
+                {
+                    "names": ["_offset", "_prefix"],
+                    "formats": ["<i8", f"S{fixed}"],
+                    "offsets": [0, 8],
+                    "itemsize": 8 + fixed,
+                }
+            )
+        )
         dense = np.zeros(len(offsets) * layout.itemsize, np.uint8)
-        K.gather(buf, offsets, np.zeros(1, np.int64), np.full(1, 8, np.int64), np.full(1, fixed, np.int64), dense,
-                 layout.itemsize, 0)
+        K.gather(
+            buf,
+            offsets,
+            np.zeros(1, np.int64),
+            np.full(1, 8, np.int64),
+            np.full(1, fixed, np.int64),
+            dense,
+            layout.itemsize,
+            0,
+        )
         return AoS(dense.view(layout.dtype), layout).to_soa()
     layout = Layout.from_dtype(np.dtype([("_offset", "<i8")]))
     dense = np.zeros(len(offsets) * 8, np.uint8)

@@ -27,8 +27,19 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-__all__ = ["Stream", "Record", "Section", "Framing", "Length", "Tag", "RecordType", "ByteOrder",
-           "load", "builtin_names", "RESERVED"]
+__all__ = [
+    "Stream",
+    "Record",
+    "Section",
+    "Framing",
+    "Length",
+    "Tag",
+    "RecordType",
+    "ByteOrder",
+    "load",
+    "builtin_names",
+    "RESERVED",
+]
 
 RESERVED = ("_offset", "_tail", "_prefix", "_header", "_gaps")
 _PRESETS = ("rdw", "bdw", "fixed")
@@ -59,33 +70,46 @@ def check_expr(text: "str | int", where: str, names: "tuple[str, ...]") -> "str 
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as err:
-        raise _err(where, f"{text!r} is not an expression ({err.msg}); write e.g. \"offset_to_points\" or "
-                          f"\"header_size + 4 * count\"") from err
+        raise _err(
+            where,
+            f'{text!r} is not an expression ({err.msg}); write e.g. "offset_to_points" or "header_size + 4 * count"',
+        ) from err
     calls = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            if not (isinstance(node.func, ast.Name) and node.func.id in _CALLS and len(node.args) >= 2
-                    and not node.keywords):
+            if not (
+                isinstance(node.func, ast.Name) and node.func.id in _CALLS and len(node.args) >= 2 and not node.keywords
+            ):
                 fn = node.func.id if isinstance(node.func, ast.Name) else "?"
-                raise _err(where, f"{text!r} uses Call {fn}(); the only functions are max(a, b, ...) and "
-                                  f"min(a, b, ...)")
+                raise _err(
+                    where, f"{text!r} uses Call {fn}(); the only functions are max(a, b, ...) and min(a, b, ...)"
+                )
             calls.add(id(node.func))
             continue
         if id(node) in calls:
             continue
-        if isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Load)) or isinstance(node, _OPS) \
-                or isinstance(node, ast.USub):
+        if (
+            isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Load))
+            or isinstance(node, _OPS)
+            or isinstance(node, ast.USub)
+        ):
             continue
         if isinstance(node, ast.Constant) and type(node.value) is int:
             continue
         if isinstance(node, ast.Name):
             if node.id not in names:
                 known = ", ".join(names) or "none"
-                raise _err(where, f"{text!r} names {node.id!r}, which is no integer field of the header (integer "
-                                  f"header fields: {known})")
+                raise _err(
+                    where,
+                    f"{text!r} names {node.id!r}, which is no integer field of the header (integer "
+                    f"header fields: {known})",
+                )
             continue
-        raise _err(where, f"{text!r} uses {type(node).__name__}; expressions have header field names, integers, "
-                          f"+ - * //, max(), min() and parentheses only")
+        raise _err(
+            where,
+            f"{text!r} uses {type(node).__name__}; expressions have header field names, integers, "
+            f"+ - * //, max(), min() and parentheses only",
+        )
     return text
 
 
@@ -141,16 +165,22 @@ def field_dtype(spec: str, order: str, where: str) -> "tuple[np.dtype, int, str]
         base, count = lm.group(1), lm.group(2).strip()
         dt, width, o = list_item(spec, base, order, where)
         if not count.isdigit():
-            raise _err(where, f"{spec!r}: a list's length {count!r} is an expression; it has a type only once the "
-                              f"header is read (Record.resolve)")
+            raise _err(
+                where,
+                f"{spec!r}: a list's length {count!r} is an expression; it has a type only once the "
+                f"header is read (Record.resolve)",
+            )
         n = int(count)
         if n < 1:
             raise _err(where, f"{spec!r}: a list needs at least 1 element")
         return np.dtype((dt, (n,))), width * n, o
     m = _FIELD_TYPE.match(spec) if isinstance(spec, str) else None
     if m is None:
-        raise _err(where, f"field type {spec!r} is not one of: a NumPy type like '>u4', '<f8', 'S8', 'u1', "
-                          f"'=i2' ('=' is the stream's byte order), or an odd-width unsigned '>u6'")
+        raise _err(
+            where,
+            f"field type {spec!r} is not one of: a NumPy type like '>u4', '<f8', 'S8', 'u1', "
+            f"'=i2' ('=' is the stream's byte order), or an odd-width unsigned '>u6'",
+        )
     o, kind, size = m.group(1), m.group(2), int(m.group(3) or 1)
     if o == "=":
         o = ">" if order == "big" else "<"
@@ -164,11 +194,15 @@ def field_dtype(spec: str, order: str, where: str) -> "tuple[np.dtype, int, str]
         wide = 4 if size == 3 else 8
         return np.dtype(f"{o}u{wide}"), size, o
     if size not in (1, 2, 4, 8) or (kind == "f" and size == 1):
-        raise _err(where, f"{spec!r}: no {kind}{size}; integers are 1, 2, 4, 8 bytes (unsigned also 3, 5, 6, 7), "
-                          f"floats 2, 4, 8")
+        raise _err(
+            where,
+            f"{spec!r}: no {kind}{size}; integers are 1, 2, 4, 8 bytes (unsigned also 3, 5, 6, 7), floats 2, 4, 8",
+        )
     if size > 1 and o in ("", "|"):
-        raise _err(where, f"{spec!r}: a {size}-byte number needs a byte order: '>{kind}{size}', '<{kind}{size}' "
-                          f"or '={kind}{size}'")
+        raise _err(
+            where,
+            f"{spec!r}: a {size}-byte number needs a byte order: '>{kind}{size}', '<{kind}{size}' or '={kind}{size}'",
+        )
     return np.dtype(f"{o if size > 1 else '|'}{kind}{size}"), size, o if size > 1 else "|"
 
 
@@ -176,8 +210,7 @@ def list_item(spec: str, base: str, order: str, where: str) -> "tuple[np.dtype, 
     """The item type of list type ``spec`` (``base[...]``): a number of 1, 2, 4 or 8 bytes."""
     dt, width, o = field_dtype(base, order, where)
     if dt.kind not in "iuf" or dt.itemsize != width:
-        raise _err(where, f"{spec!r}: a list holds numbers of 1, 2, 4 or 8 bytes ('>f4[n]', '<u4[5]'), not "
-                          f"{base!r}")
+        raise _err(where, f"{spec!r}: a list holds numbers of 1, 2, 4 or 8 bytes ('>f4[n]', '<u4[5]'), not {base!r}")
     return dt, width, o
 
 
@@ -194,21 +227,21 @@ class Record:
     decimals: Any = ()  # ((field, places), ...) or a dict
 
     def __post_init__(self):
-        object.__setattr__(self, "fields", tuple(tuple(f) if isinstance(f, (list, tuple)) else (f,)
-                                                 for f in self.fields))
+        object.__setattr__(
+            self, "fields", tuple(tuple(f) if isinstance(f, (list, tuple)) else (f,) for f in self.fields)
+        )
         object.__setattr__(self, "text", tuple(self.text))
         d = self.decimals.items() if isinstance(self.decimals, Mapping) else self.decimals
-        object.__setattr__(self, "decimals", tuple(tuple(x) if isinstance(x, (list, tuple)) else (x, None)
-                                                   for x in d))
+        object.__setattr__(self, "decimals", tuple(tuple(x) if isinstance(x, (list, tuple)) else (x, None) for x in d))
 
     def check(self, where: str, order: str, names: "tuple[str, ...]" = ()) -> None:
         """Check the fields; ``names``: the header fields list lengths may use."""
         if not self.fields:
-            raise _err(where, "a record needs at least one field: fields = [[\"name\", \">u4\"], ...]")
+            raise _err(where, 'a record needs at least one field: fields = [["name", ">u4"], ...]')
         seen = set()
         for f in self.fields:
             if len(f) != 2 or not isinstance(f[0], str) or not isinstance(f[1], str):
-                raise _err(where, f"field {f!r} is not a [name, type] pair like [\"price\", \">u4\"]")
+                raise _err(where, f'field {f!r} is not a [name, type] pair like ["price", ">u4"]')
             if f[0] in seen:
                 raise _err(where, f"field {f[0]!r} appears twice; names must be unique")
             if f[0] in RESERVED or not f[0]:
@@ -251,11 +284,14 @@ class Record:
                 expr = lm.group(2).strip()
                 n = evaluate(expr, values, f"{where}.fields.{name}: list length")
                 if n < 1:
-                    raise ValueError(f"{where}.fields.{name}: the list length {expr!r} is {n}; a list needs at "
-                                     f"least 1 element")
+                    raise ValueError(
+                        f"{where}.fields.{name}: the list length {expr!r} is {n}; a list needs at least 1 element"
+                    )
                 if n > limit:
-                    raise ValueError(f"{where}.fields.{name}: the list length {expr!r} is {n}, more elements than "
-                                     f"the {limit} bytes of the data can hold")
+                    raise ValueError(
+                        f"{where}.fields.{name}: the list length {expr!r} is {n}, more elements than "
+                        f"the {limit} bytes of the data can hold"
+                    )
                 t = f"{lm.group(1)}[{n}]"
             fields.append((name, t))
         return dataclasses.replace(self, fields=tuple(fields))
@@ -318,8 +354,7 @@ def _plan(self: Record, order: str, prefix: int, with_offset: bool, keep_prefix:
     runs = merged
     dtype = np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": at})
     bytes_as = {n: "string" for n in self.text}
-    return (Layout.from_dtype(dtype, bytes_as=bytes_as or "fixed"), tuple(runs), tuple(zeros),
-            0 if with_offset else -1)
+    return (Layout.from_dtype(dtype, bytes_as=bytes_as or "fixed"), tuple(runs), tuple(zeros), 0 if with_offset else -1)
 
 
 @dataclass(frozen=True)
@@ -369,14 +404,16 @@ class RecordType:
             try:
                 raw = t.encode("latin-1")
             except UnicodeEncodeError as err:
-                raise _err(where, f"tag {t!r} is not one byte per character (latin-1); give its value as an "
-                                  f"integer") from err
+                raise _err(
+                    where, f"tag {t!r} is not one byte per character (latin-1); give its value as an integer"
+                ) from err
             if len(raw) != tag.size:
                 raise _err(where, f"tag {t!r} has {len(raw)} bytes; the tag field has {tag.size}")
             return int.from_bytes(raw, "big" if tag.order == "big" else "little")
         if type(t) is not int or not 0 <= t < 1 << (8 * tag.size):
-            raise _err(where, f"tag {t!r} is not an integer 0..{(1 << 8 * tag.size) - 1} or a "
-                              f"{tag.size}-character string")
+            raise _err(
+                where, f"tag {t!r} is not an integer 0..{(1 << 8 * tag.size) - 1} or a {tag.size}-character string"
+            )
         return t
 
 
@@ -427,8 +464,10 @@ class Section:
 
     def resolve(self, values: Mapping[str, int], where: str, limit: int) -> "Section":
         """This section with its types' list lengths taken from the header (``values``)."""
-        types = tuple(dataclasses.replace(t, record=t.record.resolve(values, f"{where}.types.{t.name}", limit))
-                      for t in self.types)
+        types = tuple(
+            dataclasses.replace(t, record=t.record.resolve(values, f"{where}.types.{t.name}", limit))
+            for t in self.types
+        )
         if all(a.record is b.record for a, b in zip(types, self.types)):
             return self
         return dataclasses.replace(self, types=types)
@@ -490,23 +529,27 @@ class Stream:
         n = evaluate(self.header_size, values, f"{where}: header.size")
         need = self.header_needs(order)
         if n < need:
-            raise ValueError(f"{where}: header.size = {self.header_size!r} is {n}, less than the {need} bytes "
-                             f"holding the fields it is computed from")
+            raise ValueError(
+                f"{where}: header.size = {self.header_size!r} is {n}, less than the {need} bytes "
+                f"holding the fields it is computed from"
+            )
         at, keep = 0, []
         for name, t in rec.fields:
             w = field_dtype(t, order, name)[1]
             if at + w <= n:
                 keep.append((name, t))
             elif at < n:
-                raise ValueError(f"{where}: header.size = {self.header_size!r} is {n}, which cuts field {name!r} "
-                                 f"(bytes {at}..{at + w})")
+                raise ValueError(
+                    f"{where}: header.size = {self.header_size!r} is {n}, which cuts field {name!r} "
+                    f"(bytes {at}..{at + w})"
+                )
             at += w
         if len(keep) == len(rec.fields):
             return rec, full
         kept = {k for k, _ in keep}
-        return Record(tuple(keep), tuple(x for x in rec.text if x in kept),
-                      tuple(d for d in rec.decimals if d[0] in kept)), sum(
-            field_dtype(t, order, k)[1] for k, t in keep)
+        return Record(
+            tuple(keep), tuple(x for x in rec.text if x in kept), tuple(d for d in rec.decimals if d[0] in kept)
+        ), sum(field_dtype(t, order, k)[1] for k, t in keep)
 
     def header_needs(self, order: str) -> int:
         """The bytes of the header up to the last field ``header_size`` names."""
@@ -525,7 +568,7 @@ class Stream:
     def check(self) -> None:
         w = self.name
         if self.order not in ("big", "little"):
-            raise _err(f"{w}: order", f"{self.order!r}; expected \"big\" or \"little\"")
+            raise _err(f"{w}: order", f'{self.order!r}; expected "big" or "little"')
         if self.byteorder is not None:
             b = self.byteorder
             if not (_nat(b.offset) and b.size in (1, 2, 4, 8) and b.magic and all(_nat(m) for m in b.magic)):
@@ -534,8 +577,11 @@ class Stream:
         for order in self.orders():
             if self.header is not None:
                 self.header.check(f"{w}: header", order)
-                header_names = tuple(n for n, t in self.header.fields  # integer fields only
-                                     if field_dtype(t, order, n)[0].kind in "iu")
+                header_names = tuple(
+                    n
+                    for n, t in self.header.fields  # integer fields only
+                    if field_dtype(t, order, n)[0].kind in "iu"
+                )
         if self.header_size is not None:
             if self.header is None:
                 raise _err(f"{w}: header.size", "there is no header: give [header] fields, or drop size")
@@ -552,41 +598,53 @@ class Stream:
                 if v is not None:
                     check_expr(v, f"{sw}.{key}", header_names)
             if s.tail not in ("column", "error"):
-                raise _err(f"{sw}.tail", f"{s.tail!r}; expected \"column\" or \"error\"")
+                raise _err(f"{sw}.tail", f'{s.tail!r}; expected "column" or "error"')
             if s.unknown not in ("error", "skip", "keep"):
-                raise _err(f"{sw}.unknown", f"{s.unknown!r}; expected \"error\", \"skip\" or \"keep\"")
+                raise _err(f"{sw}.unknown", f'{s.unknown!r}; expected "error", "skip" or "keep"')
             f = s.framing
             if not _nat(f.prefix):
                 raise _err(f"{sw}.framing.prefix", f"{f.prefix!r}; expected an integer >= 0")
             if f.size is not None and f.length is not None:
                 raise _err(f"{sw}.framing", "give either size (fixed-size records) or length (a length field)")
             if f.size is None and f.length is None and len(s.types) > 1 and s.select is None:
-                raise _err(f"{sw}.framing", f"\"fixed\" (each record its type's fields) needs one record type or "
-                                            f"select = \"<header field>\" choosing one; this section has "
-                                            f"{len(s.types)} types: give size, length, or select")
+                raise _err(
+                    f"{sw}.framing",
+                    f'"fixed" (each record its type\'s fields) needs one record type or '
+                    f'select = "<header field>" choosing one; this section has '
+                    f"{len(s.types)} types: give size, length, or select",
+                )
             if s.select is not None and s.tag is not None:
-                raise _err(f"{sw}.select", "a section's type comes from a tag in each record or from the header "
-                                           "(select), not both; drop one")
+                raise _err(
+                    f"{sw}.select",
+                    "a section's type comes from a tag in each record or from the header (select), not both; drop one",
+                )
             if f.size is not None:
                 check_expr(f.size, f"{sw}.framing.size", header_names)
             elif f.length is not None:
                 ln = f.length
                 if not (_nat(ln.offset) and ln.size in range(1, 9) and ln.order in ("big", "little", "=")):
-                    raise _err(f"{sw}.framing.length", "needs offset >= 0, size 1..8 and order \"big\", \"little\" "
-                                                        "or \"=\" (the stream's)")
+                    raise _err(
+                        f"{sw}.framing.length",
+                        'needs offset >= 0, size 1..8 and order "big", "little" or "=" (the stream\'s)',
+                    )
                 if type(ln.unit) is not int or ln.unit < 1:
-                    raise _err(f"{sw}.framing.length.unit", f"{ln.unit!r}; expected \"bytes\", \"words\" or an "
-                                                            f"integer >= 1")
+                    raise _err(
+                        f"{sw}.framing.length.unit", f'{ln.unit!r}; expected "bytes", "words" or an integer >= 1'
+                    )
                 if type(ln.adjust) is not int:
                     raise _err(f"{sw}.framing.length.adjust", f"{ln.adjust!r}; expected an integer")
             if not s.types:
                 raise _err(sw, "a section needs at least one record type: [section.types.NAME]")
             if s.tag is None and s.select is None and len(s.types) > 1:
-                raise _err(sw, f"{len(s.types)} record types but no tag to tell them apart: add tag = "
-                               f"{{ offset = ..., size = ... }}")
-            if s.tag is not None and not (_nat(s.tag.offset) and s.tag.size in range(1, 9)
-                                          and s.tag.order in ("big", "little")):
-                raise _err(f"{sw}.tag", "needs offset >= 0, size 1..8 and order \"big\" or \"little\"")
+                raise _err(
+                    sw,
+                    f"{len(s.types)} record types but no tag to tell them apart: add tag = "
+                    f"{{ offset = ..., size = ... }}",
+                )
+            if s.tag is not None and not (
+                _nat(s.tag.offset) and s.tag.size in range(1, 9) and s.tag.order in ("big", "little")
+            ):
+                raise _err(f"{sw}.tag", 'needs offset >= 0, size 1..8 and order "big" or "little"')
             tags: dict = {}
             for t in s.types:
                 tw = f"{sw}.types.{getattr(t, 'name', '?')}"
@@ -599,21 +657,27 @@ class Stream:
                     t.record.check(tw, order, header_names)
                 if s.select is not None:
                     if type(t.tag) is not int or t.tag < 0:
-                        raise _err(tw, f"the section selects its type by the header's {s.select!r}: give this type "
-                                       f"the value that selects it, tag = <integer >= 0> (got {t.tag!r})")
+                        raise _err(
+                            tw,
+                            f"the section selects its type by the header's {s.select!r}: give this type "
+                            f"the value that selects it, tag = <integer >= 0> (got {t.tag!r})",
+                        )
                     if t.tag in tags:
                         raise _err(tw, f"tag {t.tag!r} is also {tags[t.tag]!r}'s; each type needs its own")
                     tags[t.tag] = t.name
                 if s.tag is not None:
                     if t.tag is None:
-                        raise _err(tw, "the section has a tag: give this type its value, tag = \"A\" or a number")
+                        raise _err(tw, 'the section has a tag: give this type its value, tag = "A" or a number')
                     v = t.tag_value(s.tag, tw)
                     if v in tags:
                         raise _err(tw, f"tag {t.tag!r} is also {tags[v]!r}'s; each type needs its own")
                     tags[v] = t.name
                     if s.tag.offset + s.tag.size > t.record.min_size(self.orders()[0]):
-                        raise _err(f"{sw}.tag", f"the tag (bytes {s.tag.offset}..{s.tag.offset + s.tag.size}) lies "
-                                                f"beyond type {t.name!r}'s fields; make the tag a field of every type")
+                        raise _err(
+                            f"{sw}.tag",
+                            f"the tag (bytes {s.tag.offset}..{s.tag.offset + s.tag.size}) lies "
+                            f"beyond type {t.name!r}'s fields; make the tag a field of every type",
+                        )
 
 
 def _nat(v):
@@ -638,7 +702,7 @@ def _record(table, where, with_tag=False, header=False) -> "tuple[Record, Any]":
     allowed = _RECORD_KEYS if with_tag else _RECORD_KEYS - {"tag"}
     _keys(table, allowed | {"size"} if header else allowed, where)
     if "fields" not in table:
-        raise _err(where, "missing fields = [[\"name\", \">u4\"], ...]")
+        raise _err(where, 'missing fields = [["name", ">u4"], ...]')
     fields = table["fields"]
     if not isinstance(fields, list):
         raise _err(f"{where}.fields", "expected a list of [name, type] pairs")
@@ -648,8 +712,9 @@ def _record(table, where, with_tag=False, header=False) -> "tuple[Record, Any]":
     decimals = table.get("decimals", {})
     if not isinstance(decimals, dict):
         raise _err(f"{where}.decimals", "expected a table: decimals = { price = 4 }")
-    return Record(tuple(tuple(f) if isinstance(f, list) else f for f in fields), tuple(text), decimals), \
-        table.get("tag")
+    return Record(tuple(tuple(f) if isinstance(f, list) else f for f in fields), tuple(text), decimals), table.get(
+        "tag"
+    )
 
 
 def _framing(value, where) -> Framing:
@@ -665,13 +730,12 @@ def _framing(value, where) -> Framing:
         unit = ln.get("unit", "bytes")
         if isinstance(unit, str):
             if unit not in _UNITS:
-                raise _err(f"{where}.length.unit", f"{unit!r}; expected \"bytes\", \"words\" (2 bytes) or an integer")
+                raise _err(f"{where}.length.unit", f'{unit!r}; expected "bytes", "words" (2 bytes) or an integer')
             unit = _UNITS[unit]
         cs = ln.get("counts_itself", False)
         if not isinstance(cs, bool):
             raise _err(f"{where}.length.counts_itself", f"{cs!r}; expected true or false")
-        length = Length(ln.get("offset", 0), ln.get("size", 2), ln.get("order", "big"), unit, cs,
-                        ln.get("adjust", 0))
+        length = Length(ln.get("offset", 0), ln.get("size", 2), ln.get("order", "big"), unit, cs, ln.get("adjust", 0))
     return Framing(value.get("size"), length, value.get("prefix"))
 
 
@@ -706,8 +770,7 @@ def from_dict(doc: Mapping[str, Any], name: str, layouts: "Mapping[str, Any] | N
         sw = f"{name}: section[{i}]"
         _keys(s, _SECTION_KEYS, sw)
         if "framing" not in s:
-            raise _err(sw, "missing framing: framing = { size = 24 }, { length = {...} }, \"rdw\", \"bdw\" or "
-                           "\"fixed\"")
+            raise _err(sw, 'missing framing: framing = { size = 24 }, { length = {...} }, "rdw", "bdw" or "fixed"')
         framing = _framing(s["framing"], f"{sw}.framing")
         tag = None
         if "tag" in s:
@@ -721,10 +784,31 @@ def from_dict(doc: Mapping[str, Any], name: str, layouts: "Mapping[str, Any] | N
             rec, tv = _record(t, f"{sw}.types.{tname}", with_tag=True)
             types.append(RecordType(tname, rec, tv))
         bdw = s["framing"] == "bdw"
-        out.append(_BdwSection(framing, tuple(types), tag, s.get("offset"), s.get("count"), s.get("bytes"),
-                               s.get("tail", "error"), s.get("unknown", "error"), s.get("select")) if bdw else
-                   Section(framing, tuple(types), tag, s.get("offset"), s.get("count"), s.get("bytes"),
-                           s.get("tail", "error"), s.get("unknown", "error"), s.get("select")))
+        out.append(
+            _BdwSection(
+                framing,
+                tuple(types),
+                tag,
+                s.get("offset"),
+                s.get("count"),
+                s.get("bytes"),
+                s.get("tail", "error"),
+                s.get("unknown", "error"),
+                s.get("select"),
+            )
+            if bdw
+            else Section(
+                framing,
+                tuple(types),
+                tag,
+                s.get("offset"),
+                s.get("count"),
+                s.get("bytes"),
+                s.get("tail", "error"),
+                s.get("unknown", "error"),
+                s.get("select"),
+            )
+        )
     hsize = doc["header"].get("size") if isinstance(doc.get("header"), dict) else None
     return Stream(tuple(out), header, doc.get("order", "big"), bo, doc.get("name", name), hsize)
 
@@ -754,21 +838,23 @@ def load(path: "str | os.PathLike[str]") -> Stream:
 
 
 def builtin_names() -> "list[str]":
-    return sorted(p.name[:-5] for p in resources.files(__package__).joinpath("builtin").iterdir()
-                  if p.name.endswith(".toml"))
+    return sorted(
+        p.name[:-5] for p in resources.files(__package__).joinpath("builtin").iterdir() if p.name.endswith(".toml")
+    )
 
 
 def builtin(name: str) -> Stream:
     res = resources.files(__package__).joinpath("builtin").joinpath(f"{name}.toml")
     if not res.is_file():
-        raise LayoutError(f"no built-in stream {name!r}; built-ins are {', '.join(builtin_names())}, or pass a "
-                          f"path to a .toml description or a Stream")
+        raise LayoutError(
+            f"no built-in stream {name!r}; built-ins are {', '.join(builtin_names())}, or pass a "
+            f"path to a .toml description or a Stream"
+        )
     try:
         doc = tomllib.loads(res.read_text("utf-8"))
     except tomllib.TOMLDecodeError as err:  # pragma: no cover - the built-ins are tested
         raise LayoutError(f"built-in stream {name}: not valid TOML ({err})") from err
     return from_dict(doc, name)
-
 
 
 def record_from(fields: Any, where: str = "record") -> Record:
@@ -778,8 +864,9 @@ def record_from(fields: Any, where: str = "record") -> Record:
         return fields
     if isinstance(fields, Layout):
         fields = fields.dtype
-    if isinstance(fields, (list, tuple)) and all(isinstance(f, (list, tuple)) and len(f) == 2
-                                                 and isinstance(f[1], str) for f in fields):
+    if isinstance(fields, (list, tuple)) and all(
+        isinstance(f, (list, tuple)) and len(f) == 2 and isinstance(f[1], str) for f in fields
+    ):
         return Record(tuple((f[0], f[1]) for f in fields))
     try:
         dt = np.dtype(fields)
@@ -791,10 +878,16 @@ def record_from(fields: Any, where: str = "record") -> Record:
     for n in dt.names:
         f, off = dt.fields[n][0], dt.fields[n][1]
         if off != at or f.subdtype is not None or f.names is not None:
-            raise _err(f"{where}.{n}", f"field at offset {off} (expected {at}) or a sub-array/nested record: a stream "
-                                       f"record is a flat, packed list of fields; list them as (name, type) pairs")
-        t = f"S{f.itemsize}" if f.kind == "S" else ("?" if f.kind == "b" else
-                                                   ("|" if f.itemsize == 1 else f.str[0]) + f.kind + str(f.itemsize))
+            raise _err(
+                f"{where}.{n}",
+                f"field at offset {off} (expected {at}) or a sub-array/nested record: a stream "
+                f"record is a flat, packed list of fields; list them as (name, type) pairs",
+            )
+        t = (
+            f"S{f.itemsize}"
+            if f.kind == "S"
+            else ("?" if f.kind == "b" else ("|" if f.itemsize == 1 else f.str[0]) + f.kind + str(f.itemsize))
+        )
         out.append((n, t.replace("|", "")))
         at += f.itemsize
     if at != dt.itemsize:

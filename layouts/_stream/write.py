@@ -15,7 +15,7 @@ from .._soa import SoA
 from ..kernels import stream as K
 from .frame import _checked, selected
 from .read import _keep_prefix, header_values, resolve
-from .spec import Record, Section, evaluate, _BdwSection
+from .spec import Record, Section, _BdwSection, evaluate
 
 __all__ = ["write_stream"]
 
@@ -29,8 +29,9 @@ def _arrow(value: Any, name: str) -> pa.Table:
         return value
     if hasattr(value, "__arrow_c_stream__") or hasattr(value, "__arrow_c_array__"):
         return pa.table(value)
-    raise ConversionError(f"table {name!r} is a {type(value).__name__}; give an SoA, a pyarrow Table or anything "
-                          f"with __arrow_c_stream__")
+    raise ConversionError(
+        f"table {name!r} is a {type(value).__name__}; give an SoA, a pyarrow Table or anything with __arrow_c_stream__"
+    )
 
 
 def _column(table: pa.Table, name: str, what: str, fix: str) -> pa.Array:
@@ -40,8 +41,13 @@ def _column(table: pa.Table, name: str, what: str, fix: str) -> pa.Array:
 
 
 def _offsets(table: pa.Table, what: str) -> np.ndarray:
-    col = _column(table, "_offset", what, "add _offset: each record's place in the stream's order (its byte "
-                                          "offset, as read_stream gives it, or any increasing numbers)")
+    col = _column(
+        table,
+        "_offset",
+        what,
+        "add _offset: each record's place in the stream's order (its byte "
+        "offset, as read_stream gives it, or any increasing numbers)",
+    )
     if col.null_count:
         raise ConversionError(f"{what}: _offset has {col.null_count} nulls; every record needs its place")
     return col.cast(pa.int64()).to_numpy(zero_copy_only=False)
@@ -58,12 +64,14 @@ def _tails(table: pa.Table, n: int, what: str) -> "tuple[np.ndarray, np.ndarray]
         raise ConversionError(f"{what}: _tail has {col.null_count} nulls; use empty bytes for records without a tail")
     col = col.cast(pa.large_binary())
     bufs = col.buffers()
-    offs = np.frombuffer(bufs[1], np.int64)[col.offset:col.offset + n + 1]
+    offs = np.frombuffer(bufs[1], np.int64)[col.offset : col.offset + n + 1]
     data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
     # the kernels copy through these offsets: check them first (a damaged Arrow array)
     if len(offs) != n + 1 or (n and (offs[0] < 0 or np.any(np.diff(offs) < 0) or offs[-1] > len(data))):
-        raise ConversionError(f"{what}: the _tail column's offsets are damaged (not increasing, or past its "
-                              f"{len(data)} data bytes); rebuild the column")
+        raise ConversionError(
+            f"{what}: the _tail column's offsets are damaged (not increasing, or past its "
+            f"{len(data)} data bytes); rebuild the column"
+        )
     return np.ascontiguousarray(offs), data
 
 
@@ -82,8 +90,10 @@ def _dense(table: pa.Table, record: Record, order, prefix, keep, what):
             raise
         if not table.num_rows:  # an empty table of a type the header's lengths do not fit: nothing to write
             return None, layout, runs, zeros
-        raise ConversionError(f"{what}: {err}; its lists ({', '.join(lists)}) have the lengths the header gives: "
-                              f"set the header field to the lists' length, or the lists to the header's") from err
+        raise ConversionError(
+            f"{what}: {err}; its lists ({', '.join(lists)}) have the lengths the header gives: "
+            f"set the header field to the lists' length, or the lists to the header's"
+        ) from err
     return soa, layout, runs, zeros
 
 
@@ -100,8 +110,9 @@ def _place(out, soa, layout, runs, zeros, positions, what, record, order, frame=
     lengths = np.zeros(0, np.int64) if lengths is None else np.ascontiguousarray(lengths, np.int64)
     positions = np.ascontiguousarray(positions, np.int64)
     ops, offs, keep = reverse_ops(soa.layout, soa._columns, soa._fills, soa._truncate)
-    fault = K.soa_to_aos_at(out, positions, layout.itemsize, r, z, frame, lengths, ops, offs,
-                            owners=(soa._columns, ops, offs, keep))
+    fault = K.soa_to_aos_at(
+        out, positions, layout.itemsize, r, z, frame, lengths, ops, offs, owners=(soa._columns, ops, offs, keep)
+    )
     del keep
     if fault is None:
         return
@@ -115,13 +126,16 @@ def _place(out, soa, layout, runs, zeros, positions, what, record, order, frame=
         dt, width, _ = field_dtype(t, order, name)
         value = row.column(name)[0].as_py()
         if dt.itemsize != width and isinstance(value, int) and value >= 1 << (8 * width):
-            raise ConversionError(f"{what}, row {bad}: field {name!r} = {value} does not fit its "
-                                  f"{width} bytes ({t}); the largest is {(1 << 8 * width) - 1}")
+            raise ConversionError(
+                f"{what}, row {bad}: field {name!r} = {value} does not fit its "
+                f"{width} bytes ({t}); the largest is {(1 << 8 * width) - 1}"
+            )
     raise ConversionError(f"{what}, row {bad}: a value does not fit its field")  # pragma: no cover
 
 
-def write_stream(tables: Mapping[str, Any], spec: Any, dst: Any = None, *, order: "str | None" = None,
-                 overwrite: bool = False) -> "bytes | None":
+def write_stream(
+    tables: Mapping[str, Any], spec: Any, dst: Any = None, *, order: "str | None" = None, overwrite: bool = False
+) -> "bytes | None":
     """Write tables (as :func:`read_stream` gives them) back as the stream, in the order
     of their ``_offset`` columns.
 
@@ -156,8 +170,10 @@ def write_stream(tables: Mapping[str, Any], spec: Any, dst: Any = None, *, order
     if stream.byteorder is not None:
         order = order or getattr(tables, "order", None)
         if order not in ("big", "little"):
-            raise LayoutError(f"{stream.name}: the byte order comes from the file's magic number; pass order=\"big\" "
-                              f"or \"little\" (read_stream's result carries it as .order)")
+            raise LayoutError(
+                f'{stream.name}: the byte order comes from the file\'s magic number; pass order="big" '
+                f'or "little" (read_stream\'s result carries it as .order)'
+            )
     else:
         order = stream.order
     names = {t.name for s in stream.sections for t in s.types}
@@ -178,9 +194,11 @@ def write_stream(tables: Mapping[str, Any], spec: Any, dst: Any = None, *, order
         hrec, h = _checked(lambda: stream.header_record(values, order, stream.name), "'_header'")
         absent = [n for n, _ in stream.header.fields if n in ht.column_names and n not in dict(hrec.fields)]
         if absent:
-            raise ConversionError(f"'_header' has column {absent[0]!r}, a field past the header's size = "
-                                  f"{stream.header_size!r} ({h} bytes); drop the column, or set the size field so "
-                                  f"the header holds it")
+            raise ConversionError(
+                f"'_header' has column {absent[0]!r}, a field past the header's size = "
+                f"{stream.header_size!r} ({h} bytes); drop the column, or set the size field so "
+                f"the header holds it"
+            )
         soa, layout, runs, zeros = _dense(ht, hrec, order, 0, False, "_header")
         pieces.append((0, h, ("fixed", soa, layout, runs, zeros, np.zeros(1, np.int64), "_header", hrec)))
         pos = h
@@ -195,13 +213,17 @@ def write_stream(tables: Mapping[str, Any], spec: Any, dst: Any = None, *, order
         if s.count is not None:
             want = _checked(lambda: evaluate(s.count, values, f"{where}.count"), where)
             if want != nrec:
-                raise ConversionError(f"{where}: the header's count = {s.count!r} is {want}, but the tables hold "
-                                      f"{nrec} records; set the header field to {nrec}")
+                raise ConversionError(
+                    f"{where}: the header's count = {s.count!r} is {want}, but the tables hold "
+                    f"{nrec} records; set the header field to {nrec}"
+                )
         if s.bytes is not None:
             want = _checked(lambda: evaluate(s.bytes, values, f"{where}.bytes"), where)
             if want != end - start:
-                raise ConversionError(f"{where}: the header's bytes = {s.bytes!r} is {want}, but the records take "
-                                      f"{end - start} bytes; set the header field to {end - start}")
+                raise ConversionError(
+                    f"{where}: the header's bytes = {s.bytes!r} is {want}, but the records take "
+                    f"{end - start} bytes; set the header field to {end - start}"
+                )
         pieces.append((start, end, ("many", parts)))
         pos = end
     if "_gaps" in tables:
@@ -210,14 +232,16 @@ def write_stream(tables: Mapping[str, Any], spec: Any, dst: Any = None, *, order
         toffs, data = _tails(gt, gt.num_rows, "'_gaps'")
         for k in range(gt.num_rows):
             a = int(goffs[k])
-            pieces.append((a, a + int(toffs[k + 1] - toffs[k]), ("raw", data[toffs[k]:toffs[k + 1]])))
+            pieces.append((a, a + int(toffs[k + 1] - toffs[k]), ("raw", data[toffs[k] : toffs[k + 1]])))
     pieces.sort(key=lambda p: (p[0], p[1]))
     at = 0
     for a, b, _ in pieces:
         if a != at:
             what = "overlap" if a < at else "leave a hole"
-            raise ConversionError(f"the parts of the stream {what} at byte {min(a, at)} (one ends at {at}, the next "
-                                  f"starts at {a}); check the header's offsets and the _gaps table")
+            raise ConversionError(
+                f"the parts of the stream {what} at byte {min(a, at)} (one ends at {at}, the next "
+                f"starts at {a}); check the header's offsets and the _gaps table"
+            )
         at = b
     out = np.zeros(at, np.uint8)
     for a, b, w in pieces:
@@ -246,14 +270,18 @@ def _section(tables, stream, s: Section, order, start, where, values):
         table = _arrow(tables[t.name], t.name)
         n = table.num_rows
         if chosen is not None and t.name != chosen and n:
-            raise ConversionError(f"{what} has {n} records, but the header's select = {s.select!r} chooses type "
-                                  f"{chosen!r} for all of {where}; set the header field to type {t.name!r}'s tag "
-                                  f"({t.tag!r}), or move the records")
+            raise ConversionError(
+                f"{what} has {n} records, but the header's select = {s.select!r} chooses type "
+                f"{chosen!r} for all of {where}; set the header field to type {t.name!r}'s tag "
+                f"({t.tag!r}), or move the records"
+            )
         offs = _offsets(table, what)
         toffs, tdata = _tails(table, n, what)
         if s.tail == "error" and n and (toffs[-1] - toffs[0]):
-            raise ConversionError(f"{what} has a _tail with bytes, but {where} keeps no tails (tail = \"error\"); "
-                                  f"drop the column or set tail = \"column\"")
+            raise ConversionError(
+                f'{what} has a _tail with bytes, but {where} keeps no tails (tail = "error"); '
+                f'drop the column or set tail = "column"'
+            )
         soa, layout, runs, zeros = _dense(table, t.record, order, prefix, keep, what)
         fixed = prefix + t.record.size(order)
         sizes = fixed + np.diff(toffs)
@@ -265,12 +293,23 @@ def _section(tables, stream, s: Section, order, start, where, values):
         parts.append(["raw", toffs, tdata, None])
         entries.append((_offsets(table, "table '_unknown'"), np.diff(toffs)))
     if isinstance(s, _BdwSection):
-        table = _arrow(tables.get("_blocks", pa.table({"_offset": pa.array([], pa.int64()),
-                                                         "_prefix": pa.array([], pa.binary(4))})), "_blocks")
+        table = _arrow(
+            tables.get(
+                "_blocks", pa.table({"_offset": pa.array([], pa.int64()), "_prefix": pa.array([], pa.binary(4))})
+            ),
+            "_blocks",
+        )
         boffs = _offsets(table, "table '_blocks'")
         prefixes = _column(table, "_prefix", "table '_blocks'", "give each block's 4 BDW bytes")
-        parts.append(["blocks", np.frombuffer(prefixes.cast(pa.binary(4)).buffers()[1], np.uint8)
-                      [prefixes.offset * 4:(prefixes.offset + len(boffs)) * 4], None])
+        parts.append(
+            [
+                "blocks",
+                np.frombuffer(prefixes.cast(pa.binary(4)).buffers()[1], np.uint8)[
+                    prefixes.offset * 4 : (prefixes.offset + len(boffs)) * 4
+                ],
+                None,
+            ]
+        )
         entries.append((boffs, np.full(len(boffs), 4, np.int64)))
     if not entries:
         return start, []
@@ -280,8 +319,9 @@ def _section(tables, stream, s: Section, order, start, where, values):
     idx = np.argsort(keys, kind="stable")
     if len(idx) > 1 and np.any(np.diff(keys[idx]) == 0):
         k = int(keys[idx][np.flatnonzero(np.diff(keys[idx]) == 0)[0]])
-        raise ConversionError(f"{where}: two records have _offset {k}; the order of the stream is ambiguous "
-                              f"(offsets must be unique)")
+        raise ConversionError(
+            f"{where}: two records have _offset {k}; the order of the stream is ambiguous (offsets must be unique)"
+        )
     pos = np.empty(len(idx), np.int64)
     ends = np.cumsum(sizes[idx])
     if len(idx) and ends[-1] > 2**62:
@@ -289,26 +329,32 @@ def _section(tables, stream, s: Section, order, start, where, values):
     pos[idx] = start + ends - sizes[idx]
     end = start + int(ends[-1]) if len(idx) else start
     for k, p in enumerate(parts):
-        p[5 if p[0] == "fixed" else -1] = pos[cut[k]:cut[k + 1]]
+        p[5 if p[0] == "fixed" else -1] = pos[cut[k] : cut[k + 1]]
     if isinstance(s, _BdwSection) and len(idx):
         bk = len(parts) - 1
         if idx[0] < cut[bk]:  # the first piece of the section is not a block descriptor word
-            raise ConversionError(f"{where}: the first record comes before the first block descriptor word; each "
-                                  f"record needs a block (_blocks._offset below the records')")
-        bpos = pos[cut[bk]:cut[bk + 1]]
+            raise ConversionError(
+                f"{where}: the first record comes before the first block descriptor word; each "
+                f"record needs a block (_blocks._offset below the records')"
+            )
+        bpos = pos[cut[bk] : cut[bk + 1]]
         srt = np.argsort(bpos)
         lens = np.empty(len(bpos), np.int64)
         lens[srt] = np.diff(np.append(bpos[srt], end))
         if np.any(lens > 0xFFFF) or np.any(lens < 8):
             k = int(np.flatnonzero((lens > 0xFFFF) | (lens < 8))[0])
-            raise ConversionError(f"{where}: block {k} (byte {int(bpos[k])}) would be {int(lens[k])} bytes; a VB "
-                                  f"block holds 8..65535 (a BDW and at least one record)")
+            raise ConversionError(
+                f"{where}: block {k} (byte {int(bpos[k])}) would be {int(lens[k])} bytes; a VB "
+                f"block holds 8..65535 (a BDW and at least one record)"
+            )
         parts[bk][-1] = (bpos, lens)
     if s.framing.size is not None:
         fs = _checked(lambda: evaluate(s.framing.size, values, f"{where}.framing.size"), where)
         if np.any(sizes != fs):
-            raise ConversionError(f"{where}: fixed-size records are {fs} bytes, a record here would be "
-                                  f"{int(sizes[sizes != fs][0])} (its _tail has the wrong length)")
+            raise ConversionError(
+                f"{where}: fixed-size records are {fs} bytes, a record here would be "
+                f"{int(sizes[sizes != fs][0])} (its _tail has the wrong length)"
+            )
     return end, parts
 
 
@@ -316,20 +362,19 @@ def _write_part(out, p, order):
     kind = p[0]
     if kind == "raw":
         toffs, tdata, positions = p[1], p[2], p[3]
-        K.scatter_tails(toffs - toffs[0], tdata[toffs[0]:], positions, np.zeros(len(positions), np.int64), out)
+        K.scatter_tails(toffs - toffs[0], tdata[toffs[0] :], positions, np.zeros(len(positions), np.int64), out)
         return
     if kind == "blocks":
         raw, (bpos, lens) = p[1], p[2]
         for k in range(len(bpos)):
-            out[bpos[k]:bpos[k] + 4] = raw[4 * k:4 * k + 4]
+            out[bpos[k] : bpos[k] + 4] = raw[4 * k : 4 * k + 4]
         K.put_fields(out, bpos, 0, 2, True, lens.astype(np.uint64))
         return
     _, soa, layout, runs, zeros, positions, what, record, fixed, toffs, tdata, t, s = p
     frame, lengths = _frame(s, t, order, positions, fixed, toffs, what)
     _place(out, soa, layout, runs, zeros, positions, what, record, order, frame, lengths)
     if len(tdata):
-        K.scatter_tails(toffs - toffs[0], tdata[toffs[0]:], positions, np.full(len(positions), fixed, np.int64),
-                        out)
+        K.scatter_tails(toffs - toffs[0], tdata[toffs[0] :], positions, np.full(len(positions), fixed, np.int64), out)
 
 
 def _frame(s, t, order, positions, fixed, toffs, what):
@@ -342,13 +387,16 @@ def _frame(s, t, order, positions, fixed, toffs, what):
         sizes = fixed + np.diff(toffs)
         raw = sizes - ln.base()
         value = raw // ln.unit
-        bad = np.flatnonzero((raw % ln.unit != 0) | (raw < 0) | (value >= (1 << (8 * ln.size)) if ln.size < 8
-                                                                  else raw < 0))
+        bad = np.flatnonzero(
+            (raw % ln.unit != 0) | (raw < 0) | (value >= (1 << (8 * ln.size)) if ln.size < 8 else raw < 0)
+        )
         if len(bad):
             k = int(bad[0])
-            raise ConversionError(f"{what}, row {k}: a record of {int(sizes[k])} bytes cannot be framed: its length "
-                                  f"field ({ln.size} bytes, unit {ln.unit}, counting from {ln.base()}) cannot say it; "
-                                  f"shorten its _tail")
+            raise ConversionError(
+                f"{what}, row {k}: a record of {int(sizes[k])} bytes cannot be framed: its length "
+                f"field ({ln.size} bytes, unit {ln.unit}, counting from {ln.base()}) cannot say it; "
+                f"shorten its _tail"
+            )
         frame[0:3] = ln.offset, ln.size, ln.big(order)
         lengths = value
     if s.tag is not None and len(positions):
@@ -376,7 +424,8 @@ def _emit(out: np.ndarray, dst: Any, overwrite: bool) -> "bytes | None":
     except BaseException as err:
         target.discard()
         if isinstance(err, OSError) and not isinstance(err, BrokenPipeError):
-            raise ConversionError(f"writing {target.name} failed: {err.strerror or err}; the destination was left "
-                                  f"as it was") from err
+            raise ConversionError(
+                f"writing {target.name} failed: {err.strerror or err}; the destination was left as it was"
+            ) from err
         raise
     return None
