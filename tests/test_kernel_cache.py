@@ -29,6 +29,7 @@ def test_new_process_loads_kernels_from_disk(tmp_path):
         print(sum(cpu.forward._forward_rows.stats.cache_hits.values()), sum(cpu.forward._forward_rows.stats.cache_misses.values()))
     """)
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), LAYOUTS_SHIPPED_KERNELS="0")  # not the wheel's kernels
+    env.pop("LAYOUTS_CACHE_DIR", None)  # (it would name another cache than NUMBA_CACHE_DIR's)
     run = lambda: subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
     first = run().stdout.split()
     second = run().stdout.split()

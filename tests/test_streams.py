@@ -836,7 +836,8 @@ def test_fused_gather_equals_the_dense_copy_over_many_blocks_and_chunks():
 @pytest.mark.parametrize("threads", [1, 3, 8])
 def test_fused_gather_kernel_any_thread_count(threads, monkeypatch):
     # the kernel's own entry, forced into several chunks: the same columns whatever the count
-    from layouts._plan import Arena, forward_ops
+    from layouts._arena import Arena
+    from layouts._plan import forward_ops
     from layouts.kernels import stream as K
     from layouts.kernels import threads as T
 
@@ -865,7 +866,7 @@ def test_fused_gather_kernel_any_thread_count(threads, monkeypatch):
         )
         is None
     )
-    from layouts._aos import soa_over_arena
+    from layouts._soa import soa_over_arena
 
     got = soa_over_arena(layout, len(offsets), arena, memory, {}, None).to_arrow()
     assert len(T.chunk_starts(len(offsets), layout.itemsize, threads)) - 1 == min(threads, 25)

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from .. import _backends as backends
 from .._aos import AoS
 from .._arena import Arena
-from .._backends import check_device
 from .._errors import ConversionError, LayoutError
 from .._faults import forward_error
 from .._layout import Layout
@@ -148,8 +148,8 @@ def read_stream(src: Any, spec: Any, *, device: "str | None" = None) -> StreamTa
     ([7, 9], [0, 5])
     """
     stream = resolve(spec)
-    device = check_device(device, "cpu")
-    if device == "cuda":
+    on_host = backends.get(device).host
+    if not on_host:
         from .._cuda import device as _device
 
         _device.cuda()  # the memory pool first, and a clear error without a GPU
@@ -159,7 +159,7 @@ def read_stream(src: Any, spec: Any, *, device: "str | None" = None) -> StreamTa
     mapped = isinstance(owner, mmap.mmap)
     with MappedGuard(buf.ctypes.data if mapped and buf.nbytes else 0, buf.nbytes if mapped else 0) as guard:
         try:
-            out = _read(stream, buf, label, _OnDevice(buf) if device == "cuda" else None)
+            out = _read(stream, buf, label, None if on_host else _OnDevice(buf))
         except ConversionError as err:
             _check_shrunk(guard, label, buf.nbytes, err)
             raise
