@@ -8,7 +8,7 @@ from pathlib import Path
 
 TESTS = Path(__file__).parent
 # what the GPU machines' image holds (docs/gpu.md), and layouts' own dependencies that are
-# carried there as wheels (pyelftools, cffi, pycparser)
+# carried there as wheels (pyelftools, cffi, pycparser, ebcdic)
 IMAGE = {
     "numpy",
     "numba",
@@ -23,6 +23,7 @@ IMAGE = {
     "elftools",
     "cffi",
     "pycparser",
+    "ebcdic",
     "layouts",
 }
 LOCAL = {p.stem for p in TESTS.glob("*.py")} | {"benchmarks"}
