@@ -1,0 +1,178 @@
+"""Attacks on the record streams (issue 26): edited tables, hostile descriptions, and the
+findings of an attack on read_stream / write_stream / convert --stream, each a test
+that failed before its fix."""
+
+import io
+import struct
+
+import pyarrow as pa
+import pytest
+
+import layouts as lo
+
+S = lo.Stream
+
+
+def _msg(kind, qty, extra=b""):
+    body = kind + struct.pack(">I", qty) + extra
+    return struct.pack(">H", len(body)) + body
+
+
+def _buysell(tail="error"):
+    rec = S.Record([("side", "S1"), ("qty", ">u4")])
+    return S(
+        [
+            S.Section(
+                S.Framing(length=S.Length(offset=0, size=2, order="big")),
+                [S.RecordType("buy", rec, tag="B"), S.RecordType("sell", rec, tag="S")],
+                tag=S.Tag(offset=0, size=1),
+                tail=tail,
+            )
+        ]
+    )
+
+
+DATA = _msg(b"B", 7) + _msg(b"S", 5) + _msg(b"B", 9)
+
+
+def _set(table, name, values):
+    table = table.to_arrow() if hasattr(table, "to_arrow") else table
+    i = table.schema.get_field_index(name)
+    return table.set_column(i, name, pa.array(values, table.schema.field(name).type))
+
+
+# ------------------------------------------------ a field under the tag or the length field
+
+
+def test_write_refuses_a_tag_field_edited_to_another_type():
+    """The tag is a field of every type; a value in that column other than the type's
+    tag used to be overwritten silently by the tag (the file said 'B' where the table
+    said 'S')."""
+    t = lo.read_stream(DATA, _buysell())
+    edited = {"buy": _set(t["buy"], "side", [b"S", b"B"]), "sell": t["sell"]}
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"table 'buy', row 0: field 'side' holds b'S' \(83\), but it is the section's tag, and "
+        r"type 'buy''s tag is 'B' \(66\); move the record to the table of its type, or set side to 'B'",
+    ):
+        lo.write_stream(edited, _buysell())
+    assert lo.write_stream(t, _buysell()) == DATA  # the tables as read still go back exactly
+
+
+def test_write_refuses_an_itch_message_type_edited():
+    day = struct.pack(">H", 12) + b"S" + struct.pack(">HH", 1, 2) + (5).to_bytes(6, "big") + b"O"
+    t = lo.read_stream(day, "itch50")
+    assert lo.write_stream(t, "itch50") == day
+    edited = dict(t)
+    edited["system_event"] = _set(t["system_event"], "message_type", ["A"])
+    with pytest.raises(lo.ConversionError, match=r"field 'message_type' holds b'A' \(65\), but it is the section's tag"):
+        lo.write_stream(edited, "itch50")
+
+
+def _pcap():
+    dpkt = pytest.importorskip("dpkt")
+    buf = io.BytesIO()
+    w = dpkt.pcap.Writer(buf)
+    for i in range(3):
+        w.writepkt(b"x" * (10 + i), ts=1.5 + i)
+    return buf.getvalue()
+
+
+def test_write_refuses_a_length_field_that_disagrees_with_the_record():
+    """pcap's incl_len is a column and the length field: a value that does not say the
+    record's size used to be replaced silently by the size."""
+    raw = _pcap()
+    t = lo.read_stream(raw, "pcap")
+    bad = {"_header": t["_header"], "packet": _set(t["packet"], "incl_len", [99, 11, 12])}
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"table 'packet', row 0: field 'incl_len' holds 99, but it is the record's length field, "
+        r"which must say 10 for this record of 26 bytes \(its fields and a _tail of 10 bytes\); set "
+        r"incl_len to 10, or change the _tail",
+    ):
+        lo.write_stream(bad, "pcap", order=t.order)
+    short = _set(t["packet"], "_tail", [b"ab", b"x" * 11, b"x" * 12])
+    with pytest.raises(lo.ConversionError, match=r"row 0: field 'incl_len' holds 10, .* must say 2 "):
+        lo.write_stream({"_header": t["_header"], "packet": short}, "pcap", order=t.order)
+    both = _set(short, "incl_len", [2, 11, 12])  # the tail and its length changed together: written
+    back = lo.read_stream(lo.write_stream({"_header": t["_header"], "packet": both}, "pcap", order=t.order), "pcap")
+    assert back["packet"].to_arrow().column("incl_len").to_pylist() == [2, 11, 12]
+    assert back["packet"].to_arrow().column("_tail").to_pylist()[0] == b"ab"
+
+
+# ------------------------------------------------ _offset columns of the wrong type
+
+
+@pytest.mark.parametrize(
+    "values, kind",
+    [
+        (pa.array([0.5, 14.0]), "double"),
+        (pa.array(["0", "14"]), "string"),
+        (pa.array([2**63, 14], pa.uint64()), "uint64"),
+    ],
+)
+def test_write_refuses_offsets_that_are_not_int64(values, kind):
+    t = lo.read_stream(DATA, _buysell())
+    buy = t["buy"].to_arrow()
+    edited = {"buy": buy.set_column(0, "_offset", values), "sell": t["sell"]}
+    with pytest.raises(lo.ConversionError, match=rf"table 'buy': _offset is {kind}.*expected integers"):
+        lo.write_stream(edited, _buysell())
+
+
+# ------------------------------------------------ numbers in a description that overflow
+
+
+def _length_spec(**framing):
+    return (
+        "[[section]]\nframing = { length = { offset = %(offset)s, size = %(size)s, adjust = %(adjust)s }%(prefix)s }\n"
+        '[section.types.t]\nfields=[["v","u1"]]\n'
+    ) % framing
+
+
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        (
+            _length_spec(offset=0, size=8, adjust=2**63 - 1, prefix=""),
+            r"section\[0\]\.framing\.length\.adjust: 9223372036854775807; expected an integer of at most 2\*\*40",
+        ),
+        (
+            _length_spec(offset=0, size=1, adjust=-(2**63), prefix=""),
+            r"section\[0\]\.framing\.length\.adjust: -9223372036854775808; expected an integer of at most 2\*\*40",
+        ),
+        (
+            _length_spec(offset=2**63 - 8, size=8, adjust=0, prefix=""),
+            r"section\[0\]\.framing\.length\.offset: 9223372036854775800; expected an integer 0\.\.2\*\*40",
+        ),
+        (
+            _length_spec(offset=0, size=1, adjust=0, prefix=", prefix = 9223372036854775807"),
+            r"section\[0\]\.framing\.prefix: 9223372036854775807; expected an integer 0\.\.2\*\*40",
+        ),
+        (
+            "[[section]]\nframing = { length = { offset = 0, size = 8, unit = 9223372036854775807 } }\n"
+            '[section.types.t]\nfields=[["v","u1"]]\n',
+            r"section\[0\]\.framing\.length\.unit: 9223372036854775807; expected \"bytes\", \"words\" or an "
+            r"integer 1\.\.2\*\*40",
+        ),
+        (
+            '[[section]]\nframing = { size = 4 }\n[section.types.t]\nfields=[["v",">u4[4611686018427387904]"]]\n',
+            r"section\[0\]\.types\.t\.fields\.v: '>u4\[4611686018427387904\]': a list of more than 2\*\*40 bytes",
+        ),
+        (
+            '[[section]]\nframing = { size = 4 }\n[section.types.t]\nfields=[["v","S9223372036854775807"]]\n',
+            r"section\[0\]\.types\.t\.fields\.v: field type 'S9223372036854775807' is not one of",
+        ),
+    ],
+)
+def test_description_numbers_beyond_any_file_are_layout_errors(tmp_path, text, match):
+    p = tmp_path / "s.toml"
+    p.write_text(text)
+    with pytest.raises(lo.LayoutError, match=match):
+        lo.read_stream(b"\x00" * 64, str(p))
+
+
+def test_a_type_cannot_take_the_reserved_blocks_name(tmp_path):
+    p = tmp_path / "s.toml"
+    p.write_text('[[section]]\nframing = { size = 4 }\n[section.types._blocks]\nfields=[["v",">u4"]]\n')
+    with pytest.raises(lo.LayoutError, match=r"section\[0\]\.types\._blocks: the name '_blocks' is taken"):
+        lo.read_stream(b"\x00" * 8, str(p))
