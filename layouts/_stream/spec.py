@@ -173,6 +173,8 @@ def field_dtype(spec: str, order: str, where: str) -> "tuple[np.dtype, int, str]
         n = int(count)
         if n < 1:
             raise _err(where, f"{spec!r}: a list needs at least 1 element")
+        if width * n > _FIELD_MAX:
+            raise _err(where, f"{spec!r}: a list of more than {_FIELD_MAX} bytes (2**31 - 1, NumPy's largest field)")
         return np.dtype((dt, (n,))), width * n, o
     m = _FIELD_TYPE.match(spec) if isinstance(spec, str) else None
     if m is None:
@@ -185,6 +187,8 @@ def field_dtype(spec: str, order: str, where: str) -> "tuple[np.dtype, int, str]
     if o == "=":
         o = ">" if order == "big" else "<"
     if kind in "S":
+        if size > _FIELD_MAX:
+            raise _err(where, f"{spec!r}: a field of more than {_FIELD_MAX} bytes (2**31 - 1, NumPy's largest)")
         return np.dtype(f"S{size}"), size, "|"
     if kind in "b?":
         return np.dtype("?"), 1, "|"
@@ -603,7 +607,7 @@ class Stream:
                 raise _err(f"{sw}.unknown", f'{s.unknown!r}; expected "error", "skip" or "keep"')
             f = s.framing
             if not _nat(f.prefix):
-                raise _err(f"{sw}.framing.prefix", f"{f.prefix!r}; expected an integer >= 0")
+                raise _err(f"{sw}.framing.prefix", f"{f.prefix!r}; expected an integer 0..2**40")
             if f.size is not None and f.length is not None:
                 raise _err(f"{sw}.framing", "give either size (fixed-size records) or length (a length field)")
             if f.size is None and f.length is None and len(s.types) > 1 and s.select is None:
@@ -622,17 +626,21 @@ class Stream:
                 check_expr(f.size, f"{sw}.framing.size", header_names)
             elif f.length is not None:
                 ln = f.length
+                if type(ln.offset) is int and ln.offset > _PART_MAX:
+                    raise _err(f"{sw}.framing.length.offset", f"{ln.offset!r}; expected an integer 0..2**40")
                 if not (_nat(ln.offset) and ln.size in range(1, 9) and ln.order in ("big", "little", "=")):
                     raise _err(
                         f"{sw}.framing.length",
                         'needs offset >= 0, size 1..8 and order "big", "little" or "=" (the stream\'s)',
                     )
-                if type(ln.unit) is not int or ln.unit < 1:
+                if type(ln.unit) is not int or not 1 <= ln.unit <= _PART_MAX:
                     raise _err(
-                        f"{sw}.framing.length.unit", f'{ln.unit!r}; expected "bytes", "words" or an integer >= 1'
+                        f"{sw}.framing.length.unit", f'{ln.unit!r}; expected "bytes", "words" or an integer 1..2**40'
                     )
-                if type(ln.adjust) is not int:
-                    raise _err(f"{sw}.framing.length.adjust", f"{ln.adjust!r}; expected an integer")
+                if type(ln.adjust) is not int or abs(ln.adjust) > _PART_MAX:
+                    raise _err(
+                        f"{sw}.framing.length.adjust", f"{ln.adjust!r}; expected an integer of at most 2**40 either way"
+                    )
             if not s.types:
                 raise _err(sw, "a section needs at least one record type: [section.types.NAME]")
             if s.tag is None and s.select is None and len(s.types) > 1:
@@ -650,7 +658,7 @@ class Stream:
                 tw = f"{sw}.types.{getattr(t, 'name', '?')}"
                 if not isinstance(t, RecordType) or not isinstance(t.name, str) or not t.name:
                     raise _err(tw, "expected a RecordType with a name")
-                if t.name in names or t.name in RESERVED or t.name in ("_unknown",):
+                if t.name in names or t.name in RESERVED or t.name in ("_unknown", "_blocks"):
                     raise _err(tw, f"the name {t.name!r} is taken (by another type or reserved); rename it")
                 names.add(t.name)
                 for order in self.orders():
@@ -681,7 +689,14 @@ class Stream:
 
 
 def _nat(v):
-    return type(v) is int and v >= 0
+    return type(v) is int and 0 <= v <= _PART_MAX
+
+
+# the largest field NumPy can hold, and the largest offset, size or adjustment a
+# description may give (a record's framing beyond 1 TiB is a mistake; it also keeps the
+# scan's int64 arithmetic far from overflow)
+_FIELD_MAX = 2**31 - 1
+_PART_MAX = 2**40
 
 
 # --------------------------------------------------------------------------- TOML

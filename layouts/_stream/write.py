@@ -50,7 +50,13 @@ def _offsets(table: pa.Table, what: str) -> np.ndarray:
     )
     if col.null_count:
         raise ConversionError(f"{what}: _offset has {col.null_count} nulls; every record needs its place")
-    return col.cast(pa.int64()).to_numpy(zero_copy_only=False)
+    fix = "expected integers (int64): each record's place in the stream's order; cast the column"
+    if not pa.types.is_integer(col.type):
+        raise ConversionError(f"{what}: _offset is {col.type}; {fix}")
+    try:
+        return col.cast(pa.int64()).to_numpy(zero_copy_only=False)
+    except pa.ArrowInvalid as err:  # uint64 values past int64
+        raise ConversionError(f"{what}: _offset is {col.type} with a value past int64 ({err}); {fix}") from err
 
 
 def _tails(table: pa.Table, n: int, what: str) -> "tuple[np.ndarray, np.ndarray]":
@@ -97,12 +103,14 @@ def _dense(table: pa.Table, record: Record, order, prefix, keep, what):
     return soa, layout, runs, zeros
 
 
-_NO_FRAME = np.array([0, 0, 0, 0, 0, 0, 0], np.int64)
+_NO_FRAME = np.array([0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)  # see K.soa_to_aos_at
 
 
-def _place(out, soa, layout, runs, zeros, positions, what, record, order, frame=_NO_FRAME, lengths=None):
+def _place(out, soa, layout, runs, zeros, positions, what, record, order, frame=_NO_FRAME, lengths=None, framed=None):
     """Each record of ``soa`` assembled from its columns and stored in ``out`` at
-    ``positions`` (with its length field and tag, see K.soa_to_aos_at), in one pass."""
+    ``positions`` (with its length field and tag, see K.soa_to_aos_at), in one pass.
+    ``framed``: ``(section, type, fixed size, tail sizes)`` for the errors of a field
+    under the length field or the tag."""
     if soa is None or not len(positions):
         return
     r = np.array(runs, np.int64).reshape(-1, 3)
@@ -117,6 +125,8 @@ def _place(out, soa, layout, runs, zeros, positions, what, record, order, frame=
     if fault is None:
         return
     bad, op, code = fault
+    if code in (K.E_LENGTH, K.E_TAG) and framed is not None:
+        raise _frame_error(soa, record, order, bad, code, frame, lengths, framed, what)
     if code != K.E_WIDE:
         raise reverse_error(soa.layout, soa._columns, fault)
     row = soa.to_arrow().slice(bad, 1)
@@ -131,6 +141,53 @@ def _place(out, soa, layout, runs, zeros, positions, what, record, order, frame=
                 f"{width} bytes ({t}); the largest is {(1 << 8 * width) - 1}"
             )
     raise ConversionError(f"{what}, row {bad}: a value does not fit its field")  # pragma: no cover
+
+
+def _field_at(record, order, prefix, at):
+    """The name of the field of ``record`` (after ``prefix`` bytes of framing) that
+    holds byte ``at`` of the record."""
+    from .spec import field_dtype
+
+    pos = prefix
+    for name, t in record.fields:
+        width = field_dtype(t, order, name)[1]
+        if pos <= at < pos + width:
+            return name
+        pos += width
+    return "?"  # pragma: no cover (the callers check that the byte lies in the fields)
+
+
+def _shown(value):
+    """A column value as the message shows it: bytes as bytes and their integer."""
+    if isinstance(value, str):
+        value = value.encode("utf-8")
+    if isinstance(value, bytes):
+        return f"{value!r} ({int.from_bytes(value, 'big')})" if len(value) <= 8 else repr(value)
+    return repr(value)
+
+
+def _frame_error(soa, record, order, bad, code, frame, lengths, framed, what):
+    """The ConversionError of a record whose field under the length field or the tag
+    holds another value than the framing stores there (an edited column)."""
+    s, t, fixed, tails = framed
+    at = int(frame[0] if code == K.E_LENGTH else frame[3])
+    name = _field_at(record, order, s.framing.prefix, at)
+    value = soa.to_arrow().slice(bad, 1).column(name)[0].as_py()
+    if code == K.E_LENGTH:
+        want = int(lengths[bad])
+        size = fixed + int(tails[bad])
+        return ConversionError(
+            f"{what}, row {bad}: field {name!r} holds {_shown(value)}, but it is the record's length "
+            f"field, which must say {want} for this record of {size} bytes (its fields and a _tail of "
+            f"{int(tails[bad])} bytes); set {name} to {want}, or change the _tail"
+        )
+    tag = t.tag_value(s.tag, what)
+    told = f"{t.tag!r} ({tag})" if isinstance(t.tag, str) else f"{tag}"
+    return ConversionError(
+        f"{what}, row {bad}: field {name!r} holds {_shown(value)}, but it is the section's tag, and "
+        f"type {t.name!r}'s tag is {told}; move the record to the table of its type, or set {name} "
+        f"to {t.tag!r}"
+    )
 
 
 def write_stream(
@@ -372,7 +429,8 @@ def _write_part(out, p, order):
         return
     _, soa, layout, runs, zeros, positions, what, record, fixed, toffs, tdata, t, s = p
     frame, lengths = _frame(s, t, order, positions, fixed, toffs, what)
-    _place(out, soa, layout, runs, zeros, positions, what, record, order, frame, lengths)
+    framed = (s, t, fixed, np.diff(toffs))
+    _place(out, soa, layout, runs, zeros, positions, what, record, order, frame, lengths, framed)
     if len(tdata):
         K.scatter_tails(toffs - toffs[0], tdata[toffs[0] :], positions, np.full(len(positions), fixed, np.int64), out)
 
@@ -398,10 +456,13 @@ def _frame(s, t, order, positions, fixed, toffs, what):
                 f"shorten its _tail"
             )
         frame[0:3] = ln.offset, ln.size, ln.big(order)
+        # a field under the length field (pcap's incl_len) must say what the framing stores
+        frame[7] = s.framing.prefix <= ln.offset and ln.offset + ln.size <= fixed
         lengths = value
     if s.tag is not None and len(positions):
         tag = np.array(t.tag_value(s.tag, what), np.uint64).view(np.int64)  # (the bits of a value >= 2**63)
         frame[3:7] = s.framing.prefix + s.tag.offset, s.tag.size, s.tag.order == "big", tag
+        frame[8] = 1  # the tag is a field of every type (checked when the description is loaded)
     return frame, lengths
 
 
