@@ -607,7 +607,7 @@ class Stream:
                 raise _err(f"{sw}.unknown", f'{s.unknown!r}; expected "error", "skip" or "keep"')
             f = s.framing
             if not _nat(f.prefix):
-                raise _err(f"{sw}.framing.prefix", f"{f.prefix!r}; expected an integer 0..2**40")
+                raise _err(f"{sw}.framing.prefix", f"{f.prefix!r}; expected an integer >= 0 (at most 2**40)")
             if f.size is not None and f.length is not None:
                 raise _err(f"{sw}.framing", "give either size (fixed-size records) or length (a length field)")
             if f.size is None and f.length is None and len(s.types) > 1 and s.select is None:
@@ -627,7 +627,7 @@ class Stream:
             elif f.length is not None:
                 ln = f.length
                 if type(ln.offset) is int and ln.offset > _PART_MAX:
-                    raise _err(f"{sw}.framing.length.offset", f"{ln.offset!r}; expected an integer 0..2**40")
+                    raise _err(f"{sw}.framing.length.offset", f"{ln.offset!r}; expected an integer >= 0 (at most 2**40)")
                 if not (_nat(ln.offset) and ln.size in range(1, 9) and ln.order in ("big", "little", "=")):
                     raise _err(
                         f"{sw}.framing.length",
