@@ -593,10 +593,20 @@ class Stream:
         if not self.sections:
             raise _err(w, "a stream needs at least one section: [[section]] with its framing and types")
         names = set()
+        keeps = None  # the section that keeps unknown records
         for i, s in enumerate(self.sections):
             sw = f"{w}: section[{i}]"
             if not isinstance(s, Section):
                 raise _err(sw, f"expected a Section, got {type(s).__name__}")
+            if s.unknown == "keep":
+                if keeps is not None:
+                    raise _err(
+                        f"{sw}.unknown",
+                        f'"keep" in section[{keeps}] and section[{i}]; the one _unknown table cannot say '
+                        f"which section a record came from: keep unknown records in one section, and "
+                        f'set unknown = "skip" or "error" in the others',
+                    )
+                keeps = i
             for key in ("offset", "count", "bytes", "select"):
                 v = getattr(s, key)
                 if v is not None:
@@ -627,7 +637,9 @@ class Stream:
             elif f.length is not None:
                 ln = f.length
                 if type(ln.offset) is int and ln.offset > _PART_MAX:
-                    raise _err(f"{sw}.framing.length.offset", f"{ln.offset!r}; expected an integer >= 0 (at most 2**40)")
+                    raise _err(
+                        f"{sw}.framing.length.offset", f"{ln.offset!r}; expected an integer >= 0 (at most 2**40)"
+                    )
                 if not (_nat(ln.offset) and ln.size in range(1, 9) and ln.order in ("big", "little", "=")):
                     raise _err(
                         f"{sw}.framing.length",

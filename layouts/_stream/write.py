@@ -237,6 +237,14 @@ def write_stream(
     extra = sorted(set(tables) - names - {"_header", "_gaps", "_blocks", "_unknown"})
     if extra:
         raise ConversionError(f"table {extra[0]!r} is no record type of {stream.name} (types: {sorted(names)})")
+    if "_unknown" in tables and not any(s.unknown == "keep" for s in stream.sections):
+        n = _arrow(tables["_unknown"], "_unknown").num_rows
+        if n:
+            raise ConversionError(
+                f"table '_unknown' has {n} records, but no section of {stream.name} keeps unknown "
+                f'records (unknown = "keep"); drop the table, or set unknown = "keep" in the section '
+                f"they belong to"
+            )
     pieces: list = []  # (start, end, writer)
     values: dict = {}
     pos = 0
