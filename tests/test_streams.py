@@ -836,7 +836,8 @@ def test_fused_gather_equals_the_dense_copy_over_many_blocks_and_chunks():
 @pytest.mark.parametrize("threads", [1, 3, 8])
 def test_fused_gather_kernel_any_thread_count(threads, monkeypatch):
     # the kernel's own entry, forced into several chunks: the same columns whatever the count
-    from layouts._plan import Arena, forward_ops
+    from layouts._arena import Arena
+    from layouts._plan import forward_ops
     from layouts.kernels import stream as K
     from layouts.kernels import threads as T
 
