@@ -866,7 +866,7 @@ def test_fused_gather_kernel_any_thread_count(threads, monkeypatch):
         )
         is None
     )
-    from layouts._aos import soa_over_arena
+    from layouts._soa import soa_over_arena
 
     got = soa_over_arena(layout, len(offsets), arena, memory, {}, None).to_arrow()
     assert len(T.chunk_starts(len(offsets), layout.itemsize, threads)) - 1 == min(threads, 25)
