@@ -215,3 +215,22 @@ def test_write_refuses_an_unknown_table_no_section_keeps():
         lo.write_stream(t, spec)
     t["_unknown"] = t["_unknown"].slice(0, 0)  # an empty one is no loss
     assert lo.write_stream(t, spec) == _msg(b"B", 1)
+
+
+# ------------------------------------------------ empty streams go back too
+
+
+def test_an_empty_vb_file_goes_back(tmp_path):
+    """An empty VB file read to empty tables used to fail on the way back with a bare
+    ValueError (no blocks to frame), in write_stream and in convert DIR/ --to FILE."""
+    import numpy as np
+
+    from layouts._stream.files import convert_to_dir, scan_dir, write_back
+
+    spec = S.bdw(np.dtype([("id", ">u4"), ("name", "S6")]))
+    t = lo.read_stream(b"", spec)
+    assert lo.write_stream(t, spec) == b""
+    (tmp_path / "in.vb").write_bytes(b"")
+    convert_to_dir(str(tmp_path / "in.vb"), spec, str(tmp_path / "out"), "parquet")
+    write_back(scan_dir(str(tmp_path / "out"), spec), spec, str(tmp_path / "back.vb"), order=None)
+    assert (tmp_path / "back.vb").read_bytes() == b""
