@@ -430,6 +430,8 @@ def _write_part(out, p, order):
         K.scatter_tails(toffs - toffs[0], tdata[toffs[0] :], positions, np.zeros(len(positions), np.int64), out)
         return
     if kind == "blocks":
+        if not len(p[2]):  # no records, no blocks (an empty VB file)
+            return
         raw, (bpos, lens) = p[1], p[2]
         for k in range(len(bpos)):
             out[bpos[k] : bpos[k] + 4] = raw[4 * k : 4 * k + 4]
