@@ -234,3 +234,41 @@ def test_an_empty_vb_file_goes_back(tmp_path):
     convert_to_dir(str(tmp_path / "in.vb"), spec, str(tmp_path / "out"), "parquet")
     write_back(scan_dir(str(tmp_path / "out"), spec), spec, str(tmp_path / "back.vb"), order=None)
     assert (tmp_path / "back.vb").read_bytes() == b""
+
+
+# ------------------------------------------------ expressions: what the messages say
+
+
+def _count_spec(tmp_path, count):
+    p = tmp_path / "c.toml"
+    p.write_text(
+        '[header]\nfields = [["a", ">u4"], ["n", ">u4"]]\n[[section]]\ncount = "%s"\nframing = { size = 4 }\n'
+        '[section.types.t]\nfields=[["v",">u4"]]\n' % count
+    )
+    return str(p)
+
+
+def test_a_negative_count_says_negative(tmp_path):
+    """A count below 0 was reported as 'more records than the bytes can hold'."""
+    data = struct.pack(">II", 1, 5) + bytes(40)
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"<buffer>: c\.toml section\[0\]: count = '-n' is -5, a negative count; the header is damaged",
+    ):
+        lo.read_stream(data, _count_spec(tmp_path, "-n"))
+    from layouts._stream.files import read_windows
+    from layouts._stream.spec import load
+
+    with pytest.raises(lo.ConversionError, match=r"count = '-n' is -5, a negative count"):
+        list(read_windows(data, load(_count_spec(tmp_path, "-n"))))
+
+
+@pytest.mark.parametrize("expr, fn", [("max()", "max"), ("min(n)", "min")])
+def test_max_and_min_with_too_few_arguments_say_so(tmp_path, expr, fn):
+    """'max()' was refused as 'uses Call max(); the only functions are max(...)'."""
+    with pytest.raises(
+        lo.LayoutError,
+        match=rf"section\[0\]\.count: '{fn}\(n?\)' calls {fn}\(\) with fewer than 2 arguments; "
+        rf"write {fn}\(a, b, \.\.\.\)",
+    ):
+        lo.read_stream(b"", _count_spec(tmp_path, expr))
