@@ -77,6 +77,9 @@ def check_expr(text: "str | int", where: str, names: "tuple[str, ...]") -> "str 
     calls = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name) and node.func.id in _CALLS and len(node.args) < 2:
+                fn = node.func.id
+                raise _err(where, f"{text!r} calls {fn}() with fewer than 2 arguments; write {fn}(a, b, ...)")
             if not (
                 isinstance(node.func, ast.Name) and node.func.id in _CALLS and len(node.args) >= 2 and not node.keywords
             ):
