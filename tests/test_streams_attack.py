@@ -272,3 +272,38 @@ def test_max_and_min_with_too_few_arguments_say_so(tmp_path, expr, fn):
         rf"write {fn}\(a, b, \.\.\.\)",
     ):
         lo.read_stream(b"", _count_spec(tmp_path, expr))
+
+
+# ------------------------------------------------ 8-byte tags with the top bit set
+
+
+@pytest.mark.parametrize("torder", ["big", "little"])
+def test_an_eight_byte_tag_past_int64(torder):
+    """A tag value of 2**63 or more (an 8-byte tag) used to be an OverflowError on read."""
+    ft = (">" if torder == "big" else "<") + "u8"
+    big = 2**64 - 3
+    rec = S.Record([("tg", ft), ("v", "u1")])
+    spec = S(
+        [
+            S.Section(
+                S.Framing(length=S.Length(offset=0, size=1)),
+                [S.RecordType("hi", rec, tag=big), S.RecordType("lo", rec, tag=3)],
+                tag=S.Tag(offset=0, size=8, order=torder),
+            )
+        ]
+    )
+
+    def r(tag, v):
+        body = tag.to_bytes(8, torder) + bytes([v])
+        return bytes([len(body)]) + body
+
+    data = r(big, 1) + r(3, 2) + r(big, 4)
+    t = lo.read_stream(data, spec)
+    assert t["hi"].to_arrow().column("v").to_pylist() == [1, 4]
+    assert t["hi"].to_arrow().column("tg").to_pylist() == [big, big]
+    assert t["lo"].to_arrow().column("_offset").to_pylist() == [10]
+    assert lo.write_stream(t, spec) == data
+    with pytest.raises(lo.ConversionError, match=rf"record type tag {big - 1} .* is no type of"):
+        lo.read_stream(r(big - 1, 1), spec)
+    with pytest.raises(lo.ConversionError, match=r"type 'hi' record of 9 bytes, shorter than the type's 10"):
+        lo.read_stream(b"\x08" + big.to_bytes(8, torder), spec)
