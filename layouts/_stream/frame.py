@@ -118,7 +118,8 @@ def section_params(stream: Stream, s: Section, order: str, header: dict, where: 
         need = ln.offset + ln.size
     if s.tag is not None:
         tag = s.tag
-        values = np.array([t.tag_value(tag, "") for t in s.types], np.int64)
+        # the scan compares the tag's bits as int64: a value of 2**63 or more (8-byte tags) wraps
+        values = np.array([t.tag_value(tag, "") for t in s.types], np.uint64).view(np.int64)
         order_idx = np.argsort(values)
         direct = np.full(1 << (8 * tag.size) if tag.size <= 2 else 0, -1, np.int32)
         if len(direct):  # 1- and 2-byte tags: a table indexed by the value
@@ -253,7 +254,8 @@ def _scan_error(status, s, buf, label, pos, end, lp, tp, type_min, min_len, wher
         t = 0
         if tp[1]:
             value = int.from_bytes(bytes(buf[pos + tp[0] : pos + tp[0] + tp[1]]), "big" if tp[2] else "little")
-            t = int(tp[5][value]) if len(tp[5]) else int(tp[4][np.searchsorted(tp[3], value)])
+            bits = value - (1 << 64) if value >= 1 << 63 else value  # as the scan compares it (int64)
+            t = int(tp[5][value]) if len(tp[5]) else int(tp[4][np.searchsorted(tp[3], bits)])
         return ConversionError(
             f"{label}: byte {pos}: a {where} type {s.types[t].name!r} record of {n} bytes, shorter than the type's "
             f"{int(type_min[t])} bytes of fields; the stream is damaged, or the type's fields are wrong"
