@@ -307,3 +307,36 @@ def test_an_eight_byte_tag_past_int64(torder):
         lo.read_stream(r(big - 1, 1), spec)
     with pytest.raises(lo.ConversionError, match=r"type 'hi' record of 9 bytes, shorter than the type's 10"):
         lo.read_stream(b"\x08" + big.to_bytes(8, torder), spec)
+
+
+# ------------------------------------------------ framing errors name the record type
+
+
+@pytest.mark.parametrize(
+    "data, match",
+    [
+        (
+            _msg(b"S", 5) + _msg(b"B", 7)[:-1],
+            r"byte 7: the record's length field .* past the end .*; the record is type 'buy'",
+        ),
+        (b"\x00\x00B", r"says 0, a record of 2 bytes, less than the 3 .*; the record is type 'buy' \(tag 66, b'B'\)"),
+        (b"\x00\x05z", r"past the end .*; its tag 122 \(b'z'\) is no type of <stream> section\[0\]"),
+        (
+            _msg(b"S", 5) + b"\x00",
+            r"byte 7: the last record is truncated: 1 bytes left.*; its tag is past the end of the data",
+        ),
+    ],
+)
+def test_framing_errors_name_the_record_type(data, match):
+    """The issue asks every failure to name the record type: the length errors named
+    only the byte."""
+    with pytest.raises(lo.ConversionError, match=match):
+        lo.read_stream(data, _buysell())
+
+
+def test_framing_errors_of_a_single_type_section_name_it():
+    raw = _pcap()
+    with pytest.raises(
+        lo.ConversionError, match=r"past the end of the data .*; the record is type 'packet' of pcap section\[0\]$"
+    ):
+        lo.read_stream(raw[:-1], "pcap")
