@@ -244,7 +244,37 @@ def _scan_blocks(stream, s, buf, label, start, end, limit, where, stop=None):
     return Scanned(start, pos, *cat, blocks=np.array(blocks, np.int64))
 
 
+def _type_note(s, buf, pos, end, tp, where):
+    """What a damaged record's type is, for the framing errors: its tag's type when the
+    tag lies inside the data, else what is known."""
+    toff, tsize, tbig = tp[0], tp[1], tp[2]
+    if not tsize:
+        return f"; the record is type {s.types[0].name!r} of {where}" if len(s.types) == 1 else ""
+    if pos + toff + tsize > end:
+        return "; its tag is past the end of the data"
+    raw = bytes(buf[pos + toff : pos + toff + tsize])
+    value = int.from_bytes(raw, "big" if tbig else "little")
+    t = -1
+    if len(tp[5]):
+        t = int(tp[5][value])
+    else:
+        bits = value - (1 << 64) if value >= 1 << 63 else value
+        k = int(np.searchsorted(tp[3], bits))
+        if k < len(tp[3]) and int(tp[3][k]) == bits:
+            t = int(tp[4][k])
+    if t < 0:
+        return f"; its tag {value} ({raw!r}) is no type of {where}"
+    return f"; the record is type {s.types[t].name!r} (tag {value}, {raw!r}) of {where}"
+
+
 def _scan_error(status, s, buf, label, pos, end, lp, tp, type_min, min_len, where):
+    err = _scan_error_of(status, s, buf, label, pos, end, lp, tp, type_min, min_len, where)
+    if status in (K.SHORT_PREFIX, K.PAST_END, K.TOO_SMALL):
+        return ConversionError(f"{err}{_type_note(s, buf, pos, end, tp, where)}")
+    return err
+
+
+def _scan_error_of(status, s, buf, label, pos, end, lp, tp, type_min, min_len, where):
     left = end - pos
     if status == K.SHORT_RECORD:
         off, size, big, unit, base = lp
