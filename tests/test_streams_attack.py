@@ -340,3 +340,21 @@ def test_framing_errors_of_a_single_type_section_name_it():
         lo.ConversionError, match=r"past the end of the data .*; the record is type 'packet' of pcap section\[0\]$"
     ):
         lo.read_stream(raw[:-1], "pcap")
+
+
+def test_a_length_field_across_the_prefix_end_is_refused():
+    """Half in the framing prefix, half in the fields: the field's half was overwritten
+    silently by the computed length on the way back."""
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"section\[0\]\.framing\.length: bytes 1\.\.3 straddle the end of the framing prefix \(2 bytes\); "
+        r"set prefix = 1 or 3",
+    ):
+        S(
+            [
+                S.Section(
+                    S.Framing(length=S.Length(offset=1, size=2, order="big"), prefix=2),
+                    [S.RecordType("r", S.Record([("a", "u1"), ("b", "u1")]))],
+                )
+            ]
+        )
