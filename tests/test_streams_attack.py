@@ -358,3 +358,23 @@ def test_a_length_field_across_the_prefix_end_is_refused():
                 )
             ]
         )
+
+
+def test_a_length_field_past_a_types_fields_is_refused():
+    """A length field in the bytes after a type's fields lay in the _tail: a tail edited
+    there wrote a length that disagreed with the record, and a tail shorter than the field
+    had the length stored past the end of the output buffer."""
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"section\[0\]\.framing\.length: the length field \(bytes 4\.\.5\) lies beyond type 'r''s "
+        r"fields \(bytes 0\.\.1\); make it a field of every type, or part of the prefix",
+    ):
+        S(
+            [
+                S.Section(
+                    S.Framing(length=S.Length(offset=4, size=1, counts_itself=True), prefix=0),
+                    [S.RecordType("r", S.Record([("a", "u1")]))],
+                    tail="column",
+                )
+            ]
+        )

@@ -648,6 +648,12 @@ class Stream:
                         f"{sw}.framing.length",
                         'needs offset >= 0, size 1..8 and order "big", "little" or "=" (the stream\'s)',
                     )
+                if ln.offset < f.prefix < ln.offset + ln.size:
+                    raise _err(
+                        f"{sw}.framing.length",
+                        f"bytes {ln.offset}..{ln.offset + ln.size} straddle the end of the framing prefix "
+                        f"({f.prefix} bytes); set prefix = {ln.offset} or {ln.offset + ln.size}",
+                    )
                 if type(ln.unit) is not int or not 1 <= ln.unit <= _PART_MAX:
                     raise _err(
                         f"{sw}.framing.length.unit", f'{ln.unit!r}; expected "bytes", "words" or an integer 1..2**40'
