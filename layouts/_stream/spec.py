@@ -684,6 +684,17 @@ class Stream:
                 names.add(t.name)
                 for order in self.orders():
                     t.record.check(tw, order, header_names)
+                ln = f.length
+                if ln is not None and ln.offset + ln.size > f.prefix:
+                    fields_end = f.prefix + t.record.min_size(self.orders()[0])
+                    if ln.offset + ln.size > fields_end:
+                        # in a type's tail: its bytes and the computed length would disagree
+                        raise _err(
+                            f"{sw}.framing.length",
+                            f"the length field (bytes {ln.offset}..{ln.offset + ln.size}) lies beyond type "
+                            f"{t.name!r}'s fields (bytes {f.prefix}..{fields_end}); make it a field of every "
+                            f"type, or part of the prefix",
+                        )
                 if s.select is not None:
                     if type(t.tag) is not int or t.tag < 0:
                         raise _err(
