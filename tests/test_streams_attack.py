@@ -378,3 +378,32 @@ def test_a_length_field_past_a_types_fields_is_refused():
                 )
             ]
         )
+
+
+# ------------------------------------------------ an edited _blocks table
+
+
+@pytest.mark.parametrize(
+    "column, found",
+    [
+        (pa.array([b"abc"], pa.binary(3)), r"fixed_size_binary\[3\]"),
+        (pa.array([b"ab"]), r"binary with a value of 2 bytes \(row 0\)"),
+        (pa.array([5]), r"int64"),
+        (pa.array([None], pa.binary(4)), r"fixed_size_binary\[4\] with 1 nulls"),
+    ],
+)
+def test_write_refuses_block_words_that_are_not_4_bytes(column, found):
+    """_blocks._prefix of another width or type was a bare pyarrow error, and a null was
+    written as zeros."""
+    import numpy as np
+
+    spec = S.bdw(np.dtype([("id", ">u4"), ("name", "S6")]))
+    records = [struct.pack(">HH", 14, 0) + struct.pack(">I", i) + b"NAME%02d" % i for i in range(3)]
+    vb = struct.pack(">HH", 4 + sum(map(len, records)), 0) + b"".join(records)
+    t = dict(lo.read_stream(vb, spec))
+    t["_blocks"] = t["_blocks"].to_arrow().set_column(1, "_prefix", column)
+    with pytest.raises(
+        lo.ConversionError,
+        match=rf"table '_blocks': _prefix is {found}; expected each block's 4 BDW bytes \(fixed_size_binary\[4\]\)",
+    ):
+        lo.write_stream(t, spec)
