@@ -6,6 +6,7 @@ from typing import Any, Mapping
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .._errors import ConversionError, LayoutError
 from .._faults import reverse_error
@@ -38,6 +39,24 @@ def _column(table: pa.Table, name: str, what: str, fix: str) -> pa.Array:
     if name not in table.column_names:
         raise ConversionError(f"{what} has no column {name!r}; {fix}")
     return table.column(name).combine_chunks()
+
+
+def _block_words(col: pa.Array) -> pa.Array:
+    """``_blocks._prefix`` as ``fixed_size_binary[4]``: each block's 4 BDW bytes, no
+    nulls, no other width (a bare cast would fail, or write a null as zeros)."""
+    fix = "expected each block's 4 BDW bytes (fixed_size_binary[4])"
+    found = str(col.type)
+    if col.null_count:
+        raise ConversionError(f"table '_blocks': _prefix is {found} with {col.null_count} nulls; {fix}")
+    if pa.types.is_fixed_size_binary(col.type) and col.type.byte_width == 4:
+        return col
+    if pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type):
+        widths = pc.binary_length(col).to_numpy(zero_copy_only=False)
+        bad = np.flatnonzero(widths != 4)
+        if not len(bad):
+            return col.cast(pa.binary(4))
+        found += f" with a value of {int(widths[bad[0]])} bytes (row {int(bad[0])})"
+    raise ConversionError(f"table '_blocks': _prefix is {found}; {fix}")
 
 
 def _offsets(table: pa.Table, what: str) -> np.ndarray:
@@ -365,11 +384,11 @@ def _section(tables, stream, s: Section, order, start, where, values):
             "_blocks",
         )
         boffs = _offsets(table, "table '_blocks'")
-        prefixes = _column(table, "_prefix", "table '_blocks'", "give each block's 4 BDW bytes")
+        prefixes = _block_words(_column(table, "_prefix", "table '_blocks'", "give each block's 4 BDW bytes"))
         parts.append(
             [
                 "blocks",
-                np.frombuffer(prefixes.cast(pa.binary(4)).buffers()[1], np.uint8)[
+                np.frombuffer(prefixes.buffers()[1], np.uint8)[
                     prefixes.offset * 4 : (prefixes.offset + len(boffs)) * 4
                 ],
                 None,
