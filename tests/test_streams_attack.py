@@ -495,3 +495,89 @@ def test_random_descriptions_read_as_an_oracle_decodes_them(seed):
     for name, rows in want.items():
         assert got[name].to_arrow().to_pylist() == rows, name
     assert lo.write_stream(got, spec) == data
+
+
+# ------------------------------------------------ mutated streams of random descriptions, in children
+
+_FUZZ_CHILD = r"""
+import random, struct, sys
+import layouts as lo
+
+S = lo.Stream
+seed = int(sys.argv[1])
+rng = random.Random(seed)
+lsize, lorder = rng.choice([1, 2, 4]), rng.choice(["big", "little"])
+cself, unit, adjust = rng.choice([True, False]), rng.choice([1, 1, 2, 4]), rng.choice([0, 0, 1, -1, 3])
+tail, unknown = rng.choice(["column", "error"]), rng.choice(["error", "skip", "keep"])
+tsize = rng.choice([1, 2])
+types = []
+for k in range(rng.randint(1, 5)):
+    fields = [("tg", "u1" if tsize == 1 else ">u2")]
+    fields += [(f"f{j}", rng.choice(["u1", ">u2", "<u3", ">u6", "S2", "<f8", ">i4"])) for j in range(rng.randint(0, 4))]
+    types.append(S.RecordType(f"t{k}", S.Record(fields), tag=k + 1))
+hdr = rng.choice([None, S.Record([("n", ">u4"), ("m", "u1")])])
+kw = {"count": "n"} if hdr is not None and rng.random() < 0.5 else {}
+length = S.Length(offset=0, size=lsize, order=lorder, unit=unit, counts_itself=cself, adjust=adjust)
+spec = S([S.Section(S.Framing(length=length), types, tag=S.Tag(offset=0, size=tsize), tail=tail, unknown=unknown, **kw)], header=hdr)
+
+
+def record(t):
+    body = (types.index(t) + 1).to_bytes(tsize, "big") + bytes(rng.randrange(256) for _ in range(t.record.size("big") - tsize))
+    body += bytes(rng.randrange(256) for _ in range(rng.choice([0, 0, unit * 2])))
+    raw = len(body) + (lsize if cself else 0) - adjust
+    if raw < 0 or raw % unit or raw // unit >= 1 << (8 * lsize):
+        return b""
+    return (raw // unit).to_bytes(lsize, lorder) + body
+
+
+recs = [r for r in (record(rng.choice(types)) for _ in range(rng.randint(0, 40))) if r]
+data = (struct.pack(">IB", len(recs), 0) if hdr is not None else b"") + b"".join(recs)
+for m in range(int(sys.argv[2])):
+    d = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        op = rng.randrange(6)
+        if op == 0 and d:
+            d[rng.randrange(len(d))] ^= 1 << rng.randrange(8)
+        elif op == 1 and d:
+            d[rng.randrange(len(d))] = rng.choice([0, 255, rng.randrange(256)])
+        elif op == 2 and d:
+            del d[rng.randrange(len(d)):]
+        elif op == 3:
+            i = rng.randrange(len(d) + 1)
+            d[i:i] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 9)))
+        elif op == 4 and d:
+            i = rng.randrange(len(d))
+            del d[i : i + rng.randint(1, 9)]
+        elif op == 5 and len(d) > 8:
+            i = rng.randrange(len(d) - 8)
+            d[i : i + 4] = b"\xff\xff\xff\xff"
+    d = bytes(d)
+    try:
+        t = lo.read_stream(d, spec)
+    except lo.ConversionError as err:
+        assert str(err).startswith("<buffer>"), (m, str(err))
+        continue
+    if unknown != "skip":  # skipped records are not written back (documented)
+        assert lo.write_stream(t, spec) == d, m
+print("done", seed)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(8))
+def test_mutated_streams_of_random_descriptions_in_a_child(seed, tmp_path):
+    """Length units, adjustments, counts_itself, tails, unknown tags, a header count:
+    every mutation is a ConversionError naming <buffer>, or tables written back exactly;
+    the child must not crash (a crash fails the test, not the run)."""
+    import os
+    import subprocess
+    import sys
+
+    child = tmp_path / "child.py"
+    child.write_text(_FUZZ_CHILD)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run(
+        [sys.executable, str(child), str(seed), "150"], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert f"done {seed}" in run.stdout
