@@ -648,7 +648,8 @@ class Stream:
                         f"{sw}.framing.length",
                         'needs offset >= 0, size 1..8 and order "big", "little" or "=" (the stream\'s)',
                     )
-                if ln.offset < f.prefix < ln.offset + ln.size:
+                prefix = int(f.prefix or 0)  # (set by Framing, checked above)
+                if ln.offset < prefix < ln.offset + ln.size:
                     raise _err(
                         f"{sw}.framing.length",
                         f"bytes {ln.offset}..{ln.offset + ln.size} straddle the end of the framing prefix "
@@ -684,15 +685,16 @@ class Stream:
                 names.add(t.name)
                 for order in self.orders():
                     t.record.check(tw, order, header_names)
-                ln = f.length
-                if ln is not None and ln.offset + ln.size > f.prefix:
-                    fields_end = f.prefix + t.record.min_size(self.orders()[0])
+                framed = f.length
+                if framed is not None and framed.offset + framed.size > int(f.prefix or 0):
+                    ln = framed
+                    fields_end = int(f.prefix or 0) + t.record.min_size(self.orders()[0])
                     if ln.offset + ln.size > fields_end:
                         # in a type's tail: its bytes and the computed length would disagree
                         raise _err(
                             f"{sw}.framing.length",
                             f"the length field (bytes {ln.offset}..{ln.offset + ln.size}) lies beyond type "
-                            f"{t.name!r}'s fields (bytes {f.prefix}..{fields_end}); make it a field of every "
+                            f"{t.name!r}'s fields (bytes {int(f.prefix or 0)}..{fields_end}); make it a field of every "
                             f"type, or part of the prefix",
                         )
                 if s.select is not None:
