@@ -19,7 +19,14 @@ import numpy as np
 from numba import njit
 
 from ._memory import store8
-from .cpu.gather import E_TEXT_NUL, E_WIDE, aos_to_soa_at, soa_to_aos_at  # the transpose through an index
+from .cpu.gather import (
+    E_LENGTH,
+    E_TAG,
+    E_TEXT_NUL,
+    E_WIDE,
+    aos_to_soa_at,
+    soa_to_aos_at,
+)  # the transpose through an index
 from .cpu.memory import _memcpy  # the transpose's copy of raw bytes, 8 at a time
 
 __all__ = [
@@ -31,6 +38,8 @@ __all__ = [
     "soa_to_aos_at",
     "E_TEXT_NUL",
     "E_WIDE",
+    "E_LENGTH",
+    "E_TAG",
     "first_nul",
     "gather_tails",
     "scatter",

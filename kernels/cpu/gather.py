@@ -38,11 +38,13 @@ from .forward import _compact_strings, _forward_block, _stage_plan, _unstage, _v
 from .memory import BLOCK_BYTES, STAGE_RECORD_MAX, STREAM_BYTES, _jit, _set_offset
 from .reverse import _prefetch_columns, _reverse_block
 
-__all__ = ["aos_to_soa_at", "soa_to_aos_at", "E_TEXT_NUL", "E_WIDE"]
+__all__ = ["aos_to_soa_at", "soa_to_aos_at", "E_TEXT_NUL", "E_WIDE", "E_LENGTH", "E_TAG"]
 
 # fault codes (op -1); the transpose's own codes (kernels/plan.py E_*) are small integers
 E_TEXT_NUL = 100  # aos_to_soa_at: a NUL byte in a text field
 E_WIDE = 101  # soa_to_aos_at: a value does not fit the narrower field it goes back to
+E_LENGTH = 102  # soa_to_aos_at: a field under the length field holds another value than the record's length
+E_TAG = 103  # soa_to_aos_at: a field under the tag holds another value than the type's tag
 PREFETCH_ROWS = 16  # records of one type are asked for this many ahead of the one copied
 
 
@@ -263,30 +265,49 @@ def _put_word(addr, size, big, value):
 
 
 @_jit
+def _get_word(addr, size, big):
+    """The unsigned integer of ``size`` (1..8) bytes at ``addr`` (the mirror of _put_word)."""
+    v = np.uint64(0)
+    for k in range(size):
+        b = np.uint64(load8(addr + (k if big else size - 1 - k)))
+        v = (v << np.uint64(8)) | b
+    return v
+
+
+@_jit
 def _scatter_rows(
     rows, itemsize, b0, b1, positions, run_src, run_dst, run_len, zero_off, zero_len, frame, lengths, out
 ):
     """Packed rows ``b0..b1`` (at ``rows``) to ``out + positions[i]`` by the runs, with
     the length field (``lengths[i]``) and the tag that ``frame`` describes: ``(length
-    at, size, big, tag at, size, big, tag value)``, a size of 0 for none. Returns -1,
-    or the first row with a non-zero byte in a widened field's extra bytes."""
+    at, size, big, tag at, size, big, tag value, check length, check tag)``, a size of
+    0 for none. When a field of the record lies under the length field or the tag
+    (``check``: 1), the value the field put there must be the one the framing stores:
+    an edited column is an error, never overwritten. Returns ``(-1, 0)``, or the first
+    bad row and its code: ``E_WIDE`` (a non-zero byte in a widened field's extra bytes),
+    ``E_LENGTH`` or ``E_TAG``."""
     nruns, nzero = run_src.shape[0], zero_off.shape[0]
     len_at, len_size, len_big = frame[0], frame[1], frame[2] != 0
     tag_at, tag_size, tag_big, tag = frame[3], frame[4], frame[5] != 0, np.uint64(frame[6])
+    check_len, check_tag = frame[7] != 0, frame[8] != 0
     for i in range(b0, b1):
         src = rows + (i - b0) * itemsize
         for z in range(nzero):
             for k in range(zero_len[z]):
                 if load8(src + zero_off[z] + k) != 0:
-                    return i
+                    return i, E_WIDE
         dst = out + positions[i]
         for r in range(nruns):
             _copy_run(dst + run_src[r], src + run_dst[r], run_len[r])
         if len_size > 0:
+            if check_len and _get_word(dst + len_at, len_size, len_big) != np.uint64(lengths[i]):
+                return i, E_LENGTH
             _put_word(dst + len_at, len_size, len_big, np.uint64(lengths[i]))
         if tag_size > 0:
+            if check_tag and _get_word(dst + tag_at, tag_size, tag_big) != tag:
+                return i, E_TAG
             _put_word(dst + tag_at, tag_size, tag_big, tag)
-    return -1
+    return -1, 0
 
 
 @_jit
@@ -366,11 +387,11 @@ def _reverse_blocks_at(
         _prefetch_columns(ops, b1, min(b1 + block, r1))
         if _reverse_block(packed - b0 * itemsize, itemsize, b0, b1, ops, offs, err) != 0:
             break
-        bad = _scatter_rows(
+        bad, code = _scatter_rows(
             packed, itemsize, b0, b1, positions, run_src, run_dst, run_len, zero_off, zero_len, frame, lengths, dst
         )
         if bad >= 0:
-            err[0], err[1], err[2] = bad, -1, E_WIDE
+            err[0], err[1], err[2] = bad, -1, code
             break
         b0 = b1
 
@@ -380,11 +401,13 @@ def soa_to_aos_at(out, positions, itemsize, runs, zeros, frame, lengths, ops, of
     (``ops``) as a packed record of ``itemsize`` bytes, goes to ``out`` (uint8) at
     ``positions[i]`` by ``runs`` (``(k, 3)``: place in the stream's record, in the packed
     one, length); ``zeros`` (``(m, 2)``: start, length in the packed record) are the
-    extra bytes of widened fields, which must be zero; ``frame`` (7 int64, see
+    extra bytes of widened fields, which must be zero; ``frame`` (9 int64, see
     :func:`_scatter_rows`) the length field, with ``lengths[i]`` its value, and the tag.
 
     The caller has checked that every record lies inside ``out``. Returns ``None`` or
-    the first fault ``(row, op, code)``; ``(row, -1, E_WIDE)`` for a value too wide.
+    the first fault ``(row, op, code)``; ``(row, -1, E_WIDE)`` for a value too wide,
+    ``(row, -1, E_LENGTH)`` / ``(row, -1, E_TAG)`` for a field under the length field or
+    the tag that holds another value than the framing's.
     """
     n = positions.shape[0]
     starts = chunk_starts(n, itemsize, threads)

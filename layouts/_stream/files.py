@@ -190,7 +190,11 @@ def _section_range(s, values: dict, where: str, label: str, size: int, pos: int)
         fixed = None
         if s.framing.size is not None:
             fixed = _checked(lambda: evaluate(s.framing.size, values, f"{where}.framing.size"), where)
-        if limit < 0 or (fixed is not None and limit * fixed > end - start):
+        if limit < 0:
+            raise ConversionError(
+                f"{label}: {where}: count = {s.count!r} is {limit}, a negative count; the header is damaged"
+            )
+        if fixed is not None and limit * fixed > end - start:
             raise ConversionError(
                 f"{label}: {where}: count = {s.count!r} is {limit}, more records than the "
                 f"{end - start} bytes from byte {start} can hold; the header is damaged"

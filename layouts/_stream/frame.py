@@ -118,7 +118,8 @@ def section_params(stream: Stream, s: Section, order: str, header: dict, where: 
         need = ln.offset + ln.size
     if s.tag is not None:
         tag = s.tag
-        values = np.array([t.tag_value(tag, "") for t in s.types], np.int64)
+        # the scan compares the tag's bits as int64: a value of 2**63 or more (8-byte tags) wraps
+        values = np.array([t.tag_value(tag, "") for t in s.types], np.uint64).view(np.int64)
         order_idx = np.argsort(values)
         direct = np.full(1 << (8 * tag.size) if tag.size <= 2 else 0, -1, np.int32)
         if len(direct):  # 1- and 2-byte tags: a table indexed by the value
@@ -243,7 +244,37 @@ def _scan_blocks(stream, s, buf, label, start, end, limit, where, stop=None):
     return Scanned(start, pos, *cat, blocks=np.array(blocks, np.int64))
 
 
+def _type_note(s, buf, pos, end, tp, where):
+    """What a damaged record's type is, for the framing errors: its tag's type when the
+    tag lies inside the data, else what is known."""
+    toff, tsize, tbig = tp[0], tp[1], tp[2]
+    if not tsize:
+        return f"; the record is type {s.types[0].name!r} of {where}" if len(s.types) == 1 else ""
+    if pos + toff + tsize > end:
+        return "; its tag is past the end of the data"
+    raw = bytes(buf[pos + toff : pos + toff + tsize])
+    value = int.from_bytes(raw, "big" if tbig else "little")
+    t = -1
+    if len(tp[5]):
+        t = int(tp[5][value])
+    else:
+        bits = value - (1 << 64) if value >= 1 << 63 else value
+        k = int(np.searchsorted(tp[3], bits))
+        if k < len(tp[3]) and int(tp[3][k]) == bits:
+            t = int(tp[4][k])
+    if t < 0:
+        return f"; its tag {value} ({raw!r}) is no type of {where}"
+    return f"; the record is type {s.types[t].name!r} (tag {value}, {raw!r}) of {where}"
+
+
 def _scan_error(status, s, buf, label, pos, end, lp, tp, type_min, min_len, where):
+    err = _scan_error_of(status, s, buf, label, pos, end, lp, tp, type_min, min_len, where)
+    if status in (K.SHORT_PREFIX, K.PAST_END, K.TOO_SMALL):
+        return ConversionError(f"{err}{_type_note(s, buf, pos, end, tp, where)}")
+    return err
+
+
+def _scan_error_of(status, s, buf, label, pos, end, lp, tp, type_min, min_len, where):
     left = end - pos
     if status == K.SHORT_RECORD:
         off, size, big, unit, base = lp
@@ -253,7 +284,8 @@ def _scan_error(status, s, buf, label, pos, end, lp, tp, type_min, min_len, wher
         t = 0
         if tp[1]:
             value = int.from_bytes(bytes(buf[pos + tp[0] : pos + tp[0] + tp[1]]), "big" if tp[2] else "little")
-            t = int(tp[5][value]) if len(tp[5]) else int(tp[4][np.searchsorted(tp[3], value)])
+            bits = value - (1 << 64) if value >= 1 << 63 else value  # as the scan compares it (int64)
+            t = int(tp[5][value]) if len(tp[5]) else int(tp[4][np.searchsorted(tp[3], bits)])
         return ConversionError(
             f"{label}: byte {pos}: a {where} type {s.types[t].name!r} record of {n} bytes, shorter than the type's "
             f"{int(type_min[t])} bytes of fields; the stream is damaged, or the type's fields are wrong"

@@ -77,6 +77,9 @@ def check_expr(text: "str | int", where: str, names: "tuple[str, ...]") -> "str 
     calls = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name) and node.func.id in _CALLS and len(node.args) < 2:
+                fn = node.func.id
+                raise _err(where, f"{text!r} calls {fn}() with fewer than 2 arguments; write {fn}(a, b, ...)")
             if not (
                 isinstance(node.func, ast.Name) and node.func.id in _CALLS and len(node.args) >= 2 and not node.keywords
             ):
@@ -173,6 +176,8 @@ def field_dtype(spec: str, order: str, where: str) -> "tuple[np.dtype, int, str]
         n = int(count)
         if n < 1:
             raise _err(where, f"{spec!r}: a list needs at least 1 element")
+        if width * n > _FIELD_MAX:
+            raise _err(where, f"{spec!r}: a list of more than {_FIELD_MAX} bytes (2**31 - 1, NumPy's largest field)")
         return np.dtype((dt, (n,))), width * n, o
     m = _FIELD_TYPE.match(spec) if isinstance(spec, str) else None
     if m is None:
@@ -185,6 +190,8 @@ def field_dtype(spec: str, order: str, where: str) -> "tuple[np.dtype, int, str]
     if o == "=":
         o = ">" if order == "big" else "<"
     if kind in "S":
+        if size > _FIELD_MAX:
+            raise _err(where, f"{spec!r}: a field of more than {_FIELD_MAX} bytes (2**31 - 1, NumPy's largest)")
         return np.dtype(f"S{size}"), size, "|"
     if kind in "b?":
         return np.dtype("?"), 1, "|"
@@ -589,10 +596,20 @@ class Stream:
         if not self.sections:
             raise _err(w, "a stream needs at least one section: [[section]] with its framing and types")
         names = set()
+        keeps = None  # the section that keeps unknown records
         for i, s in enumerate(self.sections):
             sw = f"{w}: section[{i}]"
             if not isinstance(s, Section):
                 raise _err(sw, f"expected a Section, got {type(s).__name__}")
+            if s.unknown == "keep":
+                if keeps is not None:
+                    raise _err(
+                        f"{sw}.unknown",
+                        f'"keep" in section[{keeps}] and section[{i}]; the one _unknown table cannot say '
+                        f"which section a record came from: keep unknown records in one section, and "
+                        f'set unknown = "skip" or "error" in the others',
+                    )
+                keeps = i
             for key in ("offset", "count", "bytes", "select"):
                 v = getattr(s, key)
                 if v is not None:
@@ -603,7 +620,7 @@ class Stream:
                 raise _err(f"{sw}.unknown", f'{s.unknown!r}; expected "error", "skip" or "keep"')
             f = s.framing
             if not _nat(f.prefix):
-                raise _err(f"{sw}.framing.prefix", f"{f.prefix!r}; expected an integer >= 0")
+                raise _err(f"{sw}.framing.prefix", f"{f.prefix!r}; expected an integer >= 0 (at most 2**40)")
             if f.size is not None and f.length is not None:
                 raise _err(f"{sw}.framing", "give either size (fixed-size records) or length (a length field)")
             if f.size is None and f.length is None and len(s.types) > 1 and s.select is None:
@@ -622,17 +639,30 @@ class Stream:
                 check_expr(f.size, f"{sw}.framing.size", header_names)
             elif f.length is not None:
                 ln = f.length
+                if type(ln.offset) is int and ln.offset > _PART_MAX:
+                    raise _err(
+                        f"{sw}.framing.length.offset", f"{ln.offset!r}; expected an integer >= 0 (at most 2**40)"
+                    )
                 if not (_nat(ln.offset) and ln.size in range(1, 9) and ln.order in ("big", "little", "=")):
                     raise _err(
                         f"{sw}.framing.length",
                         'needs offset >= 0, size 1..8 and order "big", "little" or "=" (the stream\'s)',
                     )
-                if type(ln.unit) is not int or ln.unit < 1:
+                prefix = int(f.prefix or 0)  # (set by Framing, checked above)
+                if ln.offset < prefix < ln.offset + ln.size:
                     raise _err(
-                        f"{sw}.framing.length.unit", f'{ln.unit!r}; expected "bytes", "words" or an integer >= 1'
+                        f"{sw}.framing.length",
+                        f"bytes {ln.offset}..{ln.offset + ln.size} straddle the end of the framing prefix "
+                        f"({f.prefix} bytes); set prefix = {ln.offset} or {ln.offset + ln.size}",
                     )
-                if type(ln.adjust) is not int:
-                    raise _err(f"{sw}.framing.length.adjust", f"{ln.adjust!r}; expected an integer")
+                if type(ln.unit) is not int or not 1 <= ln.unit <= _PART_MAX:
+                    raise _err(
+                        f"{sw}.framing.length.unit", f'{ln.unit!r}; expected "bytes", "words" or an integer 1..2**40'
+                    )
+                if type(ln.adjust) is not int or abs(ln.adjust) > _PART_MAX:
+                    raise _err(
+                        f"{sw}.framing.length.adjust", f"{ln.adjust!r}; expected an integer of at most 2**40 either way"
+                    )
             if not s.types:
                 raise _err(sw, "a section needs at least one record type: [section.types.NAME]")
             if s.tag is None and s.select is None and len(s.types) > 1:
@@ -650,11 +680,23 @@ class Stream:
                 tw = f"{sw}.types.{getattr(t, 'name', '?')}"
                 if not isinstance(t, RecordType) or not isinstance(t.name, str) or not t.name:
                     raise _err(tw, "expected a RecordType with a name")
-                if t.name in names or t.name in RESERVED or t.name in ("_unknown",):
+                if t.name in names or t.name in RESERVED or t.name in ("_unknown", "_blocks"):
                     raise _err(tw, f"the name {t.name!r} is taken (by another type or reserved); rename it")
                 names.add(t.name)
                 for order in self.orders():
                     t.record.check(tw, order, header_names)
+                framed = f.length
+                if framed is not None and framed.offset + framed.size > int(f.prefix or 0):
+                    ln = framed
+                    fields_end = int(f.prefix or 0) + t.record.min_size(self.orders()[0])
+                    if ln.offset + ln.size > fields_end:
+                        # in a type's tail: its bytes and the computed length would disagree
+                        raise _err(
+                            f"{sw}.framing.length",
+                            f"the length field (bytes {ln.offset}..{ln.offset + ln.size}) lies beyond type "
+                            f"{t.name!r}'s fields (bytes {int(f.prefix or 0)}..{fields_end}); make it a field of every "
+                            f"type, or part of the prefix",
+                        )
                 if s.select is not None:
                     if type(t.tag) is not int or t.tag < 0:
                         raise _err(
@@ -681,7 +723,14 @@ class Stream:
 
 
 def _nat(v):
-    return type(v) is int and v >= 0
+    return type(v) is int and 0 <= v <= _PART_MAX
+
+
+# the largest field NumPy can hold, and the largest offset, size or adjustment a
+# description may give (a record's framing beyond 1 TiB is a mistake; it also keeps the
+# scan's int64 arithmetic far from overflow)
+_FIELD_MAX = 2**31 - 1
+_PART_MAX = 2**40
 
 
 # --------------------------------------------------------------------------- TOML

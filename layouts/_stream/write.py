@@ -6,6 +6,7 @@ from typing import Any, Mapping
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .._errors import ConversionError, LayoutError
 from .._faults import reverse_error
@@ -40,6 +41,24 @@ def _column(table: pa.Table, name: str, what: str, fix: str) -> pa.Array:
     return table.column(name).combine_chunks()
 
 
+def _block_words(col: pa.Array) -> pa.Array:
+    """``_blocks._prefix`` as ``fixed_size_binary[4]``: each block's 4 BDW bytes, no
+    nulls, no other width (a bare cast would fail, or write a null as zeros)."""
+    fix = "expected each block's 4 BDW bytes (fixed_size_binary[4])"
+    found = str(col.type)
+    if col.null_count:
+        raise ConversionError(f"table '_blocks': _prefix is {found} with {col.null_count} nulls; {fix}")
+    if pa.types.is_fixed_size_binary(col.type) and col.type.byte_width == 4:
+        return col
+    if pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type):
+        widths = pc.binary_length(col).to_numpy(zero_copy_only=False)
+        bad = np.flatnonzero(widths != 4)
+        if not len(bad):
+            return col.cast(pa.binary(4))
+        found += f" with a value of {int(widths[bad[0]])} bytes (row {int(bad[0])})"
+    raise ConversionError(f"table '_blocks': _prefix is {found}; {fix}")
+
+
 def _offsets(table: pa.Table, what: str) -> np.ndarray:
     col = _column(
         table,
@@ -50,7 +69,13 @@ def _offsets(table: pa.Table, what: str) -> np.ndarray:
     )
     if col.null_count:
         raise ConversionError(f"{what}: _offset has {col.null_count} nulls; every record needs its place")
-    return col.cast(pa.int64()).to_numpy(zero_copy_only=False)
+    fix = "expected integers (int64): each record's place in the stream's order; cast the column"
+    if not pa.types.is_integer(col.type):
+        raise ConversionError(f"{what}: _offset is {col.type}; {fix}")
+    try:
+        return col.cast(pa.int64()).to_numpy(zero_copy_only=False)
+    except pa.ArrowInvalid as err:  # uint64 values past int64
+        raise ConversionError(f"{what}: _offset is {col.type} with a value past int64 ({err}); {fix}") from err
 
 
 def _tails(table: pa.Table, n: int, what: str) -> "tuple[np.ndarray, np.ndarray]":
@@ -97,12 +122,14 @@ def _dense(table: pa.Table, record: Record, order, prefix, keep, what):
     return soa, layout, runs, zeros
 
 
-_NO_FRAME = np.array([0, 0, 0, 0, 0, 0, 0], np.int64)
+_NO_FRAME = np.array([0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)  # see K.soa_to_aos_at
 
 
-def _place(out, soa, layout, runs, zeros, positions, what, record, order, frame=_NO_FRAME, lengths=None):
+def _place(out, soa, layout, runs, zeros, positions, what, record, order, frame=_NO_FRAME, lengths=None, framed=None):
     """Each record of ``soa`` assembled from its columns and stored in ``out`` at
-    ``positions`` (with its length field and tag, see K.soa_to_aos_at), in one pass."""
+    ``positions`` (with its length field and tag, see K.soa_to_aos_at), in one pass.
+    ``framed``: ``(section, type, fixed size, tail sizes)`` for the errors of a field
+    under the length field or the tag."""
     if soa is None or not len(positions):
         return
     r = np.array(runs, np.int64).reshape(-1, 3)
@@ -117,6 +144,8 @@ def _place(out, soa, layout, runs, zeros, positions, what, record, order, frame=
     if fault is None:
         return
     bad, op, code = fault
+    if code in (K.E_LENGTH, K.E_TAG) and framed is not None:
+        raise _frame_error(soa, record, order, bad, code, frame, lengths, framed, what)
     if code != K.E_WIDE:
         raise reverse_error(soa.layout, soa._columns, fault)
     row = soa.to_arrow().slice(bad, 1)
@@ -131,6 +160,53 @@ def _place(out, soa, layout, runs, zeros, positions, what, record, order, frame=
                 f"{width} bytes ({t}); the largest is {(1 << 8 * width) - 1}"
             )
     raise ConversionError(f"{what}, row {bad}: a value does not fit its field")  # pragma: no cover
+
+
+def _field_at(record, order, prefix, at):
+    """The name of the field of ``record`` (after ``prefix`` bytes of framing) that
+    holds byte ``at`` of the record."""
+    from .spec import field_dtype
+
+    pos = prefix
+    for name, t in record.fields:
+        width = field_dtype(t, order, name)[1]
+        if pos <= at < pos + width:
+            return name
+        pos += width
+    return "?"  # pragma: no cover (the callers check that the byte lies in the fields)
+
+
+def _shown(value):
+    """A column value as the message shows it: bytes as bytes and their integer."""
+    if isinstance(value, str):
+        value = value.encode("utf-8")
+    if isinstance(value, bytes):
+        return f"{value!r} ({int.from_bytes(value, 'big')})" if len(value) <= 8 else repr(value)
+    return repr(value)
+
+
+def _frame_error(soa, record, order, bad, code, frame, lengths, framed, what):
+    """The ConversionError of a record whose field under the length field or the tag
+    holds another value than the framing stores there (an edited column)."""
+    s, t, fixed, tails = framed
+    at = int(frame[0] if code == K.E_LENGTH else frame[3])
+    name = _field_at(record, order, s.framing.prefix, at)
+    value = soa.to_arrow().slice(bad, 1).column(name)[0].as_py()
+    if code == K.E_LENGTH:
+        want = int(lengths[bad])
+        size = fixed + int(tails[bad])
+        return ConversionError(
+            f"{what}, row {bad}: field {name!r} holds {_shown(value)}, but it is the record's length "
+            f"field, which must say {want} for this record of {size} bytes (its fields and a _tail of "
+            f"{int(tails[bad])} bytes); set {name} to {want}, or change the _tail"
+        )
+    tag = t.tag_value(s.tag, what)
+    told = f"{t.tag!r} ({tag})" if isinstance(t.tag, str) else f"{tag}"
+    return ConversionError(
+        f"{what}, row {bad}: field {name!r} holds {_shown(value)}, but it is the section's tag, and "
+        f"type {t.name!r}'s tag is {told}; move the record to the table of its type, or set {name} "
+        f"to {t.tag!r}"
+    )
 
 
 def write_stream(
@@ -180,6 +256,14 @@ def write_stream(
     extra = sorted(set(tables) - names - {"_header", "_gaps", "_blocks", "_unknown"})
     if extra:
         raise ConversionError(f"table {extra[0]!r} is no record type of {stream.name} (types: {sorted(names)})")
+    if "_unknown" in tables and not any(s.unknown == "keep" for s in stream.sections):
+        n = _arrow(tables["_unknown"], "_unknown").num_rows
+        if n:
+            raise ConversionError(
+                f"table '_unknown' has {n} records, but no section of {stream.name} keeps unknown "
+                f'records (unknown = "keep"); drop the table, or set unknown = "keep" in the section '
+                f"they belong to"
+            )
     pieces: list = []  # (start, end, writer)
     values: dict = {}
     pos = 0
@@ -300,11 +384,11 @@ def _section(tables, stream, s: Section, order, start, where, values):
             "_blocks",
         )
         boffs = _offsets(table, "table '_blocks'")
-        prefixes = _column(table, "_prefix", "table '_blocks'", "give each block's 4 BDW bytes")
+        prefixes = _block_words(_column(table, "_prefix", "table '_blocks'", "give each block's 4 BDW bytes"))
         parts.append(
             [
                 "blocks",
-                np.frombuffer(prefixes.cast(pa.binary(4)).buffers()[1], np.uint8)[
+                np.frombuffer(prefixes.buffers()[1], np.uint8)[
                     prefixes.offset * 4 : (prefixes.offset + len(boffs)) * 4
                 ],
                 None,
@@ -365,6 +449,8 @@ def _write_part(out, p, order):
         K.scatter_tails(toffs - toffs[0], tdata[toffs[0] :], positions, np.zeros(len(positions), np.int64), out)
         return
     if kind == "blocks":
+        if not len(p[2]):  # no records, no blocks (an empty VB file)
+            return
         raw, (bpos, lens) = p[1], p[2]
         for k in range(len(bpos)):
             out[bpos[k] : bpos[k] + 4] = raw[4 * k : 4 * k + 4]
@@ -372,7 +458,8 @@ def _write_part(out, p, order):
         return
     _, soa, layout, runs, zeros, positions, what, record, fixed, toffs, tdata, t, s = p
     frame, lengths = _frame(s, t, order, positions, fixed, toffs, what)
-    _place(out, soa, layout, runs, zeros, positions, what, record, order, frame, lengths)
+    framed = (s, t, fixed, np.diff(toffs))
+    _place(out, soa, layout, runs, zeros, positions, what, record, order, frame, lengths, framed)
     if len(tdata):
         K.scatter_tails(toffs - toffs[0], tdata[toffs[0] :], positions, np.full(len(positions), fixed, np.int64), out)
 
@@ -398,10 +485,13 @@ def _frame(s, t, order, positions, fixed, toffs, what):
                 f"shorten its _tail"
             )
         frame[0:3] = ln.offset, ln.size, ln.big(order)
+        # a field under the length field (pcap's incl_len) must say what the framing stores
+        frame[7] = s.framing.prefix <= ln.offset and ln.offset + ln.size <= fixed
         lengths = value
     if s.tag is not None and len(positions):
         tag = np.array(t.tag_value(s.tag, what), np.uint64).view(np.int64)  # (the bits of a value >= 2**63)
         frame[3:7] = s.framing.prefix + s.tag.offset, s.tag.size, s.tag.order == "big", tag
+        frame[8] = 1  # the tag is a field of every type (checked when the description is loaded)
     return frame, lengths
 
 
