@@ -1,0 +1,185 @@
+"""Attacks on the mainframe support (issue 27): odd but legal copybooks, hostile ones,
+value edges and the command's outputs. Each test here failed before its fix."""
+
+import struct
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import layouts as lo
+import layouts.cobol as cobol
+from layouts._cli import main
+
+E = lo.Encoding
+
+
+def _book(*lines):
+    """Fixed-format copybook text: each line's code starts in column 8."""
+    return "".join(" " * 7 + line + "\n" for line in lines)
+
+
+# ---------------------------------------------------------------- copybooks
+
+
+@pytest.mark.parametrize(
+    "lines, where",
+    [
+        (("01 R.", "   05 A PIC X.", "   05 C PIC X.", "   05 B REDEFINES A PIC X."), "line 4"),
+        (
+            ("01 R.", "   05 G1.", "      10 A PIC X(2).", "   05 G2.", "      10 C PIC X.", "   05 G3 REDEFINES G1.")
+            + ("      10 B PIC X(2).",),
+            "line 6",
+        ),
+    ],
+)
+def test_redefines_must_follow_the_item_it_redefines(lines, where):
+    """B REDEFINES A with C between them overlaid B on A and C on the byte after A: a
+    layout COBOL refuses (the redefinitions must follow the area directly)."""
+    with pytest.raises(lo.LayoutError, match=rf"{where}: .*REDEFINES A.*C comes between"):
+        lo.Layout.from_copybook(_book(*lines))
+
+
+def test_redefines_chains_and_sets_still_read():
+    book = cobol.read_copybook(
+        _book("01 R.", "   05 A PIC X(4).", "   05 B REDEFINES A PIC 9(4).", "   05 C REDEFINES B PIC X(4).")
+        + _book("   05 D REDEFINES A PIC X(2).", "   05 E PIC X.")
+    )
+    assert [(f.name, f.offset) for f in book.fields] == [("A", 0), ("B", 0), ("C", 0), ("D", 0), ("E", 4)]
+
+
+@pytest.mark.parametrize("level", ["01", "77"])
+def test_occurs_on_a_record_is_an_error(level):
+    """``01 R OCCURS 3.`` was read as one R: COBOL allows no OCCURS at levels 01 and 77."""
+    body = ("   05 A PIC X.",) if level == "01" else ()
+    pic = "" if level == "01" else " PIC X"
+    with pytest.raises(lo.LayoutError, match=rf"line 1: '{level} R{pic} OCCURS 3\.'.*OCCURS.*level {level}"):
+        lo.Layout.from_copybook(_book(f"{level} R{pic} OCCURS 3.", *body))
+
+
+@pytest.mark.parametrize(
+    "pic, need",
+    [("9(37)PP", 39), ("VP(31)9(8)", 39), ("S9(18)P(21) COMP", 39), ("S9(4)P(34) COMP-5", 39)],
+)
+def test_p_scaling_beyond_38_digits_names_the_line(pic, need):
+    """The precision P scaling needs was checked by Encoding only: a message naming no
+    copybook line (or, for COMP-5, none at all before Arrow)."""
+    with pytest.raises(lo.LayoutError, match=rf"copybook line 2: '05 A PIC .*{need} digits.*38"):
+        lo.Layout.from_copybook(_book("01 R.", f"   05 A PIC {pic}."))
+
+
+def test_floating_comments_in_fixed_format():
+    """``*>`` comments (IBM Enterprise COBOL 5.2+, COBOL 2002) in fixed-format lines."""
+    book = cobol.read_copybook(
+        _book(
+            "01 R.  *> the record",
+            "   05 A PIC X(2). *> a comment. 05 Z PIC X.",
+            "   05 B PIC X(3) VALUE '*>'. *> not the literal",
+            "*> a whole line",
+        )
+    )
+    assert [(f.name, f.offset, f.width) for f in book.fields] == [("A", 0, 2), ("B", 2, 3)]
+
+
+def test_a_missing_copybook_file_is_named(tmp_path, capsys):
+    """A copybook path that names no file was read as copybook text: ``column 7 holds
+    'o'`` for ``nope.cob``."""
+    missing = tmp_path / "nope.cob"
+    with pytest.raises(lo.LayoutError, match=r"nope\.cob.*no such file"):
+        lo.Layout.from_copybook(str(missing))
+    with pytest.raises(lo.LayoutError, match=r"is a directory"):
+        lo.Layout.from_copybook(str(tmp_path))
+    data = tmp_path / "d.dat"
+    data.write_bytes(b"\x40")
+    assert main(["convert", str(data), "--copybook", str(missing), "--to", str(tmp_path / "o.parquet")]) == 1
+    assert "--copybook" in (err := capsys.readouterr().err) and "no such file" in err and "column 7" not in err
+    assert main(["convert", str(data), "--copybook", str(tmp_path), "--to", str(tmp_path / "o.parquet")]) == 1
+    assert "is a directory" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- values
+
+
+def _convert(enc, width, cells):
+    dtype = np.dtype([("x", f"V{width}")])
+    layout = lo.Layout.from_dtype(dtype, encodings={"x": enc})
+    table = lo.AoS(np.frombuffer(b"".join(cells), dtype), layout).to_soa().to_arrow()
+    back = lo.SoA.from_arrow(table, layout).to_aos().array
+    return table.column("x").to_pylist(), [bytes(r) for r in back.view(np.uint8).reshape(len(back), -1)]
+
+
+def test_largest_ibm_long_comes_back():
+    """COMP-2 ``7FFFFFFFFFFFFFFF`` (and high-values, ``FF...FF``, its negative) read as
+    +-2**252, the float64 nearest to them, which the way back refused as beyond IBM's
+    largest: valid data that could not be written back."""
+    cells = [bytes.fromhex(h) for h in ("7FFFFFFFFFFFFFFF", "FFFFFFFFFFFFFFFF", "7F00000000000001")]
+    values, back = _convert(E("hfloat"), 8, cells)
+    assert values[:2] == [2.0**252, -(2.0**252)]
+    assert back[:2] == cells[:2]
+    assert back[2] == bytes.fromhex("7E10000000000000")  # 16**-14 * 16**63: normalized, exact
+    with pytest.raises(lo.ConversionError, match="largest is about 7.2e75"):
+        lo.SoA.from_arrow(
+            pa.table({"x": pa.array([2.0**252 * (1 + 2**-52)])}),
+            lo.Layout.from_dtype(np.dtype([("x", "V8")]), encodings={"x": E("hfloat")}),
+        ).to_aos()
+
+
+# ---------------------------------------------------------------- the command
+
+
+def _segments(tmp_path):
+    book, data = tmp_path / "seg.cob", tmp_path / "seg.dat"
+    book.write_text(_book("01 HDR.", "   05 SEG PIC X.", "   05 NAME PIC X(4).", "01 DTL.", "   05 SEG PIC X."))
+    body = "HACME".encode("cp037")
+    data.write_bytes(struct.pack(">HH", len(body) + 4, 0) + body + struct.pack(">HH", 5, 0) + "D".encode("cp037"))
+    flags = ["--copybook", str(book), "--segment", "H=HDR", "--segment", "D=DTL", "--segment-field", "SEG"]
+    return data, flags
+
+
+@pytest.mark.parametrize("overwrite", [[], ["--overwrite"]])
+def test_segments_to_a_file_names_the_flag(tmp_path, capsys, overwrite):
+    """``--to FILE`` with --segment gave ``[Errno 20] Not a directory``."""
+    data, flags = _segments(tmp_path)
+    target = tmp_path / "out.parquet"
+    target.write_bytes(b"mine")
+    assert main(["convert", str(data), *flags, "--to", str(target), *overwrite]) == 2
+    err = capsys.readouterr().err
+    assert "--to" in err and "a directory" in err and "Errno" not in err
+    assert target.read_bytes() == b"mine"
+
+
+def test_segments_output_is_whole_or_absent(tmp_path, capsys, monkeypatch):
+    """A Ctrl-C (or any failure) while the tables were written left a directory with
+    some tables, the last one half written; now nothing is left, and a directory that
+    was there keeps its tables."""
+    import pyarrow.parquet as pq
+
+    data, flags = _segments(tmp_path)
+    write_table = pq.write_table
+    written = []
+
+    def interrupted(table, where, *a, **k):
+        written.append(where)
+        if len(written) == 2:
+            with open(where, "wb") as f:
+                f.write(b"PAR1 half")
+            raise KeyboardInterrupt
+        return write_table(table, where, *a, **k)
+
+    monkeypatch.setattr(pq, "write_table", interrupted)
+    out = tmp_path / "segs"
+    with pytest.raises(KeyboardInterrupt):
+        main(["convert", str(data), *flags, "--to", str(out)])
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["seg.cob", "seg.dat"]
+    monkeypatch.setattr(pq, "write_table", write_table)
+    assert main(["convert", str(data), *flags, "--to", str(out), "--quiet"]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    written.clear()
+    monkeypatch.setattr(pq, "write_table", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        main(["convert", str(data), *flags, "--to", str(out), "--overwrite"])
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    monkeypatch.setattr(pq, "write_table", write_table)
+    back = tmp_path / "back.dat"
+    assert main(["convert", str(out), *flags, "--to", str(back), "--quiet"]) == 0
+    assert back.read_bytes() == data.read_bytes()
