@@ -195,7 +195,10 @@ def copybook_layout(args, path=None):
             path or args.copybook, flatten=getattr(args, "flatten", False), **copybook_options(args)
         )
     except lo.LayoutError as err:
-        err.args = (in_flags(str(err)),)
+        message = in_flags(str(err))
+        if path is None and message.startswith("the copybook "):
+            message = "--copybook " + message[len("the copybook ") :]
+        err.args = (message,)
         raise
 
 
@@ -411,6 +414,11 @@ def convert_segments(args):
         raise CommandError("--record does not apply with --segment: each --segment ID=RECORD names its record")
     types, segment = _segment_types(args)
     options = {"segment": segment, "framing": args.framing, "codepage": args.codepage}
+    if not os.path.isdir(args.src) and os.path.exists(args.dst) and not os.path.isdir(args.dst):
+        raise CommandError(
+            f"--to {args.dst}: is a file; with --segment the output is a directory of ID.parquet tables "
+            f"(one per --segment): name a directory"
+        )
     try:
         if os.path.isdir(args.src):  # the way back: DIR/ID.parquet -> the segments file
             tables = {}
@@ -425,8 +433,7 @@ def convert_segments(args):
             if os.path.exists(args.dst) and not args.overwrite:
                 raise CommandError(f"{args.dst} exists; pass --overwrite to replace it")
             data = cobol.write_segments(tables, types, **options)
-            with open(args.dst, "wb") as f:
-                f.write(data)
+            _write_whole(args.dst, data)
             if not args.quiet:
                 print(
                     f"wrote {sum(t.num_rows for k, t in tables.items() if k != '_blocks'):,} records, "
@@ -445,12 +452,54 @@ def convert_segments(args):
             ),
         )
         raise
-    if os.path.exists(args.dst) and os.listdir(args.dst) and not args.overwrite:
-        raise CommandError(f"{args.dst} is not empty; pass --overwrite to replace its tables")
-    os.makedirs(args.dst, exist_ok=True)
-    for name, table in tables.items():
-        pq.write_table(table, os.path.join(args.dst, f"{name}.parquet"))
+    _write_tables(tables, args.dst, args.overwrite)
     if not args.quiet:
         counts = ", ".join(f"{name}: {t.num_rows:,}" for name, t in tables.items() if name != "_blocks")
         print(f"converted {counts} records -> {args.dst}")
     return 0
+
+
+def _write_tables(tables, dst, overwrite):
+    """``DST/ID.parquet`` for each table, all or none: written beside under temporary
+    names, then renamed, so that a Ctrl-C or a failure leaves no half-written table (and
+    a directory made for them is removed again)."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    if os.path.exists(dst) and os.listdir(dst) and not overwrite:
+        raise CommandError(f"{dst} is not empty; pass --overwrite to replace its tables")
+    made = not os.path.exists(dst)
+    os.makedirs(dst, exist_ok=True)
+    partial = {name: os.path.join(dst, f".{name}.parquet.partial-{os.getpid()}") for name in tables}
+    try:
+        for name, table in tables.items():
+            pq.write_table(table, partial[name])
+        for name in tables:
+            os.replace(partial[name], os.path.join(dst, f"{name}.parquet"))
+    except BaseException:
+        for path in partial.values():
+            if os.path.exists(path):
+                os.remove(path)
+        if made and not os.listdir(dst):
+            os.rmdir(dst)
+        raise
+
+
+def _write_whole(dst, data):
+    """The segments file, whole or not at all (a temporary name beside it, renamed)."""
+    import os
+
+    if os.path.exists(dst) and not os.path.isfile(dst):  # /dev/null, a pipe: written as it is
+        with open(dst, "wb") as f:
+            f.write(data)
+        return
+    partial = os.path.join(os.path.dirname(os.path.abspath(dst)), f".{os.path.basename(dst)}.partial-{os.getpid()}")
+    try:
+        with open(partial, "wb") as f:
+            f.write(data)
+        os.replace(partial, dst)
+    except BaseException:
+        if os.path.exists(partial):
+            os.remove(partial)
+        raise

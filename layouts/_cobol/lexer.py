@@ -15,6 +15,7 @@ COBOL source comes in two formats:
 """
 
 import os
+import pathlib
 import re
 from dataclasses import dataclass
 
@@ -23,6 +24,7 @@ from .._errors import LayoutError
 __all__ = ["Source", "Token", "read_source", "tokenize"]
 
 _FORMATS = ("auto", "fixed", "free")
+_SUFFIXES = (".cob", ".cbl", ".cpy", ".copy", ".copybook")  # as the command's
 _LEVEL_START = re.compile(r"^(\s*)(\d{1,2})(\s|\.|$)")
 _LITERAL = re.compile(r"""("([^"]|"")*"|'([^']|'')*')""")
 
@@ -55,8 +57,17 @@ class Source:
 def read_source(src) -> Source:
     """Copybook text, or the path of a copybook file (``str`` without a newline that
     names an existing file, or any ``os.PathLike``)."""
+    if isinstance(src, str) and _names_a_file(src) and not os.path.isfile(src):
+        src = pathlib.Path(src)  # not there: the error below says so, never "column 7 holds ..."
     if isinstance(src, os.PathLike) or (isinstance(src, str) and "\n" not in src and os.path.isfile(src)):
         path = os.fspath(src)
+        if os.path.isdir(path):
+            raise LayoutError(f"the copybook {path!r} is a directory; give the copybook file's path (or its text)")
+        if not os.path.exists(path):
+            raise LayoutError(
+                f"the copybook {path!r}: no such file; give the path of a copybook file that exists (or "
+                f"the copybook's text)"
+            )
         try:
             with open(path, "rb") as f:
                 raw = f.read()
@@ -75,6 +86,16 @@ def read_source(src) -> Source:
     else:
         raise LayoutError(f"a copybook is text or a path, got {type(src).__name__}")
     return Source(tuple(text.replace("\r\n", "\n").replace("\r", "\n").split("\n")), origin)
+
+
+def _names_a_file(text):
+    """A one-line string that can only be a file's name: copybook text has entries that
+    end with periods and words apart, so a line with a path separator, a copybook suffix
+    or no blank in it, and no period at its end, is a path."""
+    line = text.strip()
+    if not line or "\n" in text or line.endswith("."):
+        return False
+    return "/" in line or "\\" in line or line.lower().endswith(_SUFFIXES) or not any(c.isspace() for c in line)
 
 
 def _choose_format(lines, source_format):
@@ -107,6 +128,7 @@ def _code_areas(source, fmt):
                     f"source_format='free'"
                 )
             code = line[7:72]
+            code = code[: _comment_start(code)]  # *> floating comments (IBM Enterprise COBOL 5.2+)
             out.append((number, code, indicator == "-"))
         else:
             stripped = line.lstrip()
@@ -118,7 +140,7 @@ def _code_areas(source, fmt):
 
 
 def _comment_start(line):
-    """Where a free-format ``*>`` comment starts (outside literals), or the line's end."""
+    """Where a ``*>`` comment starts (outside literals), or the line's end."""
     quote = None
     for i, ch in enumerate(line):
         if quote:

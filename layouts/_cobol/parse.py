@@ -361,6 +361,11 @@ def _int(entry, what):
 def _occurs(entry, item):
     if item.occurs:
         raise entry.fail(f"{item.name} has two OCCURS clauses")
+    if item.level in (1, 77):
+        raise entry.fail(
+            f"OCCURS on a level {item.level:02d} item: COBOL repeats items below a record, not the record "
+            f"(each record of the file is one {item.name}); put the table in a group below it"
+        )
     low = high = _int(entry, "the OCCURS count")
     if entry.optional("TO"):
         high = _int(entry, "the OCCURS maximum")
