@@ -86,6 +86,15 @@ def test_floating_comments_in_fixed_format():
     assert [(f.name, f.offset, f.width) for f in book.fields] == [("A", 0, 2), ("B", 2, 3)]
 
 
+def test_listing_statements_are_skipped_and_copy_is_named():
+    """EJECT and SKIP1-3 (IBM listing control, with or without a period) were "an entry
+    starts with a level number"; COPY now says that it is not expanded."""
+    book = cobol.read_copybook(_book("01 R.", "EJECT", "   05 A PIC X.", "SKIP2.", "   05 B PIC X.", "SKIP1"))
+    assert [(f.name, f.offset) for f in book.fields] == [("A", 0), ("B", 1)]
+    with pytest.raises(lo.LayoutError, match=r"line 2: 'COPY ACCTREC\.': a COPY statement: .*not expand"):
+        lo.Layout.from_copybook(_book("01 R.", "COPY ACCTREC.", "   05 A PIC X."))
+
+
 def test_a_missing_copybook_file_is_named(tmp_path, capsys):
     """A copybook path that names no file was read as copybook text: ``column 7 holds
     'o'`` for ``nope.cob``."""

@@ -134,6 +134,11 @@ class _Entry:
         return self.take()
 
 
+# Compiler-directing statements of the listing (IBM COBOL): they change no byte, and may stand
+# between entries without a period
+_LISTING_CONTROL = {"EJECT", "SKIP1", "SKIP2", "SKIP3"}
+
+
 def _entries(tokens, source):
     """Split the token list at periods; an entry missing its period is an error."""
     current = []
@@ -153,8 +158,15 @@ def parse(tokens: list, source: Source) -> list:
     roots: list = []
     stack: list = []
     last = None
+    tokens = [t for t in tokens if t.upper not in _LISTING_CONTROL]
     for entry in _entries(tokens, source):
         first = entry.take()
+        if first.upper in ("COPY", "REPLACE", "INCLUDE", "EXEC"):
+            raise entry.fail(
+                f"a {first.upper} statement: this reader does not expand it; put the text it stands for "
+                f"(the copybook {first.upper} names) in its place",
+                first.line,
+            )
         if not first.text.isdigit():
             raise entry.fail(
                 f"an entry starts with a level number (01-49, 66, 77, 88), found {first.text!r}", first.line
