@@ -2,6 +2,7 @@
 value edges and the command's outputs. Each test here failed before its fix."""
 
 import os
+import re
 import stat
 import struct
 
@@ -111,6 +112,58 @@ def test_a_missing_copybook_file_is_named(tmp_path, capsys):
     assert "is a directory" in capsys.readouterr().err
 
 
+# ---------------------------------------------------------------- OCCURS DEPENDING ON
+
+
+def _odo(count_pic, count_bytes, **options):
+    src = _book("01 R.", f"   05 N {count_pic}.", "   05 T PIC X OCCURS 0 TO 3 DEPENDING ON N.")
+    layout = lo.Layout.from_copybook(src, **options)
+    data = count_bytes + "ABC".encode("cp037")
+    table = lo.AoS(np.frombuffer(data, layout.dtype), layout).to_soa().to_arrow()
+    return table, cobol.read_copybook(src, **options)
+
+
+@pytest.mark.parametrize(
+    "pic, raw, shown",
+    [
+        ("PIC S9V9 COMP-3", b"\x01\x5c", "Decimal('1.5')"),
+        ("COMP-2", bytes.fromhex("4118000000000000"), "1.5"),
+        ("PIC X", "A".encode("cp037"), "'A'"),
+    ],
+)
+def test_a_count_that_is_no_whole_number_is_named(pic, raw, shown):
+    """A count of 1.5 or 'A' was pyarrow's ArrowInvalid from cut_depending_on."""
+    table, book = _odo(pic, raw)
+    with pytest.raises(lo.ConversionError, match=rf"record 0: the count N of T .* is {re.escape(shown)}, not a whole"):
+        cobol.cut_depending_on(table, book)
+
+
+def test_text_counts_of_digits_still_cut():
+    table, book = _odo("PIC X", "2".encode("cp037"))
+    assert cobol.cut_depending_on(table, book).column("T").to_pylist() == [["A", "B"]]
+
+
+def test_a_count_missing_from_the_table_is_named():
+    """With the count's REDEFINES alternative not kept (or a table read with other
+    options than the book), get_field_index gave -1 and the last column was taken as the
+    count: here the table T itself (ArrowNotImplementedError), elsewhere a wrong number."""
+    src = _book(
+        "01 R.",
+        "   05 N PIC S9 COMP-3.",
+        "   05 M REDEFINES N PIC X.",
+        "   05 T PIC X OCCURS 0 TO 3 DEPENDING ON N.",
+    )
+    layout = lo.Layout.from_copybook(src, redefines={"N": "M"})
+    table = lo.AoS(np.frombuffer(b"\x2c" + "ABC".encode("cp037"), layout.dtype), layout).to_soa().to_arrow()
+    with pytest.raises(lo.LayoutError, match=r"count N .*not a column of the table.*M"):
+        cobol.cut_depending_on(table, cobol.read_copybook(src))
+    every = lo.Layout.from_copybook(src)
+    table = lo.AoS(np.frombuffer(b"\x2c" + "ABC".encode("cp037"), every.dtype), every).to_soa().to_arrow()
+    assert cobol.cut_depending_on(table, cobol.read_copybook(src)).column("T").to_pylist() == [["A", "B"]]
+    with pytest.raises(lo.LayoutError, match=r"the table T .*not a column of the table"):
+        cobol.cut_depending_on(table.rename_columns(["N", "M", "U"]), cobol.read_copybook(src))
+
+
 # ---------------------------------------------------------------- values
 
 
@@ -198,3 +251,15 @@ def test_segments_output_is_whole_or_absent(tmp_path, capsys, monkeypatch):
     assert main(["convert", str(out), *flags, "--to", "/dev/null", "--quiet", "--overwrite"]) == 0
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)  # written to, not replaced by a file
     assert sorted(p.name for p in tmp_path.iterdir()) == ["back.dat", "seg.cob", "seg.dat", "segs"]
+
+
+def test_cut_tables_past_two_billion_elements_use_large_lists():
+    """The cut lists' offsets were cast to int32 whatever their size: past 2**31 - 1
+    elements in one column they wrapped around (a null-typed child keeps this cheap)."""
+    from layouts.cobol import _list_array
+
+    big = 2**31 + 5
+    cut = _list_array(np.array([0, 3, big]), pa.nulls(big), pa.field("item", pa.null()))
+    assert pa.types.is_large_list(cut.type) and cut.value_lengths().to_pylist() == [3, big - 3]
+    small = _list_array(np.array([0, 3]), pa.nulls(3), pa.field("item", pa.null()))
+    assert pa.types.is_list(small.type) and len(small[0]) == 3
