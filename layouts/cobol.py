@@ -268,8 +268,17 @@ def _framing(framing):
 def _segment_stream(types, segment, framing, codepage):
     """The record stream: each record read as ``_head`` (its bytes up to the segment
     id's end) and ``_tail`` (the rest), typed by its segment id."""
+    from ._layout import Layout
     from ._stream.spec import BdwSection, Record, RecordType, Section, Stream, Tag
 
+    if not isinstance(types, dict):
+        raise LayoutError(f"types must be a dict {{segment id: Layout}}, got {type(types).__name__}")
+    for value, layout in types.items():
+        if not isinstance(layout, Layout):
+            raise LayoutError(
+                f"types[{value!r}] must be a layouts.Layout, got {type(layout).__name__} "
+                f"(Layout.from_copybook(book, record=...) makes one)"
+            )
     offset, size = _segment_place(segment, types)
     if not (isinstance(offset, int) and isinstance(size, int) and offset >= 0 and 1 <= size <= 8):
         raise LayoutError(
@@ -278,7 +287,13 @@ def _segment_stream(types, segment, framing, codepage):
     head = Record((("_head", f"S{offset + size}"),))
     record_types = []
     for value in types:
-        raw = value.encode(codepage) if isinstance(value, str) else bytes(value)
+        try:
+            raw = value.encode(codepage) if isinstance(value, str) else bytes(value)
+        except UnicodeEncodeError as err:
+            raise LayoutError(
+                f"segment id {value!r} has no byte in code page {codepage} ({err.reason}); give the id's "
+                f"bytes, or its code page"
+            ) from None
         if len(raw) != size:
             raise LayoutError(f"segment id {value!r} is {len(raw)} bytes in {codepage}; the segment field has {size}")
         record_types.append(RecordType(_table_name(value), head, int.from_bytes(raw, "big")))
@@ -443,10 +458,28 @@ def write_segments(tables, types, dst=None, *, segment, framing="rdw", codepage=
     stream = _segment_stream(types, segment, framing, codepage)
     offset, size = _segment_place(segment, types)
     head_size = offset + size
+    names = {_table_name(value): value for value in types}
+    for name in tables:
+        if name != "_blocks" and name not in names:
+            raise ConversionError(
+                f"tables holds {name!r}, which no segment type names (types: {', '.join(names)}); its "
+                f"records would be lost: add its type, or leave the table out"
+            )
     parts = {}
-    for value, layout in types.items():
-        name = _table_name(value)
+    for name, value in names.items():
+        layout = types[value]
+        if name not in tables:
+            raise ConversionError(
+                f"tables has no table {name!r} for segment type {value!r}; give every type's table "
+                f"(as read_segments gives them: an empty one where the file has no such records)"
+            )
         table = tables[name]
+        for column in ("_offset", "_prefix"):
+            if column not in table.column_names:
+                raise ConversionError(
+                    f"table {name!r} has no column {column!r}, which the way back needs (read_segments "
+                    f"gives it: the record's place in the file, the RDW's spare bytes)"
+                )
         records = SoA.from_arrow(_narrowed(table, layout.schema), layout).to_aos().array
         view = records.view(np.uint8).reshape(len(records), layout.itemsize)
         lengths = (
@@ -454,7 +487,9 @@ def write_segments(tables, types, dst=None, *, segment, framing="rdw", codepage=
             if "_length" in table.column_names
             else np.full(len(records), layout.itemsize)
         )
+        _check_lengths(name, lengths, head_size, layout.itemsize)
         bodies = [view[i, : int(n)].tobytes() for i, n in enumerate(lengths)]
+        _check_ids(name, value, bodies, offset, size, codepage)
         parts[name] = pa.table(
             {
                 "_offset": table.column("_offset"),
@@ -466,3 +501,29 @@ def write_segments(tables, types, dst=None, *, segment, framing="rdw", codepage=
     if "_blocks" in tables:
         parts["_blocks"] = tables["_blocks"]
     return write_stream(parts, stream, dst)
+
+
+def _check_lengths(name, lengths, least, most):
+    """Each record's ``_length`` within what its Layout's bytes can give (a longer one
+    was cut to the record, a shorter one than the segment id failed in Arrow)."""
+    bad = np.flatnonzero((lengths < least) | (lengths > most))
+    if bad.size:
+        row = int(bad[0])
+        raise ConversionError(
+            f"table {name!r}, row {row}: _length {int(lengths[row])} is not {least} to {most} (the "
+            f"segment id's end to the Layout's size); fix the column, or drop it to write whole records"
+        )
+
+
+def _check_ids(name, value, bodies, offset, size, codepage):
+    """Every row's segment id bytes are its table's id: a row whose id field says another
+    segment was written with this table's id."""
+    raw = value.encode(codepage) if isinstance(value, str) else bytes(value)
+    for row, body in enumerate(bodies):
+        if body[offset : offset + size] != raw:
+            found = body[offset : offset + size]
+            raise ConversionError(
+                f"table {name!r}, row {row}: its segment id bytes (offset {offset} of the record) are "
+                f"{found.hex(' ').upper()}, not {value!r} ({raw.hex(' ').upper()}); move the row to its "
+                f"segment's table, or fix the id field"
+            )

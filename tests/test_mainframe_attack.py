@@ -263,3 +263,58 @@ def test_cut_tables_past_two_billion_elements_use_large_lists():
     assert pa.types.is_large_list(cut.type) and cut.value_lengths().to_pylist() == [3, big - 3]
     small = _list_array(np.array([0, 3]), pa.nulls(3), pa.field("item", pa.null()))
     assert pa.types.is_list(small.type) and len(small[0]) == 3
+
+
+# ---------------------------------------------------------------- read_segments / write_segments
+
+_HDR = _book("01 HDR.", "   05 SEG PIC X.", "   05 COMPANY PIC X(6).")
+_DTL = _book("01 DTL.", "   05 SEG PIC X.", "   05 AMOUNT PIC S9(5)V99 COMP-3.")
+
+
+def _segment_tables():
+    types = {"H": lo.Layout.from_copybook(_HDR), "D": lo.Layout.from_copybook(_DTL)}
+    body = ["HACME  ".encode("cp037"), "D".encode("cp037") + bytes.fromhex("0012345C")]
+    body.append("D".encode("cp037") + bytes.fromhex("0000100D"))
+    data = b"".join(struct.pack(">HH", len(b) + 4, 0) + b for b in body)
+    return data, types, cobol.read_segments(data, types, segment=(0, 1))
+
+
+def _with(table, name, values):
+    i = table.column_names.index(name)
+    return table.set_column(i, table.schema.field(i), pa.array(values, table.schema.field(i).type))
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda t: {**t, "D": t["D"].drop(["_offset"])}, r"table 'D' has no column '_offset'"),
+        (lambda t: {**t, "D": t["D"].drop(["_prefix"])}, r"table 'D' has no column '_prefix'"),
+        (lambda t: {"H": t["H"]}, r"no table 'D'.*segment type 'D'"),
+        (lambda t: {**t, "X": t["H"]}, r"'X'.*no segment type.*would be lost"),
+        (lambda t: {**t, "D": _with(t["D"], "_length", [0, 5])}, r"table 'D', row 0: _length 0 .* 1 to 5"),
+        (lambda t: {**t, "D": _with(t["D"], "_length", [70000, 5])}, r"table 'D', row 0: _length 70000 .* 1 to 5"),
+        (lambda t: {**t, "D": _with(t["D"], "SEG", ["H", "D"])}, r"table 'D', row 0: .*segment id .*C8.*not 'D'"),
+    ],
+)
+def test_write_segments_refuses_what_it_cannot_write(change, message):
+    """Each was a KeyError, an ArrowInvalid, or silent: a table no type names left out of
+    the file, a _length past the record cut to the record, a row whose segment id field
+    says another segment written with this one's id."""
+    data, types, tables = _segment_tables()
+    assert cobol.write_segments(tables, types, segment=(0, 1)) == data
+    with pytest.raises(lo.ConversionError, match=message):
+        cobol.write_segments(change(tables), types, segment=(0, 1))
+
+
+@pytest.mark.parametrize(
+    "types, message",
+    [
+        ({"€": "HDR"}, r"segment id '€' has no byte in code page cp037"),
+        ({"H": "not a layout"}, r"types\['H'\] must be a layouts.Layout, got str"),
+    ],
+)
+def test_segment_types_are_checked(types, message):
+    data, layouts_, _ = _segment_tables()
+    types = {k: (layouts_["H"] if v == "HDR" else v) for k, v in types.items()}
+    with pytest.raises(lo.LayoutError, match=message):
+        cobol.read_segments(data, types, segment=(0, 1))
