@@ -318,3 +318,15 @@ def test_segment_types_are_checked(types, message):
     types = {k: (layouts_["H"] if v == "HDR" else v) for k, v in types.items()}
     with pytest.raises(lo.LayoutError, match=message):
         cobol.read_segments(data, types, segment=(0, 1))
+
+
+@pytest.mark.parametrize("framing", ["rdw", "bdw"])
+def test_framing_without_segments_is_a_usage_error(tmp_path, capsys, framing):
+    """``--framing rdw`` (the default's value) without --segment was ignored: the file was
+    read as fixed-length records, as if the flag had not been given."""
+    data, flags = _segments(tmp_path)
+    out = tmp_path / "o.parquet"
+    argv = ["convert", str(data), "--copybook", flags[1], "--record", "DTL", "--framing", framing, "--to", str(out)]
+    assert main(argv) == 2
+    assert "--framing applies to multi-segment files" in capsys.readouterr().err and not out.exists()
+    assert main(["convert", str(data), *flags, "--framing", framing, "--to", str(tmp_path / "s")]) in (0, 1)

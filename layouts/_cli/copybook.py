@@ -368,7 +368,7 @@ def add_segment_options(p):
     g.add_argument(
         "--framing",
         choices=("rdw", "bdw", "rdw-little"),
-        default="rdw",
+        default=None,  # None: not given (rdw), so that a --framing without --segment is refused
         help="rdw: IBM V (a 4-byte RDW, big-endian length counting it; default); bdw: VB blocks; "
         "rdw-little: two zero bytes and a little-endian length not counting the RDW",
     )
@@ -413,7 +413,7 @@ def convert_segments(args):
     if args.record:
         raise CommandError("--record does not apply with --segment: each --segment ID=RECORD names its record")
     types, segment = _segment_types(args)
-    options = {"segment": segment, "framing": args.framing, "codepage": args.codepage}
+    options = {"segment": segment, "framing": args.framing or "rdw", "codepage": args.codepage}
     if not os.path.isdir(args.src) and os.path.exists(args.dst) and not os.path.isdir(args.dst):
         raise CommandError(
             f"--to {args.dst}: is a file; with --segment the output is a directory of ID.parquet tables "
