@@ -330,3 +330,35 @@ def test_framing_without_segments_is_a_usage_error(tmp_path, capsys, framing):
     assert main(argv) == 2
     assert "--framing applies to multi-segment files" in capsys.readouterr().err and not out.exists()
     assert main(["convert", str(data), *flags, "--framing", framing, "--to", str(tmp_path / "s")]) in (0, 1)
+
+
+@pytest.mark.parametrize("way", ["forward", "back"])
+def test_segments_see_a_swallowed_ctrl_c(tmp_path, capsys, monkeypatch, way):
+    """A Ctrl-C that Numba's compiler callbacks swallow is only counted (see
+    layouts._cli.interrupts); convert checks the count, --segment did not: the command
+    (a child given SIGINT 1.5 s in) finished with status 0 and its whole output. Here
+    read_segments counts one as if swallowed, deterministically."""
+    import layouts._cli.interrupts as interrupts_module
+
+    data, flags = _segments(tmp_path)
+    out, back = tmp_path / "segs", tmp_path / "back.dat"
+    if way == "back":
+        assert main(["convert", str(data), *flags, "--to", str(out), "--quiet"]) == 0
+    made = []
+    real_init = interrupts_module.Interrupts.__init__
+
+    def remember(self):
+        real_init(self)
+        made.append(self)
+
+    monkeypatch.setattr(interrupts_module.Interrupts, "__init__", remember)
+    step = cobol.read_segments if way == "forward" else cobol.write_segments
+
+    def swallowed(*a, **k):
+        made[-1].count += 1  # a SIGINT that never raised where it came
+        return step(*a, **k)
+
+    monkeypatch.setattr(cobol, step.__name__, swallowed)
+    target = out if way == "forward" else back
+    assert main(["convert", str(out if way == "back" else data), *flags, "--to", str(target)]) == 130
+    assert not target.exists() or way == "back" and not back.exists()

@@ -433,6 +433,7 @@ def convert_segments(args):
             if os.path.exists(args.dst) and not args.overwrite:
                 raise CommandError(f"{args.dst} exists; pass --overwrite to replace it")
             data = cobol.write_segments(tables, types, **options)
+            _check_interrupts(args)
             _write_whole(args.dst, data)
             if not args.quiet:
                 print(
@@ -452,11 +453,20 @@ def convert_segments(args):
             ),
         )
         raise
+    _check_interrupts(args)
     _write_tables(tables, args.dst, args.overwrite)
     if not args.quiet:
         counts = ", ".join(f"{name}: {t.num_rows:,}" for name, t in tables.items() if name != "_blocks")
         print(f"converted {counts} records -> {args.dst}")
     return 0
+
+
+def _check_interrupts(args):
+    """A Ctrl-C that the compiler's callbacks swallowed while the records converted (see
+    ``layouts._cli.interrupts``): raised now, before any output is kept."""
+    interrupts = getattr(args, "interrupts", None)
+    if interrupts is not None:
+        interrupts.check()
 
 
 def _write_tables(tables, dst, overwrite):
