@@ -362,3 +362,21 @@ def test_segments_see_a_swallowed_ctrl_c(tmp_path, capsys, monkeypatch, way):
     target = out if way == "forward" else back
     assert main(["convert", str(out if way == "back" else data), *flags, "--to", str(target)]) == 130
     assert not target.exists() or way == "back" and not back.exists()
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("not json", r"not JSON"),
+        ('{"kind": "packed", "digits": 5, "evil": 1}', r"unknown key.*evil"),
+        ('["packed", 5]', r"a JSON object"),
+        ('{"kind": "packed", "digits": 99}', r"1 to 38 digits"),
+        ('{"digits": 5}', r"has no 'kind'"),
+    ],
+)
+def test_encoding_from_json_of_damaged_metadata(text, message):
+    """``Encoding.from_json`` reads a file's field metadata (``layouts.encoding``): damaged
+    metadata was a JSONDecodeError or a TypeError."""
+    with pytest.raises(lo.LayoutError, match=message):
+        E.from_json(text)
+    assert E.from_json(E("packed", 5, 2, True).to_json()) == E("packed", 5, 2, True)
