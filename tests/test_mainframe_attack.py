@@ -380,3 +380,12 @@ def test_encoding_from_json_of_damaged_metadata(text, message):
     with pytest.raises(lo.LayoutError, match=message):
         E.from_json(text)
     assert E.from_json(E("packed", 5, 2, True).to_json()) == E("packed", 5, 2, True)
+
+
+def test_short_sequence_numbers_are_fixed_format():
+    """Sequence numbers shorter than six digits in columns 1-6 (``10     01 R.``) made the
+    copybook look free-format: "'01' is not a clause this reader supports"."""
+    src = "10     01 R.\n20         05 A PIC X(4).\n30         05 B PIC 9(3).\n"
+    assert [(f.name, f.offset) for f in cobol.read_copybook(src).fields] == [("A", 0), ("B", 4)]
+    free = "01 R.\n  05 A PIC X(4).\n  05 B PIC 9(3).\n"
+    assert [(f.name, f.offset) for f in cobol.read_copybook(free).fields] == [("A", 0), ("B", 4)]
