@@ -389,3 +389,23 @@ def test_short_sequence_numbers_are_fixed_format():
     assert [(f.name, f.offset) for f in cobol.read_copybook(src).fields] == [("A", 0), ("B", 4)]
     free = "01 R.\n  05 A PIC X(4).\n  05 B PIC 9(3).\n"
     assert [(f.name, f.offset) for f in cobol.read_copybook(free).fields] == [("A", 0), ("B", 4)]
+
+
+@pytest.mark.parametrize(
+    "extra, flag",
+    [
+        (["--count", "1"], "--count"),
+        (["--offset", "4"], "--offset"),
+        (["--compression", "zstd"], "--compression"),
+        (["--trailing", "ignore"], "--trailing"),
+        (["--segment", "D=HDR"], "--segment D"),
+    ],
+)
+def test_segment_flags_that_would_be_ignored_are_refused(tmp_path, capsys, extra, flag):
+    """With --segment, --count 1 converted every record (and --offset, --compression,
+    --trailing were ignored too); a second --segment D=... replaced the first."""
+    data, flags = _segments(tmp_path)
+    out = tmp_path / "segs"
+    assert main(["convert", str(data), *flags, *extra, "--to", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert flag in err and "--segment" in err and not out.exists()

@@ -388,6 +388,8 @@ def _segment_types(args):
         value, eq, record = item.partition("=")
         if not eq or not value or not record.strip():
             raise CommandError(f"--segment {item!r}: give ID=RECORD, e.g. --segment C=COMPANY-DETAILS")
+        if value in types:
+            raise CommandError(f"--segment {value}=... is given twice; give each segment id one RECORD")
         args.record = record.strip()
         try:
             types[value] = copybook_layout(args)
@@ -412,6 +414,7 @@ def convert_segments(args):
 
     if args.record:
         raise CommandError("--record does not apply with --segment: each --segment ID=RECORD names its record")
+    _reject_whole_file_flags(args)
     types, segment = _segment_types(args)
     options = {"segment": segment, "framing": args.framing or "rdw", "codepage": args.codepage}
     if not os.path.isdir(args.src) and os.path.exists(args.dst) and not os.path.isdir(args.dst):
@@ -459,6 +462,34 @@ def convert_segments(args):
         counts = ", ".join(f"{name}: {t.num_rows:,}" for name, t in tables.items() if name != "_blocks")
         print(f"converted {counts} records -> {args.dst}")
     return 0
+
+
+# convert's flags that --segment does not take: (flag, attribute, value when not given)
+_NOT_WITH_SEGMENTS = (
+    ("--count", "count", None),
+    ("--offset", "offset", 0),
+    ("--chunk", "chunk", None),
+    ("--trailing", "trailing", "error"),
+    ("--compression", "compression", None),
+    ("--format", "format", None),
+    ("--header", "header", None),
+    ("--null", "null", []),
+    ("--fill", "fill", []),
+    ("--truncate", "truncate", False),
+    ("--cast", "cast", "strict"),
+    ("--time-unit", "time_unit", []),
+)
+
+
+def _reject_whole_file_flags(args):
+    """Flags of convert that a multi-segment file does not use: a usage error, not a flag
+    silently ignored (``--count 1`` converted every record)."""
+    for flag, name, unset in _NOT_WITH_SEGMENTS:
+        if getattr(args, name, unset) != unset:
+            raise CommandError(
+                f"{flag} does not apply with --segment (the whole file is read, each record by its "
+                f"segment's layout, into ID.parquet tables); leave {flag} out"
+            )
 
 
 def _check_interrupts(args):
