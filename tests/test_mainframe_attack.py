@@ -409,3 +409,33 @@ def test_segment_flags_that_would_be_ignored_are_refused(tmp_path, capsys, extra
     assert main(["convert", str(data), *flags, *extra, "--to", str(out)]) == 2
     err = capsys.readouterr().err
     assert flag in err and "--segment" in err and not out.exists()
+
+
+@pytest.mark.parametrize(
+    "pic, why",
+    [
+        ("P9P", "not at both"),
+        ("PP9(3)PP", "not at both"),
+        ("SVP9P", "not at both"),
+        ("P(3)9V9", "VPP9, not PP9V9"),
+        ("V9P", "9PPV, not 9V9PP"),
+        ("9V9PP", "9PPV, not 9V9PP"),
+    ],
+)
+def test_p_scaling_that_cobol_refuses(pic, why):
+    """``PIC P9P`` read as digits 1, scale 3; ``PIC PPP9V9`` as scale -2 (the value times
+    100): pictures COBOL refuses, given a silent meaning."""
+    with pytest.raises(lo.LayoutError, match=rf"line 2: .*PICTURE {re.escape(pic)}: .*{re.escape(why)}"):
+        lo.Layout.from_copybook(_book("01 R.", f"   05 A PIC {pic}."))
+
+
+@pytest.mark.parametrize(
+    "pic, digits, scale", [("SPPP9(5)", 5, 8), ("S9(5)PPP", 5, -3), ("VPP99", 2, 4), ("99PPV", 2, -2), ("PP9", 1, 3)]
+)
+def test_p_scaling_that_cobol_takes(pic, digits, scale):
+    field = cobol.read_copybook(_book("01 R.", f"   05 A PIC {pic}.")).fields[0]
+    layout = lo.Layout.from_copybook(_book("01 R.", f"   05 A PIC {pic}."))
+    assert field.width == digits and (layout.fields[0].encoding.digits, layout.fields[0].encoding.scale) == (
+        digits,
+        scale,
+    )
