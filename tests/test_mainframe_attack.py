@@ -439,3 +439,13 @@ def test_p_scaling_that_cobol_takes(pic, digits, scale):
         digits,
         scale,
     )
+
+
+def test_sync_cannot_move_a_redefining_item():
+    """``C REDEFINES B ... SYNC`` with B at byte 1 put C at byte 4 (bytes 4-7, not B's 1-4):
+    a record of 8 bytes where C shares no byte start with what it redefines."""
+    src = _book("01 R.", "   05 A PIC X.", "   05 B PIC X(4).", "   05 C REDEFINES B PIC S9(9) COMP SYNC.")
+    with pytest.raises(lo.LayoutError, match=r"line 4: .*C REDEFINES B at byte 1 .* aligns C to byte 4"):
+        lo.Layout.from_copybook(src)
+    aligned = _book("01 R.", "   05 A PIC X.", "   05 B PIC S9(9) COMP SYNC.", "   05 C REDEFINES B PIC X(4).")
+    assert [(f.name, f.offset) for f in cobol.read_copybook(aligned).fields] == [("A", 0), ("B", 4), ("C", 4)]

@@ -260,7 +260,15 @@ class _Builder:
                 area = [child]
             child_path = path + (_rename(child.name, self.options),) if not child.is_filler else path
             first = len(self.fields)
+            wanted = at
             size, dtype, at = self.item(child, base, at, child_path, usage)
+            if child.redefines and at != wanted:
+                raise self.fail(
+                    child,
+                    f"{child.name} REDEFINES {child.redefines} at byte {base + wanted} of the record, but SYNC "
+                    f"aligns {child.name} to byte {base + at}; the item redefined must be aligned for the "
+                    f"item redefining it (COBOL): align {child.redefines} too (SYNC, or FILLER before it)",
+                )
             starts[_canon(child.name)] = at
             if not child.redefines:
                 cursor = at + size
