@@ -449,3 +449,14 @@ def test_sync_cannot_move_a_redefining_item():
         lo.Layout.from_copybook(src)
     aligned = _book("01 R.", "   05 A PIC X.", "   05 B PIC S9(9) COMP SYNC.", "   05 C REDEFINES B PIC X(4).")
     assert [(f.name, f.offset) for f in cobol.read_copybook(aligned).fields] == [("A", 0), ("B", 4), ("C", 4)]
+
+
+def test_an_ebcdic_copybook_file_is_named(tmp_path):
+    """A copybook moved from the mainframe in binary (EBCDIC) was read as UTF-8 noise:
+    "column 7 holds '\\ufffd'"."""
+    text = _book("01 R.", "   05 A PIC X(4).", "   05 B PIC S9(5) COMP-3.")
+    path = tmp_path / "r.cpy"
+    path.write_bytes(text.encode("cp037"))
+    with pytest.raises(lo.LayoutError, match=r"r\.cpy' is EBCDIC text \(cp037\).*iconv"):
+        lo.Layout.from_copybook(path)
+    assert lo.Layout.from_copybook(path.read_bytes().decode("cp037")).itemsize == 7

@@ -78,6 +78,7 @@ def read_source(src) -> Source:
                 f"{path!r} holds NUL bytes: it is not copybook text (a data file given as the "
                 f"copybook?); pass the copybook's path"
             )
+        _refuse_ebcdic(raw, path)
         text, origin = raw.decode("utf-8", errors="replace"), os.path.basename(path)
     elif isinstance(src, bytes):
         text, origin = src.decode("utf-8", errors="replace"), "copybook"
@@ -86,6 +87,23 @@ def read_source(src) -> Source:
     else:
         raise LayoutError(f"a copybook is text or a path, got {type(src).__name__}")
     return Source(tuple(text.replace("\r\n", "\n").replace("\r", "\n").split("\n")), origin)
+
+
+def _refuse_ebcdic(raw, path):
+    """A copybook file in EBCDIC (as a mainframe keeps it, moved in binary): its bytes read
+    as UTF-8 are noise (an error on line 1 about column 7), so say what it is."""
+    try:
+        raw.decode("utf-8")
+        return
+    except UnicodeDecodeError:
+        pass
+    text = raw.decode("cp037").upper()
+    if re.search(r"\b(PIC|PICTURE|COMP-3|OCCURS|REDEFINES)\b", text):
+        raise LayoutError(
+            f"{path!r} is EBCDIC text (cp037), not ASCII or UTF-8: convert it first (iconv -f IBM-037 "
+            f"-t UTF-8, or transfer it in text mode), or pass its text: "
+            f"Layout.from_copybook(raw.decode('cp037'))"
+        )
 
 
 def _names_a_file(text):
