@@ -460,3 +460,81 @@ def test_an_ebcdic_copybook_file_is_named(tmp_path):
     with pytest.raises(lo.LayoutError, match=r"r\.cpy' is EBCDIC text \(cp037\).*iconv"):
         lo.Layout.from_copybook(path)
     assert lo.Layout.from_copybook(path.read_bytes().decode("cp037")).itemsize == 7
+
+
+_FUZZ_CHILD = r'''
+import random, sys
+import numpy as np
+import layouts as lo
+import layouts.cobol as cobol
+
+BASE = """000100 01  REC.  *> the record
+000200     05  N        PIC S9(2) COMP-3.
+000300     05  A        PIC X(4) VALUE 'A.B '.
+000400     05  B REDEFINES A PIC S9(7) COMP-3 SYNC.
+000500     05  C REDEFINES A.
+000600         10  C1   PIC 9PP.
+000700         10  C2   PIC SVPP9 SIGN LEADING SEPARATE.
+       EJECT
+000800     05  T OCCURS 0 TO 3 DEPENDING ON N.
+000900         10  T1   PIC S9(4) COMP SYNC.
+001000         10  T2   COMP-2.
+001100             88  Z VALUE 0.
+001200     05  F        PIC X(3) VALUE 'AB
+      -        'C'.
+"""
+rng = random.Random(int(sys.argv[1]))
+laid_out = 0
+pieces = ["PIC", "X", "9", "P", "V", "S", "(", ")", ".", "'", "*>", "-", "REDEFINES", "OCCURS", "SYNC",
+          "DEPENDING", "ON", "COMP-3", "EJECT", "COPY", "01", "05", "77", "88", "\t", "\n", "SKIP1", "999999"]
+for _ in range(int(sys.argv[2])):
+    text = list(BASE)
+    for _ in range(rng.randint(1, 2)):
+        at = rng.randrange(len(text))
+        op = rng.random()
+        if op < 0.4:
+            del text[at : at + rng.randint(1, 8)]
+        elif op < 0.8:
+            text[at:at] = list(rng.choice(pieces) + rng.choice([" ", "", "\n"]))
+        else:
+            text[at] = chr(rng.randrange(1, 300))
+    src = "".join(text)
+    try:
+        layout = lo.Layout.from_copybook(src)
+        book = cobol.read_copybook(src)
+        records = np.zeros(2, layout.dtype)
+        assert layout.itemsize >= max((f.offset + f.width for f in book.fields), default=0), src
+        laid_out += 1
+    except lo.LayoutError:
+        pass
+    except Exception as err:
+        print("CRASH", type(err).__name__, err, repr(src)[:400])
+        sys.exit(1)
+print("ok", laid_out)
+'''
+
+
+@pytest.mark.parametrize("seed_", [27, 2727])
+def test_mutated_hostile_copybooks_give_layout_errors_only(tmp_path, seed_):
+    """Copybooks with the constructs this file fixes, mutated (fixed seeds), in a child
+    process: a LayoutError or a Layout whose size holds every field, never a crash."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "fuzz.py"
+    script.write_text(_FUZZ_CHILD)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, str(script), str(seed_), "1500"], capture_output=True, text=True, env=env)
+    assert done.returncode == 0 and done.stdout.startswith("ok"), done.stdout[-2000:] + done.stderr[-2000:]
+    assert int(done.stdout.split()[1]) > 100  # mutants that still read: their layouts were checked too
+
+
+@pytest.mark.parametrize("odd", ["¹", "٣"])
+def test_digits_that_are_not_ascii(odd):
+    """``str.isdigit`` takes '¹' (found by the fuzz above: a ValueError from int())."""
+    with pytest.raises(lo.LayoutError, match="line 2"):
+        lo.Layout.from_copybook(_book("01 R.", f"   {odd} A PIC X.", "   05 B PIC X."))
+    with pytest.raises(lo.LayoutError, match="line 2"):
+        lo.Layout.from_copybook(_book("01 R.", f"   05 A PIC X OCCURS {odd}.", "   05 B PIC X."))
+    with pytest.raises(lo.LayoutError, match="line 2"):
+        lo.Layout.from_copybook(_book("01 R.", f"   05 A PIC X({odd}).", "   05 B PIC X."))

@@ -114,7 +114,7 @@ def add_copybook_options(p, *, convert):
 def _bytes(text):
     import argparse
 
-    if not text.strip().isdigit():
+    if not text.strip().isascii() or not text.strip().isdigit():
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of bytes (0 or more)")
     return int(text)
 

@@ -126,7 +126,7 @@ def _choose_format(lines, source_format):
             continue
         m = _LEVEL_START.match(line)
         if m and len(m.group(1)) < 7 and not line.lstrip().startswith("*"):
-            if line[:6].strip().isdigit() and line[6:7] == " " and _LEVEL_START.match(line[7:]):
+            if re.fullmatch(r"[0-9]+", line[:6].strip()) and line[6:7] == " " and _LEVEL_START.match(line[7:]):
                 return "fixed"  # a sequence number (columns 1-6) before a level number in column 8+
             return "free"
     return "fixed"

@@ -65,6 +65,7 @@ _FIGURATIVE = {
     "NULLS",
     "ALL",
 }
+_DIGITS = re.compile(r"[0-9]+")  # str.isdigit() takes "¹" and "٣", which int() refuses
 _NUMBER = re.compile(r"^[+-]?(\d+([.,]\d*)?|[.,]\d+)$")
 _NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_-]*[A-Za-z0-9_])?$")
 
@@ -167,7 +168,7 @@ def parse(tokens: list, source: Source) -> list:
                 f"(the copybook {first.upper} names) in its place",
                 first.line,
             )
-        if not first.text.isdigit():
+        if not _DIGITS.fullmatch(first.text):
             raise entry.fail(
                 f"an entry starts with a level number (01-49, 66, 77, 88), found {first.text!r}", first.line
             )
@@ -363,7 +364,7 @@ def _usage(entry, item, token):
 
 def _int(entry, what):
     token = entry.expect_word(what)
-    if not token.text.isdigit():
+    if not _DIGITS.fullmatch(token.text):
         raise entry.fail(f"{what} expected, found {token.text!r}", token.line)
     if len(token.text) > 9:
         raise entry.fail(f"{what} {token.text} is too large", token.line)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 __all__ = ["Picture", "read_picture"]
 
-_REPEAT = re.compile(r"\((\d+)\)")
+_REPEAT = re.compile(r"\(([0-9]+)\)")
 _EDIT_SYMBOLS = set("Z*+-.,B0/$") | {"CR", "DB"}
 _ALPHA_EDIT = set("B0/")
 
