@@ -465,7 +465,7 @@ def convert_segments(args):
 
 
 # convert's flags that --segment does not take: (flag, attribute, value when not given)
-_NOT_WITH_SEGMENTS = (
+_NOT_WITH_SEGMENTS: "tuple[tuple[str, str, object], ...]" = (
     ("--count", "count", None),
     ("--offset", "offset", 0),
     ("--chunk", "chunk", None),
