@@ -538,3 +538,8 @@ def test_digits_that_are_not_ascii(odd):
         lo.Layout.from_copybook(_book("01 R.", f"   05 A PIC X OCCURS {odd}.", "   05 B PIC X."))
     with pytest.raises(lo.LayoutError, match="line 2"):
         lo.Layout.from_copybook(_book("01 R.", f"   05 A PIC X({odd}).", "   05 B PIC X."))
+
+
+def test_one_line_copybook_text_is_not_taken_for_a_path():
+    book = cobol.read_copybook("01 R. 05 A PIC X(3). 05 B PIC X. *> a/b", source_format="free")
+    assert [(f.name, f.offset) for f in book.fields] == [("A", 0), ("B", 3)]

@@ -108,12 +108,12 @@ def _refuse_ebcdic(raw, path):
 
 def _names_a_file(text):
     """A one-line string that can only be a file's name: copybook text has entries that
-    end with periods and words apart, so a line with a path separator, a copybook suffix
-    or no blank in it, and no period at its end, is a path."""
+    end with periods and words apart, so a line with a copybook suffix or no blank in it,
+    and no period at its end, is a path (``01 R. 05 A PIC X. *> a/b`` is text)."""
     line = text.strip()
     if not line or "\n" in text or line.endswith("."):
         return False
-    return "/" in line or "\\" in line or line.lower().endswith(_SUFFIXES) or not any(c.isspace() for c in line)
+    return line.lower().endswith(_SUFFIXES) or not any(c.isspace() for c in line)
 
 
 def _choose_format(lines, source_format):
