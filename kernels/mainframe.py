@@ -358,7 +358,8 @@ def ieee_to_ibm(bits, width):
     """IEEE bits (float32 for width 4, float64 for 8) to IBM hexadecimal float bits:
     ``(ibm, status)``. float32 -> short rounds to nearest even (a hex fraction of 24
     bits holds 21 to 24 significant bits); float64 -> long is exact. NaN and infinities
-    (IBM has neither) and float64 values beyond IBM's largest are ``E_RANGE`` (status 1);
+    (IBM has neither) and float64 values beyond IBM's largest are ``E_RANGE`` (status 1),
+    but for 2**252, which IBM's largest long values read as: it gives IBM's largest;
     float64 values below IBM's smallest normal are written unnormalized with exponent 0,
     rounded to nearest even (to zero at the end). Zeros keep their sign bit."""
     b = np.uint64(bits)
@@ -386,6 +387,10 @@ def ieee_to_ibm(bits, width):
     q = p + b2 + 260  # = 4 * e + (t - (fbits - 4)), t the position of the fraction's top bit
     e = q >> 2
     t = fbits - 4 + (q & 3)
+    if width == 8 and e == 128 and (q & 3) == 0 and m == np.uint64(1) << np.uint64(p):
+        # 2**252: the float64 that IBM's largest longs (7FFF...F, and FFFF...F) read as; their
+        # way back, so that every long read comes back (no other float64 is nearer to them)
+        return np.int64((sign << top) | np.uint64(0x7FFFFFFFFFFFFFFF)), 0
     if e > 127:
         return np.int64(0), 1
     if e < 0:  # below the smallest normal: exponent 0, unnormalized

@@ -183,9 +183,24 @@ class Encoding:
 
     @classmethod
     def from_json(cls, text):
+        """The Encoding of :meth:`to_json`'s text (a field's ``layouts.encoding`` metadata);
+        damaged text is a LayoutError saying what is wrong, never a JSON or Python error."""
         import json
 
-        return cls(**json.loads(text))
+        try:
+            data = json.loads(text)
+        except (TypeError, ValueError) as err:
+            raise LayoutError(f"Encoding.from_json: {str(text)[:80]!r} is not JSON ({err})") from None
+        if not isinstance(data, dict):
+            raise LayoutError(f"Encoding.from_json: {str(text)[:80]!r} is not a JSON object of the encoding's fields")
+        unknown = sorted(set(data) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise LayoutError(
+                f"Encoding.from_json: unknown key(s) {unknown}; an encoding has {', '.join(cls.__dataclass_fields__)}"
+            )
+        if "kind" not in data:
+            raise LayoutError(f"Encoding.from_json: {str(text)[:80]!r} has no 'kind'")
+        return cls(**data)
 
 
 @dataclass(frozen=True)

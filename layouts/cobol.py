@@ -59,6 +59,11 @@ def cut_depending_on(table: pa.Table, book: Copybook, *, flatten: bool = False) 
                     f"table without flatten"
                 )
         for path, counter, size in tables:
+            if counter not in table.column_names:
+                raise LayoutError(
+                    f"the count {counter} of {'.'.join(path)} (OCCURS DEPENDING ON): {counter} is not a "
+                    f"column of the table; read the table with the options the copybook was read with"
+                )
             counts = _counts(table.column(counter), counter, ".".join(path), size)
             for f in book.fields:
                 if f.path[: len(path)] == path and f.name in table.column_names:
@@ -85,14 +90,14 @@ def _apply(array, path, counter, size, where, counter_name):
     if len(counter) == 1 or path[0] != counter[0]:  # the count is in this element, down its groups
         column = array
         for name in counter:
-            column = column.field(column.type.get_field_index(name))
+            column = column.field(_index(column, name, f"the count {counter_name} of {where}"))
             if not pa.types.is_struct(column.type) and name != counter[-1]:
                 raise LayoutError(
                     f"{where} OCCURS DEPENDING ON {counter_name}: the count is inside another "
                     f"table than the one that holds {where}; not supported"
                 )
         return _replace(array, path, _counts(column, counter_name, where, size))
-    k = array.type.get_field_index(path[0])
+    k = _index(array, path[0], f"the table {where}")
     child = array.field(k)
     if pa.types.is_struct(child.type):
         new = _apply(child, path[1:], counter[1:], size, where, counter_name)
@@ -102,10 +107,22 @@ def _apply(array, path, counter, size, where, counter_name):
             new = pa.FixedSizeListArray.from_arrays(values, child.type.list_size)
         else:
             offsets = child.offsets.to_numpy() - child.offsets[0].as_py()
-            new = pa.ListArray.from_arrays(
-                pa.array(offsets.astype(np.int32)), values, type=pa.list_(pa.field("item", values.type))
-            )
+            new = _list_array(offsets, values, pa.field("item", values.type))
     return _with_child(array, k, new)
+
+
+def _index(array, name, what):
+    """The index of ``name`` among the struct's fields (``get_field_index`` gives -1 for
+    a name that is not there, which ``field(-1)`` would take as the last field)."""
+    k = array.type.get_field_index(name)
+    if k < 0:
+        there = [array.type.field(i).name for i in range(array.type.num_fields)]
+        raise LayoutError(
+            f"{what} (OCCURS DEPENDING ON): {name} is not a column of the table (its columns: "
+            f"{', '.join(there)}); read the table with the options the copybook was read with (a "
+            f"REDEFINES alternative not kept? names=...?)"
+        )
+    return k
 
 
 def _with_child(array, k, new):
@@ -168,7 +185,15 @@ def _counts(column, counter, where, size):
             f"record {row}: the count {counter} of {where} (OCCURS DEPENDING ON) is null (its "
             f"bytes were invalid); read the table at its maximum size, or fix the record"
         )
-    counts = pc.cast(column, pa.int64()).to_numpy(zero_copy_only=False)
+    try:
+        counts = pc.cast(column, pa.int64()).to_numpy(zero_copy_only=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        row, value = _first_fraction(column)
+        raise ConversionError(
+            f"record {row}: the count {counter} of {where} (OCCURS DEPENDING ON) is {value!r}, not a "
+            f"whole number; read the table at its maximum size, or fix the record (or the copybook: "
+            f"a count is an integer item)"
+        ) from None
     bad = np.flatnonzero((counts < 0) | (counts > size))
     if bad.size:
         row = int(bad[0])
@@ -180,10 +205,23 @@ def _counts(column, counter, where, size):
     return counts
 
 
+def _first_fraction(column):
+    """``(row, value)`` of the first count that is no whole number (the error path)."""
+    for row, value in enumerate(column.to_pylist()):
+        try:
+            if isinstance(value, str):
+                int(value.strip())
+            elif value != int(value):
+                return row, value
+        except (TypeError, ValueError, OverflowError):
+            return row, value
+    return 0, column[0].as_py() if len(column) else None
+
+
 def _replace(array, path, counts):
     """``array`` (a struct) with the fixed-size list at ``path`` (struct names down to
     it) cut to ``counts``."""
-    k = array.type.get_field_index(path[0])
+    k = _index(array, path[0], f"the table {'.'.join(path)}")
     child = array.field(k)
     if len(path) == 1:
         return _with_child(array, k, _cut(child, counts))
@@ -202,7 +240,15 @@ def _cut(column, counts):
     starts = np.arange(len(counts), dtype=np.int64) * size
     index = np.repeat(starts - offsets[:-1], counts) + np.arange(offsets[-1], dtype=np.int64)
     values = array.flatten().take(pa.array(index))
-    return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values, type=pa.list_(array.type.value_field))
+    return _list_array(offsets, values, array.type.value_field)
+
+
+def _list_array(offsets, values, field):
+    """A ``list`` array, or a ``large_list`` one where the elements pass 2**31 - 1 (its
+    int32 offsets would wrap around)."""
+    if offsets[-1] > np.iinfo(np.int32).max:
+        return pa.LargeListArray.from_arrays(pa.array(offsets.astype(np.int64)), values, type=pa.large_list(field))
+    return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values, type=pa.list_(field))
 
 
 # ------------------------------------------------------------------ variable and multi-segment files
@@ -222,8 +268,17 @@ def _framing(framing):
 def _segment_stream(types, segment, framing, codepage):
     """The record stream: each record read as ``_head`` (its bytes up to the segment
     id's end) and ``_tail`` (the rest), typed by its segment id."""
+    from ._layout import Layout
     from ._stream.spec import BdwSection, Record, RecordType, Section, Stream, Tag
 
+    if not isinstance(types, dict):
+        raise LayoutError(f"types must be a dict {{segment id: Layout}}, got {type(types).__name__}")
+    for value, layout in types.items():
+        if not isinstance(layout, Layout):
+            raise LayoutError(
+                f"types[{value!r}] must be a layouts.Layout, got {type(layout).__name__} "
+                f"(Layout.from_copybook(book, record=...) makes one)"
+            )
     offset, size = _segment_place(segment, types)
     if not (isinstance(offset, int) and isinstance(size, int) and offset >= 0 and 1 <= size <= 8):
         raise LayoutError(
@@ -232,7 +287,13 @@ def _segment_stream(types, segment, framing, codepage):
     head = Record((("_head", f"S{offset + size}"),))
     record_types = []
     for value in types:
-        raw = value.encode(codepage) if isinstance(value, str) else bytes(value)
+        try:
+            raw = value.encode(codepage) if isinstance(value, str) else bytes(value)
+        except UnicodeEncodeError as err:
+            raise LayoutError(
+                f"segment id {value!r} has no byte in code page {codepage} ({err.reason}); give the id's "
+                f"bytes, or its code page"
+            ) from None
         if len(raw) != size:
             raise LayoutError(f"segment id {value!r} is {len(raw)} bytes in {codepage}; the segment field has {size}")
         record_types.append(RecordType(_table_name(value), head, int.from_bytes(raw, "big")))
@@ -397,10 +458,28 @@ def write_segments(tables, types, dst=None, *, segment, framing="rdw", codepage=
     stream = _segment_stream(types, segment, framing, codepage)
     offset, size = _segment_place(segment, types)
     head_size = offset + size
+    names = {_table_name(value): value for value in types}
+    for name in tables:
+        if name != "_blocks" and name not in names:
+            raise ConversionError(
+                f"tables holds {name!r}, which no segment type names (types: {', '.join(names)}); its "
+                f"records would be lost: add its type, or leave the table out"
+            )
     parts = {}
-    for value, layout in types.items():
-        name = _table_name(value)
+    for name, value in names.items():
+        layout = types[value]
+        if name not in tables:
+            raise ConversionError(
+                f"tables has no table {name!r} for segment type {value!r}; give every type's table "
+                f"(as read_segments gives them: an empty one where the file has no such records)"
+            )
         table = tables[name]
+        for column in ("_offset", "_prefix"):
+            if column not in table.column_names:
+                raise ConversionError(
+                    f"table {name!r} has no column {column!r}, which the way back needs (read_segments "
+                    f"gives it: the record's place in the file, the RDW's spare bytes)"
+                )
         records = SoA.from_arrow(_narrowed(table, layout.schema), layout).to_aos().array
         view = records.view(np.uint8).reshape(len(records), layout.itemsize)
         lengths = (
@@ -408,7 +487,9 @@ def write_segments(tables, types, dst=None, *, segment, framing="rdw", codepage=
             if "_length" in table.column_names
             else np.full(len(records), layout.itemsize)
         )
+        _check_lengths(name, lengths, head_size, layout.itemsize)
         bodies = [view[i, : int(n)].tobytes() for i, n in enumerate(lengths)]
+        _check_ids(name, value, bodies, offset, size, codepage)
         parts[name] = pa.table(
             {
                 "_offset": table.column("_offset"),
@@ -420,3 +501,29 @@ def write_segments(tables, types, dst=None, *, segment, framing="rdw", codepage=
     if "_blocks" in tables:
         parts["_blocks"] = tables["_blocks"]
     return write_stream(parts, stream, dst)
+
+
+def _check_lengths(name, lengths, least, most):
+    """Each record's ``_length`` within what its Layout's bytes can give (a longer one
+    was cut to the record, a shorter one than the segment id failed in Arrow)."""
+    bad = np.flatnonzero((lengths < least) | (lengths > most))
+    if bad.size:
+        row = int(bad[0])
+        raise ConversionError(
+            f"table {name!r}, row {row}: _length {int(lengths[row])} is not {least} to {most} (the "
+            f"segment id's end to the Layout's size); fix the column, or drop it to write whole records"
+        )
+
+
+def _check_ids(name, value, bodies, offset, size, codepage):
+    """Every row's segment id bytes are its table's id: a row whose id field says another
+    segment was written with this table's id."""
+    raw = value.encode(codepage) if isinstance(value, str) else bytes(value)
+    for row, body in enumerate(bodies):
+        if body[offset : offset + size] != raw:
+            found = body[offset : offset + size]
+            raise ConversionError(
+                f"table {name!r}, row {row}: its segment id bytes (offset {offset} of the record) are "
+                f"{found.hex(' ').upper()}, not {value!r} ({raw.hex(' ').upper()}); move the row to its "
+                f"segment's table, or fix the id field"
+            )

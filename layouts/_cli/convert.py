@@ -37,7 +37,7 @@ def convert(args):
         return convert_segments(args)
     for flag, value, unset in (
         ("--segment-field", args.segment_field, None),
-        ("--framing", args.framing, "rdw"),
+        ("--framing", args.framing, None),
         ("--short", args.short, "error"),
     ):
         if value != unset:

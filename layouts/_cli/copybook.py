@@ -114,7 +114,7 @@ def add_copybook_options(p, *, convert):
 def _bytes(text):
     import argparse
 
-    if not text.strip().isdigit():
+    if not text.strip().isascii() or not text.strip().isdigit():
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of bytes (0 or more)")
     return int(text)
 
@@ -195,7 +195,10 @@ def copybook_layout(args, path=None):
             path or args.copybook, flatten=getattr(args, "flatten", False), **copybook_options(args)
         )
     except lo.LayoutError as err:
-        err.args = (in_flags(str(err)),)
+        message = in_flags(str(err))
+        if path is None and message.startswith("the copybook "):
+            message = "--copybook " + message[len("the copybook ") :]
+        err.args = (message,)
         raise
 
 
@@ -365,7 +368,7 @@ def add_segment_options(p):
     g.add_argument(
         "--framing",
         choices=("rdw", "bdw", "rdw-little"),
-        default="rdw",
+        default=None,  # None: not given (rdw), so that a --framing without --segment is refused
         help="rdw: IBM V (a 4-byte RDW, big-endian length counting it; default); bdw: VB blocks; "
         "rdw-little: two zero bytes and a little-endian length not counting the RDW",
     )
@@ -385,6 +388,8 @@ def _segment_types(args):
         value, eq, record = item.partition("=")
         if not eq or not value or not record.strip():
             raise CommandError(f"--segment {item!r}: give ID=RECORD, e.g. --segment C=COMPANY-DETAILS")
+        if value in types:
+            raise CommandError(f"--segment {value}=... is given twice; give each segment id one RECORD")
         args.record = record.strip()
         try:
             types[value] = copybook_layout(args)
@@ -409,8 +414,14 @@ def convert_segments(args):
 
     if args.record:
         raise CommandError("--record does not apply with --segment: each --segment ID=RECORD names its record")
+    _reject_whole_file_flags(args)
     types, segment = _segment_types(args)
-    options = {"segment": segment, "framing": args.framing, "codepage": args.codepage}
+    options = {"segment": segment, "framing": args.framing or "rdw", "codepage": args.codepage}
+    if not os.path.isdir(args.src) and os.path.exists(args.dst) and not os.path.isdir(args.dst):
+        raise CommandError(
+            f"--to {args.dst}: is a file; with --segment the output is a directory of ID.parquet tables "
+            f"(one per --segment): name a directory"
+        )
     try:
         if os.path.isdir(args.src):  # the way back: DIR/ID.parquet -> the segments file
             tables = {}
@@ -425,8 +436,8 @@ def convert_segments(args):
             if os.path.exists(args.dst) and not args.overwrite:
                 raise CommandError(f"{args.dst} exists; pass --overwrite to replace it")
             data = cobol.write_segments(tables, types, **options)
-            with open(args.dst, "wb") as f:
-                f.write(data)
+            _check_interrupts(args)
+            _write_whole(args.dst, data)
             if not args.quiet:
                 print(
                     f"wrote {sum(t.num_rows for k, t in tables.items() if k != '_blocks'):,} records, "
@@ -445,12 +456,91 @@ def convert_segments(args):
             ),
         )
         raise
-    if os.path.exists(args.dst) and os.listdir(args.dst) and not args.overwrite:
-        raise CommandError(f"{args.dst} is not empty; pass --overwrite to replace its tables")
-    os.makedirs(args.dst, exist_ok=True)
-    for name, table in tables.items():
-        pq.write_table(table, os.path.join(args.dst, f"{name}.parquet"))
+    _check_interrupts(args)
+    _write_tables(tables, args.dst, args.overwrite)
     if not args.quiet:
         counts = ", ".join(f"{name}: {t.num_rows:,}" for name, t in tables.items() if name != "_blocks")
         print(f"converted {counts} records -> {args.dst}")
     return 0
+
+
+# convert's flags that --segment does not take: (flag, attribute, value when not given)
+_NOT_WITH_SEGMENTS: "tuple[tuple[str, str, object], ...]" = (
+    ("--count", "count", None),
+    ("--offset", "offset", 0),
+    ("--chunk", "chunk", None),
+    ("--trailing", "trailing", "error"),
+    ("--compression", "compression", None),
+    ("--format", "format", None),
+    ("--header", "header", None),
+    ("--null", "null", []),
+    ("--fill", "fill", []),
+    ("--truncate", "truncate", False),
+    ("--cast", "cast", "strict"),
+    ("--time-unit", "time_unit", []),
+)
+
+
+def _reject_whole_file_flags(args):
+    """Flags of convert that a multi-segment file does not use: a usage error, not a flag
+    silently ignored (``--count 1`` converted every record)."""
+    for flag, name, unset in _NOT_WITH_SEGMENTS:
+        if getattr(args, name, unset) != unset:
+            raise CommandError(
+                f"{flag} does not apply with --segment (the whole file is read, each record by its "
+                f"segment's layout, into ID.parquet tables); leave {flag} out"
+            )
+
+
+def _check_interrupts(args):
+    """A Ctrl-C that the compiler's callbacks swallowed while the records converted (see
+    ``layouts._cli.interrupts``): raised now, before any output is kept."""
+    interrupts = getattr(args, "interrupts", None)
+    if interrupts is not None:
+        interrupts.check()
+
+
+def _write_tables(tables, dst, overwrite):
+    """``DST/ID.parquet`` for each table, all or none: written beside under temporary
+    names, then renamed, so that a Ctrl-C or a failure leaves no half-written table (and
+    a directory made for them is removed again)."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    if os.path.exists(dst) and os.listdir(dst) and not overwrite:
+        raise CommandError(f"{dst} is not empty; pass --overwrite to replace its tables")
+    made = not os.path.exists(dst)
+    os.makedirs(dst, exist_ok=True)
+    partial = {name: os.path.join(dst, f".{name}.parquet.partial-{os.getpid()}") for name in tables}
+    try:
+        for name, table in tables.items():
+            pq.write_table(table, partial[name])
+        for name in tables:
+            os.replace(partial[name], os.path.join(dst, f"{name}.parquet"))
+    except BaseException:
+        for path in partial.values():
+            if os.path.exists(path):
+                os.remove(path)
+        if made and not os.listdir(dst):
+            os.rmdir(dst)
+        raise
+
+
+def _write_whole(dst, data):
+    """The segments file, whole or not at all (a temporary name beside it, renamed)."""
+    import os
+
+    if os.path.exists(dst) and not os.path.isfile(dst):  # /dev/null, a pipe: written as it is
+        with open(dst, "wb") as f:
+            f.write(data)
+        return
+    partial = os.path.join(os.path.dirname(os.path.abspath(dst)), f".{os.path.basename(dst)}.partial-{os.getpid()}")
+    try:
+        with open(partial, "wb") as f:
+            f.write(data)
+        os.replace(partial, dst)
+    except BaseException:
+        if os.path.exists(partial):
+            os.remove(partial)
+        raise

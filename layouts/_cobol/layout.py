@@ -241,6 +241,7 @@ class _Builder:
         end, cursor = 0, 0
         starts = {}  # canonical name of each item laid out here -> its offset in the group
         alternatives = self.alternative_sets(item)
+        area: list = []  # the last item that is no REDEFINES, then the items redefining it
         for child in item.children:
             if child.redefines:
                 target = _canon(child.redefines)
@@ -250,12 +251,24 @@ class _Builder:
                         f"{child.name} REDEFINES {child.redefines}, which is not an item before "
                         f"it at the same level in {item.name}",
                     )
+                if target not in [_canon(a.name) for a in area]:
+                    raise self.fail(child, _not_adjacent(child, area))
                 at = starts[target]
+                area.append(child)
             else:
                 at = cursor
+                area = [child]
             child_path = path + (_rename(child.name, self.options),) if not child.is_filler else path
             first = len(self.fields)
+            wanted = at
             size, dtype, at = self.item(child, base, at, child_path, usage)
+            if child.redefines and at != wanted:
+                raise self.fail(
+                    child,
+                    f"{child.name} REDEFINES {child.redefines} at byte {base + wanted} of the record, but SYNC "
+                    f"aligns {child.name} to byte {base + at}; the item redefined must be aligned for the "
+                    f"item redefining it (COBOL): align {child.redefines} too (SYNC, or FILLER before it)",
+                )
             starts[_canon(child.name)] = at
             if not child.redefines:
                 cursor = at + size
@@ -422,8 +435,18 @@ class _Builder:
         kind, width, dtype, encoding = self.classify(item, usage)
         align = width if sync and kind in ("binary", "hfloat", "float") else 1
         name = ".".join(path)
+        if encoding is not None:
+            encoding = {**encoding, **self.options.encoding_extra.get(kind, {})}
+            precision = _precision(encoding, width)
+            if precision > _MAX_DIGITS:
+                raise self.fail(
+                    item,
+                    f"PICTURE {item.picture} needs {precision} digits of precision (its digits, its P "
+                    f"positions, the byte width's digits for binary read as TRUNC(BIN)); Arrow decimals hold "
+                    f"{_MAX_DIGITS} at most; describe it as PIC X({width}) to keep its bytes",
+                )
         if encoding is not None and not item.is_filler:
-            self.encodings[name] = {**encoding, **self.options.encoding_extra.get(kind, {})}
+            self.encodings[name] = encoding
         if not item.is_filler:
             self.paths[id(item)] = path
         self.fields.append(
@@ -518,6 +541,28 @@ class _Builder:
             raise self.fail(item, f"SIGN applies to numeric items, not PICTURE {item.picture}")
         kind = "text" if pic.category == "alphanumeric" else "edited"
         return kind, pic.size, np.dtype(f"V{pic.size}"), {"kind": "text", "codepage": self.options.codepage}
+
+
+def _not_adjacent(child, area):
+    """The message for a REDEFINES whose area is not the one just before it."""
+    between = area[0].name if area else "another item"
+    return (
+        f"{child.name} REDEFINES {child.redefines}, but {between} comes between them; the items that "
+        f"redefine an area follow it directly (COBOL), so move {child.name} right after "
+        f"{child.redefines} (and the items redefining it)"
+    )
+
+
+def _precision(encoding, width):
+    """The decimal precision of a number's Arrow column (as ``layouts.Encoding.precision``,
+    which this package sits below): digits, P positions, scale; a binary item read as
+    TRUNC(BIN) has its byte width's digits."""
+    if encoding["kind"] not in ("packed", "zoned", "binary"):
+        return 0
+    digits, scale = encoding["digits"], encoding["scale"]
+    if encoding["kind"] == "binary" and (encoding.get("trunc") == "bin" or digits == 0):
+        digits = len(str(2 ** (8 * width - 1) if encoding["signed"] else 2 ** (8 * width) - 1))
+    return max(digits - min(scale, 0), scale, 1)
 
 
 def _alignment(field):

@@ -15,6 +15,7 @@ COBOL source comes in two formats:
 """
 
 import os
+import pathlib
 import re
 from dataclasses import dataclass
 
@@ -23,6 +24,7 @@ from .._errors import LayoutError
 __all__ = ["Source", "Token", "read_source", "tokenize"]
 
 _FORMATS = ("auto", "fixed", "free")
+_SUFFIXES = (".cob", ".cbl", ".cpy", ".copy", ".copybook")  # as the command's
 _LEVEL_START = re.compile(r"^(\s*)(\d{1,2})(\s|\.|$)")
 _LITERAL = re.compile(r"""("([^"]|"")*"|'([^']|'')*')""")
 
@@ -55,8 +57,17 @@ class Source:
 def read_source(src) -> Source:
     """Copybook text, or the path of a copybook file (``str`` without a newline that
     names an existing file, or any ``os.PathLike``)."""
+    if isinstance(src, str) and _names_a_file(src) and not os.path.isfile(src):
+        src = pathlib.Path(src)  # not there: the error below says so, never "column 7 holds ..."
     if isinstance(src, os.PathLike) or (isinstance(src, str) and "\n" not in src and os.path.isfile(src)):
         path = os.fspath(src)
+        if os.path.isdir(path):
+            raise LayoutError(f"the copybook {path!r} is a directory; give the copybook file's path (or its text)")
+        if not os.path.exists(path):
+            raise LayoutError(
+                f"the copybook {path!r}: no such file; give the path of a copybook file that exists (or "
+                f"the copybook's text)"
+            )
         try:
             with open(path, "rb") as f:
                 raw = f.read()
@@ -67,6 +78,7 @@ def read_source(src) -> Source:
                 f"{path!r} holds NUL bytes: it is not copybook text (a data file given as the "
                 f"copybook?); pass the copybook's path"
             )
+        _refuse_ebcdic(raw, path)
         text, origin = raw.decode("utf-8", errors="replace"), os.path.basename(path)
     elif isinstance(src, bytes):
         text, origin = src.decode("utf-8", errors="replace"), "copybook"
@@ -75,6 +87,33 @@ def read_source(src) -> Source:
     else:
         raise LayoutError(f"a copybook is text or a path, got {type(src).__name__}")
     return Source(tuple(text.replace("\r\n", "\n").replace("\r", "\n").split("\n")), origin)
+
+
+def _refuse_ebcdic(raw, path):
+    """A copybook file in EBCDIC (as a mainframe keeps it, moved in binary): its bytes read
+    as UTF-8 are noise (an error on line 1 about column 7), so say what it is."""
+    try:
+        raw.decode("utf-8")
+        return
+    except UnicodeDecodeError:
+        pass
+    text = raw.decode("cp037").upper()
+    if re.search(r"\b(PIC|PICTURE|COMP-3|OCCURS|REDEFINES)\b", text):
+        raise LayoutError(
+            f"{path!r} is EBCDIC text (cp037), not ASCII or UTF-8: convert it first (iconv -f IBM-037 "
+            f"-t UTF-8, or transfer it in text mode), or pass its text: "
+            f"Layout.from_copybook(raw.decode('cp037'))"
+        )
+
+
+def _names_a_file(text):
+    """A one-line string that can only be a file's name: copybook text has entries that
+    end with periods and words apart, so a line with a copybook suffix or no blank in it,
+    and no period at its end, is a path (``01 R. 05 A PIC X. *> a/b`` is text)."""
+    line = text.strip()
+    if not line or "\n" in text or line.endswith("."):
+        return False
+    return line.lower().endswith(_SUFFIXES) or not any(c.isspace() for c in line)
 
 
 def _choose_format(lines, source_format):
@@ -87,6 +126,8 @@ def _choose_format(lines, source_format):
             continue
         m = _LEVEL_START.match(line)
         if m and len(m.group(1)) < 7 and not line.lstrip().startswith("*"):
+            if re.fullmatch(r"[0-9]+", line[:6].strip()) and line[6:7] == " " and _LEVEL_START.match(line[7:]):
+                return "fixed"  # a sequence number (columns 1-6) before a level number in column 8+
             return "free"
     return "fixed"
 
@@ -107,6 +148,7 @@ def _code_areas(source, fmt):
                     f"source_format='free'"
                 )
             code = line[7:72]
+            code = code[: _comment_start(code)]  # *> floating comments (IBM Enterprise COBOL 5.2+)
             out.append((number, code, indicator == "-"))
         else:
             stripped = line.lstrip()
@@ -118,7 +160,7 @@ def _code_areas(source, fmt):
 
 
 def _comment_start(line):
-    """Where a free-format ``*>`` comment starts (outside literals), or the line's end."""
+    """Where a ``*>`` comment starts (outside literals), or the line's end."""
     quote = None
     for i, ch in enumerate(line):
         if quote:

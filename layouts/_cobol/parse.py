@@ -65,6 +65,7 @@ _FIGURATIVE = {
     "NULLS",
     "ALL",
 }
+_DIGITS = re.compile(r"[0-9]+")  # str.isdigit() takes "¹" and "٣", which int() refuses
 _NUMBER = re.compile(r"^[+-]?(\d+([.,]\d*)?|[.,]\d+)$")
 _NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_-]*[A-Za-z0-9_])?$")
 
@@ -134,6 +135,11 @@ class _Entry:
         return self.take()
 
 
+# Compiler-directing statements of the listing (IBM COBOL): they change no byte, and may stand
+# between entries without a period
+_LISTING_CONTROL = {"EJECT", "SKIP1", "SKIP2", "SKIP3"}
+
+
 def _entries(tokens, source):
     """Split the token list at periods; an entry missing its period is an error."""
     current = []
@@ -153,9 +159,16 @@ def parse(tokens: list, source: Source) -> list:
     roots: list = []
     stack: list = []
     last = None
+    tokens = [t for t in tokens if t.upper not in _LISTING_CONTROL]
     for entry in _entries(tokens, source):
         first = entry.take()
-        if not first.text.isdigit():
+        if first.upper in ("COPY", "REPLACE", "INCLUDE", "EXEC"):
+            raise entry.fail(
+                f"a {first.upper} statement: this reader does not expand it; put the text it stands for "
+                f"(the copybook {first.upper} names) in its place",
+                first.line,
+            )
+        if not _DIGITS.fullmatch(first.text):
             raise entry.fail(
                 f"an entry starts with a level number (01-49, 66, 77, 88), found {first.text!r}", first.line
             )
@@ -351,7 +364,7 @@ def _usage(entry, item, token):
 
 def _int(entry, what):
     token = entry.expect_word(what)
-    if not token.text.isdigit():
+    if not _DIGITS.fullmatch(token.text):
         raise entry.fail(f"{what} expected, found {token.text!r}", token.line)
     if len(token.text) > 9:
         raise entry.fail(f"{what} {token.text} is too large", token.line)
@@ -361,6 +374,11 @@ def _int(entry, what):
 def _occurs(entry, item):
     if item.occurs:
         raise entry.fail(f"{item.name} has two OCCURS clauses")
+    if item.level in (1, 77):
+        raise entry.fail(
+            f"OCCURS on a level {item.level:02d} item: COBOL repeats items below a record, not the record "
+            f"(each record of the file is one {item.name}); put the table in a group below it"
+        )
     low = high = _int(entry, "the OCCURS count")
     if entry.optional("TO"):
         high = _int(entry, "the OCCURS maximum")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 __all__ = ["Picture", "read_picture"]
 
-_REPEAT = re.compile(r"\((\d+)\)")
+_REPEAT = re.compile(r"\(([0-9]+)\)")
 _EDIT_SYMBOLS = set("Z*+-.,B0/$") | {"CR", "DB"}
 _ALPHA_EDIT = set("B0/")
 
@@ -92,6 +92,12 @@ def _numeric(symbols):
     first_nine, last_nine = positions.index("9"), len(positions) - 1 - positions[::-1].index("9")
     if "P" in positions[first_nine : last_nine + 1]:
         raise PictureError("P positions go at the left or the right of the 9s, not between them")
+    if positions[0] == "P" and positions[-1] == "P":
+        raise PictureError("P positions go at one end of the 9s, not at both")
+    if positions[0] == "P" and "V" in body and body[0] != "V":
+        raise PictureError("with P positions at the left, the V (if any) comes first: VPP9, not PP9V9")
+    if positions[-1] == "P" and "V" in body and body[-1] != "V":
+        raise PictureError("with P positions at the right, the V (if any) comes last: 9PPV, not 9V9PP")
     if "V" in body:
         point = body.index("V")
     elif positions[0] == "P":
