@@ -18,9 +18,9 @@ import pyarrow as pa
 import pytest
 
 import layouts as lo
-from benchmarks import itch_day
-from benchmarks.streams import pcap_bytes
 from layouts._stream import files as F
+from layouts.benchmarks import itch_day
+from layouts.benchmarks.streams import pcap_bytes
 
 S = lo.Stream
 

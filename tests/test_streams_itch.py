@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 import layouts as lo
-from benchmarks import itch_day
+from layouts.benchmarks import itch_day
 
 # Message lengths (the length field not counted) from the specification's tables, typed in
 # apart from the generator's and the built-in's field lists.
