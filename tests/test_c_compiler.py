@@ -714,6 +714,7 @@ def _only_layout_or_layout_error(text, compiler):
             pass
 
 
+@pytest.mark.slow
 @needs_cc
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated_headers())
@@ -869,6 +870,7 @@ except lo.LayoutError as err:
     ), out
 
 
+@pytest.mark.slow
 @needs_gcc
 def test_an_include_of_a_fifo_says_so_at_the_time_limit(tmp_path):
     os.mkfifo(tmp_path / "fifo.h")

@@ -270,6 +270,7 @@ def test_division_free_quotients_agree_with_python_compiled():
             assert not exact or q == v // f, (v, f, q)
 
 
+@pytest.mark.slow
 def test_more_tiles_than_blocks(monkeypatch):
     """Blocks take tiles in turn when the grid is smaller than the tile count."""
     monkeypatch.setattr(kc, "MAX_BLOCKS", 2)

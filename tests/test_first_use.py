@@ -141,6 +141,7 @@ _SMALL = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_cache_folder_by_content_and_damage_is_a_miss(tmp_path):
     """A kernel compiled once is loaded by the next process from the per-machine folder
     (named by the content hash); a damaged index or data file is a miss (compiled again,

@@ -367,6 +367,7 @@ before = sorted(os.listdir(d))
 """
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_the_writer_finishes_is_not_lost(tmp_path):
     """Ctrl-C while the main thread, done converting, waits for the writer thread to write
     the last row group. Before: the KeyboardInterrupt cut Thread.join short, which then

@@ -172,7 +172,7 @@ def test_records_too_big_to_stage(stream):
 
 
 def test_tick_records_roundtrip(device):
-    a = ticks(10_000 if device == "cpu" else 700)  # the CUDA simulator is slow
+    a = ticks(10_000 if device == "cpu" else 330)  # the CUDA simulator is slow (330: two tiles)
     soa = lo.AoS(a).to_soa(device=device)
     assert soa.device == device
     t = soa.to_device("cpu").to_arrow()
