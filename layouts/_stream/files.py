@@ -28,8 +28,18 @@ from .._files import InterruptHold
 from .._formats import SUFFIXES
 from ..kernels._memory import MappedGuard
 from .frame import _checked, detect_order, scan_section, source_bytes
-from .read import StreamTables, _check_shrunk, _convert, _gaps, _header_record, _keep_prefix, _tables, header_values
-from .spec import Stream, evaluate
+from .read import (
+    StreamTables,
+    _check_shrunk,
+    _convert,
+    _gaps,
+    _header_record,
+    _keep_prefix,
+    _tables,
+    header_values,
+    section_range,
+)
+from .spec import Stream
 
 __all__ = [
     "write_dir",
@@ -131,7 +141,7 @@ def _windows(stream: Stream, buf: np.ndarray, label: str, window: int, mapped) -
     for i, s in enumerate(stream.sections):
         where = f"{stream.name} section[{i}]"
         s = _checked(lambda: s.resolve(values, where, size), label)
-        start, end, limit = _section_range(s, values, where, label, size, pos)
+        start, end, limit = section_range(s, values, where, label, size, pos)
         at, count = start, 0
         while True:
             left = -1 if limit < 0 else limit - count
@@ -159,47 +169,6 @@ def _windows(stream: Stream, buf: np.ndarray, label: str, window: int, mapped) -
     _gaps(last, buf, covered, size)
     if pending is not None or "_gaps" in last:
         yield last
-
-
-def _section_range(s, values: dict, where: str, label: str, size: int, pos: int) -> "tuple[int, int, int]":
-    """(start, end, count limit or -1) of a section, checked as read_stream checks them."""
-    start = pos if s.offset is None else _checked(lambda: evaluate(s.offset, values, f"{where}.offset"), where)
-    if not 0 <= start <= size:
-        raise ConversionError(
-            f"{label}: {where}: offset = {s.offset!r} is {start}, outside the file (0..{size} "
-            f"bytes); the header is damaged or the description's offset is wrong"
-        )
-    if start < pos:
-        raise ConversionError(
-            f"{label}: {where}: offset = {s.offset!r} is {start}, inside the part before it "
-            f"(which ends at byte {pos}); sections follow the header and each other in file "
-            f"order: the header is damaged or the description's offset is wrong"
-        )
-    end = size
-    if s.bytes is not None:
-        n = _checked(lambda: evaluate(s.bytes, values, f"{where}.bytes"), where)
-        if n < 0 or start + n > size:
-            raise ConversionError(
-                f"{label}: {where}: bytes = {s.bytes!r} is {n}, from byte {start} past the "
-                f"end of the file ({size} bytes); the header is damaged or the file truncated"
-            )
-        end = start + n
-    limit = -1
-    if s.count is not None:
-        limit = _checked(lambda: evaluate(s.count, values, f"{where}.count"), where)
-        fixed = None
-        if s.framing.size is not None:
-            fixed = _checked(lambda: evaluate(s.framing.size, values, f"{where}.framing.size"), where)
-        if limit < 0:
-            raise ConversionError(
-                f"{label}: {where}: count = {s.count!r} is {limit}, a negative count; the header is damaged"
-            )
-        if fixed is not None and limit * fixed > end - start:
-            raise ConversionError(
-                f"{label}: {where}: count = {s.count!r} is {limit}, more records than the "
-                f"{end - start} bytes from byte {start} can hold; the header is damaged"
-            )
-    return start, end, limit
 
 
 def set_names(stream: Stream) -> "list[str]":

@@ -168,6 +168,48 @@ def read_stream(src: Any, spec: Any, *, device: "str | None" = None) -> StreamTa
     return out
 
 
+def section_range(s, values: dict, where: str, label: str, size: int, pos: int) -> "tuple[int, int, int]":
+    """(start, end, count limit or -1) of a section after ``pos``, checked against the file's
+    ``size``: read_stream and the window-by-window reader (files.py) both go through here."""
+    start = pos if s.offset is None else _checked(lambda: evaluate(s.offset, values, f"{where}.offset"), where)
+    if not 0 <= start <= size:
+        raise ConversionError(
+            f"{label}: {where}: offset = {s.offset!r} is {start}, outside the file (0..{size} "
+            f"bytes); the header is damaged or the description's offset is wrong"
+        )
+    if start < pos:
+        raise ConversionError(
+            f"{label}: {where}: offset = {s.offset!r} is {start}, inside the part before it "
+            f"(which ends at byte {pos}); sections follow the header and each other in file "
+            f"order: the header is damaged or the description's offset is wrong"
+        )
+    end = size
+    if s.bytes is not None:
+        n = _checked(lambda: evaluate(s.bytes, values, f"{where}.bytes"), where)
+        if n < 0 or start + n > size:
+            raise ConversionError(
+                f"{label}: {where}: bytes = {s.bytes!r} is {n}, from byte {start} past the "
+                f"end of the file ({size} bytes); the header is damaged or the file truncated"
+            )
+        end = start + n
+    limit = -1
+    if s.count is not None:
+        limit = _checked(lambda: evaluate(s.count, values, f"{where}.count"), where)
+        fixed = None
+        if s.framing.size is not None:
+            fixed = _checked(lambda: evaluate(s.framing.size, values, f"{where}.framing.size"), where)
+        if limit < 0:
+            raise ConversionError(
+                f"{label}: {where}: count = {s.count!r} is {limit}, a negative count; the header is damaged"
+            )
+        if fixed is not None and limit * fixed > end - start:
+            raise ConversionError(
+                f"{label}: {where}: count = {s.count!r} is {limit}, more records than the "
+                f"{end - start} bytes from byte {start} can hold; the header is damaged"
+            )
+    return start, end, limit
+
+
 def _check_shrunk(guard, label, size, err):
     lost = guard.fault()
     if lost is not None:
@@ -216,42 +258,7 @@ def _read(stream: Stream, buf: np.ndarray, label: str, gpu: "_OnDevice | None" =
     for i, s in enumerate(stream.sections):
         where = f"{stream.name} section[{i}]"
         s = _checked(lambda: s.resolve(values, where, size), label)  # list lengths from the header
-        start = pos if s.offset is None else _checked(lambda: evaluate(s.offset, values, f"{where}.offset"), where)
-        if not 0 <= start <= size:
-            raise ConversionError(
-                f"{label}: {where}: offset = {s.offset!r} is {start}, outside the file (0..{size} "
-                f"bytes); the header is damaged or the description's offset is wrong"
-            )
-        if start < pos:
-            raise ConversionError(
-                f"{label}: {where}: offset = {s.offset!r} is {start}, inside the part before it "
-                f"(which ends at byte {pos}); sections follow the header and each other in file "
-                f"order: the header is damaged or the description's offset is wrong"
-            )
-        end = size
-        if s.bytes is not None:
-            n = _checked(lambda: evaluate(s.bytes, values, f"{where}.bytes"), where)
-            if n < 0 or start + n > size:
-                raise ConversionError(
-                    f"{label}: {where}: bytes = {s.bytes!r} is {n}, from byte {start} past the "
-                    f"end of the file ({size} bytes); the header is damaged or the file truncated"
-                )
-            end = start + n
-        limit = -1
-        if s.count is not None:
-            limit = _checked(lambda: evaluate(s.count, values, f"{where}.count"), where)
-            fixed = None
-            if s.framing.size is not None:
-                fixed = _checked(lambda: evaluate(s.framing.size, values, f"{where}.framing.size"), where)
-            if limit < 0:
-                raise ConversionError(
-                    f"{label}: {where}: count = {s.count!r} is {limit}, a negative count; the header is damaged"
-                )
-            if fixed is not None and limit * fixed > end - start:
-                raise ConversionError(
-                    f"{label}: {where}: count = {s.count!r} is {limit}, more records than the "
-                    f"{end - start} bytes from byte {start} can hold; the header is damaged"
-                )
+        start, end, limit = section_range(s, values, where, label, size, pos)
         got = scan_section(stream, s, buf, label, order, values, start, end, limit, where)
         if limit >= 0 and len(got.offsets) < limit:
             raise ConversionError(
