@@ -11,37 +11,14 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pyarrow as pa
 import pytest
+from test_streams import ITCH_LENGTHS
 
 import layouts as lo
 from layouts.benchmarks import itch_day
 
 # Message lengths (the length field not counted) from the specification's tables, typed in
-# apart from the generator's and the built-in's field lists.
-SPEC_LENGTH = {
-    "S": 12,
-    "R": 39,
-    "H": 25,
-    "Y": 20,
-    "L": 26,
-    "V": 35,
-    "W": 12,
-    "K": 28,
-    "J": 35,
-    "h": 21,
-    "A": 36,
-    "F": 40,
-    "E": 31,
-    "C": 36,
-    "X": 23,
-    "D": 19,
-    "U": 35,
-    "P": 44,
-    "Q": 40,
-    "B": 19,
-    "I": 50,
-    "N": 20,
-    "O": 48,
-}
+# apart from the generator's and the built-in's field lists (tests/test_streams.py keeps them).
+SPEC_LENGTH = ITCH_LENGTHS
 ORDER_TYPES = {
     "A": "add_order",
     "F": "add_order_mpid",
