@@ -31,12 +31,10 @@ from .frame import _checked, detect_order, scan_section, source_bytes
 from .read import (
     StreamTables,
     _check_shrunk,
-    _convert,
     _gaps,
-    _header_record,
     _keep_prefix,
     _tables,
-    header_values,
+    read_header,
     section_range,
 )
 from .spec import Stream
@@ -125,19 +123,8 @@ def _windows(stream: Stream, buf: np.ndarray, label: str, window: int, mapped) -
     covered = []
     pos = done = 0
     if stream.header is not None:
-        hrec, h = _header_record(stream, buf, order, label)
-        if size < h:
-            raise ConversionError(
-                f"{label}: {size} bytes, shorter than the {h}-byte header of a {stream.name} "
-                f"stream; the file is truncated or of another kind"
-            )
-        soa, _ = _convert(
-            buf, hrec, order, np.zeros(1, np.int64), np.full(1, h, np.int64), 0, False, False, label, "header"
-        )
-        first["_header"] = soa
-        values = header_values(stream, soa, order)
-        covered.append((0, h))
-        pos = h
+        first["_header"], values, pos = read_header(stream, buf, order, label)
+        covered.append((0, pos))
     for i, s in enumerate(stream.sections):
         where = f"{stream.name} section[{i}]"
         s = _checked(lambda: s.resolve(values, where, size), label)

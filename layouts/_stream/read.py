@@ -233,6 +233,21 @@ class _OnDevice:
         return self._dev
 
 
+def read_header(stream: Stream, buf, order: str, label: str) -> "tuple[SoA, dict, int]":
+    """The stream's file header as a one-row SoA, its values by name (for the sections'
+    expressions) and its size in bytes; a file shorter than the header is an error."""
+    hrec, h = _header_record(stream, buf, order, label)
+    if buf.shape[0] < h:
+        raise ConversionError(
+            f"{label}: {buf.shape[0]} bytes, shorter than the {h}-byte header of a {stream.name} "
+            f"stream; the file is truncated or of another kind"
+        )
+    soa, _ = _convert(
+        buf, hrec, order, np.zeros(1, np.int64), np.full(1, h, np.int64), 0, False, False, label, "header"
+    )
+    return soa, header_values(stream, soa, order), h
+
+
 def _read(stream: Stream, buf: np.ndarray, label: str, gpu: "_OnDevice | None" = None) -> StreamTables:
     order = detect_order(stream, buf, label)
     size = buf.shape[0]
@@ -242,19 +257,8 @@ def _read(stream: Stream, buf: np.ndarray, label: str, gpu: "_OnDevice | None" =
     covered = []
     pos = 0
     if stream.header is not None:
-        hrec, h = _header_record(stream, buf, order, label)
-        if size < h:
-            raise ConversionError(
-                f"{label}: {size} bytes, shorter than the {h}-byte header of a {stream.name} "
-                f"stream; the file is truncated or of another kind"
-            )
-        soa, _ = _convert(
-            buf, hrec, order, np.zeros(1, np.int64), np.full(1, h, np.int64), 0, False, False, label, "header"
-        )
-        out["_header"] = soa
-        values = header_values(stream, soa, order)
-        covered.append((0, h))
-        pos = h
+        out["_header"], values, pos = read_header(stream, buf, order, label)
+        covered.append((0, pos))
     for i, s in enumerate(stream.sections):
         where = f"{stream.name} section[{i}]"
         s = _checked(lambda: s.resolve(values, where, size), label)  # list lengths from the header
