@@ -423,6 +423,29 @@ def _forward_rows(src, stride, r0, r1, ops, offs, stream, err, stop):
 
 
 @_jit
+def _stage_block(ops, staged, at, base, b0):
+    """Point the staged copy of the plan at the stage for the block starting at row b0:
+    element i of the block goes to base + at + (i - b0 * count) * width."""
+    for j in range(ops.shape[0]):
+        w, c = _value_width(ops[j]), ops[j, COUNT]
+        if at[j, 0] >= 0:
+            staged[j, DATA] = base + at[j, 0] - (b0 * c * w if w else b0 * c // 8)
+        if at[j, 1] >= 0:
+            staged[j, VALID] = base + at[j, 1] - b0 * c // 8
+
+
+@_jit
+def _unstage_block(ops, at, base, b0, b1):
+    """Move rows b0..b1 of every staged column to the real output, by streaming stores."""
+    for j in range(ops.shape[0]):
+        w, c = _value_width(ops[j]), ops[j, COUNT]
+        if at[j, 0] >= 0:
+            _unstage(ops[j, DATA], base + at[j, 0], b0 * c, b1 * c, w)
+        if at[j, 1] >= 0:
+            _unstage(ops[j, VALID], base + at[j, 1], b0 * c, b1 * c, 0)
+
+
+@_jit
 def _forward_blocks(src, stride, r0, r1, ops, offs, block, stream, at, stage, staged, err, stop):
     base = stage.ctypes.data
     b0 = r0
@@ -431,21 +454,11 @@ def _forward_blocks(src, stride, r0, r1, ops, offs, block, stream, at, stage, st
             break
         b1 = min(b0 + block, r1)
         if stream:
-            for j in range(ops.shape[0]):
-                w, c = _value_width(ops[j]), ops[j, COUNT]
-                if at[j, 0] >= 0:  # element i of the block at base + at + (i - b0 * c) * w
-                    staged[j, DATA] = base + at[j, 0] - (b0 * c * w if w else b0 * c // 8)
-                if at[j, 1] >= 0:
-                    staged[j, VALID] = base + at[j, 1] - b0 * c // 8
+            _stage_block(ops, staged, at, base, b0)
         if _forward_block(src, stride, r0, b0, b1, staged, offs, err) != 0:
             break
         if stream:
-            for j in range(ops.shape[0]):
-                w, c = _value_width(ops[j]), ops[j, COUNT]
-                if at[j, 0] >= 0:
-                    _unstage(ops[j, DATA], base + at[j, 0], b0 * c, b1 * c, w)
-                if at[j, 1] >= 0:
-                    _unstage(ops[j, VALID], base + at[j, 1], b0 * c, b1 * c, 0)
+            _unstage_block(ops, at, base, b0, b1)
         b0 = b1
     if stream:
         stream_fence()

@@ -32,9 +32,9 @@ from .._memory import (
     store64,
     stream_fence,
 )
-from ..plan import COUNT, DATA, K_CSTR, K_UTF32, KIND, OFFSETS, P2, VALID
+from ..plan import K_CSTR, K_UTF32, KIND, OFFSETS, P2
 from ..threads import ROW_ALIGN, chunk_starts, run_chunks
-from .forward import _compact_strings, _forward_block, _stage_plan, _unstage, _value_width
+from .forward import _compact_strings, _forward_block, _stage_block, _stage_plan, _unstage_block
 from .memory import BLOCK_BYTES, STAGE_RECORD_MAX, STREAM_BYTES, _jit, _set_offset
 from .reverse import _prefetch_columns, _reverse_block
 
@@ -183,22 +183,12 @@ def _forward_blocks_at(
                 err[0], err[1], err[2] = b0 + bad, -1, E_TEXT_NUL
                 break
         if stream:
-            for j in range(ops.shape[0]):
-                w, c = _value_width(ops[j]), ops[j, COUNT]
-                if at[j, 0] >= 0:
-                    staged[j, DATA] = base + at[j, 0] - (b0 * c * w if w else b0 * c // 8)
-                if at[j, 1] >= 0:
-                    staged[j, VALID] = base + at[j, 1] - b0 * c // 8
+            _stage_block(ops, staged, at, base, b0)
         # row r of this block is at packed + (r - b0) * itemsize
         if _forward_block(packed - b0 * itemsize, itemsize, r0, b0, b1, staged, offs, err) != 0:
             break
         if stream:
-            for j in range(ops.shape[0]):
-                w, c = _value_width(ops[j]), ops[j, COUNT]
-                if at[j, 0] >= 0:
-                    _unstage(ops[j, DATA], base + at[j, 0], b0 * c, b1 * c, w)
-                if at[j, 1] >= 0:
-                    _unstage(ops[j, VALID], base + at[j, 1], b0 * c, b1 * c, 0)
+            _unstage_block(ops, at, base, b0, b1)
         b0 = b1
     if stream:
         stream_fence()
