@@ -190,8 +190,19 @@ def test_block_reservation_benchmark_runs_small(tmp_path):
 def test_gpu_suite_runs_small_in_the_simulator(tmp_path):
     """The one command for a lent GPU runs end to end (here every GPU step in Numba's
     simulator, at tiny sizes) and writes one JSON with every step's result."""
-    run = subprocess.run(
-        [sys.executable, "-m", "benchmarks.gpu_suite", "--small", "--out", str(tmp_path)],
+    run = subprocess.run(  # the sm_90 report and the cuda tests have tests of their own (test_cuda.py)
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.gpu_suite",
+            "--small",
+            "--out",
+            str(tmp_path),
+            "--skip",
+            "cuda tests",
+            "--skip",
+            "kernel resources",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -202,6 +213,6 @@ def test_gpu_suite_runs_small_in_the_simulator(tmp_path):
     steps = {s["name"]: s for s in result["steps"]}
     assert run.returncode == 0, [(s["name"], s["exit"], s["output_tail"][-500:]) for s in result["steps"]]
     assert result["small"] and result["date"] and "gpu" in result["machine"]
-    assert steps["kernel resources (sm_90)"]["result"]["kernels"]["forward"]["registers"] > 0
+    assert steps["kernel resources (sm_90)"]["exit"] == steps["cuda tests"]["exit"] == "skipped"
     assert steps["convert --device cuda, overlapped and serial"]["result"]["device"] == "cuda"
     assert steps["reductions (CPU and GPU)"]["result"]["rows"]

@@ -25,7 +25,7 @@ def test_new_process_loads_kernels_from_disk(tmp_path):
     script = textwrap.dedent("""
         import numpy as np, layouts as lo
         from layouts.kernels import cpu
-        lo.AoS(np.zeros(3, [("a", "<i8"), ("b", "?")])).to_soa().to_aos()
+        lo.AoS(np.zeros(3, [("a", "<i8"), ("b", "?")])).to_soa()
         print(sum(cpu.forward._forward_rows.stats.cache_hits.values()), sum(cpu.forward._forward_rows.stats.cache_misses.values()))
     """)
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), LAYOUTS_SHIPPED_KERNELS="0")  # not the wheel's kernels
