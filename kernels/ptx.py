@@ -100,14 +100,18 @@ def launches():
 
 
 def _also(name):
-    """Kernels of another module (``--also``): its ``KERNELS()`` and ``THREADS``, prefixed
+    """Kernels of another module (``--also``): its ``KERNELS()`` and ``THREADS`` (or, where it
+    has them, ``LAUNCHES()``: threads and dynamic shared memory per kernel), prefixed
     with ``PREFIX`` where it has one (benchmarks' reduction kernels: ``reduce_``)."""
     import importlib
 
     module = importlib.import_module(name)
     prefix = getattr(module, "PREFIX", "")
     kernels = {f"{prefix}{k}": v for k, v in module.KERNELS().items()}
-    return kernels, {k: (module.THREADS, 0) for k in kernels}
+    shapes = {k: (module.THREADS, 0) for k in kernels}
+    if hasattr(module, "LAUNCHES"):  # kernels with dynamic shared memory say so
+        shapes.update({f"{prefix}{k}": v for k, v in module.LAUNCHES().items()})
+    return kernels, shapes
 
 
 def main(argv=None):

@@ -14,7 +14,7 @@ from ..plan import (
     SWAP,
     WIDTH,
 )
-from .device import _get, _offset_at, _set_offset, _swap
+from .device import _dev, _get, _offset_at, _set_offset, _swap
 
 
 @cuda.jit
@@ -59,45 +59,66 @@ def _scan_add(a32, a64, offsets, ow, count, sums, nt_scan):
             _set_offset(a32, a64, offsets, i + 1, ow, _offset_at(a32, a64, offsets, i + 1, ow) + before)
 
 
+@_dev
+def _copy_string(rec, p, i, op, a8, a32, a64):
+    """String element ``i``, whose bytes start at byte ``p`` of ``rec``, to its offset."""
+    per_n, ow = op[WIDTH], op[P2]
+    start = _offset_at(a32, a64, op[OFFSETS], i, ow)
+    length = _offset_at(a32, a64, op[OFFSETS], i + 1, ow) - start
+    pos = op[DATA] + start
+    if op[KIND] == K_CSTR:
+        for t in range(length):
+            a8[pos + t] = _get(rec, 0, p + t, 1)
+        return
+    out = 0
+    t = 0
+    while out < length and t < per_n // 4:
+        cp = _get(rec, 0, p + t * 4, 4)
+        if op[SWAP] != 0:
+            cp = _swap(cp, 4)
+        t += 1
+        if cp < 0x80:
+            a8[pos + out] = cp
+            out += 1
+        elif cp < 0x800:
+            a8[pos + out] = 0xC0 | (cp >> 6)
+            a8[pos + out + 1] = 0x80 | (cp & 0x3F)
+            out += 2
+        elif cp < 0x10000:
+            a8[pos + out] = 0xE0 | (cp >> 12)
+            a8[pos + out + 1] = 0x80 | ((cp >> 6) & 0x3F)
+            a8[pos + out + 2] = 0x80 | (cp & 0x3F)
+            out += 3
+        else:
+            a8[pos + out] = 0xF0 | (cp >> 18)
+            a8[pos + out + 1] = 0x80 | ((cp >> 12) & 0x3F)
+            a8[pos + out + 2] = 0x80 | ((cp >> 6) & 0x3F)
+            a8[pos + out + 3] = 0x80 | (cp & 0x3F)
+            out += 4
+
+
 @cuda.jit
 def _copy_strings(rec, n, stride, op, offs, a8, a16, a32, a64):
     """Write each trimmed S<n>/U<n> element at its final offset, one element a thread."""
-    c, per_n, ow = op[COUNT], op[WIDTH], op[P2]
+    c = op[COUNT]
     i_next = cuda.grid(1)
     while i_next < n * c:
         i = i_next
         i_next += cuda.gridsize(1)
         r = i // c
-        p = r * stride + offs[op[OFFS] + i % c]
-        start = _offset_at(a32, a64, op[OFFSETS], i, ow)
-        length = _offset_at(a32, a64, op[OFFSETS], i + 1, ow) - start
-        pos = op[DATA] + start
-        if op[KIND] == K_CSTR:
-            for t in range(length):
-                a8[pos + t] = _get(rec, 0, p + t, 1)
-            continue
-        out = 0
-        t = 0
-        while out < length and t < per_n // 4:
-            cp = _get(rec, 0, p + t * 4, 4)
-            if op[SWAP] != 0:
-                cp = _swap(cp, 4)
-            t += 1
-            if cp < 0x80:
-                a8[pos + out] = cp
-                out += 1
-            elif cp < 0x800:
-                a8[pos + out] = 0xC0 | (cp >> 6)
-                a8[pos + out + 1] = 0x80 | (cp & 0x3F)
-                out += 2
-            elif cp < 0x10000:
-                a8[pos + out] = 0xE0 | (cp >> 12)
-                a8[pos + out + 1] = 0x80 | ((cp >> 6) & 0x3F)
-                a8[pos + out + 2] = 0x80 | (cp & 0x3F)
-                out += 3
-            else:
-                a8[pos + out] = 0xF0 | (cp >> 18)
-                a8[pos + out + 1] = 0x80 | ((cp >> 12) & 0x3F)
-                a8[pos + out + 2] = 0x80 | ((cp >> 6) & 0x3F)
-                a8[pos + out + 3] = 0x80 | (cp & 0x3F)
-                out += 4
+        _copy_string(rec, r * stride + offs[op[OFFS] + i % c], i, op, a8, a32, a64)
+
+
+@cuda.jit
+def _copy_strings_at(rec, at, bmap, n, op, offs, a8, a16, a32, a64):
+    """:func:`_copy_strings` for records read through an index (record streams,
+    :mod:`kernels.cuda.gather`): element i of record r starts at byte
+    ``at[r] + bmap[its byte in the packed record]`` of the stream (the host has checked
+    that each string's bytes are one run of the stream)."""
+    c = op[COUNT]
+    i_next = cuda.grid(1)
+    while i_next < n * c:
+        i = i_next
+        i_next += cuda.gridsize(1)
+        r = i // c
+        _copy_string(rec, at[r] + bmap[offs[op[OFFS] + i % c]], i, op, a8, a32, a64)

@@ -80,7 +80,7 @@ from .mainframe import (
     text_length,
     valid_mainframe,
 )
-from .strings import _copy_strings, _scan_add, _scan_blocks, _scan_sums
+from .strings import _copy_strings, _copy_strings_at, _scan_add, _scan_blocks, _scan_sums
 from .tile import (
     _divmod32,
     _element,
@@ -130,17 +130,11 @@ def kinds_of(ops):
 
 
 @functools.lru_cache(maxsize=None)
-def specialised(mask, staged=True):
-    """``(forward, reverse)``: the main kernels compiled with only the code of the op
-    kinds in ``mask`` (see :func:`kinds_of`; a plan with other kinds is not theirs to
-    run), staging tiles in shared memory or (``staged=False``, records too large to
-    stage) working in global memory.
-
-    The plan stays data: one variant serves every layout with the same kinds (a
-    fixed-width record of numbers, bytes and booleans, say), so a new layout seldom
-    costs a compilation. Code a plan cannot reach is not in the kernel, and the
-    registers it would hold are free: more blocks fit on a multiprocessor.
-    """
+def tile_functions(mask, staged=True):
+    """``(forward_tile, reverse_tile)``: the device functions that convert one tile of
+    records, with only the code of the op kinds in ``mask`` (see :func:`specialised`).
+    The main kernels and the record streams' gathered kernel
+    (:mod:`kernels.cuda.gather`) stage their tiles each their own way and share these."""
     COPY = bool(mask & (1 << K_COPY))
     BYTES = bool(mask & (1 << K_BYTES))
     BOOL = bool(mask & (1 << K_BOOL))
@@ -152,7 +146,6 @@ def specialised(mask, staged=True):
     TEXT = bool(mask & (1 << K_TEXT))  # EBCDIC text (kernels/cuda/mainframe.py)
     BITMAP = BOOL or BITS
     VALIDITY = bool(mask & M_VALIDITY)
-    STAGED = staged
     # Indices within a tile: 32-bit where the tile is staged (under 48 KiB), so the loops
     # carry half the registers; 64-bit for unstaged records, which may be of any size.
     IDX = int32 if staged else int64
@@ -353,6 +346,24 @@ def specialised(mask, staged=True):
                 rev_mf(*args)
             elif TEXT and kind == K_TEXT:
                 rev_txt(*args)
+
+    return forward_tile, reverse_tile
+
+
+@functools.lru_cache(maxsize=None)
+def specialised(mask, staged=True):
+    """``(forward, reverse)``: the main kernels compiled with only the code of the op
+    kinds in ``mask`` (see :func:`kinds_of`; a plan with other kinds is not theirs to
+    run), staging tiles in shared memory or (``staged=False``, records too large to
+    stage) working in global memory.
+
+    The plan stays data: one variant serves every layout with the same kinds (a
+    fixed-width record of numbers, bytes and booleans, say), so a new layout seldom
+    costs a compilation. Code a plan cannot reach is not in the kernel, and the
+    registers it would hold are free: more blocks fit on a multiprocessor.
+    """
+    forward_tile, reverse_tile = tile_functions(mask, staged)
+    STAGED = staged
 
     @cuda.jit
     def forward(rec, n, stride, slot, rows, ops, offs, a8, a16, a32, a64, tables, err):
@@ -555,7 +566,7 @@ def launcher(direction, rec, stride, n, ops, offs, arena, tables):
     return launch, err
 
 
-def forward_async(rec, stride, n, plan, arena, *, stream=0, fault_word=None):
+def forward_async(rec, stride, n, plan, arena, *, stream=0, fault_word=None, index=None):
     """Queue AoS -> SoA of ``n`` records on ``stream`` and return at once.
 
     The arguments are those of :func:`aos_to_soa`, with the plan already on the device
@@ -564,7 +575,14 @@ def forward_async(rec, stride, n, plan, arena, *, stream=0, fault_word=None):
     one element (``numba.cuda.pinned_array``), receives the fault word on the stream;
     without it the word is read after the wait. Returns a :class:`Pending`; its
     ``fault()`` waits for the stream.
+
+    With ``index`` (device arrays ``(at, bmap, nul)``, see :mod:`kernels.cuda.gather`),
+    ``rec`` is a record stream's words and record ``i`` is the one at byte ``at[i]``,
+    packed to ``stride`` bytes by the byte map ``bmap``: the gathered kernel, in the
+    same tile pass (records that a tile can stage; no K_TEXT).
     """
+    if index is not None and any(plan.ops[j, KIND] == K_TEXT for j, _ in plan.strings):
+        raise ValueError("EBCDIC text (K_TEXT) is not read through an index: gather the records first")
     views = _views(arena)
     if n == 0:  # no thread runs: an empty string column's one offset is set here
         for j, _ in plan.strings:
@@ -575,13 +593,20 @@ def forward_async(rec, stride, n, plan, arena, *, stream=0, fault_word=None):
         return Pending(stream, plan.nops)
     err = cuda.device_array(1, dtype=np.int64, stream=stream)
     err.copy_to_device(_NO_FAULT, stream=stream)
-    _launch("forward", rec, stride, n, plan, arena, err, stream)
+    if index is None:
+        _launch("forward", rec, stride, n, plan, arena, err, stream)
+    else:
+        from .gather import launch_at
+
+        launch_at(rec, index, n, stride, plan, views, err, stream)
     scratch = []
     for j, d_op in plan.strings:
         count = n * int(plan.ops[j, COUNT])
         scratch.append(_scan(views, plan.ops[j], count, stream))  # faulty strings were given length 0
         grid = max(1, min(-(-count // THREADS), MAX_BLOCKS))
-        if plan.ops[j, KIND] == K_TEXT:
+        if index is not None:
+            _copy_strings_at[grid, THREADS, stream](rec, index[0], index[1], n, d_op, plan.d_offs, *views)
+        elif plan.ops[j, KIND] == K_TEXT:
             copy_text[grid, THREADS, stream](rec, n, stride, d_op, plan.d_offs, *views, plan.tables)
         else:
             _copy_strings[grid, THREADS, stream](rec, n, stride, d_op, plan.d_offs, *views)

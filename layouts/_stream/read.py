@@ -434,11 +434,49 @@ def _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, 
 
 
 def _transpose_on_gpu(gpu, buf, record, order, layout, runs, offset_at, offsets, prefix, label, what) -> SoA:
-    """:func:`_transpose_at` on the GPU: the records gathered there from the stream by
-    their offsets into packed records (kernels/cuda/gather.py), then the GPU transpose.
-    Text fields are checked for NULs on the CPU first (a gather in cache, no columns)."""
+    """:func:`_transpose_at` on the GPU: the GPU transpose reads the records straight from
+    the stream on the device through their offsets, in the same tile pass, text fields
+    checked for NULs there too (kernels/cuda/gather.py). Records too large to stage in
+    shared memory are gathered into packed records first (:func:`_gathered_on_gpu`)."""
     from .._cuda import device as _device
-    from ..kernels.cuda.gather import byte_map, gather_records
+    from .._cuda.arena import HEAD, device_tables
+    from ..kernels.cuda import gather as G
+    from ..kernels.plan import E_NUL
+
+    n, itemsize = len(offsets), layout.itemsize
+    bmap = G.byte_map(itemsize, runs, offset_at)
+    try:  # what the kernels will dereference, checked first
+        G.check_index(offsets, buf.shape[0], bmap)
+    except ValueError as err:
+        raise ConversionError(f"{label}: {what}: {err}; the stream's index is damaged") from err
+    if not G.stageable(itemsize):
+        return _gathered_on_gpu(gpu, buf, record, order, layout, runs, offset_at, offsets, prefix, label, what, bmap)
+    backend = backends.get("cuda")
+    arena = Arena(layout, n, frozenset())
+    memory = backend.allocate(arena)
+    ops, offs, keep = forward_ops(arena, HEAD, {})
+    G.check_strings(ops, offs, bmap)
+    nb, kernels = _device.cuda(), _device.kernels()
+    nul = np.array([(layout[name].offset, layout[name].width) for name in record.text], np.int64).reshape(-1)
+    plan = kernels.Plan(ops, offs, device_tables(ops, keep))
+    index = (nb.to_device(offsets), nb.to_device(bmap), nb.to_device(nul))
+    stream = _device.words(gpu.bytes(), buf.shape[0])
+    fault = kernels.forward_async(stream, itemsize, n, plan, memory, index=index).fault()
+    del keep
+    if fault is not None:
+        row, op, code = fault
+        if op == 0 and code == E_NUL:  # the gathered kernel's NUL in a text field
+            fault = (row, op, K.E_TEXT_NUL)
+        _raise_fault(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what, fault)
+    return soa_over_arena(layout, n, arena, memory, {}, None, None, backend)
+
+
+def _gathered_on_gpu(gpu, buf, record, order, layout, runs, offset_at, offsets, prefix, label, what, bmap) -> SoA:
+    """Records too large to stage (kernels/cuda/transpose.py ``tile_shape``): gathered on
+    the GPU into packed records (one pass in device memory), then the unstaged transpose;
+    text fields checked for NULs on the CPU first (a gather in cache, no columns)."""
+    from .._cuda import device as _device
+    from ..kernels.cuda.gather import gather_records
     from ..kernels.plan import NCOLS
 
     n, itemsize = len(offsets), layout.itemsize
@@ -453,11 +491,7 @@ def _transpose_on_gpu(gpu, buf, record, order, layout, runs, offset_at, offsets,
     if n:
         nb = _device.cuda()
         gather_records(
-            gpu.bytes(),
-            nb.to_device(offsets),
-            itemsize,
-            nb.to_device(byte_map(itemsize, runs, offset_at)),
-            _device.words(dense, n * itemsize),
+            gpu.bytes(), nb.to_device(offsets), itemsize, nb.to_device(bmap), _device.words(dense, n * itemsize)
         )
     try:
         return AoS(dense[: n * itemsize], layout).to_soa(device="cuda")
