@@ -8,7 +8,9 @@ the others still run):
 2. AoS <-> SoA on 16-, 48- and 128-byte records against a device-to-device copy of the
    same bytes and CuPy per-field copies, CUDA events, medians (``benchmarks.convert_gpu``);
 3. ``convert(device="cuda")`` of a file, overlapped and serial (``benchmarks.convert_files``);
-4. the reductions on the GPU (``python -m benchmarks``, the GPU half).
+4. the reductions on the GPU (``python -m benchmarks``, the GPU half);
+5. record streams: the CPU scan of an ITCH day against its copy to the GPU and the
+   whole ``read_stream(device="cuda")`` (``benchmarks.streams_gpu``).
 
 It writes one JSON (device name, driver, versions, date, and every step's result) into
 ``$OUT`` when set, else ``benchmarks/results/``. The default sizes finish in under 8
@@ -126,7 +128,17 @@ def main(argv=None):
         steps.append(
             run_step(
                 "kernel resources (sm_90)",
-                ["-m", "layouts.kernels.ptx", "--cc", "9.0", "--also", "layouts.benchmarks.reduce_cuda", "--json"],
+                [
+                    "-m",
+                    "layouts.kernels.ptx",
+                    "--cc",
+                    "9.0",
+                    "--also",
+                    "layouts.benchmarks.reduce_cuda",
+                    "--also",
+                    "layouts.kernels.cuda.gather",
+                    "--json",
+                ],
                 300,
                 env={"NUMBA_ENABLE_CUDASIM": "0"},
             )
@@ -169,6 +181,16 @@ def main(argv=None):
                     j,
                 ]
                 + (["--chunk", "12000"] if small else []),
+                300,
+                j,
+            )
+        )
+        j = f"{tmp}/streams_gpu.json"
+        steps.append(
+            run_step(
+                "record streams: CPU scan vs copy to the GPU",
+                ["-m", "benchmarks.streams_gpu", "--json", j]
+                + (["--small"] if small else ["--itch-mb", "200", "2000", "--repeat", "5"]),
                 300,
                 j,
             )

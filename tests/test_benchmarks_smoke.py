@@ -216,3 +216,5 @@ def test_gpu_suite_runs_small_in_the_simulator(tmp_path):
     assert steps["kernel resources (sm_90)"]["exit"] == steps["cuda tests"]["exit"] == "skipped"
     assert steps["convert --device cuda, overlapped and serial"]["result"]["device"] == "cuda"
     assert steps["reductions (CPU and GPU)"]["result"]["rows"]
+    scan = steps["record streams: CPU scan vs copy to the GPU"]["result"]["itch"][0]
+    assert scan["scan_s"] > 0 and scan["h2d_used_s"] > 0 and scan["messages"] > 0
