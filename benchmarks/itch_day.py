@@ -48,6 +48,7 @@ import re
 import sys
 import time
 
+import numba
 import numpy as np
 
 DAY_NS = 86_400 * 10**9
@@ -175,20 +176,7 @@ TYPES = list(BODY)
 DTYPES = {t: np.dtype(HEADER + BODY[t]) for t in TYPES}
 # the message length of each type (the 2-byte length field not counted), as the specification's tables give it
 LENGTH = {t: DTYPES[t].itemsize - 2 for t in TYPES}
-ROW = max(d.itemsize for d in DTYPES.values())
-# the same records padded to one width, so all types of a slice go into one array of rows
-KEEP = np.arange(ROW)[None, :] < np.array([DTYPES[t].itemsize for t in TYPES])[:, None]
-PADDED = {
-    t: np.dtype(
-        {
-            "names": list(d.names),
-            "formats": [d.fields[f][0] for f in d.names],
-            "offsets": [d.fields[f][1] for f in d.names],
-            "itemsize": ROW,
-        }
-    )
-    for t, d in DTYPES.items()
-}
+SIZES = np.array([DTYPES[t].itemsize for t in TYPES])  # each type's bytes in the stream, its length field too
 
 # Shares of the order flow among all messages (see the module docstring).
 ORDER_MIX = {"A": 0.428, "F": 0.011, "D": 0.430, "U": 0.078, "E": 0.023, "X": 0.011, "P": 0.006, "C": 0.0006}
@@ -708,21 +696,34 @@ def _layout(parts, instances, state, rng):
             new_inst[m] = parts[k][1]["_new"][row[starts[m]]]
     ref_of[new_inst] = state["ref"] + np.arange(1, len(starts) + 1)
     state["ref"] += len(starts)
-    buf = np.empty(n, f"V{ROW}")
+    sizes = SIZES[kind]
+    pos = np.cumsum(sizes) - sizes  # each message's first byte in the slice
+    out = np.empty(int(pos[-1] + sizes[-1]), np.uint8)
     by_kind = np.argsort(kind, kind="stable")  # a counting sort: each type's rows in stream order
     bounds = np.concatenate([[0], np.cumsum(np.bincount(kind, minlength=len(TYPES)))])
     for kind_name, (_, cols) in parts.items():
         code = TYPES.index(kind_name)
         where = by_kind[bounds[code] : bounds[code + 1]]
-        buf[where] = _records(kind_name, cols, row[where], ts[where], match[where], ref_of, rng).view(f"V{ROW}")
-    keep = KEEP[kind]  # each row's bytes that are its message's
-    return buf.view(np.uint8).reshape(n, ROW).ravel()[keep.ravel()], n
+        rec = _records(kind_name, cols, row[where], ts[where], match[where], ref_of, rng)
+        _place(out, pos[where], rec.view(np.uint8), rec.dtype.itemsize)
+    return out, n
+
+
+@numba.njit(nogil=True)
+def _place(out, pos, rec, size):
+    """Record ``i`` of ``rec`` (packed, ``size`` bytes each) to ``out[pos[i]:]``: each
+    message's bytes straight to their place in the stream (every byte of ``out`` is some
+    message's: the positions tile it)."""
+    for i in range(pos.shape[0]):
+        p, s = pos[i], i * size
+        for k in range(size):
+            out[p + k] = rec[s + k]
 
 
 def _records(kind, cols, rows, ts, match, ref_of, rng):
     """The records of one type, in their stream order, as its structured array."""
     dt = DTYPES[kind]
-    rec = np.zeros(len(rows), PADDED[kind])
+    rec = np.zeros(len(rows), dt)
     for name, code in BODY[kind]:
         if code.startswith("S") and name not in cols:
             rec[name] = b" " * int(code[1:])

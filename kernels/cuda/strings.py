@@ -60,9 +60,9 @@ def _scan_add(a32, a64, offsets, ow, count, sums, nt_scan):
 
 
 @_dev
-def _copy_string(rec, p, i, op, a8, a32, a64):
-    """String element ``i``, whose bytes start at byte ``p`` of ``rec``, to its offset."""
-    per_n, ow = op[WIDTH], op[P2]
+def _copy_string(rec, p, i, op, per_n, ow, a8, a32, a64):
+    """String element ``i``, whose bytes start at byte ``p`` of ``rec``, to its offset
+    (``per_n``, ``ow``: the op's WIDTH and P2, read once per thread)."""
     start = _offset_at(a32, a64, op[OFFSETS], i, ow)
     length = _offset_at(a32, a64, op[OFFSETS], i + 1, ow) - start
     pos = op[DATA] + start
@@ -100,13 +100,13 @@ def _copy_string(rec, p, i, op, a8, a32, a64):
 @cuda.jit
 def _copy_strings(rec, n, stride, op, offs, a8, a16, a32, a64):
     """Write each trimmed S<n>/U<n> element at its final offset, one element a thread."""
-    c = op[COUNT]
+    c, per_n, ow = op[COUNT], op[WIDTH], op[P2]
     i_next = cuda.grid(1)
     while i_next < n * c:
         i = i_next
         i_next += cuda.gridsize(1)
         r = i // c
-        _copy_string(rec, r * stride + offs[op[OFFS] + i % c], i, op, a8, a32, a64)
+        _copy_string(rec, r * stride + offs[op[OFFS] + i % c], i, op, per_n, ow, a8, a32, a64)
 
 
 @cuda.jit
@@ -115,10 +115,10 @@ def _copy_strings_at(rec, at, bmap, n, op, offs, a8, a16, a32, a64):
     :mod:`kernels.cuda.gather`): element i of record r starts at byte
     ``at[r] + bmap[its byte in the packed record]`` of the stream (the host has checked
     that each string's bytes are one run of the stream)."""
-    c = op[COUNT]
+    c, per_n, ow = op[COUNT], op[WIDTH], op[P2]
     i_next = cuda.grid(1)
     while i_next < n * c:
         i = i_next
         i_next += cuda.gridsize(1)
         r = i // c
-        _copy_string(rec, at[r] + bmap[offs[op[OFFS] + i % c]], i, op, a8, a32, a64)
+        _copy_string(rec, at[r] + bmap[offs[op[OFFS] + i % c]], i, op, per_n, ow, a8, a32, a64)
