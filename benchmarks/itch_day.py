@@ -1,4 +1,4 @@
-"""A synthetic NASDAQ TotalView-ITCH 5.0 day file, written with NumPy only (no part of layouts).
+"""A synthetic NASDAQ TotalView-ITCH 5.0 day file, written with NumPy and one Numba loop (no part of layouts).
 
     python -m benchmarks.itch_day --size 4GB --out day.itch      # a few GB, about 130 M messages
     python -m benchmarks.itch_day --size 20MB --out small.itch --seed 3
@@ -38,8 +38,9 @@ trading day (quiet pre-market from 04:00 and after-hours to 20:00).
 **How.** The day is generated in slices of about 260,000 messages, each covering the
 span of the day that holds its share of the messages; an order's life (its add, replaces,
 partial executions or cancels, and its end) lies within one slice, so memory is bounded by
-a slice whatever the size. Each slice's messages are sorted by time, laid out as rows of a
-(messages x 52) byte matrix by type and compacted into the stream.
+a slice whatever the size. Each slice's messages are sorted by time; each type's records
+are built as its structured array and copied (one Numba loop, ``_place``) straight to their
+places in the slice's bytes.
 """
 
 import argparse
