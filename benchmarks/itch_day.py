@@ -2,6 +2,7 @@
 
     python -m benchmarks.itch_day --size 4GB --out day.itch      # a few GB, about 130 M messages
     python -m benchmarks.itch_day --size 20MB --out small.itch --seed 3
+    python -m benchmarks.itch_day --size 2GB --out day.itch --read 3   # then time read_stream of it
 
 Every message is one of the 23 types of the *Nasdaq TotalView-ITCH 5.0* specification in
 its current revision (with the LULD Auction Collar 'J', the Operational Halt 'h' and the
@@ -787,6 +788,42 @@ def parse_size(text):
     return int(float(m.group(1)) * base ** " KMGT".index(m.group(2) or " "))
 
 
+def _available():
+    """Bytes of memory available (Linux ``MemAvailable``), or None where it cannot be told."""
+    try:
+        with open("/proc/meminfo") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
+READ_MEMORY = 3.5  # a read holds about this many times the file: its tables, and the copy's two buffers
+
+
+def read_day(path, rounds):
+    """``read_stream(path, "itch50")`` of a day file (memory-mapped) against ``np.copyto`` of
+    its bytes into a reused buffer, rounds interleaved; medians (seconds) and the load."""
+    import layouts as lo
+
+    from .streams import interleaved
+
+    spec = lo.Stream.builtin("itch50")
+    lo.read_stream(day_bytes(200_000, seed=1), spec)  # compile / load outside the timing
+    src = np.memmap(path, np.uint8, "r")
+    dst = np.empty_like(src)
+    tables = lo.read_stream(path, spec)
+    messages = sum(len(t) for name, t in tables.items() if not name.startswith("_"))
+    del tables
+    read_s, copy_s = interleaved([lambda: lo.read_stream(path, spec), lambda: np.copyto(dst, src)], rounds)
+    return {
+        "bytes": int(src.nbytes),
+        "messages": messages,
+        "read_s": read_s,
+        "copy_s": copy_s,
+        "loadavg": os.getloadavg(),
+    }
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(
         prog="python -m benchmarks.itch_day",
@@ -796,9 +833,44 @@ def main(argv=None):
     p.add_argument("--size", type=parse_size, default=parse_size("4GB"), help="about this many bytes (default 4GB)")
     p.add_argument("--out", required=True, help="the file to write (replaced whole: written to OUT.part, renamed)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--read",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="then time read_stream(OUT, 'itch50') (memory-mapped) against np.copyto of the same bytes, "
+        "ROUNDS interleaved rounds, medians (the streams benchmark's ITCH read, on a day of any size; "
+        f"needs about {READ_MEMORY}x the file in available memory)",
+    )
+    p.add_argument("--reuse", action="store_true", help="with --read: read OUT as it is if it exists (no new day)")
     a = p.parse_args(argv)
+    if a.read:
+        free = _available()
+        if free is not None and free < READ_MEMORY * a.size:
+            print(
+                f"--read of a {a.size / 1e9:.1f} GB day needs about {READ_MEMORY * a.size / 1e9:.1f} GB of memory; "
+                f"{free / 1e9:.1f} GB is available: choose a smaller --size",
+                file=sys.stderr,
+            )
+            return 2
+    if not (a.reuse and os.path.exists(a.out)):
+        _write(a)
+    if a.read:
+        r = read_day(a.out, a.read)
+        gb = r["bytes"] / 1e9
+        print(
+            f"{a.out}: {r['bytes']:,} bytes, {r['messages']:,} messages; median of {a.read}: read_stream "
+            f"{r['read_s']:.2f} s ({r['messages'] / r['read_s'] / 1e6:.1f} M messages/s, {gb / r['read_s']:.2f} GB/s), "
+            f"np.copyto {r['copy_s']:.3f} s ({gb / r['copy_s']:.1f} GB/s): {r['read_s'] / r['copy_s']:.1f}x the copy; "
+            f"load {r['loadavg'][0]:.1f}"
+        )
+    return 0
+
+
+def _write(a):
+    """Write the day to ``a.out`` (whole or not at all) and say how fast it was made."""
     part = a.out + ".part"
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     total = 0
     try:
         with open(part, "wb") as f:
@@ -810,9 +882,12 @@ def main(argv=None):
         if os.path.exists(part):
             os.remove(part)
         raise
-    dt = time.perf_counter() - t0
-    print(f"{a.out}: {total:,} bytes in {dt:.1f} s ({total / dt / 1e6:.0f} MB/s)", file=sys.stderr)
-    return 0
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+    print(
+        f"{a.out}: {total:,} bytes in {dt:.1f} s ({total / dt / 1e6:.0f} MB/s; "
+        f"{total / cpu / 1e6:.0f} MB/s of CPU; load {os.getloadavg()[0]:.1f})",
+        file=sys.stderr,
+    )
 
 
 if __name__ == "__main__":

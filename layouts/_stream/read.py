@@ -124,10 +124,10 @@ def read_stream(src: Any, spec: Any, *, device: "str | None" = None) -> StreamTa
         ``lo.Stream.bdw(dtype)`` for IBM V and VB files. See docs/streams.md.
     device : {"cpu", "cuda"}, optional
         Where the tables go (default ``"cpu"``). With ``"cuda"`` the stream goes to the
-        GPU once, the records of each type are gathered there through their offsets and
-        transposed by the GPU kernels; the scan stays on the CPU, and so do types with
-        tails (``_tail``: pcap packets), the header and ``_gaps``, which are converted on
-        the CPU and moved to the GPU in one transfer each.
+        GPU once and the GPU transpose reads each type's records there through their
+        offsets, in one pass; the scan stays on the CPU, and so do types with tails
+        (``_tail``: pcap packets), the header and ``_gaps``, which are converted on the
+        CPU and moved to the GPU in one transfer each.
 
     Returns
     -------
