@@ -124,7 +124,7 @@ def _signatures():
         "scan_blocks": (_scan_blocks, (u32, i64, t.int64, t.int64, t.int64, i64)),
         "scan_sums": (_scan_sums, (i64,)),
         "scan_add": (_scan_add, (u32, i64, t.int64, t.int64, t.int64, i64, t.int64)),
-        "copy_strings": (_copy_strings, (u32, t.int64, t.int64, i64, i64, *arena)),
+        "copy_strings": (_copy_strings, (u32, i64, i64, t.int64, t.int64, i64, i64, *arena)),
         "copy_text": (copy_text, (u32, t.int64, t.int64, i64, i64, *arena, i64)),
         "bits_to_bits": (_bits_to_bits, (u8, t.int64, t.int64, t.int64, u8)),
         "bits_to_bytes": (_bits_to_bytes, (u8, t.int64, t.int64, t.int64, u8)),

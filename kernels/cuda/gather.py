@@ -249,6 +249,6 @@ def KERNELS():  # noqa: N802 - the name kernels/ptx.py looks for (--also)
     return {
         "forward_at": (forward_at(ALL_KINDS), at),
         "forward_at[stream]": (forward_at(stream), at),
-        "copy_strings_at": (_copy_strings_at, (u32, i64, i32, t.int64, i64, i64, *arena)),
+        "copy_strings_at": (_copy_strings_at, (u32, i64, i32, t.int64, t.int64, i64, i64, *arena)),
         "stream_gather": (_gather_words, (u8, i64, i32, t.int64, t.int64, u32)),
     }

@@ -97,28 +97,28 @@ def _copy_string(rec, p, i, op, per_n, ow, a8, a32, a64):
             out += 4
 
 
-@cuda.jit
-def _copy_strings(rec, n, stride, op, offs, a8, a16, a32, a64):
-    """Write each trimmed S<n>/U<n> element at its final offset, one element a thread."""
-    c, per_n, ow = op[COUNT], op[WIDTH], op[P2]
-    i_next = cuda.grid(1)
-    while i_next < n * c:
-        i = i_next
-        i_next += cuda.gridsize(1)
-        r = i // c
-        _copy_string(rec, r * stride + offs[op[OFFS] + i % c], i, op, per_n, ow, a8, a32, a64)
+def _string_copier(indexed):
+    """The kernel that writes each trimmed S<n>/U<n> element at its final offset, one
+    element a thread, for records at ``r * stride`` (``indexed`` False; ``at`` and
+    ``bmap`` unused) or read through an index (record streams, :mod:`kernels.cuda.gather`):
+    element i of record r then starts at byte ``at[r] + bmap[its byte in the packed
+    record]`` of the stream (the host has checked that each string's bytes are one run of
+    the stream). ``indexed`` is a constant of the compiled kernel."""
+
+    @cuda.jit
+    def copy(rec, at, bmap, n, stride, op, offs, a8, a16, a32, a64):
+        c, per_n, ow = op[COUNT], op[WIDTH], op[P2]
+        i_next = cuda.grid(1)
+        while i_next < n * c:
+            i = i_next
+            i_next += cuda.gridsize(1)
+            r = i // c
+            k = offs[op[OFFS] + i % c]
+            p = at[r] + bmap[k] if indexed else r * stride + k
+            _copy_string(rec, p, i, op, per_n, ow, a8, a32, a64)
+
+    return copy
 
 
-@cuda.jit
-def _copy_strings_at(rec, at, bmap, n, op, offs, a8, a16, a32, a64):
-    """:func:`_copy_strings` for records read through an index (record streams,
-    :mod:`kernels.cuda.gather`): element i of record r starts at byte
-    ``at[r] + bmap[its byte in the packed record]`` of the stream (the host has checked
-    that each string's bytes are one run of the stream)."""
-    c, per_n, ow = op[COUNT], op[WIDTH], op[P2]
-    i_next = cuda.grid(1)
-    while i_next < n * c:
-        i = i_next
-        i_next += cuda.gridsize(1)
-        r = i // c
-        _copy_string(rec, at[r] + bmap[offs[op[OFFS] + i % c]], i, op, per_n, ow, a8, a32, a64)
+_copy_strings = _string_copier(False)
+_copy_strings_at = _string_copier(True)

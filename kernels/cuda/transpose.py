@@ -605,11 +605,11 @@ def forward_async(rec, stride, n, plan, arena, *, stream=0, fault_word=None, ind
         scratch.append(_scan(views, plan.ops[j], count, stream))  # faulty strings were given length 0
         grid = max(1, min(-(-count // THREADS), MAX_BLOCKS))
         if index is not None:
-            _copy_strings_at[grid, THREADS, stream](rec, index[0], index[1], n, d_op, plan.d_offs, *views)
+            _copy_strings_at[grid, THREADS, stream](rec, index[0], index[1], n, stride, d_op, plan.d_offs, *views)
         elif plan.ops[j, KIND] == K_TEXT:
             copy_text[grid, THREADS, stream](rec, n, stride, d_op, plan.d_offs, *views, plan.tables)
         else:
-            _copy_strings[grid, THREADS, stream](rec, n, stride, d_op, plan.d_offs, *views)
+            _copy_strings[grid, THREADS, stream](rec, plan.d_offs, plan.d_offs, n, stride, d_op, plan.d_offs, *views)
     return Pending(stream, plan.nops, err, fault_word, keep=scratch)
 
 
