@@ -45,7 +45,9 @@ them) and run under ``NUMBA_ENABLE_CUDASIM=1`` without a GPU. Imported only when
 
 Modules: ``device`` (device functions and launch constants), ``tile`` (per-op element
 transforms of one tile), ``transpose`` (the specialised main kernels and their host
-functions), ``strings`` (offsets scan and string copy), ``arrow`` (the cuDF bridge's kernels).
+functions), ``strings`` (offsets scan and string copy), ``arrow`` (the cuDF bridge's kernels),
+``gather`` (record streams: the forward kernel staging its tiles through an index of
+record offsets, :func:`forward_async` with ``index=``).
 """
 
 from ..plan import K_TEXT
