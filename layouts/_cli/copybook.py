@@ -33,8 +33,8 @@ def add_copybook_options(p, *, convert):
         "--codepage",
         default="cp037",
         metavar="CP",
-        help="EBCDIC code page of text and zoned signs: cp037 (default), cp273, cp277, cp278, cp280, "
-        "cp284, cp285, cp297, cp500, cp871, cp1047, cp1140-cp1149",
+        help="code page of text and zoned numbers: EBCDIC cp037 (default), cp273, cp277, cp278, cp280, "
+        "cp284, cp285, cp297, cp500, cp871, cp1047, cp1140-cp1149; ASCII data: ascii or latin-1",
     )
     g.add_argument(
         "--redefines",
