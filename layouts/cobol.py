@@ -265,6 +265,24 @@ def _framing(framing):
     raise LayoutError(f"framing must be one of {_FRAMINGS}, got {framing!r}")
 
 
+def _id_bytes(value, codepage):
+    """A segment id's bytes: text through the code page's table (layouts' tables: EBCDIC,
+    ``ascii``, ``latin-1``), or the bytes given."""
+    if not isinstance(value, str):
+        return bytes(value)
+    from ._ebcdic import check_codepage, encode_table
+
+    table = encode_table(check_codepage(codepage, "codepage"))
+    codes = [int(table[ord(ch)]) if ord(ch) < 0x10000 else -1 for ch in value]
+    if -1 in codes:
+        bad = value[codes.index(-1)]
+        raise LayoutError(
+            f"segment id {value!r} has no byte in code page {codepage} ({bad!r} has none); give the id's "
+            f"bytes, or its code page"
+        )
+    return bytes(codes)
+
+
 def _segment_stream(types, segment, framing, codepage):
     """The record stream: each record read as ``_head`` (its bytes up to the segment
     id's end) and ``_tail`` (the rest), typed by its segment id."""
@@ -287,13 +305,7 @@ def _segment_stream(types, segment, framing, codepage):
     head = Record((("_head", f"S{offset + size}"),))
     record_types = []
     for value in types:
-        try:
-            raw = value.encode(codepage) if isinstance(value, str) else bytes(value)
-        except UnicodeEncodeError as err:
-            raise LayoutError(
-                f"segment id {value!r} has no byte in code page {codepage} ({err.reason}); give the id's "
-                f"bytes, or its code page"
-            ) from None
+        raw = _id_bytes(value, codepage)
         if len(raw) != size:
             raise LayoutError(f"segment id {value!r} is {len(raw)} bytes in {codepage}; the segment field has {size}")
         record_types.append(RecordType(_table_name(value), head, int.from_bytes(raw, "big")))
@@ -518,7 +530,7 @@ def _check_lengths(name, lengths, least, most):
 def _check_ids(name, value, bodies, offset, size, codepage):
     """Every row's segment id bytes are its table's id: a row whose id field says another
     segment was written with this table's id."""
-    raw = value.encode(codepage) if isinstance(value, str) else bytes(value)
+    raw = _id_bytes(value, codepage)
     for row, body in enumerate(bodies):
         if body[offset : offset + size] != raw:
             found = body[offset : offset + size]
