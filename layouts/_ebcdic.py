@@ -24,7 +24,16 @@ import numpy as np
 
 from ._errors import LayoutError
 
-__all__ = ["CODEPAGES", "ASCII_CODEPAGES", "characters", "decode_table", "encode_table", "byte_of", "check_codepage", "is_ascii"]
+__all__ = [
+    "CODEPAGES",
+    "ASCII_CODEPAGES",
+    "characters",
+    "decode_table",
+    "encode_table",
+    "byte_of",
+    "check_codepage",
+    "is_ascii",
+]
 
 CODEPAGES = (
     "cp037",

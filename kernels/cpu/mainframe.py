@@ -10,6 +10,7 @@ import numpy as np
 
 from .._memory import load8, load16, load32, load64, store8, store16, store32, store64
 from ..mainframe import (
+    ascii_zoned_byte,
     below_pow10,
     binary_fits,
     digit_at,
@@ -26,7 +27,6 @@ from ..mainframe import (
     packed_word,
     positive_sign,
     signed_128,
-    ascii_zoned_byte,
     zoned_ascii_byte,
     zoned_overpunch,
     zoned_word,

@@ -12,6 +12,7 @@ way back.
 from numba import cuda, int64, uint64
 
 from ..mainframe import (
+    ascii_zoned_byte,
     below_pow10,
     binary_fits,
     digit_at,
@@ -27,7 +28,6 @@ from ..mainframe import (
     packed_sign,
     positive_sign,
     signed_128,
-    ascii_zoned_byte,
     zoned_ascii_byte,
     zoned_overpunch,
 )
