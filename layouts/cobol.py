@@ -22,7 +22,15 @@ import pyarrow.compute as pc
 from ._cobol import CobolField, Copybook, read_copybook
 from ._errors import ConversionError, LayoutError
 
-__all__ = ["CobolField", "Copybook", "cut_depending_on", "depending_tables", "read_copybook"]
+__all__ = [
+    "CobolField",
+    "Copybook",
+    "cut_depending_on",
+    "depending_tables",
+    "read_copybook",
+    "read_variable",
+    "write_variable",
+]
 
 
 def depending_tables(book: Copybook) -> "list[tuple[tuple, str, int]]":
@@ -36,7 +44,9 @@ def depending_tables(book: Copybook) -> "list[tuple[tuple, str, int]]":
     return sorted(seen, key=lambda t: len(t[0]))
 
 
-def cut_depending_on(table: pa.Table, book: Copybook, *, flatten: bool = False) -> pa.Table:
+def cut_depending_on(
+    table: pa.Table, book: Copybook, *, flatten: bool = False, occurs_mappings: "dict | None" = None
+) -> pa.Table:
     """``table`` (read with ``Layout.from_copybook(..., flatten=flatten)``) with every
     ``OCCURS DEPENDING ON`` column cut to its count: ``fixed_size_list<T>[max]`` becomes
     ``list<T>`` holding the first ``count`` elements of each row.
@@ -46,7 +56,13 @@ def cut_depending_on(table: pa.Table, book: Copybook, *, flatten: bool = False) 
     itself occurs): outer tables first, so the counts of elements past an outer count are
     never read. A count below 0, above the maximum, or null is a ConversionError naming
     the row and the field. With ``flatten=True`` only counts outside any table are
-    supported (a LayoutError says so)."""
+    supported (a LayoutError says so). ``occurs_mappings`` (``{table name: {text value:
+    count}}``, Cobrix's option) gives the count of a table whose DEPENDING ON item is text:
+    the text without its trailing spaces is looked up (a value not there is a
+    ConversionError)."""
+    from ._occurs import _check_mappings
+
+    mappings = _check_mappings(occurs_mappings, book)
     tables = depending_tables(book)
     if flatten:
         counters = {f.name: f for f in book.fields}
@@ -64,7 +80,7 @@ def cut_depending_on(table: pa.Table, book: Copybook, *, flatten: bool = False) 
                     f"the count {counter} of {'.'.join(path)} (OCCURS DEPENDING ON): {counter} is not a "
                     f"column of the table; read the table with the options the copybook was read with"
                 )
-            counts = _counts(table.column(counter), counter, ".".join(path), size)
+            counts = _counts(table.column(counter), counter, ".".join(path), size, mappings.get(path[-1]))
             for f in book.fields:
                 if f.path[: len(path)] == path and f.name in table.column_names:
                     i = table.column_names.index(f.name)
@@ -77,13 +93,13 @@ def cut_depending_on(table: pa.Table, book: Copybook, *, flatten: bool = False) 
         return table
     record = pa.StructArray.from_arrays([c.combine_chunks() for c in table.columns], fields=list(table.schema))
     for path, counter, size in tables:
-        record = _apply(record, path, tuple(counter.split(".")), size, ".".join(path), counter)
+        record = _apply(record, path, tuple(counter.split(".")), size, ".".join(path), counter, mappings.get(path[-1]))
     return pa.Table.from_batches([pa.RecordBatch.from_struct_array(record)]).replace_schema_metadata(
         table.schema.metadata
     )
 
 
-def _apply(array, path, counter, size, where, counter_name):
+def _apply(array, path, counter, size, where, counter_name, mapping=None, act=None):
     """``array`` (a struct) with the table at ``path`` cut by the count at ``counter``,
     both relative to it; lists on the common part of the paths are gone through, each
     element cut by its own count."""
@@ -96,13 +112,13 @@ def _apply(array, path, counter, size, where, counter_name):
                     f"{where} OCCURS DEPENDING ON {counter_name}: the count is inside another "
                     f"table than the one that holds {where}; not supported"
                 )
-        return _replace(array, path, _counts(column, counter_name, where, size))
+        return (act or _replace)(array, path, _counts(column, counter_name, where, size, mapping))
     k = _index(array, path[0], f"the table {where}")
     child = array.field(k)
     if pa.types.is_struct(child.type):
-        new = _apply(child, path[1:], counter[1:], size, where, counter_name)
+        new = _apply(child, path[1:], counter[1:], size, where, counter_name, mapping, act)
     else:  # a list of structs: every element, each by its own count
-        values = _apply(child.flatten(), path[1:], counter[1:], size, where, counter_name)
+        values = _apply(child.flatten(), path[1:], counter[1:], size, where, counter_name, mapping, act)
         if pa.types.is_fixed_size_list(child.type):
             new = pa.FixedSizeListArray.from_arrays(values, child.type.list_size)
         else:
@@ -178,7 +194,9 @@ def _annotated_type(arrow_type, name, facts):
     return arrow_type
 
 
-def _counts(column, counter, where, size):
+def _counts(column, counter, where, size, mapping=None):
+    if mapping is not None:
+        return _in_range(_mapped_counts(column, counter, where, mapping), counter, where, size)
     if column.null_count:
         row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
         raise ConversionError(
@@ -194,6 +212,10 @@ def _counts(column, counter, where, size):
             f"whole number; read the table at its maximum size, or fix the record (or the copybook: "
             f"a count is an integer item)"
         ) from None
+    return _in_range(counts, counter, where, size)
+
+
+def _in_range(counts, counter, where, size):
     bad = np.flatnonzero((counts < 0) | (counts > size))
     if bad.size:
         row = int(bad[0])
@@ -202,6 +224,21 @@ def _counts(column, counter, where, size):
             f"{int(counts[row])}, outside 0..{size}; read the table at its maximum size, or "
             f"fix the record"
         )
+    return counts
+
+
+def _mapped_counts(column, counter, where, mapping):
+    """The counts of text values through ``occurs_mappings`` (trailing spaces dropped)."""
+    keys = {k.rstrip(" "): v for k, v in mapping.items()}
+    counts = np.zeros(len(column), np.int64)
+    for row, value in enumerate(column.to_pylist()):
+        got = keys.get(value.rstrip(" ")) if isinstance(value, str) else None
+        if got is None:
+            raise ConversionError(
+                f"record {row}: the count {counter} of {where} (OCCURS DEPENDING ON) is {value!r}, no key of "
+                f"its occurs_mappings ({sorted(keys)}); add the value to the mapping, or fix the record"
+            )
+        counts[row] = got
     return counts
 
 
@@ -539,3 +576,161 @@ def _check_ids(name, value, bodies, offset, size, codepage):
                 f"{found.hex(' ').upper()}, not {value!r} ({raw.hex(' ').upper()}); move the row to its "
                 f"segment's table, or fix the id field"
             )
+
+
+# ------------------------------------------------------------------ records as long as their counts
+_BOOK_OPTIONS = (
+    "record",
+    "codepage",
+    "names",
+    "floating_point",
+    "redefines",
+    "record_start_offset",
+    "record_end_offset",
+    "source_format",
+    "fillers",
+)
+
+
+def _variable(copybook, occurs_mappings, options):
+    from ._layout import Layout
+    from ._occurs import VariableRecord
+
+    if options.get("flatten"):
+        raise LayoutError(
+            "flatten=True: records as long as their counts are read as nested tables (their lists are cut "
+            "per element); read them without flatten"
+        )
+    book = read_copybook(copybook, **{k: v for k, v in options.items() if k in _BOOK_OPTIONS})
+    layout = Layout.from_copybook(copybook, **options)
+    return VariableRecord(book, layout, occurs_mappings), book, layout
+
+
+def _framed_stream(framing):
+    from ._stream.spec import Record, RecordType, Section, Stream
+
+    if framing not in ("rdw", "rdw-little"):
+        raise LayoutError(
+            f"framing must be None (records back to back), 'rdw' or 'rdw-little' for records as long as their "
+            f"counts, got {framing!r}"
+        )
+    kind = RecordType("records", Record((("_head", "S1"),)))
+    return Stream((Section(_framing(framing), (kind,), tail="column"),), name="variable")
+
+
+def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **options) -> pa.Table:
+    """Records as long as their ``OCCURS DEPENDING ON`` counts make them (Cobrix's
+    ``variable_size_occurs=true``): a table's elements past its count are not in the
+    record, so the fields after the table move.
+
+    Parameters
+    ----------
+    src : path or bytes-like
+        The records: back to back (``framing=None``, Cobrix's ``record_format=F``), or each
+        the body of an RDW (``"rdw"``, ``"rdw-little"``, as :func:`read_segments`).
+    copybook : str or path
+        The copybook (text or path); ``options`` are :meth:`Layout.from_copybook`'s
+        (``record=``, ``codepage=``, ``invalid=``, ``trim=``...; not ``flatten``).
+    occurs_mappings : dict, optional
+        ``{table name: {text value: count}}``: the count of a table whose DEPENDING ON
+        item is text (Cobrix's ``occurs_mappings``), e.g. ``{"DETAIL1": {"A": 0, "B": 1}}``.
+
+    Returns the table of the copybook's record with every DEPENDING ON table a ``list``
+    of its count (as :func:`cut_depending_on` gives), with ``_offset`` (each record's
+    byte offset) and, with framing, ``_prefix`` (the RDW's spare bytes). A count outside
+    ``0..max``, no number (or no key of its mapping), or data that ends inside a record is
+    a ConversionError naming the record, its byte offset and the count's field.
+    """
+    from ._aos import AoS
+
+    var, book, layout = _variable(copybook, occurs_mappings, options)
+    label = f"{src}" if isinstance(src, (str, bytes)) and not isinstance(src, bytes) else "the data"
+    prefix = None
+    if framing is None:
+        data = _bytes_of(src)
+        starts, lengths = var.scan(data, label=label)
+    else:
+        from ._stream import read_stream
+
+        raw = read_stream(src, _framed_stream(framing))["records"].to_arrow()
+        bodies = [h + (t or b"") for h, t in zip(raw.column("_head").to_pylist(), raw.column("_tail").to_pylist())]
+        data = np.frombuffer(b"".join(bodies), np.uint8)
+        lengths = np.array([len(b) for b in bodies], np.int64)
+        starts = np.zeros(len(bodies), np.int64)
+        np.cumsum(lengths[:-1], out=starts[1:])
+        offsets = raw.column("_offset").to_numpy()
+        for i in range(len(bodies)):
+            got, _ = var.scan(data, int(starts[i]), int(starts[i] + lengths[i]), limit=1, label=label)
+            if len(got) != 1 or _ != lengths[i]:
+                raise ConversionError(
+                    f"{label}: the record at byte {int(offsets[i])} is {int(lengths[i])} bytes; its counts make "
+                    f"it {int(_[0]) if len(_) else 0}: fix the record (or its RDW)"
+                )
+        prefix = raw.column("_prefix") if "_prefix" in raw.column_names else None
+        starts_out = offsets
+    records = var.spread(data, starts, lengths)
+    table = AoS(records.view(layout.dtype).reshape(-1), layout).to_soa().to_arrow()
+    table = cut_depending_on(table, book, occurs_mappings=var.mappings)
+    if prefix is not None:
+        table = table.add_column(0, "_prefix", prefix)
+    where = starts if framing is None else starts_out
+    return table.add_column(0, "_offset", pa.array(np.asarray(where, np.int64)))
+
+
+def write_variable(table, copybook, dst=None, *, framing=None, occurs_mappings=None, **options):
+    """The way back of :func:`read_variable`: each row written as long as its counts make
+    it, back to back (or each in an RDW), byte for byte. Every list's length must be its
+    count (a ConversionError names the row otherwise: an element would be lost or made
+    up). Returns the bytes, or writes them to ``dst`` (a path: written whole or not at all)."""
+    from ._occurs import uncut
+    from ._soa import SoA
+
+    var, book, layout = _variable(copybook, occurs_mappings, options)
+    columns = [c for c in table.column_names if not c.startswith("_")]
+    fixed = uncut(table.select(columns), book, layout, var)
+    records = SoA.from_arrow(fixed, layout).to_aos().array
+    view = records.view(np.uint8).reshape(len(records), layout.itemsize)
+    out, lengths = var.shrink(view)
+    if framing is None:
+        data = out.tobytes()
+    else:
+        from ._stream import write_stream
+
+        if "_prefix" not in table.column_names:
+            raise ConversionError("the table has no column '_prefix', which RDW framing needs (read_variable gives it)")
+        starts = np.zeros(len(lengths), np.int64)
+        np.cumsum(lengths[:-1], out=starts[1:])
+        bodies = [out[s : s + n].tobytes() for s, n in zip(starts.tolist(), lengths.tolist())]
+        if any(len(b) == 0 for b in bodies):
+            raise ConversionError("a record of no bytes has no RDW form; fix its counts")
+        part = pa.table(
+            {
+                "_offset": table.column("_offset"),
+                "_prefix": table.column("_prefix"),
+                "_head": pa.array([b[:1] for b in bodies], pa.binary(1)),
+                "_tail": pa.array([b[1:] for b in bodies], pa.binary()),
+            }
+        )
+        data = write_stream({"records": part}, _framed_stream(framing), None)
+    if dst is None:
+        return data
+    from ._files import open_output
+
+    output = open_output(dst, overwrite=True)
+    try:
+        with output.records_file() as f:
+            f.write(data)
+    except BaseException:
+        output.discard()
+        raise
+    output.commit()
+    return None
+
+
+def _bytes_of(src):
+    if isinstance(src, (bytes, bytearray, memoryview)):
+        return np.frombuffer(src, np.uint8)
+    if isinstance(src, np.ndarray):
+        return src.view(np.uint8).reshape(-1)
+    with open(src, "rb") as f:
+        return np.frombuffer(f.read(), np.uint8)
