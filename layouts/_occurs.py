@@ -11,6 +11,8 @@ its count), encodes the maximum-layout records and cuts each to its counts
 (:func:`kernels.occurs.measure`, :func:`kernels.occurs.shrink`).
 """
 
+import functools
+
 import numpy as np
 import pyarrow as pa
 
@@ -322,11 +324,8 @@ def uncut(table, book, layout, var):
     tmpl = pa.StructArray.from_arrays([c.combine_chunks() for c in template.columns], fields=list(template.schema))
     record = pa.StructArray.from_arrays([c.combine_chunks() for c in table.columns], fields=list(table.schema))
     for path, counter, most in reversed(depending_tables(book)):
-        element = _element_of(tmpl, path)
-
-        def pad(array, at, counts, element=element, most=most, where=".".join(path)):
-            return _pad_at(array, at, counts, element, most, where)
-
+        where = ".".join(path)
+        pad = functools.partial(_pad_into, element=_element_of(tmpl, path), most=most, where=where)
         record = _apply(
             record, path, tuple(counter.split(".")), most, ".".join(path), counter, var.mappings.get(path[-1]), pad
         )
@@ -341,6 +340,10 @@ def _element_of(tmpl, path):
         if pa.types.is_fixed_size_list(array.type) or pa.types.is_list(array.type):
             array = array.flatten().slice(0, 1)
     return array
+
+
+def _pad_into(array, path, counts, *, element, most, where):
+    return _pad_at(array, path, counts, element, most, where)
 
 
 def _pad_at(array, path, counts, element, most, where):
