@@ -173,7 +173,7 @@ class VariableRecord:
             data, start, end, self.size, self.template, self.prog, self.counts, self.keys, self.key_counts, limit
         )
         if status != K.OK:
-            self._fail(status, data, starts, lengths, row, fault, label, start)
+            self._fail(status, data, starts, lengths, row, fault, label, start, end)
         return starts, lengths
 
     def spread(self, data, starts, lengths):
@@ -182,14 +182,14 @@ class VariableRecord:
         K.spread(data, starts, lengths, records, self.template, self.prog, self.counts, self.keys, self.key_counts)
         return records
 
-    def _fail(self, status, data, starts, lengths, row, fault, label, start):
+    def _fail(self, status, data, starts, lengths, row, fault, label, start, end):
         record = len(starts)
         at = int(starts[-1] + lengths[-1]) if record else start
         what = f"{label}: record {record} (byte {at})"
         if status == K.S_SHORT:
             raise ConversionError(
-                f"{what}: the data ends at byte {len(data) if fault >= len(data) else fault} inside the record, "
-                f"before the bytes its counts say it holds (the file is truncated, or a count is wrong); fix the data"
+                f"{what}: the data ends inside the record: its bytes from byte {fault} on, which its counts say it "
+                f"holds, are past the end (byte {end}); the file is truncated, or a count is wrong: fix the data"
             )
         path, counter, most = self.count_rows[row]
         c = self.counts[row]
@@ -200,9 +200,11 @@ class VariableRecord:
         shown = f" (bytes {raw.hex(' ').upper()})" if raw is not None else ""
         field = f"the count {counter} of {'.'.join(path)} (OCCURS 0 TO {most} DEPENDING ON {counter})"
         if status == K.S_COUNT:
-            value = _count_value(rec, c)
+            value = ""
+            if c[1] == 0:
+                value = f" {K.read_count(rec, 0, row, self.counts, self.keys, self.key_counts)[1]}"
             raise ConversionError(
-                f"{what}: {field} is {value}{shown}, outside 0..{most}, at byte {fault}; fix the record, or the "
+                f"{what}: {field} is{value}{shown}, outside 0..{most}, at byte {fault}; fix the record, or the "
                 f"copybook's maximum"
             )
         if status == K.S_BAD_COUNT:
@@ -223,10 +225,6 @@ class VariableRecord:
         out = np.empty(int(lengths.sum()), dtype=np.uint8)
         K.shrink(records, lengths, out, self.prog, self.counts, self.keys, self.key_counts)
         return out, lengths
-
-
-def _count_value(rec, c):
-    return int.from_bytes(bytes(rec[c[2] : c[2] + c[3]]), "big") if c[0] == K.C_BINARY else "beyond the maximum"
 
 
 def _shift(node, by):

@@ -15,6 +15,8 @@ table into ``list`` columns of ``N`` elements per row, as Cobrix shows them::
 See docs/mainframe.md.
 """
 
+import os
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -644,7 +646,7 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
     from ._aos import AoS
 
     var, book, layout = _variable(copybook, occurs_mappings, options)
-    label = f"{src}" if isinstance(src, (str, bytes)) and not isinstance(src, bytes) else "the data"
+    label = str(src) if isinstance(src, (str, os.PathLike)) else "the data"
     prefix = None
     if framing is None:
         data = _bytes_of(src)
