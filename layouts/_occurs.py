@@ -210,6 +210,8 @@ class VariableRecord:
         if status == K.S_BAD_COUNT:
             mapping = self.mappings.get(path[-1])
             why = f"no key of occurs_mappings[{path[-1]!r}] ({sorted(mapping)})" if mapping else "not a whole number"
+            if not mapping and self.book.encodings.get(counter, {}).get("kind") == "text":
+                why += f" (a text count's values can be mapped to counts: occurs_mappings={{{path[-1]!r}: {{text: count}}}})"
             raise ConversionError(f"{what}: {field}{shown} is {why}, at byte {fault}; fix the record")
         raise ConversionError(f"{what}: {_STATUS[status]}")
 

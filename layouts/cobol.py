@@ -29,6 +29,7 @@ __all__ = [
     "Copybook",
     "cut_depending_on",
     "depending_tables",
+    "invalid_counts",
     "read_copybook",
     "read_variable",
     "write_variable",
@@ -149,6 +150,65 @@ def _with_child(array, k, new):
     children[k] = new
     fields[k] = pa.field(fields[k].name, new.type, metadata=fields[k].metadata)
     return pa.StructArray.from_arrays(children, fields=fields, mask=array.is_null() if array.null_count else None)
+
+
+def invalid_counts(table: pa.Table, layout) -> "dict[str, int]":
+    """``{field: count}``: how many values of each field read with ``invalid="null"``
+    were invalid bytes made null (every other field has no nulls), for the fields that
+    had any, in the Layout's order. ``table`` is what ``AoS(...).to_soa().to_arrow()``
+    (or :func:`read_variable`, :func:`read_segments`, a Parquet file ``convert`` wrote)
+    gives with ``layout``; nested and ``flatten=True`` tables alike (a field in a table
+    counts every element; elements past an OCCURS DEPENDING ON count, cut away, do not)::
+
+        layout = lo.Layout.from_copybook("accounts.cob", invalid="null")
+        table = lo.AoS(records, layout).to_soa().to_arrow()
+        lo.cobol.invalid_counts(table, layout)   # {'BALANCE': 3}
+    """
+    out = {}
+    for f in layout.fields:
+        if f.encoding is None or f.encoding.invalid != "null":
+            continue
+        count = _nulls_of(table, f.name)
+        if count:
+            out[f.name] = count
+    return out
+
+
+def _nulls_of(table, name):
+    """Null values of the leaf ``name`` (dotted) of ``table``: lists flattened."""
+    if name in table.column_names:
+        return _leaf_nulls(table.column(name), ())
+    parts = name.split(".")
+    if parts[0] not in table.column_names:
+        raise LayoutError(
+            f"field {name!r} is not in the table (its columns: {', '.join(table.column_names)}); give the "
+            f"table read with this Layout"
+        )
+    return _leaf_nulls(table.column(parts[0]), tuple(parts[1:]))
+
+
+def _leaf_nulls(column, rest):
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    total = 0
+    for array in chunks:
+        while True:
+            if (
+                pa.types.is_list(array.type)
+                or pa.types.is_large_list(array.type)
+                or pa.types.is_fixed_size_list(array.type)
+            ):
+                array = array.flatten()
+            elif pa.types.is_struct(array.type) and rest:
+                k = array.type.get_field_index(rest[0])
+                if k < 0:
+                    raise LayoutError(
+                        f"{rest[0]!r} is not a field of {array.type}; give the table read with this Layout"
+                    )
+                array, rest = array.field(k), rest[1:]
+            else:
+                break
+        total += array.null_count
+    return total
 
 
 def annotate(table: pa.Table, book: Copybook) -> pa.Table:
