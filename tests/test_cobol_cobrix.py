@@ -275,6 +275,30 @@ def _improved_nulls(value, raw):
     return None if isinstance(raw, bytes) and raw == b"\0" * len(raw) and not isinstance(value, Decimal) else value
 
 
+def _segment_rows(records, decode):
+    """test4's records (dicts with ``_length``, in file order) as Cobrix renders them:
+    ``decode`` makes a row of a record's fields; ids link each P record to its C parent."""
+    ours, parent, child = [], None, 0
+    for record_id, r in enumerate(records):
+        row = decode({k: v for k, v in r.items() if not k.startswith("_")})
+        if row["SEGMENT-ID"].startswith("C"):  # Cobrix's ids: the parent's Record_Id, the child's number in it
+            parent, child = f"A_0_{record_id}", 0
+            seg = {"Seg_Id0": parent}
+        else:
+            child += 1
+            seg = {"Seg_Id0": parent, "Seg_Id1": f"{parent}_L1_{child}"}
+        ours.append(
+            {
+                "File_Id": 0,
+                "Record_Id": record_id,
+                "Record_Byte_Length": r["_length"],
+                **seg,
+                **render(row, controls="drop"),
+            }
+        )
+    return ours
+
+
 @pytest.mark.parametrize(
     "name, data, nulls, charset",
     [("test4.txt", "test4_data", True, "ascii"), ("test4a.txt", "test4a_data", False, "latin-1")],
@@ -292,27 +316,12 @@ def test4_rdw_multi_segment(name, data, nulls, charset):
         path, {b"C": raw_layout, b"P": raw_layout}, segment=(0, 1), framing="rdw-little", short="pad"
     )
     records = sorted([r for t in ("C", "P") for r in tables[t].to_pylist()], key=lambda r: r["_offset"])
-    ours, parent = [], None
-    for record_id, r in enumerate(records):
-        fields = {k: v for k, v in r.items() if not k.startswith("_")}
+
+    def decode(fields):
         row = _decode_raw(fields, cb.dtype, (), cb.encodings, charset)
-        if nulls:
-            row = _improved_nulls(row, fields)
-        if row["SEGMENT-ID"].startswith("C"):  # Cobrix's ids: the parent's Record_Id, the child's number in it
-            parent, child = f"A_0_{record_id}", 0
-            seg = {"Seg_Id0": parent}
-        else:
-            child += 1
-            seg = {"Seg_Id0": parent, "Seg_Id1": f"{parent}_L1_{child}"}
-        ours.append(
-            {
-                "File_Id": 0,
-                "Record_Id": record_id,
-                "Record_Byte_Length": r["_length"],
-                **seg,
-                **render(row, controls="drop"),
-            }
-        )
+        return _improved_nulls(row, fields) if nulls else row
+
+    ours = _segment_rows(records, decode)
     theirs = expected(f"test4_expected/{name}")
     assert len(records) == (1000 if nulls else len(records)) and len(theirs) in (60, 5)
     for a, b in zip(ours, theirs):
@@ -384,28 +393,15 @@ def test4_rdw_multi_segment_decoded_by_layouts(name, data, nulls, codepage):
         path, {"C": layout, "P": layout}, segment=(0, 1), framing="rdw-little", codepage=codepage, short="pad"
     )
     records = sorted([r for t in ("C", "P") for r in tables[t].to_pylist()], key=lambda r: r["_offset"])
-    ours, parent = [], None
-    for record_id, r in enumerate(records):
-        row = {k: v for k, v in r.items() if not k.startswith("_")}
+
+    def decode(row):
         if nulls:  # improved_null_detection: a text field of only 0x00 bytes is null
             row = _text_nulls(row)
         if codepage == "ascii":  # Cobrix's US-ASCII decoder: bytes 80-FF are U+FFFD; layouts' ascii: Latin-1
             row = _us_ascii(row)
-        if row["SEGMENT-ID"].startswith("C"):
-            parent, child = f"A_0_{record_id}", 0
-            seg = {"Seg_Id0": parent}
-        else:
-            child += 1
-            seg = {"Seg_Id0": parent, "Seg_Id1": f"{parent}_L1_{child}"}
-        ours.append(
-            {
-                "File_Id": 0,
-                "Record_Id": record_id,
-                "Record_Byte_Length": r["_length"],
-                **seg,
-                **render(row, controls="drop"),
-            }
-        )
+        return row
+
+    ours = _segment_rows(records, decode)
     theirs = expected(f"test4_expected/{name}")
     assert len(theirs) in (60, 5)
     for a, b in zip(ours, theirs):
