@@ -188,6 +188,21 @@ def scan(data, start, end, size, template, prog, counts, keys, key_counts, limit
 
 
 @njit(nogil=True, cache=True)
+def check_framed(data, starts, lengths, size, template, prog, counts, keys, key_counts):
+    """Records whose places the framing gave (RDW bodies): ``(record, status, length its
+    counts make it, count row, fault byte)`` of the first whose counts do not make it
+    exactly its length, or ``(-1, OK, 0, -1, 0)``."""
+    rec = np.empty(size, np.uint8)
+    for i in range(starts.shape[0]):
+        rec[:] = template
+        end = starts[i] + lengths[i]
+        status, length, row, fault = walk(data, rec, starts[i], end, rec, prog, counts, keys, key_counts, M_SPREAD)
+        if status != OK or length != lengths[i]:
+            return i, status, length, row, fault
+    return -1, OK, 0, -1, 0
+
+
+@njit(nogil=True, cache=True)
 def spread(data, starts, lengths, records, template, prog, counts, keys, key_counts):
     """Each record (found by :func:`scan`) into its row of ``records`` (maximum layout),
     the bytes it does not hold from ``template``."""

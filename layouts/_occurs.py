@@ -173,8 +173,30 @@ class VariableRecord:
             data, start, end, self.size, self.template, self.prog, self.counts, self.keys, self.key_counts, limit
         )
         if status != K.OK:
-            self._fail(status, data, starts, lengths, row, fault, label, start, end)
+            at = int(starts[-1] + lengths[-1]) if len(starts) else start
+            self._fail(status, data, len(starts), at, row, fault, label, end)
         return starts, lengths
+
+    def check_framed(self, data, starts, lengths, offsets, label):
+        """Each framed record (its body at ``starts``, ``lengths`` in ``data``; ``offsets``:
+        its place in the file) exactly as long as its counts make it."""
+        i, status, length, row, fault = K.check_framed(
+            data, starts, lengths, self.size, self.template, self.prog, self.counts, self.keys, self.key_counts
+        )
+        if i < 0:
+            return
+        at = int(offsets[i])  # the RDW's; the body is 4 bytes on
+        if status == K.OK:
+            raise ConversionError(
+                f"{label}: the record at byte {at} is {int(lengths[i])} bytes; its counts make it {int(length)}: fix "
+                f"the record (or its RDW)"
+            )
+        if status == K.S_SHORT:
+            raise ConversionError(
+                f"{label}: the record at byte {at} is {int(lengths[i])} bytes; its counts make it longer (its bytes "
+                f"from byte {at + 4 + int(fault - starts[i])} on are missing): fix the record (or its RDW)"
+            )
+        self._fail(status, data, int(i), int(starts[i]), row, fault, label, 0, shift=at + 4 - int(starts[i]))
 
     def spread(self, data, starts, lengths):
         """The records as an ``(n, size)`` uint8 array of the maximum layout."""
@@ -182,10 +204,11 @@ class VariableRecord:
         K.spread(data, starts, lengths, records, self.template, self.prog, self.counts, self.keys, self.key_counts)
         return records
 
-    def _fail(self, status, data, starts, lengths, row, fault, label, start, end):
-        record = len(starts)
-        at = int(starts[-1] + lengths[-1]) if record else start
-        what = f"{label}: record {record} (byte {at})"
+    def _fail(self, status, data, record, at, row, fault, label, end, shift=0):
+        """The ConversionError of record ``record``, which starts at byte ``at`` of ``data``
+        (``shift`` added to the bytes the message shows: the file's offsets of RDW bodies)."""
+        what = f"{label}: record {record} (byte {at + shift})"
+        fault += shift
         if status == K.S_SHORT:
             raise ConversionError(
                 f"{what}: the data ends inside the record: its bytes from byte {fault} on, which its counts say it "

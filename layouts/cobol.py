@@ -721,13 +721,7 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
         starts = np.zeros(len(bodies), np.int64)
         np.cumsum(lengths[:-1], out=starts[1:])
         offsets = raw.column("_offset").to_numpy()
-        for i in range(len(bodies)):
-            got, _ = var.scan(data, int(starts[i]), int(starts[i] + lengths[i]), limit=1, label=label)
-            if len(got) != 1 or _ != lengths[i]:
-                raise ConversionError(
-                    f"{label}: the record at byte {int(offsets[i])} is {int(lengths[i])} bytes; its counts make "
-                    f"it {int(_[0]) if len(_) else 0}: fix the record (or its RDW)"
-                )
+        var.check_framed(data, starts, lengths, offsets, label)
         prefix = raw.column("_prefix") if "_prefix" in raw.column_names else None
         starts_out = offsets
     records = var.spread(data, starts, lengths)

@@ -163,3 +163,18 @@ def test_mutated_records_give_tables_or_conversion_errors():
         except lo.ConversionError:
             continue
         assert cobol.write_variable(table, T21, codepage="ascii") == bytes(data)
+
+
+def test_rdw_records_shorter_than_their_counts_or_with_bad_counts():
+    body = _order(2, 5)
+    short = struct.pack(">HH", len(body) + 2, 0) + body[:-2]
+    data = struct.pack(">HH", 16, 0) + _order(1, 1) + short
+    with pytest.raises(
+        lo.ConversionError, match=r"the record at byte 16 is 16 bytes; its counts make it longer .*byte 34"
+    ):
+        cobol.read_variable(data, ORDERS, framing="rdw")
+    bad = struct.pack(">HH", 16, 0) + _order(1, 1) + struct.pack(">HH", 10, 0) + bytes.fromhex("009C") + b"\0" * 4
+    with pytest.raises(
+        lo.ConversionError, match=r"record 1 \(byte 20\): the count N-ITEMS .* is 9 .*outside 0..3, at byte 22"
+    ):
+        cobol.read_variable(bad, ORDERS, framing="rdw")
