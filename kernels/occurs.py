@@ -30,6 +30,8 @@ Compiled once and cached (``nogil=True, cache=True``); NumPy arrays and integers
 import numpy as np
 from numba import njit
 
+from .cpu.memory import _memcpy  # the transpose's copy of raw bytes, 8 at a time
+
 OP_COPY, OP_TABLE = 0, 1
 C_DIGITS, C_PACKED, C_BINARY, C_MAPPED = 0, 1, 2, 3
 CF_ASCII, CF_SIGNED = 1, 2
@@ -96,18 +98,14 @@ def read_count(rec, base, row, counts, keys, key_counts):
 
 
 @njit(nogil=True, cache=True)
-def walk(data, out, pos, end, rec, prog, counts, keys, key_counts, mode):
+def walk(data, out, pos, end, rec, prog, counts, keys, key_counts, mode, stack):
     """One record: from ``data[pos:end]`` into the maximum-layout record ``rec``
     (``M_SPREAD``), from ``rec`` into ``out`` at ``pos`` (``M_SHRINK``, the way back:
     ``out`` has the room :func:`measure` found), or only its length (``M_MEASURE``). Returns ``(status, bytes of the record, count row, byte offset of the fault)``."""
     n = prog.shape[0]
-    # the stack of open tables: first body row, end row, table base, stride, element, count
-    s_body = np.empty(DEPTH, np.int64)
-    s_end = np.empty(DEPTH, np.int64)
-    s_base = np.empty(DEPTH, np.int64)
-    s_stride = np.empty(DEPTH, np.int64)
-    s_k = np.empty(DEPTH, np.int64)
-    s_n = np.empty(DEPTH, np.int64)
+    # the stack of open tables (``stack``: int64[6, DEPTH], the caller's, reused): first body
+    # row, end row, table base, stride, element, count
+    s_body, s_end, s_base, s_stride, s_k, s_n = stack[0], stack[1], stack[2], stack[3], stack[4], stack[5]
     depth = 0
     base = np.int64(0)
     at = pos
@@ -132,9 +130,9 @@ def walk(data, out, pos, end, rec, prog, counts, keys, key_counts, mode):
             if mode == M_SPREAD:
                 if at + size > end:
                     return S_SHORT, at - pos, -1, at
-                rec[base + off : base + off + size] = data[at : at + size]
+                _memcpy(rec.ctypes.data + base + off, data.ctypes.data + at, size)  # (8 bytes a step)
             elif mode == M_SHRINK:
-                out[at : at + size] = rec[base + off : base + off + size]
+                _memcpy(out.ctypes.data + at, rec.ctypes.data + base + off, size)
             at += size
             pc += 1
             continue
@@ -164,6 +162,7 @@ def scan(data, start, end, size, template, prog, counts, keys, key_counts, limit
     """The records of ``data[start:end]`` back to back: ``(status, starts, lengths, count
     row, fault byte)``, at most ``limit`` records (-1: all); each record spread into one
     scratch record (from ``template``) to read its counts."""
+    stack = np.empty((6, DEPTH), np.int64)
     room = 1024
     starts = np.empty(room, np.int64)
     lengths = np.empty(room, np.int64)
@@ -171,8 +170,8 @@ def scan(data, start, end, size, template, prog, counts, keys, key_counts, limit
     n = 0
     at = start
     while at < end and (limit < 0 or n < limit):
-        rec[:] = template
-        status, length, row, fault = walk(data, rec, at, end, rec, prog, counts, keys, key_counts, M_SPREAD)
+        _memcpy(rec.ctypes.data, template.ctypes.data, size)
+        status, length, row, fault = walk(data, rec, at, end, rec, prog, counts, keys, key_counts, M_SPREAD, stack)
         if status != OK:
             return status, starts[:n], lengths[:n], row, fault
         if length == 0:  # a record of no bytes would never end the loop
@@ -192,11 +191,14 @@ def check_framed(data, starts, lengths, size, template, prog, counts, keys, key_
     """Records whose places the framing gave (RDW bodies): ``(record, status, length its
     counts make it, count row, fault byte)`` of the first whose counts do not make it
     exactly its length, or ``(-1, OK, 0, -1, 0)``."""
+    stack = np.empty((6, DEPTH), np.int64)
     rec = np.empty(size, np.uint8)
     for i in range(starts.shape[0]):
-        rec[:] = template
+        _memcpy(rec.ctypes.data, template.ctypes.data, size)
         end = starts[i] + lengths[i]
-        status, length, row, fault = walk(data, rec, starts[i], end, rec, prog, counts, keys, key_counts, M_SPREAD)
+        status, length, row, fault = walk(
+            data, rec, starts[i], end, rec, prog, counts, keys, key_counts, M_SPREAD, stack
+        )
         if status != OK or length != lengths[i]:
             return i, status, length, row, fault
     return -1, OK, 0, -1, 0
@@ -206,20 +208,36 @@ def check_framed(data, starts, lengths, size, template, prog, counts, keys, key_
 def spread(data, starts, lengths, records, template, prog, counts, keys, key_counts):
     """Each record (found by :func:`scan`) into its row of ``records`` (maximum layout),
     the bytes it does not hold from ``template``."""
+    stack = np.empty((6, DEPTH), np.int64)
     for i in range(starts.shape[0]):
-        records[i, :] = template
-        walk(data, records[i], starts[i], starts[i] + lengths[i], records[i], prog, counts, keys, key_counts, M_SPREAD)
+        _memcpy(records[i].ctypes.data, template.ctypes.data, template.shape[0])
+        walk(
+            data,
+            records[i],
+            starts[i],
+            starts[i] + lengths[i],
+            records[i],
+            prog,
+            counts,
+            keys,
+            key_counts,
+            M_SPREAD,
+            stack,
+        )
 
 
 @njit(nogil=True, cache=True)
 def measure(records, prog, counts, keys, key_counts):
     """The way back, first pass: ``(status, lengths, count row, record)``: the bytes of
     each maximum-layout record cut to its counts."""
+    stack = np.empty((6, DEPTH), np.int64)
     n = records.shape[0]
     lengths = np.empty(n, np.int64)
     nothing = np.empty(0, np.uint8)
     for i in range(n):
-        status, length, row, _ = walk(nothing, nothing, 0, 0, records[i], prog, counts, keys, key_counts, M_MEASURE)
+        status, length, row, _ = walk(
+            nothing, nothing, 0, 0, records[i], prog, counts, keys, key_counts, M_MEASURE, stack
+        )
         if status != OK:
             return status, lengths[:i], row, i
         lengths[i] = length
@@ -230,7 +248,8 @@ def measure(records, prog, counts, keys, key_counts):
 def shrink(records, lengths, out, prog, counts, keys, key_counts):
     """The way back: each maximum-layout record cut to its counts, back to back in ``out``
     (``lengths`` from :func:`measure`)."""
+    stack = np.empty((6, DEPTH), np.int64)
     at = np.int64(0)
     for i in range(records.shape[0]):
-        walk(out, out, at, at + lengths[i], records[i], prog, counts, keys, key_counts, M_SHRINK)
+        walk(out, out, at, at + lengths[i], records[i], prog, counts, keys, key_counts, M_SHRINK, stack)
         at += lengths[i]

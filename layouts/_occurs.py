@@ -169,6 +169,8 @@ class VariableRecord:
     def scan(self, data, start=0, end=None, limit=-1, label="the data"):
         """``(starts, lengths)`` of the records of ``data[start:end]`` back to back."""
         end = len(data) if end is None else end
+        if not 0 <= start <= end <= len(data):  # (the kernel reads data[start:end] at raw addresses)
+            raise ValueError(f"scan: bytes {start}..{end} are not within the data's {len(data)}")
         status, starts, lengths, row, fault = K.scan(
             data, start, end, self.size, self.template, self.prog, self.counts, self.keys, self.key_counts, limit
         )
@@ -218,7 +220,7 @@ class VariableRecord:
         c = self.counts[row]
         rec = np.empty(self.size, np.uint8)
         rec[:] = self.template
-        K.walk(data, rec, at, len(data), rec, self.prog, self.counts, self.keys, self.key_counts, K.M_SPREAD)
+        K.walk(data, rec, at, len(data), rec, self.prog, self.counts, self.keys, self.key_counts, K.M_SPREAD, _stack())
         raw = bytes(rec[c[2] : c[2] + c[3]]) if c[1] == 0 else None
         shown = f" (bytes {raw.hex(' ').upper()})" if raw is not None else ""
         field = f"the count {counter} of {'.'.join(path)} (OCCURS 0 TO {most} DEPENDING ON {counter})"
@@ -250,6 +252,10 @@ class VariableRecord:
         out = np.empty(int(lengths.sum()), dtype=np.uint8)
         K.shrink(records, lengths, out, self.prog, self.counts, self.keys, self.key_counts)
         return out, lengths
+
+
+def _stack():
+    return np.empty((6, K.DEPTH), np.int64)
 
 
 def _shift(node, by):
