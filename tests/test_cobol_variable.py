@@ -178,3 +178,29 @@ def test_rdw_records_shorter_than_their_counts_or_with_bad_counts():
         lo.ConversionError, match=r"record 1 \(byte 20\): the count N-ITEMS .* is 9 .*outside 0..3, at byte 22"
     ):
         cobol.read_variable(bad, ORDERS, framing="rdw")
+
+
+@pytest.mark.slow
+def test_benchmark_runs_small(tmp_path):
+    """benchmarks.mainframe_variable at a smoke size writes well-formed JSON (no figure asserted)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = tmp_path / "r.json"
+    root = Path(__file__).parent.parent
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.mainframe_variable",
+        "--records",
+        "2000",
+        "--rounds",
+        "1",
+        "--out",
+        str(out),
+    ]
+    subprocess.run(cmd, check=True, cwd=root, capture_output=True, timeout=600)
+    result = json.loads(out.read_text())
+    assert result["records"] == 2000 and len(result["cases"]) == 5 and result["load_average_before"]
