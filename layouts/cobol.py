@@ -788,5 +788,9 @@ def _bytes_of(src):
         return np.frombuffer(src, np.uint8)
     if isinstance(src, np.ndarray):
         return src.view(np.uint8).reshape(-1)
-    with open(src, "rb") as f:
-        return np.frombuffer(f.read(), np.uint8)
+    try:
+        if os.path.getsize(src) == 0:
+            return np.zeros(0, np.uint8)
+        return np.memmap(src, np.uint8, mode="r")  # read where the kernels touch it
+    except OSError as err:
+        raise LayoutError(f"cannot read {src}: {err.strerror}") from err

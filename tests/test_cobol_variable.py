@@ -132,6 +132,8 @@ def test_errors_name_the_option():
         cobol.read_variable(b"1A", T25, occurs_mappings={"NOPE": {"A": 1}})
     with pytest.raises(lo.LayoutError, match=r"has no OCCURS DEPENDING ON table"):
         cobol.read_variable(b"12", "       01 R.\n          05 A PIC X(2).\n")
+    with pytest.raises(lo.LayoutError, match=r"cannot read .*nope.dat: No such file"):
+        cobol.read_variable("nope.dat", T21)
     with pytest.raises(lo.LayoutError, match=r"framing must be None"):
         cobol.read_variable(b"1A", T21, framing="bdw")
 
