@@ -48,7 +48,7 @@ class VariableRecord:
                 "records (Layout.from_copybook)"
             )
         self._fields = {f.name: f for f in book.fields}
-        self.count_rows: list = []  # (table path, counter, most) per row of ``counts``
+        self.count_rows = []  # (table path, counter, most) per row of ``counts``
         counts, keys, key_counts = [], [], []
         nodes = self._group(book.dtype, (), 0, None, counts, keys, key_counts)
         self.prog = np.array(_flatten(nodes) or [[K.OP_COPY, 0, 0, 0, 0, 0]], dtype=np.int64)
