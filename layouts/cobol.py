@@ -669,15 +669,51 @@ def _variable(copybook, occurs_mappings, options):
 
 
 def _framed_stream(framing):
-    from ._stream.spec import Record, RecordType, Section, Stream
+    from ._stream.spec import BdwSection, Record, RecordType, Section, Stream
 
-    if framing not in ("rdw", "rdw-little"):
+    if framing not in _FRAMINGS:
         raise LayoutError(
-            f"framing must be None (records back to back), 'rdw' or 'rdw-little' for records as long as their "
-            f"counts, got {framing!r}"
+            f"framing must be None (records back to back), 'rdw', 'bdw' or 'rdw-little' for records as long as "
+            f"their counts, got {framing!r}"
         )
     kind = RecordType("records", Record((("_head", "S1"),)))
+    if framing == "bdw":
+        return Stream((BdwSection((kind,), tail="column"),), name="variable")
     return Stream((Section(_framing(framing), (kind,), tail="column"),), name="variable")
+
+
+_BLOCKS = b"layouts.bdw_blocks"  # read_variable's BDW blocks, kept in the table's metadata for the way back
+
+
+def _blocks_metadata(blocks):
+    import json
+
+    return {
+        _BLOCKS: json.dumps(
+            {
+                "offset": blocks.column("_offset").to_pylist(),
+                "prefix": [p.hex() for p in blocks.column("_prefix").to_pylist()],
+            }
+        ).encode()
+    }
+
+
+def _blocks_table(table):
+    import json
+
+    raw = (table.schema.metadata or {}).get(_BLOCKS)
+    if raw is None:
+        raise ConversionError(
+            "framing='bdw': the table has no block list (read_variable(..., framing='bdw') keeps it in the table's "
+            "metadata, which Parquet and Arrow IPC files keep); read the table from the file read_variable wrote"
+        )
+    doc = json.loads(raw)
+    return pa.table(
+        {
+            "_offset": pa.array(doc["offset"], pa.int64()),
+            "_prefix": pa.array([bytes.fromhex(p) for p in doc["prefix"]], pa.binary(4)),
+        }
+    )
 
 
 def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **options) -> pa.Table:
@@ -689,7 +725,8 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
     ----------
     src : path or bytes-like
         The records: back to back (``framing=None``, Cobrix's ``record_format=F``), or each
-        the body of an RDW (``"rdw"``, ``"rdw-little"``, as :func:`read_segments`).
+        the body of an RDW (``"rdw"``, ``"rdw-little"``, or ``"bdw"``: blocks of RDW
+        records, as :func:`read_segments`).
     copybook : str or path
         The copybook (text or path); ``options`` are :meth:`Layout.from_copybook`'s
         (``record=``, ``codepage=``, ``invalid=``, ``trim=``...; not ``flatten``).
@@ -699,7 +736,9 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
 
     Returns the table of the copybook's record with every DEPENDING ON table a ``list``
     of its count (as :func:`cut_depending_on` gives), with ``_offset`` (each record's
-    byte offset) and, with framing, ``_prefix`` (the RDW's spare bytes). A count outside
+    byte offset) and, with framing, ``_prefix`` (the RDW's spare bytes); with ``"bdw"``
+    the blocks' offsets and spare bytes are in the table's schema metadata
+    (``layouts.bdw_blocks``), which Parquet and Arrow IPC files keep, for the way back. A count outside
     ``0..max``, no number (or no key of its mapping), or data that ends inside a record is
     a ConversionError naming the record, its byte offset and the count's field.
     """
@@ -714,7 +753,9 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
     else:
         from ._stream import read_stream
 
-        raw = read_stream(src, _framed_stream(framing))["records"].to_arrow()
+        framed = read_stream(src, _framed_stream(framing))
+        raw = framed["records"].to_arrow()
+        blocks = framed["_blocks"].to_arrow() if "_blocks" in framed else None
         bodies = [h + (t or b"") for h, t in zip(raw.column("_head").to_pylist(), raw.column("_tail").to_pylist())]
         data = np.frombuffer(b"".join(bodies), np.uint8)
         lengths = np.array([len(b) for b in bodies], np.int64)
@@ -729,13 +770,15 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
     table = cut_depending_on(table, book, occurs_mappings=var.mappings)
     if prefix is not None:
         table = table.add_column(0, "_prefix", prefix)
+    if framing == "bdw":
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **_blocks_metadata(blocks)})
     where = starts if framing is None else starts_out
     return table.add_column(0, "_offset", pa.array(np.asarray(where, np.int64)))
 
 
 def write_variable(table, copybook, dst=None, *, framing=None, occurs_mappings=None, **options):
     """The way back of :func:`read_variable`: each row written as long as its counts make
-    it, back to back (or each in an RDW), byte for byte. Every list's length must be its
+    it, back to back (or each in an RDW, in the blocks read with ``"bdw"``), byte for byte. Every list's length must be its
     count (a ConversionError names the row otherwise: an element would be lost or made
     up). Returns the bytes, or writes them to ``dst`` (a path: written whole or not at all)."""
     from ._occurs import uncut
@@ -767,7 +810,10 @@ def write_variable(table, copybook, dst=None, *, framing=None, occurs_mappings=N
                 "_tail": pa.array([b[1:] for b in bodies], pa.binary()),
             }
         )
-        data = write_stream({"records": part}, _framed_stream(framing), None)
+        parts = {"records": part}
+        if framing == "bdw":
+            parts["_blocks"] = _blocks_table(table)
+        data = write_stream(parts, _framed_stream(framing), None)
     if dst is None:
         return data
     from ._files import open_output

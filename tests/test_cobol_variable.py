@@ -77,11 +77,14 @@ def test_fields_after_the_table_move_and_come_back():
     assert cobol.write_variable(table, ORDERS) == data
 
 
-@pytest.mark.parametrize("framing", ["rdw", "rdw-little"])
+@pytest.mark.parametrize("framing", ["rdw", "rdw-little", "bdw"])
 def test_variable_records_in_rdws(tmp_path, framing):
     bodies = [_order(1, 5), _order(3, 7), _order(0, 0)]
     if framing == "rdw":
         data = b"".join(struct.pack(">HH", len(b) + 4, 0) + b for b in bodies)
+    elif framing == "bdw":  # two blocks: the first two records, then the third
+        rdws = [struct.pack(">HH", len(b) + 4, 0) + b for b in bodies]
+        data = b"".join(struct.pack(">HH", len(x) + 4, 0) + x for x in (rdws[0] + rdws[1], rdws[2]))
     else:
         data = b"".join(struct.pack("<HH", 0, len(b)) + b for b in bodies)
     (tmp_path / "in.dat").write_bytes(data)
@@ -89,6 +92,13 @@ def test_variable_records_in_rdws(tmp_path, framing):
     assert table.column("TOTAL").to_pylist() == [Decimal("0.05"), Decimal("0.07"), Decimal("0.00")]
     cobol.write_variable(table, ORDERS, tmp_path / "out.dat", framing=framing)
     assert (tmp_path / "out.dat").read_bytes() == data
+    if framing == "bdw":  # the blocks travel in the table's metadata, through Parquet too
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, tmp_path / "t.parquet")
+        assert cobol.write_variable(pq.read_table(tmp_path / "t.parquet"), ORDERS, framing="bdw") == data
+        with pytest.raises(lo.ConversionError, match=r"framing='bdw': the table has no block list"):
+            cobol.write_variable(table.replace_schema_metadata(None), ORDERS, framing="bdw")
 
 
 @pytest.mark.parametrize(
@@ -135,7 +145,7 @@ def test_errors_name_the_option():
     with pytest.raises(lo.LayoutError, match=r"cannot read .*nope.dat: No such file"):
         cobol.read_variable("nope.dat", T21)
     with pytest.raises(lo.LayoutError, match=r"framing must be None"):
-        cobol.read_variable(b"1A", T21, framing="bdw")
+        cobol.read_variable(b"1A", T21, framing="vb")
 
 
 def test_an_rdw_longer_than_its_counts():

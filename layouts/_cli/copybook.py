@@ -555,7 +555,7 @@ def add_variable_options(p):
         "--variable-occurs",
         action="store_true",
         help="each record only as long as its OCCURS DEPENDING ON counts make it (Cobrix's "
-        "variable_size_occurs): DATA -> one table, and back; with --framing rdw|rdw-little each in an RDW",
+        "variable_size_occurs): DATA -> one table, and back; with --framing rdw|bdw|rdw-little each in an RDW",
     )
     g.add_argument(
         "--occurs-mapping",
@@ -601,8 +601,6 @@ def convert_variable(args):
     if args.flatten:
         raise CommandError("--flatten does not apply with --variable-occurs (its tables are lists of nested records)")
     options = {k: v for k, v in copybook_options(args).items() if v is not None}
-    if args.framing == "bdw":
-        raise CommandError("--framing bdw does not apply with --variable-occurs yet; rdw and rdw-little do")
     extra = {"framing": args.framing, "occurs_mappings": _occurs_mappings(args.occurs_mapping)}
     back = str(args.src).lower().endswith((".parquet", ".arrow", ".feather", ".ipc"))
     if os.path.exists(args.dst) and not args.overwrite:
