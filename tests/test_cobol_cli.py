@@ -251,6 +251,12 @@ def test_ascii_rdw_segments_and_variable_occurs(tmp_path, capsys):
     redefines = ["--redefines", "CONTACTS=STATIC-DETAILS", "--redefines", "TAXPAYER-NUM=TAXPAYER-STR"]
     assert main(["convert", str(tmp_path / "t4"), *seg, *redefines, "--to", str(tmp_path / "t4.dat")]) == 0
     assert (tmp_path / "t4.dat").read_bytes() == t4.read_bytes()
+    strict = [a for a in seg if a not in ("--trunc", "bin", "--quiet")]  # TRUNC(STD): 9(8) COMP above 10**8 invalid
+    assert main(["convert", str(t4), *strict, "--invalid", "null", "--to", str(tmp_path / "t4n")]) == 0
+    assert (
+        "  150 invalid values of STATIC-DETAILS.TAXPAYER.TAXPAYER-NUM made null (segment C)\n"
+        in capsys.readouterr().out
+    )
     for case, extra in (
         ("test21", []),
         ("test25", ["--occurs-mapping", "DETAIL1=A:0,B:1", "--occurs-mapping", "DETAIL2=A:1,B:2"]),

@@ -462,6 +462,8 @@ def convert_segments(args):
     if not args.quiet:
         counts = ", ".join(f"{name}: {t.num_rows:,}" for name, t in tables.items() if name != "_blocks")
         print(f"converted {counts} records -> {args.dst}")
+        for value, layout in types.items():
+            report_invalid(tables[cobol._table_name(value)], layout, suffix=f" (segment {value})")
     return 0
 
 
@@ -651,13 +653,14 @@ def _write_table(table, dst):
         raise
 
 
-def report_invalid(table, layout, out=None):
+def report_invalid(table, layout, out=None, suffix=""):
     """One line per field whose invalid values became nulls (``--invalid null``): the count
     and the field."""
     from layouts import cobol
 
     for name, count in cobol.invalid_counts(table, layout).items():
-        print(f"  {count:,} invalid {'value' if count == 1 else 'values'} of {name} made null", file=out or sys.stdout)
+        noun = "value" if count == 1 else "values"
+        print(f"  {count:,} invalid {noun} of {name} made null{suffix}", file=out or sys.stdout)
 
 
 def report_invalid_file(path, layout, fmt=None, out=None):
