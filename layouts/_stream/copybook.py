@@ -12,7 +12,7 @@ import numpy as np
 from .._errors import LayoutError
 from .._layout import Layout
 from .spec import _COPYBOOK_KEYS as COPYBOOK_KEYS
-from .spec import Record, _err
+from .spec import Record, _err, _head_columns
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,19 +44,7 @@ class CopybookRecord(Record):
 def _plan(layout, prefix, with_offset, keep_prefix):
     """As ``spec._plan``: ``_offset`` first, then ``_prefix`` (with ``keep_prefix``), then
     the copybook's record, its bytes copied in one run (the kernels decode its fields)."""
-    names, formats, offsets, runs = [], [], [], []
-    at = 0
-    if with_offset:
-        names.append("_offset")
-        formats.append("<i8")
-        offsets.append(0)
-        at = 8
-    if keep_prefix and prefix:
-        names.append("_prefix")
-        formats.append(f"S{prefix}")
-        offsets.append(at)
-        runs.append((0, at, prefix))
-        at += prefix
+    names, formats, offsets, runs, at = _head_columns(prefix, with_offset, keep_prefix)
     for name in layout.dtype.names:
         fdt, off = layout.dtype.fields[name][:2]
         names.append(name)

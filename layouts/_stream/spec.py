@@ -314,16 +314,13 @@ def _open_list(t: str) -> bool:
     return lm is not None and not lm.group(2).strip().isdigit()
 
 
-@functools.lru_cache(maxsize=512)
-def _plan(self: Record, order: str, prefix: int, with_offset: bool, keep_prefix: bool):
-    """(Layout, runs, zero ranges, byte offset of ``_offset`` or -1): how the
-    stream bytes (a record starting ``prefix`` bytes into its frame) map to a
-    packed dense record: ``_offset`` first, then ``_prefix`` (the framing bytes,
-    with ``keep_prefix``), then the fields."""
+def _head_columns(prefix: int, with_offset: bool, keep_prefix: bool):
+    """``(names, formats, offsets, runs, size)`` of the dense record's first columns:
+    ``_offset``, then ``_prefix`` (the framing bytes, with ``keep_prefix``)."""
     names: list = []
     formats: list = []
     offsets: list = []
-    runs, zeros = [], []
+    runs: list = []
     at = 0
     if with_offset:
         names.append("_offset")
@@ -336,6 +333,17 @@ def _plan(self: Record, order: str, prefix: int, with_offset: bool, keep_prefix:
         offsets.append(at)
         runs.append((0, at, prefix))
         at += prefix
+    return names, formats, offsets, runs, at
+
+
+@functools.lru_cache(maxsize=512)
+def _plan(self: Record, order: str, prefix: int, with_offset: bool, keep_prefix: bool):
+    """(Layout, runs, zero ranges, byte offset of ``_offset`` or -1): how the
+    stream bytes (a record starting ``prefix`` bytes into its frame) map to a
+    packed dense record: ``_offset`` first, then ``_prefix`` (the framing bytes,
+    with ``keep_prefix``), then the fields."""
+    names, formats, offsets, runs, at = _head_columns(prefix, with_offset, keep_prefix)
+    zeros: list = []
     src = prefix
     for name, t in self.fields:
         dt, width, o = field_dtype(t, order, name)
