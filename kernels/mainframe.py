@@ -186,6 +186,45 @@ def zoned_overpunch(byte, signed):
 
 
 @register_jitable
+def ascii_zoned_byte(b):
+    """The EBCDIC zoned byte of an ASCII one (``F_ASCII``): '0'-'9' F0-F9; overpunched
+    signs '{', 'A'-'I' C0-C9 (positive) and '}', 'J'-'R' D0-D9 (negative); '+' 4E, '-' 60;
+    anything else 00, which no zoned check accepts."""
+    if b >= 0x30 and b <= 0x39:
+        return 0xF0 | (b - 0x30)
+    if b >= 0x41 and b <= 0x49:
+        return 0xC0 | (b - 0x40)
+    if b >= 0x4A and b <= 0x52:
+        return 0xD0 | (b - 0x49)
+    if b == 0x7B:
+        return 0xC0
+    if b == 0x7D:
+        return 0xD0
+    if b == 0x2B:
+        return 0x4E
+    if b == 0x2D:
+        return 0x60
+    return 0
+
+
+@register_jitable
+def zoned_ascii_byte(b):
+    """The ASCII byte of an EBCDIC zoned one: the inverse of :func:`ascii_zoned_byte`."""
+    zone, d = b >> 4, b & 0xF
+    if zone == 0xF:
+        return 0x30 | d
+    if zone == 0xC:
+        return 0x7B if d == 0 else 0x40 + d
+    if zone == 0xD:
+        return 0x7D if d == 0 else 0x49 + d
+    if b == 0x4E:
+        return 0x2B
+    if b == 0x60:
+        return 0x2D
+    return b
+
+
+@register_jitable
 def fold_chunk(hi, lo, chunk, chunk_digits):
     """``(hi, lo) * 10**chunk_digits + chunk``: digits gathered in an int64 chunk (at most
     18) folded into the 128-bit accumulator."""

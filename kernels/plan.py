@@ -86,6 +86,7 @@ F_SEPARATE = 64  # zoned: the sign is its own byte, SENT = plus byte | minus byt
 F_TRUNC_BIN = 128  # binary: every value of the width is valid (TRUNC(BIN)); else below 10**P1
 F_TRIM_RIGHT = 256  # text: trailing EBCDIC spaces dropped
 F_TRIM_LEFT = 512  # text: leading EBCDIC spaces dropped
+F_ASCII = 1024  # text, zoned: ASCII data (spaces 0x20; zoned bytes through kernels.mainframe.ascii_zoned_byte)
 
 E_INVALID = 7  # bytes that are not a valid value of the field's encoding
 # (text, SoA -> AoS: E_RANGE is a character the field's code page has no byte for; codes stay below 8,

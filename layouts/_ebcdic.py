@@ -24,7 +24,16 @@ import numpy as np
 
 from ._errors import LayoutError
 
-__all__ = ["CODEPAGES", "characters", "decode_table", "encode_table", "byte_of", "check_codepage"]
+__all__ = [
+    "CODEPAGES",
+    "ASCII_CODEPAGES",
+    "characters",
+    "decode_table",
+    "encode_table",
+    "byte_of",
+    "check_codepage",
+    "is_ascii",
+]
 
 CODEPAGES = (
     "cp037",
@@ -40,17 +49,31 @@ CODEPAGES = (
     "cp1047",
 ) + tuple(f"cp{n}" for n in range(1140, 1150))
 
+# ASCII data (Cobrix's ``encoding=ascii``): text is ASCII, 0x80-0xFF read as ISO-8859-1 (Latin-1), so
+# that every byte is one character and comes back to itself; zoned digits are 0x30-0x39, overpunched
+# signs '{', 'A'-'I' (positive) and '}', 'J'-'R' (negative), separate signs '+' and '-'; text is padded
+# and trimmed with 0x20. "ascii" and "latin-1" are the same table under two names.
+ASCII_CODEPAGES = ("ascii", "latin-1")
+
+
+def is_ascii(name):
+    """Whether code page ``name`` is an ASCII one (spaces 0x20, zoned digits 0x30-0x39)."""
+    return name in ASCII_CODEPAGES
+
 
 def check_codepage(name, where):
     """``name`` if it is a supported code page, else a LayoutError naming ``where``."""
-    if name not in CODEPAGES:
+    if name not in CODEPAGES and name not in ASCII_CODEPAGES:
         raise LayoutError(
-            f"{where}: code page {name!r} is not one layouts has tables for; use one of {', '.join(CODEPAGES)}"
+            f"{where}: code page {name!r} is not one layouts has tables for; use one of "
+            f"{', '.join(CODEPAGES + ASCII_CODEPAGES)}"
         )
     return name
 
 
 def _codec(name):
+    if name in ASCII_CODEPAGES:
+        return codecs.lookup("latin-1")
     try:
         return codecs.lookup(name)
     except LookupError:

@@ -3,7 +3,7 @@ bytes (hex), why, and the fix. Only used once a kernel has reported a fault."""
 
 import numpy as np
 
-from ._ebcdic import byte_of, encode_table
+from ._ebcdic import byte_of, encode_table, is_ascii
 from .kernels import plan as P
 
 NULL_FIX = "or read the field with invalid='null' (Encoding(..., invalid='null')) to make such values nulls"
@@ -34,6 +34,8 @@ def why_invalid(enc, raw):
             what = "D (negative) in an unsigned field" if sign == 0xD else f"{sign:X}"
             return f"the sign nibble is {what}; valid: C, D (signed fields), F"
         return None
+    if enc.kind == "zoned" and is_ascii(enc.codepage):
+        return _why_ascii_zoned(enc, raw)
     if enc.kind == "zoned":
         separate, leading = enc.sign.endswith("separate"), enc.sign.startswith("leading")
         body, first = raw, 0
@@ -64,6 +66,34 @@ def why_invalid(enc, raw):
                 f"Encoding(..., trunc='bin') if the program wrote the field's whole binary range (COMP-5)"
             )
         return None
+    return None
+
+
+_OVERPUNCH = "{ABCDEFGHI}JKLMNOPQR"  # ASCII overpunched signs: +0..+9, -0..-9
+
+
+def _why_ascii_zoned(enc, raw):
+    """Why ``raw`` is not an ASCII zoned value of ``enc`` (digits 30-39, overpunched signs
+    '{', 'A'-'I', '}', 'J'-'R', separate '+'/'-'), or None."""
+    if raw and all(b == 0x20 for b in raw):
+        return "they are ASCII spaces (0x20), not a number"
+    separate, leading = enc.sign.endswith("separate"), enc.sign.startswith("leading")
+    first, body = 0, raw
+    if separate:
+        at = 0 if leading else len(raw) - 1
+        if raw[at] not in (0x2B, 0x2D):
+            return f"byte {at} of the field: the separate sign {raw[at]:02X} is neither '+' nor '-' in {enc.codepage}"
+        body, first = (raw[1:], 1) if leading else (raw[:-1], 0)
+    over = None if separate else (0 if leading else len(body) - 1)
+    for i, b in enumerate(body):
+        if 0x30 <= b <= 0x39:
+            continue
+        if i == over and chr(b) in _OVERPUNCH:
+            if chr(b) in _OVERPUNCH[10:] and not enc.signed:
+                return f"byte {first + i} of the field: {chr(b)!r} (a negative sign) in an unsigned field"
+            continue
+        also = " or an overpunched sign ('{', 'A'-'I', '}', 'J'-'R')" if i == over else ""
+        return f"byte {first + i} of the field: {b:02X} is not an ASCII zoned digit (30-39){also}"
     return None
 
 

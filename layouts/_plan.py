@@ -14,7 +14,7 @@ from contextlib import contextmanager
 import numpy as np
 import pyarrow as pa
 
-from ._ebcdic import byte_of, decode_table, encode_table, max_utf8
+from ._ebcdic import byte_of, decode_table, encode_table, is_ascii, max_utf8
 from ._errors import ConversionError, LayoutError
 from .kernels import plan as P
 
@@ -303,6 +303,7 @@ def _mainframe_row(row, field):
     """The parameters of a mainframe op (see kernels.mainframe, "plan codes")."""
     enc = field.encoding
     row[P.FLAGS] |= (P.F_SIGNED if enc.signed else 0) | (P.F_NULL_INVALID if enc.invalid == "null" else 0)
+    row[P.FLAGS] |= P.F_ASCII if is_ascii(enc.codepage) else 0
     if field.kind == "text":
         row[P.P1] = var_bytes(field)
         row[P.FLAGS] |= {"none": 0, "right": P.F_TRIM_RIGHT, "both": P.F_TRIM_RIGHT | P.F_TRIM_LEFT}[enc.trim]

@@ -15,6 +15,8 @@ table into ``list`` columns of ``N`` elements per row, as Cobrix shows them::
 See docs/mainframe.md.
 """
 
+import os
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,7 +24,16 @@ import pyarrow.compute as pc
 from ._cobol import CobolField, Copybook, read_copybook
 from ._errors import ConversionError, LayoutError
 
-__all__ = ["CobolField", "Copybook", "cut_depending_on", "depending_tables", "read_copybook"]
+__all__ = [
+    "CobolField",
+    "Copybook",
+    "cut_depending_on",
+    "depending_tables",
+    "invalid_counts",
+    "read_copybook",
+    "read_variable",
+    "write_variable",
+]
 
 
 def depending_tables(book: Copybook) -> "list[tuple[tuple, str, int]]":
@@ -36,7 +47,9 @@ def depending_tables(book: Copybook) -> "list[tuple[tuple, str, int]]":
     return sorted(seen, key=lambda t: len(t[0]))
 
 
-def cut_depending_on(table: pa.Table, book: Copybook, *, flatten: bool = False) -> pa.Table:
+def cut_depending_on(
+    table: pa.Table, book: Copybook, *, flatten: bool = False, occurs_mappings: "dict | None" = None
+) -> pa.Table:
     """``table`` (read with ``Layout.from_copybook(..., flatten=flatten)``) with every
     ``OCCURS DEPENDING ON`` column cut to its count: ``fixed_size_list<T>[max]`` becomes
     ``list<T>`` holding the first ``count`` elements of each row.
@@ -46,7 +59,13 @@ def cut_depending_on(table: pa.Table, book: Copybook, *, flatten: bool = False) 
     itself occurs): outer tables first, so the counts of elements past an outer count are
     never read. A count below 0, above the maximum, or null is a ConversionError naming
     the row and the field. With ``flatten=True`` only counts outside any table are
-    supported (a LayoutError says so)."""
+    supported (a LayoutError says so). ``occurs_mappings`` (``{table name: {text value:
+    count}}``, Cobrix's option) gives the count of a table whose DEPENDING ON item is text:
+    the text without its trailing spaces is looked up (a value not there is a
+    ConversionError)."""
+    from ._occurs import _check_mappings
+
+    mappings = _check_mappings(occurs_mappings, book)
     tables = depending_tables(book)
     if flatten:
         counters = {f.name: f for f in book.fields}
@@ -64,7 +83,7 @@ def cut_depending_on(table: pa.Table, book: Copybook, *, flatten: bool = False) 
                     f"the count {counter} of {'.'.join(path)} (OCCURS DEPENDING ON): {counter} is not a "
                     f"column of the table; read the table with the options the copybook was read with"
                 )
-            counts = _counts(table.column(counter), counter, ".".join(path), size)
+            counts = _counts(table.column(counter), counter, ".".join(path), size, mappings.get(path[-1]))
             for f in book.fields:
                 if f.path[: len(path)] == path and f.name in table.column_names:
                     i = table.column_names.index(f.name)
@@ -77,13 +96,13 @@ def cut_depending_on(table: pa.Table, book: Copybook, *, flatten: bool = False) 
         return table
     record = pa.StructArray.from_arrays([c.combine_chunks() for c in table.columns], fields=list(table.schema))
     for path, counter, size in tables:
-        record = _apply(record, path, tuple(counter.split(".")), size, ".".join(path), counter)
+        record = _apply(record, path, tuple(counter.split(".")), size, ".".join(path), counter, mappings.get(path[-1]))
     return pa.Table.from_batches([pa.RecordBatch.from_struct_array(record)]).replace_schema_metadata(
         table.schema.metadata
     )
 
 
-def _apply(array, path, counter, size, where, counter_name):
+def _apply(array, path, counter, size, where, counter_name, mapping=None, act=None):
     """``array`` (a struct) with the table at ``path`` cut by the count at ``counter``,
     both relative to it; lists on the common part of the paths are gone through, each
     element cut by its own count."""
@@ -96,13 +115,13 @@ def _apply(array, path, counter, size, where, counter_name):
                     f"{where} OCCURS DEPENDING ON {counter_name}: the count is inside another "
                     f"table than the one that holds {where}; not supported"
                 )
-        return _replace(array, path, _counts(column, counter_name, where, size))
+        return (act or _replace)(array, path, _counts(column, counter_name, where, size, mapping))
     k = _index(array, path[0], f"the table {where}")
     child = array.field(k)
     if pa.types.is_struct(child.type):
-        new = _apply(child, path[1:], counter[1:], size, where, counter_name)
+        new = _apply(child, path[1:], counter[1:], size, where, counter_name, mapping, act)
     else:  # a list of structs: every element, each by its own count
-        values = _apply(child.flatten(), path[1:], counter[1:], size, where, counter_name)
+        values = _apply(child.flatten(), path[1:], counter[1:], size, where, counter_name, mapping, act)
         if pa.types.is_fixed_size_list(child.type):
             new = pa.FixedSizeListArray.from_arrays(values, child.type.list_size)
         else:
@@ -131,6 +150,65 @@ def _with_child(array, k, new):
     children[k] = new
     fields[k] = pa.field(fields[k].name, new.type, metadata=fields[k].metadata)
     return pa.StructArray.from_arrays(children, fields=fields, mask=array.is_null() if array.null_count else None)
+
+
+def invalid_counts(table: pa.Table, layout) -> "dict[str, int]":
+    """``{field: count}``: how many values of each field read with ``invalid="null"``
+    were invalid bytes made null (every other field has no nulls), for the fields that
+    had any, in the Layout's order. ``table`` is what ``AoS(...).to_soa().to_arrow()``
+    (or :func:`read_variable`, :func:`read_segments`, a Parquet file ``convert`` wrote)
+    gives with ``layout``; nested and ``flatten=True`` tables alike (a field in a table
+    counts every element; elements past an OCCURS DEPENDING ON count, cut away, do not)::
+
+        layout = lo.Layout.from_copybook("accounts.cob", invalid="null")
+        table = lo.AoS(records, layout).to_soa().to_arrow()
+        lo.cobol.invalid_counts(table, layout)   # {'BALANCE': 3}
+    """
+    out = {}
+    for f in layout.fields:
+        if f.encoding is None or f.encoding.invalid != "null":
+            continue
+        count = _nulls_of(table, f.name)
+        if count:
+            out[f.name] = count
+    return out
+
+
+def _nulls_of(table, name):
+    """Null values of the leaf ``name`` (dotted) of ``table``: lists flattened."""
+    if name in table.column_names:
+        return _leaf_nulls(table.column(name), ())
+    parts = name.split(".")
+    if parts[0] not in table.column_names:
+        raise LayoutError(
+            f"field {name!r} is not in the table (its columns: {', '.join(table.column_names)}); give the "
+            f"table read with this Layout"
+        )
+    return _leaf_nulls(table.column(parts[0]), tuple(parts[1:]))
+
+
+def _leaf_nulls(column, rest):
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    total = 0
+    for array in chunks:
+        while True:
+            if (
+                pa.types.is_list(array.type)
+                or pa.types.is_large_list(array.type)
+                or pa.types.is_fixed_size_list(array.type)
+            ):
+                array = array.flatten()
+            elif pa.types.is_struct(array.type) and rest:
+                k = array.type.get_field_index(rest[0])
+                if k < 0:
+                    raise LayoutError(
+                        f"{rest[0]!r} is not a field of {array.type}; give the table read with this Layout"
+                    )
+                array, rest = array.field(k), rest[1:]
+            else:
+                break
+        total += array.null_count
+    return total
 
 
 def annotate(table: pa.Table, book: Copybook) -> pa.Table:
@@ -178,7 +256,9 @@ def _annotated_type(arrow_type, name, facts):
     return arrow_type
 
 
-def _counts(column, counter, where, size):
+def _counts(column, counter, where, size, mapping=None):
+    if mapping is not None:
+        return _in_range(_mapped_counts(column, counter, where, mapping), counter, where, size)
     if column.null_count:
         row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
         raise ConversionError(
@@ -194,6 +274,10 @@ def _counts(column, counter, where, size):
             f"whole number; read the table at its maximum size, or fix the record (or the copybook: "
             f"a count is an integer item)"
         ) from None
+    return _in_range(counts, counter, where, size)
+
+
+def _in_range(counts, counter, where, size):
     bad = np.flatnonzero((counts < 0) | (counts > size))
     if bad.size:
         row = int(bad[0])
@@ -202,6 +286,21 @@ def _counts(column, counter, where, size):
             f"{int(counts[row])}, outside 0..{size}; read the table at its maximum size, or "
             f"fix the record"
         )
+    return counts
+
+
+def _mapped_counts(column, counter, where, mapping):
+    """The counts of text values through ``occurs_mappings`` (trailing spaces dropped)."""
+    keys = {k.rstrip(" "): v for k, v in mapping.items()}
+    counts = np.zeros(len(column), np.int64)
+    for row, value in enumerate(column.to_pylist()):
+        got = keys.get(value.rstrip(" ")) if isinstance(value, str) else None
+        if got is None:
+            raise ConversionError(
+                f"record {row}: the count {counter} of {where} (OCCURS DEPENDING ON) is {value!r}, no key of "
+                f"its occurs_mappings ({sorted(keys)}); add the value to the mapping, or fix the record"
+            )
+        counts[row] = got
     return counts
 
 
@@ -265,6 +364,24 @@ def _framing(framing):
     raise LayoutError(f"framing must be one of {_FRAMINGS}, got {framing!r}")
 
 
+def _id_bytes(value, codepage):
+    """A segment id's bytes: text through the code page's table (layouts' tables: EBCDIC,
+    ``ascii``, ``latin-1``), or the bytes given."""
+    if not isinstance(value, str):
+        return bytes(value)
+    from ._ebcdic import check_codepage, encode_table
+
+    table = encode_table(check_codepage(codepage, "codepage"))
+    codes = [int(table[ord(ch)]) if ord(ch) < 0x10000 else -1 for ch in value]
+    if -1 in codes:
+        bad = value[codes.index(-1)]
+        raise LayoutError(
+            f"segment id {value!r} has no byte in code page {codepage} ({bad!r} has none); give the id's "
+            f"bytes, or its code page"
+        )
+    return bytes(codes)
+
+
 def _segment_stream(types, segment, framing, codepage):
     """The record stream: each record read as ``_head`` (its bytes up to the segment
     id's end) and ``_tail`` (the rest), typed by its segment id."""
@@ -287,13 +404,7 @@ def _segment_stream(types, segment, framing, codepage):
     head = Record((("_head", f"S{offset + size}"),))
     record_types = []
     for value in types:
-        try:
-            raw = value.encode(codepage) if isinstance(value, str) else bytes(value)
-        except UnicodeEncodeError as err:
-            raise LayoutError(
-                f"segment id {value!r} has no byte in code page {codepage} ({err.reason}); give the id's "
-                f"bytes, or its code page"
-            ) from None
+        raw = _id_bytes(value, codepage)
         if len(raw) != size:
             raise LayoutError(f"segment id {value!r} is {len(raw)} bytes in {codepage}; the segment field has {size}")
         record_types.append(RecordType(_table_name(value), head, int.from_bytes(raw, "big")))
@@ -518,7 +629,7 @@ def _check_lengths(name, lengths, least, most):
 def _check_ids(name, value, bodies, offset, size, codepage):
     """Every row's segment id bytes are its table's id: a row whose id field says another
     segment was written with this table's id."""
-    raw = value.encode(codepage) if isinstance(value, str) else bytes(value)
+    raw = _id_bytes(value, codepage)
     for row, body in enumerate(bodies):
         if body[offset : offset + size] != raw:
             found = body[offset : offset + size]
@@ -527,3 +638,205 @@ def _check_ids(name, value, bodies, offset, size, codepage):
                 f"{found.hex(' ').upper()}, not {value!r} ({raw.hex(' ').upper()}); move the row to its "
                 f"segment's table, or fix the id field"
             )
+
+
+# ------------------------------------------------------------------ records as long as their counts
+_BOOK_OPTIONS = (
+    "record",
+    "codepage",
+    "names",
+    "floating_point",
+    "redefines",
+    "record_start_offset",
+    "record_end_offset",
+    "source_format",
+    "fillers",
+)
+
+
+def _variable(copybook, occurs_mappings, options):
+    from ._layout import Layout
+    from ._occurs import VariableRecord
+
+    if options.get("flatten"):
+        raise LayoutError(
+            "flatten=True: records as long as their counts are read as nested tables (their lists are cut "
+            "per element); read them without flatten"
+        )
+    book = read_copybook(copybook, **{k: v for k, v in options.items() if k in _BOOK_OPTIONS})
+    layout = Layout.from_copybook(copybook, **options)
+    return VariableRecord(book, layout, occurs_mappings), book, layout
+
+
+def _framed_stream(framing):
+    from ._stream.spec import BdwSection, Record, RecordType, Section, Stream
+
+    if framing not in _FRAMINGS:
+        raise LayoutError(
+            f"framing must be None (records back to back), 'rdw', 'bdw' or 'rdw-little' for records as long as "
+            f"their counts, got {framing!r}"
+        )
+    kind = RecordType("records", Record((("_head", "S1"),)))
+    if framing == "bdw":
+        return Stream((BdwSection((kind,), tail="column"),), name="variable")
+    return Stream((Section(_framing(framing), (kind,), tail="column"),), name="variable")
+
+
+_BLOCKS = b"layouts.bdw_blocks"  # read_variable's BDW blocks, kept in the table's metadata for the way back
+
+
+def _blocks_metadata(blocks):
+    import json
+
+    return {
+        _BLOCKS: json.dumps(
+            {
+                "offset": blocks.column("_offset").to_pylist(),
+                "prefix": [p.hex() for p in blocks.column("_prefix").to_pylist()],
+            }
+        ).encode()
+    }
+
+
+def _blocks_table(table):
+    import json
+
+    raw = (table.schema.metadata or {}).get(_BLOCKS)
+    if raw is None:
+        raise ConversionError(
+            "framing='bdw': the table has no block list (read_variable(..., framing='bdw') keeps it in the table's "
+            "metadata, which Parquet and Arrow IPC files keep); read the table from the file read_variable wrote"
+        )
+    doc = json.loads(raw)
+    return pa.table(
+        {
+            "_offset": pa.array(doc["offset"], pa.int64()),
+            "_prefix": pa.array([bytes.fromhex(p) for p in doc["prefix"]], pa.binary(4)),
+        }
+    )
+
+
+def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **options) -> pa.Table:
+    """Records as long as their ``OCCURS DEPENDING ON`` counts make them (Cobrix's
+    ``variable_size_occurs=true``): a table's elements past its count are not in the
+    record, so the fields after the table move.
+
+    Parameters
+    ----------
+    src : path or bytes-like
+        The records: back to back (``framing=None``, Cobrix's ``record_format=F``), or each
+        the body of an RDW (``"rdw"``, ``"rdw-little"``, or ``"bdw"``: blocks of RDW
+        records, as :func:`read_segments`).
+    copybook : str or path
+        The copybook (text or path); ``options`` are :meth:`Layout.from_copybook`'s
+        (``record=``, ``codepage=``, ``invalid=``, ``trim=``...; not ``flatten``).
+    occurs_mappings : dict, optional
+        ``{table name: {text value: count}}``: the count of a table whose DEPENDING ON
+        item is text (Cobrix's ``occurs_mappings``), e.g. ``{"DETAIL1": {"A": 0, "B": 1}}``.
+
+    Returns the table of the copybook's record with every DEPENDING ON table a ``list``
+    of its count (as :func:`cut_depending_on` gives), with ``_offset`` (each record's
+    byte offset) and, with framing, ``_prefix`` (the RDW's spare bytes); with ``"bdw"``
+    the blocks' offsets and spare bytes are in the table's schema metadata
+    (``layouts.bdw_blocks``), which Parquet and Arrow IPC files keep, for the way back. A count outside
+    ``0..max``, no number (or no key of its mapping), or data that ends inside a record is
+    a ConversionError naming the record, its byte offset and the count's field.
+    """
+    from ._aos import AoS
+
+    var, book, layout = _variable(copybook, occurs_mappings, options)
+    label = str(src) if isinstance(src, (str, os.PathLike)) else "the data"
+    prefix = None
+    if framing is None:
+        data = _bytes_of(src)
+        starts, lengths = var.scan(data, label=label)
+    else:
+        from ._stream import read_stream
+
+        framed = read_stream(src, _framed_stream(framing))
+        raw = framed["records"].to_arrow()
+        blocks = framed["_blocks"].to_arrow() if "_blocks" in framed else None
+        bodies = [h + (t or b"") for h, t in zip(raw.column("_head").to_pylist(), raw.column("_tail").to_pylist())]
+        data = np.frombuffer(b"".join(bodies), np.uint8)
+        lengths = np.array([len(b) for b in bodies], np.int64)
+        starts = np.zeros(len(bodies), np.int64)
+        np.cumsum(lengths[:-1], out=starts[1:])
+        offsets = raw.column("_offset").to_numpy()
+        var.check_framed(data, starts, lengths, offsets, label)
+        prefix = raw.column("_prefix") if "_prefix" in raw.column_names else None
+        starts_out = offsets
+    records = var.spread(data, starts, lengths)
+    table = AoS(records.view(layout.dtype).reshape(-1), layout).to_soa().to_arrow()
+    table = cut_depending_on(table, book, occurs_mappings=var.mappings)
+    if prefix is not None:
+        table = table.add_column(0, "_prefix", prefix)
+    if framing == "bdw":
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **_blocks_metadata(blocks)})
+    where = starts if framing is None else starts_out
+    return table.add_column(0, "_offset", pa.array(np.asarray(where, np.int64)))
+
+
+def write_variable(table, copybook, dst=None, *, framing=None, occurs_mappings=None, **options):
+    """The way back of :func:`read_variable`: each row written as long as its counts make
+    it, back to back (or each in an RDW, in the blocks read with ``"bdw"``), byte for byte. Every list's length must be its
+    count (a ConversionError names the row otherwise: an element would be lost or made
+    up). Returns the bytes, or writes them to ``dst`` (a path: written whole or not at all)."""
+    from ._occurs import uncut
+    from ._soa import SoA
+
+    var, book, layout = _variable(copybook, occurs_mappings, options)
+    columns = [c for c in table.column_names if not c.startswith("_")]
+    fixed = uncut(table.select(columns), book, layout, var)
+    records = SoA.from_arrow(fixed, layout).to_aos().array
+    view = records.view(np.uint8).reshape(len(records), layout.itemsize)
+    out, lengths = var.shrink(view)
+    if framing is None:
+        data = out.tobytes()
+    else:
+        from ._stream import write_stream
+
+        if "_prefix" not in table.column_names:
+            raise ConversionError("the table has no column '_prefix', which RDW framing needs (read_variable gives it)")
+        starts = np.zeros(len(lengths), np.int64)
+        np.cumsum(lengths[:-1], out=starts[1:])
+        bodies = [out[s : s + n].tobytes() for s, n in zip(starts.tolist(), lengths.tolist())]
+        if any(len(b) == 0 for b in bodies):
+            raise ConversionError("a record of no bytes has no RDW form; fix its counts")
+        part = pa.table(
+            {
+                "_offset": table.column("_offset"),
+                "_prefix": table.column("_prefix"),
+                "_head": pa.array([b[:1] for b in bodies], pa.binary(1)),
+                "_tail": pa.array([b[1:] for b in bodies], pa.binary()),
+            }
+        )
+        parts = {"records": part}
+        if framing == "bdw":
+            parts["_blocks"] = _blocks_table(table)
+        data = write_stream(parts, _framed_stream(framing), None)
+    if dst is None:
+        return data
+    from ._files import open_output
+
+    output = open_output(dst, overwrite=True)
+    try:
+        with output.records_file() as f:
+            f.write(data)
+    except BaseException:
+        output.discard()
+        raise
+    output.commit()
+    return None
+
+
+def _bytes_of(src):
+    if isinstance(src, (bytes, bytearray, memoryview)):
+        return np.frombuffer(src, np.uint8)
+    if isinstance(src, np.ndarray):
+        return src.view(np.uint8).reshape(-1)
+    try:
+        if os.path.getsize(src) == 0:
+            return np.zeros(0, np.uint8)
+        return np.memmap(src, np.uint8, mode="r")  # read where the kernels touch it
+    except OSError as err:
+        raise LayoutError(f"cannot read {src}: {err.strerror}") from err

@@ -219,3 +219,65 @@ def test_multi_segment_file_to_tables_and_back(tmp_path, capsys):
         == 2
     )
     assert "--framing applies to multi-segment files; add --segment ID=RECORD" in capsys.readouterr().err
+
+
+def test_invalid_null_prints_the_count_per_field(tmp_path, capsys):
+    """--invalid null: one line per field with invalid values made null (the count, the field)."""
+    data, book = DATA / "test19_display_num/data.dat", DATA / "test19_display_num.cob"
+    for suffix, fmt in ((".parquet", []), (".arrow", []), (".arrows", ["--format", "arrows"])):
+        out = tmp_path / f"o{suffix}"
+        assert main(["convert", str(data), "--copybook", str(book), "--invalid", "null", "--to", str(out), *fmt]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert lines[1:] == [
+            "  2 invalid values of WS-DATE-NUM made null",
+            "  2 invalid values of WS-AMOUNT-NUMERIC made null",
+            "  2 invalid values of WS-AMOUNT-FRACTION made null",
+        ]
+    out = tmp_path / "quiet.parquet"
+    assert main(["convert", str(data), "--copybook", str(book), "--invalid", "null", "--to", str(out), "--quiet"]) == 0
+    assert capsys.readouterr().out == ""
+
+
+def test_ascii_rdw_segments_and_variable_occurs(tmp_path, capsys):
+    """Cobrix's ASCII cases through the command: test4 (--codepage ascii, little-endian
+    RDWs, two segments), test21 (--variable-occurs) and test25 (--occurs-mapping), each
+    back byte for byte."""
+    t4 = next((DATA / "test4_data").iterdir())
+    seg = ["--copybook", str(DATA / "test4_copybook.cob"), "--codepage", "ascii", "--trunc", "bin"]
+    seg += ["--segment", "C=COMPANY-DETAILS", "--segment", "P=COMPANY-DETAILS", "--segment-field", "0:1"]
+    seg += ["--framing", "rdw-little", "--short", "pad", "--quiet"]
+    assert main(["convert", str(t4), *seg, "--to", str(tmp_path / "t4")]) == 0
+    assert pq.read_table(tmp_path / "t4" / "C.parquet").column("COMPANY-ID").to_pylist()[0] == "9377942526"
+    redefines = ["--redefines", "CONTACTS=STATIC-DETAILS", "--redefines", "TAXPAYER-NUM=TAXPAYER-STR"]
+    assert main(["convert", str(tmp_path / "t4"), *seg, *redefines, "--to", str(tmp_path / "t4.dat")]) == 0
+    assert (tmp_path / "t4.dat").read_bytes() == t4.read_bytes()
+    strict = [a for a in seg if a not in ("--trunc", "bin", "--quiet")]  # TRUNC(STD): 9(8) COMP above 10**8 invalid
+    assert main(["convert", str(t4), *strict, "--invalid", "null", "--to", str(tmp_path / "t4n")]) == 0
+    assert (
+        "  150 invalid values of STATIC-DETAILS.TAXPAYER.TAXPAYER-NUM made null (segment C)\n"
+        in capsys.readouterr().out
+    )
+    for case, extra in (
+        ("test21", []),
+        ("test25", ["--occurs-mapping", "DETAIL1=A:0,B:1", "--occurs-mapping", "DETAIL2=A:1,B:2"]),
+    ):
+        data, book = DATA / f"{case}_data/data.dat", DATA / f"{case}_copybook.cob"
+        opts = ["--copybook", str(book), "--codepage", "ascii", "--variable-occurs", *extra, "--quiet"]
+        assert main(["convert", str(data), *opts, "--to", str(tmp_path / f"{case}.parquet")]) == 0
+        assert main(["convert", str(tmp_path / f"{case}.parquet"), *opts, "--to", str(tmp_path / f"{case}.dat")]) == 0
+        assert (tmp_path / f"{case}.dat").read_bytes() == data.read_bytes()
+    assert pq.read_table(tmp_path / "test21.parquet").column("COUNT").to_pylist()[3] == 2
+    data, book = DATA / "test25_data/data.dat", DATA / "test25_copybook.cob"
+    argv = ["convert", str(data), "--copybook", str(book), "--codepage", "ascii", "--variable-occurs"]
+    assert main([*argv, "--to", str(tmp_path / "x.parquet")]) == 1
+    assert "--occurs-mapping DETAIL1=TEXT:COUNT" in capsys.readouterr().err
+    assert not (tmp_path / "x.parquet").exists()
+    assert main([*argv, "--count", "1", "--to", str(tmp_path / "x.parquet")]) == 2
+    assert "--count does not apply with --variable-occurs" in capsys.readouterr().err
+    assert (
+        main(
+            ["convert", str(data), "--copybook", str(book), "--occurs-mapping", "A=B:1", "--to", str(tmp_path / "x.pq")]
+        )
+        == 2
+    )
+    assert "--occurs-mapping applies with --variable-occurs" in capsys.readouterr().err

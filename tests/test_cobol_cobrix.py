@@ -275,6 +275,30 @@ def _improved_nulls(value, raw):
     return None if isinstance(raw, bytes) and raw == b"\0" * len(raw) and not isinstance(value, Decimal) else value
 
 
+def _segment_rows(records, decode):
+    """test4's records (dicts with ``_length``, in file order) as Cobrix renders them:
+    ``decode`` makes a row of a record's fields; ids link each P record to its C parent."""
+    ours, parent, child = [], None, 0
+    for record_id, r in enumerate(records):
+        row = decode({k: v for k, v in r.items() if not k.startswith("_")})
+        if row["SEGMENT-ID"].startswith("C"):  # Cobrix's ids: the parent's Record_Id, the child's number in it
+            parent, child = f"A_0_{record_id}", 0
+            seg = {"Seg_Id0": parent}
+        else:
+            child += 1
+            seg = {"Seg_Id0": parent, "Seg_Id1": f"{parent}_L1_{child}"}
+        ours.append(
+            {
+                "File_Id": 0,
+                "Record_Id": record_id,
+                "Record_Byte_Length": r["_length"],
+                **seg,
+                **render(row, controls="drop"),
+            }
+        )
+    return ours
+
+
 @pytest.mark.parametrize(
     "name, data, nulls, charset",
     [("test4.txt", "test4_data", True, "ascii"), ("test4a.txt", "test4a_data", False, "latin-1")],
@@ -292,27 +316,12 @@ def test4_rdw_multi_segment(name, data, nulls, charset):
         path, {b"C": raw_layout, b"P": raw_layout}, segment=(0, 1), framing="rdw-little", short="pad"
     )
     records = sorted([r for t in ("C", "P") for r in tables[t].to_pylist()], key=lambda r: r["_offset"])
-    ours, parent = [], None
-    for record_id, r in enumerate(records):
-        fields = {k: v for k, v in r.items() if not k.startswith("_")}
+
+    def decode(fields):
         row = _decode_raw(fields, cb.dtype, (), cb.encodings, charset)
-        if nulls:
-            row = _improved_nulls(row, fields)
-        if row["SEGMENT-ID"].startswith("C"):  # Cobrix's ids: the parent's Record_Id, the child's number in it
-            parent, child = f"A_0_{record_id}", 0
-            seg = {"Seg_Id0": parent}
-        else:
-            child += 1
-            seg = {"Seg_Id0": parent, "Seg_Id1": f"{parent}_L1_{child}"}
-        ours.append(
-            {
-                "File_Id": 0,
-                "Record_Id": record_id,
-                "Record_Byte_Length": r["_length"],
-                **seg,
-                **render(row, controls="drop"),
-            }
-        )
+        return _improved_nulls(row, fields) if nulls else row
+
+    ours = _segment_rows(records, decode)
     theirs = expected(f"test4_expected/{name}")
     assert len(records) == (1000 if nulls else len(records)) and len(theirs) in (60, 5)
     for a, b in zip(ours, theirs):
@@ -364,3 +373,48 @@ def test_every_redefines_alternative_cannot_go_back_without_a_choice():
     assert table.to_pylist() == [{"A": "1234", "B": Decimal(1234)}] and layout.itemsize == 45
     with pytest.raises(lo.LayoutError, match="share bytes of the record"):
         lo.SoA.from_arrow(table, both).to_aos()
+
+
+@pytest.mark.parametrize(
+    "name, data, nulls, codepage",
+    [("test4.txt", "test4_data", True, "ascii"), ("test4a.txt", "test4a_data", False, "latin-1")],
+)
+def test4_rdw_multi_segment_decoded_by_layouts(name, data, nulls, codepage):
+    """test4 and 4a decoded by layouts itself: ``from_copybook(codepage="ascii")`` (Cobrix's
+    ``encoding=ascii``; 4a's ``ascii_charset=ISO-8859-1`` is ``latin-1``) and
+    ``read_segments`` over the little-endian RDW records (the id is the first byte of
+    ``SEGMENT-ID``: the other four are 0x00); every value equals Cobrix's.
+    Cobrix reads ``9(8) COMP`` over its whole binary range: ``trunc="bin"``."""
+    from layouts import cobol
+
+    layout = lo.Layout.from_copybook(DATA / "test4_copybook.cob", codepage=codepage, trunc="bin")
+    path = next((DATA / data).iterdir())
+    tables = cobol.read_segments(
+        path, {"C": layout, "P": layout}, segment=(0, 1), framing="rdw-little", codepage=codepage, short="pad"
+    )
+    records = sorted([r for t in ("C", "P") for r in tables[t].to_pylist()], key=lambda r: r["_offset"])
+
+    def decode(row):
+        if nulls:  # improved_null_detection: a text field of only 0x00 bytes is null
+            row = _text_nulls(row)
+        if codepage == "ascii":  # Cobrix's US-ASCII decoder: bytes 80-FF are U+FFFD; layouts' ascii: Latin-1
+            row = _us_ascii(row)
+        return row
+
+    ours = _segment_rows(records, decode)
+    theirs = expected(f"test4_expected/{name}")
+    assert len(theirs) in (60, 5)
+    for a, b in zip(ours, theirs):
+        same(a, b)
+
+
+def _us_ascii(value):
+    if isinstance(value, dict):
+        return {k: _us_ascii(v) for k, v in value.items()}
+    return re.sub("[\x80-\xff]", "\ufffd", value) if isinstance(value, str) else value
+
+
+def _text_nulls(value):
+    if isinstance(value, dict):
+        return {k: _text_nulls(v) for k, v in value.items()}
+    return None if isinstance(value, str) and value and set(value) == {"\0"} else value

@@ -10,6 +10,7 @@ import numpy as np
 
 from .._memory import load8, load16, load32, load64, store8, store16, store32, store64
 from ..mainframe import (
+    ascii_zoned_byte,
     below_pow10,
     binary_fits,
     digit_at,
@@ -26,6 +27,7 @@ from ..mainframe import (
     packed_word,
     positive_sign,
     signed_128,
+    zoned_ascii_byte,
     zoned_overpunch,
     zoned_word,
 )
@@ -39,6 +41,7 @@ from ..plan import (
     E_TOO_LONG,
     E_UTF,
     ELEM0,
+    F_ASCII,
     F_LEADING,
     F_NULL_INVALID,
     F_SEPARATE,
@@ -236,6 +239,22 @@ def _decode_zoned(a, width, signed, flags, plus, minus):
 
 
 @_jit
+def _decode_zoned_ascii(a, width, signed, flags, scratch):
+    """An ASCII zoned field (``F_ASCII``): its bytes through ``ascii_zoned_byte`` into
+    ``scratch`` (an address of at least ``width`` bytes), then read as EBCDIC zoned."""
+    for t in range(width):
+        store8(scratch + t, ascii_zoned_byte(np.int64(load8(a + t))))
+    return _decode_zoned(scratch, width, signed, flags, 0x4E, 0x60)
+
+
+@_jit
+def _zoned_to_ascii(a, width):
+    """The EBCDIC zoned field just written at ``a`` made ASCII (``zoned_ascii_byte``)."""
+    for t in range(width):
+        store8(a + t, zoned_ascii_byte(np.int64(load8(a + t))))
+
+
+@_jit
 def _decode_binary(a, width, signed, limit):
     raw = np.uint64(0)
     for t in range(width):
@@ -262,6 +281,8 @@ def fwd_decimal(src, stride, b0, b1, op, offs, kind):
     signed, to_null, valid = (flags & F_SIGNED) != 0, (flags & F_NULL_INVALID) != 0, op[VALID]
     plus, minus = op[SENT] & 0xFF, (op[SENT] >> 8) & 0xFF
     limit = digit_limit(digits) if (flags & F_TRUNC_BIN) == 0 else np.uint64(0)
+    ascii_zoned = kind == K_ZONED and (flags & F_ASCII) != 0
+    scratch = np.empty(w if ascii_zoned else 0, dtype=np.uint8)
     if valid != 0:
         _clear_bits(valid, b0 * c, b1 * c)
     for k in range(c):
@@ -271,6 +292,8 @@ def fwd_decimal(src, stride, b0, b1, op, offs, kind):
             i = r * c + k
             if kind == K_PACKED:
                 status, negative, hi, lo = _decode_packed(a, w, digits, signed)
+            elif ascii_zoned:
+                status, negative, hi, lo = _decode_zoned_ascii(a, w, signed, flags, scratch.ctypes.data)
             elif kind == K_ZONED:
                 status, negative, hi, lo = _decode_zoned(a, w, signed, flags, plus, minus)
             else:
@@ -328,6 +351,7 @@ def fwd_text(src, stride, r0, b0, b1, op, offs):
     n, c, per, ow = op[WIDTH], op[COUNT], op[P1], op[P2]
     data, offsets, table = op[DATA] + r0 * c * per, op[OFFSETS], op[TABLE]
     trim_r, trim_l = (op[FLAGS] & F_TRIM_RIGHT) != 0, (op[FLAGS] & F_TRIM_LEFT) != 0
+    space = 0x20 if (op[FLAGS] & F_ASCII) != 0 else 0x40
     for r in range(b0, b1):
         for k in range(c):
             i = r * c + k
@@ -337,10 +361,10 @@ def fwd_text(src, stride, r0, b0, b1, op, offs):
             s = src + r * stride + offs[op[OFFS] + k]
             first, end = 0, n
             if trim_r:
-                while end > 0 and load8(s + end - 1) == 0x40:
+                while end > 0 and load8(s + end - 1) == space:
                     end -= 1
             if trim_l:
-                while first < end and load8(s + first) == 0x40:
+                while first < end and load8(s + first) == space:
                     first += 1
             out = data + pos
             length = 0
@@ -462,6 +486,9 @@ def rev_decimal(dst, itemsize, b0, b1, op, offs, kind):
     plus, minus = op[SENT] & 0xFF, (op[SENT] >> 8) & 0xFF
     trunc_bin = (flags & F_TRUNC_BIN) != 0
     positive = positive_sign(op[TABLE], signed)  # the sign nibble of positive values
+    ascii_zoned = kind == K_ZONED and (flags & F_ASCII) != 0
+    if ascii_zoned:  # written as EBCDIC, then each byte made ASCII
+        plus, minus = 0x4E, 0x60
     groups = np.zeros(5, dtype=np.int64)
     small = digit_limit(min(digits, 18)) if kind != K_BINARY else np.uint64(0)  # 10**digits, digits <= 18
     for k in range(c):
@@ -495,6 +522,8 @@ def rev_decimal(dst, itemsize, b0, b1, op, offs, kind):
                 if not below_pow10(hi, lo, digits):
                     return r, E_RANGE
                 _write_digits(a, kind, w, digits, hi, lo, negative, positive, leading, separate, plus, minus, groups)
+            if ascii_zoned:
+                _zoned_to_ascii(a, w)
     return -1, 0
 
 
@@ -521,9 +550,10 @@ def rev_hfloat(dst, itemsize, b0, b1, op, offs):
 @_jit
 def rev_text(dst, itemsize, b0, b1, op, offs):
     """UTF-8 -> EBCDIC through the code page's int16[65536] table, padded with EBCDIC
-    spaces (0x40); a character with no byte in the code page is E_RANGE."""
+    spaces (0x40; ASCII 0x20 with ``F_ASCII``); a character with no byte in the code page is E_RANGE."""
     n, c, data, offsets, e0, ow = op[WIDTH], op[COUNT], op[DATA], op[OFFSETS], op[ELEM0], op[P2]
     valid, table, truncate = op[VALID], op[TABLE], (op[FLAGS] & F_TRUNCATE) != 0
+    space = 0x20 if (op[FLAGS] & F_ASCII) != 0 else 0x40
     for k in range(c):
         base = dst + offs[op[OFFS] + k]
         for r in range(b0, b1):
@@ -563,6 +593,6 @@ def rev_text(dst, itemsize, b0, b1, op, offs):
                 store8(out + m, byte)
                 m += 1
             while m < n:
-                store8(out + m, 0x40)
+                store8(out + m, space)
                 m += 1
     return -1, 0

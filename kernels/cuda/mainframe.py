@@ -12,6 +12,7 @@ way back.
 from numba import cuda, int64, uint64
 
 from ..mainframe import (
+    ascii_zoned_byte,
     below_pow10,
     binary_fits,
     digit_at,
@@ -27,6 +28,7 @@ from ..mainframe import (
     packed_sign,
     positive_sign,
     signed_128,
+    zoned_ascii_byte,
     zoned_overpunch,
 )
 from ..plan import (
@@ -37,6 +39,7 @@ from ..plan import (
     E_RANGE,
     E_TOO_LONG,
     E_UTF,
+    F_ASCII,
     F_LEADING,
     F_NULL_INVALID,
     F_SEPARATE,
@@ -125,6 +128,8 @@ def _decode_digits(words, wb, p, op):
         over = -1 if separate else (d0 if leading else d1 - 1)
         for t in range(d0, d1):
             b = _get(words, wb, p + t, 1)
+            if (flags & F_ASCII) != 0:
+                b = ascii_zoned_byte(b)
             if t == over:
                 d, sign = zoned_overpunch(b, signed)
                 if d < 0:
@@ -214,7 +219,8 @@ def _put_digits(words, wb, p, op, hi, lo, negative):
     over = -1 if separate else (0 if leading else digits - 1)
     for t in range(digits):
         zone = sign if t == over else 0xF
-        _put(words, wb, p + d0 + t, 1, (zone << 4) | digit_at(groups, digits - 1 - t))
+        byte = (zone << 4) | digit_at(groups, digits - 1 - t)
+        _put(words, wb, p + d0 + t, 1, zoned_ascii_byte(byte) if (flags & F_ASCII) != 0 else byte)
     if separate:
         _put(words, wb, p + (0 if leading else w - 1), 1, ((op[SENT] >> 8) if negative else op[SENT]) & 0xFF)
 
@@ -269,11 +275,12 @@ def rev_mainframe(a8, a16, a32, a64, words, wb, op, i, p, r, err, j, nops):
 def _text_bounds(words, wb, p, op):
     """``(first, end)``: the bytes of a text element kept after trimming EBCDIC spaces."""
     first, end = 0, op[WIDTH]
+    space = 0x20 if (op[FLAGS] & F_ASCII) != 0 else 0x40
     if (op[FLAGS] & F_TRIM_RIGHT) != 0:
-        while end > 0 and _get(words, wb, p + end - 1, 1) == 0x40:
+        while end > 0 and _get(words, wb, p + end - 1, 1) == space:
             end -= 1
     if (op[FLAGS] & F_TRIM_LEFT) != 0:
-        while first < end and _get(words, wb, p + first, 1) == 0x40:
+        while first < end and _get(words, wb, p + first, 1) == space:
             first += 1
     return first, end
 
@@ -351,6 +358,7 @@ def rev_text(a8, a16, a32, a64, words, wb, op, i, p, r, err, j, nops, tables):
             return
         _put(words, wb, p + m, 1, byte)
         m += 1
+    space = 0x20 if (op[FLAGS] & F_ASCII) != 0 else 0x40
     while m < n:
-        _put(words, wb, p + m, 1, 0x40)
+        _put(words, wb, p + m, 1, space)
         m += 1

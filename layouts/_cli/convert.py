@@ -10,10 +10,13 @@ from .._formats import DEFAULT_CHUNK, FORMATS, SUFFIXES
 from .copybook import (
     add_copybook_options,
     add_segment_options,
+    add_variable_options,
     convert_segments,
+    convert_variable,
     copybook_layout,
     in_flags,
     reject_copybook_options,
+    report_invalid_file,
 )
 from .errors import CommandError, command_hints, say
 from .interrupts import Interrupts
@@ -35,6 +38,12 @@ def convert(args):
         if not args.copybook:
             raise CommandError("--segment lays records out by a copybook's records; add --copybook FILE")
         return convert_segments(args)
+    if getattr(args, "variable_occurs", False):
+        if not args.copybook:
+            raise CommandError("--variable-occurs reads records by a copybook's counts; add --copybook FILE")
+        return convert_variable(args)
+    if getattr(args, "occurs_mapping", []):
+        raise CommandError("--occurs-mapping applies with --variable-occurs (or leave it out)")
     for flag, value, unset in (
         ("--segment-field", args.segment_field, None),
         ("--framing", args.framing, None),
@@ -124,6 +133,8 @@ def convert(args):
     if not args.quiet:
         # with --to -, standard output is the data: the summary goes to standard error
         print(f"converted {result} (on {device})", file=sys.stderr if to_stdout else sys.stdout)
+        if args.copybook and args.invalid == "null" and fmt != "records" and not to_stdout:
+            report_invalid_file(args.dst, layout, fmt)  # the count per field of invalid values made null
     return 0
 
 
@@ -486,4 +497,5 @@ def add_parser(sub):
     add_c_options(p)
     add_copybook_options(p, convert=True)
     add_segment_options(p)
+    add_variable_options(p)
     p.set_defaults(run=convert)

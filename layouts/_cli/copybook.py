@@ -2,6 +2,7 @@
 (and back), ``layouts inspect x.cob``: the options, the Layout they make, the table."""
 
 import re
+import sys
 
 from .errors import CommandError
 
@@ -33,8 +34,8 @@ def add_copybook_options(p, *, convert):
         "--codepage",
         default="cp037",
         metavar="CP",
-        help="EBCDIC code page of text and zoned signs: cp037 (default), cp273, cp277, cp278, cp280, "
-        "cp284, cp285, cp297, cp500, cp871, cp1047, cp1140-cp1149",
+        help="code page of text and zoned numbers: EBCDIC cp037 (default), cp273, cp277, cp278, cp280, "
+        "cp284, cp285, cp297, cp500, cp871, cp1047, cp1140-cp1149; ASCII data: ascii or latin-1",
     )
     g.add_argument(
         "--redefines",
@@ -461,6 +462,8 @@ def convert_segments(args):
     if not args.quiet:
         counts = ", ".join(f"{name}: {t.num_rows:,}" for name, t in tables.items() if name != "_blocks")
         print(f"converted {counts} records -> {args.dst}")
+        for value, layout in types.items():
+            report_invalid(tables[cobol._table_name(value)], layout, suffix=f" (segment {value})")
     return 0
 
 
@@ -481,15 +484,15 @@ _NOT_WITH_SEGMENTS: "tuple[tuple[str, str, object], ...]" = (
 )
 
 
-def _reject_whole_file_flags(args):
-    """Flags of convert that a multi-segment file does not use: a usage error, not a flag
-    silently ignored (``--count 1`` converted every record)."""
+def _reject_whole_file_flags(
+    args, option="--segment", what="the whole file is read, each record by its segment's layout, into ID.parquet tables"
+):
+    """Flags of convert that a multi-segment file (or one of records as long as their
+    counts) does not use: a usage error, not a flag silently ignored (``--count 1``
+    converted every record)."""
     for flag, name, unset in _NOT_WITH_SEGMENTS:
         if getattr(args, name, unset) != unset:
-            raise CommandError(
-                f"{flag} does not apply with --segment (the whole file is read, each record by its "
-                f"segment's layout, into ID.parquet tables); leave {flag} out"
-            )
+            raise CommandError(f"{flag} does not apply with {option} ({what}); leave {flag} out")
 
 
 def _check_interrupts(args):
@@ -544,3 +547,139 @@ def _write_whole(dst, data):
         if os.path.exists(partial):
             os.remove(partial)
         raise
+
+
+# ------------------------------------------------------------------ records as long as their counts
+def add_variable_options(p):
+    """convert --copybook with --variable-occurs: records as long as their OCCURS DEPENDING ON counts."""
+    g = p.add_argument_group("records as long as their counts (--copybook FILE --variable-occurs)")
+    g.add_argument(
+        "--variable-occurs",
+        action="store_true",
+        help="each record only as long as its OCCURS DEPENDING ON counts make it (Cobrix's "
+        "variable_size_occurs): DATA -> one table, and back; with --framing rdw|bdw|rdw-little each in an RDW",
+    )
+    g.add_argument(
+        "--occurs-mapping",
+        action="append",
+        default=[],
+        metavar="TABLE=TEXT:COUNT[,TEXT:COUNT]",
+        help="the count of TABLE, whose DEPENDING ON item is text, for each text value (Cobrix's "
+        "occurs_mappings); repeatable",
+    )
+
+
+def _occurs_mappings(items):
+    mappings = {}
+    for item in items:
+        table, eq, pairs = item.partition("=")
+        mapping = {}
+        for pair in pairs.split(","):
+            text, colon, count = pair.rpartition(":")
+            if not colon or not count.strip().isdigit():
+                raise CommandError(
+                    f"--occurs-mapping {item!r}: give TABLE=TEXT:COUNT[,TEXT:COUNT], e.g. --occurs-mapping DETAIL1=A:0,B:1"
+                )
+            mapping[text] = int(count)
+        if not eq or not table.strip():
+            raise CommandError(f"--occurs-mapping {item!r}: give TABLE=TEXT:COUNT[,TEXT:COUNT]")
+        mappings[table.strip()] = mapping
+    return mappings or None
+
+
+def convert_variable(args):
+    """``layouts convert DATA --copybook x.cob --variable-occurs --to out.parquet`` and back
+    (an Arrow or Parquet file -> DATA)."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    import layouts as lo
+    from layouts import cobol
+
+    if args.segment:
+        raise CommandError("--variable-occurs and --segment: give one of them (a file of one record type, or segments)")
+    _reject_whole_file_flags(args, "--variable-occurs", "the whole file is read into one table")
+    if args.flatten:
+        raise CommandError("--flatten does not apply with --variable-occurs (its tables are lists of nested records)")
+    options = {k: v for k, v in copybook_options(args).items() if v is not None}
+    extra = {"framing": args.framing, "occurs_mappings": _occurs_mappings(args.occurs_mapping)}
+    back = str(args.src).lower().endswith((".parquet", ".arrow", ".feather", ".ipc"))
+    if os.path.exists(args.dst) and not args.overwrite:
+        raise CommandError(f"{args.dst} exists; pass --overwrite to replace it")
+    try:
+        if back:
+            import pyarrow.feather as feather
+
+            table = pq.read_table(args.src) if args.src.lower().endswith(".parquet") else feather.read_table(args.src)
+            data = cobol.write_variable(table, args.copybook, **extra, **options)
+            _check_interrupts(args)
+            _write_whole(args.dst, data)
+            if not args.quiet:
+                print(f"wrote {table.num_rows:,} records, {len(data):,} bytes -> {args.dst}")
+            return 0
+        table = cobol.read_variable(args.src, args.copybook, **extra, **options)
+    except (lo.LayoutError, lo.ConversionError) as err:
+        message = re.sub(
+            r"occurs_mappings=\{'([^']*)': \{text: count\}\}", r"--occurs-mapping \1=TEXT:COUNT[,TEXT:COUNT]", str(err)
+        )
+        err.args = (in_flags(message).replace("occurs_mappings", "--occurs-mapping"),)
+        raise
+    _check_interrupts(args)
+    _write_table(table, args.dst)
+    if not args.quiet:
+        print(f"converted {table.num_rows:,} records -> {args.dst}")
+        report_invalid(table, copybook_layout(args))
+    return 0
+
+
+def _write_table(table, dst):
+    """One Parquet (or, by its suffix, Arrow IPC) file, whole or not at all."""
+    import os
+
+    import pyarrow.feather as feather
+    import pyarrow.parquet as pq
+
+    partial = os.path.join(os.path.dirname(os.path.abspath(dst)), f".{os.path.basename(dst)}.partial-{os.getpid()}")
+    try:
+        if str(dst).lower().endswith((".arrow", ".feather", ".ipc")):
+            feather.write_feather(table, partial)
+        else:
+            pq.write_table(table, partial)
+        os.replace(partial, dst)
+    except BaseException:
+        if os.path.exists(partial):
+            os.remove(partial)
+        raise
+
+
+def report_invalid(table, layout, out=None, suffix=""):
+    """One line per field whose invalid values became nulls (``--invalid null``): the count
+    and the field."""
+    from layouts import cobol
+
+    for name, count in cobol.invalid_counts(table, layout).items():
+        noun = "value" if count == 1 else "values"
+        print(f"  {count:,} invalid {noun} of {name} made null{suffix}", file=out or sys.stdout)
+
+
+def report_invalid_file(path, layout, fmt=None, out=None):
+    """:func:`report_invalid` for the Parquet or Arrow IPC file ``convert`` wrote: the
+    columns of the fields read with ``invalid="null"`` read back (memory-mapped for IPC)."""
+    import pyarrow.feather as feather
+    import pyarrow.parquet as pq
+
+    wanted = [f for f in layout.fields if f.encoding is not None and f.encoding.invalid == "null"]
+    if not wanted:
+        return
+    columns = sorted({f.name if f.name in layout.schema.names else f.name.split(".")[0] for f in wanted})
+    if fmt == "parquet" or (fmt is None and str(path).lower().endswith(".parquet")):
+        table = pq.read_table(path, columns=columns)
+    elif fmt == "arrows":  # the Arrow IPC stream format
+        import pyarrow as pa
+
+        with pa.memory_map(str(path)) as f:
+            table = pa.ipc.open_stream(f).read_all().select(columns)
+    else:
+        table = feather.read_table(path, columns=columns, memory_map=True)
+    report_invalid(table, layout, out)

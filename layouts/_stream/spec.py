@@ -314,16 +314,13 @@ def _open_list(t: str) -> bool:
     return lm is not None and not lm.group(2).strip().isdigit()
 
 
-@functools.lru_cache(maxsize=512)
-def _plan(self: Record, order: str, prefix: int, with_offset: bool, keep_prefix: bool):
-    """(Layout, runs, zero ranges, byte offset of ``_offset`` or -1): how the
-    stream bytes (a record starting ``prefix`` bytes into its frame) map to a
-    packed dense record: ``_offset`` first, then ``_prefix`` (the framing bytes,
-    with ``keep_prefix``), then the fields."""
+def _head_columns(prefix: int, with_offset: bool, keep_prefix: bool):
+    """``(names, formats, offsets, runs, size)`` of the dense record's first columns:
+    ``_offset``, then ``_prefix`` (the framing bytes, with ``keep_prefix``)."""
     names: list = []
     formats: list = []
     offsets: list = []
-    runs, zeros = [], []
+    runs: list = []
     at = 0
     if with_offset:
         names.append("_offset")
@@ -336,6 +333,17 @@ def _plan(self: Record, order: str, prefix: int, with_offset: bool, keep_prefix:
         offsets.append(at)
         runs.append((0, at, prefix))
         at += prefix
+    return names, formats, offsets, runs, at
+
+
+@functools.lru_cache(maxsize=512)
+def _plan(self: Record, order: str, prefix: int, with_offset: bool, keep_prefix: bool):
+    """(Layout, runs, zero ranges, byte offset of ``_offset`` or -1): how the
+    stream bytes (a record starting ``prefix`` bytes into its frame) map to a
+    packed dense record: ``_offset`` first, then ``_prefix`` (the framing bytes,
+    with ``keep_prefix``), then the fields."""
+    names, formats, offsets, runs, at = _head_columns(prefix, with_offset, keep_prefix)
+    zeros: list = []
     src = prefix
     for name, t in self.fields:
         dt, width, o = field_dtype(t, order, name)
@@ -737,6 +745,8 @@ _PART_MAX = 2**40
 _STREAM_KEYS = {"name", "order", "byteorder", "header", "section", "version", "about"}
 _SECTION_KEYS = {"offset", "count", "bytes", "framing", "tag", "types", "tail", "unknown", "select"}
 _RECORD_KEYS = {"fields", "text", "decimals", "tag", "about"}
+# a record type laid out by a COBOL copybook (layouts/_stream/copybook.py)
+_COPYBOOK_KEYS = ("copybook", "record", "codepage", "invalid", "trim", "trunc", "as_integer", "floating_point")
 
 
 def _keys(table, allowed, where):
@@ -747,8 +757,16 @@ def _keys(table, allowed, where):
         raise _err(where, f"unknown key {extra[0]!r}; the keys here are {', '.join(sorted(allowed))}")
 
 
-def _record(table, where, with_tag=False, header=False) -> "tuple[Record, Any]":
+def _record(table, where, with_tag=False, header=False, base_dir=None) -> "tuple[Record, Any]":
     allowed = _RECORD_KEYS if with_tag else _RECORD_KEYS - {"tag"}
+    if with_tag and isinstance(table, dict) and any(k in table for k in _COPYBOOK_KEYS):
+        from .copybook import copybook_record  # a record type laid out by a COBOL copybook
+
+        _keys(table, allowed | set(_COPYBOOK_KEYS), where)
+        if "copybook" not in table:
+            key = next(k for k in _COPYBOOK_KEYS if k in table)
+            raise _err(f"{where}.{key}", 'applies to a record type laid out by a copybook: add copybook = "x.cob"')
+        return copybook_record(table, where, base_dir), table.get("tag")
     _keys(table, allowed | {"size"} if header else allowed, where)
     if "fields" not in table:
         raise _err(where, 'missing fields = [["name", ">u4"], ...]')
@@ -797,8 +815,11 @@ def preset(name: str) -> Framing:
     raise LayoutError(f"no framing preset {name!r}; presets are {', '.join(_PRESETS)}")
 
 
-def from_dict(doc: Mapping[str, Any], name: str, layouts: "Mapping[str, Any] | None" = None) -> Stream:
-    """A :class:`Stream` from a parsed TOML document (see docs/streams.md)."""
+def from_dict(
+    doc: Mapping[str, Any], name: str, layouts: "Mapping[str, Any] | None" = None, base_dir: "str | None" = None
+) -> Stream:
+    """A :class:`Stream` from a parsed TOML document (see docs/streams.md); ``base_dir``:
+    where a record type's ``copybook`` path starts (the description file's directory)."""
     _keys(doc, _STREAM_KEYS, name)
     header = None
     if "header" in doc:
@@ -830,7 +851,7 @@ def from_dict(doc: Mapping[str, Any], name: str, layouts: "Mapping[str, Any] | N
         if not isinstance(tt, dict) or not tt:
             raise _err(sw, "missing [section.types.NAME] tables: each record type with its fields")
         for tname, t in tt.items():
-            rec, tv = _record(t, f"{sw}.types.{tname}", with_tag=True)
+            rec, tv = _record(t, f"{sw}.types.{tname}", with_tag=True, base_dir=base_dir)
             types.append(RecordType(tname, rec, tv))
         bdw = s["framing"] == "bdw"
         out.append(
@@ -883,7 +904,7 @@ def load(path: "str | os.PathLike[str]") -> Stream:
         raise LayoutError(f"cannot read the stream description {name}: {err.strerror}") from err
     except tomllib.TOMLDecodeError as err:
         raise LayoutError(f"{name}: not valid TOML ({err}); see docs/streams.md for the format") from err
-    return from_dict(doc, os.path.basename(name))
+    return from_dict(doc, os.path.basename(name), base_dir=os.path.dirname(os.path.abspath(name)))
 
 
 def builtin_names() -> "list[str]":

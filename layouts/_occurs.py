@@ -1,0 +1,406 @@
+"""Records as long as their ``OCCURS DEPENDING ON`` counts make them (Cobrix's
+``variable_size_occurs``): the record type's program for ``kernels.occurs``, the template
+record that fills the elements a record does not hold, and the way from and to Arrow.
+
+Reading: :func:`kernels.occurs.scan` finds each record's start and length from its counts,
+:func:`kernels.occurs.spread` copies each into a maximum-layout record (the absent
+elements from the template: valid zero values), the one-pass transpose decodes those, and
+``cut_depending_on`` cuts each table to its count. The way back pads each list to its
+maximum with the template's element (:func:`uncut`, checking every list's length against
+its count), encodes the maximum-layout records and cuts each to its counts
+(:func:`kernels.occurs.measure`, :func:`kernels.occurs.shrink`).
+"""
+
+import functools
+
+import numpy as np
+import pyarrow as pa
+
+from ._ebcdic import is_ascii
+from ._errors import ConversionError, LayoutError
+from .kernels import occurs as K
+
+_STATUS = {
+    K.S_SHORT: "the data ends inside the record",
+    K.S_COUNT: "the count is outside 0..{most}",
+    K.S_BAD_COUNT: "the count's bytes {raw} are not a count",
+    K.S_DEEP: f"tables are nested more than {K.DEPTH} deep",
+}
+
+
+class VariableRecord:
+    """The program of one copybook record read at the size its counts make it.
+
+    ``book``: ``read_copybook(...)``; ``layout``: ``Layout.from_copybook`` of the same
+    record with the same options (not flattened); ``mappings``: ``{table name: {text value:
+    count}}`` for tables whose count field is text (Cobrix's ``occurs_mappings``)."""
+
+    def __init__(self, book, layout, mappings=None):
+        from .cobol import depending_tables
+
+        self.book, self.layout = book, layout
+        self.mappings = _check_mappings(mappings, book)
+        self.size = book.dtype.itemsize
+        self.tables = {path: (counter, most) for path, counter, most in depending_tables(book)}
+        if not self.tables:
+            raise LayoutError(
+                "the record has no OCCURS DEPENDING ON table: every record is the same size; read it as fixed-length "
+                "records (Layout.from_copybook)"
+            )
+        self._fields = {f.name: f for f in book.fields}
+        self.count_rows = []  # (table path, counter, most) per row of ``counts``
+        counts, keys, key_counts = [], [], []
+        nodes = self._group(book.dtype, (), 0, None, counts, keys, key_counts)
+        self.prog = np.array(_flatten(nodes) or [[K.OP_COPY, 0, 0, 0, 0, 0]], dtype=np.int64)
+        self.counts = np.array(counts or [[0] * 7], dtype=np.int64).reshape(-1, 7)
+        self.keys = np.frombuffer(b"".join(keys) or b"\0", dtype=np.uint8).copy()
+        self.key_counts = np.array(key_counts or [0], dtype=np.int64)
+        self.template = _template(layout, self.size)
+
+    # ---------------------------------------------------------------- the program
+    def _group(self, dtype, path, at, table, counts, keys, key_counts):
+        """Nodes of a group (offsets relative to its start; ``at``: its offset in the record
+        with every element 0; ``table``: ``(path, offset)`` of the innermost enclosing table)."""
+        variable = []
+        fixed = []
+        for name in dtype.names:
+            fdt, off = dtype.fields[name][:2]
+            here = path + (name,)
+            elem, shape = fdt.subdtype if fdt.subdtype else (fdt, ())
+            if shape and len(shape) != 1:
+                raise LayoutError(f"{'.'.join(here)}: a table of {len(shape)} dimensions in one item; not supported")
+            size = fdt.itemsize
+            if shape:
+                inner = (
+                    self._group(elem, here, at + off, (here, at + off), counts, keys, key_counts)
+                    if elem.names
+                    else None
+                )
+                if here in self.tables or inner:
+                    row = (
+                        self._count_row(here, table, at + off, counts, keys, key_counts) if here in self.tables else -1
+                    )
+                    body = inner or [("copy", 0, elem.itemsize)]
+                    variable.append((off, size, ("table", off, elem.itemsize, shape[0], row, body)))
+                    continue
+            elif elem.names:
+                inner = self._group(elem, here, at + off, table, counts, keys, key_counts)
+                if inner:
+                    variable.append((off, size, ("group", off, inner)))
+                    continue
+            fixed.append((off, off + size, here))
+        nodes, pos = [], 0
+        if not variable:
+            return []
+        variable.sort(key=lambda v: v[0])
+        for off, size, node in variable:
+            for start, end, name in fixed:
+                if start < off + size and off < end:
+                    raise LayoutError(
+                        f"{'.'.join(name)} shares bytes with a table whose size depends on its count "
+                        f"(REDEFINES over OCCURS DEPENDING ON); with variable-size tables the record "
+                        f"cannot be read: read it at its maximum size"
+                    )
+            if off < pos:
+                raise LayoutError("two tables of variable size share bytes (REDEFINES); not supported")
+            if off > pos:
+                nodes.append(("copy", pos, off - pos))
+            if node[0] == "group":
+                nodes.extend(_shift(n, off) for n in node[2])
+            else:
+                nodes.append(node)
+            pos = off + size
+        if pos < dtype.itemsize:
+            nodes.append(("copy", pos, dtype.itemsize - pos))
+        return nodes
+
+    def _count_row(self, path, table, offset, counts, keys, key_counts):
+        """The row of ``counts`` that reads the count of the table at ``path``."""
+        counter, most = self.tables[path]
+        where = f"{'.'.join(path)} OCCURS DEPENDING ON {counter}"
+        field = self._fields.get(counter)
+        if field is None:
+            raise LayoutError(f"{where}: {counter} is no elementary item of the record; not supported")
+        if not field.shape:
+            rel, off = 0, field.offset
+        elif table is not None and field.path[: field.dims_at[-1]] == table[0]:
+            rel, off = 1, field.offset - table[1]  # in the same element of the enclosing table
+        else:
+            raise LayoutError(
+                f"{where}: the count is inside another table than the one that holds {'.'.join(path)}; not supported"
+            )
+        if field.offset + field.width > offset:
+            raise LayoutError(
+                f"{where}: the count is not before the table in the record; a record read at the size its "
+                f"counts make it needs each count before its table"
+            )
+        enc = self.book.encodings.get(counter, {})
+        kind, flags = enc.get("kind"), 0
+        ascii_ = is_ascii(enc.get("codepage", "cp037"))
+        mapping = self.mappings.get(path[-1])
+        k0 = nk = 0
+        if mapping is not None:
+            if kind != "text":
+                raise LayoutError(
+                    f"occurs_mappings[{path[-1]!r}]: the count {counter} is a {kind} item; a mapping applies to "
+                    f"text (PIC X) counts"
+                )
+            code, k0, nk = K.C_MAPPED, len(key_counts), len(mapping)
+            for value, n in mapping.items():
+                keys.append(_key_bytes(value, field.width, enc["codepage"], path[-1]))
+                key_counts.append(n)
+        elif kind in ("zoned", "text"):
+            code, flags = K.C_DIGITS, K.CF_ASCII if ascii_ else 0
+            if kind == "zoned" and enc.get("scale", 0) != 0:
+                raise LayoutError(f"{where}: the count has decimal places; a count is a whole number")
+        elif kind == "packed":
+            code = K.C_PACKED
+        elif kind == "binary" and field.width <= 8:
+            code, flags = K.C_BINARY, K.CF_SIGNED if enc.get("signed") else 0
+        else:
+            raise LayoutError(
+                f"{where}: a count of kind {kind} cannot be read; counts are numbers (or text with a mapping)"
+            )
+        counts.append([code, rel, off, field.width, flags, k0, nk])
+        self.count_rows.append((path, counter, most))
+        return len(counts) - 1
+
+    # ---------------------------------------------------------------- reading
+    def scan(self, data, start=0, end=None, limit=-1, label="the data"):
+        """``(starts, lengths)`` of the records of ``data[start:end]`` back to back."""
+        end = len(data) if end is None else end
+        if not 0 <= start <= end <= len(data):  # (the kernel reads data[start:end] at raw addresses)
+            raise ValueError(f"scan: bytes {start}..{end} are not within the data's {len(data)}")
+        status, starts, lengths, row, fault = K.scan(
+            data, start, end, self.size, self.template, self.prog, self.counts, self.keys, self.key_counts, limit
+        )
+        if status != K.OK:
+            at = int(starts[-1] + lengths[-1]) if len(starts) else start
+            self._fail(status, data, len(starts), at, row, fault, label, end)
+        return starts, lengths
+
+    def check_framed(self, data, starts, lengths, offsets, label):
+        """Each framed record (its body at ``starts``, ``lengths`` in ``data``; ``offsets``:
+        its place in the file) exactly as long as its counts make it."""
+        i, status, length, row, fault = K.check_framed(
+            data, starts, lengths, self.size, self.template, self.prog, self.counts, self.keys, self.key_counts
+        )
+        if i < 0:
+            return
+        at = int(offsets[i])  # the RDW's; the body is 4 bytes on
+        if status == K.OK:
+            raise ConversionError(
+                f"{label}: the record at byte {at} is {int(lengths[i])} bytes; its counts make it {int(length)}: fix "
+                f"the record (or its RDW)"
+            )
+        if status == K.S_SHORT:
+            raise ConversionError(
+                f"{label}: the record at byte {at} is {int(lengths[i])} bytes; its counts make it longer (its bytes "
+                f"from byte {at + 4 + int(fault - starts[i])} on are missing): fix the record (or its RDW)"
+            )
+        self._fail(status, data, int(i), int(starts[i]), row, fault, label, 0, shift=at + 4 - int(starts[i]))
+
+    def spread(self, data, starts, lengths):
+        """The records as an ``(n, size)`` uint8 array of the maximum layout."""
+        records = np.empty((len(starts), self.size), dtype=np.uint8)
+        K.spread(data, starts, lengths, records, self.template, self.prog, self.counts, self.keys, self.key_counts)
+        return records
+
+    def _fail(self, status, data, record, at, row, fault, label, end, shift=0):
+        """The ConversionError of record ``record``, which starts at byte ``at`` of ``data``
+        (``shift`` added to the bytes the message shows: the file's offsets of RDW bodies)."""
+        what = f"{label}: record {record} (byte {at + shift})"
+        fault += shift
+        if status == K.S_SHORT:
+            raise ConversionError(
+                f"{what}: the data ends inside the record: its bytes from byte {fault} on, which its counts say it "
+                f"holds, are past the end (byte {end}); the file is truncated, or a count is wrong: fix the data"
+            )
+        path, counter, most = self.count_rows[row]
+        c = self.counts[row]
+        rec = np.empty(self.size, np.uint8)
+        rec[:] = self.template
+        K.walk(data, rec, at, len(data), rec, self.prog, self.counts, self.keys, self.key_counts, K.M_SPREAD, _stack())
+        raw = bytes(rec[c[2] : c[2] + c[3]]) if c[1] == 0 else None
+        shown = f" (bytes {raw.hex(' ').upper()})" if raw is not None else ""
+        field = f"the count {counter} of {'.'.join(path)} (OCCURS 0 TO {most} DEPENDING ON {counter})"
+        if status == K.S_COUNT:
+            value = ""
+            if c[1] == 0:
+                value = f" {K.read_count(rec, 0, row, self.counts, self.keys, self.key_counts)[1]}"
+            raise ConversionError(
+                f"{what}: {field} is{value}{shown}, outside 0..{most}, at byte {fault}; fix the record, or the "
+                f"copybook's maximum"
+            )
+        if status == K.S_BAD_COUNT:
+            mapping = self.mappings.get(path[-1])
+            why = f"no key of occurs_mappings[{path[-1]!r}] ({sorted(mapping)})" if mapping else "not a whole number"
+            if not mapping and self.book.encodings.get(counter, {}).get("kind") == "text":
+                why += f" (a text count's values can be mapped to counts: occurs_mappings={{{path[-1]!r}: {{text: count}}}})"
+            raise ConversionError(f"{what}: {field}{shown} is {why}, at byte {fault}; fix the record")
+        raise ConversionError(f"{what}: {_STATUS[status]}")
+
+    # ---------------------------------------------------------------- the way back
+    def shrink(self, records):
+        """The maximum-layout records (``(n, size)`` uint8) cut to their counts, back to back."""
+        status, lengths, row, record = K.measure(records, self.prog, self.counts, self.keys, self.key_counts)
+        if status != K.OK:
+            path, counter, most = self.count_rows[row]
+            raise ConversionError(
+                f"row {record}: the count {counter} of {'.'.join(path)} is not a count in 0..{most}; fix the value"
+            )
+        out = np.empty(int(lengths.sum()), dtype=np.uint8)
+        K.shrink(records, lengths, out, self.prog, self.counts, self.keys, self.key_counts)
+        return out, lengths
+
+
+def _stack():
+    return np.empty((6, K.DEPTH), np.int64)
+
+
+def _shift(node, by):
+    if node[0] == "copy":
+        return ("copy", node[1] + by, node[2])
+    return ("table", node[1] + by, *node[2:])
+
+
+def _flatten(nodes):
+    rows = []
+    for node in nodes:
+        if node[0] == "copy":
+            if node[2]:
+                rows.append([K.OP_COPY, node[1], node[2], 0, 0, 0])
+            continue
+        _, off, stride, most, row, body = node
+        inner = _flatten(body)
+        rows.append([K.OP_TABLE, off, stride, most, row, len(inner)])
+        rows.extend(inner)
+    return rows
+
+
+def _check_mappings(mappings, book):
+    if mappings is None:
+        return {}
+    if not isinstance(mappings, dict) or not all(isinstance(m, dict) for m in mappings.values()):
+        raise LayoutError(f"occurs_mappings must be {{table name: {{text value: count}}}}, got {mappings!r}")
+    names = {p[-1] for f in book.fields for p in [f.path[:d] for d in f.dims_at]}
+    out = {}
+    for name, mapping in mappings.items():
+        key = str(name).upper().replace("_", "-")
+        if key not in names:
+            raise LayoutError(
+                f"occurs_mappings: {name!r} is no table of the record (its tables: {', '.join(sorted(names))})"
+            )
+        for value, n in mapping.items():
+            if not isinstance(value, str) or not isinstance(n, int) or isinstance(n, bool) or n < 0:
+                raise LayoutError(f"occurs_mappings[{name!r}]: {value!r}: {n!r}: give text values and counts >= 0")
+        out[key] = mapping
+    return out
+
+
+def _key_bytes(value, width, codepage, table):
+    from ._ebcdic import encode_table
+
+    codes = encode_table(codepage)
+    raw = [int(codes[ord(ch)]) if ord(ch) < 0x10000 else -1 for ch in value]
+    if -1 in raw or len(raw) > width:
+        raise LayoutError(
+            f"occurs_mappings[{table!r}]: {value!r} is not {width} characters of code page {codepage}; give the "
+            f"count field's text"
+        )
+    space = 0x20 if is_ascii(codepage) else 0x40
+    return bytes(raw + [space] * (width - len(raw)))
+
+
+def _template(layout, size):
+    """A record of the maximum layout whose every field holds a valid zero (text: spaces;
+    zoned: digits 0; packed: 0 with sign F; binary, floats: 0 bytes)."""
+    rec = np.zeros(size, dtype=np.uint8)
+    for f in layout.fields:
+        enc = f.encoding
+        if enc is None:
+            continue
+        ascii_ = is_ascii(enc.codepage)
+        if enc.kind == "text":
+            value = bytes([0x20 if ascii_ else 0x40]) * f.width
+        elif enc.kind == "zoned":
+            digits = bytes([0x30 if ascii_ else 0xF0]) * enc.digits
+            plus = b"+" if ascii_ else b"\x4e"
+            if enc.sign == "leading separate":
+                digits = plus + digits
+            elif enc.sign == "trailing separate":
+                digits = digits + plus
+            value = digits
+        elif enc.kind == "packed":
+            value = bytes(f.width - 1) + b"\x0f"
+        else:
+            continue
+        for off in f.element_offsets().tolist():
+            rec[off : off + f.width] = np.frombuffer(value, np.uint8)
+    return rec
+
+
+# ---------------------------------------------------------------- Arrow lists -> the maximum layout
+def uncut(table, book, layout, var):
+    """``table`` (lists cut to their counts, as ``read_variable`` gives) with every
+    DEPENDING ON list padded to its maximum with the template's element, as the Layout's
+    ``fixed_size_list``: innermost tables first. A list whose length is not its count is a
+    ConversionError (the way back would lose or make up elements)."""
+    from ._aos import AoS
+    from .cobol import _apply, depending_tables
+
+    template = AoS(var.template.view(layout.dtype).reshape(-1), layout).to_soa().to_arrow()
+    tmpl = pa.StructArray.from_arrays([c.combine_chunks() for c in template.columns], fields=list(template.schema))
+    record = pa.StructArray.from_arrays([c.combine_chunks() for c in table.columns], fields=list(table.schema))
+    for path, counter, most in reversed(depending_tables(book)):
+        where = ".".join(path)
+        pad = functools.partial(_pad_into, element=_element_of(tmpl, path), most=most, where=where)
+        record = _apply(
+            record, path, tuple(counter.split(".")), most, ".".join(path), counter, var.mappings.get(path[-1]), pad
+        )
+    return pa.Table.from_batches([pa.RecordBatch.from_struct_array(record)])
+
+
+def _element_of(tmpl, path):
+    """The template's first element of the table at ``path`` (a struct or value array of 1)."""
+    array = tmpl
+    for name in path:
+        array = array.field(array.type.get_field_index(name))
+        if pa.types.is_fixed_size_list(array.type) or pa.types.is_list(array.type):
+            array = array.flatten().slice(0, 1)
+    return array
+
+
+def _pad_into(array, path, counts, *, element, most, where):
+    return _pad_at(array, path, counts, element, most, where)
+
+
+def _pad_at(array, path, counts, element, most, where):
+    """``array`` (a struct) with the list at ``path`` padded to ``most`` elements."""
+    from .cobol import _index, _with_child
+
+    k = _index(array, path[0], f"the table {where}")
+    child = array.field(k)
+    if len(path) > 1:
+        return _with_child(array, k, _pad_at(child, path[1:], counts, element, most, where))
+    if not (pa.types.is_list(child.type) or pa.types.is_large_list(child.type)):
+        raise ConversionError(
+            f"{where} (OCCURS DEPENDING ON) is a {child.type} column; the way back of records as long as their "
+            f"counts takes the lists read_variable gives (cut_depending_on cuts a table read at its maximum)"
+        )
+    offsets = child.offsets.to_numpy().astype(np.int64)
+    lengths = np.diff(offsets)
+    bad = np.flatnonzero(lengths != counts)
+    if bad.size:
+        row = int(bad[0])
+        raise ConversionError(
+            f"row {row}: {where} holds {int(lengths[row])} elements and its count says {int(counts[row])}; the "
+            f"record would lose or make up elements: make the list as long as its count"
+        )
+    values = child.flatten()
+    if values.type != element.type:
+        element = element.cast(values.type)
+    pool = pa.concat_arrays([values, element])
+    slot = np.arange(most, dtype=np.int64)
+    index = np.where(slot[None, :] < counts[:, None], offsets[:-1, None] + slot[None, :], len(values))
+    return _with_child(array, k, pa.FixedSizeListArray.from_arrays(pool.take(pa.array(index.reshape(-1))), most))

@@ -1,0 +1,104 @@
+"""A stream description (TOML) whose record types are laid out by a COBOL copybook
+(``copybook = "x.cob"``, ``record``, ``codepage``...): read_stream, write_stream and
+``layouts convert SRC --stream SPEC --to DIR/``, on Cobrix's test4 file."""
+
+import pyarrow.parquet as pq
+import pytest
+from cobrix_oracle import DATA
+
+import layouts as lo
+from layouts._cli import main
+
+BOOK = """\
+       01  COMPANY.
+           05  SEGMENT-ID        PIC X(5).
+           05  COMPANY-ID        PIC X(10).
+           05  COMPANY-NAME      PIC X(15).
+           05  ADDRESS           PIC X(25).
+           05  TAXPAYER-TYPE     PIC X(1).
+           05  TAXPAYER-STR      PIC X(8).
+       01  CONTACT.
+           05  SEGMENT-ID        PIC X(5).
+           05  COMPANY-ID        PIC X(10).
+           05  PHONE-NUMBER      PIC X(17).
+           05  CONTACT-PERSON    PIC X(28).
+"""
+SPEC = """\
+name = "companies"
+
+[[section]]
+framing = {{ length = {{ offset = 2, size = 2, order = "little" }}, prefix = 4 }}
+tag = {{ offset = 0, size = 1 }}
+
+[section.types.C]
+tag = "C"
+copybook = "{book}"
+record = "COMPANY"
+codepage = "ascii"
+
+[section.types.P]
+tag = "P"
+copybook = "{book}"
+record = "CONTACT"
+codepage = "ascii"
+{extra}"""
+TEST4 = next((DATA / "test4_data").iterdir())
+
+
+def _spec(tmp_path, book="books/companies.cob", extra=""):
+    (tmp_path / "books").mkdir(exist_ok=True)
+    (tmp_path / "books" / "companies.cob").write_text(BOOK)
+    (tmp_path / "spec.toml").write_text(SPEC.format(book=book, extra=extra))
+    return tmp_path / "spec.toml"
+
+
+def test_read_and_write_stream_with_copybook_types(tmp_path, monkeypatch):
+    spec = _spec(tmp_path)
+    monkeypatch.chdir(DATA)  # the copybook's path is relative to the description, not to here
+    tables = {name: soa.to_arrow() for name, soa in lo.read_stream(TEST4, spec).items()}
+    assert {name: t.num_rows for name, t in tables.items()} == {"C": 316, "P": 684}
+    first = tables["C"].slice(0, 1).to_pylist()[0]
+    assert first["COMPANY-ID"] == "9377942526" and first["TAXPAYER-STR"] == "92714306" and first["_offset"] == 0
+    assert tables["P"].column("CONTACT-PERSON")[0].as_py().rstrip("\0") == "Janiece Newcombe"
+    assert lo.write_stream(tables, spec) == TEST4.read_bytes()
+
+
+def test_convert_stream_with_copybook_types(tmp_path):
+    spec = _spec(tmp_path)
+    out = tmp_path / "out"
+    assert main(["convert", str(TEST4), "--stream", str(spec), "--to", f"{out}/", "--quiet"]) == 0
+    assert pq.read_table(out / "P.parquet").num_rows == 684
+    assert main(["convert", f"{out}/", "--stream", str(spec), "--to", str(tmp_path / "back.dat"), "--quiet"]) == 0
+    assert (tmp_path / "back.dat").read_bytes() == TEST4.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "book, extra, message",
+    [
+        ("nope.cob", "", r"section\[0\]\.types\.C\.copybook: 'nope.cob': no such file .*relative to the description"),
+        ("books/companies.cob", "trim = 3\n", r"types\.P\.trim: 3; expected a string, trim = \"\.\.\.\""),
+        ("books/companies.cob", 'fields = [["a", "u1"]]\n', r"types\.P: give fields = \[\.\.\.\] or copybook"),
+        ("books/companies.cob", 'invalid = "maybe"\n', r"types\.P\.copybook: books/companies.cob: invalid must be"),
+        ("books/companies.cob", "spam = 1\n", r"types\.P: unknown key 'spam'"),
+    ],
+)
+def test_copybook_keys_checked_at_load(tmp_path, book, extra, message):
+    spec = _spec(tmp_path, book, extra)
+    with pytest.raises(lo.LayoutError, match=message):
+        lo.read_stream(TEST4, spec)
+
+
+def test_copybook_options_without_a_copybook(tmp_path):
+    (tmp_path / "s.toml").write_text(
+        '[[section]]\nframing = "rdw"\n[section.types.A]\nfields = [["a", "u1"]]\ncodepage = "ascii"\n'
+    )
+    with pytest.raises(lo.LayoutError, match=r"types\.A\.codepage: applies to a record type laid out by a copybook"):
+        lo.read_stream(b"", tmp_path / "s.toml")
+
+
+def test_unknown_record_names_the_key(tmp_path):
+    spec = _spec(tmp_path, extra="")
+    text = spec.read_text().replace('record = "CONTACT"', 'record = "NOPE"')
+    spec.write_text(text)
+    with pytest.raises(lo.LayoutError, match=r"types\.P\.copybook: books/companies.cob: .*NOPE"):
+        lo.read_stream(TEST4, spec)

@@ -1,0 +1,218 @@
+"""Records as long as their OCCURS DEPENDING ON counts make them (Cobrix's
+``variable_size_occurs``): layouts.cobol.read_variable / write_variable, Cobrix's test21
+and test25 decoded by layouts, RDW framing, and damaged data."""
+
+import struct
+from decimal import Decimal
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from cobrix_oracle import DATA, expected, render, same
+
+import layouts as lo
+from layouts import cobol
+
+MAPPINGS = {"DETAIL1": {"A": 0, "B": 1}, "DETAIL2": {"A": 1, "B": 2}}
+T21 = DATA / "test21_copybook.cob"
+T25 = DATA / "test25_copybook.cob"
+
+
+def test21_nested_variable_occurs_decoded_by_layouts():
+    """Every value equals Cobrix's; the way back gives the file byte for byte."""
+    path = DATA / "test21_data/data.dat"
+    table = cobol.read_variable(path, T21, codepage="ascii")
+    assert table.column("_offset").to_pylist() == [0, 1, 3, 7, 13]
+    ours = [{"RECORD": render({k: v for k, v in r.items() if k != "_offset"})} for r in table.to_pylist()]
+    theirs = expected("test21_expected/test21.txt")
+    assert len(ours) == len(theirs) == 5
+    for a, b in zip(ours, theirs):
+        same(a, b)
+    assert cobol.write_variable(table, T21, codepage="ascii") == path.read_bytes()
+
+
+@pytest.mark.parametrize("name", ["data.dat", "data2.dat"])
+def test25_occurs_mappings_decoded_by_layouts(name):
+    """data.dat: records as long as their counts (read_variable); data2.dat: at their
+    maximum (Layout.from_copybook, cut by cut_depending_on with the same mappings)."""
+    path = DATA / "test25_data" / name
+    if name == "data.dat":
+        table = cobol.read_variable(path, T25, codepage="ascii", occurs_mappings=MAPPINGS).drop_columns(["_offset"])
+        assert cobol.write_variable(table, T25, codepage="ascii", occurs_mappings=MAPPINGS) == path.read_bytes()
+    else:
+        layout = lo.Layout.from_copybook(T25, codepage="ascii")
+        table = lo.AoS(np.frombuffer(path.read_bytes(), layout.dtype), layout).to_soa().to_arrow()
+        table = cobol.cut_depending_on(table, cobol.read_copybook(T25), occurs_mappings=MAPPINGS)
+    ours = [{"RECORD": render(r)} for r in table.to_pylist()]
+    theirs = expected("test25_expected/test25.txt")
+    assert len(ours) == len(theirs) == 2
+    for a, b in zip(ours, theirs):
+        same(a, b)
+
+
+ORDERS = """
+       01  ORDER.
+           05  N-ITEMS         PIC S9(3) COMP-3.
+           05  ITEM OCCURS 0 TO 3 TIMES DEPENDING ON N-ITEMS.
+               10  SKU         PIC X(4).
+               10  QTY         PIC S9(3) COMP-3.
+           05  TOTAL           PIC S9(5)V99 COMP-3.
+"""
+
+
+def _order(n, total):
+    items = b"".join("AB1{}".format(k).encode("cp037") + bytes.fromhex(f"{k:03d}C") for k in range(n))
+    return bytes.fromhex(f"{n:03d}C") + items + bytes.fromhex(f"{total:07d}C")
+
+
+def test_fields_after_the_table_move_and_come_back():
+    data = _order(2, 12345) + _order(0, 1) + _order(3, 99)
+    table = cobol.read_variable(data, ORDERS)
+    assert table.column("_offset").to_pylist() == [0, 18, 24]
+    assert table.column("TOTAL").to_pylist() == [Decimal("123.45"), Decimal("0.01"), Decimal("0.99")]
+    assert table.column("ITEM").to_pylist()[0] == [
+        {"SKU": "AB10", "QTY": Decimal(0)},
+        {"SKU": "AB11", "QTY": Decimal(1)},
+    ]
+    assert cobol.write_variable(table, ORDERS) == data
+
+
+@pytest.mark.parametrize("framing", ["rdw", "rdw-little", "bdw"])
+def test_variable_records_in_rdws(tmp_path, framing):
+    bodies = [_order(1, 5), _order(3, 7), _order(0, 0)]
+    if framing == "rdw":
+        data = b"".join(struct.pack(">HH", len(b) + 4, 0) + b for b in bodies)
+    elif framing == "bdw":  # two blocks: the first two records, then the third
+        rdws = [struct.pack(">HH", len(b) + 4, 0) + b for b in bodies]
+        data = b"".join(struct.pack(">HH", len(x) + 4, 0) + x for x in (rdws[0] + rdws[1], rdws[2]))
+    else:
+        data = b"".join(struct.pack("<HH", 0, len(b)) + b for b in bodies)
+    (tmp_path / "in.dat").write_bytes(data)
+    table = cobol.read_variable(tmp_path / "in.dat", ORDERS, framing=framing)
+    assert table.column("TOTAL").to_pylist() == [Decimal("0.05"), Decimal("0.07"), Decimal("0.00")]
+    cobol.write_variable(table, ORDERS, tmp_path / "out.dat", framing=framing)
+    assert (tmp_path / "out.dat").read_bytes() == data
+    if framing == "bdw":  # the blocks travel in the table's metadata, through Parquet too
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, tmp_path / "t.parquet")
+        assert cobol.write_variable(pq.read_table(tmp_path / "t.parquet"), ORDERS, framing="bdw") == data
+        with pytest.raises(lo.ConversionError, match=r"framing='bdw': the table has no block list"):
+            cobol.write_variable(table.replace_schema_metadata(None), ORDERS, framing="bdw")
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (_order(2, 1)[:-1], r"record 0 \(byte 0\): the data ends inside the record: its bytes from byte 14 on"),
+        (_order(1, 1) + bytes.fromhex("004C") + b"\0" * 20, r"record 1 \(byte 12\): the count N-ITEMS .* is 4 "),
+        (bytes.fromhex("001D") + _order(0, 0)[2:], r"record 0 \(byte 0\): the count N-ITEMS of ITEM .*outside 0..3"),
+        (bytes.fromhex("0A1C") + _order(0, 0)[2:], r"the count N-ITEMS of ITEM .*bytes 0A 1C.* not a whole number"),
+    ],
+)
+def test_damaged_counts_and_truncated_records(data, message):
+    with pytest.raises(lo.ConversionError, match=message):
+        cobol.read_variable(data, ORDERS)
+
+
+def test_ascii_counts_beyond_the_maximum_and_not_digits(tmp_path):
+    (tmp_path / "bad.dat").write_bytes(b"0" + b"3" + b"0" * 9)
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"bad.dat: record 1 \(byte 1\): the count COUNT of GROUP .* is 3 \(bytes 33\), outside 0..2",
+    ):
+        cobol.read_variable(tmp_path / "bad.dat", T21, codepage="ascii")
+    with pytest.raises(lo.ConversionError, match=r"record 1 \(byte 1\): the count COUNT .*bytes 78.*not a whole"):
+        cobol.read_variable(b"0x", T21, codepage="ascii")
+    with pytest.raises(lo.ConversionError, match=r"record 0 \(byte 0\).*\(bytes 43\) is no key of"):
+        cobol.read_variable(b"1C", T25, codepage="ascii", occurs_mappings=MAPPINGS)
+
+
+def test_the_way_back_checks_every_list_against_its_count():
+    table = cobol.read_variable(_order(2, 1), ORDERS)
+    items = table.column("ITEM").combine_chunks()
+    one = pa.ListArray.from_arrays(pa.array([0, 1], pa.int32()), items.flatten().slice(0, 1))
+    short = table.set_column(table.column_names.index("ITEM"), "ITEM", one)
+    with pytest.raises(lo.ConversionError, match=r"row 0: ITEM holds 1 elements and its count says 2"):
+        cobol.write_variable(short, ORDERS)
+
+
+def test_errors_name_the_option():
+    with pytest.raises(lo.LayoutError, match=r"occurs_mappings: 'NOPE' is no table of the record"):
+        cobol.read_variable(b"1A", T25, occurs_mappings={"NOPE": {"A": 1}})
+    with pytest.raises(lo.LayoutError, match=r"has no OCCURS DEPENDING ON table"):
+        cobol.read_variable(b"12", "       01 R.\n          05 A PIC X(2).\n")
+    with pytest.raises(lo.LayoutError, match=r"cannot read .*nope.dat: No such file"):
+        cobol.read_variable("nope.dat", T21)
+    with pytest.raises(lo.LayoutError, match=r"framing must be None"):
+        cobol.read_variable(b"1A", T21, framing="vb")
+
+
+def test_an_rdw_longer_than_its_counts():
+    body = _order(1, 5) + b"\x00\x00"
+    data = struct.pack(">HH", len(body) + 4, 0) + body
+    with pytest.raises(lo.ConversionError, match=r"the record at byte 0 is 14 bytes; its counts make it 12"):
+        cobol.read_variable(data, ORDERS, framing="rdw")
+
+
+def test_mutated_records_give_tables_or_conversion_errors():
+    """Random bytes changed, dropped or added (fixed seed): a table whose way back is the
+    bytes read, or a ConversionError; never a crash, a hang or a read past the end."""
+    rng = np.random.default_rng(27)
+    good = (DATA / "test21_data/data.dat").read_bytes()
+    for _ in range(200):
+        data = bytearray(good)
+        at = int(rng.integers(len(data)))
+        what = rng.integers(3)
+        if what == 0:
+            data[at] = int(rng.choice([0x30, 0x31, 0x32, 0x33, 0x39, 0x41, 0x20, 0x00]))
+        elif what == 1:
+            del data[at:]
+        else:
+            data.insert(at, int(rng.choice([0x30, 0x32, 0x41])))
+        try:
+            table = cobol.read_variable(bytes(data), T21, codepage="ascii")
+        except lo.ConversionError:
+            continue
+        assert cobol.write_variable(table, T21, codepage="ascii") == bytes(data)
+
+
+def test_rdw_records_shorter_than_their_counts_or_with_bad_counts():
+    body = _order(2, 5)
+    short = struct.pack(">HH", len(body) + 2, 0) + body[:-2]
+    data = struct.pack(">HH", 16, 0) + _order(1, 1) + short
+    with pytest.raises(
+        lo.ConversionError, match=r"the record at byte 16 is 16 bytes; its counts make it longer .*byte 34"
+    ):
+        cobol.read_variable(data, ORDERS, framing="rdw")
+    bad = struct.pack(">HH", 16, 0) + _order(1, 1) + struct.pack(">HH", 10, 0) + bytes.fromhex("009C") + b"\0" * 4
+    with pytest.raises(
+        lo.ConversionError, match=r"record 1 \(byte 20\): the count N-ITEMS .* is 9 .*outside 0..3, at byte 22"
+    ):
+        cobol.read_variable(bad, ORDERS, framing="rdw")
+
+
+@pytest.mark.slow
+def test_benchmark_runs_small(tmp_path):
+    """benchmarks.mainframe_variable at a smoke size writes well-formed JSON (no figure asserted)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = tmp_path / "r.json"
+    root = Path(__file__).parent.parent
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.mainframe_variable",
+        "--records",
+        "2000",
+        "--rounds",
+        "1",
+        "--out",
+        str(out),
+    ]
+    subprocess.run(cmd, check=True, cwd=root, capture_output=True, timeout=600)
+    result = json.loads(out.read_text())
+    assert result["records"] == 2000 and len(result["cases"]) == 5 and result["load_average_before"]
