@@ -27,6 +27,7 @@ from .cpu.gather import (
     aos_to_soa_at,
     soa_to_aos_at,
 )  # the transpose through an index
+from .cpu.host import aos_to_soa  # fixed-size records one after another: the strided transpose
 from .cpu.memory import _memcpy  # the transpose's copy of raw bytes, 8 at a time
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "group",
     "gather",
     "gather_all",
+    "aos_to_soa",
     "aos_to_soa_at",
     "soa_to_aos_at",
     "E_TEXT_NUL",

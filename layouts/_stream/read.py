@@ -365,6 +365,7 @@ def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where, gpu
             label,
             f"{where} type {t.name!r}",
             gpu,
+            got.stride,
         )
         if t.record.decimals:
             out.decimals[t.name] = dict(t.record.decimals)
@@ -397,17 +398,22 @@ def _check_sizes(offsets, lengths, fixed, tails, label, what):
             )
 
 
-def _convert(buf, record: Record, order, offsets, lengths, prefix, keep_prefix, tails, label, what, gpu=None):
+def _convert(buf, record: Record, order, offsets, lengths, prefix, keep_prefix, tails, label, what, gpu=None, stride=0):
     """The SoA of one record type (or the header), read through ``offsets`` by the fused
     gather + transpose (on the GPU with ``gpu``, for a type without tails); tails (bytes
-    beyond the fields) as ``_tail``."""
-    layout, runs, _, offset_at = record.plan(order, prefix, True, keep_prefix)
+    beyond the fields) as ``_tail``. With ``stride`` (records of that many bytes one after
+    another from ``offsets[0]``) and fields that need no widening, by the strided transpose
+    of ``read_records`` instead: no gather."""
+    layout, runs, zeros, offset_at = record.plan(order, prefix, True, keep_prefix)
     _check_sizes(offsets, lengths, prefix + record.size(order), tails, label, what)  # before any kernel reads
     offsets = np.ascontiguousarray(offsets, np.int64)
     runs = np.array(runs, np.int64).reshape(-1, 3)
     if gpu is not None and not tails:
         return _transpose_on_gpu(gpu, buf, record, order, layout, runs, offset_at, offsets, prefix, label, what), layout
-    soa = _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what)
+    if stride and not zeros and len(runs) and (runs[:, 1] - runs[:, 0] == runs[0, 1] - runs[0, 0]).all():
+        soa = _transpose_strided(buf, record, order, layout, runs, offset_at, offsets, stride, prefix, label, what)
+    else:
+        soa = _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what)
     if not tails:
         return soa, layout
     n = len(offsets)
@@ -430,6 +436,42 @@ def _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, 
     del keep
     if fault is not None:
         _raise_fault(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what, fault)
+    return soa_over_arena(layout, n, arena, memory, {}, None)
+
+
+def _transpose_strided(buf, record, order, layout, runs, offset_at, offsets, stride, prefix, label, what) -> SoA:
+    """:func:`_transpose_at` of fixed-size records one after another (``offsets`` step by
+    ``stride`` from ``offsets[0]``) whose fields lie in the stream as in the packed record,
+    shifted (``runs`` all move bytes the same distance): the strided transpose of
+    ``read_records`` reads them in place, and ``_offset`` is the index itself."""
+    n = len(offsets)
+    first = int(offsets[0]) if n else 0
+    if first + n * stride > buf.shape[0]:  # (the scan made it so; the kernel trusts it)
+        raise ConversionError(f"{label}: {n} {what} records of {stride} bytes from byte {first} pass the end")
+    shift = int(runs[0, 1] - runs[0, 0])  # packed record byte = stream record byte + shift
+    names = [f.name for f in layout.fields]
+    at = names.index("_offset")
+    arena = Arena(layout, n, frozenset())
+    memory = arena.allocate()
+    ops, offs, keep = forward_ops(arena, memory.ctypes.data, {})
+    offs = offs - shift
+    if record.text and n:
+        nul = [(layout[name].offset - shift, layout[name].width) for name in record.text]
+        row = K.first_nul(buf[first : first + n * stride], stride, *(np.array(c, np.int64) for c in zip(*nul)))
+        if row >= 0:
+            _raise_fault(
+                buf, record, order, layout, runs, offset_at, offsets, prefix, label, what, (row, -1, K.E_TEXT_NUL)
+            )
+    start = arena.buffers[at]["data"][0]
+    memory[start : start + 8 * n].view(np.int64)[:] = offsets
+    rest = np.array([j for j in range(len(names)) if j != at], np.int64)
+    fault = K.aos_to_soa(buf.ctypes.data + first, stride, n, ops[rest], offs, owners=(buf, memory, offs, keep))
+    del keep
+    if fault is not None:
+        row, op, code = fault
+        _raise_fault(
+            buf, record, order, layout, runs, offset_at, offsets, prefix, label, what, (row, int(rest[op]), code)
+        )
     return soa_over_arena(layout, n, arena, memory, {}, None)
 
 
