@@ -1016,3 +1016,37 @@ def test_the_gpu_gather_byte_map():
     # runs (source, place, length): 2 bytes from 5 to 8, 3 from 0 to 13 (a widened u3), offset at 0
     m = byte_map(16, [(5, 8, 2), (0, 13, 3)], 0)
     assert m.tolist() == [-2, -3, -4, -5, -6, -7, -8, -9, 5, 6, ZERO, ZERO, ZERO, 0, 1, 2]
+
+
+def test_fixed_size_records_are_read_in_place_and_checked_as_the_scan_checks_them():
+    # fixed-size records of one type take the strided path (no walk, no gather): same
+    # columns and offsets as the gathered path, NULs in text and bad UTF-8 named by byte,
+    # a truncated last record reported as the scan reports it, and windows cut the same
+    S = lo.Stream
+    rec = S.Record([("name", "S4"), ("a", "<u4"), ("b", ">i2")], text=("name",))
+    fixed = S([S.Section(S.Framing(size=10), [S.RecordType("r", rec)])])
+    tagged = S([S.Section(S.Framing(size=10), [S.RecordType("r", rec, tag=ord("n"))], tag=S.Tag(0, 1))])
+    rng = np.random.default_rng(5)
+    rows = np.zeros(1000, [("name", "S4"), ("a", "<u4"), ("b", ">i2")])
+    rows["name"] = [b"n" + bytes(rng.integers(97, 123, 3, dtype=np.uint8)) for _ in range(1000)]
+    rows["a"], rows["b"] = rng.integers(0, 2**32, 1000), rng.integers(-(2**15), 2**15, 1000)
+    raw = rows.tobytes()
+    got = lo.read_stream(raw, fixed)["r"].to_arrow()
+    assert got.equals(lo.read_stream(raw, tagged)["r"].to_arrow())  # (a tag: the walk and the gather)
+    assert got.column("_offset").to_pylist() == list(range(0, 10_000, 10))
+    assert got.column("b").to_numpy().tolist() == rows["b"].tolist()
+    assert lo.write_stream(lo.read_stream(raw, fixed), fixed) == raw
+    bad = bytearray(raw)
+    bad[10 * 417 + 2] = 0
+    for value, want in (
+        (0, r"byte 4170: text field 'name' .* holds a NUL byte"),
+        (0xFF, r"byte 4170: .*not valid UTF-8"),
+    ):
+        bad[10 * 417 + 2] = value
+        with pytest.raises(lo.ConversionError, match=want) as err:
+            lo.read_stream(bytes(bad), fixed)
+        with pytest.raises(lo.ConversionError) as gathered:
+            lo.read_stream(bytes(bad), tagged)
+        assert str(err.value) == str(gathered.value)
+    with pytest.raises(lo.ConversionError, match=r"byte 9990: the last record is truncated: 7 bytes left"):
+        lo.read_stream(raw[:-3], fixed)
