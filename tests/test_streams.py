@@ -1050,3 +1050,27 @@ def test_fixed_size_records_are_read_in_place_and_checked_as_the_scan_checks_the
         assert str(err.value) == str(gathered.value)
     with pytest.raises(lo.ConversionError, match=r"byte 9990: the last record is truncated: 7 bytes left"):
         lo.read_stream(raw[:-3], fixed)
+
+
+def test_text_fast_and_general_paths_agree_across_blocks_and_chunks():
+    # text values that are plain ASCII take a word-at-a-time copy; a block holding any
+    # other byte goes through the general string kernel: the columns, the round trip
+    # and the first bad value's error are the same wherever the blocks and chunks fall
+    S = lo.Stream
+    rec = S.Record([("kind", "S1"), ("name", "S6"), ("v", "<u4")], text=("kind", "name"))
+    spec = S([S.Section(S.Framing(size=11), [S.RecordType("r", rec, tag="n")], tag=S.Tag(0, 1))])
+    n = 200_000  # about 3.8 MB packed: two chunks on two threads, many blocks each
+    rows = np.zeros(n, [("kind", "S1"), ("name", "S6"), ("v", "<u4")])
+    rows["kind"], rows["name"], rows["v"] = b"n", b"abcdef", np.arange(n)
+    for i in (5, 70_001, n - 1):
+        rows["name"][i] = "ab\u00e9cd".encode()  # 2-byte UTF-8
+    raw = rows.tobytes()
+    got = lo.read_stream(raw, spec)
+    names = got["r"].to_arrow().column("name").to_pylist()
+    assert names[5] == names[70_001] == names[-1] == "ab\u00e9cd" and names[6] == names[150_000] == "abcdef"
+    assert got["r"].to_arrow().column("kind").to_pylist() == ["n"] * n
+    assert lo.write_stream(got, spec) == raw
+    bad = bytearray(raw)
+    bad[11 * 150_000 + 3] = 0xFF
+    with pytest.raises(lo.ConversionError, match=r"byte 1650000: a .* type 'r' record: .*'name'.*not valid UTF-8"):
+        lo.read_stream(bytes(bad), spec)
