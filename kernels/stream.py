@@ -71,6 +71,17 @@ SHORT_RECORD = 6  # a record shorter than its type's fields
 @_jit
 def _get_uint(buf, pos, size, big):
     """The unsigned integer of ``size`` (1..8) bytes at ``buf[pos]``."""
+    if size == 1:
+        return np.uint64(buf[pos])
+    if size == 2:  # (the common widths spelled out: the scan reads one or two of them per record)
+        a, b = np.uint64(buf[pos]), np.uint64(buf[pos + 1])
+        return (a << np.uint64(8)) | b if big else (b << np.uint64(8)) | a
+    if size == 4:
+        a, b = np.uint64(buf[pos]), np.uint64(buf[pos + 1])
+        c, d = np.uint64(buf[pos + 2]), np.uint64(buf[pos + 3])
+        if big:
+            return (a << np.uint64(24)) | (b << np.uint64(16)) | (c << np.uint64(8)) | d
+        return (d << np.uint64(24)) | (c << np.uint64(16)) | (b << np.uint64(8)) | a
     v = np.uint64(0)
     if big:
         for k in range(size):
@@ -152,7 +163,7 @@ def scan(
         else:
             value = _get_uint(buf, pos + len_off, len_size, len_big)
             room = left - base
-            if room < 0 or value > np.uint64(room // unit):
+            if room < 0 or value > np.uint64(room if unit == 1 else room // unit):  # (no division per record)
                 return PAST_END, pos, count
             n = np.int64(value) * unit + base
         if n < min_len or n <= 0:
