@@ -18,7 +18,7 @@ take only NumPy arrays and integers, and import nothing of ``layouts``.
 import numpy as np
 from numba import njit
 
-from ._memory import store8
+from ._memory import store8, stream_fence
 from .cpu.gather import (
     E_LENGTH,
     E_TAG,
@@ -28,7 +28,8 @@ from .cpu.gather import (
     soa_to_aos_at,
 )  # the transpose through an index
 from .cpu.host import aos_to_soa  # fixed-size records one after another: the strided transpose
-from .cpu.memory import _memcpy  # the transpose's copy of raw bytes, 8 at a time
+from .cpu.memory import _memcpy, _stream_copy  # copies of raw bytes, 8 at a time; by streaming stores
+from .threads import chunk_starts, run_chunks
 
 __all__ = [
     "scan",
@@ -282,16 +283,33 @@ def first_nul(dense, itemsize, starts, widths):
 
 
 @_jit
-def gather_tails(buf, offsets, starts, ends, data):
-    """Copy ``buf[offsets[i] + ...]`` tails into ``data``: record ``i``'s tail is
-    ``ends[i] - ends[i-1]`` bytes (``ends[-1]`` is 0) from ``offsets[i] + starts[i]``."""
-    prev = np.int64(0)
-    base = buf.ctypes.data
-    out = data.ctypes.data
-    for i in range(offsets.shape[0]):
+def _tails_rows(buf, data, r0, r1, offsets, starts, ends, err, stop):
+    """Tails ``r0..r1`` of :func:`gather_tails` (one chunk of a call): long ones by
+    streaming stores (written once, never read back here), short ones a word at a time."""
+    base, out = buf.ctypes.data, data.ctypes.data
+    prev = ends[r0 - 1] if r0 > 0 else np.int64(0)
+    for i in range(r0, r1):
+        if (i & 1023) == 0 and stop[0] != 0:
+            return
         e = ends[i]
-        _memcpy(out + prev, base + offsets[i] + starts[i], e - prev)
+        if e - prev >= 256:
+            _stream_copy(out + prev, base + offsets[i] + starts[i], e - prev)
+        else:
+            _memcpy(out + prev, base + offsets[i] + starts[i], e - prev)
         prev = e
+    stream_fence()
+
+
+def gather_tails(buf, offsets, starts, ends, data, *, threads=None):
+    """Copy ``buf[offsets[i] + ...]`` tails into ``data``: record ``i``'s tail is
+    ``ends[i] - ends[i-1]`` bytes (``ends[-1]`` is 0) from ``offsets[i] + starts[i]``.
+    Chunks of the records go to the kernels' thread pool (at least a MiB of tails each).
+    The caller has checked that every tail lies inside ``buf`` and ``data``."""
+    n = offsets.shape[0]
+    if not n:
+        return
+    mean = max(1, int(ends[-1]) // n)
+    run_chunks(_tails_rows, chunk_starts(n, mean, threads), (buf, data, offsets, starts, ends), (buf, data))
 
 
 @_jit
