@@ -44,6 +44,7 @@ __all__ = [
     "E_LENGTH",
     "E_TAG",
     "first_nul",
+    "tiles",
     "gather_tails",
     "scatter",
     "scatter_tails",
@@ -266,6 +267,41 @@ def gather_all(buf, offsets, types, dense_addr, itemsize, offset_at, run_start, 
                 store8(dst + offset_at[t] + k, np.uint8(v & np.uint64(0xFF)))
                 v = v >> np.uint64(8)
         cursor[t] += 1
+
+
+@_jit
+def tiles(keys, sizes, start):
+    """Whether pieces ``[keys[i], keys[i] + sizes[i])`` lie one after another from
+    ``start`` with no gap or overlap, in some order: then each piece's place is its key
+    (a stream written back as it was read), found without sorting. True when every size
+    is positive, the keys are distinct, one is ``start``, all lie before ``start + the
+    sizes' sum`` (E), and each piece ends at another's key or at E. (Sorted, key ``j``'s
+    size is at least the distance to the next key, and those distances add up to the
+    sizes' sum: so each is exactly that.) A bit per byte of the range marks the keys."""
+    n = keys.shape[0]
+    total = np.int64(0)
+    for i in range(n):
+        if sizes[i] <= 0 or total > (1 << 62):
+            return False
+        total += sizes[i]
+    if n == 0:
+        return True
+    bits = np.zeros((total >> 6) + 1, np.uint64)
+    for i in range(n):
+        k = keys[i] - start
+        if k < 0 or k >= total:
+            return False
+        w, b = k >> 6, np.uint64(1) << np.uint64(k & 63)
+        if bits[w] & b:
+            return False
+        bits[w] |= b
+    if not bits[0] & np.uint64(1):
+        return False
+    for i in range(n):
+        e = keys[i] - start + sizes[i]
+        if e != total and (e > total or not (bits[e >> 6] >> np.uint64(e & 63)) & np.uint64(1)):
+            return False
+    return True
 
 
 @_jit

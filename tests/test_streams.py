@@ -1074,3 +1074,19 @@ def test_text_fast_and_general_paths_agree_across_blocks_and_chunks():
     bad[11 * 150_000 + 3] = 0xFF
     with pytest.raises(lo.ConversionError, match=r"byte 1650000: a .* type 'r' record: .*'name'.*not valid UTF-8"):
         lo.read_stream(bytes(bad), spec)
+
+
+def test_tiles_finds_records_that_go_back_where_they_were():
+    # write_stream skips the sort when the records tile the section in _offset order
+    from layouts.kernels.stream import tiles
+
+    def t(keys, sizes, start=10):
+        return bool(tiles(np.array(keys, np.int64), np.array(sizes, np.int64), start))
+
+    assert t([10, 13, 20], [3, 7, 5]) and t([20, 10, 13], [5, 3, 7]) and t([], [])
+    assert not t([11, 13, 20], [2, 7, 5])  # does not start at start
+    assert not t([10, 14, 20], [3, 6, 6])  # a gap (and a piece past the end)
+    assert not t([10, 12, 20], [3, 8, 4])  # an overlap
+    assert not t([10, 10, 15], [5, 5, 5])  # the same key twice
+    assert not t([10, 15, 20], [5, 0, 5])  # an empty piece
+    assert not t([10, 12, 14], [4, 4, 4]) and not t([10, 13], [4, 3])  # overlaps, the sum right

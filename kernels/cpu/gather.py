@@ -32,11 +32,11 @@ from .._memory import (
     store64,
     stream_fence,
 )
-from ..plan import COUNT, DATA, K_CSTR, K_UTF32, KIND, OFFS, OFFSETS, P1, P2, WIDTH
+from ..plan import COUNT, DATA, ELEM0, K_CSTR, K_UTF32, KIND, OFFS, OFFSETS, P1, P2, VALID, WIDTH
 from ..threads import ROW_ALIGN, chunk_starts, run_chunks
 from .forward import _compact_strings, _forward_block, _fwd_string, _stage_block, _stage_plan, _unstage_block
 from .memory import BLOCK_BYTES, STAGE_RECORD_MAX, STREAM_BYTES, _jit, _offset_at, _set_offset
-from .reverse import _prefetch_columns, _reverse_block
+from .reverse import _prefetch_columns, _rev_string, _reverse_block
 
 __all__ = ["aos_to_soa_at", "soa_to_aos_at", "E_TEXT_NUL", "E_WIDE", "E_LENGTH", "E_TAG"]
 
@@ -154,6 +154,38 @@ def _fwd_text(src, itemsize, r0, b0, b1, op, offs):
         _copy_run(data + pos, src + r * itemsize + at, n)
         pos += n
         _set_offset(offsets, r + 1, ow, pos)
+    return True
+
+
+def _texts(ops):
+    """(mask of the ops of one ``S<n>`` string per record, the plan's op number of each of
+    the other ops and then of those): the kernels below take the strings apart, for
+    their plain-ASCII fast path."""
+    text = (ops[:, KIND] == K_CSTR) & (ops[:, COUNT] == 1)
+    return text, np.concatenate([np.flatnonzero(~text), np.flatnonzero(text)]).astype(np.int64)
+
+
+@_jit
+def _rev_text(dst, itemsize, b0, b1, op, offs):
+    """:func:`kernels.cpu.reverse._rev_string` for a string column going back to one
+    ``S<n>`` field per record when rows ``b0..b1`` are all valid, all ``n`` bytes long and
+    hold no NUL (the general kernel would copy them whole, with no padding): a word at a
+    time. Returns False, having written nothing, for any other block."""
+    n, data, offsets, e0, ow = op[WIDTH], op[DATA], op[OFFSETS], op[ELEM0], op[P2]
+    if op[VALID] != 0 or b1 <= b0:
+        return False
+    first = _offset_at(offsets, e0 + b0, ow)
+    pos = first
+    for r in range(b0, b1):
+        nxt = _offset_at(offsets, e0 + r + 1, ow)
+        if nxt - pos != n:
+            return False
+        pos = nxt
+    if _bytes_seen(data + first, pos - first)[0]:
+        return False
+    out = dst + offs[op[OFFS]]
+    for r in range(b0, b1):
+        _copy_run(out + r * itemsize, data + first + (r - b0) * n, n)
     return True
 
 
@@ -296,8 +328,7 @@ def aos_to_soa_at(buf, offsets, itemsize, runs, offset_at, nul, ops, offs, *, th
     n = offsets.shape[0]
     starts = chunk_starts(n, itemsize, threads)
     stream = n * itemsize >= STREAM_BYTES and itemsize <= STAGE_RECORD_MAX
-    text = (ops[:, KIND] == K_CSTR) & (ops[:, COUNT] == 1)
-    which = np.concatenate([np.flatnonzero(~text), np.flatnonzero(text)]).astype(np.int64)
+    text, which = _texts(ops)
     args = (
         buf,
         itemsize,
@@ -407,6 +438,8 @@ def _reverse_rows_at(
     frame,
     lengths,
     ops,
+    which,
+    texts,
     offs,
     err,
     stop,
@@ -431,6 +464,8 @@ def _reverse_rows_at(
         frame,
         lengths,
         ops,
+        which,
+        texts,
         offs,
         block,
         rows,
@@ -454,6 +489,8 @@ def _reverse_blocks_at(
     frame,
     lengths,
     ops,
+    which,
+    texts,
     offs,
     block,
     rows,
@@ -467,7 +504,18 @@ def _reverse_blocks_at(
             break
         b1 = min(b0 + block, r1)
         _prefetch_columns(ops, b1, min(b1 + block, r1))
-        if _reverse_block(packed - b0 * itemsize, itemsize, b0, b1, ops, offs, err) != 0:
+        rows_at = packed - b0 * itemsize
+        if _reverse_block(rows_at, itemsize, b0, b1, ops, offs, err) != 0:
+            err[1] = which[err[1]]
+            break
+        code = 0
+        for t in range(texts.shape[0]):
+            if not _rev_text(rows_at, itemsize, b0, b1, texts[t], offs):
+                row, code = _rev_string(rows_at, itemsize, b0, b1, texts[t], offs)
+                if code != 0:
+                    err[0], err[1], err[2] = row, which[ops.shape[0] + t], code
+                    break
+        if code != 0:
             break
         bad, code = _scatter_rows(
             packed, itemsize, b0, b1, positions, run_src, run_dst, run_len, zero_off, zero_len, frame, lengths, dst
@@ -493,6 +541,7 @@ def soa_to_aos_at(out, positions, itemsize, runs, zeros, frame, lengths, ops, of
     """
     n = positions.shape[0]
     starts = chunk_starts(n, itemsize, threads)
+    text, which = _texts(ops)
     args = (
         out,
         itemsize,
@@ -504,7 +553,9 @@ def soa_to_aos_at(out, positions, itemsize, runs, zeros, frame, lengths, ops, of
         zeros[:, 1].copy(),
         frame,
         lengths,
-        ops,
+        ops[~text],
+        which,
+        ops[text],
         offs,
     )
     return run_chunks(_reverse_rows_at, starts, args, (owners, out, positions, lengths))
