@@ -7,6 +7,7 @@ names the source, the byte offset, the record type and the fix.
 
 from __future__ import annotations
 
+import functools
 import mmap
 import os
 from dataclasses import dataclass
@@ -84,6 +85,13 @@ def detect_order(stream: Stream, buf: np.ndarray, label: str) -> str:
     )
 
 
+@functools.lru_cache(maxsize=1024)
+def record_size(record, order: str) -> int:
+    """``record.size(order)``, remembered (a Record is a value; its size is asked for
+    each type of each read, and takes a parse of every field's type)."""
+    return record.size(order)
+
+
 @dataclass
 class Scanned:
     """One section's index: offsets, lengths and type numbers of its records (-1:
@@ -106,7 +114,7 @@ def section_params(stream: Stream, s: Section, order: str, header: dict, where: 
         from .spec import evaluate
 
         if f.size is None:  # "fixed": each record is its (one) type's fields
-            size = prefix + s.types[0].record.size(order)
+            size = prefix + record_size(s.types[0].record, order)
         else:
             size = _checked(lambda: evaluate(f.size, header, f"{where}.framing.size"), where)
         if size <= 0:
@@ -129,7 +137,7 @@ def section_params(stream: Stream, s: Section, order: str, header: dict, where: 
         need = max(need, prefix + tag.offset + tag.size)
     else:
         tp = (0, 0, False, np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32))
-    type_min = np.array([prefix + t.record.size(order) for t in s.types], np.int64)
+    type_min = np.array([prefix + record_size(t.record, order) for t in s.types], np.int64)
     return lp, tp, type_min, max(need, prefix if f.length is not None else 1)
 
 
