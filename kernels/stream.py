@@ -205,21 +205,46 @@ def scan(
 
 
 @_jit
-def group(types, ntypes, offsets, lengths, g_offsets, g_lengths):
-    """Records grouped by type, in stream order within each (a counting sort): type
-    ``t`` (-1 for skipped records, which go first) gets ``bounds[t + 1]..bounds[t + 2]``
-    of ``g_offsets``/``g_lengths``. Returns ``bounds`` (``ntypes + 2`` entries + 1)."""
-    bounds = np.zeros(ntypes + 3, np.int64)
-    for i in range(types.shape[0]):
-        bounds[types[i] + 2] += 1
-    for t in range(1, ntypes + 3):
-        bounds[t] += bounds[t - 1]
-    fill = bounds.copy()
-    for i in range(types.shape[0]):
-        j = fill[types[i] + 1]
+def _group_count(types, counts, r0, r1, starts, err, stop):
+    """Records ``r0..r1`` (one chunk of :func:`group`) counted by type in their chunk's
+    row of ``counts`` (column ``t + 1`` for type ``t``)."""
+    row = counts[np.searchsorted(starts, r0)]
+    for i in range(r0, r1):
+        row[types[i] + 1] += 1
+
+
+@_jit
+def _group_place(types, fill, r0, r1, starts, offsets, lengths, g_offsets, g_lengths, err, stop):
+    """Records ``r0..r1`` to their places: the next of their type in their chunk's row of
+    ``fill`` (where the chunk's records of each type start)."""
+    row = fill[np.searchsorted(starts, r0)]
+    for i in range(r0, r1):
+        k = types[i] + 1
+        j = row[k]
         g_offsets[j] = offsets[i]
         g_lengths[j] = lengths[i]
-        fill[types[i] + 1] = j + 1
+        row[k] = j + 1
+
+
+def group(types, ntypes, offsets, lengths, g_offsets, g_lengths, *, threads=None):
+    """Records grouped by type, in stream order within each (a counting sort): type
+    ``t`` (-1 for skipped records, which go first) gets ``bounds[t + 1]..bounds[t + 2]``
+    of ``g_offsets``/``g_lengths``. Returns ``bounds`` (``ntypes + 2`` entries + 1).
+
+    Two passes over chunks of the records on the kernels' thread pool: each chunk counts
+    its records of each type, then places them after those of the same type in the
+    chunks before it (so the order within a type is the stream's)."""
+    n = types.shape[0]
+    starts = chunk_starts(n, 20, threads)  # (20 bytes of index a record: offset, length, type)
+    counts = np.zeros((max(starts.shape[0] - 1, 1), ntypes + 2), np.int64)
+    owners = (types, offsets, lengths, g_offsets, g_lengths)
+    if n:
+        run_chunks(_group_count, starts, (types, counts, starts), owners)
+    bounds = np.zeros(ntypes + 3, np.int64)
+    np.cumsum(counts.sum(axis=0), out=bounds[1:])
+    fill = bounds[:-1] + np.cumsum(counts, axis=0) - counts  # (chunk, type + 1): where its records go
+    if n:
+        run_chunks(_group_place, starts, (types, fill, starts, offsets, lengths, g_offsets, g_lengths), owners)
     return bounds
 
 

@@ -667,7 +667,7 @@ def test_a_new_description_or_source_compiles_nothing():
 
     raw, _ = itch_file(np.random.default_rng(13), list(ITCH), 50)
     lo.write_stream(lo.read_stream(raw, "itch50"), "itch50")
-    kernels = (K.scan, K.group, K.gather, K.first_nul, K.scatter, K.put_fields)
+    kernels = (K.scan, K._group_count, K._group_place, K.gather, K.first_nul, K.scatter, K.put_fields, K.tiles)
     before = [len(k.signatures) for k in kernels]
     lo.write_stream(lo.read_stream(_tagged_bytes(), _tagged("keep")), _tagged("keep"))
     lo.read_stream(bytearray(raw), "itch50")
