@@ -94,14 +94,20 @@ def pcap_bytes(packets, seed=0):
     return b"".join(out)
 
 
-def interleaved(fns, repeat):
-    """Median seconds of each function, rounds interleaved (one call of each per round)."""
+def interleaved(fns, repeat, cpu=None):
+    """Median seconds of each function, rounds interleaved (one call of each per round).
+    With a list ``cpu``, the median CPU seconds of each (this process's, all its threads:
+    less disturbed by other programs than the wall clock) are appended to it."""
     times = [[] for _ in fns]
+    used = [[] for _ in fns]
     for _ in range(repeat):
         for k, fn in enumerate(fns):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             fn()
             times[k].append(time.perf_counter() - t0)
+            used[k].append(time.process_time() - c0)
+    if cpu is not None:
+        cpu.extend(float(np.median(u)) for u in used)
     return [float(np.median(t)) for t in times]
 
 
@@ -143,7 +149,8 @@ def run_itch(sizes_mb, repeat):
         if book is not None:
             book(buf)
             fns.append(lambda: book(buf))
-        times = interleaved(fns, repeat)
+        cpu: list = []
+        times = interleaved(fns, repeat, cpu)
         assert out.getvalue() == buf.tobytes()
         row = {
             "bytes": buf.nbytes,
@@ -152,6 +159,10 @@ def run_itch(sizes_mb, repeat):
             "write_s": times[1],
             "copy_s": times[2],
             "itch_book_s": times[3] if book is not None else None,
+            "read_cpu_s": cpu[0],
+            "write_cpu_s": cpu[1],
+            "itch_book_cpu_s": cpu[3] if book is not None else None,
+            "load_average": os.getloadavg(),
         }
         rows.append(row)
     _print_itch(rows, repeat, book is not None)
@@ -160,19 +171,24 @@ def run_itch(sizes_mb, repeat):
 
 def _print_itch(rows, repeat, book):
     print(f"ITCH 5.0 days (benchmarks.itch_day), in memory; median of {repeat} interleaved rounds")
-    print("| MB | messages | step | seconds | messages/s | GB/s | time / copy |")
-    print("| ---: | ---: | --- | ---: | ---: | ---: | ---: |")
+    print("| MB | messages | step | seconds | messages/s | GB/s | time / copy | CPU seconds |")
+    print("| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
         gb, n, mb = r["bytes"] / 1e9, r["messages"], f"{r['bytes'] / 1e6:.0f}"
         steps = [
-            ("read_stream -> 23 tables", r["read_s"]),
-            ("write_stream <- 23 tables", r["write_s"]),
-            ("np.copyto (reused buffer)", r["copy_s"]),
+            ("read_stream -> 23 tables", r["read_s"], r["read_cpu_s"]),
+            ("write_stream <- 23 tables", r["write_s"], r["write_cpu_s"]),
+            ("np.copyto (reused buffer)", r["copy_s"], None),
         ]
         if book:
-            steps.append(("itch-book message table", r["itch_book_s"]))
-        for name, t in steps:
-            print(f"| {mb} | {n:,} | {name} | {t:.3f} | {n / t / 1e6:.1f} M | {gb / t:.2f} | {t / r['copy_s']:.1f}x |")
+            steps.append(("itch-book message table", r["itch_book_s"], r["itch_book_cpu_s"]))
+        for name, t, c in steps:
+            used = "" if c is None else f"{c:.3f}"
+            print(
+                f"| {mb} | {n:,} | {name} | {t:.3f} | {n / t / 1e6:.1f} M | {gb / t:.2f} | "
+                f"{t / r['copy_s']:.1f}x | {used} |"
+            )
+        print(f"(load average {', '.join(f'{x:.1f}' for x in r['load_average'])})")
     if book:
         print(
             "itch-book time / read_stream time: "
@@ -196,8 +212,9 @@ def run_pcap(packets, repeat):
     except ImportError:
         print("pcap: dpkt is not installed (pip install dpkt); skipped")
         return {}
+    cpu: list = []
     t_lo, t_dpkt = interleaved(
-        [lambda: lo.read_stream(raw, pspec), lambda: list(dpkt.pcap.Reader(io.BytesIO(raw)))], repeat
+        [lambda: lo.read_stream(raw, pspec), lambda: list(dpkt.pcap.Reader(io.BytesIO(raw)))], repeat, cpu
     )
     print(
         f"\npcap: {len(raw) / 1e6:.0f} MB, {packets:,} packets (payloads kept), median of {repeat} interleaved rounds"
@@ -206,7 +223,15 @@ def run_pcap(packets, repeat):
     print("| --- | ---: | ---: | ---: | ---: |")
     for name, t in (("layouts read_stream", t_lo), ("dpkt.pcap.Reader", t_dpkt)):
         print(f"| {name} | {t:.3f} | {packets / t / 1e6:.2f} M | {len(raw) / t / 1e9:.2f} | {t_dpkt / t:.1f}x |")
-    return {"pcap_bytes": len(raw), "packets": packets, "pcap_layouts_s": t_lo, "pcap_dpkt_s": t_dpkt}
+    print(f"(CPU seconds: layouts {cpu[0]:.3f}, dpkt {cpu[1]:.3f}; load average {os.getloadavg()[0]:.1f})")
+    return {
+        "pcap_bytes": len(raw),
+        "packets": packets,
+        "pcap_layouts_s": t_lo,
+        "pcap_dpkt_s": t_dpkt,
+        "pcap_layouts_cpu_s": cpu[0],
+        "pcap_dpkt_cpu_s": cpu[1],
+    }
 
 
 def _fixed_records(name, path, spec, type_name, dtype, offset, count, repeat):

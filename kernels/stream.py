@@ -18,7 +18,7 @@ take only NumPy arrays and integers, and import nothing of ``layouts``.
 import numpy as np
 from numba import njit
 
-from ._memory import store8
+from ._memory import store8, stream_fence
 from .cpu.gather import (
     E_LENGTH,
     E_TAG,
@@ -27,13 +27,16 @@ from .cpu.gather import (
     aos_to_soa_at,
     soa_to_aos_at,
 )  # the transpose through an index
-from .cpu.memory import _memcpy  # the transpose's copy of raw bytes, 8 at a time
+from .cpu.host import aos_to_soa  # fixed-size records one after another: the strided transpose
+from .cpu.memory import _memcpy, _stream_copy  # copies of raw bytes, 8 at a time; by streaming stores
+from .threads import chunk_starts, run_chunks
 
 __all__ = [
     "scan",
     "group",
     "gather",
     "gather_all",
+    "aos_to_soa",
     "aos_to_soa_at",
     "soa_to_aos_at",
     "E_TEXT_NUL",
@@ -41,6 +44,7 @@ __all__ = [
     "E_LENGTH",
     "E_TAG",
     "first_nul",
+    "tiles",
     "gather_tails",
     "scatter",
     "scatter_tails",
@@ -69,6 +73,17 @@ SHORT_RECORD = 6  # a record shorter than its type's fields
 @_jit
 def _get_uint(buf, pos, size, big):
     """The unsigned integer of ``size`` (1..8) bytes at ``buf[pos]``."""
+    if size == 1:
+        return np.uint64(buf[pos])
+    if size == 2:  # (the common widths spelled out: the scan reads one or two of them per record)
+        a, b = np.uint64(buf[pos]), np.uint64(buf[pos + 1])
+        return (a << np.uint64(8)) | b if big else (b << np.uint64(8)) | a
+    if size == 4:
+        a, b = np.uint64(buf[pos]), np.uint64(buf[pos + 1])
+        c, d = np.uint64(buf[pos + 2]), np.uint64(buf[pos + 3])
+        if big:
+            return (a << np.uint64(24)) | (b << np.uint64(16)) | (c << np.uint64(8)) | d
+        return (d << np.uint64(24)) | (c << np.uint64(16)) | (b << np.uint64(8)) | a
     v = np.uint64(0)
     if big:
         for k in range(size):
@@ -150,7 +165,7 @@ def scan(
         else:
             value = _get_uint(buf, pos + len_off, len_size, len_big)
             room = left - base
-            if room < 0 or value > np.uint64(room // unit):
+            if room < 0 or value > np.uint64(room if unit == 1 else room // unit):  # (no division per record)
                 return PAST_END, pos, count
             n = np.int64(value) * unit + base
         if n < min_len or n <= 0:
@@ -190,21 +205,46 @@ def scan(
 
 
 @_jit
-def group(types, ntypes, offsets, lengths, g_offsets, g_lengths):
-    """Records grouped by type, in stream order within each (a counting sort): type
-    ``t`` (-1 for skipped records, which go first) gets ``bounds[t + 1]..bounds[t + 2]``
-    of ``g_offsets``/``g_lengths``. Returns ``bounds`` (``ntypes + 2`` entries + 1)."""
-    bounds = np.zeros(ntypes + 3, np.int64)
-    for i in range(types.shape[0]):
-        bounds[types[i] + 2] += 1
-    for t in range(1, ntypes + 3):
-        bounds[t] += bounds[t - 1]
-    fill = bounds.copy()
-    for i in range(types.shape[0]):
-        j = fill[types[i] + 1]
+def _group_count(types, counts, r0, r1, starts, err, stop):
+    """Records ``r0..r1`` (one chunk of :func:`group`) counted by type in their chunk's
+    row of ``counts`` (column ``t + 1`` for type ``t``)."""
+    row = counts[np.searchsorted(starts, r0)]
+    for i in range(r0, r1):
+        row[types[i] + 1] += 1
+
+
+@_jit
+def _group_place(types, fill, r0, r1, starts, offsets, lengths, g_offsets, g_lengths, err, stop):
+    """Records ``r0..r1`` to their places: the next of their type in their chunk's row of
+    ``fill`` (where the chunk's records of each type start)."""
+    row = fill[np.searchsorted(starts, r0)]
+    for i in range(r0, r1):
+        k = types[i] + 1
+        j = row[k]
         g_offsets[j] = offsets[i]
         g_lengths[j] = lengths[i]
-        fill[types[i] + 1] = j + 1
+        row[k] = j + 1
+
+
+def group(types, ntypes, offsets, lengths, g_offsets, g_lengths, *, threads=None):
+    """Records grouped by type, in stream order within each (a counting sort): type
+    ``t`` (-1 for skipped records, which go first) gets ``bounds[t + 1]..bounds[t + 2]``
+    of ``g_offsets``/``g_lengths``. Returns ``bounds`` (``ntypes + 2`` entries + 1).
+
+    Two passes over chunks of the records on the kernels' thread pool: each chunk counts
+    its records of each type, then places them after those of the same type in the
+    chunks before it (so the order within a type is the stream's)."""
+    n = types.shape[0]
+    starts = chunk_starts(n, 20, threads)  # (20 bytes of index a record: offset, length, type)
+    counts = np.zeros((max(starts.shape[0] - 1, 1), ntypes + 2), np.int64)
+    owners = (types, offsets, lengths, g_offsets, g_lengths)
+    if n:
+        run_chunks(_group_count, starts, (types, counts, starts), owners)
+    bounds = np.zeros(ntypes + 3, np.int64)
+    np.cumsum(counts.sum(axis=0), out=bounds[1:])
+    fill = bounds[:-1] + np.cumsum(counts, axis=0) - counts  # (chunk, type + 1): where its records go
+    if n:
+        run_chunks(_group_place, starts, (types, fill, starts, offsets, lengths, g_offsets, g_lengths), owners)
     return bounds
 
 
@@ -255,6 +295,41 @@ def gather_all(buf, offsets, types, dense_addr, itemsize, offset_at, run_start, 
 
 
 @_jit
+def tiles(keys, sizes, start):
+    """Whether pieces ``[keys[i], keys[i] + sizes[i])`` lie one after another from
+    ``start`` with no gap or overlap, in some order: then each piece's place is its key
+    (a stream written back as it was read), found without sorting. True when every size
+    is positive, the keys are distinct, one is ``start``, all lie before ``start + the
+    sizes' sum`` (E), and each piece ends at another's key or at E. (Sorted, key ``j``'s
+    size is at least the distance to the next key, and those distances add up to the
+    sizes' sum: so each is exactly that.) A bit per byte of the range marks the keys."""
+    n = keys.shape[0]
+    total = np.int64(0)
+    for i in range(n):
+        if sizes[i] <= 0 or total > (1 << 62):
+            return False
+        total += sizes[i]
+    if n == 0:
+        return True
+    bits = np.zeros((total >> 6) + 1, np.uint64)
+    for i in range(n):
+        k = keys[i] - start
+        if k < 0 or k >= total:
+            return False
+        w, b = k >> 6, np.uint64(1) << np.uint64(k & 63)
+        if bits[w] & b:
+            return False
+        bits[w] |= b
+    if not bits[0] & np.uint64(1):
+        return False
+    for i in range(n):
+        e = keys[i] - start + sizes[i]
+        if e != total and (e > total or not (bits[e >> 6] >> np.uint64(e & 63)) & np.uint64(1)):
+            return False
+    return True
+
+
+@_jit
 def first_nul(dense, itemsize, starts, widths):
     """The first record (of ``len(dense) // itemsize``) with a zero byte in one of the
     byte ranges ``starts[f] .. + widths[f]``, or -1."""
@@ -269,16 +344,33 @@ def first_nul(dense, itemsize, starts, widths):
 
 
 @_jit
-def gather_tails(buf, offsets, starts, ends, data):
-    """Copy ``buf[offsets[i] + ...]`` tails into ``data``: record ``i``'s tail is
-    ``ends[i] - ends[i-1]`` bytes (``ends[-1]`` is 0) from ``offsets[i] + starts[i]``."""
-    prev = np.int64(0)
-    base = buf.ctypes.data
-    out = data.ctypes.data
-    for i in range(offsets.shape[0]):
+def _tails_rows(buf, data, r0, r1, offsets, starts, ends, err, stop):
+    """Tails ``r0..r1`` of :func:`gather_tails` (one chunk of a call): long ones by
+    streaming stores (written once, never read back here), short ones a word at a time."""
+    base, out = buf.ctypes.data, data.ctypes.data
+    prev = ends[r0 - 1] if r0 > 0 else np.int64(0)
+    for i in range(r0, r1):
+        if (i & 1023) == 0 and stop[0] != 0:
+            return
         e = ends[i]
-        _memcpy(out + prev, base + offsets[i] + starts[i], e - prev)
+        if e - prev >= 256:
+            _stream_copy(out + prev, base + offsets[i] + starts[i], e - prev)
+        else:
+            _memcpy(out + prev, base + offsets[i] + starts[i], e - prev)
         prev = e
+    stream_fence()
+
+
+def gather_tails(buf, offsets, starts, ends, data, *, threads=None):
+    """Copy ``buf[offsets[i] + ...]`` tails into ``data``: record ``i``'s tail is
+    ``ends[i] - ends[i-1]`` bytes (``ends[-1]`` is 0) from ``offsets[i] + starts[i]``.
+    Chunks of the records go to the kernels' thread pool (at least a MiB of tails each).
+    The caller has checked that every tail lies inside ``buf`` and ``data``."""
+    n = offsets.shape[0]
+    if not n:
+        return
+    mean = max(1, int(ends[-1]) // n)
+    run_chunks(_tails_rows, chunk_starts(n, mean, threads), (buf, data, offsets, starts, ends), (buf, data))
 
 
 @_jit

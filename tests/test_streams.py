@@ -667,7 +667,7 @@ def test_a_new_description_or_source_compiles_nothing():
 
     raw, _ = itch_file(np.random.default_rng(13), list(ITCH), 50)
     lo.write_stream(lo.read_stream(raw, "itch50"), "itch50")
-    kernels = (K.scan, K.group, K.gather, K.first_nul, K.scatter, K.put_fields)
+    kernels = (K.scan, K._group_count, K._group_place, K.gather, K.first_nul, K.scatter, K.put_fields, K.tiles)
     before = [len(k.signatures) for k in kernels]
     lo.write_stream(lo.read_stream(_tagged_bytes(), _tagged("keep")), _tagged("keep"))
     lo.read_stream(bytearray(raw), "itch50")
@@ -1016,3 +1016,77 @@ def test_the_gpu_gather_byte_map():
     # runs (source, place, length): 2 bytes from 5 to 8, 3 from 0 to 13 (a widened u3), offset at 0
     m = byte_map(16, [(5, 8, 2), (0, 13, 3)], 0)
     assert m.tolist() == [-2, -3, -4, -5, -6, -7, -8, -9, 5, 6, ZERO, ZERO, ZERO, 0, 1, 2]
+
+
+def test_fixed_size_records_are_read_in_place_and_checked_as_the_scan_checks_them():
+    # fixed-size records of one type take the strided path (no walk, no gather): same
+    # columns and offsets as the gathered path, NULs in text and bad UTF-8 named by byte,
+    # a truncated last record reported as the scan reports it, and windows cut the same
+    S = lo.Stream
+    rec = S.Record([("name", "S4"), ("a", "<u4"), ("b", ">i2")], text=("name",))
+    fixed = S([S.Section(S.Framing(size=10), [S.RecordType("r", rec)])])
+    tagged = S([S.Section(S.Framing(size=10), [S.RecordType("r", rec, tag=ord("n"))], tag=S.Tag(0, 1))])
+    rng = np.random.default_rng(5)
+    rows = np.zeros(1000, [("name", "S4"), ("a", "<u4"), ("b", ">i2")])
+    rows["name"] = [b"n" + bytes(rng.integers(97, 123, 3, dtype=np.uint8)) for _ in range(1000)]
+    rows["a"], rows["b"] = rng.integers(0, 2**32, 1000), rng.integers(-(2**15), 2**15, 1000)
+    raw = rows.tobytes()
+    got = lo.read_stream(raw, fixed)["r"].to_arrow()
+    assert got.equals(lo.read_stream(raw, tagged)["r"].to_arrow())  # (a tag: the walk and the gather)
+    assert got.column("_offset").to_pylist() == list(range(0, 10_000, 10))
+    assert got.column("b").to_numpy().tolist() == rows["b"].tolist()
+    assert lo.write_stream(lo.read_stream(raw, fixed), fixed) == raw
+    bad = bytearray(raw)
+    bad[10 * 417 + 2] = 0
+    for value, want in (
+        (0, r"byte 4170: text field 'name' .* holds a NUL byte"),
+        (0xFF, r"byte 4170: .*not valid UTF-8"),
+    ):
+        bad[10 * 417 + 2] = value
+        with pytest.raises(lo.ConversionError, match=want) as err:
+            lo.read_stream(bytes(bad), fixed)
+        with pytest.raises(lo.ConversionError) as gathered:
+            lo.read_stream(bytes(bad), tagged)
+        assert str(err.value) == str(gathered.value)
+    with pytest.raises(lo.ConversionError, match=r"byte 9990: the last record is truncated: 7 bytes left"):
+        lo.read_stream(raw[:-3], fixed)
+
+
+def test_text_fast_and_general_paths_agree_across_blocks_and_chunks():
+    # text values that are plain ASCII take a word-at-a-time copy; a block holding any
+    # other byte goes through the general string kernel: the columns, the round trip
+    # and the first bad value's error are the same wherever the blocks and chunks fall
+    S = lo.Stream
+    rec = S.Record([("kind", "S1"), ("name", "S6"), ("v", "<u4")], text=("kind", "name"))
+    spec = S([S.Section(S.Framing(size=11), [S.RecordType("r", rec, tag="n")], tag=S.Tag(0, 1))])
+    n = 200_000  # about 3.8 MB packed: two chunks on two threads, many blocks each
+    rows = np.zeros(n, [("kind", "S1"), ("name", "S6"), ("v", "<u4")])
+    rows["kind"], rows["name"], rows["v"] = b"n", b"abcdef", np.arange(n)
+    for i in (5, 70_001, n - 1):
+        rows["name"][i] = "ab\u00e9cd".encode()  # 2-byte UTF-8
+    raw = rows.tobytes()
+    got = lo.read_stream(raw, spec)
+    names = got["r"].to_arrow().column("name").to_pylist()
+    assert names[5] == names[70_001] == names[-1] == "ab\u00e9cd" and names[6] == names[150_000] == "abcdef"
+    assert got["r"].to_arrow().column("kind").to_pylist() == ["n"] * n
+    assert lo.write_stream(got, spec) == raw
+    bad = bytearray(raw)
+    bad[11 * 150_000 + 3] = 0xFF
+    with pytest.raises(lo.ConversionError, match=r"byte 1650000: a .* type 'r' record: .*'name'.*not valid UTF-8"):
+        lo.read_stream(bytes(bad), spec)
+
+
+def test_tiles_finds_records_that_go_back_where_they_were():
+    # write_stream skips the sort when the records tile the section in _offset order
+    from layouts.kernels.stream import tiles
+
+    def t(keys, sizes, start=10):
+        return bool(tiles(np.array(keys, np.int64), np.array(sizes, np.int64), start))
+
+    assert t([10, 13, 20], [3, 7, 5]) and t([20, 10, 13], [5, 3, 7]) and t([], [])
+    assert not t([11, 13, 20], [2, 7, 5])  # does not start at start
+    assert not t([10, 14, 20], [3, 6, 6])  # a gap (and a piece past the end)
+    assert not t([10, 12, 20], [3, 8, 4])  # an overlap
+    assert not t([10, 10, 15], [5, 5, 5])  # the same key twice
+    assert not t([10, 15, 20], [5, 0, 5])  # an empty piece
+    assert not t([10, 12, 14], [4, 4, 4]) and not t([10, 13], [4, 3])  # overlaps, the sum right

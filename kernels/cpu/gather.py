@@ -32,11 +32,11 @@ from .._memory import (
     store64,
     stream_fence,
 )
-from ..plan import K_CSTR, K_UTF32, KIND, OFFSETS, P2
+from ..plan import COUNT, DATA, ELEM0, K_CSTR, K_UTF32, KIND, OFFS, OFFSETS, P1, P2, VALID, WIDTH
 from ..threads import ROW_ALIGN, chunk_starts, run_chunks
-from .forward import _compact_strings, _forward_block, _stage_block, _stage_plan, _unstage_block
-from .memory import BLOCK_BYTES, STAGE_RECORD_MAX, STREAM_BYTES, _jit, _set_offset
-from .reverse import _prefetch_columns, _reverse_block
+from .forward import _compact_strings, _forward_block, _fwd_string, _stage_block, _stage_plan, _unstage_block
+from .memory import BLOCK_BYTES, STAGE_RECORD_MAX, STREAM_BYTES, _jit, _offset_at, _set_offset
+from .reverse import _prefetch_columns, _rev_string, _reverse_block
 
 __all__ = ["aos_to_soa_at", "soa_to_aos_at", "E_TEXT_NUL", "E_WIDE", "E_LENGTH", "E_TAG"]
 
@@ -94,6 +94,34 @@ def _gather_rows(base, offsets, b0, b1, run_src, run_dst, run_len, offset_at, ro
             store64(dst + offset_at, offsets[i])
 
 
+ONES = np.uint64(0x0101010101010101)
+HIGHS = np.uint64(0x8080808080808080)
+
+
+@_jit
+def _bytes_seen(addr, n):
+    """``(any zero byte, any byte >= 0x80)`` among the ``n`` (>= 1) bytes at ``addr``, a
+    word at a time (the last word overlapping the one before it, as :func:`_copy_run`
+    reads): the zero test is the exact one, ``(v - 0x01..01) & ~v & 0x80..80``."""
+    zero, high = np.uint64(0), np.uint64(0)
+    if n >= 8:
+        i = 0
+        while i + 8 < n:
+            v = np.uint64(load64(addr + i))
+            zero |= (v - ONES) & ~v & HIGHS
+            high |= v
+            i += 8
+        v = np.uint64(load64(addr + n - 8))
+        zero |= (v - ONES) & ~v & HIGHS
+        high |= v
+    else:
+        for k in range(n):
+            v = np.uint64(load8(addr + k))
+            zero |= np.uint64(0x80) if v == 0 else np.uint64(0)
+            high |= v
+    return zero != 0, (high & HIGHS) != 0
+
+
 @_jit
 def _first_nul_rows(rows, itemsize, n, nul_at, nul_len):
     """The first of ``n`` packed rows at ``rows`` with a zero byte in one of the byte
@@ -101,21 +129,97 @@ def _first_nul_rows(rows, itemsize, n, nul_at, nul_len):
     for i in range(n):
         row = rows + i * itemsize
         for f in range(nul_at.shape[0]):
-            for k in range(nul_len[f]):
-                if load8(row + nul_at[f] + k) == 0:
-                    return i
+            if nul_len[f] > 0 and _bytes_seen(row + nul_at[f], nul_len[f])[0]:
+                return i
     return -1
 
 
 @_jit
+def _fwd_text(src, itemsize, r0, b0, b1, op, offs):
+    """:func:`kernels.cpu.forward._fwd_string` for one ``S<n>`` text value per record when
+    every value of rows ``b0..b1`` is ``n`` bytes of ASCII (no NUL, no byte >= 0x80: valid
+    UTF-8 as it is, nothing to trim): the values are copied a word at a time and the
+    offsets step by ``n``, the same buffers the general kernel writes. Returns False,
+    having written nothing, for a block with any other byte (the general kernel's)."""
+    n, ow, at = op[WIDTH], op[P2], offs[op[OFFS]]
+    for r in range(b0, b1):
+        zero, high = _bytes_seen(src + r * itemsize + at, n)
+        if zero or high:
+            return False
+    data, offsets = op[DATA] + r0 * op[P1], op[OFFSETS]
+    pos = np.int64(0) if b0 == r0 else _offset_at(offsets, b0, ow)
+    if b0 == 0:
+        _set_offset(offsets, 0, ow, 0)
+    for r in range(b0, b1):
+        _copy_run(data + pos, src + r * itemsize + at, n)
+        pos += n
+        _set_offset(offsets, r + 1, ow, pos)
+    return True
+
+
+def _texts(ops):
+    """(mask of the ops of one ``S<n>`` string per record, the plan's op number of each of
+    the other ops and then of those): the kernels below take the strings apart, for
+    their plain-ASCII fast path."""
+    text = (ops[:, KIND] == K_CSTR) & (ops[:, COUNT] == 1)
+    return text, np.concatenate([np.flatnonzero(~text), np.flatnonzero(text)]).astype(np.int64)
+
+
+@_jit
+def _rev_text(dst, itemsize, b0, b1, op, offs):
+    """:func:`kernels.cpu.reverse._rev_string` for a string column going back to one
+    ``S<n>`` field per record when rows ``b0..b1`` are all valid, all ``n`` bytes long and
+    hold no NUL (the general kernel would copy them whole, with no padding): a word at a
+    time. Returns False, having written nothing, for any other block."""
+    n, data, offsets, e0, ow = op[WIDTH], op[DATA], op[OFFSETS], op[ELEM0], op[P2]
+    if op[VALID] != 0 or b1 <= b0:
+        return False
+    first = _offset_at(offsets, e0 + b0, ow)
+    pos = first
+    for r in range(b0, b1):
+        nxt = _offset_at(offsets, e0 + r + 1, ow)
+        if nxt - pos != n:
+            return False
+        pos = nxt
+    if _bytes_seen(data + first, pos - first)[0]:
+        return False
+    out = dst + offs[op[OFFS]]
+    for r in range(b0, b1):
+        _copy_run(out + r * itemsize, data + first + (r - b0) * n, n)
+    return True
+
+
+@_jit
 def _forward_rows_at(
-    buf, itemsize, r0, r1, offsets, run_src, run_dst, run_len, offset_at, nul_at, nul_len, ops, offs, stream, err, stop
+    buf,
+    itemsize,
+    r0,
+    r1,
+    offsets,
+    run_src,
+    run_dst,
+    run_len,
+    offset_at,
+    nul_at,
+    nul_len,
+    ops,
+    which,
+    texts,
+    offs,
+    stream,
+    err,
+    stop,
 ):
     """:func:`kernels.cpu.forward._forward_rows` for records found through ``offsets`` (byte
     offsets into ``buf``) instead of at ``src + row * stride``: each block of rows is
     gathered (by the runs of the record's plan) into a packed row buffer that stays in
     cache, checked for NULs in its text fields, and goes through the same per-op block
-    kernel as contiguous records. No dense copy of the records is made."""
+    kernel as contiguous records. No dense copy of the records is made.
+
+    ``texts`` (ops of one ``S<n>`` string per record) are converted by :func:`_fwd_text`
+    where a block's values are plain ASCII, else by the general string kernel; ``ops``
+    are the others, ``which`` the plan's number of each of ``ops`` then ``texts`` (for
+    the fault's op)."""
     block = max(ROW_ALIGN, (BLOCK_BYTES // itemsize) // ROW_ALIGN * ROW_ALIGN)
     at, size = _stage_plan(ops, min(block, r1 - r0))
     stage = np.empty(size if stream else 0, dtype=np.uint8)
@@ -133,6 +237,8 @@ def _forward_rows_at(
         nul_at,
         nul_len,
         ops,
+        which,
+        texts,
         offs,
         block,
         stream,
@@ -159,6 +265,8 @@ def _forward_blocks_at(
     nul_at,
     nul_len,
     ops,
+    which,
+    texts,
     offs,
     block,
     stream,
@@ -171,6 +279,7 @@ def _forward_blocks_at(
 ):
     base = stage.ctypes.data
     src, packed = buf.ctypes.data, rows.ctypes.data
+    nops = ops.shape[0]
     b0 = r0
     while b0 < r1:
         if stop[0] != 0:
@@ -185,7 +294,18 @@ def _forward_blocks_at(
         if stream:
             _stage_block(ops, staged, at, base, b0)
         # row r of this block is at packed + (r - b0) * itemsize
-        if _forward_block(packed - b0 * itemsize, itemsize, r0, b0, b1, staged, offs, err) != 0:
+        rows_at = packed - b0 * itemsize
+        if _forward_block(rows_at, itemsize, r0, b0, b1, staged, offs, err) != 0:
+            err[1] = which[err[1]]
+            break
+        code = 0
+        for t in range(texts.shape[0]):
+            if not _fwd_text(rows_at, itemsize, r0, b0, b1, texts[t], offs):
+                row, code = _fwd_string(rows_at, itemsize, r0, b0, b1, texts[t], offs)
+                if code != 0:
+                    err[0], err[1], err[2] = row, which[nops + t], code
+                    break
+        if code != 0:
             break
         if stream:
             _unstage_block(ops, at, base, b0, b1)
@@ -208,6 +328,7 @@ def aos_to_soa_at(buf, offsets, itemsize, runs, offset_at, nul, ops, offs, *, th
     n = offsets.shape[0]
     starts = chunk_starts(n, itemsize, threads)
     stream = n * itemsize >= STREAM_BYTES and itemsize <= STAGE_RECORD_MAX
+    text, which = _texts(ops)
     args = (
         buf,
         itemsize,
@@ -218,7 +339,9 @@ def aos_to_soa_at(buf, offsets, itemsize, runs, offset_at, nul, ops, offs, *, th
         offset_at,
         nul[:, 0].copy(),
         nul[:, 1].copy(),
-        ops,
+        ops[~text],
+        which,
+        ops[text],
         offs,
         stream,
     )
@@ -315,6 +438,8 @@ def _reverse_rows_at(
     frame,
     lengths,
     ops,
+    which,
+    texts,
     offs,
     err,
     stop,
@@ -339,6 +464,8 @@ def _reverse_rows_at(
         frame,
         lengths,
         ops,
+        which,
+        texts,
         offs,
         block,
         rows,
@@ -362,6 +489,8 @@ def _reverse_blocks_at(
     frame,
     lengths,
     ops,
+    which,
+    texts,
     offs,
     block,
     rows,
@@ -375,7 +504,18 @@ def _reverse_blocks_at(
             break
         b1 = min(b0 + block, r1)
         _prefetch_columns(ops, b1, min(b1 + block, r1))
-        if _reverse_block(packed - b0 * itemsize, itemsize, b0, b1, ops, offs, err) != 0:
+        rows_at = packed - b0 * itemsize
+        if _reverse_block(rows_at, itemsize, b0, b1, ops, offs, err) != 0:
+            err[1] = which[err[1]]
+            break
+        code = 0
+        for t in range(texts.shape[0]):
+            if not _rev_text(rows_at, itemsize, b0, b1, texts[t], offs):
+                row, code = _rev_string(rows_at, itemsize, b0, b1, texts[t], offs)
+                if code != 0:
+                    err[0], err[1], err[2] = row, which[ops.shape[0] + t], code
+                    break
+        if code != 0:
             break
         bad, code = _scatter_rows(
             packed, itemsize, b0, b1, positions, run_src, run_dst, run_len, zero_off, zero_len, frame, lengths, dst
@@ -401,6 +541,7 @@ def soa_to_aos_at(out, positions, itemsize, runs, zeros, frame, lengths, ops, of
     """
     n = positions.shape[0]
     starts = chunk_starts(n, itemsize, threads)
+    text, which = _texts(ops)
     args = (
         out,
         itemsize,
@@ -412,7 +553,9 @@ def soa_to_aos_at(out, positions, itemsize, runs, zeros, frame, lengths, ops, of
         zeros[:, 1].copy(),
         frame,
         lengths,
-        ops,
+        ops[~text],
+        which,
+        ops[text],
         offs,
     )
     return run_chunks(_reverse_rows_at, starts, args, (owners, out, positions, lengths))

@@ -7,6 +7,7 @@ names the source, the byte offset, the record type and the fix.
 
 from __future__ import annotations
 
+import functools
 import mmap
 import os
 from dataclasses import dataclass
@@ -84,6 +85,13 @@ def detect_order(stream: Stream, buf: np.ndarray, label: str) -> str:
     )
 
 
+@functools.lru_cache(maxsize=1024)
+def record_size(record, order: str) -> int:
+    """``record.size(order)``, remembered (a Record is a value; its size is asked for
+    each type of each read, and takes a parse of every field's type)."""
+    return record.size(order)
+
+
 @dataclass
 class Scanned:
     """One section's index: offsets, lengths and type numbers of its records (-1:
@@ -95,6 +103,7 @@ class Scanned:
     lengths: np.ndarray
     types: np.ndarray
     blocks: "np.ndarray | None" = None  # VB: offsets of the block descriptor words
+    stride: int = 0  # > 0: the records are ``stride`` bytes each, one after another from ``start``
 
 
 def section_params(stream: Stream, s: Section, order: str, header: dict, where: str):
@@ -105,7 +114,7 @@ def section_params(stream: Stream, s: Section, order: str, header: dict, where: 
         from .spec import evaluate
 
         if f.size is None:  # "fixed": each record is its (one) type's fields
-            size = prefix + s.types[0].record.size(order)
+            size = prefix + record_size(s.types[0].record, order)
         else:
             size = _checked(lambda: evaluate(f.size, header, f"{where}.framing.size"), where)
         if size <= 0:
@@ -128,7 +137,7 @@ def section_params(stream: Stream, s: Section, order: str, header: dict, where: 
         need = max(need, prefix + tag.offset + tag.size)
     else:
         tp = (0, 0, False, np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32))
-    type_min = np.array([prefix + t.record.size(order) for t in s.types], np.int64)
+    type_min = np.array([prefix + record_size(t.record, order) for t in s.types], np.int64)
     return lp, tp, type_min, max(need, prefix if f.length is not None else 1)
 
 
@@ -163,16 +172,16 @@ def scan_section(
         t = selected(s, header, label, where)
         sub = Section(s.framing, (s.types[t],), tail=s.tail, unknown=s.unknown)
         got = scan_section(stream, sub, buf, label, order, header, start, end, limit, where, stop)
-        got.types[:] = t
+        got.types = np.broadcast_to(np.int32(t), got.types.shape)
         return got
     lp, tp, type_min, min_len = section_params(stream, s, order, header, where)
     unknown = {"error": 0, "skip": 1, "keep": 2}[s.unknown]
     if isinstance(s, _BdwSection):
         return _scan_blocks(stream, s, buf, label, start, end, limit, where, stop)
     soft = end if stop is None else min(max(stop, start + 1), end)
-    guess = max(16, min((soft - start) // max(min_len, 1) + 1, (soft - start) // 32 + 1024))
-    if limit >= 0:
-        guess = min(guess, limit) if limit > 0 else 1
+    if lp[1] == 0 and not tp[1] and len(type_min) == 1 and lp[4] >= type_min[0]:
+        return _fixed(buf, start, soft, end, limit, lp[4], (lp, tp, type_min, min_len, unknown), s, label, where)
+    guess = _guess(buf, start, soft, limit, lp, tp, min_len, unknown, type_min)
     offsets = np.empty(guess, np.int64)
     lengths = np.empty(guess, np.int64)
     types = np.empty(guess, np.int32)
@@ -181,9 +190,9 @@ def scan_section(
         status, pos, count = K.scan(
             buf, pos, soft, count, limit, *lp, min_len, *tp, unknown, type_min, offsets, lengths, types
         )
-        if status == K.FULL:
-            room = offsets.shape[0] * 2
-            offsets, lengths, types = (np.resize(a, room) for a in (offsets, lengths, types))
+        if status == K.FULL:  # room for what the bytes left hold at the records' mean size so far
+            room = count + max(1024, int((soft - pos) / max((pos - start) / count, 1) * 1.125))
+            offsets, lengths, types = (_grown(a, count, room) for a in (offsets, lengths, types))
             continue
         if soft < end and status in (K.SHORT_PREFIX, K.PAST_END):
             if count:  # the window ends inside a record: it starts the next window
@@ -195,6 +204,53 @@ def scan_section(
     if status != K.OK:
         raise _scan_error(status, s, buf, label, pos, end, lp, tp, type_min, min_len, where)
     return Scanned(start, pos, offsets[:count], lengths[:count], types[:count])
+
+
+def _guess(buf, start, soft, limit, lp, tp, min_len, unknown, type_min) -> int:
+    """Entries for the index of ``buf[start:soft]``: the records the first 64 KiB hold,
+    scaled to the whole range (an eighth more), so the scan seldom fills its arrays and
+    never holds many times the room it needs."""
+    if limit == 0:
+        return 1
+    probe = min(soft, start + (1 << 16))
+    room = 4096
+    o, n, t = np.empty(room, np.int64), np.empty(room, np.int64), np.empty(room, np.int32)
+    _, pos, count = K.scan(buf, start, probe, 0, -1, *lp, min_len, *tp, unknown, type_min, o, n, t)
+    if count == 0 or pos >= soft:
+        guess = count + 16
+    else:
+        guess = int((soft - start) / ((pos - start) / count) * 1.125) + 1024
+    return min(guess, limit) if limit > 0 else guess
+
+
+def _grown(a: np.ndarray, count: int, room: int) -> np.ndarray:
+    """A new array of ``room`` entries holding the first ``count`` of ``a``."""
+    out = np.empty(room, a.dtype)
+    out[:count] = a[:count]
+    return out
+
+
+def _fixed(buf, start, soft, end, limit, size, params, s, label, where) -> Scanned:
+    """The index of a section of fixed-size records of one type, by arithmetic (no walk):
+    the whole records from ``start`` up to ``soft`` (at most ``limit``). A truncated last
+    record is reported as the scan reports it; a record that crosses a window's end
+    (``soft < end``) is left to the next window, unless it is the window's first, which
+    the window then holds."""
+    lp, tp, type_min, min_len, unknown = params
+    whole = (soft - start) // size
+    if soft < end and whole == 0:  # a record larger than the window: the window grows to hold it
+        whole = min((end - start) // size, 1)
+    if limit >= 0:
+        whole = min(whole, limit)
+    pos = start + whole * size
+    if (soft == end or whole == 0) and pos < end and whole != limit:
+        one = (np.empty(1, np.int64), np.empty(1, np.int64), np.empty(1, np.int32))
+        status, at, _ = K.scan(buf, pos, end, 0, -1, *lp, min_len, *tp, unknown, type_min, *one)
+        raise _scan_error(status, s, buf, label, at, end, lp, tp, type_min, min_len, where)
+    offsets = np.arange(start, pos, size, dtype=np.int64)
+    lengths = np.broadcast_to(np.int64(size), offsets.shape)  # (read-only views of one value)
+    types = np.broadcast_to(np.int32(0), offsets.shape)
+    return Scanned(start, pos, offsets, lengths, types, stride=size)
 
 
 def selected(s: Section, header: dict, label: str, where: str) -> int:

@@ -21,7 +21,7 @@ from .._plan import ColumnBuffers, forward_ops
 from .._soa import SoA, soa_over_arena
 from ..kernels import stream as K
 from ..kernels._memory import MappedGuard
-from .frame import Scanned, _checked, detect_order, scan_section, source_bytes
+from .frame import Scanned, _checked, detect_order, record_size, scan_section, source_bytes
 from .spec import Record, Section, Stream, builtin, evaluate, field_dtype, load
 
 __all__ = ["read_stream", "StreamTables", "resolve"]
@@ -287,7 +287,7 @@ def header_values(stream: Stream, soa: "SoA | pa.Table", order: str) -> dict:
     header's size (absent from ``soa``) are 0."""
     table = soa.to_arrow() if isinstance(soa, SoA) else soa
     assert stream.header is not None
-    values = {n: 0 for n, t in stream.header.fields if field_dtype(t, order, n)[0].kind in "iu"}
+    values = {n: 0 for n, t in stream.header.fields if _is_integer(t, order)}
     values.update(
         {
             n: table.column(n)[0].as_py()
@@ -298,11 +298,18 @@ def header_values(stream: Stream, soa: "SoA | pa.Table", order: str) -> dict:
     return values
 
 
+@functools.lru_cache(maxsize=4096)
+def _is_integer(t: str, order: str) -> bool:
+    """Whether a field of type ``t`` is an integer (remembered: parsing the type string
+    for every header field of every read costs as much as reading a small file)."""
+    return field_dtype(t, order, "")[0].kind in "iu"
+
+
 def _header_record(stream: Stream, buf, order, label) -> "tuple[Record, int]":
     """The header's fields present in this file (``header.size``) and their size."""
     assert stream.header is not None
     if stream.header_size is None:
-        return stream.header, stream.header.size(order)
+        return stream.header, record_size(stream.header, order)
     need = stream.header_needs(order)
     if buf.shape[0] < need:
         raise ConversionError(
@@ -365,6 +372,7 @@ def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where, gpu
             label,
             f"{where} type {t.name!r}",
             gpu,
+            got.stride,
         )
         if t.record.decimals:
             out.decimals[t.name] = dict(t.record.decimals)
@@ -397,22 +405,32 @@ def _check_sizes(offsets, lengths, fixed, tails, label, what):
             )
 
 
-def _convert(buf, record: Record, order, offsets, lengths, prefix, keep_prefix, tails, label, what, gpu=None):
+def _convert(buf, record: Record, order, offsets, lengths, prefix, keep_prefix, tails, label, what, gpu=None, stride=0):
     """The SoA of one record type (or the header), read through ``offsets`` by the fused
     gather + transpose (on the GPU with ``gpu``, for a type without tails); tails (bytes
-    beyond the fields) as ``_tail``."""
-    layout, runs, _, offset_at = record.plan(order, prefix, True, keep_prefix)
-    _check_sizes(offsets, lengths, prefix + record.size(order), tails, label, what)  # before any kernel reads
+    beyond the fields) as ``_tail``. With ``stride`` (records of that many bytes one after
+    another from ``offsets[0]``) and fields that need no widening, by the strided transpose
+    of ``read_records`` instead: no gather."""
+    layout, runs, zeros, offset_at = record.plan(order, prefix, True, keep_prefix)
+    fixed = prefix + record_size(record, order)
+    one = 1 if stride else len(offsets)  # (records of one size: the first stands for all)
+    _check_sizes(offsets[:one], lengths[:one], fixed, tails, label, what)  # before any kernel reads
     offsets = np.ascontiguousarray(offsets, np.int64)
     runs = np.array(runs, np.int64).reshape(-1, 3)
     if gpu is not None and not tails:
         return _transpose_on_gpu(gpu, buf, record, order, layout, runs, offset_at, offsets, prefix, label, what), layout
-    soa = _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what)
+    if stride and not zeros and len(runs) and (runs[:, 1] - runs[:, 0] == runs[0, 1] - runs[0, 0]).all():
+        soa = _transpose_strided(buf, record, order, layout, runs, offset_at, offsets, stride, prefix, label, what)
+    else:
+        soa = _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what)
     if not tails:
         return soa, layout
     n = len(offsets)
-    fixed = prefix + record.size(order)
-    return _with_tail(soa, layout, buf, offsets, np.full(n, fixed, np.int64), lengths - fixed), layout
+    if stride:  # every tail the same size (zero, mostly): no arrays of n copies of it
+        starts, sizes = np.broadcast_to(np.int64(fixed), (n,)), np.broadcast_to(np.int64(stride - fixed), (n,))
+    else:
+        starts, sizes = np.full(n, fixed, np.int64), lengths - fixed
+    return _with_tail(soa, layout, buf, offsets, starts, sizes), layout
 
 
 def _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what) -> SoA:
@@ -430,6 +448,42 @@ def _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, 
     del keep
     if fault is not None:
         _raise_fault(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what, fault)
+    return soa_over_arena(layout, n, arena, memory, {}, None)
+
+
+def _transpose_strided(buf, record, order, layout, runs, offset_at, offsets, stride, prefix, label, what) -> SoA:
+    """:func:`_transpose_at` of fixed-size records one after another (``offsets`` step by
+    ``stride`` from ``offsets[0]``) whose fields lie in the stream as in the packed record,
+    shifted (``runs`` all move bytes the same distance): the strided transpose of
+    ``read_records`` reads them in place, and ``_offset`` is the index itself."""
+    n = len(offsets)
+    first = int(offsets[0]) if n else 0
+    if first + n * stride > buf.shape[0]:  # (the scan made it so; the kernel trusts it)
+        raise ConversionError(f"{label}: {n} {what} records of {stride} bytes from byte {first} pass the end")
+    shift = int(runs[0, 1] - runs[0, 0])  # packed record byte = stream record byte + shift
+    names = [f.name for f in layout.fields]
+    at = names.index("_offset")
+    arena = Arena(layout, n, frozenset())
+    memory = arena.allocate()
+    ops, offs, keep = forward_ops(arena, memory.ctypes.data, {})
+    offs = offs - shift
+    if record.text and n:
+        nul = [(layout[name].offset - shift, layout[name].width) for name in record.text]
+        row = K.first_nul(buf[first : first + n * stride], stride, *(np.array(c, np.int64) for c in zip(*nul)))
+        if row >= 0:
+            _raise_fault(
+                buf, record, order, layout, runs, offset_at, offsets, prefix, label, what, (row, -1, K.E_TEXT_NUL)
+            )
+    start = arena.buffers[at]["data"][0]
+    memory[start : start + 8 * n].view(np.int64)[:] = offsets
+    rest = np.array([j for j in range(len(names)) if j != at], np.int64)
+    fault = K.aos_to_soa(buf.ctypes.data + first, stride, n, ops[rest], offs, owners=(buf, memory, offs, keep))
+    del keep
+    if fault is not None:
+        row, op, code = fault
+        _raise_fault(
+            buf, record, order, layout, runs, offset_at, offsets, prefix, label, what, (row, int(rest[op]), code)
+        )
     return soa_over_arena(layout, n, arena, memory, {}, None)
 
 
@@ -560,7 +614,7 @@ def _with_tail(soa: SoA, layout: Layout, buf, offsets, starts, sizes) -> SoA:
     """``soa`` plus a ``_tail`` binary column of ``sizes[i]`` bytes from
     ``offsets[i] + starts[i]`` (binary, or large_binary past 2 GiB)."""
     n = len(offsets)
-    widest = int(sizes.max()) if n else 0
+    widest = int(sizes[:1].max() if sizes.strides == (0,) else sizes.max()) if n else 0
     if widest == 0:  # no record has a tail (LAS points without extra bytes): no pass over them
         total, data, large = 0, np.empty(1, np.uint8), False
         offs = np.zeros(n + 1, np.int32)
@@ -573,11 +627,7 @@ def _with_tail(soa: SoA, layout: Layout, buf, offsets, starts, sizes) -> SoA:
         offs = np.empty(n + 1, np.int64 if large else np.int32)
         offs[0] = 0
         offs[1:] = ends
-    width = max(widest, 1)
-    dtype = _append(layout.dtype, width)
-    modes = dict(layout.bytes_as)
-    modes["_tail"] = "binary"
-    tail_layout = Layout.from_dtype(dtype, bytes_as={k: v for k, v in modes.items() if v != "fixed"})
+    tail_layout = _tail_layout(layout, max(widest, 1))
     column = ColumnBuffers(
         pa.large_binary() if large else pa.binary(),
         n,
@@ -586,6 +636,15 @@ def _with_tail(soa: SoA, layout: Layout, buf, offsets, starts, sizes) -> SoA:
         pa.py_buffer(data[:total] if total else data[:0]),
     )
     return SoA(tail_layout, n, list(soa._columns) + [column])
+
+
+@functools.lru_cache(maxsize=256)
+def _tail_layout(layout: Layout, width: int) -> Layout:
+    """``layout`` with ``_tail`` (binary, ``width`` bytes in the dense record) after its
+    fields (remembered: a Layout is a value, and building one parses its dtype)."""
+    modes = dict(layout.bytes_as)
+    modes["_tail"] = "binary"
+    return Layout.from_dtype(_append(layout.dtype, width), bytes_as={k: v for k, v in modes.items() if v != "fixed"})
 
 
 def _append(dtype: np.dtype, width: int) -> np.dtype:

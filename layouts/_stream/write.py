@@ -400,6 +400,12 @@ def _section(tables, stream, s: Section, order, start, where, values):
     keys = np.concatenate([e[0] for e in entries])
     sizes = np.concatenate([e[1] for e in entries]).astype(np.int64)
     cut = np.cumsum([0] + [len(e[0]) for e in entries])  # part k is keys[cut[k]:cut[k + 1]]
+    if not isinstance(s, _BdwSection) and K.tiles(keys, sizes, start):  # records back where they were: no sort
+        end = start + int(sizes.sum())
+        for k, p in enumerate(parts):
+            p[5 if p[0] == "fixed" else -1] = keys[cut[k] : cut[k + 1]]
+        _check_fixed_size(s, values, where, sizes)
+        return end, parts
     idx = np.argsort(keys, kind="stable")
     if len(idx) > 1 and np.any(np.diff(keys[idx]) == 0):
         k = int(keys[idx][np.flatnonzero(np.diff(keys[idx]) == 0)[0]])
@@ -432,6 +438,11 @@ def _section(tables, stream, s: Section, order, start, where, values):
                 f"block holds 8..65535 (a BDW and at least one record)"
             )
         parts[bk][-1] = (bpos, lens)
+    _check_fixed_size(s, values, where, sizes)
+    return end, parts
+
+
+def _check_fixed_size(s, values, where, sizes):
     if s.framing.size is not None:
         fs = _checked(lambda: evaluate(s.framing.size, values, f"{where}.framing.size"), where)
         if np.any(sizes != fs):
@@ -439,7 +450,6 @@ def _section(tables, stream, s: Section, order, start, where, values):
                 f"{where}: fixed-size records are {fs} bytes, a record here would be "
                 f"{int(sizes[sizes != fs][0])} (its _tail has the wrong length)"
             )
-    return end, parts
 
 
 def _write_part(out, p, order):
@@ -473,9 +483,11 @@ def _frame(s, t, order, positions, fixed, toffs, what):
     if ln is not None and len(positions):
         sizes = fixed + np.diff(toffs)
         raw = sizes - ln.base()
-        value = raw // ln.unit
+        value = raw // ln.unit if ln.unit != 1 else raw
         bad = np.flatnonzero(
-            (raw % ln.unit != 0) | (raw < 0) | (value >= (1 << (8 * ln.size)) if ln.size < 8 else raw < 0)
+            ((raw % ln.unit != 0) if ln.unit != 1 else False)
+            | (raw < 0)
+            | (value >= (1 << (8 * ln.size)) if ln.size < 8 else raw < 0)
         )
         if len(bad):
             k = int(bad[0])
