@@ -20,6 +20,8 @@ from ._ebcdic import is_ascii
 from ._errors import ConversionError, LayoutError
 from .kernels import occurs as K
 
+MAX_RECORD_BYTES = 256 << 20  # the largest maximum layout read_variable takes (each record is spread into it)
+
 _STATUS = {
     K.S_SHORT: "the data ends inside the record",
     K.S_COUNT: "the count is outside 0..{most}",
@@ -49,13 +51,27 @@ class VariableRecord:
             )
         self._fields = {f.name: f for f in book.fields}
         self.count_rows = []  # (table path, counter, most) per row of ``counts``
+        self._sizes = {}  # table path -> (element bytes, maximum elements)
         counts, keys, key_counts = [], [], []
         nodes = self._group(book.dtype, (), 0, None, counts, keys, key_counts)
         self.prog = np.array(_flatten(nodes) or [[K.OP_COPY, 0, 0, 0, 0, 0]], dtype=np.int64)
         self.counts = np.array(counts or [[0] * 7], dtype=np.int64).reshape(-1, 7)
         self.keys = np.frombuffer(b"".join(keys) or b"\0", dtype=np.uint8).copy()
         self.key_counts = np.array(key_counts or [0], dtype=np.int64)
+        if self.size > MAX_RECORD_BYTES:
+            self._too_big()
         self.template = _template(layout, self.size)
+
+    def _too_big(self):
+        path, (stride, most) = max(self._sizes.items(), key=lambda kv: kv[1][0] * kv[1][1])
+        counter = self.tables.get(path, (None,))[0]
+        how = f"OCCURS 0 TO {most} TIMES DEPENDING ON {counter}" if counter else f"OCCURS {most} TIMES"
+        raise LayoutError(
+            f"the record {self.book.record} is {self.size:,} bytes at its maximum, mostly {'.'.join(path)} ({how}, "
+            f"{stride:,} bytes each: {stride * most:,} bytes); read_variable and write_variable take each record through its "
+            f"maximum layout, which may be at most {MAX_RECORD_BYTES:,} bytes: lower the "
+            f"table's maximum in the copybook to the most elements the data holds"
+        )
 
     # ---------------------------------------------------------------- the program
     def _group(self, dtype, path, at, table, counts, keys, key_counts):
@@ -77,6 +93,7 @@ class VariableRecord:
                     else None
                 )
                 if here in self.tables or inner:
+                    self._sizes[here] = (elem.itemsize, shape[0])
                     row = (
                         self._count_row(here, table, at + off, counts, keys, key_counts) if here in self.tables else -1
                     )

@@ -15,6 +15,7 @@ table into ``list`` columns of ``N`` elements per row, as Cobrix shows them::
 See docs/mainframe.md.
 """
 
+import mmap
 import os
 
 import numpy as np
@@ -742,19 +743,34 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
     ``0..max``, no number (or no key of its mapping), or data that ends inside a record is
     a ConversionError naming the record, its byte offset and the count's field.
     """
-    from ._aos import AoS
-
     var, book, layout = _variable(copybook, occurs_mappings, options)
-    label = str(src) if isinstance(src, (str, os.PathLike)) else "the data"
+    src = _contiguous(src)
     prefix = None
     if framing is None:
-        data = _bytes_of(src)
-        starts, lengths = var.scan(data, label=label)
+        from ._stream.read import _check_shrunk
+        from .kernels._memory import MappedGuard
+
+        data, label, owner = _source_of(src)
+        # a mapped file truncated meanwhile: the gone pages read as zeros (no SIGBUS), and the
+        # read is reported as such, whatever else those zeros caused
+        mapped = isinstance(owner, mmap.mmap)
+        with MappedGuard(data.ctypes.data if mapped and data.nbytes else 0, data.nbytes if mapped else 0) as guard:
+            try:
+                starts, lengths = var.scan(data, label=label)
+                table = _variable_table(var, book, layout, data, starts, lengths)
+            except ConversionError as err:
+                _check_shrunk(guard, label, data.nbytes, err)
+                _check_size(owner if mapped else None, label, data.nbytes, err)
+                raise
+            _check_shrunk(guard, label, data.nbytes, None)
+            _check_size(owner if mapped else None, label, data.nbytes, None)
+        del data, owner
     else:
         from ._stream import read_stream
 
         framed = read_stream(src, _framed_stream(framing))
         raw = framed["records"].to_arrow()
+        label = _label_of(src)
         blocks = framed["_blocks"].to_arrow() if "_blocks" in framed else None
         bodies = [h + (t or b"") for h, t in zip(raw.column("_head").to_pylist(), raw.column("_tail").to_pylist())]
         data = np.frombuffer(b"".join(bodies), np.uint8)
@@ -764,16 +780,107 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
         offsets = raw.column("_offset").to_numpy()
         var.check_framed(data, starts, lengths, offsets, label)
         prefix = raw.column("_prefix") if "_prefix" in raw.column_names else None
-        starts_out = offsets
-    records = var.spread(data, starts, lengths)
-    table = AoS(records.view(layout.dtype).reshape(-1), layout).to_soa().to_arrow()
-    table = cut_depending_on(table, book, occurs_mappings=var.mappings)
+        table = _variable_table(var, book, layout, data, starts, lengths)
+        starts = offsets
     if prefix is not None:
         table = table.add_column(0, "_prefix", prefix)
     if framing == "bdw":
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), **_blocks_metadata(blocks)})
-    where = starts if framing is None else starts_out
-    return table.add_column(0, "_offset", pa.array(np.asarray(where, np.int64)))
+    return table.add_column(0, "_offset", pa.array(np.asarray(starts, np.int64)))
+
+
+_BATCH_BYTES = 64 << 20  # read_variable spreads at most this many bytes of maximum-layout records at a time
+
+
+def _variable_table(var, book, layout, data, starts, lengths):
+    """The records at ``starts`` (``lengths`` bytes) of ``data`` as the table of lists cut to
+    their counts: spread into the maximum layout, decoded and cut a batch of records at a
+    time, so that the memory the maximum layout takes is bounded (``_BATCH_BYTES``, at
+    least one record) however many records the data holds."""
+    from ._aos import AoS
+
+    step = max(1, _BATCH_BYTES // max(var.size, 1))
+    parts = []
+    for i in range(0, max(len(starts), 1), step):
+        records = var.spread(data, starts[i : i + step], lengths[i : i + step])
+        part = AoS(records.view(layout.dtype).reshape(-1), layout).to_soa().to_arrow()
+        del records
+        parts.append(cut_depending_on(part, book, occurs_mappings=var.mappings))
+    if len(parts) == 1:
+        return parts[0]
+    return pa.concat_tables(parts, promote_options="permissive")
+
+
+def _check_size(mapping, label, size, err):
+    """A ConversionError when the mapped file is now shorter than when it was mapped: the
+    bytes past its new end read as zeros in its last page (no fault), not as the data."""
+    try:
+        now = mapping.size() if mapping is not None else size
+    except (OSError, ValueError):
+        return
+    if now < size:
+        raise ConversionError(
+            f"{label}: the file shrank while it was read: it was {size} bytes and is now {now}; the records from "
+            f"byte {now} on were gone when read: read it again once whoever writes it is done"
+        ) from err
+
+
+def _contiguous(src):
+    """``src`` with an array or memoryview whose elements are not back to back (a strided
+    view) copied into one that is: the records are the view's bytes, in its order."""
+    if isinstance(src, (bool, int, float)) or src is None:
+        raise LayoutError(
+            f"read_variable reads a path, a bytes-like object or a binary file object, got {type(src).__name__} "
+            f"{src!r} (a file descriptor is not read: open the file, or give its path)"
+        )
+    try:
+        if isinstance(src, np.ndarray):
+            return np.ascontiguousarray(src).view(np.uint8).reshape(-1)
+        if isinstance(src, memoryview) and not src.c_contiguous:
+            return np.ascontiguousarray(np.asarray(src)).view(np.uint8).reshape(-1)
+    except (TypeError, ValueError) as err:
+        raise LayoutError(f"read_variable cannot read the bytes of a {type(src).__name__}: {err}") from None
+    return src
+
+
+def _label_of(src):
+    if isinstance(src, (str, os.PathLike)):
+        return os.fspath(src)
+    name = getattr(src, "name", None) if hasattr(src, "read") else None
+    return name if isinstance(name, str) else "the data"
+
+
+def _source_of(src):
+    """``(uint8 array, label for messages, owner to keep alive)`` of a path (memory-mapped),
+    a binary file object (read from its current position) or a bytes-like object."""
+    label = _label_of(src)
+    if isinstance(src, (str, os.PathLike)):
+        try:
+            with open(label, "rb") as f:
+                if os.fstat(f.fileno()).st_size == 0:
+                    return np.zeros(0, np.uint8), label, None
+                try:
+                    m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                except (OSError, ValueError):  # not mappable (a pipe, a special file): read it
+                    raw = f.read()
+                    return np.frombuffer(raw, np.uint8), label, raw
+        except OSError as err:
+            raise LayoutError(f"cannot read {label}: {err.strerror}") from err
+        return np.frombuffer(m, np.uint8), label, m
+    if hasattr(src, "read"):
+        raw = src.read()
+        if not isinstance(raw, (bytes, bytearray)):
+            raise LayoutError(f"{label}: read() gave {type(raw).__name__}; open the file in binary mode ('rb')")
+        return np.frombuffer(raw, np.uint8), label, raw
+    try:
+        view = memoryview(src)
+    except TypeError:
+        raise LayoutError(
+            f"read_variable reads a path, a bytes-like object or a binary file object, got {type(src).__name__}"
+        ) from None
+    if view.ndim != 1 or view.format != "B":
+        view = view.cast("B")
+    return np.frombuffer(view, np.uint8), label, view
 
 
 def write_variable(table, copybook, dst=None, *, framing=None, occurs_mappings=None, **options):
@@ -827,16 +934,3 @@ def write_variable(table, copybook, dst=None, *, framing=None, occurs_mappings=N
         raise
     output.commit()
     return None
-
-
-def _bytes_of(src):
-    if isinstance(src, (bytes, bytearray, memoryview)):
-        return np.frombuffer(src, np.uint8)
-    if isinstance(src, np.ndarray):
-        return src.view(np.uint8).reshape(-1)
-    try:
-        if os.path.getsize(src) == 0:
-            return np.zeros(0, np.uint8)
-        return np.memmap(src, np.uint8, mode="r")  # read where the kernels touch it
-    except OSError as err:
-        raise LayoutError(f"cannot read {src}: {err.strerror}") from err

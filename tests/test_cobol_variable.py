@@ -216,3 +216,85 @@ def test_benchmark_runs_small(tmp_path):
     subprocess.run(cmd, check=True, cwd=root, capture_output=True, timeout=600)
     result = json.loads(out.read_text())
     assert result["records"] == 2000 and len(result["cases"]) == 5 and result["load_average_before"]
+
+
+SHRINK_CHILD = r"""
+import os, sys
+import layouts as lo, layouts.cobol as C
+from layouts import _occurs
+book = '''
+       01  R.
+           05  N   PIC 9.
+           05  A OCCURS 0 TO 9 TIMES DEPENDING ON N PIC X(4).
+           05  T   PIC S9(5) COMP-3.
+'''
+rec = b"\xf5" + b"\x81\x82\x83\x84" * 5 + b"\x00\x00\x1c"
+path = sys.argv[1]
+with open(path, "wb") as f:
+    f.write(rec * 100000)
+scan = _occurs.VariableRecord.scan
+def truncating(self, data, *a, **k):  # another program truncates the file while it is mapped
+    os.truncate(path, 5000)
+    return scan(self, data, *a, **k)
+_occurs.VariableRecord.scan = truncating
+try:
+    C.read_variable(path, book)
+    print("read whole")
+except lo.ConversionError as e:
+    print("ConversionError", e)
+"""
+
+
+def test_a_file_that_shrinks_while_read_is_an_error_not_sigbus(tmp_path):
+    """Finding 03: the pages gone past the new end read as zeros (no SIGBUS) and the read
+    says the file shrank (a child process: a crash must not take pytest with it)."""
+    import subprocess
+    import sys
+
+    p = subprocess.run(
+        [sys.executable, "-c", SHRINK_CHILD, str(tmp_path / "x.dat")], capture_output=True, text=True, timeout=120
+    )
+    assert p.returncode == 0, p.stderr[-500:]
+    assert "x.dat: the file shrank while it was read" in p.stdout, p.stdout
+
+
+TINY = "       01  R.\n           05  N   PIC 9.\n           05  A OCCURS 0 TO 9 TIMES DEPENDING ON N PIC 9.\n"
+
+
+def test_strided_arrays_memoryviews_and_file_objects():
+    """Findings 16, 18: a strided view is read as its own bytes; a binary file object as
+    read_stream reads it; an int (a descriptor?) is a LayoutError, not a path."""
+    import io
+
+    want = cobol.read_variable(b"1010", TINY, codepage="ascii").to_pylist()
+    base = np.frombuffer(b"10001000", np.uint8)
+    assert cobol.read_variable(base[::2], TINY, codepage="ascii").to_pylist() == want
+    assert cobol.read_variable(memoryview(b"10001000")[::2], TINY, codepage="ascii").to_pylist() == want
+    assert cobol.read_variable(io.BytesIO(b"1010"), TINY, codepage="ascii").to_pylist() == want
+    with pytest.raises(lo.LayoutError, match=r"read_variable reads a path, a bytes-like object or a binary file"):
+        cobol.read_variable(3, TINY)
+    with pytest.raises(lo.LayoutError, match=r"open the file in binary mode"):
+        cobol.read_variable(io.StringIO("1010"), TINY)
+
+
+def test_records_are_spread_a_batch_at_a_time(monkeypatch):
+    """Finding 11: the maximum layout is bounded per batch of records (the table is the
+    same however the records are batched), and a maximum layout too large for any batch
+    is a LayoutError naming the table and its size, before any memory is taken."""
+    from layouts import _occurs
+
+    data = _order(2, 12345) + _order(0, 1) + _order(3, 99) + _order(1, 7)
+    whole = cobol.read_variable(data, ORDERS)
+    monkeypatch.setattr(cobol, "_BATCH_BYTES", 1)
+    assert cobol.read_variable(data, ORDERS).to_pylist() == whole.to_pylist()
+    assert cobol.write_variable(cobol.read_variable(data, ORDERS), ORDERS) == data
+    monkeypatch.setattr(_occurs, "MAX_RECORD_BYTES", 16)
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"ORDER is 24 bytes at its maximum, mostly ITEM \(OCCURS 0 TO 3 TIMES DEPENDING ON N-ITEMS",
+    ):
+        cobol.read_variable(data, ORDERS)
+    big = "       01  R.\n           05  N   PIC 9(7).\n           05  A OCCURS 0 TO 1000000 TIMES DEPENDING ON N PIC X(1000).\n"
+    monkeypatch.undo()
+    with pytest.raises(lo.LayoutError, match=r"1,000,000,007 bytes at its maximum.*lower the table's maximum"):
+        cobol.read_variable(b"\xf0" * 21, big)
