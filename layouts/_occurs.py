@@ -166,10 +166,19 @@ class VariableRecord:
             for value, n in mapping.items():
                 keys.append(_key_bytes(value, field.width, enc["codepage"], path[-1]))
                 key_counts.append(n)
-        elif kind in ("zoned", "text"):
+        elif kind == "text":
             code, flags = K.C_DIGITS, K.CF_ASCII if ascii_ else 0
-            if kind == "zoned" and enc.get("scale", 0) != 0:
+        elif kind == "zoned":
+            if enc.get("scale", 0) != 0:
                 raise LayoutError(f"{where}: the count has decimal places; a count is a whole number")
+            sign = enc.get("sign") or "trailing"
+            code = K.C_ZONED
+            flags = (
+                (K.CF_ASCII if ascii_ else 0)
+                | (K.CF_SIGNED if enc.get("signed") else 0)
+                | (K.CF_LEADING if sign.startswith("leading") else 0)
+                | (K.CF_SEPARATE if sign.endswith("separate") else 0)
+            )
         elif kind == "packed":
             code = K.C_PACKED
         elif kind == "binary" and field.width <= 8:

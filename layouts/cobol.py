@@ -724,7 +724,7 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
 
     Parameters
     ----------
-    src : path or bytes-like
+    src : path, bytes-like (a NumPy array: its elements' bytes) or binary file object
         The records: back to back (``framing=None``, Cobrix's ``record_format=F``), or each
         the body of an RDW (``"rdw"``, ``"rdw-little"``, or ``"bdw"``: blocks of RDW
         records, as :func:`read_segments`).

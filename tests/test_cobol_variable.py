@@ -298,3 +298,42 @@ def test_records_are_spread_a_batch_at_a_time(monkeypatch):
     monkeypatch.undo()
     with pytest.raises(lo.LayoutError, match=r"1,000,000,007 bytes at its maximum.*lower the table's maximum"):
         cobol.read_variable(b"\xf0" * 21, big)
+
+
+SIGNED = "       01  R.\n           05  N   PIC S9.\n           05  A OCCURS 0 TO 3 TIMES DEPENDING ON N PIC X.\n"
+
+
+@pytest.mark.parametrize(
+    "sign, data, codepage",
+    [
+        ("PIC S9.", b"\xc2\x81\x82\xc0", "cp037"),  # EBCDIC overpunch: C2 = +2, what COBOL writes
+        ("PIC S9.", b"Bab{", "ascii"),  # ASCII overpunch: 'B' = +2, '{' = +0
+        ("PIC S9 SIGN LEADING.", b"\xc1\x81", "cp037"),
+        ("PIC S9 SIGN LEADING SEPARATE.", b"+2ab+0", "ascii"),
+        ("PIC S99 SIGN TRAILING SEPARATE.", b"\xf0\xf2\x4e\x81\x82", "cp037"),
+    ],
+)
+def test_signed_zoned_counts_are_read_as_their_value_and_written_back(sign, data, codepage):
+    """Findings 01, 02: a signed zoned count (overpunched or SIGN SEPARATE, EBCDIC and
+    ASCII) is its value, as the fixed-length path reads it; the way back writes it with
+    the field's sign, byte for byte."""
+    book = SIGNED.replace("PIC S9.", sign, 1)
+    table = cobol.read_variable(data, book, codepage=codepage)
+    assert table.column("A").to_pylist()[0] == ["a", "b"][: int(table.column("N").to_pylist()[0])]
+    assert cobol.write_variable(table, book, codepage=codepage) == data
+
+
+def test_signed_zoned_counts_negative_and_plain_digits():
+    # plain digits F2 in a signed field: 2; the way back writes the field's positive sign (C)
+    table = cobol.read_variable(b"\xf2\x81\x82", SIGNED)
+    assert table.column("A").to_pylist() == [["a", "b"]]
+    back = cobol.write_variable(table, SIGNED)
+    assert back == b"\xc2\x81\x82" and cobol.read_variable(back, SIGNED).to_pylist() == table.to_pylist()
+    with pytest.raises(
+        lo.ConversionError, match=r"record 0 \(byte 0\): the count N .* is -2 \(bytes D2\), outside 0..3"
+    ):
+        cobol.read_variable(b"\xd2\x81\x82", SIGNED)
+    with pytest.raises(lo.ConversionError, match=r"the count N .* is -2 \(bytes 4B\), outside 0..3"):
+        cobol.read_variable(b"Kab", SIGNED, codepage="ascii")
+    with pytest.raises(lo.ConversionError, match=r"\(bytes D2\) is not a whole number"):  # D: no sign of PIC 9
+        cobol.read_variable(b"\xd2\x81\x82", SIGNED.replace("S9", "9"))
