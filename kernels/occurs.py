@@ -12,8 +12,9 @@ the order of the bytes:
   elements the record holds (or -1: always ``max``), then ``body`` rows, the program of
   one element.
 
-``counts`` rows say where a count is and how to read it: ``kind`` (``C_DIGITS``: zoned
-or display digits, ``C_PACKED``, ``C_BINARY``, ``C_MAPPED``: text looked up among
+``counts`` rows say where a count is and how to read it: ``kind`` (``C_DIGITS``: text
+digits, ``C_ZONED``: zoned digits with the field's sign (overpunched or separate, flags
+``CF_SIGNED``, ``CF_LEADING``, ``CF_SEPARATE``), ``C_PACKED``, ``C_BINARY``, ``C_MAPPED``: text looked up among
 ``keys``), whether its offset is relative to the innermost table element being read
 (``rel`` 1) or to the record (0), its offset and width in the maximum layout, flags, and
 for ``C_MAPPED`` the first key and the number of keys (each ``width`` bytes in ``keys``,
@@ -31,10 +32,11 @@ import numpy as np
 from numba import njit
 
 from .cpu.memory import _memcpy  # the transpose's copy of raw bytes, 8 at a time
+from .mainframe import ascii_zoned_byte, zoned_overpunch
 
 OP_COPY, OP_TABLE = 0, 1
-C_DIGITS, C_PACKED, C_BINARY, C_MAPPED = 0, 1, 2, 3
-CF_ASCII, CF_SIGNED = 1, 2
+C_DIGITS, C_PACKED, C_BINARY, C_MAPPED, C_ZONED = 0, 1, 2, 3, 4
+CF_ASCII, CF_SIGNED, CF_LEADING, CF_SEPARATE = 1, 2, 4, 8
 
 OK = 0
 S_SHORT = 1  # the data ends inside a record
@@ -87,6 +89,40 @@ def read_count(rec, base, row, counts, keys, key_counts):
             elif lo != 0xC and lo != 0xF:
                 return False, np.int64(0)
         return True, v
+    if kind == C_ZONED:  # as the zoned decoder reads it: an overpunched or a separate sign
+        ascii_ = (flags & CF_ASCII) != 0
+        leading, separate = (flags & CF_LEADING) != 0, (flags & CF_SEPARATE) != 0
+        d0, d1 = 0, width
+        negative = False
+        if separate:
+            sb = np.int64(rec[at if leading else at + width - 1])
+            if ascii_:
+                sb = ascii_zoned_byte(sb)
+            if sb == 0x60:
+                negative = True
+            elif sb != 0x4E:
+                return False, np.int64(0)
+            if leading:
+                d0 = 1
+            else:
+                d1 = width - 1
+        over = -1 if separate else (d0 if leading else d1 - 1)
+        v = np.int64(0)
+        for t in range(d0, d1):
+            b = np.int64(rec[at + t])
+            if ascii_:
+                b = ascii_zoned_byte(b)
+            if t == over and (flags & CF_SIGNED) != 0:  # (an unsigned count: plain digits only)
+                d, sign = zoned_overpunch(b, True)
+                if d < 0:
+                    return False, np.int64(0)
+                negative = sign < 0
+            elif b < 0xF0 or b > 0xF9:
+                return False, np.int64(0)
+            else:
+                d = b - 0xF0
+            v = v * 10 + d
+        return True, -v if negative else v
     zone = 0x30 if (flags & CF_ASCII) != 0 else 0xF0
     v = np.int64(0)
     for t in range(width):

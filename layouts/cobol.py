@@ -669,6 +669,10 @@ def _variable(copybook, occurs_mappings, options):
     return VariableRecord(book, layout, occurs_mappings), book, layout
 
 
+_FRAMED = "layouts.framing"  # _prefix's field metadata: the framing read_variable read it with
+_RDW_KIND = {"rdw": "rdw", "bdw": "rdw", "rdw-little": "rdw-little"}  # the same RDW bytes
+
+
 def _framed_stream(framing):
     from ._stream.spec import BdwSection, Record, RecordType, Section, Stream
 
@@ -782,8 +786,8 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
         prefix = raw.column("_prefix") if "_prefix" in raw.column_names else None
         table = _variable_table(var, book, layout, data, starts, lengths)
         starts = offsets
-    if prefix is not None:
-        table = table.add_column(0, "_prefix", prefix)
+    if prefix is not None:  # the framing it was read with: its spare bytes mean nothing in another
+        table = table.add_column(0, pa.field("_prefix", prefix.type, metadata={_FRAMED: framing}), prefix)
     if framing == "bdw":
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), **_blocks_metadata(blocks)})
     return table.add_column(0, "_offset", pa.array(np.asarray(starts, np.int64)))
@@ -904,6 +908,13 @@ def write_variable(table, copybook, dst=None, *, framing=None, occurs_mappings=N
 
         if "_prefix" not in table.column_names:
             raise ConversionError("the table has no column '_prefix', which RDW framing needs (read_variable gives it)")
+        prefix = table.column("_prefix")
+        meta = table.schema.field("_prefix").metadata or {}
+        read_as = meta.get(_FRAMED.encode(), b"").decode()
+        if read_as and _RDW_KIND.get(read_as) != _RDW_KIND.get(framing):
+            # read with another framing: its bytes are that framing's (a little-endian length is
+            # no segment control); the new RDWs' spare bytes are zero
+            prefix = pa.array([bytes(4)] * len(table), pa.binary(4))
         starts = np.zeros(len(lengths), np.int64)
         np.cumsum(lengths[:-1], out=starts[1:])
         bodies = [out[s : s + n].tobytes() for s, n in zip(starts.tolist(), lengths.tolist())]
@@ -912,7 +923,7 @@ def write_variable(table, copybook, dst=None, *, framing=None, occurs_mappings=N
         part = pa.table(
             {
                 "_offset": table.column("_offset"),
-                "_prefix": table.column("_prefix"),
+                "_prefix": prefix,
                 "_head": pa.array([b[:1] for b in bodies], pa.binary(1)),
                 "_tail": pa.array([b[1:] for b in bodies], pa.binary()),
             }

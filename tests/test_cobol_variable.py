@@ -337,3 +337,22 @@ def test_signed_zoned_counts_negative_and_plain_digits():
         cobol.read_variable(b"Kab", SIGNED, codepage="ascii")
     with pytest.raises(lo.ConversionError, match=r"\(bytes D2\) is not a whole number"):  # D: no sign of PIC 9
         cobol.read_variable(b"\xd2\x81\x82", SIGNED.replace("S9", "9"))
+
+
+def test_changing_the_framing_does_not_copy_old_length_bytes(tmp_path):
+    """Finding 20: the RDW's spare bytes are kept for the framing they were read with
+    (rdw and bdw share the RDW) and zero in another: a little-endian length is no
+    segment control."""
+    import pyarrow.parquet as pq
+
+    little = cobol.read_variable(struct.pack("<HH", 0, 2) + b"11", TINY, codepage="ascii", framing="rdw-little")
+    assert cobol.write_variable(little, TINY, codepage="ascii", framing="rdw") == bytes.fromhex("0006 0000") + b"11"
+    assert (
+        cobol.write_variable(little, TINY, codepage="ascii", framing="rdw-little") == bytes.fromhex("00000200") + b"11"
+    )
+    big = cobol.read_variable(struct.pack(">HH", 6, 0x0102) + b"11", TINY, codepage="ascii", framing="rdw")
+    assert cobol.write_variable(big, TINY, codepage="ascii", framing="rdw") == bytes.fromhex("0006 0102") + b"11"
+    assert cobol.write_variable(big, TINY, codepage="ascii", framing="rdw-little") == bytes.fromhex("00000200") + b"11"
+    pq.write_table(little, tmp_path / "t.parquet")  # the framing read travels with the table
+    again = pq.read_table(tmp_path / "t.parquet")
+    assert cobol.write_variable(again, TINY, codepage="ascii", framing="rdw") == bytes.fromhex("0006 0000") + b"11"
