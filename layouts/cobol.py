@@ -666,7 +666,9 @@ def _variable(copybook, occurs_mappings, options):
         )
     book = read_copybook(copybook, **{k: v for k, v in options.items() if k in _BOOK_OPTIONS})
     layout = Layout.from_copybook(copybook, **options)
-    return VariableRecord(book, layout, occurs_mappings), book, layout
+    var = VariableRecord(book, layout, occurs_mappings)
+    var.padding = (int(options.get("record_start_offset") or 0), int(options.get("record_end_offset") or 0))
+    return var, book, layout
 
 
 _FRAMED = "layouts.framing"  # _prefix's field metadata: the framing read_variable read it with
@@ -804,15 +806,36 @@ def _variable_table(var, book, layout, data, starts, lengths):
     from ._aos import AoS
 
     step = max(1, _BATCH_BYTES // max(var.size, 1))
+    lead, trail = _padding(var)
     parts = []
     for i in range(0, max(len(starts), 1), step):
         records = var.spread(data, starts[i : i + step], lengths[i : i + step])
         part = AoS(records.view(layout.dtype).reshape(-1), layout).to_soa().to_arrow()
+        part = cut_depending_on(part, book, occurs_mappings=var.mappings)
+        for name, lo_, hi in reversed(((_START, 0, lead), (_END, var.size - trail, var.size))):
+            if hi > lo_:  # the bytes record_start_offset/record_end_offset skip, kept for the way back
+                cells = np.ascontiguousarray(records[:, lo_:hi]).reshape(-1)
+                part = part.add_column(
+                    0,
+                    name,
+                    pa.FixedSizeBinaryArray.from_buffers(
+                        pa.binary(hi - lo_), len(records), [None, pa.py_buffer(cells)]
+                    ),
+                )
         del records
-        parts.append(cut_depending_on(part, book, occurs_mappings=var.mappings))
+        parts.append(part)
     if len(parts) == 1:
         return parts[0]
     return pa.concat_tables(parts, promote_options="permissive")
+
+
+_START, _END = "_record_start", "_record_end"  # the bytes record_start_offset= and record_end_offset= skip
+
+
+def _padding(var):
+    """``(bytes before, bytes after)`` the copybook's record in every record (the options
+    ``record_start_offset`` and ``record_end_offset``)."""
+    return var.padding
 
 
 def _check_size(mapping, label, size, err):
@@ -827,6 +850,27 @@ def _check_size(mapping, label, size, err):
             f"{label}: the file shrank while it was read: it was {size} bytes and is now {now}; the records from "
             f"byte {now} on were gone when read: read it again once whoever writes it is done"
         ) from err
+
+
+def _padding_bytes(table, name, width):
+    """The ``(rows, width)`` bytes of the column ``name`` (read_variable's ``_record_start`` or
+    ``_record_end``): the bytes before or after the copybook's record, written back."""
+    option = "record_start_offset" if name == _START else "record_end_offset"
+    if name not in table.column_names:
+        raise ConversionError(
+            f"{option}={width}: the table has no column {name!r} ({width} bytes per row), the bytes of each "
+            f"record that the copybook does not describe (read_variable gives it); add it (zero bytes if they "
+            f"mean nothing) so that they are not made up"
+        )
+    column = table.column(name).combine_chunks()
+    if column.type != pa.binary(width) or column.null_count:
+        raise ConversionError(
+            f"{option}={width}: the column {name!r} is {column.type}"
+            f"{' with nulls' if column.null_count else ''}; it holds {width} bytes per row (fixed_size_binary"
+            f"[{width}], as read_variable gives it)"
+        )
+    raw = np.frombuffer(column.buffers()[1], np.uint8, len(column) * width, column.offset * width)
+    return raw.reshape(len(column), width)
 
 
 def _contiguous(src):
@@ -900,6 +944,9 @@ def write_variable(table, copybook, dst=None, *, framing=None, occurs_mappings=N
     fixed = uncut(table.select(columns), book, layout, var)
     records = SoA.from_arrow(fixed, layout).to_aos().array
     view = records.view(np.uint8).reshape(len(records), layout.itemsize)
+    for name, lo_, hi in ((_START, 0, _padding(var)[0]), (_END, layout.itemsize - _padding(var)[1], layout.itemsize)):
+        if hi > lo_:
+            view[:, lo_:hi] = _padding_bytes(table, name, hi - lo_)
     out, lengths = var.shrink(view)
     if framing is None:
         data = out.tobytes()

@@ -356,3 +356,18 @@ def test_changing_the_framing_does_not_copy_old_length_bytes(tmp_path):
     pq.write_table(little, tmp_path / "t.parquet")  # the framing read travels with the table
     again = pq.read_table(tmp_path / "t.parquet")
     assert cobol.write_variable(again, TINY, codepage="ascii", framing="rdw") == bytes.fromhex("0006 0000") + b"11"
+
+
+def test_record_start_and_end_bytes_are_kept_for_the_way_back():
+    """Finding 12: the bytes record_start_offset=/record_end_offset= skip are columns
+    _record_start and _record_end, written back byte for byte; a table without them is a
+    ConversionError (the bytes would be made up)."""
+    data = b"SS" + _order(1, 5) + b"EEE" + b"TT" + _order(2, 7) + b"FFF"
+    opts = {"record_start_offset": 2, "record_end_offset": 3}
+    table = cobol.read_variable(data, ORDERS, **opts)
+    assert table.column("_record_start").to_pylist() == [b"SS", b"TT"]
+    assert table.column("_record_end").to_pylist() == [b"EEE", b"FFF"]
+    assert table.column("_offset").to_pylist() == [0, 17]
+    assert cobol.write_variable(table, ORDERS, **opts) == data
+    with pytest.raises(lo.ConversionError, match=r"record_end_offset=3: the table has no column '_record_end'"):
+        cobol.write_variable(table.drop_columns(["_record_end"]), ORDERS, **opts)
