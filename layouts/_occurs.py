@@ -253,7 +253,10 @@ class VariableRecord:
         if status == K.S_COUNT:
             value = ""
             if c[1] == 0:
-                value = f" {K.read_count(rec, 0, row, self.counts, self.keys, self.key_counts)[1]}"
+                n = int(K.read_count(rec, 0, row, self.counts, self.keys, self.key_counts)[1])
+                if c[0] == K.C_BINARY and not c[4] & K.CF_SIGNED and n < 0:  # unsigned: its 64 bits' value
+                    n += 1 << 64
+                value = f" {n}"
             raise ConversionError(
                 f"{what}: {field} is{value}{shown}, outside 0..{most}, at byte {fault}; fix the record, or the "
                 f"copybook's maximum"
@@ -265,6 +268,33 @@ class VariableRecord:
                 why += f" (a text count's values can be mapped to counts: occurs_mappings={{{path[-1]!r}: {{text: count}}}})"
             raise ConversionError(f"{what}: {field}{shown} is {why}, at byte {fault}; fix the record")
         raise ConversionError(f"{what}: {_STATUS[status]}")
+
+    def offset_in_record(self, rec, target):
+        """The byte of the record (as the data holds it) that ``target``, a byte of the
+        maximum-layout record ``rec`` (spread from it), came from; None if the record does
+        not hold it (an element past its count, taken from the template)."""
+
+        def run(pc, stop, base, at):
+            while pc < stop:
+                op, off, size, most, row, body = (int(v) for v in self.prog[pc])
+                if op == K.OP_COPY:
+                    if base + off <= target < base + off + size:
+                        return True, at + target - base - off
+                    at += size
+                    pc += 1
+                    continue
+                count = most
+                if row >= 0:
+                    count = int(K.read_count(rec, base, row, self.counts, self.keys, self.key_counts)[1])
+                for k in range(max(0, min(count, most))):
+                    found, at = run(pc + 1, pc + 1 + body, base + off + k * size, at)
+                    if found:
+                        return True, at
+                pc += 1 + body
+            return False, at
+
+        found, at = run(0, len(self.prog), 0, 0)
+        return at if found else None
 
     # ---------------------------------------------------------------- the way back
     def shrink(self, records):

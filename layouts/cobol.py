@@ -262,10 +262,12 @@ def _counts(column, counter, where, size, mapping=None):
         return _in_range(_mapped_counts(column, counter, where, mapping), counter, where, size)
     if column.null_count:
         row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
-        raise ConversionError(
+        err = ConversionError(
             f"record {row}: the count {counter} of {where} (OCCURS DEPENDING ON) is null (its "
             f"bytes were invalid); read the table at its maximum size, or fix the record"
         )
+        err.row, err.count_row = row, (where, counter)
+        raise err
     try:
         counts = pc.cast(column, pa.int64()).to_numpy(zero_copy_only=False)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -763,7 +765,7 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
         with MappedGuard(data.ctypes.data if mapped and data.nbytes else 0, data.nbytes if mapped else 0) as guard:
             try:
                 starts, lengths = var.scan(data, label=label)
-                table = _variable_table(var, book, layout, data, starts, lengths)
+                table = _variable_table(var, book, layout, data, starts, lengths, label, starts)
             except ConversionError as err:
                 _check_shrunk(guard, label, data.nbytes, err)
                 _check_size(owner if mapped else None, label, data.nbytes, err)
@@ -786,7 +788,7 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
         offsets = raw.column("_offset").to_numpy()
         var.check_framed(data, starts, lengths, offsets, label)
         prefix = raw.column("_prefix") if "_prefix" in raw.column_names else None
-        table = _variable_table(var, book, layout, data, starts, lengths)
+        table = _variable_table(var, book, layout, data, starts, lengths, label, offsets + 4)  # the bodies' bytes
         starts = offsets
     if prefix is not None:  # the framing it was read with: its spare bytes mean nothing in another
         table = table.add_column(0, pa.field("_prefix", prefix.type, metadata={_FRAMED: framing}), prefix)
@@ -798,11 +800,12 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
 _BATCH_BYTES = 64 << 20  # read_variable spreads at most this many bytes of maximum-layout records at a time
 
 
-def _variable_table(var, book, layout, data, starts, lengths):
+def _variable_table(var, book, layout, data, starts, lengths, label, at):
     """The records at ``starts`` (``lengths`` bytes) of ``data`` as the table of lists cut to
     their counts: spread into the maximum layout, decoded and cut a batch of records at a
     time, so that the memory the maximum layout takes is bounded (``_BATCH_BYTES``, at
-    least one record) however many records the data holds."""
+    least one record) however many records the data holds. ``at``: each record's byte in
+    ``label`` (the file), for the messages."""
     from ._aos import AoS
 
     step = max(1, _BATCH_BYTES // max(var.size, 1))
@@ -810,8 +813,18 @@ def _variable_table(var, book, layout, data, starts, lengths):
     parts = []
     for i in range(0, max(len(starts), 1), step):
         records = var.spread(data, starts[i : i + step], lengths[i : i + step])
-        part = AoS(records.view(layout.dtype).reshape(-1), layout).to_soa().to_arrow()
-        part = cut_depending_on(part, book, occurs_mappings=var.mappings)
+        try:
+            part = AoS(records.view(layout.dtype).reshape(-1), layout).to_soa().to_arrow()
+        except ConversionError as err:
+            if getattr(err, "fault", None) is None or layout.fields[err.fault[1]].encoding is None:
+                raise
+            raise _value_error(var, layout, records, err.fault, i, label, at) from None
+        try:
+            part = cut_depending_on(part, book, occurs_mappings=var.mappings)
+        except ConversionError as err:
+            if getattr(err, "count_row", None) is None:
+                raise
+            raise _null_count_error(var, records, err, i, label, at) from None
         for name, lo_, hi in reversed(((_START, 0, lead), (_END, var.size - trail, var.size))):
             if hi > lo_:  # the bytes record_start_offset/record_end_offset skip, kept for the way back
                 cells = np.ascontiguousarray(records[:, lo_:hi]).reshape(-1)
@@ -827,6 +840,46 @@ def _variable_table(var, book, layout, data, starts, lengths):
     if len(parts) == 1:
         return parts[0]
     return pa.concat_tables(parts, promote_options="permissive")
+
+
+def _value_error(var, layout, records, fault, first, label, at):
+    """The ConversionError of a field whose bytes are no valid value, at the file's byte and
+    the record's own offset (the record as the data holds it, not its maximum layout)."""
+    from ._mainframe import _element, forward_message
+
+    row = fault[0]
+    f = layout.fields[fault[1]]
+    k, off, _, _ = _element(f, records[row].tobytes())
+    own = var.offset_in_record(records[row], off)
+    own = off if own is None else own
+    start = int(at[first + row])
+    where = f"{label}: field {f.name!r}, record {first + row} (byte {start})"
+    of = "of the data" if label == "the data" else "of the file"
+    text = forward_message(f, records.view(layout.dtype).reshape(-1), fault, where, start + own - off, of)
+    text = text.replace(f"(offset {off} in the record)", f"(offset {own} in the record)", 1)
+    text = text.replace("(Encoding(..., invalid='null'))", "(read_variable(..., invalid='null'))")
+    return ConversionError(text)
+
+
+def _null_count_error(var, records, err, first, label, at):
+    """The ConversionError of a count made null (``invalid="null"``: its bytes are no valid
+    value of its field, though they are a count), in read_variable's terms."""
+    where, counter = err.count_row
+    n = int(err.row)
+    head = f"{label}: record {first + n} (byte {int(at[first + n])})"
+    field = next((f for f in var.book.fields if f.name == counter), None)
+    shown = ""
+    if field is not None and not field.shape:
+        own = var.offset_in_record(records[n], field.offset)
+        raw = records[n, field.offset : field.offset + field.width].tobytes().hex(" ").upper()
+        shown = f" (bytes {raw} at byte {int(at[first + n]) + (own or 0)})"
+    elif field is not None:
+        head = f"{label}: records {first}.. (an element of a table)"
+    return ConversionError(
+        f"{head}: the count {counter} of {where} (OCCURS DEPENDING ON){shown} is not a valid value of its field "
+        f"(invalid='null' made it null), so its table cannot be cut to it; fix the record, or read it with "
+        f"invalid='error' (the default) to see why its bytes are invalid"
+    )
 
 
 _START, _END = "_record_start", "_record_end"  # the bytes record_start_offset= and record_end_offset= skip

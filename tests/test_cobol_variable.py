@@ -371,3 +371,38 @@ def test_record_start_and_end_bytes_are_kept_for_the_way_back():
     assert cobol.write_variable(table, ORDERS, **opts) == data
     with pytest.raises(lo.ConversionError, match=r"record_end_offset=3: the table has no column '_record_end'"):
         cobol.write_variable(table.drop_columns(["_record_end"]), ORDERS, **opts)
+
+
+def test_value_errors_name_the_file_byte_and_the_records_own_offset(tmp_path):
+    """Finding 04: a bad value is reported at the file's byte and its offset in the record
+    as the data holds it, not in the internal maximum-layout copy; the advice is
+    read_variable's (invalid=...)."""
+    book = ORDERS + "           05  Z               PIC S9(3).\n"
+    one = _order(1, 12345) + b"\xf1\xf2\xc3"
+    (tmp_path / "z.dat").write_bytes(one + one[:-3] + b"\xf1\x40\xc3")
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"z.dat: field 'Z', record 1 \(byte 15\): byte 27 of the file \(offset 12 in the record\), bytes F1 40 C3"
+        r".*read_variable\(\.\.\., invalid='null'\)",
+    ):
+        cobol.read_variable(tmp_path / "z.dat", book)
+    rdw = b"".join(struct.pack(">HH", len(r) + 4, 0) + r for r in (one, one[:-3] + b"\xf1\x40\xc3"))
+    with pytest.raises(
+        lo.ConversionError, match=r"record 1 \(byte 23\): byte 35 of the data \(offset 12 in the record\)"
+    ):
+        cobol.read_variable(rdw, book, framing="rdw")
+
+
+def test_count_messages_unsigned_and_null():
+    """Finding 08: an unsigned 8-byte count is shown unsigned; finding 09: a count made
+    null by invalid='null' names the file's byte and read_variable's own fix."""
+    book = "       01  R.\n           05  N   PIC 9(18) COMP.\n           05  A OCCURS 0 TO 5 TIMES DEPENDING ON N PIC X.\n"
+    with pytest.raises(lo.ConversionError, match=r"is 18446744073709551615 \(bytes FF FF FF FF FF FF FF FF\), outside"):
+        cobol.read_variable(b"\xff" * 8 + b"\x81", book)
+    book = (
+        "       01  R.\n           05  N   PIC 9 COMP.\n           05  A OCCURS 0 TO 20 TIMES DEPENDING ON N PIC X.\n"
+    )
+    data = b"\x00\x02" + b"\x81" * 2 + b"\x00\x0c" + b"\x81" * 12
+    with pytest.raises(lo.ConversionError, match=r"record 1 \(byte 4\): the count N .*\(bytes 00 0C at byte 4\)") as e:
+        cobol.read_variable(data, book, invalid="null")
+    assert "maximum size" not in str(e.value)
