@@ -372,7 +372,9 @@ def _template(layout, size):
     """A record of the maximum layout whose every field holds a valid zero (text: spaces;
     zoned: digits 0; packed: 0 with sign F; binary, floats: 0 bytes)."""
     rec = np.zeros(size, dtype=np.uint8)
-    for f in layout.fields:
+    # text first: a REDEFINES alternative that is a number writes its zero over the spaces (any
+    # byte is text, not every byte a number)
+    for f in sorted(layout.fields, key=lambda f: f.encoding is None or f.encoding.kind != "text"):
         enc = f.encoding
         if enc is None:
             continue

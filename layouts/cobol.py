@@ -284,11 +284,13 @@ def _in_range(counts, counter, where, size):
     bad = np.flatnonzero((counts < 0) | (counts > size))
     if bad.size:
         row = int(bad[0])
-        raise ConversionError(
+        err = ConversionError(
             f"record {row}: the count {counter} of {where} (OCCURS DEPENDING ON) is "
             f"{int(counts[row])}, outside 0..{size}; read the table at its maximum size, or "
             f"fix the record"
         )
+        err.row, err.count_row, err.value = row, (where, counter), f"{int(counts[row])}, outside 0..{size}"
+        raise err
     return counts
 
 
@@ -994,7 +996,33 @@ def write_variable(table, copybook, dst=None, *, framing=None, occurs_mappings=N
 
     var, book, layout = _variable(copybook, occurs_mappings, options)
     columns = [c for c in table.column_names if not c.startswith("_")]
-    fixed = uncut(table.select(columns), book, layout, var)
+    if layout.aliases:
+        pa_, pb = (x.split(".") for x in layout.aliases[0])
+        p = next((i for i, (x, y) in enumerate(zip(pa_, pb)) if x != y), 0)  # the alternatives: the first names apart
+        a, b = pa_[p], pb[p]
+        drop = f"table.drop_columns([{b!r}])" if p == 0 else f"the field {'.'.join(pb[: p + 1])}"
+        raise LayoutError(
+            f"{a} and {b} share bytes of the record (REDEFINES), so the way back would write those bytes twice; "
+            f"keep one alternative of each REDEFINES set: write_variable(..., redefines={{{a!r}: {a!r}}}), and "
+            f"drop the other from the table ({drop})"
+        )
+    extra = [c for c in columns if c not in layout.dtype.names]
+    if extra:
+        raise LayoutError(
+            f"the table has columns {extra} that the copybook's record, read with these options, does not have "
+            f"(its items: {list(layout.dtype.names)}); they would be lost: drop them from the table "
+            f"(table.drop_columns({extra})), or pass the options the table was read with (redefines=...)"
+        )
+    try:
+        fixed = uncut(table.select(columns), book, layout, var)
+    except ConversionError as err:
+        if getattr(err, "count_row", None) is None:
+            raise
+        where, counter = err.count_row
+        what = getattr(err, "value", None) or "null"
+        raise ConversionError(
+            f"row {err.row}: the count {counter} of {where} (OCCURS DEPENDING ON) is {what}; fix the value"
+        ) from None
     records = SoA.from_arrow(fixed, layout).to_aos().array
     view = records.view(np.uint8).reshape(len(records), layout.itemsize)
     for name, lo_, hi in ((_START, 0, _padding(var)[0]), (_END, layout.itemsize - _padding(var)[1], layout.itemsize)):

@@ -406,3 +406,23 @@ def test_count_messages_unsigned_and_null():
     with pytest.raises(lo.ConversionError, match=r"record 1 \(byte 4\): the count N .*\(bytes 00 0C at byte 4\)") as e:
         cobol.read_variable(data, book, invalid="null")
     assert "maximum size" not in str(e.value)
+
+
+def test_way_back_messages_redefines_counts_and_empty_tables():
+    """Finding 13: a REDEFINES set on the way back is a LayoutError with write_variable's
+    own options (the template no longer makes up an invalid count); a count outside its
+    range names the row and the fix of a value; finding 14: OCCURS 0 TO 0 names the line."""
+    book = TINY.replace("PIC 9.\n", "PIC 9.\n           05  NX REDEFINES N PIC X.\n", 1)
+    table = cobol.read_variable(b"1212", book, codepage="ascii")
+    with pytest.raises(lo.LayoutError, match=r"redefines=\{'N': 'N'\}.*table.drop_columns\(\['NX'\]\)"):
+        cobol.write_variable(table, book, codepage="ascii")
+    with pytest.raises(lo.LayoutError, match=r"the table has columns \['NX'\] .*drop them"):
+        cobol.write_variable(table, book, codepage="ascii", redefines={"N": "N"})
+    kept = table.drop_columns(["NX"])
+    assert cobol.write_variable(kept, book, codepage="ascii", redefines={"N": "N"}) == b"1212"
+    n = kept.column_names.index("N")
+    bad = kept.set_column(n, "N", pa.array([Decimal(-1), Decimal(2)], kept.schema.field("N").type))
+    with pytest.raises(lo.ConversionError, match=r"^row 0: the count N of A .* is -1, outside 0..9; fix the value$"):
+        cobol.write_variable(bad, book, codepage="ascii", redefines={"N": "N"})
+    with pytest.raises(lo.LayoutError, match=r"copybook line 3: .*OCCURS 0 TO 0: a table of at most 0 elements"):
+        cobol.read_variable(b"0", TINY.replace("0 TO 9", "0 TO 0"))

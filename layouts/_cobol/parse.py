@@ -380,10 +380,17 @@ def _occurs(entry, item):
             f"(each record of the file is one {item.name}); put the table in a group below it"
         )
     low = high = _int(entry, "the OCCURS count")
+    span = f"{low}"
     if entry.optional("TO"):
         high = _int(entry, "the OCCURS maximum")
         if high < low:
             raise entry.fail(f"OCCURS {low} TO {high}: the maximum is below the minimum")
+        span = f"{low} TO {high}"
+    if high == 0:  # (IBM: the maximum is at least 1)
+        raise entry.fail(
+            f"OCCURS {span}: a table of at most 0 elements holds nothing; "
+            f"give its maximum (at least 1), or remove the item"
+        )
     entry.optional("TIMES")
     if entry.optional("DEPENDING"):
         entry.optional("ON")
