@@ -778,7 +778,10 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
     else:
         from ._stream import read_stream
 
-        framed = read_stream(src, _framed_stream(framing))
+        try:
+            framed = read_stream(src, _framed_stream(framing))
+        except ConversionError as err:
+            raise ConversionError(_framing_words(str(err), framing)) from None
         raw = framed["records"].to_arrow()
         label = _label_of(src)
         blocks = framed["_blocks"].to_arrow() if "_blocks" in framed else None
@@ -797,6 +800,23 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
     if framing == "bdw":
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), **_blocks_metadata(blocks)})
     return table.add_column(0, "_offset", pa.array(np.asarray(starts, np.int64)))
+
+
+def _framing_words(text, framing):
+    """A record stream's message about RDWs in read_variable's and write_variable's terms: no
+    record type, section or framing settings that these functions do not have."""
+    import re
+
+    text = re.sub(r"^<buffer>:", "the data:", text)
+    text = re.sub(r";? ?the record is type 'records' of variable section\[\d+\]", "", text)
+    text = text.replace("the record's length field", "the RDW's length field")
+    fix = f"the framing is not {framing!r} (read_variable's framing: 'rdw', 'rdw-little' or 'bdw')"
+    text = re.sub(r"wrong framing settings \([^)]*\)", fix, text)
+    text = re.sub(r"the framing's length settings \([^)]*\) are wrong", fix, text)
+    text = text.replace("(try the rdw framing)", "(try framing='rdw')")
+    text = re.sub(r"table 'records', row", "row", text)
+    text = re.sub(r"table '_blocks', row (\d+)", r"block \1", text)
+    return text.replace("shorten its _tail", "lower its counts")
 
 
 _BATCH_BYTES = 64 << 20  # read_variable spreads at most this many bytes of maximum-layout records at a time
@@ -1048,6 +1068,15 @@ def write_variable(table, copybook, dst=None, *, framing=None, occurs_mappings=N
         bodies = [out[s : s + n].tobytes() for s, n in zip(starts.tolist(), lengths.tolist())]
         if any(len(b) == 0 for b in bodies):
             raise ConversionError("a record of no bytes has no RDW form; fix its counts")
+        most = 65535 if framing == "rdw-little" else 65531  # a 2-byte length; an IBM RDW counts its own 4 bytes
+        if lengths.size and int(lengths.max()) > most:
+            row = int(np.argmax(lengths > most))
+            raise ConversionError(
+                f"row {row}: the record is {int(lengths[row]):,} bytes as its counts make it; an RDW "
+                f"(framing={framing!r}) frames at most {most:,} bytes of record (its length field is 2 bytes"
+                f"{', and counts the RDW' if most < 65535 else ''}): lower the counts, or write the records "
+                f"without framing (framing=None)"
+            )
         part = pa.table(
             {
                 "_offset": table.column("_offset"),
@@ -1059,7 +1088,10 @@ def write_variable(table, copybook, dst=None, *, framing=None, occurs_mappings=N
         parts = {"records": part}
         if framing == "bdw":
             parts["_blocks"] = _blocks_table(table)
-        data = write_stream(parts, _framed_stream(framing), None)
+        try:
+            data = write_stream(parts, _framed_stream(framing), None)
+        except ConversionError as err:
+            raise ConversionError(_framing_words(str(err), framing)) from None
     if dst is None:
         return data
     from ._files import open_output

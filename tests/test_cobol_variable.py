@@ -426,3 +426,26 @@ def test_way_back_messages_redefines_counts_and_empty_tables():
         cobol.write_variable(bad, book, codepage="ascii", redefines={"N": "N"})
     with pytest.raises(lo.LayoutError, match=r"copybook line 3: .*OCCURS 0 TO 0: a table of at most 0 elements"):
         cobol.read_variable(b"0", TINY.replace("0 TO 9", "0 TO 0"))
+
+
+def test_rdw_messages_in_read_variables_terms():
+    """Finding 19: RDW problems are told with the data, the byte, the row and the RDW's
+    limit, never the record-stream machinery's record type, section, _tail or settings."""
+    book = TINY.replace("PIC 9.\n", "PIC 9(5).\n", 1).replace("0 TO 9 TIMES", "0 TO 70000 TIMES")
+    table = cobol.read_variable(struct.pack(">HH", 11, 0) + b"0000212", book, codepage="ascii", framing="rdw")
+    n, a = table.column_names.index("N"), table.column_names.index("A")
+    table = table.set_column(n, "N", pa.array([Decimal(66000)], table.schema.field("N").type))
+    table = table.set_column(a, "A", pa.array([[Decimal(1)] * 66000], table.schema.field("A").type))
+    with pytest.raises(lo.ConversionError, match=r"^row 0: the record is 66,005 bytes .* at most 65,531 bytes") as e:
+        cobol.write_variable(table, book, codepage="ascii", framing="rdw")
+    messages = [str(e.value)]
+    for framing, data in (
+        ("rdw", struct.pack(">HH", 2, 0) + b"0000212"),
+        ("rdw", struct.pack(">HH", 20, 0) + b"0000212"),
+        ("rdw-little", struct.pack("<HH", 0, 20) + b"0000212"),
+    ):
+        with pytest.raises(lo.ConversionError, match=r"^the data: byte 0: the RDW's length field") as e:
+            cobol.read_variable(data, book, codepage="ascii", framing=framing)
+        messages.append(str(e.value))
+    for m in messages:
+        assert "'records'" not in m and "_tail" not in m and "counts_itself" not in m and "section" not in m, m
