@@ -347,9 +347,16 @@ def _check_mappings(mappings, book):
             raise LayoutError(
                 f"occurs_mappings: {name!r} is no table of the record (its tables: {', '.join(sorted(names))})"
             )
+        seen = {}
         for value, n in mapping.items():
             if not isinstance(value, str) or not isinstance(n, int) or isinstance(n, bool) or n < 0:
                 raise LayoutError(f"occurs_mappings[{name!r}]: {value!r}: {n!r}: give text values and counts >= 0")
+            if value.rstrip(" ") in seen:  # a count's text is compared without its trailing spaces
+                raise LayoutError(
+                    f"occurs_mappings[{name!r}]: {seen[value.rstrip(' ')]!r} and {value!r} are the same text (trailing "
+                    f"spaces do not count); give each text one count"
+                )
+            seen[value.rstrip(" ")] = value
         out[key] = mapping
     return out
 

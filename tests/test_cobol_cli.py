@@ -281,3 +281,44 @@ def test_ascii_rdw_segments_and_variable_occurs(tmp_path, capsys):
         == 2
     )
     assert "--occurs-mapping applies with --variable-occurs" in capsys.readouterr().err
+
+
+def test_variable_occurs_usage_and_messages_in_flags(tmp_path, capsys):
+    """Finding 06: a text or a table given twice to --occurs-mapping is a usage error;
+    read_variable's and write_variable's advice comes in the command's flags."""
+    book = tmp_path / "t.cob"
+    book.write_text(
+        "       01  REC.\n           05  KIND            PIC X(1).\n"
+        "           05  DETAIL1 OCCURS 0 TO 3 TIMES DEPENDING ON KIND.\n               10  V           PIC 9(2).\n"
+        "           05  END             PIC X(2).\n"
+    )
+    (tmp_path / "m.dat").write_bytes(b"AEEB11EEC1122EE")
+    argv = ["convert", str(tmp_path / "m.dat"), "--copybook", str(book), "--codepage", "ascii", "--variable-occurs"]
+    out = str(tmp_path / "m.parquet")
+    assert main([*argv, "--occurs-mapping", "DETAIL1=A:0,A:1,B:1,C:2", "--to", out]) == 2
+    assert "the text 'A' is given twice" in capsys.readouterr().err
+    assert main([*argv, "--occurs-mapping", "DETAIL1=A:0", "--occurs-mapping", "DETAIL1=B:1", "--to", out]) == 2
+    assert "the table DETAIL1 is given twice" in capsys.readouterr().err
+    assert main([*argv, "--occurs-mapping", "DETAIL1=A:0,B:1,C:2", "--to", out, "--quiet"]) == 0
+    # a count with a REDEFINES alternative on the way back: the command's --redefines
+    redef = tmp_path / "r.cob"
+    redef.write_text(
+        "       01  R.\n           05  N   PIC 9.\n           05  NX REDEFINES N PIC X.\n"
+        "           05  A OCCURS 0 TO 3 TIMES DEPENDING ON N PIC X.\n"
+    )
+    (tmp_path / "r.dat").write_bytes(b"1a")
+    opts = ["--copybook", str(redef), "--codepage", "ascii", "--variable-occurs", "--quiet"]
+    assert main(["convert", str(tmp_path / "r.dat"), *opts, "--to", str(tmp_path / "r.parquet")]) == 0
+    assert main(["convert", str(tmp_path / "r.parquet"), *opts, "--to", str(tmp_path / "r2.dat")]) == 1
+    err = capsys.readouterr().err
+    assert "--redefines N=N" in err and "write_variable" not in err and "drop_columns" not in err
+    # a bad value: --invalid null, not read_variable(...)
+    (tmp_path / "z.dat").write_bytes(b"1x")
+    num = tmp_path / "n.cob"
+    num.write_text(
+        "       01  R.\n           05  N   PIC 9.\n           05  A OCCURS 0 TO 3 TIMES DEPENDING ON N PIC 9.\n"
+    )
+    opts = ["--copybook", str(num), "--codepage", "ascii", "--variable-occurs", "--quiet"]
+    assert main(["convert", str(tmp_path / "z.dat"), *opts, "--to", str(tmp_path / "z.parquet")]) == 1
+    err = capsys.readouterr().err
+    assert "pass --invalid null" in err and "read_variable" not in err, err

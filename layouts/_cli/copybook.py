@@ -580,11 +580,41 @@ def _occurs_mappings(items):
                 raise CommandError(
                     f"--occurs-mapping {item!r}: give TABLE=TEXT:COUNT[,TEXT:COUNT], e.g. --occurs-mapping DETAIL1=A:0,B:1"
                 )
+            if text.rstrip(" ") in {
+                t.rstrip(" ") for t in mapping
+            }:  # (a count's text is compared without its trailing spaces)
+                raise CommandError(
+                    f"--occurs-mapping {item!r}: the text {text!r} is given twice; give each text one count"
+                )
             mapping[text] = int(count)
         if not eq or not table.strip():
             raise CommandError(f"--occurs-mapping {item!r}: give TABLE=TEXT:COUNT[,TEXT:COUNT]")
+        if table.strip() in mappings:
+            raise CommandError(
+                f"--occurs-mapping {item!r}: the table {table.strip()} is given twice; give all its texts in one "
+                f"--occurs-mapping {table.strip()}=TEXT:COUNT[,TEXT:COUNT]"
+            )
         mappings[table.strip()] = mapping
     return mappings or None
+
+
+def _variable_flags(message):
+    """read_variable's and write_variable's advice in the command's flags."""
+    message = message.replace(
+        "read the field with invalid='null' (read_variable(..., invalid='null'))", "pass --invalid null"
+    )
+    message = re.sub(r"write_variable\(\.\.\., redefines=\{'([^']*)': '([^']*)'\}\)", r"--redefines \1=\2", message)
+    message = re.sub(r"table\.drop_columns\(\[([^\]]*)\]\)", r"remove the column \1 from the table file", message)
+    message = re.sub(r"drop them from the table \(remove", "drop them (remove", message)
+    message = message.replace("(framing=None)", "(without --framing)")
+    message = message.replace(
+        "read_variable's framing: 'rdw', 'rdw-little' or 'bdw'", "--framing rdw, rdw-little or bdw"
+    )
+    message = re.sub(r"framing='([\w-]+)'", r"--framing \1", message)
+    message = re.sub(r"the framing is not '([\w-]+)'", r"the framing is not --framing \1", message)
+    message = message.replace("invalid='null' made it null", "--invalid null made it null")
+    message = message.replace("invalid='error' (the default)", "--invalid error (the default)")
+    return message.replace("(read_variable gives it)", "(layouts convert --variable-occurs gives it)")
 
 
 def convert_variable(args):
@@ -623,7 +653,7 @@ def convert_variable(args):
         message = re.sub(
             r"occurs_mappings=\{'([^']*)': \{text: count\}\}", r"--occurs-mapping \1=TEXT:COUNT[,TEXT:COUNT]", str(err)
         )
-        err.args = (in_flags(message).replace("occurs_mappings", "--occurs-mapping"),)
+        err.args = (in_flags(_variable_flags(message)).replace("occurs_mappings", "--occurs-mapping"),)
         raise
     _check_interrupts(args)
     _write_table(table, args.dst)
