@@ -7,14 +7,17 @@ data returns ``E_INVALID`` at its row, or, with ``F_NULL_INVALID``, becomes a nu
 """
 
 import numpy as np
+from numba import literally
 
-from .._memory import load8, load16, load32, load64, store8, store16, store32, store64
+from .. import _cache
+from .._memory import bswap64, load8, load16, load32, load64, store8, store16, store32, store64
 from ..mainframe import (
     below_pow10,
     binary_fits,
     digit_at,
     digit_groups,
     digit_limit,
+    digits_of_nibbles,
     divmod_u128_small,
     fold_chunk,
     ibm_to_ieee,
@@ -61,12 +64,16 @@ from ..plan import (
     VALID,
     WIDTH,
 )
-from .memory import _clear_bits, _get_bit, _jit, _offset_at, _set_bit, _set_offset
+from .memory import _clear_bits, _get_bit, _jit, _memcpy, _offset_at, _set_bit, _set_offset
 
 I64_MIN_MAG = np.uint64(2**63)
 
+# The word decoders of the loops that convert a block's values one after another: inlined
+# by Numba itself (LLVM keeps them as calls, each value's result going through memory).
+_inline = _cache.jit(nogil=True, inline="always")
 
-@_jit
+
+@_inline
 def _store_number(dst, i, outw, hi, lo, negative):
     """Magnitude ``(hi, lo)`` with its sign into element i: decimal128 (outw 16) or int64;
     False if it does not fit int64."""
@@ -101,31 +108,42 @@ def _scaled(hi, lo, pow10):
 # Each returns (status, negative, hi, lo): status 0, E_INVALID or E_RANGE.
 
 
+@_inline
+def _load_be(a, w):
+    """The ``w`` (1 to 8) bytes at ``a`` as a big-endian word (right-aligned): one 8-byte
+    load and a byte swap, which reads ``8 - w`` bytes past them (see :func:`fwd_decimal`)."""
+    return np.uint64(bswap64(load64(a))) >> np.uint64(64 - 8 * w)
+
+
+@_inline
+def _decode_packed_short(a, width, digits, signed):
+    """A packed field of up to 15 bytes (29 digits): one or two words, every nibble at once."""
+    if width <= 8:  # up to 15 digits: one word, every nibble at once
+        status, negative, v = packed_word(_load_be(a, width), width, digits, signed)
+        return status, negative, np.uint64(0), v
+    if width <= 15:  # up to 29 digits: two words (the 8 bytes at a are in the field)
+        n_hi = width - 8
+        x_hi = _load_be(a, n_hi)
+        status, negative, v_lo = packed_word(_load_be(a + n_hi, 8), 8, 15, signed)
+        six = np.uint64(0x0666666666666666)
+        bad = ((x_hi + six) ^ x_hi ^ six) & np.uint64(0x1111111111111110)  # a digit nibble above 9
+        if digits % 2 == 0:
+            bad |= x_hi >> np.uint64(8 * n_hi - 4)  # an even digit count's padding nibble is 0
+        if bad != np.uint64(0) or status != 0:
+            return E_INVALID, False, np.uint64(0), np.uint64(0)
+        v_hi = digits_of_nibbles(x_hi)
+        if v_hi == np.uint64(0):
+            return 0, negative, np.uint64(0), v_lo
+        hi, lo = mul_add_u128(0, v_hi, 10**15, v_lo)
+        return 0, negative, hi, lo
+    return E_INVALID, False, np.uint64(0), np.uint64(0)
+
+
 @_jit
 def _decode_packed(a, width, digits, signed):
-    if width <= 8:  # up to 15 digits: one word, every nibble at once
-        x = np.uint64(0)
-        for t in range(width):
-            x = (x << np.uint64(8)) | np.uint64(load8(a + t))
-        status, negative, v = packed_word(x, width, digits, signed)
-        return status, negative, np.uint64(0), v
-    if width > 9:  # more than 17 digits: in 18-digit chunks folded into 128 bits
-        return _decode_packed_long(a, width, digits, signed)
-    # Up to 17 digits: an int64, and one test for every nibble at the end (d > 9 iff d + 6 >= 16).
-    bad = np.int64(load8(a)) >> 4 if digits % 2 == 0 else np.int64(0)  # an even digit count's pad nibble is 0
-    v = np.int64(0)
-    for t in range(width - 1):
-        b = np.int64(load8(a + t))
-        h, low = b >> 4, b & 0xF
-        bad |= ((h + 6) | (low + 6)) & 16
-        v = v * 100 + h * 10 + low
-    b = np.int64(load8(a + width - 1))
-    h = b >> 4
-    bad |= (h + 6) & 16
-    sign = packed_sign(b & 0xF, signed)
-    if bad != 0 or sign == 0:
-        return E_INVALID, False, np.uint64(0), np.uint64(0)
-    return 0, sign < 0, np.uint64(0), np.uint64(v * 10 + h)
+    if width <= 15:
+        return _decode_packed_short(a, width, digits, signed)
+    return _decode_packed_long(a, width, digits, signed)
 
 
 @_jit
@@ -158,18 +176,16 @@ def _decode_packed_long(a, width, digits, signed):
     return E_INVALID, False, hi, lo
 
 
-@_jit
+@_inline
 def _decode_zoned_words(a, d0, d1, over, signed, negative):
     """Zoned digits [d0, d1) of the field at ``a`` (at most 16), the overpunched sign (if
-    any) at byte ``over``: the bytes as two big-endian words, the sign's zone set to F."""
+    any) at byte ``over``: the bytes as two big-endian words, the sign's zone set to F.
+    Reads up to 7 bytes past ``a + d1``."""
     n = d1 - d0
     n_lo = min(n, 8)
     split = d1 - n_lo
-    x_hi, x_lo = np.uint64(0), np.uint64(0)
-    for t in range(d0, split):
-        x_hi = (x_hi << np.uint64(8)) | np.uint64(load8(a + t))
-    for t in range(split, d1):
-        x_lo = (x_lo << np.uint64(8)) | np.uint64(load8(a + t))
+    x_hi = _load_be(a + d0, split - d0) if split > d0 else np.uint64(0)
+    x_lo = _load_be(a + split, n_lo)
     if over >= 0:
         in_lo = over >= split
         shift = np.uint64(8 * ((d1 - 1 - over) if in_lo else (split - 1 - over)) + 4)
@@ -186,14 +202,13 @@ def _decode_zoned_words(a, d0, d1, over, signed, negative):
     bad_lo, v_lo = zoned_word(x_lo, n_lo)
     if bad_hi or bad_lo:
         return E_INVALID, False, np.uint64(0), np.uint64(0)
-    scale = np.uint64(1)
-    for _ in range(n_lo):
-        scale *= np.uint64(10)
-    return 0, negative, np.uint64(0), v_hi * scale + v_lo
+    return 0, negative, np.uint64(0), v_hi * np.uint64(100000000) + v_lo  # (v_hi is 0 for n <= 8)
 
 
-@_jit
-def _decode_zoned(a, width, signed, flags, plus, minus):
+@_inline
+def _zoned_frame(a, width, flags, plus, minus):
+    """``(status, d0, d1, over, negative)`` of a zoned field: its digit bytes [d0, d1), the
+    byte with the overpunched sign (-1: a separate sign, read here into ``negative``)."""
     leading, separate = (flags & F_LEADING) != 0, (flags & F_SEPARATE) != 0
     d0, d1 = 0, width  # the digit bytes
     negative = False
@@ -204,13 +219,30 @@ def _decode_zoned(a, width, signed, flags, plus, minus):
         elif sb == minus:
             negative = True
         else:
-            return E_INVALID, False, np.uint64(0), np.uint64(0)
+            return E_INVALID, d0, d1, -1, False
         if leading:
             d0 = 1
         else:
             d1 = width - 1
-    over = -1 if separate else (d0 if leading else d1 - 1)  # the byte with the overpunched sign
-    if d1 - d0 <= 16:  # up to 16 digits: two words, every byte checked at once
+    over = -1 if separate else (d0 if leading else d1 - 1)
+    return 0, d0, d1, over, negative
+
+
+@_inline
+def _decode_zoned_short(a, width, signed, flags, plus, minus):
+    """A zoned field of up to 16 digits: two words, every byte checked at once."""
+    status, d0, d1, over, negative = _zoned_frame(a, width, flags, plus, minus)
+    if status != 0:
+        return status, False, np.uint64(0), np.uint64(0)
+    return _decode_zoned_words(a, d0, d1, over, signed, negative)
+
+
+@_jit
+def _decode_zoned(a, width, signed, flags, plus, minus):
+    status, d0, d1, over, negative = _zoned_frame(a, width, flags, plus, minus)
+    if status != 0:
+        return status, False, np.uint64(0), np.uint64(0)
+    if d1 - d0 <= 16:
         return _decode_zoned_words(a, d0, d1, over, signed, negative)
     chunk, nd = np.int64(0), 0
     hi, lo = np.uint64(0), np.uint64(0)
@@ -235,11 +267,9 @@ def _decode_zoned(a, width, signed, flags, plus, minus):
     return 0, negative, hi, lo
 
 
-@_jit
+@_inline
 def _decode_binary(a, width, signed, limit):
-    raw = np.uint64(0)
-    for t in range(width):
-        raw = (raw << np.uint64(8)) | np.uint64(load8(a + t))
+    raw = _load_be(a, width)
     negative = False
     if signed and (raw >> np.uint64(8 * width - 1)) & np.uint64(1):
         negative = True
@@ -256,18 +286,61 @@ def _decode_binary(a, width, signed, limit):
 
 @_jit
 def fwd_decimal(src, stride, b0, b1, op, offs, kind):
-    """Packed, zoned or binary (``kind``) -> decimal128 / int64 (P2 bytes)."""
+    """Packed, zoned or binary (``kind``) -> decimal128 / int64 (P2 bytes).
+
+    Fields are loaded a word at a time: 8 bytes from a field's start, which for a field of
+    fewer bytes reads up to 7 bytes past its end, into the next record when ``stride`` >= 8.
+    The block's last row, which may have no next record (every row, for records of fewer
+    than 8 bytes), is read from a copy of its fields followed by zeros."""
+    c, w = op[COUNT], op[WIDTH]
+    if op[VALID] != 0:
+        _clear_bits(op[VALID], b0 * c, b1 * c)
+    scratch = np.zeros(c * w + 16, dtype=np.uint8)
+    tmp = scratch.ctypes.data
+    # Packed fields of up to 29 digits, zoned of up to 16, every binary one, no P scaling:
+    # a loop of word decoders only (no loop inside it: LLVM keeps it in registers)
+    separate = 1 if (op[FLAGS] & F_SEPARATE) != 0 else 0
+    short = op[P3] == 0 and (
+        (kind == K_PACKED and w <= 15) or (kind == K_ZONED and w - separate <= 16) or kind == K_BINARY
+    )
+    alone = max(b0, b1 - 1) if stride >= 8 else b0  # the rows from here on are read from the copy
+    row, code = _decimal_rows(src, stride, b0, alone, op, offs, kind, -1, tmp, short)
+    r = alone
+    while code == 0 and r < b1:
+        for k in range(c):
+            _memcpy(tmp + k * w, src + r * stride + offs[op[OFFS] + k], w)
+        row, code = _decimal_rows(src, stride, r, r + 1, op, offs, kind, r, tmp, short)
+        r += 1
+    return row, code
+
+
+@_jit
+def _decimal_rows(src, stride, b0, b1, op, offs, kind, alone, tmp, short):
+    """fwd_decimal over rows [b0, b1); row ``alone`` is read from ``tmp`` (its fields' copy)."""
+    if short:  # each kind its own loop (a constant kind: Numba compiles one per kind)
+        if kind == K_PACKED:
+            ok = _decimal_rows_short(src, stride, b0, b1, op, offs, K_PACKED, alone, tmp)
+        elif kind == K_ZONED:
+            ok = _decimal_rows_short(src, stride, b0, b1, op, offs, K_ZONED, alone, tmp)
+        else:
+            ok = _decimal_rows_short(src, stride, b0, b1, op, offs, K_BINARY, alone, tmp)
+        if ok:
+            return -1, 0
+    return _decimal_rows_exact(src, stride, b0, b1, op, offs, kind, alone, tmp)
+
+
+@_jit
+def _decimal_rows_exact(src, stride, b0, b1, op, offs, kind, alone, tmp):
+    """Rows [b0, b1), value by value: the first invalid value ends it, or becomes a null."""
     w, c, dst, outw, digits, pow10 = op[WIDTH], op[COUNT], op[DATA], op[P2], op[P1], op[P3]
     flags = op[FLAGS]
     signed, to_null, valid = (flags & F_SIGNED) != 0, (flags & F_NULL_INVALID) != 0, op[VALID]
     plus, minus = op[SENT] & 0xFF, (op[SENT] >> 8) & 0xFF
     limit = digit_limit(digits) if (flags & F_TRUNC_BIN) == 0 else np.uint64(0)
-    if valid != 0:
-        _clear_bits(valid, b0 * c, b1 * c)
     for k in range(c):
         base = src + offs[op[OFFS] + k]
         for r in range(b0, b1):
-            a = base + r * stride
+            a = tmp + k * w if r == alone else base + r * stride
             i = r * c + k
             if kind == K_PACKED:
                 status, negative, hi, lo = _decode_packed(a, w, digits, signed)
@@ -286,6 +359,40 @@ def fwd_decimal(src, stride, b0, b1, op, offs, kind):
             elif valid != 0:
                 _set_bit(valid, i)
     return -1, 0
+
+
+@_jit
+def _decimal_rows_short(src, stride, b0, b1, op, offs, kind, alone, tmp):
+    """:func:`_decimal_rows` of the fields the word decoders take whole (see fwd_decimal):
+    a loop with no exit and no null check. False if a value was not valid or did not fit
+    (the caller then converts the rows again by :func:`_decimal_rows_exact`). ``kind`` is
+    a compile-time constant: one loop per kind, with only its decoder in it."""
+    literally(kind)
+    w, c, dst, outw, digits = op[WIDTH], op[COUNT], op[DATA], op[P2], op[P1]
+    flags = op[FLAGS]
+    signed = (flags & F_SIGNED) != 0
+    plus, minus = op[SENT] & 0xFF, (op[SENT] >> 8) & 0xFF
+    limit = digit_limit(digits) if (flags & F_TRUNC_BIN) == 0 else np.uint64(0)
+    bad = False
+    for k in range(c):
+        base = src + offs[op[OFFS] + k]
+        for r in range(b0, b1):
+            a = tmp + k * w if r == alone else base + r * stride
+            if kind == K_PACKED:
+                status, negative, hi, lo = _decode_packed_short(a, w, digits, signed)
+            elif kind == K_ZONED:
+                status, negative, hi, lo = _decode_zoned_short(a, w, signed, flags, plus, minus)
+            else:
+                status, negative, hi, lo = _decode_binary(a, w, signed, limit)
+            ok = _store_number(dst, r * c + k, outw, hi, lo, negative)
+            bad |= status != 0 or not ok
+    if bad:
+        return False
+    valid = op[VALID]
+    if valid != 0:
+        for i in range(b0 * c, b1 * c):
+            _set_bit(valid, i)
+    return True
 
 
 @_jit
