@@ -431,10 +431,35 @@ def fwd_hfloat(src, stride, b0, b1, op, offs):
 @_jit
 def fwd_text(src, stride, r0, b0, b1, op, offs):
     """EBCDIC bytes -> UTF-8 through the code page's table, into chunk-local var data
-    (as the C-string op does; compacted after the pass)."""
+    (as the C-string op does; compacted after the pass). Runs of 8 bytes whose characters
+    are one UTF-8 byte each (letters, digits, spaces...) go through a byte table made
+    here and are stored as one word; the others character by character."""
+    table = op[TABLE]
+    single = np.empty(256, dtype=np.uint8)  # a byte's one UTF-8 byte, or 0x80: it takes more
+    for b in range(256):
+        code = np.int64(load32(table + b * 4))
+        single[b] = code & 0xFF if (code >> 24) == 1 else 0x80
+    _text_rows(src, stride, r0, b0, b1, op, offs, single.ctypes.data)
+    return -1, 0
+
+
+@_inline
+def _single8(single, s):
+    """The 8 bytes at ``s`` through the byte table ``single``, as one little-endian word
+    (a byte with 0x80 set: a character of more than one UTF-8 byte)."""
+    x = np.uint64(load64(s))
+    word = np.uint64(0)
+    for u in range(8):
+        word |= np.uint64(load8(single + np.int64((x >> np.uint64(8 * u)) & np.uint64(0xFF)))) << np.uint64(8 * u)
+    return word
+
+
+@_jit
+def _text_rows(src, stride, r0, b0, b1, op, offs, single):
     n, c, per, ow = op[WIDTH], op[COUNT], op[P1], op[P2]
     data, offsets, table = op[DATA] + r0 * c * per, op[OFFSETS], op[TABLE]
     trim_r, trim_l = (op[FLAGS] & F_TRIM_RIGHT) != 0, (op[FLAGS] & F_TRIM_LEFT) != 0
+    high = np.uint64(0x8080808080808080)
     for r in range(b0, b1):
         for k in range(c):
             i = r * c + k
@@ -450,19 +475,19 @@ def fwd_text(src, stride, r0, b0, b1, op, offs):
                 while first < end and load8(s + first) == 0x40:
                     first += 1
             out = data + pos
-            length = 0
             t = first
-            while t + 8 <= end:  # eight characters of one UTF-8 byte each (letters, digits): one store
-                word, ones = np.int64(0), np.int64(1)
-                for u in range(8):
-                    code = np.int64(load32(table + np.int64(load8(s + t + u)) * 4))
-                    ones &= (code >> 24) == 1
-                    word |= (code & 0xFF) << (8 * u)
-                if ones == 0:
+            while t + 8 <= end:  # eight characters of one UTF-8 byte each: one store
+                word = _single8(single, s + t)
+                if word & high:
                     break
-                store64(out + length, word)
-                length += 8
+                store64(out + t - first, word)
                 t += 8
+            if end - first >= 8 and t < end and t + 8 > end:  # the last 0-7: the field's last 8 again
+                word = _single8(single, s + end - 8)
+                if (word & high) == 0:
+                    store64(out + end - 8 - first, word)
+                    t = end
+            length = t - first  # (one UTF-8 byte per character so far)
             for v in range(t, end):
                 code = np.int64(load32(table + np.int64(load8(s + v)) * 4))
                 size = code >> 24
@@ -475,7 +500,6 @@ def fwd_text(src, stride, r0, b0, b1, op, offs):
                     store8(out + length + 2, code >> 16)
                 length += size
             _set_offset(offsets, i + 1, ow, pos + length)
-    return -1, 0
 
 
 # --------------------------------------------------------------------------- SoA -> AoS
@@ -562,7 +586,133 @@ def _write_digits(a, kind, w, digits, hi, lo, negative, positive, leading, separ
 
 @_jit
 def rev_decimal(dst, itemsize, b0, b1, op, offs, kind):
-    """decimal128 / int64 -> packed, zoned or binary (``kind``), range-checked."""
+    """decimal128 / int64 -> packed, zoned or binary (``kind``), range-checked.
+
+    Packed fields of up to 15 digits, zoned of up to 16, binary ones, with no P scaling,
+    are written a word at a time by a loop of their kind that only notes whether a value
+    could not be written; a block with such a value is written again value by value
+    (:func:`_rev_decimal_exact`), which names the first."""
+    digits = op[P1]
+    if op[P3] == 0:
+        ok = False
+        if kind == K_PACKED and digits <= 15:
+            ok = _rev_decimal_short(dst, itemsize, b0, b1, op, offs, K_PACKED)
+        elif kind == K_ZONED and digits <= 16:
+            ok = _rev_decimal_short(dst, itemsize, b0, b1, op, offs, K_ZONED)
+        elif kind == K_BINARY:
+            ok = _rev_decimal_short(dst, itemsize, b0, b1, op, offs, K_BINARY)
+        if ok:
+            return -1, 0
+    return _rev_decimal_exact(dst, itemsize, b0, b1, op, offs, kind)
+
+
+@_inline
+def _store_be(a, w, x):
+    """The low ``w`` (1 to 8) bytes of ``x`` at ``a``, big-endian: one to three stores."""
+    y = np.uint64(bswap64(np.uint64(x) << np.uint64(64 - 8 * w)))  # the w bytes first, in order
+    if w == 8:
+        store64(a, y)
+        return
+    p = 0
+    if w & 4:
+        store32(a, y)
+        y >>= np.uint64(32)
+        p = 4
+    if w & 2:
+        store16(a + p, y)
+        y >>= np.uint64(16)
+        p += 2
+    if w & 1:
+        store8(a + p, y)
+
+
+@_inline
+def _pairs8(y):
+    """``y`` (below 10**8) as four 16-bit lanes of digit pairs, ``(tens, ones)``: the
+    tens digits and the ones digits of each pair, most significant pair in the top lane."""
+    y = np.uint64(y)
+    a = y // np.uint64(10000)
+    x = (a << np.uint64(32)) | (y - a * np.uint64(10000))  # 32-bit lanes below 10**4
+    q = ((x * np.uint64(10486)) >> np.uint64(20)) & np.uint64(0x0000007F0000007F)  # lane // 100
+    x = (q << np.uint64(16)) | (x - q * np.uint64(100))  # 16-bit lanes below 100
+    tens = ((x * np.uint64(103)) >> np.uint64(10)) & np.uint64(0x000F000F000F000F)  # lane // 10
+    return tens, x - tens * np.uint64(10)
+
+
+@_inline
+def _zoned8(y):
+    """``y`` (below 10**8) as 8 zoned digit bytes F0-F9, a big-endian word."""
+    tens, ones = _pairs8(y)
+    return (tens << np.uint64(8)) | ones | np.uint64(0xF0F0F0F0F0F0F0F0)
+
+
+@_inline
+def _bcd8(y):
+    """``y`` (below 10**8) as 8 BCD digit nibbles, a big-endian 32-bit word."""
+    tens, ones = _pairs8(y)
+    x = (tens << np.uint64(4)) | ones  # a byte of two digits in each 16-bit lane
+    x = (x | (x >> np.uint64(8))) & np.uint64(0x0000FFFF0000FFFF)
+    return (x | (x >> np.uint64(16))) & np.uint64(0xFFFFFFFF)
+
+
+@_jit
+def _rev_decimal_short(dst, itemsize, b0, b1, op, offs, kind):
+    """:func:`rev_decimal` of rows [b0, b1) in a loop with no exit; False if a value could
+    not be written (a null, out of range: the caller writes the block again, exactly).
+    ``kind`` is a compile-time constant: one loop per kind."""
+    literally(kind)
+    w, c, digits, flags, e0 = op[WIDTH], op[COUNT], op[P1], op[FLAGS], op[ELEM0]
+    src, outw, valid = op[DATA], op[P2], op[VALID]
+    signed = (flags & F_SIGNED) != 0
+    leading, separate = (flags & F_LEADING) != 0, (flags & F_SEPARATE) != 0
+    plus, minus = op[SENT] & 0xFF, (op[SENT] >> 8) & 0xFF
+    trunc_bin = (flags & F_TRUNC_BIN) != 0
+    positive = positive_sign(op[TABLE], signed)
+    small = digit_limit(min(digits, 18)) if kind != K_BINARY else np.uint64(0)
+    d0 = 1 if separate and leading else 0  # zoned: the first digit byte
+    n_lo = min(digits, 8)
+    n_hi = digits - n_lo
+    over = -1 if separate else (d0 if leading else digits - 1)  # zoned: the overpunched byte
+    bad = False
+    for k in range(c):
+        base = dst + offs[op[OFFS] + k]
+        for r in range(b0, b1):
+            i = e0 + r * c + k
+            if valid != 0:
+                bad |= _get_bit(valid, i) == 0
+            lo_s = np.int64(load64(src + i * outw))
+            hi_s = np.int64(load64(src + i * 16 + 8)) if outw == 16 else lo_s >> 63
+            negative, hi, lo = magnitude_128(hi_s, lo_s)
+            negative &= lo != np.uint64(0) or hi != np.uint64(0)  # zero is written positive
+            bad |= negative and not signed
+            a = base + r * itemsize
+            if kind == K_BINARY:
+                bad |= not binary_fits(hi, lo, negative, signed, w, digits, trunc_bin)
+                _store_be(a, w, (~lo + np.uint64(1)) if negative else lo)
+            else:
+                bad |= hi != np.uint64(0) or lo >= small
+                v = lo if lo < small else np.uint64(0)  # (a value out of range: the exact loop says so)
+                sign = pack_sign_nibble(negative, positive)
+                if kind == K_PACKED:
+                    hi8 = v // np.uint64(100000000)
+                    bcd = (_bcd8(hi8) << np.uint64(32)) | _bcd8(v - hi8 * np.uint64(100000000))
+                    _store_be(a, w, (bcd << np.uint64(4)) | np.uint64(sign))
+                else:
+                    hi8 = v // np.uint64(100000000)
+                    if n_hi > 0:
+                        _store_be(a + d0, n_hi, _zoned8(hi8))
+                    _store_be(a + d0 + n_hi, n_lo, _zoned8(v - hi8 * np.uint64(100000000)))
+                    if separate:
+                        store8(a if leading else a + w - 1, minus if negative else plus)
+                    else:
+                        store8(a + over, (sign << 4) | (load8(a + over) & 0xF))
+    return not bad
+
+
+@_jit
+def _rev_decimal_exact(dst, itemsize, b0, b1, op, offs, kind):
+    """Rows [b0, b1) of :func:`rev_decimal`, value by value: the first that cannot be
+    written ends it."""
     w, c, digits, pow10, flags, e0 = op[WIDTH], op[COUNT], op[P1], op[P3], op[FLAGS], op[ELEM0]
     signed = (flags & F_SIGNED) != 0
     leading, separate = (flags & F_LEADING) != 0, (flags & F_SEPARATE) != 0
@@ -628,9 +778,24 @@ def rev_hfloat(dst, itemsize, b0, b1, op, offs):
 @_jit
 def rev_text(dst, itemsize, b0, b1, op, offs):
     """UTF-8 -> EBCDIC through the code page's int16[65536] table, padded with EBCDIC
-    spaces (0x40); a character with no byte in the code page is E_RANGE."""
+    spaces (0x40); a character with no byte in the code page is E_RANGE. Runs of 8 ASCII
+    characters go through a byte table of the ASCII characters made here (when every one
+    has a byte in the code page) and are stored as one word."""
+    table = op[TABLE]
+    ascii = np.empty(128, dtype=np.uint8)
+    every = True  # every ASCII character has a byte in the code page
+    for cp in range(128):
+        byte = np.int64(np.int16(load16(table + cp * 2)))
+        every &= byte >= 0
+        ascii[cp] = byte & 0xFF
+    return _rev_text_rows(dst, itemsize, b0, b1, op, offs, ascii.ctypes.data if every else 0)
+
+
+@_jit
+def _rev_text_rows(dst, itemsize, b0, b1, op, offs, ascii):
     n, c, data, offsets, e0, ow = op[WIDTH], op[COUNT], op[DATA], op[OFFSETS], op[ELEM0], op[P2]
     valid, table, truncate = op[VALID], op[TABLE], (op[FLAGS] & F_TRUNCATE) != 0
+    high, spaces = np.uint64(0x8080808080808080), np.uint64(0x4040404040404040)
     for k in range(c):
         base = dst + offs[op[OFFS] + k]
         for r in range(b0, b1):
@@ -641,6 +806,18 @@ def rev_text(dst, itemsize, b0, b1, op, offs):
             length = _offset_at(offsets, i + 1, ow) - start
             s, out = data + start, base + r * itemsize
             t, m = 0, 0
+            if ascii != 0:
+                while t + 8 <= length and m + 8 <= n:  # eight ASCII characters: one store
+                    x = np.uint64(load64(s + t))
+                    if x & high:
+                        break
+                    word = np.uint64(0)
+                    for u in range(8):
+                        cp = np.int64((x >> np.uint64(8 * u)) & np.uint64(0x7F))
+                        word |= np.uint64(load8(ascii + cp)) << np.uint64(8 * u)
+                    store64(out + m, word)
+                    t += 8
+                    m += 8
             while t < length:
                 cp = np.int64(load8(s + t))
                 need = 0
@@ -669,6 +846,9 @@ def rev_text(dst, itemsize, b0, b1, op, offs):
                     return r, E_RANGE  # no byte in the code page
                 store8(out + m, byte)
                 m += 1
+            while m + 8 <= n:
+                store64(out + m, spaces)
+                m += 8
             while m < n:
                 store8(out + m, 0x40)
                 m += 1
