@@ -791,6 +791,16 @@ def rev_text(dst, itemsize, b0, b1, op, offs):
     return _rev_text_rows(dst, itemsize, b0, b1, op, offs, ascii.ctypes.data if every else 0)
 
 
+@_inline
+def _ascii8(ascii, x):
+    """The 8 ASCII characters of ``x`` through the code page's byte table ``ascii``."""
+    word = np.uint64(0)
+    for u in range(8):
+        cp = np.int64((x >> np.uint64(8 * u)) & np.uint64(0x7F))
+        word |= np.uint64(load8(ascii + cp)) << np.uint64(8 * u)
+    return word
+
+
 @_jit
 def _rev_text_rows(dst, itemsize, b0, b1, op, offs, ascii):
     n, c, data, offsets, e0, ow = op[WIDTH], op[COUNT], op[DATA], op[OFFSETS], op[ELEM0], op[P2]
@@ -811,13 +821,14 @@ def _rev_text_rows(dst, itemsize, b0, b1, op, offs, ascii):
                     x = np.uint64(load64(s + t))
                     if x & high:
                         break
-                    word = np.uint64(0)
-                    for u in range(8):
-                        cp = np.int64((x >> np.uint64(8 * u)) & np.uint64(0x7F))
-                        word |= np.uint64(load8(ascii + cp)) << np.uint64(8 * u)
-                    store64(out + m, word)
+                    store64(out + m, _ascii8(ascii, x))
                     t += 8
                     m += 8
+                if m == t and t < length and 8 <= length <= n:  # the last 1-7: the string's last 8 again
+                    x = np.uint64(load64(s + length - 8))
+                    if (x & high) == 0:
+                        store64(out + length - 8, _ascii8(ascii, x))
+                        t = m = length
             while t < length:
                 cp = np.int64(load8(s + t))
                 need = 0
