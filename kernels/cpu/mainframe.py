@@ -281,6 +281,19 @@ def _decode_binary(a, width, signed, limit):
     return 0, negative, np.uint64(0), raw
 
 
+@_inline
+def _decode(kind, long_ok, a, w, digits, signed, flags, plus, minus, limit):
+    """The field at ``a`` by the decoder of its kind; ``long_ok`` False (a constant): the
+    word decoders only, for fields they take whole (no loop in the caller's loop)."""
+    if kind == K_PACKED:
+        return _decode_packed(a, w, digits, signed) if long_ok else _decode_packed_short(a, w, digits, signed)
+    if kind == K_ZONED:
+        if long_ok:
+            return _decode_zoned(a, w, signed, flags, plus, minus)
+        return _decode_zoned_short(a, w, signed, flags, plus, minus)
+    return _decode_binary(a, w, signed, limit)
+
+
 # --------------------------------------------------------------------------- AoS -> SoA
 
 
@@ -342,12 +355,7 @@ def _decimal_rows_exact(src, stride, b0, b1, op, offs, kind, alone, tmp):
         for r in range(b0, b1):
             a = tmp + k * w if r == alone else base + r * stride
             i = r * c + k
-            if kind == K_PACKED:
-                status, negative, hi, lo = _decode_packed(a, w, digits, signed)
-            elif kind == K_ZONED:
-                status, negative, hi, lo = _decode_zoned(a, w, signed, flags, plus, minus)
-            else:
-                status, negative, hi, lo = _decode_binary(a, w, signed, limit)
+            status, negative, hi, lo = _decode(kind, True, a, w, digits, signed, flags, plus, minus, limit)
             if status == 0 and pow10 > 0:
                 hi, lo = _scaled(hi, lo, pow10)
             if status == 0 and not _store_number(dst, i, outw, hi, lo, negative):
@@ -378,12 +386,7 @@ def _decimal_rows_short(src, stride, b0, b1, op, offs, kind, alone, tmp):
         base = src + offs[op[OFFS] + k]
         for r in range(b0, b1):
             a = tmp + k * w if r == alone else base + r * stride
-            if kind == K_PACKED:
-                status, negative, hi, lo = _decode_packed_short(a, w, digits, signed)
-            elif kind == K_ZONED:
-                status, negative, hi, lo = _decode_zoned_short(a, w, signed, flags, plus, minus)
-            else:
-                status, negative, hi, lo = _decode_binary(a, w, signed, limit)
+            status, negative, hi, lo = _decode(kind, False, a, w, digits, signed, flags, plus, minus, limit)
             ok = _store_number(dst, r * c + k, outw, hi, lo, negative)
             bad |= status != 0 or not ok
     if bad:
