@@ -28,7 +28,7 @@ from ..mainframe import (
     packed_sign,
     packed_word,
     positive_sign,
-    signed_128,
+    sign_nibble,
     zoned_overpunch,
     zoned_word,
 )
@@ -77,10 +77,10 @@ _inline = _cache.jit(nogil=True, inline="always")
 def _store_number(dst, i, outw, hi, lo, negative):
     """Magnitude ``(hi, lo)`` with its sign into element i: decimal128 (outw 16) or int64;
     False if it does not fit int64."""
-    if outw == 16:
-        h, l_ = signed_128(hi, lo, -1 if negative else 1)
-        store64(dst + i * 16, l_)
-        store64(dst + i * 16 + 8, h)
+    if outw == 16:  # two's complement of the magnitude, without a branch: (x ^ m) - m, m all ones if negative
+        m = np.uint64(0) - np.uint64(negative)
+        store64(dst + i * 16, (lo ^ m) - m)
+        store64(dst + i * 16 + 8, (hi ^ m) + (m & np.uint64(lo == np.uint64(0))))
         return True
     if hi != np.uint64(0) or lo > I64_MIN_MAG or (lo == I64_MIN_MAG and not negative):
         return False
@@ -190,10 +190,9 @@ def _decode_zoned_words(a, d0, d1, over, signed, negative):
         in_lo = over >= split
         shift = np.uint64(8 * ((d1 - 1 - over) if in_lo else (split - 1 - over)) + 4)
         zone = np.int64(((x_lo if in_lo else x_hi) >> shift) & np.uint64(0xF))
-        sign = packed_sign(zone, signed)
-        if sign == 0:
+        valid, negative = sign_nibble(zone, signed)
+        if not valid:
             return E_INVALID, False, np.uint64(0), np.uint64(0)
-        negative = sign < 0
         if in_lo:
             x_lo |= np.uint64(0xF) << shift
         else:
@@ -683,11 +682,13 @@ def _rev_decimal_short(dst, itemsize, b0, b1, op, offs, kind):
             i = e0 + r * c + k
             if valid != 0:
                 bad |= _get_bit(valid, i) == 0
-            lo_s = np.int64(load64(src + i * outw))
-            hi_s = np.int64(load64(src + i * 16 + 8)) if outw == 16 else lo_s >> 63
-            negative, hi, lo = magnitude_128(hi_s, lo_s)
-            negative &= lo != np.uint64(0) or hi != np.uint64(0)  # zero is written positive
-            bad |= negative and not signed
+            lo_s = np.uint64(load64(src + i * outw))
+            hi_s = np.uint64(load64(src + i * 16 + 8)) if outw == 16 else np.uint64(np.int64(lo_s) >> 63)
+            m = np.uint64(np.int64(hi_s) >> 63)  # the magnitude without a branch: (x ^ m) - m
+            lo = (lo_s ^ m) - m
+            hi = (hi_s ^ m) + (m & np.uint64(lo_s == np.uint64(0)))
+            negative = (m != np.uint64(0)) & ((lo | hi) != np.uint64(0))  # zero is written positive
+            bad |= negative & (not signed)
             a = base + r * itemsize
             if kind == K_BINARY:
                 bad |= not binary_fits(hi, lo, negative, signed, w, digits, trunc_bin)
