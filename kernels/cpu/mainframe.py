@@ -73,7 +73,7 @@ I64_MIN_MAG = np.uint64(2**63)
 _inline = _cache.jit(nogil=True, inline="always")
 
 
-@_inline
+@_jit
 def _store_number(dst, i, outw, hi, lo, negative):
     """Magnitude ``(hi, lo)`` with its sign into element i: decimal128 (outw 16) or int64;
     False if it does not fit int64."""
@@ -108,7 +108,7 @@ def _scaled(hi, lo, pow10):
 # Each returns (status, negative, hi, lo): status 0, E_INVALID or E_RANGE.
 
 
-@_inline
+@_jit
 def _load_be(a, w):
     """The ``w`` (1 to 8) bytes at ``a`` as a big-endian word (right-aligned): one 8-byte
     load and a byte swap, which reads ``8 - w`` bytes past them (see :func:`fwd_decimal`)."""
@@ -176,7 +176,7 @@ def _decode_packed_long(a, width, digits, signed):
     return E_INVALID, False, hi, lo
 
 
-@_inline
+@_jit
 def _decode_zoned_words(a, d0, d1, over, signed, negative):
     """Zoned digits [d0, d1) of the field at ``a`` (at most 16), the overpunched sign (if
     any) at byte ``over``: the bytes as two big-endian words, the sign's zone set to F.
@@ -204,7 +204,7 @@ def _decode_zoned_words(a, d0, d1, over, signed, negative):
     return 0, negative, np.uint64(0), v_hi * np.uint64(100000000) + v_lo  # (v_hi is 0 for n <= 8)
 
 
-@_inline
+@_jit
 def _zoned_frame(a, width, flags, plus, minus):
     """``(status, d0, d1, over, negative)`` of a zoned field: its digit bytes [d0, d1), the
     byte with the overpunched sign (-1: a separate sign, read here into ``negative``)."""
@@ -266,7 +266,7 @@ def _decode_zoned(a, width, signed, flags, plus, minus):
     return 0, negative, hi, lo
 
 
-@_inline
+@_jit
 def _decode_binary(a, width, signed, limit):
     raw = _load_be(a, width)
     negative = False
@@ -280,10 +280,11 @@ def _decode_binary(a, width, signed, limit):
     return 0, negative, np.uint64(0), raw
 
 
-@_inline
-def _decode(kind, long_ok, a, w, digits, signed, flags, plus, minus, limit):
+def _decode_kind(kind, long_ok, a, w, digits, signed, flags, plus, minus, limit):
     """The field at ``a`` by the decoder of its kind; ``long_ok`` False (a constant): the
-    word decoders only, for fields they take whole (no loop in the caller's loop)."""
+    word decoders only, for fields they take whole (no loop in the caller's loop).
+    Compiled twice: inlined into the word loops (:data:`_decode`), called from the exact
+    loop (:data:`_decode_call`: one copy, not one per call site, so it compiles faster)."""
     if kind == K_PACKED:
         return _decode_packed(a, w, digits, signed) if long_ok else _decode_packed_short(a, w, digits, signed)
     if kind == K_ZONED:
@@ -291,6 +292,10 @@ def _decode(kind, long_ok, a, w, digits, signed, flags, plus, minus, limit):
             return _decode_zoned(a, w, signed, flags, plus, minus)
         return _decode_zoned_short(a, w, signed, flags, plus, minus)
     return _decode_binary(a, w, signed, limit)
+
+
+_decode = _inline(_decode_kind)
+_decode_call = _jit(_decode_kind)
 
 
 # --------------------------------------------------------------------------- AoS -> SoA
@@ -354,7 +359,7 @@ def _decimal_rows_exact(src, stride, b0, b1, op, offs, kind, alone, tmp):
         for r in range(b0, b1):
             a = tmp + k * w if r == alone else base + r * stride
             i = r * c + k
-            status, negative, hi, lo = _decode(kind, True, a, w, digits, signed, flags, plus, minus, limit)
+            status, negative, hi, lo = _decode_call(kind, True, a, w, digits, signed, flags, plus, minus, limit)
             if status == 0 and pow10 > 0:
                 hi, lo = _scaled(hi, lo, pow10)
             if status == 0 and not _store_number(dst, i, outw, hi, lo, negative):
@@ -445,7 +450,7 @@ def fwd_text(src, stride, r0, b0, b1, op, offs):
     return -1, 0
 
 
-@_inline
+@_jit
 def _single8(single, s):
     """The 8 bytes at ``s`` through the byte table ``single``, as one little-endian word
     (a byte with 0x80 set: a character of more than one UTF-8 byte)."""
@@ -608,7 +613,7 @@ def rev_decimal(dst, itemsize, b0, b1, op, offs, kind):
     return _rev_decimal_exact(dst, itemsize, b0, b1, op, offs, kind)
 
 
-@_inline
+@_jit
 def _store_be(a, w, x):
     """The low ``w`` (1 to 8) bytes of ``x`` at ``a``, big-endian: one to three stores."""
     y = np.uint64(bswap64(np.uint64(x) << np.uint64(64 - 8 * w)))  # the w bytes first, in order
@@ -628,7 +633,7 @@ def _store_be(a, w, x):
         store8(a + p, y)
 
 
-@_inline
+@_jit
 def _pairs8(y):
     """``y`` (below 10**8) as four 16-bit lanes of digit pairs, ``(tens, ones)``: the
     tens digits and the ones digits of each pair, most significant pair in the top lane."""
@@ -641,14 +646,14 @@ def _pairs8(y):
     return tens, x - tens * np.uint64(10)
 
 
-@_inline
+@_jit
 def _zoned8(y):
     """``y`` (below 10**8) as 8 zoned digit bytes F0-F9, a big-endian word."""
     tens, ones = _pairs8(y)
     return (tens << np.uint64(8)) | ones | np.uint64(0xF0F0F0F0F0F0F0F0)
 
 
-@_inline
+@_jit
 def _bcd8(y):
     """``y`` (below 10**8) as 8 BCD digit nibbles, a big-endian 32-bit word."""
     tens, ones = _pairs8(y)
@@ -795,7 +800,7 @@ def rev_text(dst, itemsize, b0, b1, op, offs):
     return _rev_text_rows(dst, itemsize, b0, b1, op, offs, ascii.ctypes.data if every else 0)
 
 
-@_inline
+@_jit
 def _ascii8(ascii, x):
     """The 8 ASCII characters of ``x`` through the code page's byte table ``ascii``."""
     word = np.uint64(0)
