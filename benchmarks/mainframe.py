@@ -7,13 +7,15 @@ The records are the 55-byte ``REC`` of :data:`COPYBOOK`: EBCDIC text (cp037), pa
 decimals (COMP-3), a zoned decimal with an overpunched sign and a big-endian binary
 integer, filled with valid random values. In one process, in interleaved rounds:
 
-* ``np.copyto`` of the record bytes into a reused buffer (the ceiling);
+* ``np.copyto`` of the record bytes into a reused buffer (the ceiling), and ``np.copy``
+  into a new one (what fresh memory costs: its page faults);
 * layouts records -> Arrow (``AoS.to_soa``, into a reused arena with ``out=`` as
-  ``np.copyto`` writes a reused buffer, and into a new one) and Arrow -> records
+  ``np.copyto`` writes a reused buffer, and into a new one, the previous result dropped
+  first) and Arrow -> records
   (``SoA.to_aos(out=)``), all cores, each as GB/s of record bytes and as a ratio to
   ``np.copyto`` (goal >= 0.3x);
 * the same with ``threads=1`` on records of COMP-3 fields only (reused output), in MiB/s
-  per core, against
+  per core (wall clock, and per CPU-second of the thread: ``time.process_time``), against
   copybook-rs's published COMP-3 figure (18-25 MiB/s, its README; goal >= 10x);
 * the Python peers from PyPI that decode such records, on a slice (``--peer-records``),
   scaled by records per second (goal >= 50x the fastest): ``cobolio.loads`` (a dict per
@@ -23,6 +25,7 @@ integer, filled with valid random values. In one process, in interleaved rounds:
 
 import argparse
 import json
+import os
 import time
 from datetime import datetime, timezone
 
@@ -137,19 +140,24 @@ def run(n, rounds, peer_records, threads):
 
     state["reused"] = lo.AoS(recs, layout).to_soa(threads=threads)  # never exported: its arena is reused
 
-    def forward():
+    def forward():  # (the previous result is dropped before, untimed: one arena is made, not two live)
         state["soa"] = lo.AoS(recs, layout).to_soa(threads=threads)
+
+    def before(name):
+        if name == "layouts records -> Arrow (new arena)":
+            state["soa"] = None
 
     def forward_reused():
         state["reused"] = lo.AoS(recs, layout).to_soa(out=state["reused"], threads=threads)
 
     cases = {
         "np.copyto (record bytes)": lambda: np.copyto(copy_dst, src),
+        "np.copy (record bytes, new buffer)": lambda: src.copy(),
         "layouts records -> Arrow (out= reused)": forward_reused,
         "layouts records -> Arrow (new arena)": forward,
         "layouts Arrow -> records (out= reused)": lambda: state["soa"].to_aos(out=out_aos, threads=threads),
     }
-    seconds = interleaved(cases, rounds)
+    seconds = interleaved(cases, rounds, before)
     nbytes = recs.nbytes
     rows = [{"case": name, "seconds": s, "GB/s": nbytes / s / 1e9} for name, s in seconds.items()]
     copy = seconds["np.copyto (record bytes)"]
@@ -157,6 +165,10 @@ def run(n, rounds, peer_records, threads):
         "records -> Arrow (out=) / np.copyto": copy / seconds["layouts records -> Arrow (out= reused)"],
         "records -> Arrow (new arena) / np.copyto": copy / seconds["layouts records -> Arrow (new arena)"],
         "Arrow -> records (out=) / np.copyto": copy / seconds["layouts Arrow -> records (out= reused)"],
+        # what fresh memory costs: a new buffer against a reused one, for a copy and for the conversion
+        "np.copy (new buffer) / np.copyto (seconds)": seconds["np.copy (record bytes, new buffer)"] / copy,
+        "records -> Arrow, new arena / out= (seconds)": seconds["layouts records -> Arrow (new arena)"]
+        / seconds["layouts records -> Arrow (out= reused)"],
     }
 
     # COMP-3 only, one thread: per core, against copybook-rs's published figure
@@ -170,22 +182,42 @@ def run(n, rounds, peer_records, threads):
     def comp3_forward():
         pstate["reused"] = lo.AoS(precs, playout).to_soa(out=pstate["reused"], threads=1)
 
-    pseconds = interleaved(
-        {
-            "COMP-3 records -> Arrow, 1 thread": comp3_forward,
-            "COMP-3 Arrow -> records, 1 thread": lambda: psoa.to_aos(out=pout, threads=1),
-        },
-        rounds,
-    )
+    # one thread: its CPU seconds too (process_time), which other jobs on the machine do not
+    # stretch as they stretch the wall-clock time (the thread waits for a core)
+    cpu = {}
+
+    def on_cpu(name, fn):
+        def timed():
+            t0 = time.process_time()
+            fn()
+            cpu.setdefault(name, []).append(time.process_time() - t0)
+
+        return timed
+
+    pcases = {
+        "COMP-3 records -> Arrow, 1 thread": comp3_forward,
+        "COMP-3 Arrow -> records, 1 thread": lambda: psoa.to_aos(out=pout, threads=1),
+    }
+    pseconds = interleaved({name: on_cpu(name, fn) for name, fn in pcases.items()}, rounds)
     comp3 = {name: precs.nbytes / s / 2**20 for name, s in pseconds.items()}
     for name, s in pseconds.items():
-        rows.append({"case": name, "seconds": s, "GB/s": precs.nbytes / s / 1e9, "MiB/s": comp3[name]})
-    ratios["COMP-3 per core / copybook-rs (25 MiB/s, its best)"] = (
-        comp3["COMP-3 records -> Arrow, 1 thread"] / COPYBOOK_RS_COMP3_MIB_S[1]
-    )
-    ratios["COMP-3 way back per core / copybook-rs (25 MiB/s)"] = (
-        comp3["COMP-3 Arrow -> records, 1 thread"] / COPYBOOK_RS_COMP3_MIB_S[1]
-    )
+        cpu_s = float(np.median(cpu[name][1:]))  # (the first: the untimed warm-up round)
+        rows.append(
+            {
+                "case": name,
+                "seconds": s,
+                "GB/s": precs.nbytes / s / 1e9,
+                "MiB/s": comp3[name],
+                "cpu_seconds": cpu_s,
+                "MiB per CPU-second": precs.nbytes / cpu_s / 2**20,
+            }
+        )
+    per_cpu = {row["case"]: row["MiB per CPU-second"] for row in rows if "cpu_seconds" in row}
+    best = COPYBOOK_RS_COMP3_MIB_S[1]
+    ratios["COMP-3 per core / copybook-rs (25 MiB/s, its best)"] = comp3["COMP-3 records -> Arrow, 1 thread"] / best
+    ratios["COMP-3 way back per core / copybook-rs (25 MiB/s)"] = comp3["COMP-3 Arrow -> records, 1 thread"] / best
+    ratios["COMP-3 per CPU-second / copybook-rs (25 MiB/s)"] = per_cpu["COMP-3 records -> Arrow, 1 thread"] / best
+    ratios["COMP-3 way back per CPU-second / copybook-rs"] = per_cpu["COMP-3 Arrow -> records, 1 thread"] / best
 
     peers = {}
     rate = peer_cobolio(recs, min(peer_records, n))
@@ -214,16 +246,21 @@ def main(argv=None):
     args = p.parse_args(argv)
     n = 20_000 if args.small else int(args.gb * 1e9) // DTYPE.itemsize
     rounds = 1 if args.small else args.repeat
+    load_before = os.getloadavg()
     rows, ratios, peers = run(
         n, rounds, min(args.peer_records, 2000) if args.small else args.peer_records, args.threads
     )
+    load = {"before": load_before, "after": os.getloadavg()}  # other jobs on the machine: 1, 5, 15 min
     info = machine()
     print(
         f"{n:,} records x {DTYPE.itemsize} bytes ({n * DTYPE.itemsize / 1e9:.2f} GB), {rounds} rounds, "
         f"{info['cores']} cores ({info['cpu']})"
     )
+    print(f"  load average (1, 5, 15 min): before {load['before']}, after {load['after']}")
     for row in rows:
         extra = f"  {row['MiB/s']:8.1f} MiB/s" if "MiB/s" in row else ""
+        if "cpu_seconds" in row:
+            extra += f"  {row['MiB per CPU-second']:8.1f} MiB per CPU-second"
         print(f"  {row['case']:<40} {row['GB/s']:7.3f} GB/s{extra}")
     for name, rate in peers.items():
         print(f"  {name:<40} {rate:,.0f} records/s ({rate * DTYPE.itemsize / 1e6:.2f} MB/s)")
@@ -239,6 +276,7 @@ def main(argv=None):
                     "record_bytes": DTYPE.itemsize,
                     "small": args.small,
                     "rounds": rounds,
+                    "loadavg": load,
                     "rows": rows,
                     "ratios": ratios,
                     "peers_records_per_s": peers,

@@ -121,6 +121,14 @@ def packed_sign(nibble, signed):
 
 
 @register_jitable
+def sign_nibble(nibble, signed):
+    """``(valid, negative)`` of a sign nibble or zone, as :func:`packed_sign` reads it,
+    without a branch (a run of values of random signs mispredicts none)."""
+    negative = (nibble == SIGN_D) & signed
+    return (nibble == SIGN_C) | (nibble == SIGN_F) | negative, negative
+
+
+@register_jitable
 def digits_of_nibbles(d):
     """The value of the (up to 16) decimal digit nibbles of ``d`` (uint64, most significant
     nibble first), by halves: bytes, 16-bit lanes, 32-bit lanes (SWAR; no loop)."""
@@ -143,10 +151,10 @@ def packed_word(x, width, digits, signed):
     bad = carries & np.uint64(0x1111111111111110)  # the carries into nibble boundaries only
     if digits % 2 == 0:
         bad |= d >> np.uint64(4 * (2 * width - 2))  # an even digit count's padding nibble is 0
-    sign = packed_sign(np.int64(x & np.uint64(0xF)), signed)
-    if bad != np.uint64(0) or sign == 0:
+    valid, negative = sign_nibble(np.int64(x & np.uint64(0xF)), signed)
+    if bad != np.uint64(0) or not valid:
         return 7, False, np.uint64(0)  # plan.E_INVALID
-    return 0, sign < 0, digits_of_nibbles(d)
+    return 0, negative, digits_of_nibbles(d)
 
 
 @register_jitable

@@ -353,6 +353,68 @@ def test_invalid_null_counts_per_field():
     assert col.to_pylist() == [Decimal(123), None, Decimal(-123), None]
 
 
+@pytest.mark.parametrize(
+    "enc",
+    [
+        E("packed", 11, 2, signed=True),  # 6 bytes: one word, read past the field
+        E("packed", 24, signed=True),  # 13 bytes: two words
+        E("zoned", 9, 2, signed=True),
+        E("zoned", 5, sign="leading separate", signed=True),
+        E("binary", 9, signed=True),  # 4 bytes
+        E("binary", 2, as_integer=True),  # 1 byte
+    ],
+    ids=lambda e: f"{e.kind}{e.digits}-{e.sign}",
+)
+def test_word_at_a_time_across_blocks_and_bad_values_mid_block(enc):
+    """Thousands of records (several blocks and chunks, each block's last row read from a
+    copy), records of fewer than 8 bytes, a bad value in the middle of a block: the values
+    are the reference decoder's, the error names the first bad record, nulls are where the
+    bad values are, and the way back gives the bytes (or names the first value that does
+    not fit)."""
+    rng = np.random.default_rng(27)
+    width = enc.width() or (4 if enc.digits == 9 else 1)
+    n = 3000
+    digits = rng.integers(0, 10, (n, enc.digits))
+    if enc.kind == "binary":  # within the bytes too (9 digits in 4 bytes, 2 in 1 unsigned byte)
+        digits[:, 0] = np.minimum(digits[:, 0], 1)
+    signs = np.where(rng.random(n) < 0.4, -1, 1) if enc.signed else np.ones(n, np.int64)
+    values = [int(s) * int("".join(map(str, d))) for s, d in zip(signs, digits)]
+    cells = [mref.encode(enc, Decimal(int(v)).scaleb(-enc.scale), width) for v in values]
+    for layout in (_layout(enc, width), lo.Layout.from_dtype(np.dtype([("x", f"V{width}")]), encodings={"x": enc})):
+        recs = np.zeros(n, layout.dtype)
+        off = layout["x"].offset
+        raw = recs.view(np.uint8).reshape(n, layout.itemsize)
+        raw[:, off : off + width] = np.frombuffer(b"".join(cells), np.uint8).reshape(n, width)
+        table = lo.AoS(recs, layout).to_soa(threads=2).to_arrow()
+        assert table.column("x").to_pylist() == [mref.decode(enc, c) for c in cells]
+        assert lo.SoA.from_arrow(table, layout).to_aos(threads=2).array.tobytes() == recs.tobytes()
+        if enc.kind == "binary":
+            continue  # (every bit pattern is a value)
+        bad = sorted(rng.choice(np.arange(1, n - 1), 5, replace=False).tolist()) + [n - 1]
+        spoilt = raw.copy()
+        spoilt[bad, off] = 0x40 if enc.kind == "zoned" else 0xAA  # EBCDIC space / digit nibble A
+        spoilt = spoilt.reshape(-1).view(layout.dtype)
+        with pytest.raises(lo.ConversionError, match=rf"field 'x' .*record {bad[0]}:"):
+            lo.AoS(spoilt, layout).to_soa(threads=2)
+        as_null = E(**{**{k: getattr(enc, k) for k in enc.__dataclass_fields__}, "invalid": "null"})
+        null_layout = lo.Layout.from_dtype(layout.dtype, encodings={"x": as_null})
+        got = lo.AoS(spoilt, null_layout).to_soa(threads=2).to_arrow().column("x")
+        assert [i for i, v in enumerate(got.to_pylist()) if v is None] == bad
+    # the way back: a null in the middle of a block is the error, naming its row
+    layout = _layout(enc, width)
+    column = [Decimal(int(v)).scaleb(-enc.scale) for v in values[:1000]]
+    column[700] = None
+    table = pa.table(
+        {
+            "pre": pa.array(np.zeros(1000, np.uint8)),
+            "x": pa.array(column, layout.schema.field("x").type),
+            "post": pa.array(np.zeros(1000, np.uint8)),
+        }
+    )
+    with pytest.raises(lo.ConversionError, match=r"first at row 700"):
+        lo.SoA.from_arrow(table, layout).to_aos()
+
+
 def test_way_back_errors():
     layout = _layout(E("text", codepage="cp037"), 4)
     table = pa.table({"pre": pa.array([1], pa.uint8()), "x": ["a€"], "post": pa.array([2], pa.uint8())})

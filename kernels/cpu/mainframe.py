@@ -7,8 +7,10 @@ data returns ``E_INVALID`` at its row, or, with ``F_NULL_INVALID``, becomes a nu
 """
 
 import numpy as np
+from numba import literally
 
-from .._memory import load8, load16, load32, load64, store8, store16, store32, store64
+from .. import _cache
+from .._memory import bswap64, load8, load16, load32, load64, store8, store16, store32, store64
 from ..mainframe import (
     ascii_zoned_byte,
     below_pow10,
@@ -16,6 +18,7 @@ from ..mainframe import (
     digit_at,
     digit_groups,
     digit_limit,
+    digits_of_nibbles,
     divmod_u128_small,
     fold_chunk,
     ibm_to_ieee,
@@ -26,7 +29,7 @@ from ..mainframe import (
     packed_sign,
     packed_word,
     positive_sign,
-    signed_128,
+    sign_nibble,
     zoned_ascii_byte,
     zoned_overpunch,
     zoned_word,
@@ -64,19 +67,23 @@ from ..plan import (
     VALID,
     WIDTH,
 )
-from .memory import _clear_bits, _get_bit, _jit, _offset_at, _set_bit, _set_offset
+from .memory import _clear_bits, _get_bit, _jit, _memcpy, _offset_at, _set_bit, _set_offset
 
 I64_MIN_MAG = np.uint64(2**63)
+
+# The word decoders of the loops that convert a block's values one after another: inlined
+# by Numba itself (LLVM keeps them as calls, each value's result going through memory).
+_inline = _cache.jit(nogil=True, inline="always")
 
 
 @_jit
 def _store_number(dst, i, outw, hi, lo, negative):
     """Magnitude ``(hi, lo)`` with its sign into element i: decimal128 (outw 16) or int64;
     False if it does not fit int64."""
-    if outw == 16:
-        h, l_ = signed_128(hi, lo, -1 if negative else 1)
-        store64(dst + i * 16, l_)
-        store64(dst + i * 16 + 8, h)
+    if outw == 16:  # two's complement of the magnitude, without a branch: (x ^ m) - m, m all ones if negative
+        m = np.uint64(0) - np.uint64(negative)
+        store64(dst + i * 16, (lo ^ m) - m)
+        store64(dst + i * 16 + 8, (hi ^ m) + (m & np.uint64(lo == np.uint64(0))))
         return True
     if hi != np.uint64(0) or lo > I64_MIN_MAG or (lo == I64_MIN_MAG and not negative):
         return False
@@ -105,30 +112,41 @@ def _scaled(hi, lo, pow10):
 
 
 @_jit
-def _decode_packed(a, width, digits, signed):
+def _load_be(a, w):
+    """The ``w`` (1 to 8) bytes at ``a`` as a big-endian word (right-aligned): one 8-byte
+    load and a byte swap, which reads ``8 - w`` bytes past them (see :func:`fwd_decimal`)."""
+    return np.uint64(bswap64(load64(a))) >> np.uint64(64 - 8 * w)
+
+
+@_inline
+def _decode_packed_short(a, width, digits, signed):
+    """A packed field of up to 15 bytes (29 digits): one or two words, every nibble at once."""
     if width <= 8:  # up to 15 digits: one word, every nibble at once
-        x = np.uint64(0)
-        for t in range(width):
-            x = (x << np.uint64(8)) | np.uint64(load8(a + t))
-        status, negative, v = packed_word(x, width, digits, signed)
+        status, negative, v = packed_word(_load_be(a, width), width, digits, signed)
         return status, negative, np.uint64(0), v
-    if width > 9:  # more than 17 digits: in 18-digit chunks folded into 128 bits
-        return _decode_packed_long(a, width, digits, signed)
-    # Up to 17 digits: an int64, and one test for every nibble at the end (d > 9 iff d + 6 >= 16).
-    bad = np.int64(load8(a)) >> 4 if digits % 2 == 0 else np.int64(0)  # an even digit count's pad nibble is 0
-    v = np.int64(0)
-    for t in range(width - 1):
-        b = np.int64(load8(a + t))
-        h, low = b >> 4, b & 0xF
-        bad |= ((h + 6) | (low + 6)) & 16
-        v = v * 100 + h * 10 + low
-    b = np.int64(load8(a + width - 1))
-    h = b >> 4
-    bad |= (h + 6) & 16
-    sign = packed_sign(b & 0xF, signed)
-    if bad != 0 or sign == 0:
-        return E_INVALID, False, np.uint64(0), np.uint64(0)
-    return 0, sign < 0, np.uint64(0), np.uint64(v * 10 + h)
+    if width <= 15:  # up to 29 digits: two words (the 8 bytes at a are in the field)
+        n_hi = width - 8
+        x_hi = _load_be(a, n_hi)
+        status, negative, v_lo = packed_word(_load_be(a + n_hi, 8), 8, 15, signed)
+        six = np.uint64(0x0666666666666666)
+        bad = ((x_hi + six) ^ x_hi ^ six) & np.uint64(0x1111111111111110)  # a digit nibble above 9
+        if digits % 2 == 0:
+            bad |= x_hi >> np.uint64(8 * n_hi - 4)  # an even digit count's padding nibble is 0
+        if bad != np.uint64(0) or status != 0:
+            return E_INVALID, False, np.uint64(0), np.uint64(0)
+        v_hi = digits_of_nibbles(x_hi)
+        if v_hi == np.uint64(0):
+            return 0, negative, np.uint64(0), v_lo
+        hi, lo = mul_add_u128(0, v_hi, 10**15, v_lo)
+        return 0, negative, hi, lo
+    return E_INVALID, False, np.uint64(0), np.uint64(0)
+
+
+@_jit
+def _decode_packed(a, width, digits, signed):
+    if width <= 15:
+        return _decode_packed_short(a, width, digits, signed)
+    return _decode_packed_long(a, width, digits, signed)
 
 
 @_jit
@@ -164,23 +182,20 @@ def _decode_packed_long(a, width, digits, signed):
 @_jit
 def _decode_zoned_words(a, d0, d1, over, signed, negative):
     """Zoned digits [d0, d1) of the field at ``a`` (at most 16), the overpunched sign (if
-    any) at byte ``over``: the bytes as two big-endian words, the sign's zone set to F."""
+    any) at byte ``over``: the bytes as two big-endian words, the sign's zone set to F.
+    Reads up to 7 bytes past ``a + d1``."""
     n = d1 - d0
     n_lo = min(n, 8)
     split = d1 - n_lo
-    x_hi, x_lo = np.uint64(0), np.uint64(0)
-    for t in range(d0, split):
-        x_hi = (x_hi << np.uint64(8)) | np.uint64(load8(a + t))
-    for t in range(split, d1):
-        x_lo = (x_lo << np.uint64(8)) | np.uint64(load8(a + t))
+    x_hi = _load_be(a + d0, split - d0) if split > d0 else np.uint64(0)
+    x_lo = _load_be(a + split, n_lo)
     if over >= 0:
         in_lo = over >= split
         shift = np.uint64(8 * ((d1 - 1 - over) if in_lo else (split - 1 - over)) + 4)
         zone = np.int64(((x_lo if in_lo else x_hi) >> shift) & np.uint64(0xF))
-        sign = packed_sign(zone, signed)
-        if sign == 0:
+        valid, negative = sign_nibble(zone, signed)
+        if not valid:
             return E_INVALID, False, np.uint64(0), np.uint64(0)
-        negative = sign < 0
         if in_lo:
             x_lo |= np.uint64(0xF) << shift
         else:
@@ -189,14 +204,13 @@ def _decode_zoned_words(a, d0, d1, over, signed, negative):
     bad_lo, v_lo = zoned_word(x_lo, n_lo)
     if bad_hi or bad_lo:
         return E_INVALID, False, np.uint64(0), np.uint64(0)
-    scale = np.uint64(1)
-    for _ in range(n_lo):
-        scale *= np.uint64(10)
-    return 0, negative, np.uint64(0), v_hi * scale + v_lo
+    return 0, negative, np.uint64(0), v_hi * np.uint64(100000000) + v_lo  # (v_hi is 0 for n <= 8)
 
 
 @_jit
-def _decode_zoned(a, width, signed, flags, plus, minus):
+def _zoned_frame(a, width, flags, plus, minus):
+    """``(status, d0, d1, over, negative)`` of a zoned field: its digit bytes [d0, d1), the
+    byte with the overpunched sign (-1: a separate sign, read here into ``negative``)."""
     leading, separate = (flags & F_LEADING) != 0, (flags & F_SEPARATE) != 0
     d0, d1 = 0, width  # the digit bytes
     negative = False
@@ -207,13 +221,30 @@ def _decode_zoned(a, width, signed, flags, plus, minus):
         elif sb == minus:
             negative = True
         else:
-            return E_INVALID, False, np.uint64(0), np.uint64(0)
+            return E_INVALID, d0, d1, -1, False
         if leading:
             d0 = 1
         else:
             d1 = width - 1
-    over = -1 if separate else (d0 if leading else d1 - 1)  # the byte with the overpunched sign
-    if d1 - d0 <= 16:  # up to 16 digits: two words, every byte checked at once
+    over = -1 if separate else (d0 if leading else d1 - 1)
+    return 0, d0, d1, over, negative
+
+
+@_inline
+def _decode_zoned_short(a, width, signed, flags, plus, minus):
+    """A zoned field of up to 16 digits: two words, every byte checked at once."""
+    status, d0, d1, over, negative = _zoned_frame(a, width, flags, plus, minus)
+    if status != 0:
+        return status, False, np.uint64(0), np.uint64(0)
+    return _decode_zoned_words(a, d0, d1, over, signed, negative)
+
+
+@_jit
+def _decode_zoned(a, width, signed, flags, plus, minus):
+    status, d0, d1, over, negative = _zoned_frame(a, width, flags, plus, minus)
+    if status != 0:
+        return status, False, np.uint64(0), np.uint64(0)
+    if d1 - d0 <= 16:
         return _decode_zoned_words(a, d0, d1, over, signed, negative)
     chunk, nd = np.int64(0), 0
     hi, lo = np.uint64(0), np.uint64(0)
@@ -256,9 +287,7 @@ def _zoned_to_ascii(a, width):
 
 @_jit
 def _decode_binary(a, width, signed, limit):
-    raw = np.uint64(0)
-    for t in range(width):
-        raw = (raw << np.uint64(8)) | np.uint64(load8(a + t))
+    raw = _load_be(a, width)
     negative = False
     if signed and (raw >> np.uint64(8 * width - 1)) & np.uint64(1):
         negative = True
@@ -270,34 +299,93 @@ def _decode_binary(a, width, signed, limit):
     return 0, negative, np.uint64(0), raw
 
 
+def _decode_kind(kind, long_ok, a, w, digits, signed, flags, plus, minus, limit):
+    """The field at ``a`` by the decoder of its kind; ``long_ok`` False (a constant): the
+    word decoders only, for fields they take whole (no loop in the caller's loop).
+    Compiled twice: inlined into the word loops (:data:`_decode`), called from the exact
+    loop (:data:`_decode_call`: one copy, not one per call site, so it compiles faster)."""
+    if kind == K_PACKED:
+        return _decode_packed(a, w, digits, signed) if long_ok else _decode_packed_short(a, w, digits, signed)
+    if kind == K_ZONED:
+        if long_ok:
+            return _decode_zoned(a, w, signed, flags, plus, minus)
+        return _decode_zoned_short(a, w, signed, flags, plus, minus)
+    return _decode_binary(a, w, signed, limit)
+
+
+_decode = _inline(_decode_kind)
+_decode_call = _jit(_decode_kind)
+
+
 # --------------------------------------------------------------------------- AoS -> SoA
 
 
 @_jit
 def fwd_decimal(src, stride, b0, b1, op, offs, kind):
-    """Packed, zoned or binary (``kind``) -> decimal128 / int64 (P2 bytes)."""
+    """Packed, zoned or binary (``kind``) -> decimal128 / int64 (P2 bytes).
+
+    Fields are loaded a word at a time: 8 bytes from a field's start, which for a field of
+    fewer bytes reads up to 7 bytes past its end, into the next record when ``stride`` >= 8.
+    The block's last row, which may have no next record (every row, for records of fewer
+    than 8 bytes), is read from a copy of its fields followed by zeros."""
+    c, w = op[COUNT], op[WIDTH]
+    if op[VALID] != 0:
+        _clear_bits(op[VALID], b0 * c, b1 * c)
+    scratch = np.zeros(c * w + 16, dtype=np.uint8)
+    tmp = scratch.ctypes.data
+    # Packed fields of up to 29 digits, zoned of up to 16, every binary one, no P scaling:
+    # a loop of word decoders only (no loop inside it: LLVM keeps it in registers)
+    separate = 1 if (op[FLAGS] & F_SEPARATE) != 0 else 0
+    short = op[P3] == 0 and (
+        (kind == K_PACKED and w <= 15)
+        or (kind == K_ZONED and w - separate <= 16 and (op[FLAGS] & F_ASCII) == 0)  # ASCII: the exact loop
+        or kind == K_BINARY
+    )
+    alone = max(b0, b1 - 1) if stride >= 8 else b0  # the rows from here on are read from the copy
+    row, code = _decimal_rows(src, stride, b0, alone, op, offs, kind, -1, tmp, short)
+    r = alone
+    while code == 0 and r < b1:
+        for k in range(c):
+            _memcpy(tmp + k * w, src + r * stride + offs[op[OFFS] + k], w)
+        row, code = _decimal_rows(src, stride, r, r + 1, op, offs, kind, r, tmp, short)
+        r += 1
+    return row, code
+
+
+@_jit
+def _decimal_rows(src, stride, b0, b1, op, offs, kind, alone, tmp, short):
+    """fwd_decimal over rows [b0, b1); row ``alone`` is read from ``tmp`` (its fields' copy)."""
+    if short:  # each kind its own loop (a constant kind: Numba compiles one per kind)
+        if kind == K_PACKED:
+            ok = _decimal_rows_short(src, stride, b0, b1, op, offs, K_PACKED, alone, tmp)
+        elif kind == K_ZONED:
+            ok = _decimal_rows_short(src, stride, b0, b1, op, offs, K_ZONED, alone, tmp)
+        else:
+            ok = _decimal_rows_short(src, stride, b0, b1, op, offs, K_BINARY, alone, tmp)
+        if ok:
+            return -1, 0
+    return _decimal_rows_exact(src, stride, b0, b1, op, offs, kind, alone, tmp)
+
+
+@_jit
+def _decimal_rows_exact(src, stride, b0, b1, op, offs, kind, alone, tmp):
+    """Rows [b0, b1), value by value: the first invalid value ends it, or becomes a null."""
     w, c, dst, outw, digits, pow10 = op[WIDTH], op[COUNT], op[DATA], op[P2], op[P1], op[P3]
     flags = op[FLAGS]
     signed, to_null, valid = (flags & F_SIGNED) != 0, (flags & F_NULL_INVALID) != 0, op[VALID]
     plus, minus = op[SENT] & 0xFF, (op[SENT] >> 8) & 0xFF
     limit = digit_limit(digits) if (flags & F_TRUNC_BIN) == 0 else np.uint64(0)
     ascii_zoned = kind == K_ZONED and (flags & F_ASCII) != 0
-    scratch = np.empty(w if ascii_zoned else 0, dtype=np.uint8)
-    if valid != 0:
-        _clear_bits(valid, b0 * c, b1 * c)
+    scratch = np.empty(w if ascii_zoned else 1, dtype=np.uint8)
     for k in range(c):
         base = src + offs[op[OFFS] + k]
         for r in range(b0, b1):
-            a = base + r * stride
+            a = tmp + k * w if r == alone else base + r * stride
             i = r * c + k
-            if kind == K_PACKED:
-                status, negative, hi, lo = _decode_packed(a, w, digits, signed)
-            elif ascii_zoned:
+            if ascii_zoned:
                 status, negative, hi, lo = _decode_zoned_ascii(a, w, signed, flags, scratch.ctypes.data)
-            elif kind == K_ZONED:
-                status, negative, hi, lo = _decode_zoned(a, w, signed, flags, plus, minus)
             else:
-                status, negative, hi, lo = _decode_binary(a, w, signed, limit)
+                status, negative, hi, lo = _decode_call(kind, True, a, w, digits, signed, flags, plus, minus, limit)
             if status == 0 and pow10 > 0:
                 hi, lo = _scaled(hi, lo, pow10)
             if status == 0 and not _store_number(dst, i, outw, hi, lo, negative):
@@ -309,6 +397,35 @@ def fwd_decimal(src, stride, b0, b1, op, offs, kind):
             elif valid != 0:
                 _set_bit(valid, i)
     return -1, 0
+
+
+@_jit
+def _decimal_rows_short(src, stride, b0, b1, op, offs, kind, alone, tmp):
+    """:func:`_decimal_rows` of the fields the word decoders take whole (see fwd_decimal):
+    a loop with no exit and no null check. False if a value was not valid or did not fit
+    (the caller then converts the rows again by :func:`_decimal_rows_exact`). ``kind`` is
+    a compile-time constant: one loop per kind, with only its decoder in it."""
+    literally(kind)
+    w, c, dst, outw, digits = op[WIDTH], op[COUNT], op[DATA], op[P2], op[P1]
+    flags = op[FLAGS]
+    signed = (flags & F_SIGNED) != 0
+    plus, minus = op[SENT] & 0xFF, (op[SENT] >> 8) & 0xFF
+    limit = digit_limit(digits) if (flags & F_TRUNC_BIN) == 0 else np.uint64(0)
+    bad = False
+    for k in range(c):
+        base = src + offs[op[OFFS] + k]
+        for r in range(b0, b1):
+            a = tmp + k * w if r == alone else base + r * stride
+            status, negative, hi, lo = _decode(kind, False, a, w, digits, signed, flags, plus, minus, limit)
+            ok = _store_number(dst, r * c + k, outw, hi, lo, negative)
+            bad |= status != 0 or not ok
+    if bad:
+        return False
+    valid = op[VALID]
+    if valid != 0:
+        for i in range(b0 * c, b1 * c):
+            _set_bit(valid, i)
+    return True
 
 
 @_jit
@@ -347,11 +464,36 @@ def fwd_hfloat(src, stride, b0, b1, op, offs):
 @_jit
 def fwd_text(src, stride, r0, b0, b1, op, offs):
     """EBCDIC bytes -> UTF-8 through the code page's table, into chunk-local var data
-    (as the C-string op does; compacted after the pass)."""
+    (as the C-string op does; compacted after the pass). Runs of 8 bytes whose characters
+    are one UTF-8 byte each (letters, digits, spaces...) go through a byte table made
+    here and are stored as one word; the others character by character."""
+    table = op[TABLE]
+    single = np.empty(256, dtype=np.uint8)  # a byte's one UTF-8 byte, or 0x80: it takes more
+    for b in range(256):
+        code = np.int64(load32(table + b * 4))
+        single[b] = code & 0xFF if (code >> 24) == 1 else 0x80
+    _text_rows(src, stride, r0, b0, b1, op, offs, single.ctypes.data)
+    return -1, 0
+
+
+@_jit
+def _single8(single, s):
+    """The 8 bytes at ``s`` through the byte table ``single``, as one little-endian word
+    (a byte with 0x80 set: a character of more than one UTF-8 byte)."""
+    x = np.uint64(load64(s))
+    word = np.uint64(0)
+    for u in range(8):
+        word |= np.uint64(load8(single + np.int64((x >> np.uint64(8 * u)) & np.uint64(0xFF)))) << np.uint64(8 * u)
+    return word
+
+
+@_jit
+def _text_rows(src, stride, r0, b0, b1, op, offs, single):
     n, c, per, ow = op[WIDTH], op[COUNT], op[P1], op[P2]
     data, offsets, table = op[DATA] + r0 * c * per, op[OFFSETS], op[TABLE]
     trim_r, trim_l = (op[FLAGS] & F_TRIM_RIGHT) != 0, (op[FLAGS] & F_TRIM_LEFT) != 0
     space = 0x20 if (op[FLAGS] & F_ASCII) != 0 else 0x40
+    high = np.uint64(0x8080808080808080)
     for r in range(b0, b1):
         for k in range(c):
             i = r * c + k
@@ -367,19 +509,19 @@ def fwd_text(src, stride, r0, b0, b1, op, offs):
                 while first < end and load8(s + first) == space:
                     first += 1
             out = data + pos
-            length = 0
             t = first
-            while t + 8 <= end:  # eight characters of one UTF-8 byte each (letters, digits): one store
-                word, ones = np.int64(0), np.int64(1)
-                for u in range(8):
-                    code = np.int64(load32(table + np.int64(load8(s + t + u)) * 4))
-                    ones &= (code >> 24) == 1
-                    word |= (code & 0xFF) << (8 * u)
-                if ones == 0:
+            while t + 8 <= end:  # eight characters of one UTF-8 byte each: one store
+                word = _single8(single, s + t)
+                if word & high:
                     break
-                store64(out + length, word)
-                length += 8
+                store64(out + t - first, word)
                 t += 8
+            if end - first >= 8 and t < end and t + 8 > end:  # the last 0-7: the field's last 8 again
+                word = _single8(single, s + end - 8)
+                if (word & high) == 0:
+                    store64(out + end - 8 - first, word)
+                    t = end
+            length = t - first  # (one UTF-8 byte per character so far)
             for v in range(t, end):
                 code = np.int64(load32(table + np.int64(load8(s + v)) * 4))
                 size = code >> 24
@@ -392,7 +534,6 @@ def fwd_text(src, stride, r0, b0, b1, op, offs):
                     store8(out + length + 2, code >> 16)
                 length += size
             _set_offset(offsets, i + 1, ow, pos + length)
-    return -1, 0
 
 
 # --------------------------------------------------------------------------- SoA -> AoS
@@ -479,7 +620,135 @@ def _write_digits(a, kind, w, digits, hi, lo, negative, positive, leading, separ
 
 @_jit
 def rev_decimal(dst, itemsize, b0, b1, op, offs, kind):
-    """decimal128 / int64 -> packed, zoned or binary (``kind``), range-checked."""
+    """decimal128 / int64 -> packed, zoned or binary (``kind``), range-checked.
+
+    Packed fields of up to 15 digits, zoned of up to 16, binary ones, with no P scaling,
+    are written a word at a time by a loop of their kind that only notes whether a value
+    could not be written; a block with such a value is written again value by value
+    (:func:`_rev_decimal_exact`), which names the first."""
+    digits = op[P1]
+    if op[P3] == 0:
+        ok = False
+        if kind == K_PACKED and digits <= 15:
+            ok = _rev_decimal_short(dst, itemsize, b0, b1, op, offs, K_PACKED)
+        elif kind == K_ZONED and digits <= 16 and (op[FLAGS] & F_ASCII) == 0:  # ASCII: the exact loop
+            ok = _rev_decimal_short(dst, itemsize, b0, b1, op, offs, K_ZONED)
+        elif kind == K_BINARY:
+            ok = _rev_decimal_short(dst, itemsize, b0, b1, op, offs, K_BINARY)
+        if ok:
+            return -1, 0
+    return _rev_decimal_exact(dst, itemsize, b0, b1, op, offs, kind)
+
+
+@_jit
+def _store_be(a, w, x):
+    """The low ``w`` (1 to 8) bytes of ``x`` at ``a``, big-endian: one to three stores."""
+    y = np.uint64(bswap64(np.uint64(x) << np.uint64(64 - 8 * w)))  # the w bytes first, in order
+    if w == 8:
+        store64(a, y)
+        return
+    p = 0
+    if w & 4:
+        store32(a, y)
+        y >>= np.uint64(32)
+        p = 4
+    if w & 2:
+        store16(a + p, y)
+        y >>= np.uint64(16)
+        p += 2
+    if w & 1:
+        store8(a + p, y)
+
+
+@_jit
+def _pairs8(y):
+    """``y`` (below 10**8) as four 16-bit lanes of digit pairs, ``(tens, ones)``: the
+    tens digits and the ones digits of each pair, most significant pair in the top lane."""
+    y = np.uint64(y)
+    a = y // np.uint64(10000)
+    x = (a << np.uint64(32)) | (y - a * np.uint64(10000))  # 32-bit lanes below 10**4
+    q = ((x * np.uint64(10486)) >> np.uint64(20)) & np.uint64(0x0000007F0000007F)  # lane // 100
+    x = (q << np.uint64(16)) | (x - q * np.uint64(100))  # 16-bit lanes below 100
+    tens = ((x * np.uint64(103)) >> np.uint64(10)) & np.uint64(0x000F000F000F000F)  # lane // 10
+    return tens, x - tens * np.uint64(10)
+
+
+@_jit
+def _zoned8(y):
+    """``y`` (below 10**8) as 8 zoned digit bytes F0-F9, a big-endian word."""
+    tens, ones = _pairs8(y)
+    return (tens << np.uint64(8)) | ones | np.uint64(0xF0F0F0F0F0F0F0F0)
+
+
+@_jit
+def _bcd8(y):
+    """``y`` (below 10**8) as 8 BCD digit nibbles, a big-endian 32-bit word."""
+    tens, ones = _pairs8(y)
+    x = (tens << np.uint64(4)) | ones  # a byte of two digits in each 16-bit lane
+    x = (x | (x >> np.uint64(8))) & np.uint64(0x0000FFFF0000FFFF)
+    return (x | (x >> np.uint64(16))) & np.uint64(0xFFFFFFFF)
+
+
+@_jit
+def _rev_decimal_short(dst, itemsize, b0, b1, op, offs, kind):
+    """:func:`rev_decimal` of rows [b0, b1) in a loop with no exit; False if a value could
+    not be written (a null, out of range: the caller writes the block again, exactly).
+    ``kind`` is a compile-time constant: one loop per kind."""
+    literally(kind)
+    w, c, digits, flags, e0 = op[WIDTH], op[COUNT], op[P1], op[FLAGS], op[ELEM0]
+    src, outw, valid = op[DATA], op[P2], op[VALID]
+    signed = (flags & F_SIGNED) != 0
+    leading, separate = (flags & F_LEADING) != 0, (flags & F_SEPARATE) != 0
+    plus, minus = op[SENT] & 0xFF, (op[SENT] >> 8) & 0xFF
+    trunc_bin = (flags & F_TRUNC_BIN) != 0
+    positive = positive_sign(op[TABLE], signed)
+    small = digit_limit(min(digits, 18)) if kind != K_BINARY else np.uint64(0)
+    d0 = 1 if separate and leading else 0  # zoned: the first digit byte
+    n_lo = min(digits, 8)
+    n_hi = digits - n_lo
+    over = -1 if separate else (d0 if leading else digits - 1)  # zoned: the overpunched byte
+    bad = False
+    for k in range(c):
+        base = dst + offs[op[OFFS] + k]
+        for r in range(b0, b1):
+            i = e0 + r * c + k
+            if valid != 0:
+                bad |= _get_bit(valid, i) == 0
+            lo_s = np.uint64(load64(src + i * outw))
+            hi_s = np.uint64(load64(src + i * 16 + 8)) if outw == 16 else np.uint64(np.int64(lo_s) >> 63)
+            m = np.uint64(np.int64(hi_s) >> 63)  # the magnitude without a branch: (x ^ m) - m
+            lo = (lo_s ^ m) - m
+            hi = (hi_s ^ m) + (m & np.uint64(lo_s == np.uint64(0)))
+            negative = (m != np.uint64(0)) & ((lo | hi) != np.uint64(0))  # zero is written positive
+            bad |= negative & (not signed)
+            a = base + r * itemsize
+            if kind == K_BINARY:
+                bad |= not binary_fits(hi, lo, negative, signed, w, digits, trunc_bin)
+                _store_be(a, w, (~lo + np.uint64(1)) if negative else lo)
+            else:
+                bad |= hi != np.uint64(0) or lo >= small
+                v = lo if lo < small else np.uint64(0)  # (a value out of range: the exact loop says so)
+                sign = pack_sign_nibble(negative, positive)
+                if kind == K_PACKED:
+                    hi8 = v // np.uint64(100000000)
+                    bcd = (_bcd8(hi8) << np.uint64(32)) | _bcd8(v - hi8 * np.uint64(100000000))
+                    _store_be(a, w, (bcd << np.uint64(4)) | np.uint64(sign))
+                else:
+                    hi8 = v // np.uint64(100000000)
+                    if n_hi > 0:
+                        _store_be(a + d0, n_hi, _zoned8(hi8))
+                    _store_be(a + d0 + n_hi, n_lo, _zoned8(v - hi8 * np.uint64(100000000)))
+                    if separate:
+                        store8(a if leading else a + w - 1, minus if negative else plus)
+                    else:
+                        store8(a + over, (sign << 4) | (load8(a + over) & 0xF))
+    return not bad
+
+
+@_jit
+def _rev_decimal_exact(dst, itemsize, b0, b1, op, offs, kind):
+    """Rows [b0, b1) of :func:`rev_decimal`, value by value: the first that cannot be
+    written ends it."""
     w, c, digits, pow10, flags, e0 = op[WIDTH], op[COUNT], op[P1], op[P3], op[FLAGS], op[ELEM0]
     signed = (flags & F_SIGNED) != 0
     leading, separate = (flags & F_LEADING) != 0, (flags & F_SEPARATE) != 0
@@ -550,10 +819,35 @@ def rev_hfloat(dst, itemsize, b0, b1, op, offs):
 @_jit
 def rev_text(dst, itemsize, b0, b1, op, offs):
     """UTF-8 -> EBCDIC through the code page's int16[65536] table, padded with EBCDIC
-    spaces (0x40; ASCII 0x20 with ``F_ASCII``); a character with no byte in the code page is E_RANGE."""
+    spaces (0x40; ASCII 0x20 with ``F_ASCII``); a character with no byte in the code page is E_RANGE. Runs of 8 ASCII
+    characters go through a byte table of the ASCII characters made here (when every one
+    has a byte in the code page) and are stored as one word."""
+    table = op[TABLE]
+    ascii = np.empty(128, dtype=np.uint8)
+    every = True  # every ASCII character has a byte in the code page
+    for cp in range(128):
+        byte = np.int64(np.int16(load16(table + cp * 2)))
+        every &= byte >= 0
+        ascii[cp] = byte & 0xFF
+    return _rev_text_rows(dst, itemsize, b0, b1, op, offs, ascii.ctypes.data if every else 0)
+
+
+@_jit
+def _ascii8(ascii, x):
+    """The 8 ASCII characters of ``x`` through the code page's byte table ``ascii``."""
+    word = np.uint64(0)
+    for u in range(8):
+        cp = np.int64((x >> np.uint64(8 * u)) & np.uint64(0x7F))
+        word |= np.uint64(load8(ascii + cp)) << np.uint64(8 * u)
+    return word
+
+
+@_jit
+def _rev_text_rows(dst, itemsize, b0, b1, op, offs, ascii):
     n, c, data, offsets, e0, ow = op[WIDTH], op[COUNT], op[DATA], op[OFFSETS], op[ELEM0], op[P2]
     valid, table, truncate = op[VALID], op[TABLE], (op[FLAGS] & F_TRUNCATE) != 0
     space = 0x20 if (op[FLAGS] & F_ASCII) != 0 else 0x40
+    high, spaces = np.uint64(0x8080808080808080), np.uint64(space) * np.uint64(0x0101010101010101)
     for k in range(c):
         base = dst + offs[op[OFFS] + k]
         for r in range(b0, b1):
@@ -564,6 +858,19 @@ def rev_text(dst, itemsize, b0, b1, op, offs):
             length = _offset_at(offsets, i + 1, ow) - start
             s, out = data + start, base + r * itemsize
             t, m = 0, 0
+            if ascii != 0:
+                while t + 8 <= length and m + 8 <= n:  # eight ASCII characters: one store
+                    x = np.uint64(load64(s + t))
+                    if x & high:
+                        break
+                    store64(out + m, _ascii8(ascii, x))
+                    t += 8
+                    m += 8
+                if m == t and t < length and 8 <= length <= n:  # the last 1-7: the string's last 8 again
+                    x = np.uint64(load64(s + length - 8))
+                    if (x & high) == 0:
+                        store64(out + length - 8, _ascii8(ascii, x))
+                        t = m = length
             while t < length:
                 cp = np.int64(load8(s + t))
                 need = 0
@@ -592,6 +899,9 @@ def rev_text(dst, itemsize, b0, b1, op, offs):
                     return r, E_RANGE  # no byte in the code page
                 store8(out + m, byte)
                 m += 1
+            while m + 8 <= n:
+                store64(out + m, spaces)
+                m += 8
             while m < n:
                 store8(out + m, space)
                 m += 1
