@@ -86,11 +86,13 @@ def read_windows(src: Any, stream: Stream, window: int = WINDOW) -> "Iterator[St
         buf.ctypes.data if mapped is not None and buf.nbytes else 0, buf.nbytes if mapped is not None else 0
     ) as guard:
         try:
-            yield from _windows(stream, buf, label, int(window), mapped)
+            for tables in _windows(stream, buf, label, int(window), mapped):
+                _check_shrunk(guard, label, buf.nbytes, None, mapped)  # no window made of zeros goes out
+                yield tables
         except ConversionError as err:
-            _check_shrunk(guard, label, buf.nbytes, err)
+            _check_shrunk(guard, label, buf.nbytes, err, mapped)
             raise
-        _check_shrunk(guard, label, buf.nbytes, None)
+        _check_shrunk(guard, label, buf.nbytes, None, mapped)
 
 
 def _give_back(mapped: "mmap.mmap | None", done: int, upto: int) -> int:

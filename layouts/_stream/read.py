@@ -161,9 +161,9 @@ def read_stream(src: Any, spec: Any, *, device: "str | None" = None) -> StreamTa
         try:
             out = _read(stream, buf, label, None if on_host else _OnDevice(buf))
         except ConversionError as err:
-            _check_shrunk(guard, label, buf.nbytes, err)
+            _check_shrunk(guard, label, buf.nbytes, err, owner)
             raise
-        _check_shrunk(guard, label, buf.nbytes, None)
+        _check_shrunk(guard, label, buf.nbytes, None, owner)
     del owner
     return out
 
@@ -210,13 +210,26 @@ def section_range(s, values: dict, where: str, label: str, size: int, pos: int) 
     return start, end, limit
 
 
-def _check_shrunk(guard, label, size, err):
+def _check_shrunk(guard, label, size, err, owner=None):
+    """The file shrank while it was read: a page past its new end faulted (``guard``), or
+    it is now shorter than the ``size`` bytes mapped (``owner``, the mapping, knows its
+    file's size). The bytes past the new end in its last page read as zeros without any
+    fault, so the size is what tells, whatever error (or none) those zeros caused."""
     lost = guard.fault()
-    if lost is not None:
-        raise ConversionError(
-            f"{label}: the file shrank while it was read: it was {size} bytes, and byte {lost} "
-            f"was gone when read; read it again once whoever writes it is done"
-        ) from err
+    now = None
+    if isinstance(owner, mmap.mmap):
+        try:
+            now = owner.size()  # the mapped file's own size (mmap keeps a descriptor of it)
+        except (OSError, ValueError):
+            now = None
+    if lost is None and (now is None or now >= size):
+        return
+    shown = f", it is {now} bytes now" if now is not None and now < size else ""
+    gone = f", and byte {lost} was gone when read" if lost is not None else ""
+    raise ConversionError(
+        f"{label}: the file shrank while it was read: it was {size} bytes{shown}{gone}; "
+        f"read it again once whoever writes it is done"
+    ) from err
 
 
 class _OnDevice:
