@@ -207,3 +207,21 @@ def test_a_file_shrinking_while_it_is_read_says_so(tmp_path):
     assert len(lines) == 6, lines
     for line, at in zip(lines, (5000, 5000, 3800, 3800, 0, 0)):
         assert f"{p}: the file shrank while it was read: it was 114000 bytes, it is {at} bytes now" in line, line
+
+
+def test_a_strided_array_is_read_as_its_bytes_in_order():
+    """A non-contiguous NumPy array (or memoryview) is read as ``bytes(src)`` would
+    give it: its elements' bytes in C order (a copy), not a raw TypeError/BufferError."""
+    spec = S([S.Section(S.Framing(size=2), [S.RecordType("r", S.Record([("a", ">u2")]))])])
+    base = np.frombuffer(b"\x00\x01\xff\xff\x00\x02\xff\xff", np.uint8)
+    for src in (base.reshape(2, 4)[:, :2], memoryview(base.reshape(2, 4)[:, :2])):
+        assert lo.read_stream(src, spec)["r"]["a"].to_numpy().tolist() == [1, 2]
+    assert lo.read_stream(base[::2], spec)["r"]["a"].to_numpy().tolist() == [0xFF, 0xFF]
+    wide = np.array([[0x0001, 0], [0x0203, 0]], ">u2")[:, 0]  # 2-byte elements, every other one
+    assert lo.read_stream(wide, spec)["r"]["a"].to_numpy().tolist() == [1, 0x0203]
+    assert lo.read_stream(np.asfortranarray(base.reshape(2, 4)), spec)["r"]["a"].to_numpy().tolist() == [
+        1,
+        0xFFFF,
+        2,
+        0xFFFF,
+    ]

@@ -118,7 +118,8 @@ def read_stream(src: Any, spec: Any, *, device: "str | None" = None) -> StreamTa
     Parameters
     ----------
     src : path, bytes-like object, or binary file object
-        A file object is read from its current position.
+        A file object is read from its current position; a strided (non-contiguous)
+        array or view as ``bytes(src)`` gives it, from a copy.
     spec : Stream, path to a ``.toml`` description, or a built-in name
         Built-ins: ``"pcap"``, ``"itch50"``, ``"las"``, ``"segy"``, ``"dbn"``; ``lo.Stream.rdw(dtype)`` and
         ``lo.Stream.bdw(dtype)`` for IBM V and VB files. See docs/streams.md.
