@@ -225,3 +225,52 @@ def test_a_strided_array_is_read_as_its_bytes_in_order():
         2,
         0xFFFF,
     ]
+
+
+def test_bad_utf8_in_a_text_field_names_the_field_in_the_record_and_the_file():
+    """The field's offset in the record and the file's byte, not its offset in the
+    gathered row (which starts with _offset); its bytes as bytes; a stream's fix."""
+    rec = [("a", ">u4"), ("b", "<i2"), ("c", "S3")]
+    recs = [i.to_bytes(4, "big") + i.to_bytes(2, "little") + b"xyz" for i in range(3)]
+    recs[2] = recs[2][:-1] + b"\xff"
+    want = (
+        "<buffer>: byte 24: field 'c' (S3 at offset 6 in the record) of a <stream> section[0] type 'r' record "
+        "at byte 18: b'xy\\xff' is not valid UTF-8; the stream is damaged, or read the field as bytes: drop it "
+        "from the type's text list in the stream description"
+    )
+    fixed = S([S.Section(S.Framing(size=9), [S.RecordType("r", S.Record(rec, text=("c",)))])])  # strided
+    with pytest.raises(lo.ConversionError) as err:
+        lo.read_stream(b"".join(recs), fixed)
+    assert str(err.value) == want
+    prefixed = S(
+        [S.Section(S.Framing(length=S.Length(0, 1), prefix=1), [S.RecordType("r", S.Record(rec, text=("c",)))])]
+    )
+    with pytest.raises(lo.ConversionError) as err:  # gathered, a length byte in front: both offsets
+        lo.read_stream(b"".join(bytes([9]) + r for r in recs), prefixed)
+    assert "byte 27: field 'c' (S3 at offset 6 in the record, 7 from its 1-byte framing's start)" in str(err.value)
+    assert "np.bytes_" not in str(err.value) and "bytes_as" not in str(err.value)
+
+
+def test_a_copybook_field_with_bad_bytes_names_its_offset_in_the_record(tmp_path):
+    (tmp_path / "c.cob").write_text(
+        "       01  COMPANY.\n           05  SEG    PIC X.\n           05  NAME   PIC X(5).\n"
+        "           05  AMT    PIC S9(3).\n"
+    )
+    (tmp_path / "s.toml").write_text(
+        'name = "companies"\n[[section]]\n'
+        'framing = { length = { offset = 2, size = 2, order = "little" }, prefix = 4 }\n'
+        'tag = { offset = 0, size = 1 }\n[section.types.C]\ntag = "C"\ncopybook = "c.cob"\n'
+        'record = "COMPANY"\ncodepage = "ascii"\n'
+    )
+
+    def r(b):
+        return struct.pack("<HH", 0, len(b)) + b
+
+    with pytest.raises(lo.ConversionError) as err:
+        lo.read_stream(r(b"CACME 12J") + r(b"CBAD  1 3"), str(tmp_path / "s.toml"))
+    assert str(err.value) == (
+        "<buffer>: field 'AMT' (zoned S9(3)) of a companies section[0] type 'C' record at byte 13: byte 23 of "
+        "the file (offset 6 in the record, 10 from its 4-byte framing's start), bytes 31 20 33 are not a valid "
+        "zoned S9(3) value: byte 1 of the field: 20 is not an ASCII zoned digit (30-39); fix the data, or give "
+        'the type invalid = "null" in the stream description to make such values nulls'
+    )
