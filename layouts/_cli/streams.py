@@ -211,7 +211,7 @@ def _stream_back(args, stream, interrupts):
     return 0
 
 
-def _stream_fills(stream, items, order):
+def _stream_fills(stream, items, order) -> dict:
     """write_stream's ``fill`` from --fill TYPE.FIELD=VALUE (each value read as the field's type)."""
     from .._stream.read import _keep_prefix
     from .options import field_values
