@@ -655,9 +655,9 @@ def test_text_with_a_nul_or_bad_utf8_is_an_error():
     bad[38 + 2 + 24] = 0xFF
     with pytest.raises(
         lo.ConversionError,
-        match=r"<buffer>: byte 38: a itch50 section\[0\] type 'add_order' record: "
-        r".*'stock'.*not valid UTF-8.* drop the field from the type's text "
-        r"list",
+        match=r"<buffer>: byte 64: field 'stock' \(S8 at offset 24 in the record, 26 from its 2-byte "
+        r"framing's start\) of a itch50 section\[0\] type 'add_order' record at byte 38: .* is not valid "
+        r"UTF-8; .* drop it from the type's text list",
     ):
         lo.read_stream(bytes(bad), "itch50")
 
@@ -889,8 +889,8 @@ def test_text_errors_deep_in_a_stream_name_the_record():
     bad[at + 2 + 24] = 0xFF
     with pytest.raises(
         lo.ConversionError,
-        match=rf"<buffer>: byte {at}: a itch50 section\[0\] type 'add_order' "
-        rf"record: field 'stock' .*record 2500.*not valid UTF-8",
+        match=rf"<buffer>: byte {at + 2 + 24}: field 'stock' .* of a itch50 section\[0\] type "
+        rf"'add_order' record at byte {at}: .*not valid UTF-8",
     ):
         lo.read_stream(bytes(bad), "itch50")
 
@@ -1002,8 +1002,8 @@ def test_gpu_read_errors_are_the_cpu_ones():
     bad[size + 2 + 24] = 0xFF
     with pytest.raises(
         lo.ConversionError,
-        match=rf"<buffer>: byte {size}: a itch50 section\[0\] type 'add_order' "
-        r"record: .*'stock'.*not valid UTF-8",
+        match=rf"<buffer>: byte {size + 26}: field 'stock' .* of a itch50 section\[0\] type 'add_order' "
+        rf"record at byte {size}: .*not valid UTF-8",
     ):
         lo.read_stream(bytes(bad), "itch50", device="cuda")
     with pytest.raises(lo.LayoutError, match="device"):
@@ -1072,7 +1072,9 @@ def test_text_fast_and_general_paths_agree_across_blocks_and_chunks():
     assert lo.write_stream(got, spec) == raw
     bad = bytearray(raw)
     bad[11 * 150_000 + 3] = 0xFF
-    with pytest.raises(lo.ConversionError, match=r"byte 1650000: a .* type 'r' record: .*'name'.*not valid UTF-8"):
+    with pytest.raises(
+        lo.ConversionError, match=r"byte 1650001: field 'name' .* type 'r' record at byte 1650000: .*not valid UTF-8"
+    ):
         lo.read_stream(bytes(bad), spec)
 
 

@@ -581,3 +581,135 @@ def test_mutated_streams_of_random_descriptions_in_a_child(seed, tmp_path):
     )
     assert run.returncode == 0, run.stderr[-2000:]
     assert f"done {seed}" in run.stdout
+
+
+# ------------------------------------------------ nulls written back: what the error names and advises
+
+
+def _odd_width():
+    rec = S.Record([("side", "S1"), ("qty", ">u4"), ("x", ">u3")])
+    return S(
+        [
+            S.Section(
+                S.Framing(length=S.Length(offset=0, size=2, order="big")),
+                [S.RecordType("buy", rec, tag="B")],
+                tag=S.Tag(offset=0, size=1),
+            )
+        ]
+    )
+
+
+def test_a_null_written_back_names_the_type_the_field_as_declared_and_a_fill_that_exists():
+    spec = _odd_width()
+    raw = _msg(b"B", 7, b"\x00\x00\x01") + _msg(b"B", 9, b"\x00\x00\x02")
+    t = dict(lo.read_stream(raw, spec))
+    t["buy"] = _set(t["buy"], "x", [None, 2])
+    with pytest.raises(lo.ConversionError) as err:
+        lo.write_stream(t, spec)
+    assert str(err.value) == (
+        "table 'buy', row 0: column 'x' has 1 nulls, but field 'x' (>u3 at offset 5 in the record, 7 from its "
+        "2-byte framing's start) of record type 'buy' cannot hold a null; pass fill={'buy': {'x': value}} to "
+        "write a value in their place, or fill them in the table first (pyarrow.compute.fill_null) or drop "
+        "those rows"
+    )
+    assert lo.write_stream(t, spec, fill={"buy": {"x": 1}}) == raw  # the advice works
+    with pytest.raises(lo.LayoutError, match=r"fill: 'sell' is no record type of <stream> \(types: \['buy'\]\)"):
+        lo.write_stream(t, spec, fill={"sell": {"x": 1}})
+    with pytest.raises(lo.LayoutError, match=r"fill: 'buy' has no field 'y' \(its fields: side, qty, x\)"):
+        lo.write_stream(t, spec, fill={"buy": {"y": 1}})
+    with pytest.raises(lo.LayoutError, match=r"fill: expected \{record type: \{field: value\}\}"):
+        lo.write_stream(t, spec, fill={"x": 1})
+    with pytest.raises(lo.ConversionError, match=r"table 'buy': fill\['buy'\]\['x'\]='a' does not fit field 'x'"):
+        lo.write_stream(t, spec, fill={"buy": {"x": "a"}})
+
+
+def test_null_values_in_a_list_and_missing_lists_are_named():
+    spec = S([S.Section(S.Framing(size=4), [S.RecordType("r", S.Record([("v", ">u1[2]"), ("x", ">u2")]))])])
+    t = dict(lo.read_stream(b"\x01\x02\x00\x03" * 3, spec))
+    t["r"] = _set(t["r"], "v", [[1, 2], [3, None], [3, 4]])
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"table 'r', row 1: column 'v' has 1 null values in its lists, but field 'v' \(>u1\[2\] at offset 0 "
+        r"in the record\) of record type 'r' cannot hold a null; pass fill=\{'r': \{'v': value\}\}",
+    ):
+        lo.write_stream(t, spec)
+    assert lo.write_stream(t, spec, fill={"r": {"v": 7}}) == b"\x01\x02\x00\x03\x03\x07\x00\x03\x03\x04\x00\x03"
+    t["r"] = _set(t["r"], "v", [[1, 2], None, [3, 4]])
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"table 'r', row 1: column 'v' has 1 missing lists, .* a record has no place for a missing list: "
+        r"fill them in the table first \(pyarrow.compute.fill_null\) or drop those rows",
+    ):
+        lo.write_stream(t, spec, fill={"r": {"v": 7}})
+
+
+_COMPANY = (
+    "       01  COMPANY.\n           05  SEG    PIC X.\n           05  NAME   PIC X(5).\n"
+    "           05  AMT    PIC S9(3).\n"
+)
+_COMPANY_STREAM = """name = "companies"
+[[section]]
+framing = { length = { offset = 2, size = 2, order = "little" }, prefix = 4 }
+tag = { offset = 0, size = 1 }
+[section.types.C]
+tag = "C"
+copybook = "c.cob"
+record = "COMPANY"
+codepage = "ascii"
+invalid = "null"
+"""
+
+
+def test_a_copybook_null_goes_back_with_fill_and_the_commands_fill(tmp_path, monkeypatch, capsys):
+    """invalid = "null" makes bad bytes nulls; writing them back needs a value: the
+    error says how (fill= in Python, --fill TYPE.FIELD=VALUE in the command), and both work."""
+    (tmp_path / "c.cob").write_text(_COMPANY)
+    (tmp_path / "s.toml").write_text(_COMPANY_STREAM)
+
+    def r(b):
+        return struct.pack("<HH", 0, len(b)) + b
+
+    (tmp_path / "d.bin").write_bytes(r(b"CACME 12J") + r(b"CBAD  1 3"))
+    spec = str(tmp_path / "s.toml")
+    t = lo.read_stream(str(tmp_path / "d.bin"), spec)
+    with pytest.raises(lo.ConversionError) as err:
+        lo.write_stream(t, spec)
+    assert str(err.value) == (
+        "table 'C', row 1: column 'AMT' has 1 nulls, but field 'AMT' (zoned S9(3) invalid=null at offset 6 in the "
+        "record, 10 from its 4-byte framing's start) of record type 'C' cannot hold a null; pass "
+        "fill={'C': {'AMT': value}} to write a value in their place, or fill them in the table first "
+        "(pyarrow.compute.fill_null) or drop those rows"
+    )
+    assert lo.write_stream(t, spec, fill={"C": {"AMT": 0}}) == r(b"CACME 12J") + r(b"CBAD  00{")
+
+    from layouts._cli import main
+
+    monkeypatch.chdir(tmp_path)
+
+    def cmd(*argv):
+        try:
+            rc = main(["convert", *argv])
+        except SystemExit as stop:  # argparse's usage errors
+            rc = stop.code
+        return rc, capsys.readouterr().err
+
+    assert cmd("d.bin", "--stream", "s.toml", "--to", "out/", "--quiet")[0] == 0
+    rc, err = cmd("out/", "--stream", "s.toml", "--to", "d2.bin")
+    assert rc == 1 and "pass --fill C.AMT=VALUE to write a value in their place" in err, err
+    assert "out/C.parquet" in err and "fill=" not in err
+    for flag in ("C.AMT=0", "AMT=0"):  # the type named, or the one type with that field
+        rc, err = cmd("out/", "--stream", "s.toml", "--to", "d2.bin", "--overwrite", "--quiet", "--fill", flag)
+        assert rc == 0, err
+        assert (tmp_path / "d2.bin").read_bytes() == r(b"CACME 12J") + r(b"CBAD  00{")
+    for flag, want in (
+        ("C.AMX=0", "--fill C.AMX=0: record type 'C' has no field 'AMX' (its fields: SEG, NAME, AMT)"),
+        (
+            "C.AMT=abc",
+            "--fill C.AMT=abc: not a value of field 'AMT' (zoned S9(3) invalid=null, Arrow decimal128(3, 0))",
+        ),
+        ("Q=1", "--fill Q=1: no type has a field 'Q'; with --stream, --fill TYPE.FIELD=VALUE (types: C)"),
+    ):
+        rc, err = cmd("out/", "--stream", "s.toml", "--to", "d3.bin", "--fill", flag)
+        assert rc == 2 and want in err, err
+    rc, err = cmd("d.bin", "--stream", "s.toml", "--to", "out2/", "--fill", "C.AMT=0")
+    assert rc == 2 and "--fill applies going back (a directory of tables -> the stream)" in err, err

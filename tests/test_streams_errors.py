@@ -159,3 +159,118 @@ def test_magic_too_short_and_record_from_errors():
         r"\.\.\.\], got 'nonsense'",
     ):
         S.rdw("nonsense")
+
+
+_SHRINK_CHILD = r"""
+import os, struct, sys
+import layouts as lo
+import layouts._stream.read as R
+import layouts._stream.files as F
+S = lo.Stream
+def msg(i):
+    body = b"A" + struct.pack(">IQ", i, i) + b"x" * 23
+    return struct.pack(">H", len(body)) + body
+spec = S([S.Section(S.Framing(length=S.Length(offset=0, size=2)),
+    [S.RecordType("a", S.Record([("t", "S1"), ("i", ">u4"), ("q", ">u8"), ("x", "S23")]), tag="A")],
+    tag=S.Tag(offset=0, size=1))])
+path = sys.argv[1]
+real = R.detect_order
+for at in (5000, 3800, 0):
+    for how in ("read", "windows"):
+        open(path, "wb").write(b"".join(msg(i) for i in range(3000)))  # 114,000 bytes
+        def shrinking(*a):  # the file is truncated once it is mapped, before the scan
+            os.truncate(path, at)
+            return real(*a)
+        R.detect_order = F.detect_order = shrinking
+        try:
+            if how == "read":
+                lo.read_stream(path, spec)
+            else:
+                F.count_stream(path, spec, 4096)
+            print(at, how, "OK")
+        except lo.ConversionError as e:
+            print(at, how, e)
+"""
+
+
+def test_a_file_shrinking_while_it_is_read_says_so(tmp_path):
+    """The bytes past the file's new end in its last page read as zeros (no SIGBUS): a
+    scan meeting them is the file shrinking, not a damaged stream (in a child: a
+    SIGBUS there fails the test, not the run)."""
+    import subprocess
+    import sys
+
+    p = tmp_path / "s.bin"
+    run = subprocess.run([sys.executable, "-c", _SHRINK_CHILD, str(p)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    lines = run.stdout.strip().splitlines()
+    assert len(lines) == 6, lines
+    for line, at in zip(lines, (5000, 5000, 3800, 3800, 0, 0)):
+        assert f"{p}: the file shrank while it was read: it was 114000 bytes, it is {at} bytes now" in line, line
+
+
+def test_a_strided_array_is_read_as_its_bytes_in_order():
+    """A non-contiguous NumPy array (or memoryview) is read as ``bytes(src)`` would
+    give it: its elements' bytes in C order (a copy), not a raw TypeError/BufferError."""
+    spec = S([S.Section(S.Framing(size=2), [S.RecordType("r", S.Record([("a", ">u2")]))])])
+    base = np.frombuffer(b"\x00\x01\xff\xff\x00\x02\xff\xff", np.uint8)
+    for src in (base.reshape(2, 4)[:, :2], memoryview(base.reshape(2, 4)[:, :2])):
+        assert lo.read_stream(src, spec)["r"]["a"].to_numpy().tolist() == [1, 2]
+    assert lo.read_stream(base[::2], spec)["r"]["a"].to_numpy().tolist() == [0xFF, 0xFF]
+    wide = np.array([[0x0001, 0], [0x0203, 0]], ">u2")[:, 0]  # 2-byte elements, every other one
+    assert lo.read_stream(wide, spec)["r"]["a"].to_numpy().tolist() == [1, 0x0203]
+    assert lo.read_stream(np.asfortranarray(base.reshape(2, 4)), spec)["r"]["a"].to_numpy().tolist() == [
+        1,
+        0xFFFF,
+        2,
+        0xFFFF,
+    ]
+
+
+def test_bad_utf8_in_a_text_field_names_the_field_in_the_record_and_the_file():
+    """The field's offset in the record and the file's byte, not its offset in the
+    gathered row (which starts with _offset); its bytes as bytes; a stream's fix."""
+    rec = [("a", ">u4"), ("b", "<i2"), ("c", "S3")]
+    recs = [i.to_bytes(4, "big") + i.to_bytes(2, "little") + b"xyz" for i in range(3)]
+    recs[2] = recs[2][:-1] + b"\xff"
+    want = (
+        "<buffer>: byte 24: field 'c' (S3 at offset 6 in the record) of a <stream> section[0] type 'r' record "
+        "at byte 18: b'xy\\xff' is not valid UTF-8; the stream is damaged, or read the field as bytes: drop it "
+        "from the type's text list in the stream description"
+    )
+    fixed = S([S.Section(S.Framing(size=9), [S.RecordType("r", S.Record(rec, text=("c",)))])])  # strided
+    with pytest.raises(lo.ConversionError) as err:
+        lo.read_stream(b"".join(recs), fixed)
+    assert str(err.value) == want
+    prefixed = S(
+        [S.Section(S.Framing(length=S.Length(0, 1), prefix=1), [S.RecordType("r", S.Record(rec, text=("c",)))])]
+    )
+    with pytest.raises(lo.ConversionError) as err:  # gathered, a length byte in front: both offsets
+        lo.read_stream(b"".join(bytes([9]) + r for r in recs), prefixed)
+    assert "byte 27: field 'c' (S3 at offset 6 in the record, 7 from its 1-byte framing's start)" in str(err.value)
+    assert "np.bytes_" not in str(err.value) and "bytes_as" not in str(err.value)
+
+
+def test_a_copybook_field_with_bad_bytes_names_its_offset_in_the_record(tmp_path):
+    (tmp_path / "c.cob").write_text(
+        "       01  COMPANY.\n           05  SEG    PIC X.\n           05  NAME   PIC X(5).\n"
+        "           05  AMT    PIC S9(3).\n"
+    )
+    (tmp_path / "s.toml").write_text(
+        'name = "companies"\n[[section]]\n'
+        'framing = { length = { offset = 2, size = 2, order = "little" }, prefix = 4 }\n'
+        'tag = { offset = 0, size = 1 }\n[section.types.C]\ntag = "C"\ncopybook = "c.cob"\n'
+        'record = "COMPANY"\ncodepage = "ascii"\n'
+    )
+
+    def r(b):
+        return struct.pack("<HH", 0, len(b)) + b
+
+    with pytest.raises(lo.ConversionError) as err:
+        lo.read_stream(r(b"CACME 12J") + r(b"CBAD  1 3"), str(tmp_path / "s.toml"))
+    assert str(err.value) == (
+        "<buffer>: field 'AMT' (zoned S9(3)) of a companies section[0] type 'C' record at byte 13: byte 23 of "
+        "the file (offset 6 in the record, 10 from its 4-byte framing's start), bytes 31 20 33 are not a valid "
+        "zoned S9(3) value: byte 1 of the field: 20 is not an ASCII zoned digit (30-39); fix the data, or give "
+        'the type invalid = "null" in the stream description to make such values nulls'
+    )

@@ -378,7 +378,8 @@ def _add_convert_options(p):
         default=[],
         type=assignment,
         metavar="NAME=VALUE",
-        help="Arrow -> records: write VALUE where column NAME is null, e.g. qty=-1 (repeatable)",
+        help="Arrow -> records: write VALUE where column NAME is null, e.g. qty=-1 (repeatable); with --stream, "
+        "going back: TYPE.FIELD=VALUE",
     )
     g.add_argument(
         "--truncate",

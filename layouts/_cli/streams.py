@@ -40,6 +40,14 @@ _NOT_WITH_STREAM: "tuple[tuple[str, str, object], ...]" = (
 def _refuse_with_stream(args, command):
     for flag, name, unset in _NOT_WITH_STREAM:
         if hasattr(args, name) and getattr(args, name) != unset:
+            if flag == "--fill" and command == "convert":
+                if os.path.isdir(args.src):
+                    continue  # going back: --fill TYPE.FIELD=VALUE (_stream_fills)
+                raise CommandError(
+                    "--fill applies going back (a directory of tables -> the stream), where --fill "
+                    "TYPE.FIELD=VALUE writes VALUE where that column of the type's table is null; "
+                    "leave it out"
+                )
             raise CommandError(
                 f"{flag} does not apply with --stream: the record types and their fields come from "
                 f"the stream description; leave {flag} out"
@@ -177,19 +185,21 @@ def _stream_back(args, stream, interrupts):
             f"files do not say which it was (they were not written by layouts convert --stream); "
             f"pass --byteorder big or --byteorder little"
         )
+    fill = _stream_fills(stream, getattr(args, "fill", []), order)
     interrupts.check()
     try:
         # window by window where the stream allows (docs/streams.md), else the tables whole
-        n = write_back(d, stream, args.dst, order=order, overwrite=args.overwrite, check=interrupts.check)
+        n = write_back(d, stream, args.dst, order=order, overwrite=args.overwrite, check=interrupts.check, fill=fill)
     except (ConversionError, LayoutError) as err:
-        err.args = (
-            re.sub(
-                r"(?:table )?'(\w+)'",
-                lambda m: f"{m.group(0)} ({files[m.group(1)]})" if m.group(1) in files else m.group(0),
-                str(err),
-                count=1,
-            ),
+        text = re.sub(
+            r"(?:table )?'(\w+)'",
+            lambda m: f"{m.group(0)} ({files[m.group(1)]})" if m.group(1) in files else m.group(0),
+            str(err),
+            count=1,
         )
+        # write_stream's fill={'TYPE': {'FIELD': value}} is the command's --fill TYPE.FIELD=VALUE
+        text = re.sub(r"\bfill=\{'([^']*)': \{'([^']*)': value\}\}", r"--fill \1.\2=VALUE", text)
+        err.args = (re.sub(r"\bfill\['([^']*)'\]\['([^']*)'\]=", r"--fill \1.\2=", text),)
         raise
     args.kept = args.dst
     interrupts.quiet = True
@@ -199,6 +209,74 @@ def _stream_back(args, stream, interrupts):
             f"{args.dst}"
         )
     return 0
+
+
+def _stream_fills(stream, items, order) -> dict:
+    """write_stream's ``fill`` from --fill TYPE.FIELD=VALUE (each value read as the field's type)."""
+    from .._stream.read import _keep_prefix
+    from .options import field_values
+
+    fill: dict = {}
+    types = {t.name: (s, t) for s in stream.sections for t in s.types}
+
+    def leaves_of(kind):
+        s, t = types[kind]
+        layout = t.record.plan(order or stream.orders()[0], int(s.framing.prefix or 0), True, _keep_prefix(s))[0]
+        return layout, [f for f in layout.names if f not in ("_offset", "_prefix")]
+
+    for name, text in items:
+        kind, dot, field = name.partition(".")
+        if not dot or kind not in types:  # a bare FIELD: the one type that has it
+            field, owners = name, [k for k in types if name in leaves_of(k)[1]]
+            if len(owners) != 1:
+                why = (
+                    f"types {', '.join(owners)} all have a field {name!r}"
+                    if owners
+                    else f"no type has a field {name!r}"
+                )
+                raise CommandError(
+                    f"--fill {name}={text}: {why}; with --stream, --fill TYPE.FIELD=VALUE (types: {', '.join(types)})"
+                )
+            kind = owners[0]
+        layout, leaves = leaves_of(kind)
+        if field not in leaves:
+            raise CommandError(
+                f"--fill {name}={text}: record type {kind!r} has no field {field!r} (its fields: {', '.join(leaves)})"
+            )
+        leaf = layout[field]
+        if leaf.encoding is not None:  # a copybook field: a value of its Arrow type
+            value = _arrow_value(leaf, text, f"--fill {name}={text}")
+        else:
+            value = field_values(layout, [(field, text)], f"--fill {kind}.")[field]
+        fill.setdefault(kind, {})[field] = value
+    return fill
+
+
+def _arrow_value(leaf, text, where):
+    """A command-line value of a copybook field as its Arrow type holds it (a decimal, an
+    integer, a float or text)."""
+    import decimal
+
+    import pyarrow as pa
+
+    t = leaf.arrow_type
+    try:
+        if pa.types.is_decimal(t):
+            value = decimal.Decimal(text.strip())
+            if not value.is_finite():
+                raise ValueError
+            return value
+        if pa.types.is_integer(t):
+            return int(text.strip(), 10)
+        if pa.types.is_floating(t):
+            return float(text)
+        if pa.types.is_binary(t) or pa.types.is_fixed_size_binary(t):
+            return text.encode()
+    except (ValueError, decimal.InvalidOperation):
+        raise CommandError(
+            f"{where}: not a value of field {leaf.name!r} ({leaf.encoding.short()}, Arrow {t})"
+        ) from None
+    return text
 
 
 def inspect_stream(args):

@@ -86,11 +86,13 @@ def read_windows(src: Any, stream: Stream, window: int = WINDOW) -> "Iterator[St
         buf.ctypes.data if mapped is not None and buf.nbytes else 0, buf.nbytes if mapped is not None else 0
     ) as guard:
         try:
-            yield from _windows(stream, buf, label, int(window), mapped)
+            for tables in _windows(stream, buf, label, int(window), mapped):
+                _check_shrunk(guard, label, buf.nbytes, None, mapped)  # no window made of zeros goes out
+                yield tables
         except ConversionError as err:
-            _check_shrunk(guard, label, buf.nbytes, err)
+            _check_shrunk(guard, label, buf.nbytes, err, mapped)
             raise
-        _check_shrunk(guard, label, buf.nbytes, None)
+        _check_shrunk(guard, label, buf.nbytes, None, mapped)
 
 
 def _give_back(mapped: "mmap.mmap | None", done: int, upto: int) -> int:
@@ -519,6 +521,7 @@ def write_back(
     overwrite: bool = False,
     window: int = WINDOW,
     check: "Callable[[], None] | None" = None,
+    fill: "Mapping[str, Mapping[str, Any]] | None" = None,
 ) -> int:
     """Write the stream of a directory's tables to ``dst`` (whole or not at all); returns
     the number of records. A stream of one section that runs from where the header ends
@@ -528,7 +531,8 @@ def write_back(
     bytes of offsets) merged and written, so memory is bounded by the window; its files
     must be in ``_offset`` order (as convert --stream writes them), else, and for other
     streams, the tables are read whole and written by :func:`write_stream`. A table
-    write_stream refuses is also read whole, so the error names its row in the file."""
+    write_stream refuses is also read whole, so the error names its row in the file.
+    ``fill``: as :func:`write_stream`'s ({type: {field: value}} written where a column is null)."""
     from .._files import open_output
     from .write import write_stream
 
@@ -537,7 +541,7 @@ def write_back(
         try:
             f = target.records_file()
             try:
-                n = _write_windows(d, stream, f, order, window, check)
+                n = _write_windows(d, stream, f, order, window, check, fill)
                 f.flush()
             finally:
                 if not target.stream:
@@ -557,7 +561,7 @@ def write_back(
     tables = d.read_all()
     if check is not None:
         check()
-    write_stream(tables, stream, dst, order=order, overwrite=overwrite)
+    write_stream(tables, stream, dst, order=order, overwrite=overwrite, fill=fill)
     return sum(t.num_rows for name, t in tables.items() if not name.startswith("_"))
 
 
@@ -636,7 +640,7 @@ class _Cursor:
         return pa.Table.from_batches(out, self.schema)
 
 
-def _write_windows(d: DirSet, stream: Stream, f, order, window: int, check) -> int:
+def _write_windows(d: DirSet, stream: Stream, f, order, window: int, check, fill=None) -> int:
     import dataclasses
 
     from .write import write_stream
@@ -656,7 +660,8 @@ def _write_windows(d: DirSet, stream: Stream, f, order, window: int, check) -> i
         n += sum(t.num_rows for name, t in tables.items() if not name.startswith("_"))
         if first and header is not None:
             tables["_header"] = header
-        write_stream(tables, stream if first else rest, f, order=order)
+        fills = fill if first or not fill else {k: v for k, v in fill.items() if k != "_header"}
+        write_stream(tables, stream if first else rest, f, order=order, fill=fills)
         first = False
 
 

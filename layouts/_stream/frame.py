@@ -61,6 +61,9 @@ def _source_bytes(src):
         raise ConversionError(
             f"read_stream needs a path, a bytes-like object or a binary file object, got {type(src).__name__}"
         ) from err
+    if not view.c_contiguous:  # a strided array or view: its bytes in C order, as bytes(src) gives them (a copy)
+        data = view.tobytes()
+        return np.frombuffer(data, np.uint8), "<buffer>", data
     return np.frombuffer(view.cast("B") if view.ndim != 1 or view.format != "B" else view, np.uint8), "<buffer>", view
 
 

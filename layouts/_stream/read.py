@@ -118,7 +118,8 @@ def read_stream(src: Any, spec: Any, *, device: "str | None" = None) -> StreamTa
     Parameters
     ----------
     src : path, bytes-like object, or binary file object
-        A file object is read from its current position.
+        A file object is read from its current position; a strided (non-contiguous)
+        array or view as ``bytes(src)`` gives it, from a copy.
     spec : Stream, path to a ``.toml`` description, or a built-in name
         Built-ins: ``"pcap"``, ``"itch50"``, ``"las"``, ``"segy"``, ``"dbn"``; ``lo.Stream.rdw(dtype)`` and
         ``lo.Stream.bdw(dtype)`` for IBM V and VB files. See docs/streams.md.
@@ -161,9 +162,9 @@ def read_stream(src: Any, spec: Any, *, device: "str | None" = None) -> StreamTa
         try:
             out = _read(stream, buf, label, None if on_host else _OnDevice(buf))
         except ConversionError as err:
-            _check_shrunk(guard, label, buf.nbytes, err)
+            _check_shrunk(guard, label, buf.nbytes, err, owner)
             raise
-        _check_shrunk(guard, label, buf.nbytes, None)
+        _check_shrunk(guard, label, buf.nbytes, None, owner)
     del owner
     return out
 
@@ -210,13 +211,26 @@ def section_range(s, values: dict, where: str, label: str, size: int, pos: int) 
     return start, end, limit
 
 
-def _check_shrunk(guard, label, size, err):
+def _check_shrunk(guard, label, size, err, owner=None):
+    """The file shrank while it was read: a page past its new end faulted (``guard``), or
+    it is now shorter than the ``size`` bytes mapped (``owner``, the mapping, knows its
+    file's size). The bytes past the new end in its last page read as zeros without any
+    fault, so the size is what tells, whatever error (or none) those zeros caused."""
     lost = guard.fault()
-    if lost is not None:
-        raise ConversionError(
-            f"{label}: the file shrank while it was read: it was {size} bytes, and byte {lost} "
-            f"was gone when read; read it again once whoever writes it is done"
-        ) from err
+    now = None
+    if isinstance(owner, mmap.mmap):
+        try:
+            now = owner.size()  # the mapped file's own size (mmap keeps a descriptor of it)
+        except (OSError, ValueError):
+            now = None
+    if lost is None and (now is None or now >= size):
+        return
+    shown = f", it is {now} bytes now" if now is not None and now < size else ""
+    gone = f", and byte {lost} was gone when read" if lost is not None else ""
+    raise ConversionError(
+        f"{label}: the file shrank while it was read: it was {size} bytes{shown}{gone}; "
+        f"read it again once whoever writes it is done"
+    ) from err
 
 
 class _OnDevice:
@@ -575,11 +589,77 @@ def _raise_fault(buf, record, order, layout, runs, offset_at, offsets, prefix, l
     )
     if code == K.E_TEXT_NUL:
         _check_text(one.reshape(1, -1), layout, record, offsets[row : row + 1], prefix, order, label, what)
-    err = forward_error(layout, one.view(layout.dtype), (0, op, code), first=row)
+    records = one.view(layout.dtype)
+    err = forward_error(layout, records, (0, op, code), first=row)
     raise ConversionError(
-        f"{label}: byte {int(offsets[row])}: a {what} record: {err}; in a stream description, "
-        f"drop the field from the type's text list to read it as bytes"
+        _fault_text(buf, record, layout, runs, records, offsets, row, op, code, prefix, label, what, err)
     ) from err
+
+
+def _field_in_stream(layout, runs, f) -> int:
+    """The byte of field ``f`` (of the dense ``layout``) in its stream record (framing
+    included): from the run that copies its bytes (``runs``: stream byte, dense byte,
+    length); a widened big-endian field's run starts after its padding. -1: none."""
+    end = f.offset + f.dtype.itemsize
+    for src, dst, n in runs.tolist():
+        if dst < end and dst + n > f.offset:
+            return src + (f.offset - dst) if f.offset >= dst else src
+    return -1
+
+
+def _place(off: int, prefix: int) -> str:
+    """Where byte ``off`` of a framed record (framing included, as ``_offset`` counts) is."""
+    if not prefix:
+        return f"offset {off} in the record"
+    return f"offset {off - prefix} in the record, {off} from its {prefix}-byte framing's start"
+
+
+def _fault_text(buf, record, layout, runs, records, offsets, row, op, code, prefix, label, what, err) -> str:
+    """The text of a record the fused transpose could not convert, in the stream's
+    terms: the field, its type and offset in the record, the file byte, the record type
+    and the fix a stream description has (not ``forward_error``'s offsets in the
+    gathered row, which starts with ``_offset``, nor its advice for read_records)."""
+    from .._mainframe import NULL_FIX, forward_message
+    from ..kernels import plan as P
+
+    f = layout.fields[op]
+    at = int(offsets[row])
+    src = _field_in_stream(layout, runs, f)
+    if src < 0:  # (every field has a run; kept as a fallback)
+        return f"{label}: byte {at}: a {what} record: {err}"
+    kind = dict(record.fields).get(f.name) if record.fields else None
+    kind = kind or (f.encoding.short() if f.encoding is not None else f.dtype.str)
+    head = (
+        f"{label}: byte {at + src}: field {f.name!r} ({kind} at {_place(src, prefix)}) of a {what} record at byte {at}"
+    )
+    if f.encoding is not None:  # a copybook field: its bytes in hex, and why, at the stream's offsets
+        text = forward_message(
+            f,
+            records,
+            (0, op, code),
+            f"{label}: field {f.name!r} ({kind}) of a {what} record at byte {at}",
+            at + src - f.offset,
+            "of the file",
+        )
+        text = re.sub(
+            r"\(offset (\d+) in the record\)",
+            lambda m: f"({_place(int(m.group(1)) - f.offset + src, prefix)})",
+            text,
+            count=1,
+        )
+        return text.replace(
+            NULL_FIX, 'or give the type invalid = "null" in the stream description to make such values nulls'
+        )
+    if code == P.E_UTF:
+        raw = bytes(buf[at + src : at + src + f.dtype.itemsize]) if f.dtype.kind == "S" else None
+        shown = repr(raw) if raw is not None else "its bytes"
+        return (
+            f"{head}: {shown} is not valid UTF-8; the stream is damaged, or read the field as bytes: "
+            f"drop it from the type's text list in the stream description"
+        )
+    where = f"field {f.name!r} ({f.dtype.str} at offset {f.offset}), record {row}"
+    text = str(err)
+    return head + (text[len(where) :] if text.startswith(where) else f": {text}")
 
 
 def _check_text(rows, layout, record, offsets, prefix, order, label, what):

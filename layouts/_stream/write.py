@@ -100,16 +100,21 @@ def _tails(table: pa.Table, n: int, what: str) -> "tuple[np.ndarray, np.ndarray]
     return np.ascontiguousarray(offs), data
 
 
-def _dense(table: pa.Table, record: Record, order, prefix, keep, what):
+def _dense(table: pa.Table, record: Record, order, prefix, keep, what, type_name="_header", fill=None):
     """The fixed parts' columns as an SoA (None for an empty table whose lists do not
-    fit the header), and the plan that places them: ``(soa, layout, runs, zeros)``."""
+    fit the header), and the plan that places them: ``(soa, layout, runs, zeros)``.
+    ``fill``: {field: value} written where that column is null."""
     layout, runs, zeros, _ = record.plan(order, prefix, True, keep)
     missing = [n for n in layout.names if n not in table.column_names]
     if missing:
         raise ConversionError(f"{what} has no column {missing[0]!r}; its columns must include {layout.names}")
+    fill = dict(fill or {})
+    _check_nulls(table, record, layout, runs, prefix, what, type_name, fill)
     try:
-        soa = SoA.from_arrow(table.select(layout.names), layout)
+        soa = SoA.from_arrow(table.select(layout.names), layout, fill=fill)
     except ConversionError as err:
+        if str(err).startswith("fill["):  # a fill value that is not one of the column's type
+            raise ConversionError(f"{what}: fill[{type_name!r}]{str(err)[4:]}") from err
         lists = [f"{n} {t}" for n, t in record.fields if "[" in t]
         if not lists:
             raise
@@ -122,10 +127,68 @@ def _dense(table: pa.Table, record: Record, order, prefix, keep, what):
     return soa, layout, runs, zeros
 
 
+def _check_nulls(table, record, layout, runs, prefix, what, type_name, fill):
+    """A null in a column whose field cannot hold one (every field but datetime64's,
+    which take NaT), without a ``fill`` value: an error naming the table, the record
+    type, the field as the stream has it (its type and offset in the record) and the
+    fixes write_stream has."""
+    from .read import _field_in_stream, _place
+
+    for f in layout.fields:
+        if f.name in ("_offset", "_prefix") or f.dtype.kind in "mM":
+            continue
+        col = table.column(f.name)
+        lists = f.count > 1 and (pa.types.is_fixed_size_list(col.type) or pa.types.is_list(col.type))
+        nulls = col.null_count
+        missing = "nulls"
+        if lists and not nulls and f.name not in fill:  # nulls among the lists' values
+            values = col.combine_chunks().flatten()
+            nulls = values.null_count
+            first = pc.index(pc.is_null(values), True).as_py() // f.count if nulls else 0
+            missing = "null values in its lists"
+        elif nulls and (f.name not in fill or lists):
+            first = pc.index(pc.is_null(col), True).as_py()
+            missing = "missing lists" if lists else "nulls"
+        else:
+            continue
+        if not nulls:
+            continue
+        kind = dict(record.fields).get(f.name) if record.fields else None
+        kind = kind or (f.encoding.short() if f.encoding is not None else f.dtype.str)
+        src = _field_in_stream(layout, np.array(runs, np.int64).reshape(-1, 3), f)
+        at = f" at {_place(src, prefix)}" if src >= 0 else ""
+        owner = "the header" if type_name == "_header" else f"record type {type_name!r}"
+        fix = (
+            "a record has no place for a missing list: fill them in the table first (pyarrow.compute.fill_null) "
+            "or drop those rows"
+            if missing == "missing lists"
+            else f"pass fill={{{type_name!r}: {{{f.name!r}: value}}}} to write a value in their place, or fill "
+            f"them in the table first (pyarrow.compute.fill_null) or drop those rows"
+        )
+        raise ConversionError(
+            f"{what}, row {first}: column {f.name!r} has {nulls} {missing}, but field {f.name!r} "
+            f"({kind}{at}) of {owner} cannot hold a null; {fix}"
+        )
+
+
 _NO_FRAME = np.array([0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)  # see K.soa_to_aos_at
 
 
-def _place(out, soa, layout, runs, zeros, positions, what, record, order, frame=_NO_FRAME, lengths=None, framed=None):
+def _place(
+    out,
+    soa,
+    layout,
+    runs,
+    zeros,
+    positions,
+    what,
+    record,
+    order,
+    frame=_NO_FRAME,
+    lengths=None,
+    framed=None,
+    type_name="_header",
+):
     """Each record of ``soa`` assembled from its columns and stored in ``out`` at
     ``positions`` (with its length field and tag, see K.soa_to_aos_at), in one pass.
     ``framed``: ``(section, type, fixed size, tail sizes)`` for the errors of a field
@@ -136,7 +199,12 @@ def _place(out, soa, layout, runs, zeros, positions, what, record, order, frame=
     z = np.array(zeros, np.int64).reshape(-1, 2)
     lengths = np.zeros(0, np.int64) if lengths is None else np.ascontiguousarray(lengths, np.int64)
     positions = np.ascontiguousarray(positions, np.int64)
-    ops, offs, keep = reverse_ops(soa.layout, soa._columns, soa._fills, soa._truncate)
+    try:
+        ops, offs, keep = reverse_ops(soa.layout, soa._columns, soa._fills, soa._truncate)
+    except ConversionError as err:
+        if str(err).startswith("fill["):  # a fill value the field cannot hold
+            raise ConversionError(f"{what}: fill[{type_name!r}]{str(err)[4:]}") from err
+        raise
     fault = K.soa_to_aos_at(
         out, positions, layout.itemsize, r, z, frame, lengths, ops, offs, owners=(soa._columns, ops, offs, keep)
     )
@@ -210,7 +278,13 @@ def _frame_error(soa, record, order, bad, code, frame, lengths, framed, what):
 
 
 def write_stream(
-    tables: Mapping[str, Any], spec: Any, dst: Any = None, *, order: "str | None" = None, overwrite: bool = False
+    tables: Mapping[str, Any],
+    spec: Any,
+    dst: Any = None,
+    *,
+    order: "str | None" = None,
+    overwrite: bool = False,
+    fill: "Mapping[str, Mapping[str, Any]] | None" = None,
 ) -> "bytes | None":
     """Write tables (as :func:`read_stream` gives them) back as the stream, in the order
     of their ``_offset`` columns.
@@ -231,6 +305,11 @@ def write_stream(
     order : "big" or "little", optional
         The byte order of a stream whose order comes from a magic number; defaults to
         ``tables.order`` (set by read_stream).
+    fill : dict, optional
+        Record type name (or ``"_header"``) -> {field: value} written where that column
+        is null, e.g. ``fill={"C": {"AMT": 0}}`` (a field read with ``invalid = "null"``
+        has no bytes to go back to). A null with no fill value is an error (datetime64
+        fields take NaT), as in ``SoA.from_arrow``.
 
     Examples
     --------
@@ -253,6 +332,7 @@ def write_stream(
     else:
         order = stream.order
     names = {t.name for s in stream.sections for t in s.types}
+    fill = _fills(fill, stream, names)
     extra = sorted(set(tables) - names - {"_header", "_gaps", "_blocks", "_unknown"})
     if extra:
         raise ConversionError(f"table {extra[0]!r} is no record type of {stream.name} (types: {sorted(names)})")
@@ -283,14 +363,14 @@ def write_stream(
                 f"{stream.header_size!r} ({h} bytes); drop the column, or set the size field so "
                 f"the header holds it"
             )
-        soa, layout, runs, zeros = _dense(ht, hrec, order, 0, False, "_header")
+        soa, layout, runs, zeros = _dense(ht, hrec, order, 0, False, "_header", "_header", fill.get("_header"))
         pieces.append((0, h, ("fixed", soa, layout, runs, zeros, np.zeros(1, np.int64), "_header", hrec)))
         pos = h
     for i, s in enumerate(stream.sections):
         where = f"{stream.name} section[{i}]"
         s = _checked(lambda: s.resolve(values, where, 2**62), where)  # list lengths from the header
         start = pos if s.offset is None else _checked(lambda: evaluate(s.offset, values, f"{where}.offset"), where)
-        end, parts = _section(tables, stream, s, order, start, where, values)
+        end, parts = _section(tables, stream, s, order, start, where, values, fill)
         # records of every type and, kept with unknown = "keep", those of no type: read_stream
         # counts both against the header's count
         nrec = sum(len(p[5]) for p in parts if p[0] == "fixed") + sum(len(p[-1]) for p in parts if p[0] == "raw")
@@ -340,7 +420,31 @@ def write_stream(
     return _emit(out, dst, overwrite)
 
 
-def _section(tables, stream, s: Section, order, start, where, values):
+def _fills(fill, stream, names) -> dict:
+    """``fill`` checked: record type names (or ``"_header"``) to {field: value}."""
+    if fill is None:
+        return {}
+    if not isinstance(fill, Mapping) or not all(isinstance(v, Mapping) for v in fill.values()):
+        raise LayoutError(
+            "fill: expected {record type: {field: value}}, e.g. fill={'C': {'AMT': 0}} (the types of "
+            f"{stream.name}: {sorted(names)})"
+        )
+    for name, values in fill.items():
+        if name == "_header" and stream.header is not None:
+            fields = [n for n, _ in stream.header.fields]
+        else:
+            found = [t for s in stream.sections for t in s.types if t.name == name]
+            if not found:
+                raise LayoutError(f"fill: {name!r} is no record type of {stream.name} (types: {sorted(names)})")
+            rec = found[0].record
+            fields = [n for n, _ in rec.fields] if rec.fields else [f.name for f in rec.layout.fields]
+        for field in values:
+            if field not in fields:
+                raise LayoutError(f"fill: {name!r} has no field {field!r} (its fields: {', '.join(fields)})")
+    return {k: dict(v) for k, v in fill.items()}
+
+
+def _section(tables, stream, s: Section, order, start, where, values, fill=None):
     """(end, parts) of one section: each type's records at their new positions."""
     keep = _keep_prefix(s)
     prefix = s.framing.prefix
@@ -366,7 +470,7 @@ def _section(tables, stream, s: Section, order, start, where, values):
                 f'{what} has a _tail with bytes, but {where} keeps no tails (tail = "error"); '
                 f'drop the column or set tail = "column"'
             )
-        soa, layout, runs, zeros = _dense(table, t.record, order, prefix, keep, what)
+        soa, layout, runs, zeros = _dense(table, t.record, order, prefix, keep, what, t.name, (fill or {}).get(t.name))
         fixed = prefix + t.record.size(order)
         sizes = fixed + np.diff(toffs)
         parts.append(["fixed", soa, layout, runs, zeros, None, what, t.record, fixed, toffs, tdata, t, s])
@@ -469,7 +573,7 @@ def _write_part(out, p, order):
     _, soa, layout, runs, zeros, positions, what, record, fixed, toffs, tdata, t, s = p
     frame, lengths = _frame(s, t, order, positions, fixed, toffs, what)
     framed = (s, t, fixed, np.diff(toffs))
-    _place(out, soa, layout, runs, zeros, positions, what, record, order, frame, lengths, framed)
+    _place(out, soa, layout, runs, zeros, positions, what, record, order, frame, lengths, framed, t.name)
     if len(tdata):
         K.scatter_tails(toffs - toffs[0], tdata[toffs[0] :], positions, np.full(len(positions), fixed, np.int64), out)
 
