@@ -114,7 +114,7 @@ def main(argv=None):
     small = args.small
     records = {
         "convert_gpu": "20000" if small else "10000000",
-        "files": "600" if small else "20000000",
+        "files": "96" if small else "20000000",  # the simulator: 96 records, 3 chunks
         "bench": "3000" if small else "10000000",
     }
     steps = []
@@ -180,7 +180,7 @@ def main(argv=None):
                     "--json",
                     j,
                 ]
-                + (["--chunk", "12000"] if small else []),
+                + (["--chunk", "1920"] if small else []),
                 300,
                 j,
             )

@@ -23,7 +23,7 @@ __all__ = ["write_stream"]
 
 def _arrow(value: Any, name: str) -> pa.Table:
     if isinstance(value, SoA):  # a device table (read_stream(device="cuda")) comes back in one copy
-        return (value if value.device == "cpu" else value.to_device("cpu")).to_arrow()
+        return value.to_device("cpu").to_arrow()  # itself when on the host
     if isinstance(value, pa.RecordBatch):
         return pa.Table.from_batches([value])
     if isinstance(value, pa.Table):
