@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
     [
         ("benchmarks.convert_c", []),
         ("benchmarks.convert_files", ["--dir", "{tmp}"]),
-        ("benchmarks.convert_files", ["--dir", "{tmp}", "--device", "cuda", "--chunk", "12000"]),  # the simulator here
+        ("benchmarks.convert_files", ["--dir", "{tmp}", "--device", "cuda", "--chunk", "1920"]),  # the simulator here
         ("benchmarks.transpose", ["--dir", "{tmp}", "--file-records", "20000"]),
     ],
 )
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_benchmark_runs_small(module, extra, tmp_path):
     out = tmp_path / "result.json"
     args = [a.format(tmp=tmp_path) for a in extra]
-    records = "600" if "cuda" in extra else "20000"
+    records = "96" if "cuda" in extra else "20000"  # the simulator: 96 records, 3 chunks
     run = subprocess.run(
         [sys.executable, "-m", module, "--records", records, "--repeat", "1", "--json", str(out), *args],
         cwd=ROOT,
