@@ -458,6 +458,7 @@ def test_records_to_arrow_on_the_gpu_in_overlapped_chunks(tmp_path, overlap):
         assert [b.num_rows for b in table.to_batches()][:-1] == [rows] * (len(a) // rows)
 
 
+@pytest.mark.slow  # the simulator: 30 s
 def test_gpu_convert_of_c_records_enums_and_streams(tmp_path):
     header = (
         "enum side { BUY = 1, SELL = 2 };\n"
