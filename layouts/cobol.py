@@ -975,35 +975,15 @@ def _label_of(src):
 
 def _source_of(src):
     """``(uint8 array, label for messages, owner to keep alive)`` of a path (memory-mapped),
-    a binary file object (read from its current position) or a bytes-like object."""
-    label = _label_of(src)
-    if isinstance(src, (str, os.PathLike)):
-        try:
-            with open(label, "rb") as f:
-                if os.fstat(f.fileno()).st_size == 0:
-                    return np.zeros(0, np.uint8), label, None
-                try:
-                    m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-                except (OSError, ValueError):  # not mappable (a pipe, a special file): read it
-                    raw = f.read()
-                    return np.frombuffer(raw, np.uint8), label, raw
-        except OSError as err:
-            raise LayoutError(f"cannot read {label}: {err.strerror}") from err
-        return np.frombuffer(m, np.uint8), label, m
-    if hasattr(src, "read"):
-        raw = src.read()
-        if not isinstance(raw, (bytes, bytearray)):
-            raise LayoutError(f"{label}: read() gave {type(raw).__name__}; open the file in binary mode ('rb')")
-        return np.frombuffer(raw, np.uint8), label, raw
+    a binary file object (read from its current position) or a bytes-like object: the
+    stream reader's :func:`layouts._stream.frame._source_bytes`, its errors as LayoutErrors."""
+    from ._stream.frame import _source_bytes
+
     try:
-        view = memoryview(src)
-    except TypeError:
-        raise LayoutError(
-            f"read_variable reads a path, a bytes-like object or a binary file object, got {type(src).__name__}"
-        ) from None
-    if view.ndim != 1 or view.format != "B":
-        view = view.cast("B")
-    return np.frombuffer(view, np.uint8), label, view
+        data, _, owner = _source_bytes(src)
+    except ConversionError as err:
+        raise LayoutError(str(err).replace("read_stream needs", "read_variable reads")) from None
+    return data, _label_of(src), owner
 
 
 def write_variable(table, copybook, dst=None, *, framing=None, occurs_mappings=None, **options):
