@@ -9,6 +9,7 @@ the simulator anyway.
 
 import os
 
+import fast_simulator
 import numpy as np
 import pytest
 from hypothesis import settings
@@ -23,6 +24,7 @@ settings.load_profile(os.environ.get("LAYOUTS_HYPOTHESIS_PROFILE", "fixed"))
 REAL_GPU = os.path.exists("/dev/nvidia0") and os.environ.get("NUMBA_ENABLE_CUDASIM", "0") in ("", "0")
 if not REAL_GPU:
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    fast_simulator.install()
 
 DEVICES = ["cpu", "cuda"]
 
