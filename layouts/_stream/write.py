@@ -105,7 +105,8 @@ def _dense(table: pa.Table, record: Record, order, prefix, keep, what, type_name
     fit the header), and the plan that places them: ``(soa, layout, runs, zeros)``.
     ``fill``: {field: value} written where that column is null."""
     layout, runs, zeros, _ = record.plan(order, prefix, True, keep)
-    missing = [n for n in layout.names if n not in table.column_names]
+    have = set(table.column_names)  # (a list made anew on each call)
+    missing = [n for n in layout.names if n not in have]
     if missing:
         raise ConversionError(f"{what} has no column {missing[0]!r}; its columns must include {layout.names}")
     fill = dict(fill or {})
