@@ -109,6 +109,8 @@ def _dense(table: pa.Table, record: Record, order, prefix, keep, what, type_name
     missing = [n for n in layout.names if n not in have]
     if missing:
         raise ConversionError(f"{what} has no column {missing[0]!r}; its columns must include {layout.names}")
+    if not table.num_rows:  # nothing to write (its columns' types are not checked: no value can be lost)
+        return None, layout, runs, zeros
     fill = dict(fill or {})
     _check_nulls(table, record, layout, runs, prefix, what, type_name, fill)
     try:
@@ -357,7 +359,8 @@ def write_stream(
         ht = ht.append_column("_offset", pa.array([0], pa.int64())) if "_offset" not in ht.column_names else ht
         values = header_values(stream, ht, order)
         hrec, h = _checked(lambda: stream.header_record(values, order, stream.name), "'_header'")
-        absent = [n for n, _ in stream.header.fields if n in ht.column_names and n not in dict(hrec.fields)]
+        have, kept = set(ht.column_names), dict(hrec.fields)
+        absent = [n for n, _ in stream.header.fields if n in have and n not in kept]
         if absent:
             raise ConversionError(
                 f"'_header' has column {absent[0]!r}, a field past the header's size = "
