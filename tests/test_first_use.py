@@ -237,7 +237,7 @@ def test_first_use_benchmark_runs_small(tmp_path):
         [
             sys.executable,
             "-m",
-            "benchmarks.first_use",
+            "layouts.benchmarks.first_use",
             "--records",
             "100",
             "--repeat",
@@ -246,7 +246,7 @@ def test_first_use_benchmark_runs_small(tmp_path):
             "--json",
             str(out),
         ],
-        cwd=ROOT,
+        cwd=tmp_path,  # the installed package (from the checkout's root, the checkout's: no shipped kernels)
         capture_output=True,
         text=True,
         timeout=600,

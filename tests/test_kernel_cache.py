@@ -22,16 +22,20 @@ def test_new_layout_compiles_nothing():
 
 @pytest.mark.slow
 def test_new_process_loads_kernels_from_disk(tmp_path):
+    """The transpose's and the record streams' kernels, compiled by one process, are
+    loaded by the next (one script for both: each compile from scratch costs ~30 s)."""
     script = textwrap.dedent("""
         import numpy as np, layouts as lo
-        from layouts.kernels import cpu
+        from layouts.kernels import cpu, stream
         lo.AoS(np.zeros(3, [("a", "<i8"), ("b", "?")])).to_soa()
-        print(sum(cpu.forward._forward_rows.stats.cache_hits.values()), sum(cpu.forward._forward_rows.stats.cache_misses.values()))
+        lo.read_stream(b"\\x00\\x13D" + bytes(18), "itch50")
+        for k in (cpu.forward._forward_rows, stream.scan):
+            print(sum(k.stats.cache_hits.values()), sum(k.stats.cache_misses.values()))
     """)
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), LAYOUTS_SHIPPED_KERNELS="0")  # not the wheel's kernels
     env.pop("LAYOUTS_CACHE_DIR", None)  # (it would name another cache than NUMBA_CACHE_DIR's)
     run = lambda: subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
     first = run().stdout.split()
     second = run().stdout.split()
-    assert first == ["0", "1"]  # compiled and saved
-    assert second == ["1", "0"]  # loaded, not compiled
+    assert first == ["0", "1", "0", "1"]  # compiled and saved
+    assert second == ["1", "0", "1", "0"]  # loaded, not compiled

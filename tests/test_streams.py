@@ -675,27 +675,6 @@ def test_a_new_description_or_source_compiles_nothing():
     assert [len(k.signatures) for k in kernels] == before
 
 
-@pytest.mark.slow
-def test_a_new_process_loads_the_stream_kernels_from_disk(tmp_path):
-    import os
-    import subprocess
-    import sys
-    import textwrap
-
-    script = textwrap.dedent("""
-        import layouts as lo
-        from layouts.kernels import stream as K
-        data = b"\\x00\\x13D" + bytes(18)
-        lo.read_stream(data, "itch50")
-        print(sum(K.scan.stats.cache_hits.values()), sum(K.scan.stats.cache_misses.values()))
-    """)
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
-    run = lambda: subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
-    run()
-    hits, misses = map(int, run().stdout.split())
-    assert hits >= 1 and misses == 0
-
-
 MULTI = """
 name = "multi"
 order = "little"
