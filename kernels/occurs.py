@@ -32,7 +32,7 @@ import numpy as np
 from numba import njit
 
 from .cpu.memory import _memcpy  # the transpose's copy of raw bytes, 8 at a time
-from .mainframe import ascii_zoned_byte, zoned_overpunch
+from .mainframe import ascii_zoned_byte, packed_sign, zoned_overpunch
 
 OP_COPY, OP_TABLE = 0, 1
 C_DIGITS, C_PACKED, C_BINARY, C_MAPPED, C_ZONED = 0, 1, 2, 3, 4
@@ -84,10 +84,11 @@ def read_count(rec, base, row, counts, keys, key_counts):
                 if lo > 9:
                     return False, np.int64(0)
                 v = v * 10 + lo
-            elif lo == 0xD:
-                v = -v
-            elif lo != 0xC and lo != 0xF:
-                return False, np.int64(0)
+            else:
+                sign = packed_sign(lo, True)  # A, C, E, F positive; B, D negative
+                if sign == 0:
+                    return False, np.int64(0)
+                v = v * sign
         return True, v
     if kind == C_ZONED:  # as the zoned decoder reads it: an overpunched or a separate sign
         ascii_ = (flags & CF_ASCII) != 0

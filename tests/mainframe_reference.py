@@ -73,10 +73,14 @@ def _finish(enc, sign, digits_text):
     return Decimal(unscaled).scaleb(-enc.scale, Context(prec=80))  # (the default context rounds to 28 digits)
 
 
+POSITIVE_SIGNS = (0xA, 0xC, 0xE, 0xF)  # IBM's valid signs: A, C, E, F plus; B, D minus
+NEGATIVE_SIGNS = (0xB, 0xD)
+
+
 def _sign_of(nibble, signed):
-    if nibble in (0xC, 0xF):
+    if nibble in POSITIVE_SIGNS:
         return 1
-    if nibble == 0xD and signed:
+    if nibble in NEGATIVE_SIGNS and signed:
         return -1
     raise Invalid(f"sign nibble {nibble:X}")
 
