@@ -23,16 +23,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._cobol import CobolField, Copybook, read_copybook
+from ._cobol.signs import keep_signs, put_signs, sign_counts
 from ._errors import ConversionError, LayoutError
 
 __all__ = [
     "CobolField",
     "Copybook",
+    "annotate",
     "cut_depending_on",
     "depending_tables",
     "invalid_counts",
+    "keep_signs",
+    "put_signs",
     "read_copybook",
+    "read_segments",
     "read_variable",
+    "sign_counts",
+    "write_segments",
     "write_variable",
 ]
 
