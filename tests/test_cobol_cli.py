@@ -322,3 +322,38 @@ def test_variable_occurs_usage_and_messages_in_flags(tmp_path, capsys):
     assert main(["convert", str(tmp_path / "z.dat"), *opts, "--to", str(tmp_path / "z.parquet")]) == 1
     err = capsys.readouterr().err
     assert "pass --invalid null" in err and "read_variable" not in err, err
+
+
+SIGNS_BOOK = """
+       01  R.
+           05  AMT      PIC S9(3) COMP-3.
+           05  Z        PIC S9(3).
+"""
+# +12 C (the rule), +12 F, -0 D; Z: +123 C (the rule), +123 zone A, -0 zone D
+SIGNS_DATA = (
+    bytes.fromhex("012C") + "12".encode("cp037") + b"\xc3"
+    + bytes.fromhex("012F") + "12".encode("cp037") + b"\xa3"
+    + bytes.fromhex("000D") + "00".encode("cp037") + b"\xd0"
+)  # fmt: skip
+
+
+def test_signs_counted_and_kept(tmp_path, capsys):
+    book, data = tmp_path / "r.cob", tmp_path / "d.bin"
+    book.write_text(SIGNS_BOOK)
+    data.write_bytes(SIGNS_DATA)
+    out, back = tmp_path / "o.parquet", tmp_path / "back.bin"
+    assert main(["convert", str(data), "--copybook", str(book), "--to", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "  2 values of AMT will come back with another sign byte (the field's own); pass --keep-signs" in said
+    assert "  2 values of Z will come back with another sign byte" in said
+    assert main(["convert", str(out), "--copybook", str(book), "--to", str(back), "--quiet"]) == 0
+    assert back.read_bytes() != SIGNS_DATA  # the rule's signs
+    kept, back2 = tmp_path / "k.arrow", tmp_path / "back2.bin"
+    assert main(["convert", str(data), "--copybook", str(book), "--keep-signs", "--to", str(kept)]) == 0
+    assert "signs kept: 2 fields hold some" in capsys.readouterr().out
+    assert main(["convert", str(kept), "--copybook", str(book), "--keep-signs", "--to", str(back2), "--quiet"]) == 0
+    assert back2.read_bytes() == SIGNS_DATA  # byte for byte
+    assert main(["convert", str(kept), "--copybook", str(book), "--to", str(back2), "--overwrite"]) == 1
+    assert "the _sign. columns are the signs --keep-signs kept: pass --keep-signs" in capsys.readouterr().err
+    assert main(["convert", str(data), "--struct", "x.h:r", "--keep-signs", "--to", str(out), "--overwrite"]) == 2
+    assert "--keep-signs applies to COBOL copybooks; add --copybook FILE" in capsys.readouterr().err
