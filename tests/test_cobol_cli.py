@@ -84,7 +84,9 @@ def test_inspect_88_levels_and_record_choice(tmp_path, capsys):
     assert main(["inspect", str(book)]) == 1
     assert "choose one with --record 'A'" in capsys.readouterr().err
     assert main(["inspect", str(book), "A"]) == 0
-    assert "88 YES of X: VALUE 'Y'" in capsys.readouterr().out
+    lines = capsys.readouterr().out.splitlines()
+    row = next(i for i, line in enumerate(lines) if line.split()[2:3] == ["X"])
+    assert lines[row + 1] == " " * (lines[row].index(" X ") + 3) + "88 YES VALUE 'Y'"  # under its field
     assert main(["inspect", str(book), "--copybook", "--record", "B", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["fields"][0]["encoding"] == "packed S9(3)"
 
@@ -357,3 +359,23 @@ def test_signs_counted_and_kept(tmp_path, capsys):
     assert "the _sign. columns are the signs --keep-signs kept: pass --keep-signs" in capsys.readouterr().err
     assert main(["convert", str(data), "--struct", "x.h:r", "--keep-signs", "--to", str(out), "--overwrite"]) == 2
     assert "--keep-signs applies to COBOL copybooks; add --copybook FILE" in capsys.readouterr().err
+
+
+def test_converted_files_carry_88_levels(tmp_path, capsys):
+    book, data = tmp_path / "a.cob", tmp_path / "a.bin"
+    book.write_text(
+        "       01 A.\n          05 STATUS PIC X.\n             88 ACTIVE VALUE 'A'.\n"
+        "             88 GONE VALUES 'X' 'Z'.\n          05 N PIC 9(3).\n"
+    )
+    data.write_bytes("A123Z004".encode("cp037"))
+    for suffix in ("parquet", "arrow"):
+        out = tmp_path / f"a.{suffix}"
+        assert main(["convert", str(data), "--copybook", str(book), "--to", str(out), "--quiet"]) == 0
+        import pyarrow.feather as feather
+
+        schema = pq.read_schema(out) if suffix == "parquet" else feather.read_table(out).schema
+        assert json.loads(schema.field("STATUS").metadata[b"cobol.88"]) == {"ACTIVE": ["'A'"], "GONE": ["'X'", "'Z'"]}
+        assert b"cobol.88" not in (schema.field("N").metadata or {})
+        back = tmp_path / f"back-{suffix}.bin"
+        assert main(["convert", str(out), "--copybook", str(book), "--to", str(back), "--quiet"]) == 0
+        assert back.read_bytes() == data.read_bytes()

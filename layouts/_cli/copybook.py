@@ -333,7 +333,8 @@ def _table(book, layout, rows):
     ]
     widths = [max(len(c[i]) for c in cells) for i in range(len(head))]
     lines = [f"{book.record}: {layout.itemsize} bytes per record, {len(rows)} fields ({book.source.origin})"]
-    for c in cells:
+    under = widths[0] + widths[1] + 8  # 88 levels below their field, under its name and two in
+    for c, r in zip(cells, [None, *rows]):
         lines.append(
             "  "
             + "  ".join(
@@ -342,6 +343,8 @@ def _table(book, layout, rows):
                 + [c[-1]]
             ).rstrip()
         )
+        for name, values in (r or {}).get("conditions", {}).items():
+            lines.append(f"{'':<{under}}88 {name} VALUE {' '.join(values)}")
     tables = {}
     for r in rows:
         if r["depending_on"]:
@@ -352,9 +355,6 @@ def _table(book, layout, rows):
             f"  note: {table or ', '.join(names)}: OCCURS {' x '.join(map(str, occurs))} DEPENDING ON "
             f"{', '.join(counts)} (read at the maximum size)"
         )
-    for r in rows:
-        for name, values in r["conditions"].items():
-            lines.append(f"  88 {name} of {r['name']}: VALUE {' '.join(values)}")
     for offset, size in layout.holes:
         lines.append(f"  note: bytes {offset}-{offset + size - 1} are FILLER or skipped (no column)")
     return "\n".join(lines)
