@@ -482,6 +482,9 @@ def _pad_at(array, path, counts, element, most, where):
 # exact way, which names it.
 
 
+_SPLIT_BYTES = 1 << 20  # data of at least this many bytes is read by every thread of the kernels
+
+
 class _Pieces:
     """The pieces of a one-level program: ``copies`` (program row, sub-Layout, the paths
     of its top-level columns) and ``tables`` (program row, sub-Layout of one element,
@@ -610,6 +613,7 @@ def read_pieces(var, data, schema, starts=None, lengths=None):
     from ._plan import forward_ops
     from ._soa import soa_over_arena
     from .kernels import stream as KS
+    from .kernels.threads import default_threads, thread_pool
 
     if not one_level(var):
         return None
@@ -630,7 +634,6 @@ def read_pieces(var, data, schema, starts=None, lengths=None):
     if status != K.OK:
         return None
     n = len(starts)
-    arrays = {}
 
     def transpose(layout, index):
         m = len(index)
@@ -639,37 +642,49 @@ def read_pieces(var, data, schema, starts=None, lengths=None):
         ops, offs, keep = forward_ops(arena, memory.ctypes.data, {})
         runs = np.array([[0, 0, layout.itemsize]], np.int64)
         nul = np.zeros((0, 2), np.int64)
-        # EBCDIC text: one chunk (aos_to_soa_at joins the chunks of C strings, not yet those of text)
-        text = any(f.encoding is not None and f.encoding.kind == "text" for f in layout.fields)
         fault = KS.aos_to_soa_at(
-            data, index, layout.itemsize, runs, -1, nul, ops, offs, threads=1 if text else None,
-            owners=(memory, ops, offs, keep),
-        )  # fmt: skip
+            data, index, layout.itemsize, runs, -1, nul, ops, offs, threads=1, owners=(memory, ops, offs, keep)
+        )  # one chunk, in this thread: the records are split among threads below
         del keep
         if fault is not None:
             return None
         return soa_over_arena(layout, m, arena, memory, {}, None).to_arrow()
 
-    for pc, layout, paths in pieces.copies:
-        part = transpose(layout, np.ascontiguousarray(places[:, pc]))
-        if part is None:
-            return None
-        for path in paths:
-            arrays[path] = part.column(path[-1]).combine_chunks()
-    for pc, layout, path, _leaf in pieces.tables:
-        counts = np.ascontiguousarray(elements[:, pc])
-        offsets = np.zeros(n + 1, np.int64)
-        np.cumsum(counts, out=offsets[1:])
-        stride = layout.itemsize
-        index = (
-            np.repeat(places[:, pc] - offsets[:-1] * stride, counts) + np.arange(offsets[-1], dtype=np.int64) * stride
-        )
-        part = transpose(layout, index)
-        if part is None:
-            return None
-        arrays[path] = (offsets, part)
-    columns = [_assemble(field, (field.name,), arrays) for field in schema]
-    table = pa.Table.from_arrays(columns, schema=schema)
+    def part(r0, r1):
+        """The table of records [r0, r1), or None."""
+        arrays = {}
+        for pc, layout, paths in pieces.copies:
+            got = transpose(layout, np.ascontiguousarray(places[r0:r1, pc]))
+            if got is None:
+                return None
+            for path in paths:
+                arrays[path] = got.column(path[-1]).combine_chunks()
+        for pc, layout, path, _leaf in pieces.tables:
+            counts = np.ascontiguousarray(elements[r0:r1, pc])
+            offsets = np.zeros(r1 - r0 + 1, np.int64)
+            np.cumsum(counts, out=offsets[1:])
+            stride = layout.itemsize
+            index = np.repeat(places[r0:r1, pc] - offsets[:-1] * stride, counts)
+            index += np.arange(offsets[-1], dtype=np.int64) * stride
+            got = transpose(layout, index)
+            if got is None:
+                return None
+            arrays[path] = (offsets, got)
+        columns = [_assemble(field, (field.name,), arrays) for field in schema]
+        return pa.Table.from_arrays(columns, schema=schema)
+
+    # EBCDIC text goes through the transpose one chunk a call (aos_to_soa_at joins the chunks
+    # of C strings, not those of text): the records are split among the kernels' threads here
+    ways = default_threads() if n and len(data) >= _SPLIT_BYTES else 1
+    bounds = np.linspace(0, n, ways + 1).astype(np.int64)
+    if ways == 1:
+        parts = [part(0, n)]
+    else:
+        futures = [thread_pool().submit(part, int(bounds[k]), int(bounds[k + 1])) for k in range(1, ways)]
+        parts = [part(0, int(bounds[1]))] + [f.result() for f in futures]
+    if any(p is None for p in parts):
+        return None
+    table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
     from .cobol import _nulls_of
 
     if any(_nulls_of(table, counter) for _, counter, _ in var.count_rows if counter):

@@ -513,6 +513,9 @@ def test_one_pass_read_equals_the_exact_way(framing, invalid, monkeypatch):
     monkeypatch.setattr(_occurs.VariableRecord, "scan", exact_way)
     monkeypatch.setattr(_occurs.VariableRecord, "check_framed", exact_way)
     fast = cobol.read_variable(data, ONE_LEVEL, framing=framing, invalid=invalid)
+    monkeypatch.setattr(_occurs, "_SPLIT_BYTES", 1)  # the records split among the kernels' threads
+    split = cobol.read_variable(data, ONE_LEVEL, framing=framing, invalid=invalid)
+    assert split.equals(fast)
     monkeypatch.undo()
     calls = []
     monkeypatch.setattr(_occurs, "one_level", lambda var: calls.append(1) and False)
