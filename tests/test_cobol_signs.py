@@ -204,3 +204,41 @@ def test_put_signs_errors_name_the_fix():
         cobol.keep_signs(table, recs, layout)
     with pytest.raises(lo.LayoutError, match=r"the records are 3 bytes, not a whole number of 2-byte records"):
         cobol.sign_counts(b"\x01\x2c\x00", layout)
+
+
+SM90_CHILD = r"""
+import json
+from numba import cuda
+from numba.cuda import dispatcher
+from layouts.kernels.ptx import link_info, occupancy
+class _Target:
+    compute_capability = (9, 0)
+dispatcher.get_current_device = lambda: _Target()
+from layouts.kernels.cuda import signs
+out = {}
+for name, (kernel, signature) in signs.KERNELS().items():
+    ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=(9, 0))
+    info = link_info(ptx, name, (9, 0))
+    info["occupancy"] = occupancy(info["registers"], signs.THREADS, info["shared_static"])
+    out[name] = info
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_sign_kernels_compile_for_sm90_without_spills():
+    """The sign kernels (kernels/cuda/signs.py: KERNELS(), also for python -m
+    layouts.kernels.ptx --also layouts.kernels.cuda.signs) compile for sm_90 without a GPU."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    run = subprocess.run([sys.executable, "-c", SM90_CHILD], env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    assert set(report) == {"read_signs", "write_signs"}
+    for name, info in report.items():
+        assert info["spill_stores"] == info["spill_loads"] == info["local"] == 0, (name, info)
+        assert info["occupancy"] >= 0.5, (name, info)
