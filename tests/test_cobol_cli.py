@@ -359,6 +359,13 @@ def test_signs_counted_and_kept(tmp_path, capsys):
     assert "the _sign. columns are the signs --keep-signs kept: pass --keep-signs" in capsys.readouterr().err
     assert main(["convert", str(data), "--struct", "x.h:r", "--keep-signs", "--to", str(out), "--overwrite"]) == 2
     assert "--keep-signs applies to COBOL copybooks; add --copybook FILE" in capsys.readouterr().err
+    for flags, said in (
+        (["--device", "cuda"], "--keep-signs converts on the CPU (the file whole); leave out --device cuda"),
+        (["--chunk", "1M"], "--chunk does not apply with --keep-signs"),
+    ):
+        args = ["convert", str(data), "--copybook", str(book), "--keep-signs", "--to", str(kept), "--overwrite"]
+        assert main(args + flags) == 2
+        assert said in capsys.readouterr().err
 
 
 def test_converted_files_carry_88_levels(tmp_path, capsys):

@@ -215,7 +215,7 @@ def test_benchmark_runs_small(tmp_path):
     ]
     subprocess.run(cmd, check=True, cwd=root, capture_output=True, timeout=600)
     result = json.loads(out.read_text())
-    assert result["records"] == 2000 and len(result["cases"]) == 5 and result["load_average_before"]
+    assert result["records"] == 2000 and len(result["cases"]) == 6 and result["load_average_before"]
 
 
 SHRINK_CHILD = r"""

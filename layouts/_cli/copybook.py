@@ -756,6 +756,8 @@ def convert_keep_signs(args, layout, fmt, fill):
         raise CommandError("--keep-signs reads and writes files (the file is read whole); give --to FILE and a file")
     if os.path.exists(args.dst) and not args.overwrite:
         raise CommandError(f"{args.dst} exists; pass --overwrite to replace it")
+    if args.device not in ("auto", "cpu"):
+        raise CommandError(f"--keep-signs converts on the CPU (the file whole); leave out --device {args.device}")
     for flag, given in (("--null", args.null), ("--chunk", args.chunk), ("--compression", args.compression)):
         if given:
             raise CommandError(f"{flag} does not apply with --keep-signs (the file is converted whole); leave it out")
