@@ -670,8 +670,11 @@ def read_pieces(var, data, schema, starts=None, lengths=None):
             if got is None:
                 return None
             arrays[path] = (offsets, got)
-        columns = [_assemble(field, (field.name,), arrays) for field in schema]
-        return pa.Table.from_arrays(columns, schema=schema)
+        try:
+            columns = [_assemble(field, (field.name,), arrays) for field in schema]
+            return pa.Table.from_arrays(columns, schema=schema)
+        except (pa.ArrowException, KeyError, TypeError, ValueError):  # not the exact way's columns: read it so
+            return None
 
     # EBCDIC text goes through the transpose one chunk a call (aos_to_soa_at joins the chunks
     # of C strings, not those of text): the records are split among the kernels' threads here
