@@ -362,6 +362,8 @@ def test_signs_counted_and_kept(tmp_path, capsys):
     for flags, said in (
         (["--device", "cuda"], "--keep-signs converts on the CPU (the file whole); leave out --device cuda"),
         (["--chunk", "1M"], "--chunk does not apply with --keep-signs"),
+        (["--variable-occurs"], "--keep-signs applies to fixed-length records, not yet with --variable-occurs"),
+        (["--segment", "C=R"], "--keep-signs applies to fixed-length records, not yet with --segment"),
     ):
         args = ["convert", str(data), "--copybook", str(book), "--keep-signs", "--to", str(kept), "--overwrite"]
         assert main(args + flags) == 2

@@ -36,6 +36,9 @@ def convert(args):
     from .._backends import auto_device
     from . import warm_up  # the package's name, which a test may replace
 
+    if getattr(args, "keep_signs", False) and (args.segment or getattr(args, "variable_occurs", False)):
+        flag = "--segment" if args.segment else "--variable-occurs"
+        raise CommandError(f"--keep-signs applies to fixed-length records, not yet with {flag}; leave it out")
     if args.segment:
         if not args.copybook:
             raise CommandError("--segment lays records out by a copybook's records; add --copybook FILE")
