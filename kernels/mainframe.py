@@ -22,8 +22,11 @@ M32 = 0xFFFFFFFF
 POW10_18 = 10**18
 POW10_9 = 10**9
 
-# Sign nibbles (packed) and zones (zoned): C positive, D negative, F unsigned (positive).
+# Sign nibbles (packed) and zones (zoned): C positive, D negative, F unsigned (positive), the
+# signs COBOL writes; A and E (positive) and B (negative) are valid too, as IBM's decimal
+# instructions take them (z/Architecture Principles of Operation, "Decimal Instructions").
 SIGN_C, SIGN_D, SIGN_F = 0xC, 0xD, 0xF
+SIGN_B = 0xB
 
 
 # ----------------------------------------------------------------- 128-bit integers
@@ -111,21 +114,22 @@ def packed_digit_ok(nibble):
 
 @register_jitable
 def packed_sign(nibble, signed):
-    """Sign of a packed (or zoned overpunch) sign nibble: +1 (C, or F), -1 (D, signed
-    fields only), 0 (invalid)."""
-    if nibble == SIGN_C or nibble == SIGN_F:
-        return 1
-    if nibble == SIGN_D and signed:
-        return -1
-    return 0
+    """Sign of a packed (or zoned overpunch) sign nibble: +1 (A, C, E, F), -1 (B, D,
+    signed fields only), 0 (invalid: 0-9, or B, D in an unsigned field)."""
+    if nibble < 0xA:
+        return 0
+    if nibble == SIGN_B or nibble == SIGN_D:
+        return -1 if signed else 0
+    return 1
 
 
 @register_jitable
 def sign_nibble(nibble, signed):
     """``(valid, negative)`` of a sign nibble or zone, as :func:`packed_sign` reads it,
     without a branch (a run of values of random signs mispredicts none)."""
-    negative = (nibble == SIGN_D) & signed
-    return (nibble == SIGN_C) | (nibble == SIGN_F) | negative, negative
+    minus = (nibble == SIGN_B) | (nibble == SIGN_D)
+    negative = minus & signed
+    return (nibble >= 0xA) & (negative | (not minus)), negative
 
 
 @register_jitable
@@ -184,8 +188,8 @@ def zoned_digit(byte):
 
 @register_jitable
 def zoned_overpunch(byte, signed):
-    """``(digit, sign)`` of the byte that carries an overpunched sign: zone C/F
-    positive, D negative (signed fields only); ``(-1, 0)`` if invalid."""
+    """``(digit, sign)`` of the byte that carries an overpunched sign: zone A, C, E, F
+    positive, B, D negative (signed fields only); ``(-1, 0)`` if invalid."""
     zone, digit = byte >> 4, byte & 0xF
     sign = packed_sign(zone, signed)
     if digit > 9 or sign == 0:

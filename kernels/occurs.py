@@ -32,7 +32,7 @@ import numpy as np
 from numba import njit
 
 from .cpu.memory import _memcpy  # the transpose's copy of raw bytes, 8 at a time
-from .mainframe import ascii_zoned_byte, zoned_overpunch
+from .mainframe import ascii_zoned_byte, packed_sign, zoned_overpunch
 
 OP_COPY, OP_TABLE = 0, 1
 C_DIGITS, C_PACKED, C_BINARY, C_MAPPED, C_ZONED = 0, 1, 2, 3, 4
@@ -84,10 +84,11 @@ def read_count(rec, base, row, counts, keys, key_counts):
                 if lo > 9:
                     return False, np.int64(0)
                 v = v * 10 + lo
-            elif lo == 0xD:
-                v = -v
-            elif lo != 0xC and lo != 0xF:
-                return False, np.int64(0)
+            else:
+                sign = packed_sign(lo, True)  # A, C, E, F positive; B, D negative
+                if sign == 0:
+                    return False, np.int64(0)
+                v = v * sign
         return True, v
     if kind == C_ZONED:  # as the zoned decoder reads it: an overpunched or a separate sign
         ascii_ = (flags & CF_ASCII) != 0
@@ -289,3 +290,92 @@ def shrink(records, lengths, out, prog, counts, keys, key_counts):
     for i in range(records.shape[0]):
         walk(out, out, at, at + lengths[i], records[i], prog, counts, keys, key_counts, M_SHRINK, stack)
         at += lengths[i]
+
+
+@njit(nogil=True, cache=True)
+def _place(data, at, end, rec, prog, counts, keys, key_counts, places, elements):
+    """One record of a one-level program (every table's body one copy of its whole
+    element): into ``places[pc]`` the byte of ``data`` where top-level row ``pc`` starts,
+    into ``elements[pc]`` its elements (a copy: 1; a table: its count). The rows' bytes go
+    to ``rec`` (maximum layout) as they are read, for the counts read after them.
+    Returns ``(status, bytes of the record)``."""
+    n = prog.shape[0]
+    pos = at
+    pc = 0
+    while pc < n:
+        off = prog[pc, 1]
+        if prog[pc, 0] == OP_COPY:
+            size = prog[pc, 2]
+            if pos + size > end:
+                return S_SHORT, pos - at
+            _memcpy(rec.ctypes.data + off, data.ctypes.data + pos, size)
+            places[pc], elements[pc] = pos, 1
+            pos += size
+            pc += 1
+            continue
+        stride, most, row, body = prog[pc, 2], prog[pc, 3], prog[pc, 4], prog[pc, 5]
+        count = most
+        if row >= 0:
+            ok, count = read_count(rec, 0, row, counts, keys, key_counts)
+            if not ok:
+                return S_BAD_COUNT, pos - at
+            if count < 0 or count > most:
+                return S_COUNT, pos - at
+        if pos + count * stride > end:
+            return S_SHORT, pos - at
+        places[pc], elements[pc] = pos, count
+        pos += count * stride
+        pc += 1 + body
+    return OK, pos - at
+
+
+@njit(nogil=True, cache=True)
+def scan_places(data, start, end, size, prog, counts, keys, key_counts):
+    """The records of ``data[start:end]`` back to back, in one pass, for a one-level
+    program (see :func:`_place`): ``(status, starts, lengths, places, elements)``, the
+    last two ``[record, program row]``; a status other than OK stops it (the caller reads
+    the data again the exact way, which names the fault)."""
+    rows = prog.shape[0]
+    room = 1024
+    starts = np.empty(room, np.int64)
+    lengths = np.empty(room, np.int64)
+    places = np.empty((room, rows), np.int64)
+    elements = np.empty((room, rows), np.int64)
+    rec = np.zeros(size, np.uint8)
+    n = 0
+    at = start
+    while at < end:
+        if n == room:
+            room *= 2
+            starts = np.resize(starts, room)
+            lengths = np.resize(lengths, room)
+            more = np.empty((room, rows), np.int64)
+            more[:n] = places[:n]
+            places = more
+            more = np.empty((room, rows), np.int64)
+            more[:n] = elements[:n]
+            elements = more
+        status, length = _place(data, at, end, rec, prog, counts, keys, key_counts, places[n], elements[n])
+        if status != OK or length == 0:
+            return S_SHORT if status == OK else status, starts[:n], lengths[:n], places[:n], elements[:n]
+        starts[n], lengths[n] = at, length
+        n += 1
+        at += length
+    return OK, starts[:n], lengths[:n], places[:n], elements[:n]
+
+
+@njit(nogil=True, cache=True)
+def framed_places(data, starts, lengths, size, prog, counts, keys, key_counts):
+    """:func:`scan_places` of records whose places the framing gave: each must be exactly
+    as long as its counts make it. ``(status, places, elements)``."""
+    n, rows = starts.shape[0], prog.shape[0]
+    places = np.empty((n, rows), np.int64)
+    elements = np.empty((n, rows), np.int64)
+    rec = np.zeros(size, np.uint8)
+    for i in range(n):
+        status, length = _place(
+            data, starts[i], starts[i] + lengths[i], rec, prog, counts, keys, key_counts, places[i], elements[i]
+        )
+        if status != OK or length != lengths[i]:
+            return S_SHORT if status == OK else status, places, elements
+    return OK, places, elements

@@ -76,6 +76,10 @@ class Encoding:
         Binary: ``"std"`` (COBOL ``TRUNC(STD)``): a value with more digits than the
         PICTURE is invalid; ``"bin"`` (``TRUNC(BIN)``, COMP-5): the byte width's whole
         range is valid, and the decimal precision is the width's.
+    conditions : tuple
+        The item's 88 levels, ``(("ACTIVE", ("'A'",)), ...)`` (a copybook gives them): no
+        part of the bytes' meaning (not compared, not in ``to_json``); the Arrow field
+        carries them as ``cobol.88`` metadata, JSON ``{"ACTIVE": ["'A'"]}``.
     """
 
     kind: str
@@ -89,6 +93,7 @@ class Encoding:
     trim: str = "none"
     trunc: str = "std"
     positive: str = ""
+    conditions: tuple = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
         bad = self._problem()
@@ -179,7 +184,13 @@ class Encoding:
         """The encoding as JSON text (kept in the Arrow field metadata, ``layouts.encoding``)."""
         import json
 
-        return json.dumps({k: getattr(self, k) for k in self.__dataclass_fields__}, sort_keys=True)
+        return json.dumps({k: getattr(self, k) for k in self.__dataclass_fields__ if k != "conditions"}, sort_keys=True)
+
+    def conditions_json(self):
+        """The 88 levels as JSON text, ``{"ACTIVE": ["'A'"]}`` (the ``cobol.88`` metadata)."""
+        import json
+
+        return json.dumps({name: list(values) for name, values in self.conditions})
 
     @classmethod
     def from_json(cls, text):
@@ -716,6 +727,8 @@ class Layout:
             meta = {"layouts.dtype": str(leaf.dtype)}
         if leaf.encoding is not None:  # kept through Parquet/IPC: the column says how to write it back
             meta = {"layouts.encoding": leaf.encoding.to_json()}
+            if leaf.encoding.conditions:  # a copybook's 88 levels
+                meta["cobol.88"] = leaf.encoding.conditions_json()
         return pa.field(name, _wrap(arrow_type, shape), metadata=meta)
 
     def _node_field(self, node, types):

@@ -6,6 +6,7 @@ import numpy as np
 from ._ebcdic import byte_of, encode_table, is_ascii
 from .kernels import plan as P
 
+_VALID_SIGNS = "A, C, E, F (positive), B, D (negative, signed fields only)"
 NULL_FIX = "or read the field with invalid='null' (Encoding(..., invalid='null')) to make such values nulls"
 
 
@@ -30,9 +31,9 @@ def why_invalid(enc, raw):
             if at < len(raw) - 1 and lo > 9:
                 return f"byte {at} of the field: digit nibble {lo:X} is not 0-9"
         sign = raw[-1] & 0xF
-        if sign not in (0xC, 0xF) and not (sign == 0xD and enc.signed):
-            what = "D (negative) in an unsigned field" if sign == 0xD else f"{sign:X}"
-            return f"the sign nibble is {what}; valid: C, D (signed fields), F"
+        if sign < 0xA or (sign in (0xB, 0xD) and not enc.signed):
+            what = f"{sign:X} (negative) in an unsigned field" if sign in (0xB, 0xD) else f"{sign:X}"
+            return f"the sign nibble is {what}; valid: {_VALID_SIGNS}"
         return None
     if enc.kind == "zoned" and is_ascii(enc.codepage):
         return _why_ascii_zoned(enc, raw)
@@ -52,9 +53,9 @@ def why_invalid(enc, raw):
                 zone = b >> 4
                 if b & 0xF > 9:
                     return f"byte {first + i} of the field: digit {b & 0xF:X} is not 0-9"
-                if zone not in (0xC, 0xF) and not (zone == 0xD and enc.signed):
-                    what = "D (negative) in an unsigned field" if zone == 0xD else f"{zone:X}"
-                    return f"byte {first + i} of the field: the sign zone is {what}; valid: C, D (signed fields), F"
+                if zone < 0xA or (zone in (0xB, 0xD) and not enc.signed):
+                    what = f"{zone:X} (negative) in an unsigned field" if zone in (0xB, 0xD) else f"{zone:X}"
+                    return f"byte {first + i} of the field: the sign zone is {what}; valid: {_VALID_SIGNS}"
             elif not 0xF0 <= b <= 0xF9:
                 return f"byte {first + i} of the field: {b:02X} is not a zoned digit (F0-F9)"
         return None

@@ -469,3 +469,247 @@ def _pad_at(array, path, counts, element, most, where):
     slot = np.arange(most, dtype=np.int64)
     index = np.where(slot[None, :] < counts[:, None], offsets[:-1, None] + slot[None, :], len(values))
     return _with_child(array, k, pa.FixedSizeListArray.from_arrays(pool.take(pa.array(index.reshape(-1))), most))
+
+
+# ---------------------------------------------------------------- the one-pass read
+# A record whose tables hold no variable table (each table's body one copy of its whole
+# element), counts outside any table, and no record_start_offset/record_end_offset: one
+# walk (kernels.occurs.scan_places) finds where each piece of every record is (the runs
+# of fields between tables, each table's elements), and each piece is transposed where it
+# lies in the data through an index of those places (kernels.stream.aos_to_soa_at, as
+# record streams are): no maximum-layout copy, no absent element decoded, no cut. Any
+# fault (a count, a short record, a bad value) gives None: the caller reads the data the
+# exact way, which names it.
+
+
+_SPLIT_BYTES = 1 << 20  # data of at least this many bytes is read by every thread of the kernels
+
+
+class _Pieces:
+    """The pieces of a one-level program: ``copies`` (program row, sub-Layout, the paths
+    of its top-level columns) and ``tables`` (program row, sub-Layout of one element,
+    the table's path, whether the element is a leaf)."""
+
+    def __init__(self, var):
+        from ._layout import Layout
+
+        prog = var.prog
+        layout = var.layout
+        encodings = dict(layout.encodings)
+        self.copies, self.tables = [], []
+        pc = 0
+        while pc < prog.shape[0]:
+            op, off, size = int(prog[pc, 0]), int(prog[pc, 1]), int(prog[pc, 2])
+            if op == K.OP_COPY:
+                group, names = _siblings(var.book.dtype, (), 0, off, off + size)
+                prefix = ".".join(group) + "." if group else ""
+                dtype = var.book.dtype
+                for name in group:
+                    dtype = dtype.fields[name][0]
+                base = sum(_offset_of(var.book.dtype, group[: d + 1]) for d in range(len(group)))
+                sub = np.dtype(
+                    {
+                        "names": list(names),
+                        "formats": [dtype.fields[n][0] for n in names],
+                        "offsets": [dtype.fields[n][1] + base - off for n in names],
+                        "itemsize": size,
+                    }
+                )
+                self.copies.append((pc, self._layout(Layout, sub, prefix, encodings), [group + (n,) for n in names]))
+                pc += 1
+                continue
+            body = int(prog[pc, 5])
+            path = _table_at(var, off)
+            elem = _dtype_at(var.book.dtype, path).subdtype[0]
+            leaf = elem.names is None
+            sub = np.dtype([(path[-1], elem)]) if leaf else elem
+            prefix = ".".join(path[:-1]) + "." if leaf and len(path) > 1 else ".".join(path) + "."
+            if leaf and len(path) == 1:
+                prefix = ""
+            self.tables.append((pc, self._layout(Layout, sub, prefix, encodings), path, leaf))
+            pc += 1 + body
+
+    @staticmethod
+    def _layout(layout_cls, dtype, prefix, encodings):
+        mine = {k[len(prefix) :]: v for k, v in encodings.items() if k.startswith(prefix)}
+        names = set()
+
+        def leaves(dt, at):
+            for n in dt.names:
+                sub = dt.fields[n][0]
+                sub = sub.subdtype[0] if sub.subdtype else sub
+                if sub.names:
+                    leaves(sub, at + n + ".")
+                else:
+                    names.add(at + n)
+
+        leaves(dtype, "")
+        return layout_cls.from_dtype(dtype, encodings={k: v for k, v in mine.items() if k in names}, void_as="bytes")
+
+
+def _offset_of(dtype, path):
+    """Offset of ``path[-1]`` within the group ``path[:-1]`` of ``dtype``."""
+    for name in path[:-1]:
+        dtype = dtype.fields[name][0]
+    return dtype.fields[path[-1]][1]
+
+
+def _dtype_at(dtype, path):
+    for name in path:
+        dtype = dtype.fields[name][0]
+    return dtype
+
+
+def _siblings(dtype, group, at, lo, hi):
+    """``(group path, names)``: the children of the deepest group of ``dtype`` (``at``: its
+    offset) whose range holds ``[lo, hi)``, that lie in it."""
+    for name in dtype.names:
+        sub, off = dtype.fields[name][:2]
+        start, end = at + off, at + off + sub.itemsize
+        if sub.names and start <= lo and hi <= end and (hi - lo) < sub.itemsize:
+            return _siblings(sub, group + (name,), start, lo, hi)
+    names = tuple(
+        n
+        for n in dtype.names
+        if lo <= at + dtype.fields[n][1] and at + dtype.fields[n][1] + dtype.fields[n][0].itemsize <= hi
+    )
+    return group, names
+
+
+def _table_at(var, off):
+    """The path of the DEPENDING ON (or other) table at offset ``off`` of the record."""
+    for path in var._sizes:
+        dt, at = var.book.dtype, 0
+        for name in path:
+            sub, o = dt.fields[name][:2]
+            at, dt = at + o, sub
+        if at == off:
+            return path
+    raise LayoutError(f"no table at offset {off}")
+
+
+def one_level(var):
+    """Whether ``var``'s program can be read in one pass (see :class:`_Pieces`)."""
+    prog = var.prog
+    pc = 0
+    while pc < prog.shape[0]:
+        if prog[pc, 0] == K.OP_TABLE:
+            body = int(prog[pc, 5])
+            if body != 1 or prog[pc + 1, 0] != K.OP_COPY or prog[pc + 1, 1] != 0 or prog[pc + 1, 2] != prog[pc, 2]:
+                return False
+            if prog[pc, 4] >= 0 and var.counts[prog[pc, 4], 1] != 0:
+                return False
+            pc += 2
+        else:
+            pc += 1
+    return not any(getattr(var, "padding", (0, 0)))
+
+
+def read_pieces(var, data, schema, starts=None, lengths=None):
+    """The table of the records of ``data`` (``uint8``) in one pass, or None where the exact
+    way must read them (a fault, or a record :func:`one_level` does not take): ``(table,
+    starts)``, ``schema`` the table's (the exact way's, for the same columns and types)."""
+    from ._arena import Arena
+    from ._plan import forward_ops
+    from ._soa import soa_over_arena
+    from .kernels import stream as KS
+    from .kernels.threads import default_threads, thread_pool
+
+    if not one_level(var):
+        return None
+    pieces = getattr(var, "_pieces", None)
+    if pieces is None:
+        try:
+            pieces = var._pieces = _Pieces(var)
+        except (LayoutError, KeyError, TypeError, ValueError):
+            return None
+    if starts is None:
+        status, starts, lengths, places, elements = K.scan_places(
+            data, 0, len(data), var.size, var.prog, var.counts, var.keys, var.key_counts
+        )
+    else:
+        status, places, elements = K.framed_places(
+            data, starts, lengths, var.size, var.prog, var.counts, var.keys, var.key_counts
+        )
+    if status != K.OK:
+        return None
+    n = len(starts)
+
+    def transpose(layout, index):
+        m = len(index)
+        arena = Arena(layout, m, frozenset())
+        memory = arena.allocate()
+        ops, offs, keep = forward_ops(arena, memory.ctypes.data, {})
+        runs = np.array([[0, 0, layout.itemsize]], np.int64)
+        nul = np.zeros((0, 2), np.int64)
+        fault = KS.aos_to_soa_at(
+            data, index, layout.itemsize, runs, -1, nul, ops, offs, threads=1, owners=(memory, ops, offs, keep)
+        )  # one chunk, in this thread: the records are split among threads below
+        del keep
+        if fault is not None:
+            return None
+        return soa_over_arena(layout, m, arena, memory, {}, None).to_arrow()
+
+    def part(r0, r1):
+        """The table of records [r0, r1), or None."""
+        arrays = {}
+        for pc, layout, paths in pieces.copies:
+            got = transpose(layout, np.ascontiguousarray(places[r0:r1, pc]))
+            if got is None:
+                return None
+            for path in paths:
+                arrays[path] = got.column(path[-1]).combine_chunks()
+        for pc, layout, path, _leaf in pieces.tables:
+            counts = np.ascontiguousarray(elements[r0:r1, pc])
+            offsets = np.zeros(r1 - r0 + 1, np.int64)
+            np.cumsum(counts, out=offsets[1:])
+            stride = layout.itemsize
+            index = np.repeat(places[r0:r1, pc] - offsets[:-1] * stride, counts)
+            index += np.arange(offsets[-1], dtype=np.int64) * stride
+            got = transpose(layout, index)
+            if got is None:
+                return None
+            arrays[path] = (offsets, got)
+        try:
+            columns = [_assemble(field, (field.name,), arrays) for field in schema]
+            return pa.Table.from_arrays(columns, schema=schema)
+        except (pa.ArrowException, KeyError, TypeError, ValueError):  # not the exact way's columns: read it so
+            return None
+
+    # EBCDIC text goes through the transpose one chunk a call (aos_to_soa_at joins the chunks
+    # of C strings, not those of text): the records are split among the kernels' threads here
+    ways = default_threads() if n and len(data) >= _SPLIT_BYTES else 1
+    bounds = np.linspace(0, n, ways + 1).astype(np.int64)
+    if ways == 1:
+        parts = [part(0, n)]
+    else:
+        futures = [thread_pool().submit(part, int(bounds[k]), int(bounds[k + 1])) for k in range(1, ways)]
+        parts = [part(0, int(bounds[1]))] + [f.result() for f in futures]
+    if any(p is None for p in parts):
+        return None
+    table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+    from .cobol import _nulls_of
+
+    if any(_nulls_of(table, counter) for _, counter, _ in var.count_rows if counter):
+        return None  # a count invalid='null' made null: the exact way says so
+    return table, starts
+
+
+def _assemble(field, path, arrays):
+    from .cobol import _list_array
+
+    got = arrays.get(path)
+    if isinstance(got, tuple):
+        offsets, part = got
+        value = field.type.value_field
+        if pa.types.is_struct(value.type):
+            values = pa.StructArray.from_arrays(
+                [part.column(c.name).combine_chunks() for c in value.type], fields=list(value.type)
+            )
+        else:
+            values = part.column(0).combine_chunks()
+        return _list_array(offsets, values, value)
+    if got is not None:
+        return got
+    children = [_assemble(c, path + (c.name,), arrays) for c in field.type]
+    return pa.StructArray.from_arrays(children, fields=list(field.type))

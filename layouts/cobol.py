@@ -23,16 +23,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._cobol import CobolField, Copybook, read_copybook
+from ._cobol.signs import keep_signs, put_signs, sign_counts
 from ._errors import ConversionError, LayoutError
 
 __all__ = [
     "CobolField",
     "Copybook",
+    "annotate",
     "cut_depending_on",
     "depending_tables",
     "invalid_counts",
+    "keep_signs",
+    "put_signs",
     "read_copybook",
+    "read_segments",
     "read_variable",
+    "sign_counts",
+    "write_segments",
     "write_variable",
 ]
 
@@ -753,6 +760,8 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
     ``0..max``, no number (or no key of its mapping), or data that ends inside a record is
     a ConversionError naming the record, its byte offset and the count's field.
     """
+    from ._occurs import read_pieces
+
     var, book, layout = _variable(copybook, occurs_mappings, options)
     src = _contiguous(src)
     prefix = None
@@ -766,8 +775,12 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
         mapped = isinstance(owner, mmap.mmap)
         with MappedGuard(data.ctypes.data if mapped and data.nbytes else 0, data.nbytes if mapped else 0) as guard:
             try:
-                starts, lengths = var.scan(data, label=label)
-                table = _variable_table(var, book, layout, data, starts, lengths, label, starts)
+                fast = read_pieces(var, data, _variable_schema(var, book, layout))
+                if fast is not None:  # one pass: no maximum-layout copy, no cut
+                    table, starts = fast
+                else:
+                    starts, lengths = var.scan(data, label=label)
+                    table = _variable_table(var, book, layout, data, starts, lengths, label, starts)
             except ConversionError as err:
                 _check_shrunk(guard, label, data.nbytes, err)
                 _check_size(owner if mapped else None, label, data.nbytes, err)
@@ -791,9 +804,13 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
         starts = np.zeros(len(bodies), np.int64)
         np.cumsum(lengths[:-1], out=starts[1:])
         offsets = raw.column("_offset").to_numpy()
-        var.check_framed(data, starts, lengths, offsets, label)
         prefix = raw.column("_prefix") if "_prefix" in raw.column_names else None
-        table = _variable_table(var, book, layout, data, starts, lengths, label, offsets + 4)  # the bodies' bytes
+        fast = read_pieces(var, data, _variable_schema(var, book, layout), starts, lengths)
+        if fast is not None:
+            table = fast[0]
+        else:
+            var.check_framed(data, starts, lengths, offsets, label)
+            table = _variable_table(var, book, layout, data, starts, lengths, label, offsets + 4)  # the bodies' bytes
         starts = offsets
     if prefix is not None:  # the framing it was read with: its spare bytes mean nothing in another
         table = table.add_column(0, pa.field("_prefix", prefix.type, metadata={_FRAMED: framing}), prefix)
@@ -862,6 +879,15 @@ def _variable_table(var, book, layout, data, starts, lengths, label, at):
     if len(parts) == 1:
         return parts[0]
     return pa.concat_tables(parts, promote_options="permissive")
+
+
+def _variable_schema(var, book, layout):
+    """The schema of :func:`_variable_table`'s tables (of no records: the exact way's)."""
+    schema = getattr(var, "_schema", None)
+    if schema is None:
+        none = np.zeros(0, np.int64)
+        schema = var._schema = _variable_table(var, book, layout, np.zeros(0, np.uint8), none, none, "", none).schema
+    return schema
 
 
 def _value_error(var, layout, records, fault, first, label, at):

@@ -73,10 +73,14 @@ def _finish(enc, sign, digits_text):
     return Decimal(unscaled).scaleb(-enc.scale, Context(prec=80))  # (the default context rounds to 28 digits)
 
 
+POSITIVE_SIGNS = (0xA, 0xC, 0xE, 0xF)  # IBM's valid signs: A, C, E, F plus; B, D minus
+NEGATIVE_SIGNS = (0xB, 0xD)
+
+
 def _sign_of(nibble, signed):
-    if nibble in (0xC, 0xF):
+    if nibble in POSITIVE_SIGNS:
         return 1
-    if nibble == 0xD and signed:
+    if nibble in NEGATIVE_SIGNS and signed:
         return -1
     raise Invalid(f"sign nibble {nibble:X}")
 
@@ -174,6 +178,52 @@ def encode_binary(enc, value, width):
         return unscaled.to_bytes(width, "big", signed=enc.signed)
     except OverflowError:
         raise Range("does not fit the width") from None
+
+
+# ------------------------------------------------------------------------ signs kept
+# The way back writes one sign per value: D below zero, else the field's positive sign.
+# A value read with another valid sign (C among F, A, B, E, D on zero) comes back with
+# the rule's sign, unless its sign is kept (layouts.cobol.keep_signs / put_signs).
+
+
+def _sign_at(enc, raw):
+    """Index of the byte holding the sign (packed: the last; zoned: the overpunched one);
+    None for a separate sign."""
+    if enc.kind == "packed":
+        return len(raw) - 1
+    if enc.sign.endswith("separate"):
+        return None
+    return 0 if enc.sign.startswith("leading") else len(raw) - 1
+
+
+def sign_held(enc, raw):
+    """The sign nibble (packed) or zone (zoned) of a value's bytes; None for a separate sign."""
+    at = _sign_at(enc, raw)
+    if at is None:
+        return None
+    return raw[at] & 0xF if enc.kind == "packed" else raw[at] >> 4
+
+
+def rule_sign(enc, value):
+    """The sign the way back writes for ``value``."""
+    return 0xD if value < 0 else _positive_nibble(enc)
+
+
+def with_sign(enc, raw, sign):
+    """``raw`` with its sign nibble or zone replaced by ``sign``."""
+    out = bytearray(raw)
+    at = _sign_at(enc, raw)
+    out[at] = (out[at] & 0xF0) | sign if enc.kind == "packed" else (sign << 4) | (out[at] & 0xF)
+    return bytes(out)
+
+
+def signs_for(enc, value):
+    """Every valid sign of ``value`` in a field of ``enc``: A, C, E, F for zero and above;
+    B, D below zero and (signed fields) on zero."""
+    plus, minus = [0xA, 0xC, 0xE, 0xF], [0xB, 0xD]
+    if value < 0:
+        return minus
+    return plus + (minus if enc.signed and value == 0 else [])
 
 
 # ------------------------------------------------------------------------ IBM floats

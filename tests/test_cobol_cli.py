@@ -84,7 +84,9 @@ def test_inspect_88_levels_and_record_choice(tmp_path, capsys):
     assert main(["inspect", str(book)]) == 1
     assert "choose one with --record 'A'" in capsys.readouterr().err
     assert main(["inspect", str(book), "A"]) == 0
-    assert "88 YES of X: VALUE 'Y'" in capsys.readouterr().out
+    lines = capsys.readouterr().out.splitlines()
+    row = next(i for i, line in enumerate(lines) if line.split()[2:3] == ["X"])
+    assert lines[row + 1] == " " * (lines[row].index(" X ") + 3) + "88 YES VALUE 'Y'"  # under its field
     assert main(["inspect", str(book), "--copybook", "--record", "B", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["fields"][0]["encoding"] == "packed S9(3)"
 
@@ -322,3 +324,67 @@ def test_variable_occurs_usage_and_messages_in_flags(tmp_path, capsys):
     assert main(["convert", str(tmp_path / "z.dat"), *opts, "--to", str(tmp_path / "z.parquet")]) == 1
     err = capsys.readouterr().err
     assert "pass --invalid null" in err and "read_variable" not in err, err
+
+
+SIGNS_BOOK = """
+       01  R.
+           05  AMT      PIC S9(3) COMP-3.
+           05  Z        PIC S9(3).
+"""
+# +12 C (the rule), +12 F, -0 D; Z: +123 C (the rule), +123 zone A, -0 zone D
+SIGNS_DATA = (
+    bytes.fromhex("012C") + "12".encode("cp037") + b"\xc3"
+    + bytes.fromhex("012F") + "12".encode("cp037") + b"\xa3"
+    + bytes.fromhex("000D") + "00".encode("cp037") + b"\xd0"
+)  # fmt: skip
+
+
+def test_signs_counted_and_kept(tmp_path, capsys):
+    book, data = tmp_path / "r.cob", tmp_path / "d.bin"
+    book.write_text(SIGNS_BOOK)
+    data.write_bytes(SIGNS_DATA)
+    out, back = tmp_path / "o.parquet", tmp_path / "back.bin"
+    assert main(["convert", str(data), "--copybook", str(book), "--to", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "  2 values of AMT will come back with another sign byte (the field's own); pass --keep-signs" in said
+    assert "  2 values of Z will come back with another sign byte" in said
+    assert main(["convert", str(out), "--copybook", str(book), "--to", str(back), "--quiet"]) == 0
+    assert back.read_bytes() != SIGNS_DATA  # the rule's signs
+    kept, back2 = tmp_path / "k.arrow", tmp_path / "back2.bin"
+    assert main(["convert", str(data), "--copybook", str(book), "--keep-signs", "--to", str(kept)]) == 0
+    assert "signs kept: 2 fields hold some" in capsys.readouterr().out
+    assert main(["convert", str(kept), "--copybook", str(book), "--keep-signs", "--to", str(back2), "--quiet"]) == 0
+    assert back2.read_bytes() == SIGNS_DATA  # byte for byte
+    assert main(["convert", str(kept), "--copybook", str(book), "--to", str(back2), "--overwrite"]) == 1
+    assert "the _sign. columns are the signs --keep-signs kept: pass --keep-signs" in capsys.readouterr().err
+    assert main(["convert", str(data), "--struct", "x.h:r", "--keep-signs", "--to", str(out), "--overwrite"]) == 2
+    assert "--keep-signs applies to COBOL copybooks; add --copybook FILE" in capsys.readouterr().err
+    for flags, said in (
+        (["--device", "cuda"], "--keep-signs converts on the CPU (the file whole); leave out --device cuda"),
+        (["--chunk", "1M"], "--chunk does not apply with --keep-signs"),
+        (["--variable-occurs"], "--keep-signs applies to fixed-length records, not yet with --variable-occurs"),
+        (["--segment", "C=R"], "--keep-signs applies to fixed-length records, not yet with --segment"),
+    ):
+        args = ["convert", str(data), "--copybook", str(book), "--keep-signs", "--to", str(kept), "--overwrite"]
+        assert main(args + flags) == 2
+        assert said in capsys.readouterr().err
+
+
+def test_converted_files_carry_88_levels(tmp_path, capsys):
+    book, data = tmp_path / "a.cob", tmp_path / "a.bin"
+    book.write_text(
+        "       01 A.\n          05 STATUS PIC X.\n             88 ACTIVE VALUE 'A'.\n"
+        "             88 GONE VALUES 'X' 'Z'.\n          05 N PIC 9(3).\n"
+    )
+    data.write_bytes("A123Z004".encode("cp037"))
+    for suffix in ("parquet", "arrow"):
+        out = tmp_path / f"a.{suffix}"
+        assert main(["convert", str(data), "--copybook", str(book), "--to", str(out), "--quiet"]) == 0
+        import pyarrow.feather as feather
+
+        schema = pq.read_schema(out) if suffix == "parquet" else feather.read_table(out).schema
+        assert json.loads(schema.field("STATUS").metadata[b"cobol.88"]) == {"ACTIVE": ["'A'"], "GONE": ["'X'", "'Z'"]}
+        assert b"cobol.88" not in (schema.field("N").metadata or {})
+        back = tmp_path / f"back-{suffix}.bin"
+        assert main(["convert", str(out), "--copybook", str(book), "--to", str(back), "--quiet"]) == 0
+        assert back.read_bytes() == data.read_bytes()

@@ -16,7 +16,7 @@ BOOK = """
            05  NAME     PIC X(2).
 """
 # N=2; AMT bad sign; Q: valid, bad ('A1'), bad past the count (not counted when cut)
-RECORDS = bytes.fromhex("2F") + bytes.fromhex("012A") + "12A1".encode("cp037") + b"\x40\x40" + "AB".encode("cp037")
+RECORDS = bytes.fromhex("2F") + bytes.fromhex("0129") + "12A1".encode("cp037") + b"\x40\x40" + "AB".encode("cp037")
 
 
 @pytest.mark.parametrize("flatten", [False, True])

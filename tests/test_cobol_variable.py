@@ -215,7 +215,7 @@ def test_benchmark_runs_small(tmp_path):
     ]
     subprocess.run(cmd, check=True, cwd=root, capture_output=True, timeout=600)
     result = json.loads(out.read_text())
-    assert result["records"] == 2000 and len(result["cases"]) == 5 and result["load_average_before"]
+    assert result["records"] == 2000 and len(result["cases"]) == 6 and result["load_average_before"]
 
 
 SHRINK_CHILD = r"""
@@ -232,11 +232,15 @@ rec = b"\xf5" + b"\x81\x82\x83\x84" * 5 + b"\x00\x00\x1c"
 path = sys.argv[1]
 with open(path, "wb") as f:
     f.write(rec * 100000)
-scan = _occurs.VariableRecord.scan
+scan, pieces = _occurs.VariableRecord.scan, _occurs.read_pieces
 def truncating(self, data, *a, **k):  # another program truncates the file while it is mapped
     os.truncate(path, 5000)
     return scan(self, data, *a, **k)
+def truncating_pieces(var, data, *a, **k):  # (the one-pass read, the same)
+    os.truncate(path, 5000)
+    return pieces(var, data, *a, **k)
 _occurs.VariableRecord.scan = truncating
+_occurs.read_pieces = truncating_pieces
 try:
     C.read_variable(path, book)
     print("read whole")
@@ -449,3 +453,81 @@ def test_rdw_messages_in_read_variables_terms():
         messages.append(str(e.value))
     for m in messages:
         assert "'records'" not in m and "_tail" not in m and "counts_itself" not in m and "section" not in m, m
+
+
+ONE_LEVEL = """
+       01  R.
+           05  HEAD.
+               10  N1      PIC 9(2).
+               10  TAG     PIC X(2).
+           05  T1 OCCURS 0 TO 4 TIMES DEPENDING ON N1.
+               10  SKU     PIC X(3).
+               10  QTY     PIC S9(3) COMP-3.
+               10  FIX     PIC 9 OCCURS 2 TIMES.
+           05  G.
+               10  N2      PIC S9(2) COMP.
+               10  T2 OCCURS 1 TO 3 TIMES DEPENDING ON N2 PIC S9(3).
+               10  AFTER   PIC X(3).
+           05  TOTAL       PIC S9(5)V99 COMP-3.
+"""
+
+
+def _one_level_records(rng, n, bad=False):
+    out = []
+    for _ in range(n):
+        n1, n2 = int(rng.integers(0, 5)), int(rng.integers(1, 4))
+        rec = f"{n1:02d}".encode("cp037") + "AB".encode("cp037")
+        for _ in range(n1):
+            rec += "".join(rng.choice(list("XYZ"), 3)).encode("cp037") + bytes.fromhex(
+                f"{int(rng.integers(0, 1000)):03d}C"
+            )
+            rec += f"{int(rng.integers(0, 100)):02d}".encode("cp037")
+        rec += n2.to_bytes(2, "big")
+        for _ in range(n2):
+            rec += f"{int(rng.integers(0, 1000)):03d}".encode("cp037")[:2] + bytes([0xD0 | int(rng.integers(0, 10))])
+        rec += "END".encode("cp037") + bytes.fromhex(f"{int(rng.integers(0, 10**7)):07d}C")
+        out.append(rec)
+    if bad:
+        out[-1] = out[-1][:-1] + b"\xac"  # a bad digit nibble in the last TOTAL
+    return out
+
+
+@pytest.mark.parametrize("framing", [None, "rdw"])
+@pytest.mark.parametrize("invalid", ["error", "null"])
+def test_one_pass_read_equals_the_exact_way(framing, invalid, monkeypatch):
+    """read_variable's one pass (the pieces between tables and each table's elements
+    transposed where they lie, kernels.occurs.scan_places) gives the table the exact way
+    (spread into the maximum layout, transposed, cut) gives; with a bad value or a count
+    the walk refuses, the exact way's error."""
+    import struct
+
+    from layouts import _occurs
+
+    rng = np.random.default_rng(27)
+    recs = _one_level_records(rng, 300, bad=invalid == "null")
+    data = b"".join(struct.pack(">HH", len(r) + 4, 0) + r for r in recs) if framing else b"".join(recs)
+
+    def exact_way(*a, **k):
+        raise AssertionError("the one pass fell back to the exact way")
+
+    monkeypatch.setattr(_occurs.VariableRecord, "scan", exact_way)
+    monkeypatch.setattr(_occurs.VariableRecord, "check_framed", exact_way)
+    fast = cobol.read_variable(data, ONE_LEVEL, framing=framing, invalid=invalid)
+    monkeypatch.setattr(_occurs, "_SPLIT_BYTES", 1)  # the records split among the kernels' threads
+    split = cobol.read_variable(data, ONE_LEVEL, framing=framing, invalid=invalid)
+    assert split.equals(fast)
+    monkeypatch.undo()
+    calls = []
+    monkeypatch.setattr(_occurs, "one_level", lambda var: calls.append(1) and False)
+    exact = cobol.read_variable(data, ONE_LEVEL, framing=framing, invalid=invalid)
+    assert calls and fast.schema == exact.schema and fast.equals(exact)
+    assert cobol.write_variable(fast, ONE_LEVEL, framing=framing) == data if invalid == "error" else True
+    monkeypatch.undo()
+    if invalid == "error":
+        with pytest.raises(lo.ConversionError, match=r"field 'TOTAL', record 299 \(byte \d+\).*digit nibble A"):
+            cobol.read_variable(b"".join(_one_level_records(rng, 300, bad=True)), ONE_LEVEL)
+        with pytest.raises(
+            lo.ConversionError,
+            match=r"record 0 \(byte 0\): the count HEAD.N1 of T1 .* is 9 \(bytes F0 F9\), outside 0\.\.4",
+        ):
+            cobol.read_variable(b"\xf0\xf9" + b"".join(recs)[2:], ONE_LEVEL)

@@ -11,12 +11,14 @@ from .copybook import (
     add_copybook_options,
     add_segment_options,
     add_variable_options,
+    convert_keep_signs,
     convert_segments,
     convert_variable,
     copybook_layout,
     in_flags,
     reject_copybook_options,
     report_invalid_file,
+    report_signs,
 )
 from .errors import CommandError, command_hints, say
 from .interrupts import Interrupts
@@ -34,6 +36,9 @@ def convert(args):
     from .._backends import auto_device
     from . import warm_up  # the package's name, which a test may replace
 
+    if getattr(args, "keep_signs", False) and (args.segment or getattr(args, "variable_occurs", False)):
+        flag = "--segment" if args.segment else "--variable-occurs"
+        raise CommandError(f"--keep-signs applies to fixed-length records, not yet with {flag}; leave it out")
     if args.segment:
         if not args.copybook:
             raise CommandError("--segment lays records out by a copybook's records; add --copybook FILE")
@@ -86,6 +91,8 @@ def convert(args):
         )
     nulls = field_values(layout, args.null, "--null")
     fill = field_values(layout, args.fill, "--fill")
+    if args.copybook and getattr(args, "keep_signs", False):
+        return convert_keep_signs(args, layout, fmt, fill)
     device = auto_device() if args.device == "auto" else args.device
     if fmt in ("parquet", "records"):  # Parquet out, or maybe in: imported before the conversion's clock starts
         import pyarrow.parquet  # noqa: F401
@@ -135,6 +142,12 @@ def convert(args):
         print(f"converted {result} (on {device})", file=sys.stderr if to_stdout else sys.stdout)
         if args.copybook and args.invalid == "null" and fmt != "records" and not to_stdout:
             report_invalid_file(args.dst, layout, fmt)  # the count per field of invalid values made null
+        if args.copybook and fmt != "records" and src is args.src:  # values whose sign comes back otherwise
+            report_signs(
+                lo.read_records(src, layout, args.offset, args.count, trailing=args.trailing),
+                layout,
+                sys.stderr if to_stdout else sys.stdout,
+            )
     return 0
 
 

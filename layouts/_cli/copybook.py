@@ -23,6 +23,7 @@ _FLAGS = {
     "record_start_offset": "--record-start-offset",
     "record_end_offset": "--record-end-offset",
     "fillers": "--fillers",
+    "keep_signs": "--keep-signs",
 }
 
 
@@ -110,6 +111,13 @@ def add_copybook_options(p, *, convert):
             action="store_true",
             help="numbers with no decimal places as int64 columns instead of decimal128",
         )
+        g.add_argument(
+            "--keep-signs",
+            action="store_true",
+            help="packed and zoned values whose sign the way back would write otherwise (C among F, "
+            "A, B, E, negative zeros): a _sign.FIELD column of their signs, written back (the file is "
+            "read whole); without it, the command says how many values come back with another sign",
+        )
 
 
 def _bytes(text):
@@ -166,6 +174,8 @@ def in_flags(message):
         .replace("--unions ", "--redefines ")
     )
     message = re.sub(r"Layout\.from_c\(\.\.\., unions=\{'([^']*)': '([^']*)'\}\)", r"--redefines \1=\2", message)
+    if "'_sign." in message and "extra" in message:  # columns of layouts.cobol.keep_signs
+        message += "; the _sign. columns are the signs --keep-signs kept: pass --keep-signs to write them back"
     for keyword, flag in _FLAGS.items():
         message = re.sub(rf"\b{keyword}=", f"{flag} ", message)
         message = re.sub(rf"\b{keyword} (must|names)\b", rf"{flag} \1", message)
@@ -219,6 +229,7 @@ def reject_copybook_options(args):
         "trim": "none",
         "as_integer": False,
         "fillers": "skip",
+        "keep_signs": False,
     }
     for name, default in defaults.items():
         if getattr(args, name, default) != default:
@@ -322,7 +333,8 @@ def _table(book, layout, rows):
     ]
     widths = [max(len(c[i]) for c in cells) for i in range(len(head))]
     lines = [f"{book.record}: {layout.itemsize} bytes per record, {len(rows)} fields ({book.source.origin})"]
-    for c in cells:
+    under = widths[0] + widths[1] + 8  # 88 levels below their field, under its name and two in
+    for c, r in zip(cells, [None, *rows]):
         lines.append(
             "  "
             + "  ".join(
@@ -331,6 +343,8 @@ def _table(book, layout, rows):
                 + [c[-1]]
             ).rstrip()
         )
+        for name, values in (r or {}).get("conditions", {}).items():
+            lines.append(f"{'':<{under}}88 {name} VALUE {' '.join(values)}")
     tables = {}
     for r in rows:
         if r["depending_on"]:
@@ -341,9 +355,6 @@ def _table(book, layout, rows):
             f"  note: {table or ', '.join(names)}: OCCURS {' x '.join(map(str, occurs))} DEPENDING ON "
             f"{', '.join(counts)} (read at the maximum size)"
         )
-    for r in rows:
-        for name, values in r["conditions"].items():
-            lines.append(f"  88 {name} of {r['name']}: VALUE {' '.join(values)}")
     for offset, size in layout.holes:
         lines.append(f"  note: bytes {offset}-{offset + size - 1} are FILLER or skipped (no column)")
     return "\n".join(lines)
@@ -713,3 +724,72 @@ def report_invalid_file(path, layout, fmt=None, out=None):
     else:
         table = feather.read_table(path, columns=columns, memory_map=True)
     report_invalid(table, layout, out)
+
+
+# ------------------------------------------------------------------ signs
+def report_signs(records, layout, out=None):
+    """One line per packed or zoned field with values whose sign the way back writes
+    otherwise (without ``--keep-signs``): the count and the field."""
+    from layouts import cobol
+
+    for name, count in cobol.sign_counts(records, layout).items():
+        noun = "value" if count == 1 else "values"
+        print(
+            f"  {count:,} {noun} of {name} will come back with another sign byte (the field's own); "
+            f"pass --keep-signs to keep them",
+            file=out or sys.stdout,
+        )
+
+
+def convert_keep_signs(args, layout, fmt, fill):
+    """``layouts convert DATA --copybook x.cob --keep-signs --to out.parquet``, and back: the
+    whole file in memory; ``_sign.FIELD`` columns (layouts.cobol.keep_signs) out, put back
+    into the records (layouts.cobol.put_signs) on the way back."""
+    import os
+
+    import numpy as np
+
+    import layouts as lo
+    from layouts import cobol
+
+    if args.dst == "-" or args.src == "-":
+        raise CommandError("--keep-signs reads and writes files (the file is read whole); give --to FILE and a file")
+    if os.path.exists(args.dst) and not args.overwrite:
+        raise CommandError(f"{args.dst} exists; pass --overwrite to replace it")
+    if args.device not in ("auto", "cpu"):
+        raise CommandError(f"--keep-signs converts on the CPU (the file whole); leave out --device {args.device}")
+    for flag, given in (("--null", args.null), ("--chunk", args.chunk), ("--compression", args.compression)):
+        if given:
+            raise CommandError(f"{flag} does not apply with --keep-signs (the file is converted whole); leave it out")
+    try:
+        if fmt == "records":
+            import pyarrow.feather as feather
+            import pyarrow.parquet as pq
+
+            table = (
+                pq.read_table(args.src) if str(args.src).lower().endswith(".parquet") else feather.read_table(args.src)
+            )
+            soa = lo.SoA.from_arrow(table, layout, extra="drop", fill=fill, truncate=args.truncate, cast=args.cast)
+            records = np.array(soa.to_aos().array)
+            cobol.put_signs(records, table, layout)
+            _check_interrupts(args)
+            _write_whole(args.dst, records.tobytes())
+            if not args.quiet:
+                print(f"wrote {len(records):,} records, {records.nbytes:,} bytes -> {args.dst}")
+            return 0
+        if fmt not in ("parquet", "arrow", "feather"):
+            raise CommandError(
+                f"--keep-signs writes Parquet or Arrow IPC files, not {fmt}; name the file .parquet or .arrow"
+            )
+        records = lo.read_records(args.src, layout, args.offset, args.count, trailing=args.trailing)
+        table = cobol.keep_signs(records.to_soa().to_arrow(), records, layout)
+    except (lo.LayoutError, lo.ConversionError) as err:
+        err.args = (in_flags(str(err)),)
+        raise
+    _check_interrupts(args)
+    _write_table(table, args.dst)
+    if not args.quiet:
+        kept = sum(table.column(n).null_count != table.num_rows for n in table.column_names if n.startswith("_sign."))
+        print(f"converted {table.num_rows:,} records -> {args.dst} (signs kept: {kept} fields hold some)")
+        report_invalid(table, layout)
+    return 0

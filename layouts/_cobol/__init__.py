@@ -59,8 +59,11 @@ def encodings_of(copybook: Copybook, encoding, *, invalid="error", trim="none", 
     if not isinstance(as_integer, bool):
         raise LayoutError(f"as_integer must be True or False, got {as_integer!r}")
     out = {}
+    conditions = {f.name: f.conditions for f in copybook.fields if f.conditions}
     for name, keywords in copybook.encodings.items():
         extra = {"invalid": invalid}
+        if name in conditions:
+            extra["conditions"] = conditions[name]
         kind = keywords["kind"]
         if kind == "text":
             extra["trim"] = trim
