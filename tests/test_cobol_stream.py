@@ -102,3 +102,30 @@ def test_unknown_record_names_the_key(tmp_path):
     spec.write_text(text)
     with pytest.raises(lo.LayoutError, match=r"types\.P\.copybook: books/companies.cob: .*NOPE"):
         lo.read_stream(TEST4, spec)
+
+
+def test_ebcdic_text_of_many_records_split_across_threads(tmp_path):
+    """Text decoded chunk by chunk on the kernels' threads is joined into one valid
+    column (the chunks' strings moved together, their offsets shifted), as C strings are."""
+    import numpy as np
+
+    (tmp_path / "r.cob").write_text(
+        "       01  REC.\n           05  NAME   PIC X(12).\n           05  AMT    PIC S9(5)V99 COMP-3.\n"
+    )
+    (tmp_path / "s.toml").write_text(
+        'name = "recs"\n[[section]]\nframing = { length = { offset = 0, size = 2, order = "big" }, prefix = 4 }\n'
+        '[section.types.R]\ncopybook = "r.cob"\n'
+    )
+    words = ["", "ABC", "é ü", "HELLO WORLD!", " X"]
+    n = 300_000
+    recs = np.zeros((n, 20), np.uint8)
+    recs[:, 1] = 18  # the length counts the 2 bytes after the length field, then the record
+    texts = np.array([np.frombuffer(w.ljust(12).encode("cp037"), np.uint8) for w in words])
+    recs[:, 4:16] = texts[np.arange(n) % len(words)]
+    recs[:, 16:20] = [0x00, 0x01, 0x23, 0x4C]
+    data = recs.tobytes()
+    tables = lo.read_stream(data, str(tmp_path / "s.toml"))
+    table = tables["R"].to_arrow()
+    table.validate(full=True)
+    assert table.column("NAME").to_pylist() == [words[i % len(words)].ljust(12) for i in range(n)]
+    assert lo.write_stream(tables, str(tmp_path / "s.toml")) == data
