@@ -42,10 +42,19 @@ from numba.core import caching
 __all__ = ["jit", "STAMP", "shipped_dir", "machine_dir", "ship_dir"]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# the modules whose code the CPU kernels are compiled from: the package kernels/cpu/ and what it imports
-SOURCES = ("plan.py", "values.py", "mainframe.py", "_memory.py") + tuple(
-    sorted(f"cpu/{name}" for name in os.listdir(os.path.join(HERE, "cpu")) if name.endswith(".py"))
-)
+# the modules whose code the CPU kernels are compiled from: the package kernels/cpu/, what it imports, and
+# the kernels of record streams, OCCURS DEPENDING ON and signs (one stamp: a kernel calling another module's
+# functions is never left with their old code, as Numba's own cache, keyed by the caller's file, would)
+SOURCES = (
+    "plan.py",
+    "values.py",
+    "mainframe.py",
+    "_memory.py",
+    "occurs.py",
+    "signs.py",
+    "stream.py",
+    "threads.py",
+) + tuple(sorted(f"cpu/{name}" for name in os.listdir(os.path.join(HERE, "cpu")) if name.endswith(".py")))
 FORMAT = "layouts-kernels-1"  # bump when what a cached kernel is made of changes in another way
 PORTABLE_CPU = "generic"  # the shipped kernels' target: the baseline of the platform's architecture
 

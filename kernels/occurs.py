@@ -25,14 +25,16 @@ count's bytes already are (a count comes before its table). Every count is check
 against ``0..max`` and every copy against the bytes left, so damaged data stops with a
 status, the record and the byte offset, never a read past the end or a loop.
 
-Compiled once and cached (``nogil=True, cache=True``); NumPy arrays and integers only.
+Compiled once and cached on disk by content (kernels/_cache.py); NumPy arrays and integers only.
 """
 
 import numpy as np
-from numba import njit
 
+from ._cache import jit
 from .cpu.memory import _memcpy  # the transpose's copy of raw bytes, 8 at a time
 from .mainframe import ascii_zoned_byte, packed_sign, zoned_overpunch
+
+_jit = jit(nogil=True)  # numba.njit, cached on disk by the kernels' content (kernels/_cache.py)
 
 OP_COPY, OP_TABLE = 0, 1
 C_DIGITS, C_PACKED, C_BINARY, C_MAPPED, C_ZONED = 0, 1, 2, 3, 4
@@ -48,7 +50,7 @@ DEPTH = 16
 M_SPREAD, M_SHRINK, M_MEASURE = 0, 1, 2
 
 
-@njit(nogil=True, cache=True)
+@_jit
 def read_count(rec, base, row, counts, keys, key_counts):
     """``(ok, value)`` of count ``row`` in the maximum-layout record ``rec`` (``base``: the
     start of the innermost element being read)."""
@@ -134,7 +136,7 @@ def read_count(rec, base, row, counts, keys, key_counts):
     return True, v
 
 
-@njit(nogil=True, cache=True)
+@_jit
 def walk(data, out, pos, end, rec, prog, counts, keys, key_counts, mode, stack):
     """One record: from ``data[pos:end]`` into the maximum-layout record ``rec``
     (``M_SPREAD``), from ``rec`` into ``out`` at ``pos`` (``M_SHRINK``, the way back:
@@ -194,7 +196,7 @@ def walk(data, out, pos, end, rec, prog, counts, keys, key_counts, mode, stack):
     return OK, at - pos, -1, at
 
 
-@njit(nogil=True, cache=True)
+@_jit
 def scan(data, start, end, size, template, prog, counts, keys, key_counts, limit):
     """The records of ``data[start:end]`` back to back: ``(status, starts, lengths, count
     row, fault byte)``, at most ``limit`` records (-1: all); each record spread into one
@@ -223,7 +225,7 @@ def scan(data, start, end, size, template, prog, counts, keys, key_counts, limit
     return OK, starts[:n], lengths[:n], -1, at
 
 
-@njit(nogil=True, cache=True)
+@_jit
 def check_framed(data, starts, lengths, size, template, prog, counts, keys, key_counts):
     """Records whose places the framing gave (RDW bodies): ``(record, status, length its
     counts make it, count row, fault byte)`` of the first whose counts do not make it
@@ -241,7 +243,7 @@ def check_framed(data, starts, lengths, size, template, prog, counts, keys, key_
     return -1, OK, 0, -1, 0
 
 
-@njit(nogil=True, cache=True)
+@_jit
 def spread(data, starts, lengths, records, template, prog, counts, keys, key_counts):
     """Each record (found by :func:`scan`) into its row of ``records`` (maximum layout),
     the bytes it does not hold from ``template``."""
@@ -263,7 +265,7 @@ def spread(data, starts, lengths, records, template, prog, counts, keys, key_cou
         )
 
 
-@njit(nogil=True, cache=True)
+@_jit
 def measure(records, prog, counts, keys, key_counts):
     """The way back, first pass: ``(status, lengths, count row, record)``: the bytes of
     each maximum-layout record cut to its counts."""
@@ -281,7 +283,7 @@ def measure(records, prog, counts, keys, key_counts):
     return OK, lengths, -1, -1
 
 
-@njit(nogil=True, cache=True)
+@_jit
 def shrink(records, lengths, out, prog, counts, keys, key_counts):
     """The way back: each maximum-layout record cut to its counts, back to back in ``out``
     (``lengths`` from :func:`measure`)."""
@@ -292,7 +294,7 @@ def shrink(records, lengths, out, prog, counts, keys, key_counts):
         at += lengths[i]
 
 
-@njit(nogil=True, cache=True)
+@_jit
 def _place(data, at, end, rec, prog, counts, keys, key_counts, places, elements):
     """One record of a one-level program (every table's body one copy of its whole
     element): into ``places[pc]`` the byte of ``data`` where top-level row ``pc`` starts,
@@ -329,7 +331,7 @@ def _place(data, at, end, rec, prog, counts, keys, key_counts, places, elements)
     return OK, pos - at
 
 
-@njit(nogil=True, cache=True)
+@_jit
 def scan_places(data, start, end, size, prog, counts, keys, key_counts):
     """The records of ``data[start:end]`` back to back, in one pass, for a one-level
     program (see :func:`_place`): ``(status, starts, lengths, places, elements)``, the
@@ -364,7 +366,7 @@ def scan_places(data, start, end, size, prog, counts, keys, key_counts):
     return OK, starts[:n], lengths[:n], places[:n], elements[:n]
 
 
-@njit(nogil=True, cache=True)
+@_jit
 def framed_places(data, starts, lengths, size, prog, counts, keys, key_counts):
     """:func:`scan_places` of records whose places the framing gave: each must be exactly
     as long as its counts make it. ``(status, places, elements)``."""

@@ -19,10 +19,12 @@ byte per sign and are not read here.
 """
 
 import numpy as np
-from numba import njit
 from numba.extending import register_jitable
 
+from ._cache import jit
 from .mainframe import ascii_zoned_byte, packed_sign, zoned_ascii_byte
+
+_jit = jit(nogil=True)  # numba.njit, cached on disk by the kernels' content (kernels/_cache.py)
 
 
 @register_jitable
@@ -120,7 +122,7 @@ def write_sign_at(buf, a, width, zoned, leading, ascii_, signed, kept):
     return True
 
 
-@njit(nogil=True, cache=True)
+@_jit
 def read_signs(buf, stride, n, offs, width, zoned, leading, ascii_, signed, positive, out):
     """``out[r, k]``: the sign of element ``k`` (at ``offs[k]``) of record ``r`` where the way
     back would write another sign, else 0."""
@@ -129,7 +131,7 @@ def read_signs(buf, stride, n, offs, width, zoned, leading, ascii_, signed, posi
             out[r, k] = read_sign_at(buf, r * stride + offs[k], width, zoned, leading, ascii_, signed, positive)
 
 
-@njit(nogil=True, cache=True)
+@_jit
 def write_signs(buf, stride, n, offs, width, zoned, leading, ascii_, signed, kept):
     """The signs ``kept[r, k]`` (0: none) into the records the way back wrote; the first
     element ``r * len(offs) + k`` whose kept sign does not fit its value, or -1. Elements
