@@ -37,11 +37,13 @@ class CopybookRecord(Record):
         return self
 
     def plan(self, order: str, prefix: int, with_offset: bool, keep_prefix: bool = False):
-        return _plan(self.layout, prefix, with_offset, keep_prefix)
+        # (88 levels are not part of a Layout's equality: in the key, so a plan keeps its own)
+        conditions = tuple(f.encoding.conditions for f in self.layout.fields if f.encoding is not None)
+        return _plan(self.layout, prefix, with_offset, keep_prefix, conditions)
 
 
 @functools.lru_cache(maxsize=64)
-def _plan(layout, prefix, with_offset, keep_prefix):
+def _plan(layout, prefix, with_offset, keep_prefix, conditions=()):
     """As ``spec._plan``: ``_offset`` first, then ``_prefix`` (with ``keep_prefix``), then
     the copybook's record, its bytes copied in one run (the kernels decode its fields)."""
     names, formats, offsets, runs, at = _head_columns(prefix, with_offset, keep_prefix)
