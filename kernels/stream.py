@@ -11,13 +11,13 @@ in cache, no dense copy) and written back by :func:`soa_to_aos_at`; :func:`gathe
 :func:`gather_tails` copies the bytes beyond the fixed part into one binary column;
 :func:`scatter_tails` is its way back.
 
-All functions are compiled once and cached on disk (``nogil=True, cache=True``); they
+All functions are compiled once and cached on disk by content (kernels/_cache.py); they
 take only NumPy arrays and integers, and import nothing of ``layouts``.
 """
 
 import numpy as np
-from numba import njit
 
+from ._cache import jit
 from ._memory import store8, stream_fence
 from .cpu.gather import (
     E_LENGTH,
@@ -58,7 +58,7 @@ __all__ = [
     "SHORT_RECORD",
 ]
 
-_jit = njit(nogil=True, cache=True)
+_jit = jit(nogil=True)  # numba.njit, cached on disk by the kernels' content (kernels/_cache.py)
 
 # scan statuses
 OK = 0
