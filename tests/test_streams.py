@@ -1078,6 +1078,35 @@ def test_text_fast_and_general_paths_agree_across_blocks_and_chunks():
         lo.read_stream(bytes(bad), spec)
 
 
+def test_text_of_every_width_matches_the_bytes_and_a_nul_is_named():
+    # plain-ASCII text goes one load and store per value for widths 1, 2, 4, 8 and a word
+    # at a time beyond, checked for NULs in the same look; a block with a non-ASCII value
+    # takes the general kernel; a NUL in any of them is named by field and byte
+    S = lo.Stream
+    widths = (1, 2, 3, 4, 8, 12)
+    dt = np.dtype([("k", "S1")] + [(f"t{w}", f"S{w}") for w in widths] + [("v", "<u2")])
+    names = tuple(f"t{w}" for w in widths)
+    rec = S.Record([(n, dt[n].str.lstrip("|")) for n in dt.names], text=("k",) + names)
+    spec = S([S.Section(S.Framing(size=dt.itemsize), [S.RecordType("r", rec, tag="k")], tag=S.Tag(0, 1))])
+    n = 5_000
+    rng = np.random.default_rng(3)
+    rows = np.zeros(n, dt)
+    rows["k"], rows["v"] = b"k", np.arange(n)
+    for w in widths:
+        rows[f"t{w}"] = rng.integers(32, 127, (n, w), dtype=np.uint8).view(f"S{w}").ravel()
+    rows["t3"][4_321] = "a\u00e9".encode()  # 2-byte UTF-8 in one block
+    raw = rows.tobytes()
+    got = lo.read_stream(raw, spec)["r"].to_arrow()
+    for w in widths:
+        want = [bytes(b).decode() for b in rows[f"t{w}"].view((np.uint8, w))]
+        assert got.column(f"t{w}").to_pylist() == want, w
+    assert got.column("v").to_pylist() == list(range(n))
+    bad = bytearray(raw)
+    bad[dt.itemsize * 3_000 + dt.fields["t8"][1] + 7] = 0
+    with pytest.raises(lo.ConversionError, match=rf"byte {dt.itemsize * 3_000 + dt.fields['t8'][1]}: text field 't8'"):
+        lo.read_stream(bytes(bad), spec)
+
+
 def test_tiles_finds_records_that_go_back_where_they_were():
     # write_stream skips the sort when the records tile the section in _offset order
     from layouts.kernels.stream import tiles
