@@ -18,7 +18,7 @@ take only NumPy arrays and integers, and import nothing of ``layouts``.
 import numpy as np
 from numba import njit
 
-from ._memory import store8, stream_fence
+from ._memory import bswap16, bswap32, load8, load16, load32, store8, stream_fence
 from .cpu.gather import (
     E_LENGTH,
     E_TAG,
@@ -72,25 +72,25 @@ SHORT_RECORD = 6  # a record shorter than its type's fields
 
 @_jit
 def _get_uint(buf, pos, size, big):
-    """The unsigned integer of ``size`` (1..8) bytes at ``buf[pos]``."""
+    """The unsigned integer of ``size`` (1..8) bytes at ``buf[pos]`` (the caller has
+    checked that they lie inside ``buf``): the common widths by one load and a byte
+    swap, the scan reading one or two of them per record."""
+    addr = buf.ctypes.data + pos
     if size == 1:
-        return np.uint64(buf[pos])
-    if size == 2:  # (the common widths spelled out: the scan reads one or two of them per record)
-        a, b = np.uint64(buf[pos]), np.uint64(buf[pos + 1])
-        return (a << np.uint64(8)) | b if big else (b << np.uint64(8)) | a
+        return np.uint64(load8(addr))
+    if size == 2:
+        v = load16(addr)
+        return np.uint64(bswap16(v) if big else v)
     if size == 4:
-        a, b = np.uint64(buf[pos]), np.uint64(buf[pos + 1])
-        c, d = np.uint64(buf[pos + 2]), np.uint64(buf[pos + 3])
-        if big:
-            return (a << np.uint64(24)) | (b << np.uint64(16)) | (c << np.uint64(8)) | d
-        return (d << np.uint64(24)) | (c << np.uint64(16)) | (b << np.uint64(8)) | a
+        w = load32(addr)
+        return np.uint64(bswap32(w) if big else w)
     v = np.uint64(0)
     if big:
         for k in range(size):
-            v = (v << np.uint64(8)) | np.uint64(buf[pos + k])
+            v = (v << np.uint64(8)) | np.uint64(load8(addr + k))
     else:
         for k in range(size - 1, -1, -1):
-            v = (v << np.uint64(8)) | np.uint64(buf[pos + k])
+            v = (v << np.uint64(8)) | np.uint64(load8(addr + k))
     return v
 
 
@@ -106,6 +106,68 @@ def put_uint(buf, pos, size, big, value):
         for k in range(size):
             buf[pos + k] = np.uint8(v & np.uint64(0xFF))
             v = v >> np.uint64(8)
+
+
+@_jit
+def _scan_plain(
+    buf,
+    pos,
+    end,
+    count,
+    len_off,
+    len_size,
+    len_big,
+    base,
+    min_len,
+    tag_off,
+    tag_size,
+    tag_big,
+    direct,
+    type_min,
+    offsets,
+    lengths,
+    types,
+):
+    """The common case of :func:`scan` (fixed sizes, or a 1-, 2- or 4-byte length
+    counted in bytes; no tag, or a 1- or 2-byte one looked up in ``direct``): records walked with one load per
+    field, for as long as every one is whole and of a known type with its fields. It
+    stops, returning ``(pos, count)``, at the first record that is anything else, which
+    :func:`scan` then takes as it takes every record: the statuses are its own."""
+    cap = offsets.shape[0]
+    addr = buf.ctypes.data
+    need = len_off + len_size
+    ntypes = type_min.shape[0]
+    while pos < end and count < cap:
+        left = end - pos
+        if left < need:
+            break
+        at = addr + pos + len_off
+        if len_size == 0:  # fixed-size records
+            n = base
+        elif len_size == 2:
+            v = load16(at)
+            n = np.int64(bswap16(v) if len_big else v) + base
+        elif len_size == 1:
+            n = np.int64(load8(at)) + base
+        else:
+            w = load32(at)
+            n = np.int64(bswap32(w) if len_big else w) + base
+        if n > left or n < min_len or n <= 0:
+            break
+        t = 0
+        if tag_size == 1:
+            t = direct[load8(addr + pos + tag_off)]
+        elif tag_size == 2:
+            k = load16(addr + pos + tag_off)
+            t = direct[bswap16(k) if tag_big else k]
+        if t < 0 or t >= ntypes or n < type_min[t]:
+            break
+        offsets[count] = pos
+        lengths[count] = n
+        types[count] = t
+        count += 1
+        pos += n
+    return pos, count
 
 
 @_jit
@@ -150,6 +212,27 @@ def scan(
     cap = offsets.shape[0]
     need = len_off + len_size  # to read the length; the tag is checked against the length
     ntypes = tag_values.shape[0]
+    plain = (len_size == 0 or len_size == 1 or len_size == 2 or len_size == 4) and unit == 1 and limit < 0
+    if plain and (tag_size == 0 or (tag_size <= 2 and direct.shape[0] == 1 << (8 * tag_size))):
+        pos, count = _scan_plain(
+            buf,
+            pos,
+            end,
+            count,
+            len_off,
+            len_size,
+            len_big,
+            base,
+            min_len,
+            tag_off,
+            tag_size,
+            tag_big,
+            direct,
+            type_min,
+            offsets,
+            lengths,
+            types,
+        )
     while pos < end:
         if limit >= 0 and count >= limit:
             return OK, pos, count
