@@ -433,7 +433,9 @@ def _convert(buf, record: Record, order, offsets, lengths, prefix, keep_prefix, 
     runs = np.array(runs, np.int64).reshape(-1, 3)
     if gpu is not None and not tails:
         return _transpose_on_gpu(gpu, buf, record, order, layout, runs, offset_at, offsets, prefix, label, what), layout
-    if stride and not zeros and len(runs) and (runs[:, 1] - runs[:, 0] == runs[0, 1] - runs[0, 0]).all():
+    if not len(offsets):  # (LAS's ten point formats not in the file: no plan, no kernel)
+        soa = _empty(layout)
+    elif stride and not zeros and len(runs) and (runs[:, 1] - runs[:, 0] == runs[0, 1] - runs[0, 0]).all():
         soa = _transpose_strided(buf, record, order, layout, runs, offset_at, offsets, stride, prefix, label, what)
     else:
         soa = _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what)
@@ -445,6 +447,15 @@ def _convert(buf, record: Record, order, offsets, lengths, prefix, keep_prefix, 
     else:
         starts, sizes = np.full(n, fixed, np.int64), lengths - fixed
     return _with_tail(soa, layout, buf, offsets, starts, sizes), layout
+
+
+def _empty(layout) -> SoA:
+    """The table of a type with no records: its buffers zero (a string column's one
+    offset 0), as the kernels leave them for no rows."""
+    arena = Arena(layout, 0, frozenset())
+    memory = arena.allocate()
+    memory[:] = 0
+    return soa_over_arena(layout, 0, arena, memory, {}, None)
 
 
 def _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what) -> SoA:
