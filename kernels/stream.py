@@ -127,6 +127,7 @@ def _scan_plain(
     offsets,
     lengths,
     types,
+    longest,
 ):
     """The common case of :func:`scan` (fixed sizes, or a 1-, 2- or 4-byte length
     counted in bytes; no tag, or a 1- or 2-byte one looked up in ``direct``): records walked with one load per
@@ -165,6 +166,8 @@ def _scan_plain(
         offsets[count] = pos
         lengths[count] = n
         types[count] = t
+        if n > longest[t]:
+            longest[t] = n
         count += 1
         pos += n
     return pos, count
@@ -194,6 +197,7 @@ def scan(
     offsets,
     lengths,
     types,
+    longest,
 ):
     """Walk records from ``pos`` to ``end`` (exclusive) of ``buf`` (uint8).
 
@@ -206,7 +210,9 @@ def scan(
     (``unknown`` 0), skipped (1: type -1) or kept (2: type ``len(tag_types)``).
     Records are written from index ``count`` on, at most ``limit`` of them in all
     (-1: no limit). A record of type ``t`` shorter than ``type_min[t]`` stops the scan
-    (``SHORT_RECORD``) there, before the records after it are cut. Returns ``(status, pos, count)``: ``pos`` is where the scan stopped
+    (``SHORT_RECORD``) there, before the records after it are cut. ``longest[t]`` is
+    raised to the longest record of type ``t`` written (a section without tails whose
+    records are no longer than their types' fields needs no lengths after). Returns ``(status, pos, count)``: ``pos`` is where the scan stopped
     (the offending record's offset on an error).
     """
     cap = offsets.shape[0]
@@ -232,6 +238,7 @@ def scan(
             offsets,
             lengths,
             types,
+            longest,
         )
     while pos < end:
         if limit >= 0 and count >= limit:
@@ -282,6 +289,8 @@ def scan(
         offsets[count] = pos
         lengths[count] = n
         types[count] = t
+        if 0 <= t < longest.shape[0] and n > longest[t]:
+            longest[t] = n
         count += 1
         pos += n
     return OK, pos, count
@@ -297,22 +306,25 @@ def _group_count(types, counts, r0, r1, starts, err, stop):
 
 
 @_jit
-def _group_place(types, fill, r0, r1, starts, offsets, lengths, g_offsets, g_lengths, err, stop):
+def _group_place(types, fill, r0, r1, starts, offsets, lengths, g_offsets, g_lengths, with_lengths, err, stop):
     """Records ``r0..r1`` to their places: the next of their type in their chunk's row of
-    ``fill`` (where the chunk's records of each type start)."""
+    ``fill`` (where the chunk's records of each type start); their lengths too with
+    ``with_lengths``."""
     row = fill[np.searchsorted(starts, r0)]
     for i in range(r0, r1):
         k = types[i] + 1
         j = row[k]
         g_offsets[j] = offsets[i]
-        g_lengths[j] = lengths[i]
+        if with_lengths:
+            g_lengths[j] = lengths[i]
         row[k] = j + 1
 
 
 def group(types, ntypes, offsets, lengths, g_offsets, g_lengths, *, threads=None):
     """Records grouped by type, in stream order within each (a counting sort): type
     ``t`` (-1 for skipped records, which go first) gets ``bounds[t + 1]..bounds[t + 2]``
-    of ``g_offsets``/``g_lengths``. Returns ``bounds`` (``ntypes + 2`` entries + 1).
+    of ``g_offsets``/``g_lengths`` (``g_lengths`` None: the offsets only). Returns
+    ``bounds`` (``ntypes + 2`` entries + 1).
 
     Two passes over chunks of the records on the kernels' thread pool: each chunk counts
     its records of each type, then places them after those of the same type in the
@@ -326,8 +338,13 @@ def group(types, ntypes, offsets, lengths, g_offsets, g_lengths, *, threads=None
     bounds = np.zeros(ntypes + 3, np.int64)
     np.cumsum(counts.sum(axis=0), out=bounds[1:])
     fill = bounds[:-1] + np.cumsum(counts, axis=0) - counts  # (chunk, type + 1): where its records go
+    with_lengths = g_lengths is not None
+    if not with_lengths:
+        g_lengths = np.empty(0, np.int64)
     if n:
-        run_chunks(_group_place, starts, (types, fill, starts, offsets, lengths, g_offsets, g_lengths), owners)
+        run_chunks(
+            _group_place, starts, (types, fill, starts, offsets, lengths, g_offsets, g_lengths, with_lengths), owners
+        )
     return bounds
 
 

@@ -107,6 +107,7 @@ class Scanned:
     types: np.ndarray
     blocks: "np.ndarray | None" = None  # VB: offsets of the block descriptor words
     stride: int = 0  # > 0: the records are ``stride`` bytes each, one after another from ``start``
+    longest: "np.ndarray | None" = None  # per type of the section: its longest record (the scan's)
 
 
 def section_params(stream: Stream, s: Section, order: str, header: dict, where: str):
@@ -176,6 +177,7 @@ def scan_section(
         sub = Section(s.framing, (s.types[t],), tail=s.tail, unknown=s.unknown)
         got = scan_section(stream, sub, buf, label, order, header, start, end, limit, where, stop)
         got.types = np.broadcast_to(np.int32(t), got.types.shape)
+        got.longest = None  # (numbered for the one type's section)
         return got
     lp, tp, type_min, min_len = section_params(stream, s, order, header, where)
     unknown = {"error": 0, "skip": 1, "keep": 2}[s.unknown]
@@ -188,10 +190,11 @@ def scan_section(
     offsets = np.empty(guess, np.int64)
     lengths = np.empty(guess, np.int64)
     types = np.empty(guess, np.int32)
+    longest = np.zeros(len(type_min), np.int64)
     pos, count = start, 0
     while True:
         status, pos, count = K.scan(
-            buf, pos, soft, count, limit, *lp, min_len, *tp, unknown, type_min, offsets, lengths, types
+            buf, pos, soft, count, limit, *lp, min_len, *tp, unknown, type_min, offsets, lengths, types, longest
         )
         if status == K.FULL:  # room for what the bytes left hold at the records' mean size so far
             room = count + max(1024, int((soft - pos) / max((pos - start) / count, 1) * 1.125))
@@ -206,7 +209,7 @@ def scan_section(
         break
     if status != K.OK:
         raise _scan_error(status, s, buf, label, pos, end, lp, tp, type_min, min_len, where)
-    return Scanned(start, pos, offsets[:count], lengths[:count], types[:count])
+    return Scanned(start, pos, offsets[:count], lengths[:count], types[:count], longest=longest)
 
 
 def _guess(buf, start, soft, limit, lp, tp, min_len, unknown, type_min) -> int:
@@ -218,7 +221,9 @@ def _guess(buf, start, soft, limit, lp, tp, min_len, unknown, type_min) -> int:
     probe = min(soft, start + (1 << 16))
     room = 4096
     o, n, t = np.empty(room, np.int64), np.empty(room, np.int64), np.empty(room, np.int32)
-    _, pos, count = K.scan(buf, start, probe, 0, -1, *lp, min_len, *tp, unknown, type_min, o, n, t)
+    _, pos, count = K.scan(
+        buf, start, probe, 0, -1, *lp, min_len, *tp, unknown, type_min, o, n, t, np.zeros(len(type_min), np.int64)
+    )
     if count == 0 or pos >= soft:
         guess = count + 16
     else:
@@ -247,7 +252,7 @@ def _fixed(buf, start, soft, end, limit, size, params, s, label, where) -> Scann
         whole = min(whole, limit)
     pos = start + whole * size
     if (soft == end or whole == 0) and pos < end and whole != limit:
-        one = (np.empty(1, np.int64), np.empty(1, np.int64), np.empty(1, np.int32))
+        one = (np.empty(1, np.int64), np.empty(1, np.int64), np.empty(1, np.int32), np.zeros(len(type_min), np.int64))
         status, at, _ = K.scan(buf, pos, end, 0, -1, *lp, min_len, *tp, unknown, type_min, *one)
         raise _scan_error(status, s, buf, label, at, end, lp, tp, type_min, min_len, where)
     offsets = np.arange(start, pos, size, dtype=np.int64)

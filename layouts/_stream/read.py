@@ -370,7 +370,16 @@ def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where, gpu
         bounds = np.zeros(ntypes + 3, np.int64)
         bounds[int(got.types[0]) + 2 if len(got.types) else 0 :] = len(got.offsets)
     else:
-        g_offsets, g_lengths = np.empty_like(got.offsets), np.empty_like(got.lengths)
+        # no tails, no unknown records kept, and no record longer than its type's fields
+        # (the scan stopped at any shorter one): the lengths are known, only offsets grouped
+        exact = (
+            got.longest is not None
+            and s.tail != "column"
+            and s.unknown != "keep"
+            and all(int(m) <= prefix + record_size(t.record, order) for m, t in zip(got.longest, s.types))
+        )
+        g_offsets = np.empty_like(got.offsets)
+        g_lengths = None if exact else np.empty_like(got.lengths)
         bounds = K.group(got.types, ntypes, got.offsets, got.lengths, g_offsets, g_lengths)
     for ti, t in enumerate(s.types):
         a, b = bounds[ti + 1], bounds[ti + 2]
@@ -379,7 +388,7 @@ def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where, gpu
             t.record,
             order,
             g_offsets[a:b],
-            g_lengths[a:b],
+            None if g_lengths is None else g_lengths[a:b],
             prefix,
             keep,
             s.tail == "column",
@@ -424,11 +433,13 @@ def _convert(buf, record: Record, order, offsets, lengths, prefix, keep_prefix, 
     gather + transpose (on the GPU with ``gpu``, for a type without tails); tails (bytes
     beyond the fields) as ``_tail``. With ``stride`` (records of that many bytes one after
     another from ``offsets[0]``) and fields that need no widening, by the strided transpose
-    of ``read_records`` instead: no gather."""
+    of ``read_records`` instead: no gather. ``lengths`` None (no tails): every record is
+    exactly its type's fields, as the scan found."""
     layout, runs, zeros, offset_at = record.plan(order, prefix, True, keep_prefix)
     fixed = prefix + record_size(record, order)
-    one = 1 if stride else len(offsets)  # (records of one size: the first stands for all)
-    _check_sizes(offsets[:one], lengths[:one], fixed, tails, label, what)  # before any kernel reads
+    if lengths is not None:  # (None: the scan found every record of the type exactly its fields)
+        one = 1 if stride else len(offsets)  # (records of one size: the first stands for all)
+        _check_sizes(offsets[:one], lengths[:one], fixed, tails, label, what)  # before any kernel reads
     offsets = np.ascontiguousarray(offsets, np.int64)
     runs = np.array(runs, np.int64).reshape(-1, 3)
     if gpu is not None and not tails:
