@@ -49,6 +49,7 @@ __all__ = [
     "scatter",
     "scatter_tails",
     "put_uint",
+    "arith",
     "OK",
     "FULL",
     "SHORT_PREFIX",
@@ -92,6 +93,14 @@ def _get_uint(buf, pos, size, big):
         for k in range(size - 1, -1, -1):
             v = (v << np.uint64(8)) | np.uint64(load8(addr + k))
     return v
+
+
+@_jit
+def arith(out, start, step):
+    """``out[i] = start + i * step``: the offsets of fixed-size records one after another,
+    written where they are to stay (no temporary array)."""
+    for i in range(out.shape[0]):
+        out[i] = start + i * step
 
 
 @_jit

@@ -108,6 +108,7 @@ class Scanned:
     blocks: "np.ndarray | None" = None  # VB: offsets of the block descriptor words
     stride: int = 0  # > 0: the records are ``stride`` bytes each, one after another from ``start``
     longest: "np.ndarray | None" = None  # per type of the section: its longest record (the scan's)
+    padded: bool = False  # ``offsets`` start a 64-byte-aligned allocation zeroed to its next 64 bytes
 
 
 def section_params(stream: Stream, s: Section, order: str, header: dict, where: str):
@@ -255,10 +256,23 @@ def _fixed(buf, start, soft, end, limit, size, params, s, label, where) -> Scann
         one = (np.empty(1, np.int64), np.empty(1, np.int64), np.empty(1, np.int32), np.zeros(len(type_min), np.int64))
         status, at, _ = K.scan(buf, pos, end, 0, -1, *lp, min_len, *tp, unknown, type_min, *one)
         raise _scan_error(status, s, buf, label, at, end, lp, tp, type_min, min_len, where)
-    offsets = np.arange(start, pos, size, dtype=np.int64)
+    offsets = padded_int64(whole)  # (it can be the table's _offset column as it is)
+    K.arith(offsets, start, size)
     lengths = np.broadcast_to(np.int64(size), offsets.shape)  # (read-only views of one value)
     types = np.broadcast_to(np.int32(0), offsets.shape)
-    return Scanned(start, pos, offsets, lengths, types, stride=size)
+    return Scanned(start, pos, offsets, lengths, types, stride=size, padded=True)
+
+
+def padded_int64(n: int) -> np.ndarray:
+    """An int64 array of ``n`` at a 64-byte boundary, the bytes after it to the next 64
+    zero: laid out as an arena lays out a column buffer (Arrow's alignment, no stale
+    bytes for a writer that copies whole 64-byte blocks)."""
+    size = -(-n * 8 // 64) * 64
+    raw = np.empty(size + 64, np.uint8)
+    skip = -raw.ctypes.data % 64
+    out = raw[skip : skip + size]
+    out[n * 8 :] = 0
+    return out[: n * 8].view(np.int64)
 
 
 def selected(s: Section, header: dict, label: str, where: str) -> int:

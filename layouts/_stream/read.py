@@ -365,8 +365,9 @@ def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where, gpu
     keep = _keep_prefix(s)
     ntypes = len(s.types)
     prefix = int(s.framing.prefix or 0)
+    own = False  # the index can be the _offset column (see _transpose_strided)
     if s.tag is None:  # every record is of one type (the only one, or select's): grouped already
-        g_offsets, g_lengths = got.offsets, got.lengths
+        g_offsets, g_lengths, own = got.offsets, got.lengths, got.padded
         bounds = np.zeros(ntypes + 3, np.int64)
         bounds[int(got.types[0]) + 2 if len(got.types) else 0 :] = len(got.offsets)
     else:
@@ -396,6 +397,7 @@ def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where, gpu
             f"{where} type {t.name!r}",
             gpu,
             got.stride,
+            own and a == 0 and b == len(g_offsets),
         )
         if t.record.decimals:
             out.decimals[t.name] = dict(t.record.decimals)
@@ -428,13 +430,16 @@ def _check_sizes(offsets, lengths, fixed, tails, label, what):
             )
 
 
-def _convert(buf, record: Record, order, offsets, lengths, prefix, keep_prefix, tails, label, what, gpu=None, stride=0):
+def _convert(
+    buf, record: Record, order, offsets, lengths, prefix, keep_prefix, tails, label, what, gpu=None, stride=0, own=False
+):
     """The SoA of one record type (or the header), read through ``offsets`` by the fused
     gather + transpose (on the GPU with ``gpu``, for a type without tails); tails (bytes
     beyond the fields) as ``_tail``. With ``stride`` (records of that many bytes one after
     another from ``offsets[0]``) and fields that need no widening, by the strided transpose
     of ``read_records`` instead: no gather. ``lengths`` None (no tails): every record is
-    exactly its type's fields, as the scan found."""
+    exactly its type's fields, as the scan found. ``own``: ``offsets`` (the whole index of
+    fixed-size records, laid out as a column buffer) become the ``_offset`` column."""
     layout, runs, zeros, offset_at = record.plan(order, prefix, True, keep_prefix)
     fixed = prefix + record_size(record, order)
     if lengths is not None:  # (None: the scan found every record of the type exactly its fields)
@@ -447,7 +452,7 @@ def _convert(buf, record: Record, order, offsets, lengths, prefix, keep_prefix, 
     if not len(offsets):  # (LAS's ten point formats not in the file: no plan, no kernel)
         soa = _empty(layout)
     elif stride and not zeros and len(runs) and (runs[:, 1] - runs[:, 0] == runs[0, 1] - runs[0, 0]).all():
-        soa = _transpose_strided(buf, record, order, layout, runs, offset_at, offsets, stride, prefix, label, what)
+        soa = _transpose_strided(buf, record, order, layout, runs, offset_at, offsets, stride, prefix, label, what, own)
     else:
         soa = _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what)
     if not tails:
@@ -487,7 +492,9 @@ def _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, 
     return soa_over_arena(layout, n, arena, memory, {}, None)
 
 
-def _transpose_strided(buf, record, order, layout, runs, offset_at, offsets, stride, prefix, label, what) -> SoA:
+def _transpose_strided(
+    buf, record, order, layout, runs, offset_at, offsets, stride, prefix, label, what, own=False
+) -> SoA:
     """:func:`_transpose_at` of fixed-size records one after another (``offsets`` step by
     ``stride`` from ``offsets[0]``) whose fields lie in the stream as in the packed record,
     shifted (``runs`` all move bytes the same distance): the strided transpose of
@@ -510,8 +517,9 @@ def _transpose_strided(buf, record, order, layout, runs, offset_at, offsets, str
             _raise_fault(
                 buf, record, order, layout, runs, offset_at, offsets, prefix, label, what, (row, -1, K.E_TEXT_NUL)
             )
-    start = arena.buffers[at]["data"][0]
-    memory[start : start + 8 * n].view(np.int64)[:] = offsets
+    if not own:
+        start = arena.buffers[at]["data"][0]
+        memory[start : start + 8 * n].view(np.int64)[:] = offsets
     rest = np.array([j for j in range(len(names)) if j != at], np.int64)
     fault = K.aos_to_soa(buf.ctypes.data + first, stride, n, ops[rest], offs, owners=(buf, memory, offs, keep))
     del keep
@@ -520,7 +528,13 @@ def _transpose_strided(buf, record, order, layout, runs, offset_at, offsets, str
         _raise_fault(
             buf, record, order, layout, runs, offset_at, offsets, prefix, label, what, (row, int(rest[op]), code)
         )
-    return soa_over_arena(layout, n, arena, memory, {}, None)
+    soa = soa_over_arena(layout, n, arena, memory, {}, None)
+    if not own:
+        return soa
+    # the index is the column: no second 8 bytes a record written (the arena's are left unused)
+    columns = list(soa._columns)
+    columns[at] = ColumnBuffers(columns[at].type, n, None, None, pa.py_buffer(offsets), 0, columns[at].kind)
+    return SoA(layout, n, columns)
 
 
 def _transpose_on_gpu(gpu, buf, record, order, layout, runs, offset_at, offsets, prefix, label, what) -> SoA:
