@@ -33,6 +33,7 @@ from .threads import chunk_starts, run_chunks
 
 __all__ = [
     "scan",
+    "scan_grouped",
     "group",
     "gather",
     "gather_all",
@@ -117,8 +118,12 @@ def put_uint(buf, pos, size, big, value):
             v = v >> np.uint64(8)
 
 
+SCAN, COUNT, PLACE = 0, 1, 2  # what _walk does with each record
+
+
 @_jit
-def _scan_plain(
+def _walk(
+    mode,
     buf,
     pos,
     end,
@@ -133,17 +138,25 @@ def _scan_plain(
     tag_big,
     direct,
     type_min,
+    type_max,
+    per_type,
+    stop_at,
     offsets,
     lengths,
     types,
-    longest,
 ):
     """The common case of :func:`scan` (fixed sizes, or a 1-, 2- or 4-byte length
-    counted in bytes; no tag, or a 1- or 2-byte one looked up in ``direct``): records walked with one load per
-    field, for as long as every one is whole and of a known type with its fields. It
-    stops, returning ``(pos, count)``, at the first record that is anything else, which
-    :func:`scan` then takes as it takes every record: the statuses are its own."""
-    cap = offsets.shape[0]
+    counted in bytes; no tag, or a 1- or 2-byte one looked up in ``direct``): records
+    walked with one load per field, for as long as every one is whole, of a known type
+    and at least its fields (and at most ``type_max[t]`` bytes). It stops, returning
+    ``(pos, count)``, at the first record that is anything else, which :func:`scan`
+    then takes as it takes every record: the statuses are its own.
+
+    ``mode``: ``SCAN`` stores each record's offset, length and type at ``count`` (while
+    there is room) and raises ``per_type[t]`` to its longest record; ``COUNT`` counts
+    each type's records in ``per_type``; ``PLACE`` stores each record's offset at
+    ``offsets[per_type[t]]`` and moves that on, stopping at ``stop_at[t]``."""
+    cap = offsets.shape[0] if mode == SCAN else np.int64(2**62)
     addr = buf.ctypes.data
     need = len_off + len_size
     ntypes = type_min.shape[0]
@@ -170,16 +183,79 @@ def _scan_plain(
         elif tag_size == 2:
             k = load16(addr + pos + tag_off)
             t = direct[bswap16(k) if tag_big else k]
-        if t < 0 or t >= ntypes or n < type_min[t]:
+        if t < 0 or t >= ntypes or n < type_min[t] or n > type_max[t]:
             break
-        offsets[count] = pos
-        lengths[count] = n
-        types[count] = t
-        if n > longest[t]:
-            longest[t] = n
+        if mode == SCAN:
+            offsets[count] = pos
+            lengths[count] = n
+            types[count] = t
+            if n > per_type[t]:
+                per_type[t] = n
+        elif mode == COUNT:
+            per_type[t] += 1
+        else:
+            j = per_type[t]
+            if j >= stop_at[t]:
+                break
+            offsets[j] = pos
+            per_type[t] = j + 1
         count += 1
         pos += n
     return pos, count
+
+
+@_jit
+def _plain(len_size, unit, tag_size, direct):
+    """Whether :func:`_walk` takes a section of these framing parameters."""
+    if not (len_size == 0 or len_size == 1 or len_size == 2 or len_size == 4) or unit != 1:
+        return False
+    return tag_size == 0 or (tag_size <= 2 and direct.shape[0] == 1 << (8 * tag_size))
+
+
+def scan_grouped(
+    buf,
+    start,
+    end,
+    len_off,
+    len_size,
+    len_big,
+    unit,
+    base,
+    min_len,
+    tag_off,
+    tag_size,
+    tag_big,
+    direct,
+    type_min,
+    type_max,
+):
+    """The index of a section whose records are all whole, of a known type and exactly
+    ``type_min[t] .. type_max[t]`` bytes, already grouped by type (what :func:`scan` then
+    :func:`group` give, in stream order within each type): two walks, one counting each
+    type's records, one storing each offset at its place, and no other index. Returns
+    ``(offsets, bounds)`` as :func:`group` does, or None where any record is otherwise
+    (or the bytes changed between the walks): the caller then scans the usual way,
+    which finds and names what it is."""
+    if not _plain(len_size, unit, tag_size, direct):
+        return None
+    ntypes = type_min.shape[0]
+    counts = np.zeros(ntypes, np.int64)
+    none = np.zeros(0, np.int64)
+    lp = (len_off, len_size, len_big, base, min_len, tag_off, tag_size, tag_big, direct, type_min, type_max)
+    pos, count = _walk(COUNT, buf, start, end, 0, *lp, counts, none, none, none, np.zeros(0, np.int32))
+    if pos != end:
+        return None
+    bounds = np.zeros(ntypes + 3, np.int64)
+    np.cumsum(counts, out=bounds[2 : ntypes + 2])
+    bounds[ntypes + 2] = count
+    offsets = np.empty(count, np.int64)
+    cursor = bounds[1 : ntypes + 1].copy()
+    pos, placed = _walk(
+        PLACE, buf, start, end, 0, *lp, cursor, bounds[2 : ntypes + 2].copy(), offsets, none, np.zeros(0, np.int32)
+    )
+    if pos != end or placed != count:
+        return None
+    return offsets, bounds
 
 
 @_jit
@@ -227,9 +303,9 @@ def scan(
     cap = offsets.shape[0]
     need = len_off + len_size  # to read the length; the tag is checked against the length
     ntypes = tag_values.shape[0]
-    plain = (len_size == 0 or len_size == 1 or len_size == 2 or len_size == 4) and unit == 1 and limit < 0
-    if plain and (tag_size == 0 or (tag_size <= 2 and direct.shape[0] == 1 << (8 * tag_size))):
-        pos, count = _scan_plain(
+    if limit < 0 and _plain(len_size, unit, tag_size, direct):
+        pos, count = _walk(
+            SCAN,
             buf,
             pos,
             end,
@@ -244,10 +320,12 @@ def scan(
             tag_big,
             direct,
             type_min,
+            np.full(type_min.shape[0], np.int64(2**62)),
+            longest,
+            longest,
             offsets,
             lengths,
             types,
-            longest,
         )
     while pos < end:
         if limit >= 0 and count >= limit:

@@ -666,8 +666,9 @@ def test_a_new_description_or_source_compiles_nothing():
     from layouts.kernels import stream as K
 
     raw, _ = itch_file(np.random.default_rng(13), list(ITCH), 50)
-    lo.write_stream(lo.read_stream(raw, "itch50"), "itch50")
-    kernels = (K.scan, K._group_count, K._group_place, K.gather, K.first_nul, K.scatter, K.put_fields, K.tiles)
+    lo.write_stream(lo.read_stream(raw, "itch50"), "itch50")  # (grouped by the two walks)
+    lo.read_stream(_tagged_bytes(), _tagged("skip"))  # (an unknown tag: the scan, then group)
+    kernels = (K.scan, K._walk, K._group_count, K._group_place, K.gather, K.first_nul, K.scatter, K.put_fields, K.tiles)
     before = [len(k.signatures) for k in kernels]
     lo.write_stream(lo.read_stream(_tagged_bytes(), _tagged("keep")), _tagged("keep"))
     lo.read_stream(bytearray(raw), "itch50")
@@ -1105,6 +1106,42 @@ def test_text_of_every_width_matches_the_bytes_and_a_nul_is_named():
     bad[dt.itemsize * 3_000 + dt.fields["t8"][1] + 7] = 0
     with pytest.raises(lo.ConversionError, match=rf"byte {dt.itemsize * 3_000 + dt.fields['t8'][1]}: text field 't8'"):
         lo.read_stream(bytes(bad), spec)
+
+
+def test_grouped_scan_equals_scan_then_group_or_hands_the_section_back():
+    # two walks (count, place) give what scan + group give for a section whose records
+    # are all exactly their types' fields; anything else (an unknown tag, a record
+    # longer or shorter than its fields, a truncated one) is left to the scan (None)
+    from layouts._stream.frame import section_params
+    from layouts.kernels import stream as K
+
+    raw, _ = itch_file(np.random.default_rng(5), list(ITCH), 3000)
+    buf = np.frombuffer(raw, np.uint8)
+    stream = lo.Stream.builtin("itch50")
+    s = stream.sections[0]
+    lp, tp, type_min, min_len = section_params(stream, s, "big", {}, "w")
+
+    def grouped(b):
+        return K.scan_grouped(b, 0, len(b), *lp, min_len, *tp[:3], tp[5], type_min, type_min)
+
+    offsets, bounds = grouped(buf)
+    n = len(offsets)
+    o, ln, t = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int32)
+    status, pos, count = K.scan(buf, 0, len(buf), 0, -1, *lp, min_len, *tp, 0, type_min, o, ln, t, 0 * type_min)
+    assert (status, pos, count) == (K.OK, len(buf), n)
+    g_o, g_l = np.empty_like(o), np.empty_like(ln)
+    assert (K.group(t, len(s.types), o, ln, g_o, g_l) == bounds).all() and (g_o == offsets).all()
+    first = int(offsets[bounds[2]]) if bounds[3] > bounds[2] else 0  # a record of the second type
+    for damage in ("tag", "long", "short", "cut"):
+        bad = bytearray(raw)
+        if damage == "tag":
+            bad[first + 2] = ord("~")
+        elif damage in ("long", "short"):
+            size = int.from_bytes(bad[first : first + 2], "big")
+            bad[first : first + 2] = (size + (1 if damage == "long" else -1)).to_bytes(2, "big")
+        else:
+            bad = bad[:-3]
+        assert grouped(np.frombuffer(bytes(bad), np.uint8)) is None, damage
 
 
 def test_tiles_finds_records_that_go_back_where_they_were():

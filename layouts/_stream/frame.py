@@ -109,6 +109,7 @@ class Scanned:
     stride: int = 0  # > 0: the records are ``stride`` bytes each, one after another from ``start``
     longest: "np.ndarray | None" = None  # per type of the section: its longest record (the scan's)
     padded: bool = False  # ``offsets`` start a 64-byte-aligned allocation zeroed to its next 64 bytes
+    bounds: "np.ndarray | None" = None  # grouped already (``offsets`` by type, as K.group): lengths, types None
 
 
 def section_params(stream: Stream, s: Section, order: str, header: dict, where: str):
@@ -165,8 +166,13 @@ def scan_section(
     limit: int,
     where: str,
     stop: "int | None" = None,
+    grouped: bool = False,
 ) -> Scanned:
     """Index the records of ``buf[start:end]`` (at most ``limit``; -1 none).
+
+    ``grouped``: a tagged section without tails whose records are all exactly their
+    types' fields comes back grouped by type (``bounds``: the offsets only, no lengths
+    or types), by two walks and no other index; any other comes back as the scan gives it.
 
     ``stop`` (a window's end): stop at the last record that ends by ``stop`` (the scan
     resumes from the returned ``end``, a record boundary); a record that crosses it is
@@ -184,6 +190,10 @@ def scan_section(
     unknown = {"error": 0, "skip": 1, "keep": 2}[s.unknown]
     if isinstance(s, _BdwSection):
         return _scan_blocks(stream, s, buf, label, start, end, limit, where, stop)
+    if grouped and stop is None and limit < 0 and s.tag is not None and s.tail != "column":
+        got = K.scan_grouped(buf, start, end, *lp, min_len, *tp[:3], tp[5], type_min, type_min)
+        if got is not None:
+            return Scanned(start, end, got[0], None, None, bounds=got[1])  # type: ignore[arg-type]
     soft = end if stop is None else min(max(stop, start + 1), end)
     if lp[1] == 0 and not tp[1] and len(type_min) == 1 and lp[4] >= type_min[0]:
         return _fixed(buf, start, soft, end, limit, lp[4], (lp, tp, type_min, min_len, unknown), s, label, where)

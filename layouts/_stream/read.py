@@ -277,7 +277,7 @@ def _read(stream: Stream, buf: np.ndarray, label: str, gpu: "_OnDevice | None" =
         where = f"{stream.name} section[{i}]"
         s = _checked(lambda: s.resolve(values, where, size), label)  # list lengths from the header
         start, end, limit = section_range(s, values, where, label, size, pos)
-        got = scan_section(stream, s, buf, label, order, values, start, end, limit, where)
+        got = scan_section(stream, s, buf, label, order, values, start, end, limit, where, grouped=True)
         if limit >= 0 and len(got.offsets) < limit:
             raise ConversionError(
                 f"{label}: {where}: count = {s.count!r} is {limit} records, but the data ends "
@@ -370,6 +370,8 @@ def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where, gpu
         g_offsets, g_lengths, own = got.offsets, got.lengths, got.padded
         bounds = np.zeros(ntypes + 3, np.int64)
         bounds[int(got.types[0]) + 2 if len(got.types) else 0 :] = len(got.offsets)
+    elif got.bounds is not None:  # grouped by the scan (records all exactly their types' fields)
+        g_offsets, g_lengths, bounds = got.offsets, None, got.bounds
     else:
         # no tails, no unknown records kept, and no record longer than its type's fields
         # (the scan stopped at any shorter one): the lengths are known, only offsets grouped
