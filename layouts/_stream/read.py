@@ -405,6 +405,7 @@ def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where, gpu
             out.decimals[t.name] = dict(t.record.decimals)
     if bounds[ntypes + 2] > bounds[ntypes + 1]:
         a, b = bounds[ntypes + 1], bounds[ntypes + 2]
+        assert g_lengths is not None  # (grouped with lengths where unknown records are kept)
         out["_unknown"] = _raw_table(buf, g_offsets[a:b], g_lengths[a:b])
     if got.blocks is not None:
         out["_blocks"] = _raw_table(buf, got.blocks, np.full(len(got.blocks), 4, np.int64), fixed=4)
