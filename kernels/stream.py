@@ -118,7 +118,7 @@ def put_uint(buf, pos, size, big, value):
             v = v >> np.uint64(8)
 
 
-SCAN, COUNT, PLACE = 0, 1, 2  # what _walk does with each record
+SCAN, COUNT, PLACE, PROBE = 0, 1, 2, 3  # what _walk does with each record
 
 
 @_jit
@@ -155,8 +155,9 @@ def _walk(
     ``mode``: ``SCAN`` stores each record's offset, length and type at ``count`` (while
     there is room) and raises ``per_type[t]`` to its longest record; ``COUNT`` counts
     each type's records in ``per_type``; ``PLACE`` stores each record's offset at
-    ``offsets[per_type[t]]`` and moves that on, stopping at ``stop_at[t]``."""
-    cap = offsets.shape[0] if mode == SCAN else np.int64(2**62)
+    ``offsets[per_type[t]]`` and moves that on, stopping at ``stop_at[t]``; ``PROBE``
+    only walks, at most ``len(offsets)`` records."""
+    cap = offsets.shape[0] if mode == SCAN or mode == PROBE else np.int64(2**62)
     addr = buf.ctypes.data
     need = len_off + len_size
     ntypes = type_min.shape[0]
@@ -193,7 +194,7 @@ def _walk(
                 per_type[t] = n
         elif mode == COUNT:
             per_type[t] += 1
-        else:
+        elif mode == PLACE:
             j = per_type[t]
             if j >= stop_at[t]:
                 break
@@ -212,6 +213,106 @@ def _plain(len_size, unit, tag_size, direct):
     return tag_size == 0 or (tag_size <= 2 and direct.shape[0] == 1 << (8 * tag_size))
 
 
+@_jit
+def _resync(
+    buf, pos, end, len_off, len_size, len_big, base, min_len, tag_off, tag_size, tag_big, direct, type_min, type_max, k
+):
+    """The first byte from ``pos`` (within 64 KiB) where ``k`` records in a row (or all
+    up to ``end``) are whole, known and exactly their types' sizes: most likely a record
+    boundary, which the walk from before it confirms or refutes (-1: none found)."""
+    probe = np.zeros(k, np.int64)
+    none = np.zeros(0, np.int64)
+    counts = np.zeros(type_min.shape[0], np.int64)
+    for p in range(pos, min(end, pos + 65536)):
+        q, c = _walk(
+            PROBE,
+            buf,
+            p,
+            end,
+            0,
+            len_off,
+            len_size,
+            len_big,
+            base,
+            min_len,
+            tag_off,
+            tag_size,
+            tag_big,
+            direct,
+            type_min,
+            type_max,
+            counts,
+            none,
+            probe,
+            none,
+            np.zeros(0, np.int32),
+        )
+        if c == k or q == end:
+            return p
+    return -1
+
+
+@_jit
+def _walk_part(
+    mode,
+    buf,
+    p0,
+    p1,
+    len_off,
+    len_size,
+    len_big,
+    base,
+    min_len,
+    tag_off,
+    tag_size,
+    tag_big,
+    direct,
+    type_min,
+    type_max,
+    starts,
+    per_type,
+    stop_at,
+    offsets,
+    reached,
+    err,
+    stop,
+):
+    """Bytes ``p0..p1`` (from a record boundary) of :func:`scan_grouped`'s walk, one part
+    on one of the kernels' threads: ``COUNT`` into its row of ``per_type``, or ``PLACE``
+    from its row of cursors up to its row of ``stop_at``; where it stopped and how many
+    records it walked go to its row of ``reached``."""
+    part = np.searchsorted(starts, p0)
+    none = np.zeros(0, np.int64)
+    pos, count = _walk(
+        mode,
+        buf,
+        p0,
+        p1,
+        0,
+        len_off,
+        len_size,
+        len_big,
+        base,
+        min_len,
+        tag_off,
+        tag_size,
+        tag_big,
+        direct,
+        type_min,
+        type_max,
+        per_type[part],
+        stop_at[part],
+        offsets,
+        none,
+        np.zeros(0, np.int32),
+    )
+    reached[part, 0] = pos
+    reached[part, 1] = count
+
+
+SPLIT_BYTES = 1 << 22  # a section at least this long is walked in two parts on two threads
+
+
 def scan_grouped(
     buf,
     start,
@@ -228,6 +329,8 @@ def scan_grouped(
     direct,
     type_min,
     type_max,
+    *,
+    threads=None,
 ):
     """The index of a section whose records are all whole, of a known type and exactly
     ``type_min[t] .. type_max[t]`` bytes, already grouped by type (what :func:`scan` then
@@ -235,25 +338,47 @@ def scan_grouped(
     type's records, one storing each offset at its place, and no other index. Returns
     ``(offsets, bounds)`` as :func:`group` does, or None where any record is otherwise
     (or the bytes changed between the walks): the caller then scans the usual way,
-    which finds and names what it is."""
+    which finds and names what it is.
+
+    A long section is walked in two parts side by side: the second from the first byte
+    after its middle where 16 records in a row fit (:func:`_resync`); the first part's
+    walk must end exactly there, else the section is walked again as one part."""
     if not _plain(len_size, unit, tag_size, direct):
         return None
-    ntypes = type_min.shape[0]
-    counts = np.zeros(ntypes, np.int64)
-    none = np.zeros(0, np.int64)
+    from .threads import default_threads
+
     lp = (len_off, len_size, len_big, base, min_len, tag_off, tag_size, tag_big, direct, type_min, type_max)
-    pos, count = _walk(COUNT, buf, start, end, 0, *lp, counts, none, none, none, np.zeros(0, np.int32))
-    if pos != end:
+    tries = [np.array([start, end], np.int64)]
+    if end - start >= SPLIT_BYTES and (default_threads() if threads is None else threads) > 1:
+        b = _resync(buf, start + (end - start) // 2, end, *lp, 16)
+        if b > start:
+            tries.insert(0, np.array([start, b, end], np.int64))
+    for parts in tries:
+        got = _grouped(buf, parts, lp)
+        if got is not None or len(parts) == 2:
+            return got
+    return None
+
+
+def _grouped(buf, parts, lp):
+    """:func:`scan_grouped` in ``len(parts) - 1`` parts, or None."""
+    k, ntypes = parts.shape[0] - 1, lp[9].shape[0]
+    counts = np.zeros((k, ntypes), np.int64)
+    reached = np.zeros((k, 2), np.int64)
+    none = np.zeros(0, np.int64)
+    run_chunks(_walk_part, parts, (COUNT, buf, *lp, parts, counts, counts, none, reached), (buf,))
+    if (reached[:, 0] != parts[1:]).any():
         return None
+    count = int(reached[:, 1].sum())
     bounds = np.zeros(ntypes + 3, np.int64)
-    np.cumsum(counts, out=bounds[2 : ntypes + 2])
+    np.cumsum(counts.sum(axis=0), out=bounds[2 : ntypes + 2])
     bounds[ntypes + 2] = count
+    cursor = bounds[1 : ntypes + 1] + np.cumsum(counts, axis=0) - counts  # (part, type): its first place
+    stop_at = cursor + counts
     offsets = np.empty(count, np.int64)
-    cursor = bounds[1 : ntypes + 1].copy()
-    pos, placed = _walk(
-        PLACE, buf, start, end, 0, *lp, cursor, bounds[2 : ntypes + 2].copy(), offsets, none, np.zeros(0, np.int32)
-    )
-    if pos != end or placed != count:
+    reached[:] = 0
+    run_chunks(_walk_part, parts, (PLACE, buf, *lp, parts, cursor, stop_at, offsets, reached), (buf, offsets))
+    if (reached[:, 0] != parts[1:]).any() or (reached[:, 1] != counts.sum(axis=1)).any():
         return None
     return offsets, bounds
 

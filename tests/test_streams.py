@@ -1144,6 +1144,44 @@ def test_grouped_scan_equals_scan_then_group_or_hands_the_section_back():
         assert grouped(np.frombuffer(bytes(bad), np.uint8)) is None, damage
 
 
+def test_grouped_scan_in_two_parts_is_confirmed_or_redone(monkeypatch):
+    # a long section is walked in two parts, the second from a guessed record boundary
+    # (16 records in a row that fit) that the first part's walk must end on: a guess
+    # inside a record's bytes (here a field holding a fake run of records) is refuted,
+    # and the section walked again as one part; the index is the one scan + group give
+    from layouts.kernels import stream as K
+
+    monkeypatch.setattr(K, "SPLIT_BYTES", 0)
+    fake = b"".join(b"\x00\x03a\x00" + bytes([i]) for i in range(20))  # 20 records of type 'a' as bytes
+    S = lo.Stream
+    types = [
+        S.RecordType("a", S.Record([("k", "S1"), ("v", ">u2")]), "a"),
+        S.RecordType("b", S.Record([("k", "S1"), ("blob", f"S{len(fake)}")]), "b"),
+    ]
+    spec = S([S.Section(S.Framing(length=S.Length(0, 2, "big")), types, tag=S.Tag(0, 1))])
+    small = b"\x00\x03a\x00\x07"
+    big = (1 + len(fake)).to_bytes(2, "big") + b"b" + fake
+    seen = []
+    grouped = K._grouped
+    monkeypatch.setattr(K, "_grouped", lambda buf, parts, lp: seen.append(len(parts)) or grouped(buf, parts, lp))
+    for before in (100, 300):  # the big record over the middle (the guess refuted), and not
+        raw = small * before + big + small * 100
+        lp, tp, type_min, min_len = __import__("layouts._stream.frame", fromlist=["x"]).section_params(
+            spec, spec.sections[0], "big", {}, "w"
+        )
+        b = np.frombuffer(raw, np.uint8)
+        args = (b, 0, len(b), *lp, min_len, *tp[:3], tp[5], type_min, type_min)
+        seen.clear()
+        one, two = K.scan_grouped(*args, threads=1), K.scan_grouped(*args, threads=2)
+        assert (one[0] == two[0]).all() and (one[1] == two[1]).all()
+        assert seen == ([2, 3, 2] if before == 100 else [2, 3])  # refuted: one part again; confirmed: two
+        t = lo.read_stream(raw, spec)
+        assert t["a"]["_offset"].to_numpy().tolist() == [5 * i for i in range(before)] + [
+            5 * before + len(big) + 5 * i for i in range(100)
+        ]
+        assert t["b"]["blob"].to_numpy().tolist() == [fake]
+
+
 def test_tiles_finds_records_that_go_back_where_they_were():
     # write_stream skips the sort when the records tile the section in _offset order
     from layouts.kernels.stream import tiles
