@@ -122,31 +122,11 @@ SCAN, COUNT, PLACE, PROBE = 0, 1, 2, 3  # what _walk does with each record
 
 
 @_jit
-def _walk(
-    mode,
-    buf,
-    pos,
-    end,
-    count,
-    len_off,
-    len_size,
-    len_big,
-    base,
-    min_len,
-    tag_off,
-    tag_size,
-    tag_big,
-    direct,
-    type_min,
-    type_max,
-    per_type,
-    stop_at,
-    offsets,
-    lengths,
-    types,
-):
+def _walk(mode, buf, pos, end, count, fr, per_type, stop_at, offsets, lengths, types):
     """The common case of :func:`scan` (fixed sizes, or a 1-, 2- or 4-byte length
-    counted in bytes; no tag, or a 1- or 2-byte one looked up in ``direct``): records
+    counted in bytes; no tag, or a 1- or 2-byte one looked up in ``direct``), the framing
+    ``fr`` being ``(len_off, len_size, len_big, base, min_len, tag_off, tag_size, tag_big,
+    direct, type_min, type_max)``: records
     walked with one load per field, for as long as every one is whole, of a known type
     and at least its fields (and at most ``type_max[t]`` bytes). It stops, returning
     ``(pos, count)``, at the first record that is anything else, which :func:`scan`
@@ -157,6 +137,7 @@ def _walk(
     each type's records in ``per_type``; ``PLACE`` stores each record's offset at
     ``offsets[per_type[t]]`` and moves that on, stopping at ``stop_at[t]``; ``PROBE``
     only walks, at most ``len(offsets)`` records."""
+    len_off, len_size, len_big, base, min_len, tag_off, tag_size, tag_big, direct, type_min, type_max = fr
     cap = offsets.shape[0] if mode == SCAN or mode == PROBE else np.int64(2**62)
     addr = buf.ctypes.data
     need = len_off + len_size
@@ -214,98 +195,29 @@ def _plain(len_size, unit, tag_size, direct):
 
 
 @_jit
-def _resync(
-    buf, pos, end, len_off, len_size, len_big, base, min_len, tag_off, tag_size, tag_big, direct, type_min, type_max, k
-):
+def _resync(buf, pos, end, fr, k):
     """The first byte from ``pos`` (within 64 KiB) where ``k`` records in a row (or all
     up to ``end``) are whole, known and exactly their types' sizes: most likely a record
     boundary, which the walk from before it confirms or refutes (-1: none found)."""
     probe = np.zeros(k, np.int64)
     none = np.zeros(0, np.int64)
-    counts = np.zeros(type_min.shape[0], np.int64)
+    counts = np.zeros(fr[9].shape[0], np.int64)
     for p in range(pos, min(end, pos + 65536)):
-        q, c = _walk(
-            PROBE,
-            buf,
-            p,
-            end,
-            0,
-            len_off,
-            len_size,
-            len_big,
-            base,
-            min_len,
-            tag_off,
-            tag_size,
-            tag_big,
-            direct,
-            type_min,
-            type_max,
-            counts,
-            none,
-            probe,
-            none,
-            np.zeros(0, np.int32),
-        )
+        q, c = _walk(PROBE, buf, p, end, 0, fr, counts, none, probe, none, np.zeros(0, np.int32))
         if c == k or q == end:
             return p
     return -1
 
 
 @_jit
-def _walk_part(
-    mode,
-    buf,
-    p0,
-    p1,
-    len_off,
-    len_size,
-    len_big,
-    base,
-    min_len,
-    tag_off,
-    tag_size,
-    tag_big,
-    direct,
-    type_min,
-    type_max,
-    starts,
-    per_type,
-    stop_at,
-    offsets,
-    reached,
-    err,
-    stop,
-):
+def _walk_part(mode, buf, p0, p1, fr, starts, per_type, stop_at, offsets, reached, err, stop):
     """Bytes ``p0..p1`` (from a record boundary) of :func:`scan_grouped`'s walk, one part
     on one of the kernels' threads: ``COUNT`` into its row of ``per_type``, or ``PLACE``
     from its row of cursors up to its row of ``stop_at``; where it stopped and how many
     records it walked go to its row of ``reached``."""
     part = np.searchsorted(starts, p0)
     none = np.zeros(0, np.int64)
-    pos, count = _walk(
-        mode,
-        buf,
-        p0,
-        p1,
-        0,
-        len_off,
-        len_size,
-        len_big,
-        base,
-        min_len,
-        tag_off,
-        tag_size,
-        tag_big,
-        direct,
-        type_min,
-        type_max,
-        per_type[part],
-        stop_at[part],
-        offsets,
-        none,
-        np.zeros(0, np.int32),
-    )
+    pos, count = _walk(mode, buf, p0, p1, 0, fr, per_type[part], stop_at[part], offsets, none, np.zeros(0, np.int32))
     reached[part, 0] = pos
     reached[part, 1] = count
 
@@ -313,29 +225,12 @@ def _walk_part(
 SPLIT_BYTES = 1 << 22  # a section at least this long is walked in two parts on two threads
 
 
-def scan_grouped(
-    buf,
-    start,
-    end,
-    len_off,
-    len_size,
-    len_big,
-    unit,
-    base,
-    min_len,
-    tag_off,
-    tag_size,
-    tag_big,
-    direct,
-    type_min,
-    type_max,
-    *,
-    threads=None,
-):
+def scan_grouped(buf, start, end, fr, unit, *, threads=None):
     """The index of a section whose records are all whole, of a known type and exactly
     ``type_min[t] .. type_max[t]`` bytes, already grouped by type (what :func:`scan` then
     :func:`group` give, in stream order within each type): two walks, one counting each
-    type's records, one storing each offset at its place, and no other index. Returns
+    type's records, one storing each offset at its place, and no other index. ``fr``:
+    the framing as :func:`_walk` takes it; ``unit``: the length field's unit. Returns
     ``(offsets, bounds)`` as :func:`group` does, or None where any record is otherwise
     (or the bytes changed between the walks): the caller then scans the usual way,
     which finds and names what it is.
@@ -343,30 +238,29 @@ def scan_grouped(
     A long section is walked in two parts side by side: the second from the first byte
     after its middle where 16 records in a row fit (:func:`_resync`); the first part's
     walk must end exactly there, else the section is walked again as one part."""
-    if not _plain(len_size, unit, tag_size, direct):
+    if not _plain(fr[1], unit, fr[6], fr[8]):
         return None
     from .threads import default_threads
 
-    lp = (len_off, len_size, len_big, base, min_len, tag_off, tag_size, tag_big, direct, type_min, type_max)
     tries = [np.array([start, end], np.int64)]
     if end - start >= SPLIT_BYTES and (default_threads() if threads is None else threads) > 1:
-        b = _resync(buf, start + (end - start) // 2, end, *lp, 16)
+        b = _resync(buf, start + (end - start) // 2, end, fr, 16)
         if b > start:
             tries.insert(0, np.array([start, b, end], np.int64))
     for parts in tries:
-        got = _grouped(buf, parts, lp)
+        got = _grouped(buf, parts, fr)
         if got is not None or len(parts) == 2:
             return got
     return None
 
 
-def _grouped(buf, parts, lp):
+def _grouped(buf, parts, fr):
     """:func:`scan_grouped` in ``len(parts) - 1`` parts, or None."""
-    k, ntypes = parts.shape[0] - 1, lp[9].shape[0]
+    k, ntypes = parts.shape[0] - 1, fr[9].shape[0]
     counts = np.zeros((k, ntypes), np.int64)
     reached = np.zeros((k, 2), np.int64)
     none = np.zeros(0, np.int64)
-    run_chunks(_walk_part, parts, (COUNT, buf, *lp, parts, counts, counts, none, reached), (buf,))
+    run_chunks(_walk_part, parts, (COUNT, buf, fr, parts, counts, counts, none, reached), (buf,))
     if (reached[:, 0] != parts[1:]).any():
         return None
     count = int(reached[:, 1].sum())
@@ -377,7 +271,7 @@ def _grouped(buf, parts, lp):
     stop_at = cursor + counts
     offsets = np.empty(count, np.int64)
     reached[:] = 0
-    run_chunks(_walk_part, parts, (PLACE, buf, *lp, parts, cursor, stop_at, offsets, reached), (buf, offsets))
+    run_chunks(_walk_part, parts, (PLACE, buf, fr, parts, cursor, stop_at, offsets, reached), (buf, offsets))
     if (reached[:, 0] != parts[1:]).any() or (reached[:, 1] != counts.sum(axis=1)).any():
         return None
     return offsets, bounds
@@ -429,29 +323,9 @@ def scan(
     need = len_off + len_size  # to read the length; the tag is checked against the length
     ntypes = tag_values.shape[0]
     if limit < 0 and _plain(len_size, unit, tag_size, direct):
-        pos, count = _walk(
-            SCAN,
-            buf,
-            pos,
-            end,
-            count,
-            len_off,
-            len_size,
-            len_big,
-            base,
-            min_len,
-            tag_off,
-            tag_size,
-            tag_big,
-            direct,
-            type_min,
-            np.full(type_min.shape[0], np.int64(2**62)),
-            longest,
-            longest,
-            offsets,
-            lengths,
-            types,
-        )
+        longer = np.full(type_min.shape[0], np.int64(2**62))  # (no most: the checks after the scan's)
+        fr = (len_off, len_size, len_big, base, min_len, tag_off, tag_size, tag_big, direct, type_min, longer)
+        pos, count = _walk(SCAN, buf, pos, end, count, fr, longest, longest, offsets, lengths, types)
     while pos < end:
         if limit >= 0 and count >= limit:
             return OK, pos, count

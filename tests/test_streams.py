@@ -1122,7 +1122,8 @@ def test_grouped_scan_equals_scan_then_group_or_hands_the_section_back():
     lp, tp, type_min, min_len = section_params(stream, s, "big", {}, "w")
 
     def grouped(b):
-        return K.scan_grouped(b, 0, len(b), *lp, min_len, *tp[:3], tp[5], type_min, type_min)
+        fr = (lp[0], lp[1], lp[2], lp[4], min_len, *tp[:3], tp[5], type_min, type_min)
+        return K.scan_grouped(b, 0, len(b), fr, lp[3])
 
     offsets, bounds = grouped(buf)
     n = len(offsets)
@@ -1170,7 +1171,7 @@ def test_grouped_scan_in_two_parts_is_confirmed_or_redone(monkeypatch):
             spec, spec.sections[0], "big", {}, "w"
         )
         b = np.frombuffer(raw, np.uint8)
-        args = (b, 0, len(b), *lp, min_len, *tp[:3], tp[5], type_min, type_min)
+        args = (b, 0, len(b), (lp[0], lp[1], lp[2], lp[4], min_len, *tp[:3], tp[5], type_min, type_min), lp[3])
         seen.clear()
         one, two = K.scan_grouped(*args, threads=1), K.scan_grouped(*args, threads=2)
         assert (one[0] == two[0]).all() and (one[1] == two[1]).all()

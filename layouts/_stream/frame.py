@@ -192,23 +192,8 @@ def scan_section(
         return _scan_blocks(stream, s, buf, label, start, end, limit, where, stop)
     if grouped and stop is None and limit < 0 and s.tag is not None and s.tail != "column":
         (len_off, len_size, len_big, unit, base), (tag_off, tag_size, tag_big) = lp, tp[:3]
-        got = K.scan_grouped(
-            buf,
-            start,
-            end,
-            len_off,
-            len_size,
-            len_big,
-            unit,
-            base,
-            min_len,
-            tag_off,
-            tag_size,
-            tag_big,
-            tp[5],
-            type_min,
-            type_min,
-        )
+        fr = (len_off, len_size, len_big, base, min_len, tag_off, tag_size, tag_big, tp[5], type_min, type_min)
+        got = K.scan_grouped(buf, start, end, fr, unit)
         if got is not None:
             return Scanned(start, end, got[0], None, None, bounds=got[1])  # type: ignore[arg-type]
     soft = end if stop is None else min(max(stop, start + 1), end)
