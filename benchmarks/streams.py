@@ -94,20 +94,29 @@ def pcap_bytes(packets, seed=0):
     return b"".join(out)
 
 
-def interleaved(fns, repeat, cpu=None):
+def interleaved(fns, repeat, cpu=None, faults=None):
     """Median seconds of each function, rounds interleaved (one call of each per round).
     With a list ``cpu``, the median CPU seconds of each (this process's, all its threads:
-    less disturbed by other programs than the wall clock) are appended to it."""
+    less disturbed by other programs than the wall clock) are appended to it; with a list
+    ``faults``, the median minor page faults of each call (first touches of new memory:
+    ``ru_minflt``; with transparent huge pages one fault may stand for 2 MiB)."""
+    import resource
+
     times = [[] for _ in fns]
     used = [[] for _ in fns]
+    touched = [[] for _ in fns]
     for _ in range(repeat):
         for k, fn in enumerate(fns):
+            f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             t0, c0 = time.perf_counter(), time.process_time()
             fn()
             times[k].append(time.perf_counter() - t0)
             used[k].append(time.process_time() - c0)
+            touched[k].append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
     if cpu is not None:
         cpu.extend(float(np.median(u)) for u in used)
+    if faults is not None:
+        faults.extend(int(np.median(f)) for f in touched)
     return [float(np.median(t)) for t in times]
 
 
@@ -150,7 +159,8 @@ def run_itch(sizes_mb, repeat):
             book(buf)
             fns.append(lambda: book(buf))
         cpu: list = []
-        times = interleaved(fns, repeat, cpu)
+        faults: list = []
+        times = interleaved(fns, repeat, cpu, faults)
         assert out.getvalue() == buf.tobytes()
         row = {
             "bytes": buf.nbytes,
@@ -162,6 +172,10 @@ def run_itch(sizes_mb, repeat):
             "read_cpu_s": cpu[0],
             "write_cpu_s": cpu[1],
             "itch_book_cpu_s": cpu[3] if book is not None else None,
+            "read_minflt": faults[0],
+            "write_minflt": faults[1],
+            "itch_book_minflt": faults[3] if book is not None else None,
+            "threads": _threads(),
             "load_average": os.getloadavg(),
         }
         rows.append(row)
@@ -169,30 +183,41 @@ def run_itch(sizes_mb, repeat):
     return rows
 
 
+def _threads():
+    from layouts.kernels.threads import default_threads
+
+    return default_threads()
+
+
 def _print_itch(rows, repeat, book):
-    print(f"ITCH 5.0 days (benchmarks.itch_day), in memory; median of {repeat} interleaved rounds")
-    print("| MB | messages | step | seconds | messages/s | GB/s | time / copy | CPU seconds |")
-    print("| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
+    print(
+        f"ITCH 5.0 days (benchmarks.itch_day), in memory; median of {repeat} interleaved rounds; "
+        f"{rows[0]['threads'] if rows else '?'} kernel threads"
+    )
+    print("| MB | messages | step | seconds | messages/s | GB/s | time / copy | CPU seconds | minor faults |")
+    print("| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
         gb, n, mb = r["bytes"] / 1e9, r["messages"], f"{r['bytes'] / 1e6:.0f}"
         steps = [
-            ("read_stream -> 23 tables", r["read_s"], r["read_cpu_s"]),
-            ("write_stream <- 23 tables", r["write_s"], r["write_cpu_s"]),
-            ("np.copyto (reused buffer)", r["copy_s"], None),
+            ("read_stream -> 23 tables", r["read_s"], r["read_cpu_s"], r["read_minflt"]),
+            ("write_stream <- 23 tables", r["write_s"], r["write_cpu_s"], r["write_minflt"]),
+            ("np.copyto (reused buffer)", r["copy_s"], None, None),
         ]
         if book:
-            steps.append(("itch-book message table", r["itch_book_s"], r["itch_book_cpu_s"]))
-        for name, t, c in steps:
+            steps.append(("itch-book message table", r["itch_book_s"], r["itch_book_cpu_s"], r["itch_book_minflt"]))
+        for name, t, c, f in steps:
             used = "" if c is None else f"{c:.3f}"
             print(
                 f"| {mb} | {n:,} | {name} | {t:.3f} | {n / t / 1e6:.1f} M | {gb / t:.2f} | "
-                f"{t / r['copy_s']:.1f}x | {used} |"
+                f"{t / r['copy_s']:.1f}x | {used} | {'' if f is None else f'{f:,}'} |"
             )
         print(f"(load average {', '.join(f'{x:.1f}' for x in r['load_average'])})")
     if book:
         print(
             "itch-book time / read_stream time: "
             + ", ".join(f"{r['bytes'] / 1e6:.0f} MB: {r['itch_book_s'] / r['read_s']:.1f}x" for r in rows)
+            + "; in CPU seconds: "
+            + ", ".join(f"{r['itch_book_cpu_s'] / r['read_cpu_s']:.1f}x" for r in rows)
         )
     if len(rows) > 1:
         a, b = rows[0], rows[-1]
@@ -213,8 +238,9 @@ def run_pcap(packets, repeat):
         print("pcap: dpkt is not installed (pip install dpkt); skipped")
         return {}
     cpu: list = []
+    faults: list = []
     t_lo, t_dpkt = interleaved(
-        [lambda: lo.read_stream(raw, pspec), lambda: list(dpkt.pcap.Reader(io.BytesIO(raw)))], repeat, cpu
+        [lambda: lo.read_stream(raw, pspec), lambda: list(dpkt.pcap.Reader(io.BytesIO(raw)))], repeat, cpu, faults
     )
     print(
         f"\npcap: {len(raw) / 1e6:.0f} MB, {packets:,} packets (payloads kept), median of {repeat} interleaved rounds"
@@ -223,7 +249,10 @@ def run_pcap(packets, repeat):
     print("| --- | ---: | ---: | ---: | ---: |")
     for name, t in (("layouts read_stream", t_lo), ("dpkt.pcap.Reader", t_dpkt)):
         print(f"| {name} | {t:.3f} | {packets / t / 1e6:.2f} M | {len(raw) / t / 1e9:.2f} | {t_dpkt / t:.1f}x |")
-    print(f"(CPU seconds: layouts {cpu[0]:.3f}, dpkt {cpu[1]:.3f}; load average {os.getloadavg()[0]:.1f})")
+    print(
+        f"(CPU seconds: layouts {cpu[0]:.3f}, dpkt {cpu[1]:.3f} ({cpu[1] / cpu[0]:.1f}x); minor faults: layouts "
+        f"{faults[0]:,}, dpkt {faults[1]:,}; load average {os.getloadavg()[0]:.1f})"
+    )
     return {
         "pcap_bytes": len(raw),
         "packets": packets,
@@ -231,6 +260,9 @@ def run_pcap(packets, repeat):
         "pcap_dpkt_s": t_dpkt,
         "pcap_layouts_cpu_s": cpu[0],
         "pcap_dpkt_cpu_s": cpu[1],
+        "pcap_layouts_minflt": faults[0],
+        "pcap_dpkt_minflt": faults[1],
+        "pcap_load_average": os.getloadavg(),
     }
 
 
@@ -238,16 +270,25 @@ def _fixed_records(name, path, spec, type_name, dtype, offset, count, repeat):
     """read_stream of a file against read_records + to_soa of its fixed records."""
     lo.read_stream(path, spec)
     lo.read_records(path, dtype, offset=offset, count=count).to_soa()
+    cpu: list = []
     t_stream, t_records = interleaved(
         [lambda: lo.read_stream(path, spec), lambda: lo.read_records(path, dtype, offset=offset, count=count).to_soa()],
         repeat,
+        cpu,
     )
     size = os.path.getsize(path)
     print(
         f"| {name} | {size / 1e6:.0f} MB | {count:,} | {t_stream:.3f} | {t_records:.3f} | "
-        f"{t_stream / t_records:.2f}x | {size / t_stream / 1e9:.2f} |"
+        f"{t_stream / t_records:.2f}x | {size / t_stream / 1e9:.2f} | {cpu[0]:.3f} / {cpu[1]:.3f} |"
     )
-    return {"bytes": size, "records": count, "read_stream_s": t_stream, "read_records_s": t_records}
+    return {
+        "bytes": size,
+        "records": count,
+        "read_stream_s": t_stream,
+        "read_records_s": t_records,
+        "read_stream_cpu_s": cpu[0],
+        "read_records_cpu_s": cpu[1],
+    }
 
 
 def run_las(points, repeat, tmp):
@@ -295,8 +336,8 @@ def run(itch_mb, packets, repeat, points=2_000_000, traces=20_000, samples=1000)
     result.update(run_pcap(packets, repeat))
     with tempfile.TemporaryDirectory() as tmp:
         print(f"\nheader-driven fixed records, files in {tmp}, median of {repeat} interleaved rounds")
-        print("| file | size | records | read_stream s | read_records + to_soa s | ratio | GB/s |")
-        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+        print("| file | size | records | read_stream s | read_records + to_soa s | ratio | GB/s | CPU s (each) |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         result["las"] = run_las(points, repeat, tmp)
         result["segy"] = run_segy(traces, samples, repeat, tmp)
     first = result["itch"][0]  # the keys of the smoke test and of earlier results

@@ -18,7 +18,7 @@ take only NumPy arrays and integers, and import nothing of ``layouts``.
 import numpy as np
 
 from ._cache import jit
-from ._memory import store8, stream_fence
+from ._memory import bswap16, bswap32, load8, load16, load32, store8, stream_fence
 from .cpu.gather import (
     E_LENGTH,
     E_TAG,
@@ -33,6 +33,7 @@ from .threads import chunk_starts, run_chunks
 
 __all__ = [
     "scan",
+    "scan_grouped",
     "group",
     "gather",
     "gather_all",
@@ -49,6 +50,7 @@ __all__ = [
     "scatter",
     "scatter_tails",
     "put_uint",
+    "arith",
     "OK",
     "FULL",
     "SHORT_PREFIX",
@@ -72,26 +74,34 @@ SHORT_RECORD = 6  # a record shorter than its type's fields
 
 @_jit
 def _get_uint(buf, pos, size, big):
-    """The unsigned integer of ``size`` (1..8) bytes at ``buf[pos]``."""
+    """The unsigned integer of ``size`` (1..8) bytes at ``buf[pos]`` (the caller has
+    checked that they lie inside ``buf``): the common widths by one load and a byte
+    swap, the scan reading one or two of them per record."""
+    addr = buf.ctypes.data + pos
     if size == 1:
-        return np.uint64(buf[pos])
-    if size == 2:  # (the common widths spelled out: the scan reads one or two of them per record)
-        a, b = np.uint64(buf[pos]), np.uint64(buf[pos + 1])
-        return (a << np.uint64(8)) | b if big else (b << np.uint64(8)) | a
+        return np.uint64(load8(addr))
+    if size == 2:
+        v = load16(addr)
+        return np.uint64(bswap16(v) if big else v)
     if size == 4:
-        a, b = np.uint64(buf[pos]), np.uint64(buf[pos + 1])
-        c, d = np.uint64(buf[pos + 2]), np.uint64(buf[pos + 3])
-        if big:
-            return (a << np.uint64(24)) | (b << np.uint64(16)) | (c << np.uint64(8)) | d
-        return (d << np.uint64(24)) | (c << np.uint64(16)) | (b << np.uint64(8)) | a
+        w = load32(addr)
+        return np.uint64(bswap32(w) if big else w)
     v = np.uint64(0)
     if big:
         for k in range(size):
-            v = (v << np.uint64(8)) | np.uint64(buf[pos + k])
+            v = (v << np.uint64(8)) | np.uint64(load8(addr + k))
     else:
         for k in range(size - 1, -1, -1):
-            v = (v << np.uint64(8)) | np.uint64(buf[pos + k])
+            v = (v << np.uint64(8)) | np.uint64(load8(addr + k))
     return v
+
+
+@_jit
+def arith(out, start, step):
+    """``out[i] = start + i * step``: the offsets of fixed-size records one after another,
+    written where they are to stay (no temporary array)."""
+    for i in range(out.shape[0]):
+        out[i] = start + i * step
 
 
 @_jit
@@ -106,6 +116,165 @@ def put_uint(buf, pos, size, big, value):
         for k in range(size):
             buf[pos + k] = np.uint8(v & np.uint64(0xFF))
             v = v >> np.uint64(8)
+
+
+SCAN, COUNT, PLACE, PROBE = 0, 1, 2, 3  # what _walk does with each record
+
+
+@_jit
+def _walk(mode, buf, pos, end, count, fr, per_type, stop_at, offsets, lengths, types):
+    """The common case of :func:`scan` (fixed sizes, or a 1-, 2- or 4-byte length
+    counted in bytes; no tag, or a 1- or 2-byte one looked up in ``direct``), the framing
+    ``fr`` being ``(len_off, len_size, len_big, base, min_len, tag_off, tag_size, tag_big,
+    direct, type_min, type_max)``: records
+    walked with one load per field, for as long as every one is whole, of a known type
+    and at least its fields (and at most ``type_max[t]`` bytes). It stops, returning
+    ``(pos, count)``, at the first record that is anything else, which :func:`scan`
+    then takes as it takes every record: the statuses are its own.
+
+    ``mode``: ``SCAN`` stores each record's offset, length and type at ``count`` (while
+    there is room) and raises ``per_type[t]`` to its longest record; ``COUNT`` counts
+    each type's records in ``per_type``; ``PLACE`` stores each record's offset at
+    ``offsets[per_type[t]]`` and moves that on, stopping at ``stop_at[t]``; ``PROBE``
+    only walks, at most ``len(offsets)`` records."""
+    len_off, len_size, len_big, base, min_len, tag_off, tag_size, tag_big, direct, type_min, type_max = fr
+    cap = offsets.shape[0] if mode == SCAN or mode == PROBE else np.int64(2**62)
+    addr = buf.ctypes.data
+    need = len_off + len_size
+    ntypes = type_min.shape[0]
+    while pos < end and count < cap:
+        left = end - pos
+        if left < need:
+            break
+        at = addr + pos + len_off
+        if len_size == 0:  # fixed-size records
+            n = base
+        elif len_size == 2:
+            v = load16(at)
+            n = np.int64(bswap16(v) if len_big else v) + base
+        elif len_size == 1:
+            n = np.int64(load8(at)) + base
+        else:
+            w = load32(at)
+            n = np.int64(bswap32(w) if len_big else w) + base
+        if n > left or n < min_len or n <= 0:
+            break
+        t = 0
+        if tag_size == 1:
+            t = direct[load8(addr + pos + tag_off)]
+        elif tag_size == 2:
+            k = load16(addr + pos + tag_off)
+            t = direct[bswap16(k) if tag_big else k]
+        if t < 0 or t >= ntypes or n < type_min[t] or n > type_max[t]:
+            break
+        if mode == SCAN:
+            offsets[count] = pos
+            lengths[count] = n
+            types[count] = t
+            if n > per_type[t]:
+                per_type[t] = n
+        elif mode == COUNT:
+            per_type[t] += 1
+        elif mode == PLACE:
+            j = per_type[t]
+            if j >= stop_at[t]:
+                break
+            offsets[j] = pos
+            per_type[t] = j + 1
+        count += 1
+        pos += n
+    return pos, count
+
+
+@_jit
+def _plain(len_size, unit, tag_size, direct):
+    """Whether :func:`_walk` takes a section of these framing parameters."""
+    if not (len_size == 0 or len_size == 1 or len_size == 2 or len_size == 4) or unit != 1:
+        return False
+    return tag_size == 0 or (tag_size <= 2 and direct.shape[0] == 1 << (8 * tag_size))
+
+
+@_jit
+def _resync(buf, pos, end, fr, k):
+    """The first byte from ``pos`` (within 64 KiB) where ``k`` records in a row (or all
+    up to ``end``) are whole, known and exactly their types' sizes: most likely a record
+    boundary, which the walk from before it confirms or refutes (-1: none found)."""
+    probe = np.zeros(k, np.int64)
+    none = np.zeros(0, np.int64)
+    counts = np.zeros(fr[9].shape[0], np.int64)
+    for p in range(pos, min(end, pos + 65536)):
+        q, c = _walk(PROBE, buf, p, end, 0, fr, counts, none, probe, none, np.zeros(0, np.int32))
+        if c == k or q == end:
+            return p
+    return -1
+
+
+@_jit
+def _walk_part(mode, buf, p0, p1, fr, starts, per_type, stop_at, offsets, reached, err, stop):
+    """Bytes ``p0..p1`` (from a record boundary) of :func:`scan_grouped`'s walk, one part
+    on one of the kernels' threads: ``COUNT`` into its row of ``per_type``, or ``PLACE``
+    from its row of cursors up to its row of ``stop_at``; where it stopped and how many
+    records it walked go to its row of ``reached``."""
+    part = np.searchsorted(starts, p0)
+    none = np.zeros(0, np.int64)
+    pos, count = _walk(mode, buf, p0, p1, 0, fr, per_type[part], stop_at[part], offsets, none, np.zeros(0, np.int32))
+    reached[part, 0] = pos
+    reached[part, 1] = count
+
+
+SPLIT_BYTES = 1 << 22  # a section at least this long is walked in two parts on two threads
+
+
+def scan_grouped(buf, start, end, fr, unit, *, threads=None):
+    """The index of a section whose records are all whole, of a known type and exactly
+    ``type_min[t] .. type_max[t]`` bytes, already grouped by type (what :func:`scan` then
+    :func:`group` give, in stream order within each type): two walks, one counting each
+    type's records, one storing each offset at its place, and no other index. ``fr``:
+    the framing as :func:`_walk` takes it; ``unit``: the length field's unit. Returns
+    ``(offsets, bounds)`` as :func:`group` does, or None where any record is otherwise
+    (or the bytes changed between the walks): the caller then scans the usual way,
+    which finds and names what it is.
+
+    A long section is walked in two parts side by side: the second from the first byte
+    after its middle where 16 records in a row fit (:func:`_resync`); the first part's
+    walk must end exactly there, else the section is walked again as one part."""
+    if not _plain(fr[1], unit, fr[6], fr[8]):
+        return None
+    from .threads import default_threads
+
+    tries = [np.array([start, end], np.int64)]
+    if end - start >= SPLIT_BYTES and (default_threads() if threads is None else threads) > 1:
+        b = _resync(buf, start + (end - start) // 2, end, fr, 16)
+        if b > start:
+            tries.insert(0, np.array([start, b, end], np.int64))
+    for parts in tries:
+        got = _grouped(buf, parts, fr)
+        if got is not None or len(parts) == 2:
+            return got
+    return None
+
+
+def _grouped(buf, parts, fr):
+    """:func:`scan_grouped` in ``len(parts) - 1`` parts, or None."""
+    k, ntypes = parts.shape[0] - 1, fr[9].shape[0]
+    counts = np.zeros((k, ntypes), np.int64)
+    reached = np.zeros((k, 2), np.int64)
+    none = np.zeros(0, np.int64)
+    run_chunks(_walk_part, parts, (COUNT, buf, fr, parts, counts, counts, none, reached), (buf,))
+    if (reached[:, 0] != parts[1:]).any():
+        return None
+    count = int(reached[:, 1].sum())
+    bounds = np.zeros(ntypes + 3, np.int64)
+    np.cumsum(counts.sum(axis=0), out=bounds[2 : ntypes + 2])
+    bounds[ntypes + 2] = count
+    cursor = bounds[1 : ntypes + 1] + np.cumsum(counts, axis=0) - counts  # (part, type): its first place
+    stop_at = cursor + counts
+    offsets = np.empty(count, np.int64)
+    reached[:] = 0
+    run_chunks(_walk_part, parts, (PLACE, buf, fr, parts, cursor, stop_at, offsets, reached), (buf, offsets))
+    if (reached[:, 0] != parts[1:]).any() or (reached[:, 1] != counts.sum(axis=1)).any():
+        return None
+    return offsets, bounds
 
 
 @_jit
@@ -132,6 +301,7 @@ def scan(
     offsets,
     lengths,
     types,
+    longest,
 ):
     """Walk records from ``pos`` to ``end`` (exclusive) of ``buf`` (uint8).
 
@@ -144,12 +314,18 @@ def scan(
     (``unknown`` 0), skipped (1: type -1) or kept (2: type ``len(tag_types)``).
     Records are written from index ``count`` on, at most ``limit`` of them in all
     (-1: no limit). A record of type ``t`` shorter than ``type_min[t]`` stops the scan
-    (``SHORT_RECORD``) there, before the records after it are cut. Returns ``(status, pos, count)``: ``pos`` is where the scan stopped
+    (``SHORT_RECORD``) there, before the records after it are cut. ``longest[t]`` is
+    raised to the longest record of type ``t`` written (a section without tails whose
+    records are no longer than their types' fields needs no lengths after). Returns ``(status, pos, count)``: ``pos`` is where the scan stopped
     (the offending record's offset on an error).
     """
     cap = offsets.shape[0]
     need = len_off + len_size  # to read the length; the tag is checked against the length
     ntypes = tag_values.shape[0]
+    if limit < 0 and _plain(len_size, unit, tag_size, direct):
+        longer = np.full(type_min.shape[0], np.int64(2**62))  # (no most: the checks after the scan's)
+        fr = (len_off, len_size, len_big, base, min_len, tag_off, tag_size, tag_big, direct, type_min, longer)
+        pos, count = _walk(SCAN, buf, pos, end, count, fr, longest, longest, offsets, lengths, types)
     while pos < end:
         if limit >= 0 and count >= limit:
             return OK, pos, count
@@ -199,6 +375,8 @@ def scan(
         offsets[count] = pos
         lengths[count] = n
         types[count] = t
+        if 0 <= t < longest.shape[0] and n > longest[t]:
+            longest[t] = n
         count += 1
         pos += n
     return OK, pos, count
@@ -214,22 +392,25 @@ def _group_count(types, counts, r0, r1, starts, err, stop):
 
 
 @_jit
-def _group_place(types, fill, r0, r1, starts, offsets, lengths, g_offsets, g_lengths, err, stop):
+def _group_place(types, fill, r0, r1, starts, offsets, lengths, g_offsets, g_lengths, with_lengths, err, stop):
     """Records ``r0..r1`` to their places: the next of their type in their chunk's row of
-    ``fill`` (where the chunk's records of each type start)."""
+    ``fill`` (where the chunk's records of each type start); their lengths too with
+    ``with_lengths``."""
     row = fill[np.searchsorted(starts, r0)]
     for i in range(r0, r1):
         k = types[i] + 1
         j = row[k]
         g_offsets[j] = offsets[i]
-        g_lengths[j] = lengths[i]
+        if with_lengths:
+            g_lengths[j] = lengths[i]
         row[k] = j + 1
 
 
 def group(types, ntypes, offsets, lengths, g_offsets, g_lengths, *, threads=None):
     """Records grouped by type, in stream order within each (a counting sort): type
     ``t`` (-1 for skipped records, which go first) gets ``bounds[t + 1]..bounds[t + 2]``
-    of ``g_offsets``/``g_lengths``. Returns ``bounds`` (``ntypes + 2`` entries + 1).
+    of ``g_offsets``/``g_lengths`` (``g_lengths`` None: the offsets only). Returns
+    ``bounds`` (``ntypes + 2`` entries + 1).
 
     Two passes over chunks of the records on the kernels' thread pool: each chunk counts
     its records of each type, then places them after those of the same type in the
@@ -243,8 +424,13 @@ def group(types, ntypes, offsets, lengths, g_offsets, g_lengths, *, threads=None
     bounds = np.zeros(ntypes + 3, np.int64)
     np.cumsum(counts.sum(axis=0), out=bounds[1:])
     fill = bounds[:-1] + np.cumsum(counts, axis=0) - counts  # (chunk, type + 1): where its records go
+    with_lengths = g_lengths is not None
+    if not with_lengths:
+        g_lengths = np.empty(0, np.int64)
     if n:
-        run_chunks(_group_place, starts, (types, fill, starts, offsets, lengths, g_offsets, g_lengths), owners)
+        run_chunks(
+            _group_place, starts, (types, fill, starts, offsets, lengths, g_offsets, g_lengths, with_lengths), owners
+        )
     return bounds
 
 

@@ -666,8 +666,9 @@ def test_a_new_description_or_source_compiles_nothing():
     from layouts.kernels import stream as K
 
     raw, _ = itch_file(np.random.default_rng(13), list(ITCH), 50)
-    lo.write_stream(lo.read_stream(raw, "itch50"), "itch50")
-    kernels = (K.scan, K._group_count, K._group_place, K.gather, K.first_nul, K.scatter, K.put_fields, K.tiles)
+    lo.write_stream(lo.read_stream(raw, "itch50"), "itch50")  # (grouped by the two walks)
+    lo.read_stream(_tagged_bytes(), _tagged("skip"))  # (an unknown tag: the scan, then group)
+    kernels = (K.scan, K._walk, K._group_count, K._group_place, K.gather, K.first_nul, K.scatter, K.put_fields, K.tiles)
     before = [len(k.signatures) for k in kernels]
     lo.write_stream(lo.read_stream(_tagged_bytes(), _tagged("keep")), _tagged("keep"))
     lo.read_stream(bytearray(raw), "itch50")
@@ -1055,6 +1056,110 @@ def test_text_fast_and_general_paths_agree_across_blocks_and_chunks():
         lo.ConversionError, match=r"byte 1650001: field 'name' .* type 'r' record at byte 1650000: .*not valid UTF-8"
     ):
         lo.read_stream(bytes(bad), spec)
+
+
+def test_text_of_every_width_matches_the_bytes_and_a_nul_is_named():
+    # plain-ASCII text goes one load and store per value for widths 1, 2, 4, 8 and a word
+    # at a time beyond, checked for NULs in the same look; a block with a non-ASCII value
+    # takes the general kernel; a NUL in any of them is named by field and byte
+    S = lo.Stream
+    widths = (1, 2, 3, 4, 8, 12)
+    dt = np.dtype([("k", "S1")] + [(f"t{w}", f"S{w}") for w in widths] + [("v", "<u2")])
+    names = tuple(f"t{w}" for w in widths)
+    rec = S.Record([(n, dt[n].str.lstrip("|")) for n in dt.names], text=("k",) + names)
+    spec = S([S.Section(S.Framing(size=dt.itemsize), [S.RecordType("r", rec, tag="k")], tag=S.Tag(0, 1))])
+    n = 5_000
+    rng = np.random.default_rng(3)
+    rows = np.zeros(n, dt)
+    rows["k"], rows["v"] = b"k", np.arange(n)
+    for w in widths:
+        rows[f"t{w}"] = rng.integers(32, 127, (n, w), dtype=np.uint8).view(f"S{w}").ravel()
+    rows["t3"][4_321] = "a\u00e9".encode()  # 2-byte UTF-8 in one block
+    raw = rows.tobytes()
+    got = lo.read_stream(raw, spec)["r"].to_arrow()
+    for w in widths:
+        want = [bytes(b).decode() for b in rows[f"t{w}"].view((np.uint8, w))]
+        assert got.column(f"t{w}").to_pylist() == want, w
+    assert got.column("v").to_pylist() == list(range(n))
+    bad = bytearray(raw)
+    bad[dt.itemsize * 3_000 + dt.fields["t8"][1] + 7] = 0
+    with pytest.raises(lo.ConversionError, match=rf"byte {dt.itemsize * 3_000 + dt.fields['t8'][1]}: text field 't8'"):
+        lo.read_stream(bytes(bad), spec)
+
+
+def test_grouped_scan_equals_scan_then_group_or_hands_the_section_back():
+    # two walks (count, place) give what scan + group give for a section whose records
+    # are all exactly their types' fields; anything else (an unknown tag, a record
+    # longer or shorter than its fields, a truncated one) is left to the scan (None)
+    from layouts._stream.frame import section_params
+    from layouts.kernels import stream as K
+
+    raw, _ = itch_file(np.random.default_rng(5), list(ITCH), 3000)
+    buf = np.frombuffer(raw, np.uint8)
+    stream = lo.Stream.builtin("itch50")
+    s = stream.sections[0]
+    lp, tp, type_min, min_len = section_params(stream, s, "big", {}, "w")
+
+    def grouped(b):
+        fr = (lp[0], lp[1], lp[2], lp[4], min_len, *tp[:3], tp[5], type_min, type_min)
+        return K.scan_grouped(b, 0, len(b), fr, lp[3])
+
+    offsets, bounds = grouped(buf)
+    n = len(offsets)
+    o, ln, t = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int32)
+    status, pos, count = K.scan(buf, 0, len(buf), 0, -1, *lp, min_len, *tp, 0, type_min, o, ln, t, 0 * type_min)
+    assert (status, pos, count) == (K.OK, len(buf), n)
+    g_o, g_l = np.empty_like(o), np.empty_like(ln)
+    assert (K.group(t, len(s.types), o, ln, g_o, g_l) == bounds).all() and (g_o == offsets).all()
+    first = int(offsets[bounds[2]]) if bounds[3] > bounds[2] else 0  # a record of the second type
+    for damage in ("tag", "long", "short", "cut"):
+        bad = bytearray(raw)
+        if damage == "tag":
+            bad[first + 2] = ord("~")
+        elif damage in ("long", "short"):
+            size = int.from_bytes(bad[first : first + 2], "big")
+            bad[first : first + 2] = (size + (1 if damage == "long" else -1)).to_bytes(2, "big")
+        else:
+            bad = bad[:-3]
+        assert grouped(np.frombuffer(bytes(bad), np.uint8)) is None, damage
+
+
+def test_grouped_scan_in_two_parts_is_confirmed_or_redone(monkeypatch):
+    # a long section is walked in two parts, the second from a guessed record boundary
+    # (16 records in a row that fit) that the first part's walk must end on: a guess
+    # inside a record's bytes (here a field holding a fake run of records) is refuted,
+    # and the section walked again as one part; the index is the one scan + group give
+    from layouts.kernels import stream as K
+
+    monkeypatch.setattr(K, "SPLIT_BYTES", 0)
+    fake = b"".join(b"\x00\x03a\x00" + bytes([i]) for i in range(20))  # 20 records of type 'a' as bytes
+    S = lo.Stream
+    types = [
+        S.RecordType("a", S.Record([("k", "S1"), ("v", ">u2")]), "a"),
+        S.RecordType("b", S.Record([("k", "S1"), ("blob", f"S{len(fake)}")]), "b"),
+    ]
+    spec = S([S.Section(S.Framing(length=S.Length(0, 2, "big")), types, tag=S.Tag(0, 1))])
+    small = b"\x00\x03a\x00\x07"
+    big = (1 + len(fake)).to_bytes(2, "big") + b"b" + fake
+    seen = []
+    grouped = K._grouped
+    monkeypatch.setattr(K, "_grouped", lambda buf, parts, lp: seen.append(len(parts)) or grouped(buf, parts, lp))
+    for before in (100, 300):  # the big record over the middle (the guess refuted), and not
+        raw = small * before + big + small * 100
+        lp, tp, type_min, min_len = __import__("layouts._stream.frame", fromlist=["x"]).section_params(
+            spec, spec.sections[0], "big", {}, "w"
+        )
+        b = np.frombuffer(raw, np.uint8)
+        args = (b, 0, len(b), (lp[0], lp[1], lp[2], lp[4], min_len, *tp[:3], tp[5], type_min, type_min), lp[3])
+        seen.clear()
+        one, two = K.scan_grouped(*args, threads=1), K.scan_grouped(*args, threads=2)
+        assert (one[0] == two[0]).all() and (one[1] == two[1]).all()
+        assert seen == ([2, 3, 2] if before == 100 else [2, 3])  # refuted: one part again; confirmed: two
+        t = lo.read_stream(raw, spec)
+        assert t["a"]["_offset"].to_numpy().tolist() == [5 * i for i in range(before)] + [
+            5 * before + len(big) + 5 * i for i in range(100)
+        ]
+        assert t["b"]["blob"].to_numpy().tolist() == [fake]
 
 
 def test_tiles_finds_records_that_go_back_where_they_were():

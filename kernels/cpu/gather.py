@@ -135,26 +135,64 @@ def _first_nul_rows(rows, itemsize, n, nul_at, nul_len):
 
 
 @_jit
-def _fwd_text(src, itemsize, r0, b0, b1, op, offs):
-    """:func:`kernels.cpu.forward._fwd_string` for one ``S<n>`` text value per record when
-    every value of rows ``b0..b1`` is ``n`` bytes of ASCII (no NUL, no byte >= 0x80: valid
-    UTF-8 as it is, nothing to trim): the values are copied a word at a time and the
-    offsets step by ``n``, the same buffers the general kernel writes. Returns False,
-    having written nothing, for a block with any other byte (the general kernel's)."""
-    n, ow, at = op[WIDTH], op[P2], offs[op[OFFS]]
+def _plain_text(src, itemsize, b0, b1, op, offs):
+    """Whether every value of rows ``b0..b1`` of one ``S<n>`` text op is ``n`` bytes of
+    plain ASCII (no NUL, no byte >= 0x80): valid UTF-8 as it is, nothing to trim, and no
+    NUL for the text check to report. A value of up to 8 bytes is read as one word
+    (the bytes after it, in the row or the rows buffer's 8 bytes of slack, masked to
+    0x01); longer ones a word at a time (:func:`_bytes_seen`)."""
+    n, at = op[WIDTH], offs[op[OFFS]]
+    if n > 8:
+        for r in range(b0, b1):
+            zero, high = _bytes_seen(src + r * itemsize + at, n)
+            if zero or high:
+                return False
+        return True
+    mask = ~np.uint64(0) >> np.uint64(64 - 8 * n)
+    fill = ONES & ~mask
+    zero, high = np.uint64(0), np.uint64(0)
     for r in range(b0, b1):
-        zero, high = _bytes_seen(src + r * itemsize + at, n)
-        if zero or high:
-            return False
+        v = (np.uint64(load64(src + r * itemsize + at)) & mask) | fill
+        zero |= (v - ONES) & ~v & HIGHS
+        high |= v
+    return zero == 0 and (high & HIGHS) == 0
+
+
+@_jit
+def _copy_text(src, itemsize, r0, b0, b1, op, offs):
+    """:func:`kernels.cpu.forward._fwd_string` for one ``S<n>`` text value per record of
+    rows ``b0..b1``, which :func:`_plain_text` found plain: the values are copied with
+    one load and store each (a word at a time past 8 bytes) and the offsets step by
+    ``n``, the same buffers the general kernel writes."""
+    n, ow, at = op[WIDTH], op[P2], offs[op[OFFS]]
     data, offsets = op[DATA] + r0 * op[P1], op[OFFSETS]
     pos = np.int64(0) if b0 == r0 else _offset_at(offsets, b0, ow)
     if b0 == 0:
         _set_offset(offsets, 0, ow, 0)
-    for r in range(b0, b1):
-        _copy_run(data + pos, src + r * itemsize + at, n)
-        pos += n
-        _set_offset(offsets, r + 1, ow, pos)
-    return True
+    out = data + pos - b0 * n  # value r goes to out + r * n
+    first = src + at
+    if n == 1:
+        for r in range(b0, b1):
+            store8(out + r, load8(first + r * itemsize))
+    elif n == 2:
+        for r in range(b0, b1):
+            store16(out + r * 2, load16(first + r * itemsize))
+    elif n == 4:
+        for r in range(b0, b1):
+            store32(out + r * 4, load32(first + r * itemsize))
+    elif n == 8:
+        for r in range(b0, b1):
+            store64(out + r * 8, load64(first + r * itemsize))
+    else:
+        for r in range(b0, b1):
+            _copy_run(out + r * n, first + r * itemsize, n)
+    step = pos - b0 * n  # offset r + 1 is step + (r + 1) * n
+    if ow == 4:
+        for r in range(b0, b1):
+            store32(offsets + (r + 1) * 4, step + (r + 1) * n)
+    else:
+        for r in range(b0, b1):
+            store64(offsets + (r + 1) * 8, step + (r + 1) * n)
 
 
 def _texts(ops):
@@ -202,6 +240,7 @@ def _forward_rows_at(
     offset_at,
     nul_at,
     nul_len,
+    nul_text,
     ops,
     which,
     texts,
@@ -216,14 +255,17 @@ def _forward_rows_at(
     cache, checked for NULs in its text fields, and goes through the same per-op block
     kernel as contiguous records. No dense copy of the records is made.
 
-    ``texts`` (ops of one ``S<n>`` string per record) are converted by :func:`_fwd_text`
-    where a block's values are plain ASCII, else by the general string kernel; ``ops``
-    are the others, ``which`` the plan's number of each of ``ops`` then ``texts`` (for
-    the fault's op)."""
+    ``texts`` (ops of one ``S<n>`` string per record) are copied by :func:`_copy_text`
+    where a block's values are plain ASCII (:func:`_plain_text`), else by the general
+    string kernel; ``ops`` are the others, ``which`` the plan's number of each of
+    ``ops`` then ``texts`` (for the fault's op). ``nul_text`` (1): the NUL-checked
+    ranges are exactly the text ops' fields, so a block whose text is plain needs no
+    separate NUL check."""
     block = max(ROW_ALIGN, (BLOCK_BYTES // itemsize) // ROW_ALIGN * ROW_ALIGN)
     at, size = _stage_plan(ops, min(block, r1 - r0))
     stage = np.empty(size if stream else 0, dtype=np.uint8)
-    rows = np.zeros(max(min(block, r1 - r0), 1) * itemsize, dtype=np.uint8)  # the bytes no run writes stay 0
+    # the bytes no run writes stay 0; 8 bytes of slack for _plain_text's word loads
+    rows = np.zeros(max(min(block, r1 - r0), 1) * itemsize + 8, dtype=np.uint8)
     _forward_blocks_at(
         buf,
         itemsize,
@@ -236,6 +278,7 @@ def _forward_rows_at(
         offset_at,
         nul_at,
         nul_len,
+        nul_text,
         ops,
         which,
         texts,
@@ -264,6 +307,7 @@ def _forward_blocks_at(
     offset_at,
     nul_at,
     nul_len,
+    nul_text,
     ops,
     which,
     texts,
@@ -286,21 +330,28 @@ def _forward_blocks_at(
             break
         b1 = min(b0 + block, r1)
         _gather_rows(src, offsets, b0, b1, run_src, run_dst, run_len, offset_at, packed, itemsize)
-        if nul_at.shape[0] > 0:
+        # row r of this block is at packed + (r - b0) * itemsize
+        rows_at = packed - b0 * itemsize
+        plain = True
+        for t in range(texts.shape[0]):
+            if not _plain_text(rows_at, itemsize, b0, b1, texts[t], offs):
+                plain = False
+                break
+        if nul_at.shape[0] > 0 and not (plain and nul_text):
             bad = _first_nul_rows(packed, itemsize, b1 - b0, nul_at, nul_len)
             if bad >= 0:
                 err[0], err[1], err[2] = b0 + bad, -1, E_TEXT_NUL
                 break
         if stream:
             _stage_block(ops, staged, at, base, b0)
-        # row r of this block is at packed + (r - b0) * itemsize
-        rows_at = packed - b0 * itemsize
         if _forward_block(rows_at, itemsize, r0, b0, b1, staged, offs, err) != 0:
             err[1] = which[err[1]]
             break
         code = 0
         for t in range(texts.shape[0]):
-            if not _fwd_text(rows_at, itemsize, r0, b0, b1, texts[t], offs):
+            if plain or _plain_text(rows_at, itemsize, b0, b1, texts[t], offs):
+                _copy_text(rows_at, itemsize, r0, b0, b1, texts[t], offs)
+            else:
                 row, code = _fwd_string(rows_at, itemsize, r0, b0, b1, texts[t], offs)
                 if code != 0:
                     err[0], err[1], err[2] = row, which[nops + t], code
@@ -329,6 +380,9 @@ def aos_to_soa_at(buf, offsets, itemsize, runs, offset_at, nul, ops, offs, *, th
     starts = chunk_starts(n, itemsize, threads)
     stream = n * itemsize >= STREAM_BYTES and itemsize <= STAGE_RECORD_MAX
     text, which = _texts(ops)
+    # the NUL-checked ranges are the text ops' values: a plain block needs no NUL check
+    values = sorted((int(offs[o[OFFS]]), int(o[WIDTH])) for o in ops[text])
+    nul_text = 1 if sorted(map(tuple, nul.tolist())) == values else 0
     args = (
         buf,
         itemsize,
@@ -339,6 +393,7 @@ def aos_to_soa_at(buf, offsets, itemsize, runs, offset_at, nul, ops, offs, *, th
         offset_at,
         nul[:, 0].copy(),
         nul[:, 1].copy(),
+        nul_text,
         ops[~text],
         which,
         ops[text],

@@ -107,6 +107,9 @@ class Scanned:
     types: np.ndarray
     blocks: "np.ndarray | None" = None  # VB: offsets of the block descriptor words
     stride: int = 0  # > 0: the records are ``stride`` bytes each, one after another from ``start``
+    longest: "np.ndarray | None" = None  # per type of the section: its longest record (the scan's)
+    padded: bool = False  # ``offsets`` start a 64-byte-aligned allocation zeroed to its next 64 bytes
+    bounds: "np.ndarray | None" = None  # grouped already (``offsets`` by type, as K.group): lengths, types None
 
 
 def section_params(stream: Stream, s: Section, order: str, header: dict, where: str):
@@ -163,8 +166,13 @@ def scan_section(
     limit: int,
     where: str,
     stop: "int | None" = None,
+    grouped: bool = False,
 ) -> Scanned:
     """Index the records of ``buf[start:end]`` (at most ``limit``; -1 none).
+
+    ``grouped``: a tagged section without tails whose records are all exactly their
+    types' fields comes back grouped by type (``bounds``: the offsets only, no lengths
+    or types), by two walks and no other index; any other comes back as the scan gives it.
 
     ``stop`` (a window's end): stop at the last record that ends by ``stop`` (the scan
     resumes from the returned ``end``, a record boundary); a record that crosses it is
@@ -176,11 +184,18 @@ def scan_section(
         sub = Section(s.framing, (s.types[t],), tail=s.tail, unknown=s.unknown)
         got = scan_section(stream, sub, buf, label, order, header, start, end, limit, where, stop)
         got.types = np.broadcast_to(np.int32(t), got.types.shape)
+        got.longest = None  # (numbered for the one type's section)
         return got
     lp, tp, type_min, min_len = section_params(stream, s, order, header, where)
     unknown = {"error": 0, "skip": 1, "keep": 2}[s.unknown]
     if isinstance(s, _BdwSection):
         return _scan_blocks(stream, s, buf, label, start, end, limit, where, stop)
+    if grouped and stop is None and limit < 0 and s.tag is not None and s.tail != "column":
+        (len_off, len_size, len_big, unit, base), (tag_off, tag_size, tag_big) = lp, tp[:3]
+        fr = (len_off, len_size, len_big, base, min_len, tag_off, tag_size, tag_big, tp[5], type_min, type_min)
+        got = K.scan_grouped(buf, start, end, fr, unit)
+        if got is not None:
+            return Scanned(start, end, got[0], None, None, bounds=got[1])  # type: ignore[arg-type]
     soft = end if stop is None else min(max(stop, start + 1), end)
     if lp[1] == 0 and not tp[1] and len(type_min) == 1 and lp[4] >= type_min[0]:
         return _fixed(buf, start, soft, end, limit, lp[4], (lp, tp, type_min, min_len, unknown), s, label, where)
@@ -188,10 +203,11 @@ def scan_section(
     offsets = np.empty(guess, np.int64)
     lengths = np.empty(guess, np.int64)
     types = np.empty(guess, np.int32)
+    longest = np.zeros(len(type_min), np.int64)
     pos, count = start, 0
     while True:
         status, pos, count = K.scan(
-            buf, pos, soft, count, limit, *lp, min_len, *tp, unknown, type_min, offsets, lengths, types
+            buf, pos, soft, count, limit, *lp, min_len, *tp, unknown, type_min, offsets, lengths, types, longest
         )
         if status == K.FULL:  # room for what the bytes left hold at the records' mean size so far
             room = count + max(1024, int((soft - pos) / max((pos - start) / count, 1) * 1.125))
@@ -206,7 +222,7 @@ def scan_section(
         break
     if status != K.OK:
         raise _scan_error(status, s, buf, label, pos, end, lp, tp, type_min, min_len, where)
-    return Scanned(start, pos, offsets[:count], lengths[:count], types[:count])
+    return Scanned(start, pos, offsets[:count], lengths[:count], types[:count], longest=longest)
 
 
 def _guess(buf, start, soft, limit, lp, tp, min_len, unknown, type_min) -> int:
@@ -218,7 +234,9 @@ def _guess(buf, start, soft, limit, lp, tp, min_len, unknown, type_min) -> int:
     probe = min(soft, start + (1 << 16))
     room = 4096
     o, n, t = np.empty(room, np.int64), np.empty(room, np.int64), np.empty(room, np.int32)
-    _, pos, count = K.scan(buf, start, probe, 0, -1, *lp, min_len, *tp, unknown, type_min, o, n, t)
+    _, pos, count = K.scan(
+        buf, start, probe, 0, -1, *lp, min_len, *tp, unknown, type_min, o, n, t, np.zeros(len(type_min), np.int64)
+    )
     if count == 0 or pos >= soft:
         guess = count + 16
     else:
@@ -247,13 +265,26 @@ def _fixed(buf, start, soft, end, limit, size, params, s, label, where) -> Scann
         whole = min(whole, limit)
     pos = start + whole * size
     if (soft == end or whole == 0) and pos < end and whole != limit:
-        one = (np.empty(1, np.int64), np.empty(1, np.int64), np.empty(1, np.int32))
+        one = (np.empty(1, np.int64), np.empty(1, np.int64), np.empty(1, np.int32), np.zeros(len(type_min), np.int64))
         status, at, _ = K.scan(buf, pos, end, 0, -1, *lp, min_len, *tp, unknown, type_min, *one)
         raise _scan_error(status, s, buf, label, at, end, lp, tp, type_min, min_len, where)
-    offsets = np.arange(start, pos, size, dtype=np.int64)
+    offsets = padded_int64(whole)  # (it can be the table's _offset column as it is)
+    K.arith(offsets, start, size)
     lengths = np.broadcast_to(np.int64(size), offsets.shape)  # (read-only views of one value)
     types = np.broadcast_to(np.int32(0), offsets.shape)
-    return Scanned(start, pos, offsets, lengths, types, stride=size)
+    return Scanned(start, pos, offsets, lengths, types, stride=size, padded=True)
+
+
+def padded_int64(n: int) -> np.ndarray:
+    """An int64 array of ``n`` at a 64-byte boundary, the bytes after it to the next 64
+    zero: laid out as an arena lays out a column buffer (Arrow's alignment, no stale
+    bytes for a writer that copies whole 64-byte blocks)."""
+    size = -(-n * 8 // 64) * 64
+    raw = np.empty(size + 64, np.uint8)
+    skip = -raw.ctypes.data % 64
+    out = raw[skip : skip + size]
+    out[n * 8 :] = 0
+    return out[: n * 8].view(np.int64)
 
 
 def selected(s: Section, header: dict, label: str, where: str) -> int:

@@ -277,7 +277,7 @@ def _read(stream: Stream, buf: np.ndarray, label: str, gpu: "_OnDevice | None" =
         where = f"{stream.name} section[{i}]"
         s = _checked(lambda: s.resolve(values, where, size), label)  # list lengths from the header
         start, end, limit = section_range(s, values, where, label, size, pos)
-        got = scan_section(stream, s, buf, label, order, values, start, end, limit, where)
+        got = scan_section(stream, s, buf, label, order, values, start, end, limit, where, grouped=True)
         if limit >= 0 and len(got.offsets) < limit:
             raise ConversionError(
                 f"{label}: {where}: count = {s.count!r} is {limit} records, but the data ends "
@@ -365,12 +365,24 @@ def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where, gpu
     keep = _keep_prefix(s)
     ntypes = len(s.types)
     prefix = int(s.framing.prefix or 0)
+    own = False  # the index can be the _offset column (see _transpose_strided)
     if s.tag is None:  # every record is of one type (the only one, or select's): grouped already
-        g_offsets, g_lengths = got.offsets, got.lengths
+        g_offsets, g_lengths, own = got.offsets, got.lengths, got.padded
         bounds = np.zeros(ntypes + 3, np.int64)
         bounds[int(got.types[0]) + 2 if len(got.types) else 0 :] = len(got.offsets)
+    elif got.bounds is not None:  # grouped by the scan (records all exactly their types' fields)
+        g_offsets, g_lengths, bounds = got.offsets, None, got.bounds
     else:
-        g_offsets, g_lengths = np.empty_like(got.offsets), np.empty_like(got.lengths)
+        # no tails, no unknown records kept, and no record longer than its type's fields
+        # (the scan stopped at any shorter one): the lengths are known, only offsets grouped
+        exact = (
+            got.longest is not None
+            and s.tail != "column"
+            and s.unknown != "keep"
+            and all(int(m) <= prefix + record_size(t.record, order) for m, t in zip(got.longest, s.types))
+        )
+        g_offsets = np.empty_like(got.offsets)
+        g_lengths = None if exact else np.empty_like(got.lengths)
         bounds = K.group(got.types, ntypes, got.offsets, got.lengths, g_offsets, g_lengths)
     for ti, t in enumerate(s.types):
         a, b = bounds[ti + 1], bounds[ti + 2]
@@ -379,7 +391,7 @@ def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where, gpu
             t.record,
             order,
             g_offsets[a:b],
-            g_lengths[a:b],
+            None if g_lengths is None else g_lengths[a:b],
             prefix,
             keep,
             s.tail == "column",
@@ -387,11 +399,13 @@ def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where, gpu
             f"{where} type {t.name!r}",
             gpu,
             got.stride,
+            own and a == 0 and b == len(g_offsets),
         )
         if t.record.decimals:
             out.decimals[t.name] = dict(t.record.decimals)
     if bounds[ntypes + 2] > bounds[ntypes + 1]:
         a, b = bounds[ntypes + 1], bounds[ntypes + 2]
+        assert g_lengths is not None  # (grouped with lengths where unknown records are kept)
         out["_unknown"] = _raw_table(buf, g_offsets[a:b], g_lengths[a:b])
     if got.blocks is not None:
         out["_blocks"] = _raw_table(buf, got.blocks, np.full(len(got.blocks), 4, np.int64), fixed=4)
@@ -419,22 +433,29 @@ def _check_sizes(offsets, lengths, fixed, tails, label, what):
             )
 
 
-def _convert(buf, record: Record, order, offsets, lengths, prefix, keep_prefix, tails, label, what, gpu=None, stride=0):
+def _convert(
+    buf, record: Record, order, offsets, lengths, prefix, keep_prefix, tails, label, what, gpu=None, stride=0, own=False
+):
     """The SoA of one record type (or the header), read through ``offsets`` by the fused
     gather + transpose (on the GPU with ``gpu``, for a type without tails); tails (bytes
     beyond the fields) as ``_tail``. With ``stride`` (records of that many bytes one after
     another from ``offsets[0]``) and fields that need no widening, by the strided transpose
-    of ``read_records`` instead: no gather."""
+    of ``read_records`` instead: no gather. ``lengths`` None (no tails): every record is
+    exactly its type's fields, as the scan found. ``own``: ``offsets`` (the whole index of
+    fixed-size records, laid out as a column buffer) become the ``_offset`` column."""
     layout, runs, zeros, offset_at = record.plan(order, prefix, True, keep_prefix)
     fixed = prefix + record_size(record, order)
-    one = 1 if stride else len(offsets)  # (records of one size: the first stands for all)
-    _check_sizes(offsets[:one], lengths[:one], fixed, tails, label, what)  # before any kernel reads
+    if lengths is not None:  # (None: the scan found every record of the type exactly its fields)
+        one = 1 if stride else len(offsets)  # (records of one size: the first stands for all)
+        _check_sizes(offsets[:one], lengths[:one], fixed, tails, label, what)  # before any kernel reads
     offsets = np.ascontiguousarray(offsets, np.int64)
     runs = np.array(runs, np.int64).reshape(-1, 3)
     if gpu is not None and not tails:
         return _transpose_on_gpu(gpu, buf, record, order, layout, runs, offset_at, offsets, prefix, label, what), layout
-    if stride and not zeros and len(runs) and (runs[:, 1] - runs[:, 0] == runs[0, 1] - runs[0, 0]).all():
-        soa = _transpose_strided(buf, record, order, layout, runs, offset_at, offsets, stride, prefix, label, what)
+    if not len(offsets):  # (LAS's ten point formats not in the file: no plan, no kernel)
+        soa = _empty(layout)
+    elif stride and not zeros and len(runs) and (runs[:, 1] - runs[:, 0] == runs[0, 1] - runs[0, 0]).all():
+        soa = _transpose_strided(buf, record, order, layout, runs, offset_at, offsets, stride, prefix, label, what, own)
     else:
         soa = _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what)
     if not tails:
@@ -445,6 +466,15 @@ def _convert(buf, record: Record, order, offsets, lengths, prefix, keep_prefix, 
     else:
         starts, sizes = np.full(n, fixed, np.int64), lengths - fixed
     return _with_tail(soa, layout, buf, offsets, starts, sizes), layout
+
+
+def _empty(layout) -> SoA:
+    """The table of a type with no records: its buffers zero (a string column's one
+    offset 0), as the kernels leave them for no rows."""
+    arena = Arena(layout, 0, frozenset())
+    memory = arena.allocate()
+    memory[:] = 0
+    return soa_over_arena(layout, 0, arena, memory, {}, None)
 
 
 def _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what) -> SoA:
@@ -465,7 +495,9 @@ def _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, 
     return soa_over_arena(layout, n, arena, memory, {}, None)
 
 
-def _transpose_strided(buf, record, order, layout, runs, offset_at, offsets, stride, prefix, label, what) -> SoA:
+def _transpose_strided(
+    buf, record, order, layout, runs, offset_at, offsets, stride, prefix, label, what, own=False
+) -> SoA:
     """:func:`_transpose_at` of fixed-size records one after another (``offsets`` step by
     ``stride`` from ``offsets[0]``) whose fields lie in the stream as in the packed record,
     shifted (``runs`` all move bytes the same distance): the strided transpose of
@@ -488,8 +520,9 @@ def _transpose_strided(buf, record, order, layout, runs, offset_at, offsets, str
             _raise_fault(
                 buf, record, order, layout, runs, offset_at, offsets, prefix, label, what, (row, -1, K.E_TEXT_NUL)
             )
-    start = arena.buffers[at]["data"][0]
-    memory[start : start + 8 * n].view(np.int64)[:] = offsets
+    if not own:
+        start = arena.buffers[at]["data"][0]
+        memory[start : start + 8 * n].view(np.int64)[:] = offsets
     rest = np.array([j for j in range(len(names)) if j != at], np.int64)
     fault = K.aos_to_soa(buf.ctypes.data + first, stride, n, ops[rest], offs, owners=(buf, memory, offs, keep))
     del keep
@@ -498,7 +531,13 @@ def _transpose_strided(buf, record, order, layout, runs, offset_at, offsets, str
         _raise_fault(
             buf, record, order, layout, runs, offset_at, offsets, prefix, label, what, (row, int(rest[op]), code)
         )
-    return soa_over_arena(layout, n, arena, memory, {}, None)
+    soa = soa_over_arena(layout, n, arena, memory, {}, None)
+    if not own:
+        return soa
+    # the index is the column: no second 8 bytes a record written (the arena's are left unused)
+    columns = list(soa._columns)
+    columns[at] = ColumnBuffers(columns[at].type, n, None, None, pa.py_buffer(offsets), 0, columns[at].kind)
+    return SoA(layout, n, columns)
 
 
 def _transpose_on_gpu(gpu, buf, record, order, layout, runs, offset_at, offsets, prefix, label, what) -> SoA:
