@@ -143,7 +143,9 @@ def _jobs(folder):
         spec = os.path.join(folder, "records.toml")
         stream(
             spec,
-            b"".join((len(r) + 2).to_bytes(2, "big") + b"\0\0" + r for r in (raw[: len(raw) // 2], raw[len(raw) // 2 :])),
+            b"".join(
+                (len(r) + 2).to_bytes(2, "big") + b"\0\0" + r for r in (raw[: len(raw) // 2], raw[len(raw) // 2 :])
+            ),
         )
 
     def variable():
