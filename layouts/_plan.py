@@ -5,6 +5,7 @@
 :mod:`kernels.plan`.
 """
 
+import functools
 import math
 import mmap
 import os
@@ -322,6 +323,18 @@ def _mainframe_row(row, field):
         row[P.FLAGS] |= P.F_TRUNC_BIN
 
 
+@functools.lru_cache(maxsize=None)
+def _text_pairs(codepage):
+    """uint16[65536]: two EBCDIC bytes' characters at once, when each is one UTF-8 byte
+    (index: the first byte plus 256 times the second; 0x80 in a byte whose character takes
+    more): the CPU text loop's table (P3 of a text op), held here for the process."""
+    table = decode_table(codepage)
+    single = np.where(table >> 24 == 1, table & 0xFF, 0x80).astype(np.uint16)
+    pairs = np.ascontiguousarray((single[None, :] | (single[:, None] << 8)).reshape(-1))
+    pairs.setflags(write=False)
+    return pairs
+
+
 def forward_ops(arena, base, sentinels):
     """Op table for AoS -> SoA into an arena at address ``base``.
 
@@ -344,6 +357,7 @@ def forward_ops(arena, base, sentinels):
             table = decode_table(f.encoding.codepage)
             keep.append(table)
             row[P.TABLE] = table.ctypes.data
+            row[P.P3] = _text_pairs(f.encoding.codepage).ctypes.data  # (the CPU's; CUDA reads TABLE)
         bufs = arena.buffers[i]
         row[P.DATA] = base + bufs["data"][0]
         if "validity" in bufs:

@@ -179,8 +179,7 @@ def _decode_packed_long(a, width, digits, signed):
     return E_INVALID, False, hi, lo
 
 
-@_jit
-def _decode_zoned_words(a, d0, d1, over, signed, negative):
+def _zoned_words(a, d0, d1, over, signed, negative):
     """Zoned digits [d0, d1) of the field at ``a`` (at most 16), the overpunched sign (if
     any) at byte ``over``: the bytes as two big-endian words, the sign's zone set to F.
     Reads up to 7 bytes past ``a + d1``."""
@@ -205,6 +204,11 @@ def _decode_zoned_words(a, d0, d1, over, signed, negative):
     if bad_hi or bad_lo:
         return E_INVALID, False, np.uint64(0), np.uint64(0)
     return 0, negative, np.uint64(0), v_hi * np.uint64(100000000) + v_lo  # (v_hi is 0 for n <= 8)
+
+
+# inlined into the word loop (LLVM kept it a call there, its result going through memory),
+# called from the exact one
+_decode_zoned_words, _decode_zoned_words_inline = _jit(_zoned_words), _inline(_zoned_words)
 
 
 @_jit
@@ -236,7 +240,7 @@ def _decode_zoned_short(a, width, signed, flags, plus, minus):
     status, d0, d1, over, negative = _zoned_frame(a, width, flags, plus, minus)
     if status != 0:
         return status, False, np.uint64(0), np.uint64(0)
-    return _decode_zoned_words(a, d0, d1, over, signed, negative)
+    return _decode_zoned_words_inline(a, d0, d1, over, signed, negative)
 
 
 @_jit
@@ -342,7 +346,8 @@ def fwd_decimal(src, stride, b0, b1, op, offs, kind):
         or kind == K_BINARY
     )
     alone = max(b0, b1 - 1) if stride >= 8 else b0  # the rows from here on are read from the copy
-    row, code = _decimal_rows(src, stride, b0, alone, op, offs, kind, -1, tmp, short)
+    # (np.int64(-1), not -1: a literal argument would compile another copy of every loop)
+    row, code = _decimal_rows(src, stride, b0, alone, op, offs, kind, np.int64(-1), tmp, short)
     r = alone
     while code == 0 and r < b1:
         for k in range(c):
@@ -356,7 +361,14 @@ def fwd_decimal(src, stride, b0, b1, op, offs, kind):
 def _decimal_rows(src, stride, b0, b1, op, offs, kind, alone, tmp, short):
     """fwd_decimal over rows [b0, b1); row ``alone`` is read from ``tmp`` (its fields' copy)."""
     if short:  # each kind its own loop (a constant kind: Numba compiles one per kind)
-        if kind == K_PACKED:
+        w, flags, outw = op[WIDTH], op[FLAGS], op[P2]
+        if kind == K_PACKED and w <= 8:  # the common shapes: a loop with every constant set up before it
+            ok = _packed_rows(src, stride, b0, b1, op, offs, alone, tmp)
+        elif kind == K_ZONED and (flags & (F_LEADING | F_SEPARATE)) == 0 and w <= 16:
+            ok = _zoned_rows(src, stride, b0, b1, op, offs, alone, tmp)
+        elif kind == K_BINARY and (outw == 16 or w < 8 or (flags & F_SIGNED) != 0):
+            ok = _binary_rows(src, stride, b0, b1, op, offs, alone, tmp)
+        elif kind == K_PACKED:
             ok = _decimal_rows_short(src, stride, b0, b1, op, offs, K_PACKED, alone, tmp)
         elif kind == K_ZONED:
             ok = _decimal_rows_short(src, stride, b0, b1, op, offs, K_ZONED, alone, tmp)
@@ -365,6 +377,128 @@ def _decimal_rows(src, stride, b0, b1, op, offs, kind, alone, tmp, short):
         if ok:
             return -1, 0
     return _decimal_rows_exact(src, stride, b0, b1, op, offs, kind, alone, tmp)
+
+
+@_jit
+def _store_signed(dst, i, outw, v):
+    """Signed 64-bit ``v`` (its two's complement bits) as element i: decimal128 (outw 16,
+    the high word its sign) or int64."""
+    if outw == 16:
+        store64(dst + i * 16, v)
+        store64(dst + i * 16 + 8, np.uint64(np.int64(v) >> np.int64(63)))
+    else:
+        store64(dst + i * 8, v)
+
+
+@_jit
+def _set_valid(op, b0, b1):
+    """Every value of rows [b0, b1) valid (after a word loop that found none bad)."""
+    valid, c = op[VALID], op[COUNT]
+    if valid != 0:
+        for i in range(b0 * c, b1 * c):
+            _set_bit(valid, i)
+
+
+@_jit
+def _sign_bits(signed):
+    """The sign nibbles (zones) a field accepts, as bits of a mask: C and F, D if signed."""
+    return np.uint64((1 << 0xC) | (1 << 0xF) | ((1 << 0xD) if signed else 0))
+
+
+@_jit
+def _packed_rows(src, stride, b0, b1, op, offs, alone, tmp):
+    """Packed fields of up to 8 bytes (15 digits), no P scaling, rows [b0, b1): one load,
+    a byte swap and SWAR per value, no branch in the loop; False if a value was not valid
+    (the caller converts the rows again, exactly)."""
+    w, c, dst, outw, digits = op[WIDTH], op[COUNT], op[DATA], op[P2], op[P1]
+    ok_signs = _sign_bits((op[FLAGS] & F_SIGNED) != 0)
+    sh = np.uint64(64 - 8 * w)
+    six, carry = np.uint64(0x0666666666666666), np.uint64(0x1111111111111110)
+    pad = np.uint64(4 * (2 * w - 2)) if digits % 2 == 0 else np.uint64(63)  # (63: a digit nibble's bit, 0)
+    pad_mask = np.uint64(0xF) if digits % 2 == 0 else np.uint64(0)
+    bad = np.uint64(0)
+    for k in range(c):
+        base = src + offs[op[OFFS] + k]
+        for r in range(b0, b1):
+            a = tmp + k * w if r == alone else base + r * stride
+            x = np.uint64(bswap64(load64(a))) >> sh
+            sign = x & np.uint64(0xF)
+            d = x >> np.uint64(4)
+            bad |= ((d + six) ^ d ^ six) & carry  # a digit nibble above 9
+            bad |= (d >> pad) & pad_mask  # an even digit count's padding nibble is 0
+            bad |= ((ok_signs >> sign) & np.uint64(1)) ^ np.uint64(1)
+            m = np.uint64(0) - np.uint64(sign == np.uint64(0xD))
+            _store_signed(dst, r * c + k, outw, (digits_of_nibbles(d) ^ m) - m)
+    if bad != np.uint64(0):
+        return False
+    _set_valid(op, b0, b1)
+    return True
+
+
+@_jit
+def _zoned_rows(src, stride, b0, b1, op, offs, alone, tmp):
+    """Zoned fields of up to 16 digits with the sign overpunched on the last one (the
+    usual ``PIC S9(n)``), EBCDIC, no P scaling, rows [b0, b1): two loads per value, every
+    zone and digit checked at once; False if a value was not valid."""
+    w, c, dst, outw = op[WIDTH], op[COUNT], op[DATA], op[P2]
+    ok_signs = _sign_bits((op[FLAGS] & F_SIGNED) != 0)
+    n_lo = min(w, 8)
+    n_hi = w - n_lo
+    sh_lo = np.uint64(64 - 8 * n_lo)
+    sh_hi = np.uint64(64 - 8 * n_hi) if n_hi > 0 else np.uint64(0)
+    bad = False
+    for k in range(c):
+        base = src + offs[op[OFFS] + k]
+        for r in range(b0, b1):
+            a = tmp + k * w if r == alone else base + r * stride
+            x_lo = np.uint64(bswap64(load64(a + n_hi))) >> sh_lo
+            zone = (x_lo >> np.uint64(4)) & np.uint64(0xF)  # the last byte's: the sign
+            bad |= ((ok_signs >> zone) & np.uint64(1)) == np.uint64(0)
+            bad_lo, v = zoned_word(x_lo | np.uint64(0xF0), n_lo)
+            bad |= bad_lo
+            if n_hi > 0:
+                bad_hi, v_hi = zoned_word(np.uint64(bswap64(load64(a))) >> sh_hi, n_hi)
+                bad |= bad_hi
+                v += v_hi * np.uint64(100000000)
+            m = np.uint64(0) - np.uint64(zone == np.uint64(0xD))
+            _store_signed(dst, r * c + k, outw, (v ^ m) - m)
+    if bad:
+        return False
+    _set_valid(op, b0, b1)
+    return True
+
+
+@_jit
+def _binary_rows(src, stride, b0, b1, op, offs, alone, tmp):
+    """Big-endian binary fields (not unsigned 8-byte ones into int64), rows [b0, b1): a
+    load, a byte swap and a sign extension per value; False if one is over the PICTURE's
+    digits (not ``TRUNC(BIN)``)."""
+    w, c, dst, outw, flags = op[WIDTH], op[COUNT], op[DATA], op[P2], op[FLAGS]
+    signed = (flags & F_SIGNED) != 0
+    limit = digit_limit(op[P1]) if (flags & F_TRUNC_BIN) == 0 else np.uint64(0)
+    check = limit != np.uint64(0)
+    sh = np.uint64(64 - 8 * w)
+    bad = False
+    for k in range(c):
+        base = src + offs[op[OFFS] + k]
+        for r in range(b0, b1):
+            a = tmp + k * w if r == alone else base + r * stride
+            x = np.uint64(bswap64(load64(a))) >> sh
+            i = r * c + k
+            if signed:
+                v = np.int64(x << sh) >> np.int64(sh)  # sign-extended
+                m = np.uint64(v >> np.int64(63))
+                bad |= check & (((np.uint64(v) ^ m) - m) >= limit)
+                _store_signed(dst, i, outw, np.uint64(v))
+            else:
+                bad |= check & (x >= limit)
+                store64(dst + i * outw, x)
+                if outw == 16:
+                    store64(dst + i * 16 + 8, 0)
+    if bad:
+        return False
+    _set_valid(op, b0, b1)
+    return True
 
 
 @_jit
@@ -468,12 +602,26 @@ def fwd_text(src, stride, r0, b0, b1, op, offs):
     are one UTF-8 byte each (letters, digits, spaces...) go through a byte table made
     here and are stored as one word; the others character by character."""
     table = op[TABLE]
-    single = np.empty(256, dtype=np.uint8)  # a byte's one UTF-8 byte, or 0x80: it takes more
-    for b in range(256):
+    single = np.empty(256 if op[P3] == 0 else 0, dtype=np.uint8)  # a byte's one UTF-8 byte, or 0x80
+    for b in range(single.size):
         code = np.int64(load32(table + b * 4))
         single[b] = code & 0xFF if (code >> 24) == 1 else 0x80
     _text_rows(src, stride, r0, b0, b1, op, offs, single.ctypes.data)
     return -1, 0
+
+
+@_inline
+def _text8(single, pairs, s):
+    """The 8 bytes at ``s`` translated, one little-endian word: through the pair table
+    ``pairs`` (P3, 4 loads) if there is one, else the byte table ``single`` (8)."""
+    if pairs == 0:
+        return _single8(single, s)
+    x = np.uint64(load64(s))
+    m = np.uint64(0xFFFF)
+    word = np.uint64(load16(pairs + np.int64(x & m) * 2))
+    word |= np.uint64(load16(pairs + np.int64((x >> np.uint64(16)) & m) * 2)) << np.uint64(16)
+    word |= np.uint64(load16(pairs + np.int64((x >> np.uint64(32)) & m) * 2)) << np.uint64(32)
+    return word | (np.uint64(load16(pairs + np.int64(x >> np.uint64(48)) * 2)) << np.uint64(48))
 
 
 @_jit
@@ -490,7 +638,7 @@ def _single8(single, s):
 @_jit
 def _text_rows(src, stride, r0, b0, b1, op, offs, single):
     n, c, per, ow = op[WIDTH], op[COUNT], op[P1], op[P2]
-    data, offsets, table = op[DATA] + r0 * c * per, op[OFFSETS], op[TABLE]
+    data, offsets, table, pairs = op[DATA] + r0 * c * per, op[OFFSETS], op[TABLE], op[P3]
     trim_r, trim_l = (op[FLAGS] & F_TRIM_RIGHT) != 0, (op[FLAGS] & F_TRIM_LEFT) != 0
     space = 0x20 if (op[FLAGS] & F_ASCII) != 0 else 0x40
     high = np.uint64(0x8080808080808080)
@@ -511,13 +659,13 @@ def _text_rows(src, stride, r0, b0, b1, op, offs, single):
             out = data + pos
             t = first
             while t + 8 <= end:  # eight characters of one UTF-8 byte each: one store
-                word = _single8(single, s + t)
+                word = _text8(single, pairs, s + t)
                 if word & high:
                     break
                 store64(out + t - first, word)
                 t += 8
             if end - first >= 8 and t < end and t + 8 > end:  # the last 0-7: the field's last 8 again
-                word = _single8(single, s + end - 8)
+                word = _text8(single, pairs, s + end - 8)
                 if (word & high) == 0:
                     store64(out + end - 8 - first, word)
                     t = end
