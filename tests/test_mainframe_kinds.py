@@ -415,7 +415,6 @@ def test_word_at_a_time_across_blocks_and_bad_values_mid_block(enc):
         lo.SoA.from_arrow(table, layout).to_aos()
 
 
-
 @pytest.mark.parametrize(
     "enc, good, bad",
     [
