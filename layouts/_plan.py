@@ -335,6 +335,21 @@ def _text_pairs(codepage):
     return pairs
 
 
+@functools.lru_cache(maxsize=None)
+def _text_pairs_back(codepage):
+    """uint16[65536]: the code page's bytes of two ASCII characters at once (index: the
+    first plus 256 times the second), the way back's table (P3 of a text op); None if an
+    ASCII character has no byte in the code page (the kernel then goes character by character)."""
+    ascii = encode_table(codepage)[:128]
+    if (ascii < 0).any():
+        return None
+    single = np.zeros(256, np.uint16)
+    single[:128] = ascii & 0xFF
+    pairs = np.ascontiguousarray((single[None, :] | (single[:, None] << 8)).reshape(-1))
+    pairs.setflags(write=False)
+    return pairs
+
+
 def forward_ops(arena, base, sentinels):
     """Op table for AoS -> SoA into an arena at address ``base``.
 
@@ -394,6 +409,8 @@ def reverse_ops(layout, columns, fills, truncate):
             table = encode_table(f.encoding.codepage)
             keep.append(table)
             row[P.TABLE] = table.ctypes.data
+            pairs = _text_pairs_back(f.encoding.codepage)  # (the CPU's; CUDA reads TABLE)
+            row[P.P3] = 0 if pairs is None else pairs.ctypes.data
         row[P.DATA] = col.data.address if col.data is not None else 0
         row[P.VALID] = col.validity.address if col.validity is not None else 0
         row[P.ELEM0] = col.offset

@@ -971,13 +971,29 @@ def rev_text(dst, itemsize, b0, b1, op, offs):
     characters go through a byte table of the ASCII characters made here (when every one
     has a byte in the code page) and are stored as one word."""
     table = op[TABLE]
-    ascii = np.empty(128, dtype=np.uint8)
+    ascii = np.empty(128 if op[P3] == 0 else 0, dtype=np.uint8)  # (P3: the pair table made once)
     every = True  # every ASCII character has a byte in the code page
-    for cp in range(128):
+    for cp in range(ascii.size):
         byte = np.int64(np.int16(load16(table + cp * 2)))
         every &= byte >= 0
         ascii[cp] = byte & 0xFF
-    return _rev_text_rows(dst, itemsize, b0, b1, op, offs, ascii.ctypes.data if every else 0)
+    # (an int64 both ways: an address and a literal 0 would unify to a float64)
+    at = np.int64(ascii.ctypes.data) if every and op[P3] == 0 else np.int64(0)
+    return _rev_text_rows(dst, itemsize, b0, b1, op, offs, at, op[P3])
+
+
+@_inline
+def _back8(ascii, pairs, x):
+    """The 8 ASCII characters of ``x`` in the code page, one word: through the pair table
+    ``pairs`` (P3 of a text op on the way back, 4 loads) if there is one, else the byte
+    table ``ascii`` (8)."""
+    if pairs == 0:
+        return _ascii8(ascii, x)
+    m = np.uint64(0xFFFF)
+    word = np.uint64(load16(pairs + np.int64(x & m) * 2))
+    word |= np.uint64(load16(pairs + np.int64((x >> np.uint64(16)) & m) * 2)) << np.uint64(16)
+    word |= np.uint64(load16(pairs + np.int64((x >> np.uint64(32)) & m) * 2)) << np.uint64(32)
+    return word | (np.uint64(load16(pairs + np.int64(x >> np.uint64(48)) * 2)) << np.uint64(48))
 
 
 @_jit
@@ -991,7 +1007,7 @@ def _ascii8(ascii, x):
 
 
 @_jit
-def _rev_text_rows(dst, itemsize, b0, b1, op, offs, ascii):
+def _rev_text_rows(dst, itemsize, b0, b1, op, offs, ascii, pairs):
     n, c, data, offsets, e0, ow = op[WIDTH], op[COUNT], op[DATA], op[OFFSETS], op[ELEM0], op[P2]
     valid, table, truncate = op[VALID], op[TABLE], (op[FLAGS] & F_TRUNCATE) != 0
     space = 0x20 if (op[FLAGS] & F_ASCII) != 0 else 0x40
@@ -1006,18 +1022,18 @@ def _rev_text_rows(dst, itemsize, b0, b1, op, offs, ascii):
             length = _offset_at(offsets, i + 1, ow) - start
             s, out = data + start, base + r * itemsize
             t, m = 0, 0
-            if ascii != 0:
+            if ascii != 0 or pairs != 0:
                 while t + 8 <= length and m + 8 <= n:  # eight ASCII characters: one store
                     x = np.uint64(load64(s + t))
                     if x & high:
                         break
-                    store64(out + m, _ascii8(ascii, x))
+                    store64(out + m, _back8(ascii, pairs, x))
                     t += 8
                     m += 8
                 if m == t and t < length and 8 <= length <= n:  # the last 1-7: the string's last 8 again
                     x = np.uint64(load64(s + length - 8))
                     if (x & high) == 0:
-                        store64(out + length - 8, _ascii8(ascii, x))
+                        store64(out + length - 8, _back8(ascii, pairs, x))
                         t = m = length
             while t < length:
                 cp = np.int64(load8(s + t))
