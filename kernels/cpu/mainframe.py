@@ -599,8 +599,9 @@ def fwd_hfloat(src, stride, b0, b1, op, offs):
 def fwd_text(src, stride, r0, b0, b1, op, offs):
     """EBCDIC bytes -> UTF-8 through the code page's table, into chunk-local var data
     (as the C-string op does; compacted after the pass). Runs of 8 bytes whose characters
-    are one UTF-8 byte each (letters, digits, spaces...) go through a byte table made
-    here and are stored as one word; the others character by character."""
+    are one UTF-8 byte each (letters, digits, spaces...) go two bytes at a time through
+    the op's pair table (P3, made once per code page by the plan; without one, a byte
+    table made here) and are stored as one word; the others character by character."""
     table = op[TABLE]
     single = np.empty(256 if op[P3] == 0 else 0, dtype=np.uint8)  # a byte's one UTF-8 byte, or 0x80
     for b in range(single.size):
@@ -616,7 +617,13 @@ def _text8(single, pairs, s):
     ``pairs`` (P3, 4 loads) if there is one, else the byte table ``single`` (8)."""
     if pairs == 0:
         return _single8(single, s)
-    x = np.uint64(load64(s))
+    return _through_pairs(pairs, np.uint64(load64(s)))
+
+
+@_inline
+def _through_pairs(pairs, x):
+    """The 8 bytes of word ``x`` through ``pairs``, a uint16[65536] table of two bytes at a
+    time (the text ops' P3 both ways): four loads."""
     m = np.uint64(0xFFFF)
     word = np.uint64(load16(pairs + np.int64(x & m) * 2))
     word |= np.uint64(load16(pairs + np.int64((x >> np.uint64(16)) & m) * 2)) << np.uint64(16)
@@ -967,9 +974,10 @@ def rev_hfloat(dst, itemsize, b0, b1, op, offs):
 @_jit
 def rev_text(dst, itemsize, b0, b1, op, offs):
     """UTF-8 -> EBCDIC through the code page's int16[65536] table, padded with EBCDIC
-    spaces (0x40; ASCII 0x20 with ``F_ASCII``); a character with no byte in the code page is E_RANGE. Runs of 8 ASCII
-    characters go through a byte table of the ASCII characters made here (when every one
-    has a byte in the code page) and are stored as one word."""
+    spaces (0x40; ASCII 0x20 with ``F_ASCII``); a character with no byte in the code page
+    is E_RANGE. Runs of 8 ASCII characters go two at a time through the op's pair table
+    (P3, made once per code page by the plan when every ASCII character has a byte in it;
+    without one, a byte table made here) and are stored as one word."""
     table = op[TABLE]
     ascii = np.empty(128 if op[P3] == 0 else 0, dtype=np.uint8)  # (P3: the pair table made once)
     every = True  # every ASCII character has a byte in the code page
@@ -989,11 +997,7 @@ def _back8(ascii, pairs, x):
     table ``ascii`` (8)."""
     if pairs == 0:
         return _ascii8(ascii, x)
-    m = np.uint64(0xFFFF)
-    word = np.uint64(load16(pairs + np.int64(x & m) * 2))
-    word |= np.uint64(load16(pairs + np.int64((x >> np.uint64(16)) & m) * 2)) << np.uint64(16)
-    word |= np.uint64(load16(pairs + np.int64((x >> np.uint64(32)) & m) * 2)) << np.uint64(32)
-    return word | (np.uint64(load16(pairs + np.int64(x >> np.uint64(48)) * 2)) << np.uint64(48))
+    return _through_pairs(pairs, x)
 
 
 @_jit
