@@ -361,19 +361,17 @@ def fwd_decimal(src, stride, b0, b1, op, offs, kind):
 def _decimal_rows(src, stride, b0, b1, op, offs, kind, alone, tmp, short):
     """fwd_decimal over rows [b0, b1); row ``alone`` is read from ``tmp`` (its fields' copy)."""
     if short:  # each kind its own loop (a constant kind: Numba compiles one per kind)
-        w, flags, outw = op[WIDTH], op[FLAGS], op[P2]
+        w, flags = op[WIDTH], op[FLAGS]
         if kind == K_PACKED and w <= 8:  # the common shapes: a loop with every constant set up before it
             ok = _packed_rows(src, stride, b0, b1, op, offs, alone, tmp)
         elif kind == K_ZONED and (flags & (F_LEADING | F_SEPARATE)) == 0 and w <= 16:
             ok = _zoned_rows(src, stride, b0, b1, op, offs, alone, tmp)
-        elif kind == K_BINARY and (outw == 16 or w < 8 or (flags & F_SIGNED) != 0):
+        elif kind == K_BINARY:
             ok = _binary_rows(src, stride, b0, b1, op, offs, alone, tmp)
-        elif kind == K_PACKED:
+        elif kind == K_PACKED:  # 9 to 15 bytes: two words
             ok = _decimal_rows_short(src, stride, b0, b1, op, offs, K_PACKED, alone, tmp)
-        elif kind == K_ZONED:
+        else:  # zoned, the sign leading or separate
             ok = _decimal_rows_short(src, stride, b0, b1, op, offs, K_ZONED, alone, tmp)
-        else:
-            ok = _decimal_rows_short(src, stride, b0, b1, op, offs, K_BINARY, alone, tmp)
         if ok:
             return -1, 0
     return _decimal_rows_exact(src, stride, b0, b1, op, offs, kind, alone, tmp)
@@ -470,13 +468,14 @@ def _zoned_rows(src, stride, b0, b1, op, offs, alone, tmp):
 
 @_jit
 def _binary_rows(src, stride, b0, b1, op, offs, alone, tmp):
-    """Big-endian binary fields (not unsigned 8-byte ones into int64), rows [b0, b1): a
-    load, a byte swap and a sign extension per value; False if one is over the PICTURE's
-    digits (not ``TRUNC(BIN)``)."""
+    """Big-endian binary fields, rows [b0, b1): a load, a byte swap and a sign extension
+    per value; False if one is over the PICTURE's digits (not ``TRUNC(BIN)``) or does not
+    fit int64 (an unsigned 8-byte one from 2**63 on)."""
     w, c, dst, outw, flags = op[WIDTH], op[COUNT], op[DATA], op[P2], op[FLAGS]
     signed = (flags & F_SIGNED) != 0
     limit = digit_limit(op[P1]) if (flags & F_TRUNC_BIN) == 0 else np.uint64(0)
     check = limit != np.uint64(0)
+    wide = outw == 8 and w == 8  # unsigned into int64: from 2**63 on, out of range
     sh = np.uint64(64 - 8 * w)
     bad = False
     for k in range(c):
@@ -491,7 +490,7 @@ def _binary_rows(src, stride, b0, b1, op, offs, alone, tmp):
                 bad |= check & (((np.uint64(v) ^ m) - m) >= limit)
                 _store_signed(dst, i, outw, np.uint64(v))
             else:
-                bad |= check & (x >= limit)
+                bad |= (check & (x >= limit)) | (wide & ((x >> np.uint64(63)) != np.uint64(0)))
                 store64(dst + i * outw, x)
                 if outw == 16:
                     store64(dst + i * 16 + 8, 0)
