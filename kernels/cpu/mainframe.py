@@ -844,6 +844,21 @@ def _bcd8(y):
 
 
 @_jit
+def _binary_max(signed, w, digits, trunc_bin):
+    """The largest magnitudes of a positive and of a negative value that a ``w``-byte
+    binary field holds, as :func:`kernels.mainframe.binary_fits` decides it."""
+    if trunc_bin or digits == 0:
+        if signed:
+            top = np.uint64(1) << np.uint64(8 * w - 1)
+            return top - np.uint64(1), top
+        full = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - 8 * w)
+        return full, full  # (a negative value in an unsigned field is bad anyway)
+    limit = digit_limit(digits)
+    most = np.uint64(0xFFFFFFFFFFFFFFFF) if limit == np.uint64(0) else limit - np.uint64(1)
+    return most, most
+
+
+@_jit
 def _rev_decimal_short(dst, itemsize, b0, b1, op, offs, kind):
     """:func:`rev_decimal` of rows [b0, b1) in a loop with no exit; False if a value could
     not be written (a null, out of range: the caller writes the block again, exactly).
@@ -857,6 +872,7 @@ def _rev_decimal_short(dst, itemsize, b0, b1, op, offs, kind):
     trunc_bin = (flags & F_TRUNC_BIN) != 0
     positive = positive_sign(op[TABLE], signed)
     small = digit_limit(min(digits, 18)) if kind != K_BINARY else np.uint64(0)
+    pos_max, neg_max = _binary_max(signed, w, digits, trunc_bin)  # (binary_fits, set up once)
     d0 = 1 if separate and leading else 0  # zoned: the first digit byte
     n_lo = min(digits, 8)
     n_hi = digits - n_lo
@@ -877,7 +893,7 @@ def _rev_decimal_short(dst, itemsize, b0, b1, op, offs, kind):
             bad |= negative & (not signed)
             a = base + r * itemsize
             if kind == K_BINARY:
-                bad |= not binary_fits(hi, lo, negative, signed, w, digits, trunc_bin)
+                bad |= (hi != np.uint64(0)) | (lo > (neg_max if negative else pos_max))
                 _store_be(a, w, (~lo + np.uint64(1)) if negative else lo)
             else:
                 bad |= hi != np.uint64(0) or lo >= small
