@@ -329,10 +329,10 @@ def _text_pairs(codepage):
     (index: the first byte plus 256 times the second; 0x80 in a byte whose character takes
     more): the CPU text loop's table (P3 of a text op), held here for the process."""
     table = decode_table(codepage)
-    return _pairs(np.where(table >> 24 == 1, table & 0xFF, 0x80).astype(np.uint16))
+    return _pair_table(np.where(table >> 24 == 1, table & 0xFF, 0x80).astype(np.uint16))
 
 
-def _pairs(single):
+def _pair_table(single):
     """uint16[65536] of the byte table ``single`` (uint16[256]) two bytes at a time."""
     pairs = np.ascontiguousarray((single[None, :] | (single[:, None] << 8)).reshape(-1))
     pairs.setflags(write=False)
@@ -349,7 +349,7 @@ def _text_pairs_back(codepage):
         return None
     single = np.zeros(256, np.uint16)
     single[:128] = ascii & 0xFF
-    return _pairs(single)
+    return _pair_table(single)
 
 
 def forward_ops(arena, base, sentinels):
