@@ -399,8 +399,15 @@ def _set_valid(op, b0, b1):
 
 @_jit
 def _sign_bits(signed):
-    """The sign nibbles (zones) a field accepts, as bits of a mask: C and F, D if signed."""
-    return np.uint64((1 << 0xC) | (1 << 0xF) | ((1 << 0xD) if signed else 0))
+    """The sign nibbles (zones) a field accepts and those that make a value negative, as
+    bits of two masks, as :func:`kernels.mainframe.sign_nibble` reads each (its rules in
+    one place: the word loops look a nibble up in these)."""
+    ok, neg = np.uint64(0), np.uint64(0)
+    for nibble in range(16):
+        valid, negative = sign_nibble(nibble, signed)
+        ok |= np.uint64(1 if valid else 0) << np.uint64(nibble)
+        neg |= np.uint64(1 if negative else 0) << np.uint64(nibble)
+    return ok, neg
 
 
 @_jit
@@ -409,7 +416,7 @@ def _packed_rows(src, stride, b0, b1, op, offs, alone, tmp):
     a byte swap and SWAR per value, no branch in the loop; False if a value was not valid
     (the caller converts the rows again, exactly)."""
     w, c, dst, outw, digits = op[WIDTH], op[COUNT], op[DATA], op[P2], op[P1]
-    ok_signs = _sign_bits((op[FLAGS] & F_SIGNED) != 0)
+    ok_signs, neg_signs = _sign_bits((op[FLAGS] & F_SIGNED) != 0)
     sh = np.uint64(64 - 8 * w)
     six, carry = np.uint64(0x0666666666666666), np.uint64(0x1111111111111110)
     pad = np.uint64(4 * (2 * w - 2)) if digits % 2 == 0 else np.uint64(63)  # (63: a digit nibble's bit, 0)
@@ -425,7 +432,7 @@ def _packed_rows(src, stride, b0, b1, op, offs, alone, tmp):
             bad |= ((d + six) ^ d ^ six) & carry  # a digit nibble above 9
             bad |= (d >> pad) & pad_mask  # an even digit count's padding nibble is 0
             bad |= ((ok_signs >> sign) & np.uint64(1)) ^ np.uint64(1)
-            m = np.uint64(0) - np.uint64(sign == np.uint64(0xD))
+            m = np.uint64(0) - ((neg_signs >> sign) & np.uint64(1))
             _store_signed(dst, r * c + k, outw, (digits_of_nibbles(d) ^ m) - m)
     if bad != np.uint64(0):
         return False
@@ -439,7 +446,7 @@ def _zoned_rows(src, stride, b0, b1, op, offs, alone, tmp):
     usual ``PIC S9(n)``), EBCDIC, no P scaling, rows [b0, b1): two loads per value, every
     zone and digit checked at once; False if a value was not valid."""
     w, c, dst, outw = op[WIDTH], op[COUNT], op[DATA], op[P2]
-    ok_signs = _sign_bits((op[FLAGS] & F_SIGNED) != 0)
+    ok_signs, neg_signs = _sign_bits((op[FLAGS] & F_SIGNED) != 0)
     n_lo = min(w, 8)
     n_hi = w - n_lo
     sh_lo = np.uint64(64 - 8 * n_lo)
@@ -458,7 +465,7 @@ def _zoned_rows(src, stride, b0, b1, op, offs, alone, tmp):
                 bad_hi, v_hi = zoned_word(np.uint64(bswap64(load64(a))) >> sh_hi, n_hi)
                 bad |= bad_hi
                 v += v_hi * np.uint64(100000000)
-            m = np.uint64(0) - np.uint64(zone == np.uint64(0xD))
+            m = np.uint64(0) - ((neg_signs >> zone) & np.uint64(1))
             _store_signed(dst, r * c + k, outw, (v ^ m) - m)
     if bad:
         return False
