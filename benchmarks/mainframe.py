@@ -16,7 +16,9 @@ integer, filled with valid random values. In one process, in interleaved rounds:
   ``np.copyto`` (goal >= 0.3x);
 * the same with ``threads=1`` on records of COMP-3 fields only (reused output), in MiB/s
   per core (wall clock, and per CPU-second of the thread: ``time.process_time``), against
-  copybook-rs's published COMP-3 figure (18-25 MiB/s, its README; goal >= 10x);
+  copybook-rs's published COMP-3 figure (18-25 MiB/s, its README; goal >= 10x), and on
+  the whole record both ways (per CPU-second and ns per record: the kernels' cost, which
+  the load of other jobs stretches much less than the wall clock of all cores);
 * the Python peers from PyPI that decode such records, on a slice (``--peer-records``),
   scaled by records per second (goal >= 50x the fastest): ``cobolio.loads`` (a dict per
   record) and the way back, ``cobolio`` having none, is compared with the peer's
@@ -194,22 +196,31 @@ def run(n, rounds, peer_records, threads):
 
         return timed
 
+    def whole_forward():
+        state["reused"] = lo.AoS(recs, layout).to_soa(out=state["reused"], threads=1)
+
+    # the whole record on one thread too: its CPU seconds are the kernels' cost, which the
+    # load of other jobs on the machine stretches much less than the wall clock of two threads
     pcases = {
-        "COMP-3 records -> Arrow, 1 thread": comp3_forward,
-        "COMP-3 Arrow -> records, 1 thread": lambda: psoa.to_aos(out=pout, threads=1),
+        "COMP-3 records -> Arrow, 1 thread": (comp3_forward, precs.nbytes),
+        "COMP-3 Arrow -> records, 1 thread": (lambda: psoa.to_aos(out=pout, threads=1), precs.nbytes),
+        "records -> Arrow (out=), 1 thread": (whole_forward, nbytes),
+        "Arrow -> records (out=), 1 thread": (lambda: state["soa"].to_aos(out=out_aos, threads=1), nbytes),
     }
-    pseconds = interleaved({name: on_cpu(name, fn) for name, fn in pcases.items()}, rounds)
-    comp3 = {name: precs.nbytes / s / 2**20 for name, s in pseconds.items()}
+    pseconds = interleaved({name: on_cpu(name, fn) for name, (fn, _) in pcases.items()}, rounds)
+    comp3 = {name: pcases[name][1] / s / 2**20 for name, s in pseconds.items()}
     for name, s in pseconds.items():
         cpu_s = float(np.median(cpu[name][1:]))  # (the first: the untimed warm-up round)
+        size = pcases[name][1]
         rows.append(
             {
                 "case": name,
                 "seconds": s,
-                "GB/s": precs.nbytes / s / 1e9,
+                "GB/s": size / s / 1e9,
                 "MiB/s": comp3[name],
                 "cpu_seconds": cpu_s,
-                "MiB per CPU-second": precs.nbytes / cpu_s / 2**20,
+                "MiB per CPU-second": size / cpu_s / 2**20,
+                "ns per record (CPU)": cpu_s / (n if size == nbytes else pn) * 1e9,
             }
         )
     per_cpu = {row["case"]: row["MiB per CPU-second"] for row in rows if "cpu_seconds" in row}
@@ -218,6 +229,9 @@ def run(n, rounds, peer_records, threads):
     ratios["COMP-3 way back per core / copybook-rs (25 MiB/s)"] = comp3["COMP-3 Arrow -> records, 1 thread"] / best
     ratios["COMP-3 per CPU-second / copybook-rs (25 MiB/s)"] = per_cpu["COMP-3 records -> Arrow, 1 thread"] / best
     ratios["COMP-3 way back per CPU-second / copybook-rs"] = per_cpu["COMP-3 Arrow -> records, 1 thread"] / best
+    # the whole record per CPU-second of one thread against np.copyto's bytes per second
+    for name in ("records -> Arrow (out=), 1 thread", "Arrow -> records (out=), 1 thread"):
+        ratios[f"{name}, per CPU-second / np.copyto"] = per_cpu[name] * 2**20 / (nbytes / copy)
 
     peers = {}
     rate = peer_cobolio(recs, min(peer_records, n))
@@ -261,6 +275,7 @@ def main(argv=None):
         extra = f"  {row['MiB/s']:8.1f} MiB/s" if "MiB/s" in row else ""
         if "cpu_seconds" in row:
             extra += f"  {row['MiB per CPU-second']:8.1f} MiB per CPU-second"
+            extra += f"  {row['ns per record (CPU)']:6.1f} ns per record"
         print(f"  {row['case']:<40} {row['GB/s']:7.3f} GB/s{extra}")
     for name, rate in peers.items():
         print(f"  {name:<40} {rate:,.0f} records/s ({rate * DTYPE.itemsize / 1e6:.2f} MB/s)")

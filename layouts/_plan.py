@@ -5,6 +5,7 @@
 :mod:`kernels.plan`.
 """
 
+import functools
 import math
 import mmap
 import os
@@ -322,6 +323,35 @@ def _mainframe_row(row, field):
         row[P.FLAGS] |= P.F_TRUNC_BIN
 
 
+@functools.lru_cache(maxsize=None)
+def _text_pairs(codepage):
+    """uint16[65536]: two EBCDIC bytes' characters at once, when each is one UTF-8 byte
+    (index: the first byte plus 256 times the second; 0x80 in a byte whose character takes
+    more): the CPU text loop's table (P3 of a text op), held here for the process."""
+    table = decode_table(codepage)
+    return _pair_table(np.where(table >> 24 == 1, table & 0xFF, 0x80).astype(np.uint16))
+
+
+def _pair_table(single):
+    """uint16[65536] of the byte table ``single`` (uint16[256]) two bytes at a time."""
+    pairs = np.ascontiguousarray((single[None, :] | (single[:, None] << 8)).reshape(-1))
+    pairs.setflags(write=False)
+    return pairs
+
+
+@functools.lru_cache(maxsize=None)
+def _text_pairs_back(codepage):
+    """uint16[65536]: the code page's bytes of two ASCII characters at once (index: the
+    first plus 256 times the second), the way back's table (P3 of a text op); None if an
+    ASCII character has no byte in the code page (the kernel then goes character by character)."""
+    ascii = encode_table(codepage)[:128]
+    if (ascii < 0).any():
+        return None
+    single = np.zeros(256, np.uint16)
+    single[:128] = ascii & 0xFF
+    return _pair_table(single)
+
+
 def forward_ops(arena, base, sentinels):
     """Op table for AoS -> SoA into an arena at address ``base``.
 
@@ -344,6 +374,7 @@ def forward_ops(arena, base, sentinels):
             table = decode_table(f.encoding.codepage)
             keep.append(table)
             row[P.TABLE] = table.ctypes.data
+            row[P.P3] = _text_pairs(f.encoding.codepage).ctypes.data  # (the CPU's; CUDA reads TABLE)
         bufs = arena.buffers[i]
         row[P.DATA] = base + bufs["data"][0]
         if "validity" in bufs:
@@ -380,6 +411,8 @@ def reverse_ops(layout, columns, fills, truncate):
             table = encode_table(f.encoding.codepage)
             keep.append(table)
             row[P.TABLE] = table.ctypes.data
+            pairs = _text_pairs_back(f.encoding.codepage)  # (the CPU's; CUDA reads TABLE)
+            row[P.P3] = 0 if pairs is None else pairs.ctypes.data
         row[P.DATA] = col.data.address if col.data is not None else 0
         row[P.VALID] = col.validity.address if col.validity is not None else 0
         row[P.ELEM0] = col.offset

@@ -415,6 +415,46 @@ def test_word_at_a_time_across_blocks_and_bad_values_mid_block(enc):
         lo.SoA.from_arrow(table, layout).to_aos()
 
 
+@pytest.mark.parametrize(
+    "enc, good, bad",
+    [
+        (E("binary", 4, signed=True), [b"\x27\x0f", b"\xd8\xf1"], b"\x27\x10"),  # 9999, -9999 | 10000 > 4 digits
+        (E("binary", 4, signed=True, trunc="bin"), [b"\x27\x10", b"\x80\x00"], None),  # its whole range
+        (
+            E("binary", 18, trunc="bin", as_integer=True),
+            [b"\x7f" + b"\xff" * 7, b"\0" * 7 + b"\1"],
+            b"\x80" + b"\0" * 7,
+        ),
+        (E("packed", 4, signed=True), [b"\x01\x23\x4d", b"\x00\x00\x0c"], b"\x11\x23\x4c"),  # padding nibble
+        (E("packed", 3), [b"\x12\x3f", b"\x99\x9c"], b"\x12\x3d"),  # unsigned: D is no sign
+        (E("zoned", 12, signed=True), [b"\xf1" * 11 + b"\xd2", b"\xf0" * 11 + b"\xc0"], b"\xf1" * 11 + b"\xa2"),
+        (E("zoned", 12, signed=True), [b"\xf9" * 12], b"\xf1\xf2\xf3\xfa" + b"\xf1" * 8),  # digit A, first word
+    ],
+    ids=[
+        "binary-digits",
+        "binary-trunc-bin",
+        "binary-u64-int64",
+        "packed-even",
+        "packed-unsigned",
+        "zoned-sign",
+        "zoned-hi-word",
+    ],
+)
+def test_word_loops_check_what_the_exact_loop_checks(enc, good, bad):
+    """The word loops of the usual shapes (packed of up to 8 bytes, zoned with a trailing
+    overpunch, binary) take the values the reference decoder takes and leave the others
+    to the exact loop, which names them (here the 300th record of 600)."""
+    width = len(good[0])
+    cells = [good[i % len(good)] for i in range(600)]
+    layout = _layout(enc, width)
+    got = lo.AoS(_records(layout, [[c] for c in cells]), layout).to_soa().to_arrow().column("x").to_pylist()
+    assert got == [mref.decode(enc, c) for c in cells]
+    if bad is not None:
+        cells[300] = bad
+        with pytest.raises(lo.ConversionError, match=r"field 'x' .*record 300:"):
+            lo.AoS(_records(layout, [[c] for c in cells]), layout).to_soa()
+
+
 def test_way_back_errors():
     layout = _layout(E("text", codepage="cp037"), 4)
     table = pa.table({"pre": pa.array([1], pa.uint8()), "x": ["a€"], "post": pa.array([2], pa.uint8())})

@@ -179,8 +179,7 @@ def _decode_packed_long(a, width, digits, signed):
     return E_INVALID, False, hi, lo
 
 
-@_jit
-def _decode_zoned_words(a, d0, d1, over, signed, negative):
+def _zoned_words(a, d0, d1, over, signed, negative):
     """Zoned digits [d0, d1) of the field at ``a`` (at most 16), the overpunched sign (if
     any) at byte ``over``: the bytes as two big-endian words, the sign's zone set to F.
     Reads up to 7 bytes past ``a + d1``."""
@@ -205,6 +204,11 @@ def _decode_zoned_words(a, d0, d1, over, signed, negative):
     if bad_hi or bad_lo:
         return E_INVALID, False, np.uint64(0), np.uint64(0)
     return 0, negative, np.uint64(0), v_hi * np.uint64(100000000) + v_lo  # (v_hi is 0 for n <= 8)
+
+
+# inlined into the word loop (LLVM kept it a call there, its result going through memory),
+# called from the exact one
+_decode_zoned_words, _decode_zoned_words_inline = _jit(_zoned_words), _inline(_zoned_words)
 
 
 @_jit
@@ -236,7 +240,7 @@ def _decode_zoned_short(a, width, signed, flags, plus, minus):
     status, d0, d1, over, negative = _zoned_frame(a, width, flags, plus, minus)
     if status != 0:
         return status, False, np.uint64(0), np.uint64(0)
-    return _decode_zoned_words(a, d0, d1, over, signed, negative)
+    return _decode_zoned_words_inline(a, d0, d1, over, signed, negative)
 
 
 @_jit
@@ -342,7 +346,8 @@ def fwd_decimal(src, stride, b0, b1, op, offs, kind):
         or kind == K_BINARY
     )
     alone = max(b0, b1 - 1) if stride >= 8 else b0  # the rows from here on are read from the copy
-    row, code = _decimal_rows(src, stride, b0, alone, op, offs, kind, -1, tmp, short)
+    # (np.int64(-1), not -1: a literal argument would compile another copy of every loop)
+    row, code = _decimal_rows(src, stride, b0, alone, op, offs, kind, np.int64(-1), tmp, short)
     r = alone
     while code == 0 and r < b1:
         for k in range(c):
@@ -356,15 +361,150 @@ def fwd_decimal(src, stride, b0, b1, op, offs, kind):
 def _decimal_rows(src, stride, b0, b1, op, offs, kind, alone, tmp, short):
     """fwd_decimal over rows [b0, b1); row ``alone`` is read from ``tmp`` (its fields' copy)."""
     if short:  # each kind its own loop (a constant kind: Numba compiles one per kind)
-        if kind == K_PACKED:
+        w, flags = op[WIDTH], op[FLAGS]
+        if kind == K_PACKED and w <= 8:  # the common shapes: a loop with every constant set up before it
+            ok = _packed_rows(src, stride, b0, b1, op, offs, alone, tmp)
+        elif kind == K_ZONED and (flags & (F_LEADING | F_SEPARATE)) == 0 and w <= 16:
+            ok = _zoned_rows(src, stride, b0, b1, op, offs, alone, tmp)
+        elif kind == K_BINARY:
+            ok = _binary_rows(src, stride, b0, b1, op, offs, alone, tmp)
+        elif kind == K_PACKED:  # 9 to 15 bytes: two words
             ok = _decimal_rows_short(src, stride, b0, b1, op, offs, K_PACKED, alone, tmp)
-        elif kind == K_ZONED:
+        else:  # zoned, the sign leading or separate
             ok = _decimal_rows_short(src, stride, b0, b1, op, offs, K_ZONED, alone, tmp)
-        else:
-            ok = _decimal_rows_short(src, stride, b0, b1, op, offs, K_BINARY, alone, tmp)
         if ok:
             return -1, 0
     return _decimal_rows_exact(src, stride, b0, b1, op, offs, kind, alone, tmp)
+
+
+@_jit
+def _store_signed(dst, i, outw, v):
+    """Signed 64-bit ``v`` (its two's complement bits) as element i: decimal128 (outw 16,
+    the high word its sign) or int64."""
+    if outw == 16:
+        store64(dst + i * 16, v)
+        store64(dst + i * 16 + 8, np.uint64(np.int64(v) >> np.int64(63)))
+    else:
+        store64(dst + i * 8, v)
+
+
+@_jit
+def _set_valid(op, b0, b1):
+    """Every value of rows [b0, b1) valid (after a word loop that found none bad)."""
+    valid, c = op[VALID], op[COUNT]
+    if valid != 0:
+        for i in range(b0 * c, b1 * c):
+            _set_bit(valid, i)
+
+
+@_jit
+def _sign_bits(signed):
+    """The sign nibbles (zones) a field accepts and those that make a value negative, as
+    bits of two masks, as :func:`kernels.mainframe.sign_nibble` reads each (its rules in
+    one place: the word loops look a nibble up in these)."""
+    ok, neg = np.uint64(0), np.uint64(0)
+    for nibble in range(16):
+        valid, negative = sign_nibble(nibble, signed)
+        ok |= np.uint64(1 if valid else 0) << np.uint64(nibble)
+        neg |= np.uint64(1 if negative else 0) << np.uint64(nibble)
+    return ok, neg
+
+
+@_jit
+def _packed_rows(src, stride, b0, b1, op, offs, alone, tmp):
+    """Packed fields of up to 8 bytes (15 digits), no P scaling, rows [b0, b1): one load,
+    a byte swap and SWAR per value, no branch in the loop; False if a value was not valid
+    (the caller converts the rows again, exactly)."""
+    w, c, dst, outw, digits = op[WIDTH], op[COUNT], op[DATA], op[P2], op[P1]
+    ok_signs, neg_signs = _sign_bits((op[FLAGS] & F_SIGNED) != 0)
+    sh = np.uint64(64 - 8 * w)
+    six, carry = np.uint64(0x0666666666666666), np.uint64(0x1111111111111110)
+    pad = np.uint64(4 * (2 * w - 2)) if digits % 2 == 0 else np.uint64(63)  # (63: a digit nibble's bit, 0)
+    pad_mask = np.uint64(0xF) if digits % 2 == 0 else np.uint64(0)
+    bad = np.uint64(0)
+    for k in range(c):
+        base = src + offs[op[OFFS] + k]
+        for r in range(b0, b1):
+            a = tmp + k * w if r == alone else base + r * stride
+            x = np.uint64(bswap64(load64(a))) >> sh
+            sign = x & np.uint64(0xF)
+            d = x >> np.uint64(4)
+            bad |= ((d + six) ^ d ^ six) & carry  # a digit nibble above 9
+            bad |= (d >> pad) & pad_mask  # an even digit count's padding nibble is 0
+            bad |= ((ok_signs >> sign) & np.uint64(1)) ^ np.uint64(1)
+            m = np.uint64(0) - ((neg_signs >> sign) & np.uint64(1))
+            _store_signed(dst, r * c + k, outw, (digits_of_nibbles(d) ^ m) - m)
+    if bad != np.uint64(0):
+        return False
+    _set_valid(op, b0, b1)
+    return True
+
+
+@_jit
+def _zoned_rows(src, stride, b0, b1, op, offs, alone, tmp):
+    """Zoned fields of up to 16 digits with the sign overpunched on the last one (the
+    usual ``PIC S9(n)``), EBCDIC, no P scaling, rows [b0, b1): two loads per value, every
+    zone and digit checked at once; False if a value was not valid."""
+    w, c, dst, outw = op[WIDTH], op[COUNT], op[DATA], op[P2]
+    ok_signs, neg_signs = _sign_bits((op[FLAGS] & F_SIGNED) != 0)
+    n_lo = min(w, 8)
+    n_hi = w - n_lo
+    sh_lo = np.uint64(64 - 8 * n_lo)
+    sh_hi = np.uint64(64 - 8 * n_hi) if n_hi > 0 else np.uint64(0)
+    bad = False
+    for k in range(c):
+        base = src + offs[op[OFFS] + k]
+        for r in range(b0, b1):
+            a = tmp + k * w if r == alone else base + r * stride
+            x_lo = np.uint64(bswap64(load64(a + n_hi))) >> sh_lo
+            zone = (x_lo >> np.uint64(4)) & np.uint64(0xF)  # the last byte's: the sign
+            bad |= ((ok_signs >> zone) & np.uint64(1)) == np.uint64(0)
+            bad_lo, v = zoned_word(x_lo | np.uint64(0xF0), n_lo)
+            bad |= bad_lo
+            if n_hi > 0:
+                bad_hi, v_hi = zoned_word(np.uint64(bswap64(load64(a))) >> sh_hi, n_hi)
+                bad |= bad_hi
+                v += v_hi * np.uint64(100000000)
+            m = np.uint64(0) - ((neg_signs >> zone) & np.uint64(1))
+            _store_signed(dst, r * c + k, outw, (v ^ m) - m)
+    if bad:
+        return False
+    _set_valid(op, b0, b1)
+    return True
+
+
+@_jit
+def _binary_rows(src, stride, b0, b1, op, offs, alone, tmp):
+    """Big-endian binary fields, rows [b0, b1): a load, a byte swap and a sign extension
+    per value; False if one is over the PICTURE's digits (not ``TRUNC(BIN)``) or does not
+    fit int64 (an unsigned 8-byte one from 2**63 on)."""
+    w, c, dst, outw, flags = op[WIDTH], op[COUNT], op[DATA], op[P2], op[FLAGS]
+    signed = (flags & F_SIGNED) != 0
+    limit = digit_limit(op[P1]) if (flags & F_TRUNC_BIN) == 0 else np.uint64(0)
+    check = limit != np.uint64(0)
+    wide = outw == 8 and w == 8  # unsigned into int64: from 2**63 on, out of range
+    sh = np.uint64(64 - 8 * w)
+    bad = False
+    for k in range(c):
+        base = src + offs[op[OFFS] + k]
+        for r in range(b0, b1):
+            a = tmp + k * w if r == alone else base + r * stride
+            x = np.uint64(bswap64(load64(a))) >> sh
+            i = r * c + k
+            if signed:
+                v = np.int64(x << sh) >> np.int64(sh)  # sign-extended
+                m = np.uint64(v >> np.int64(63))
+                bad |= check & (((np.uint64(v) ^ m) - m) >= limit)
+                _store_signed(dst, i, outw, np.uint64(v))
+            else:
+                bad |= (check & (x >= limit)) | (wide & ((x >> np.uint64(63)) != np.uint64(0)))
+                store64(dst + i * outw, x)
+                if outw == 16:
+                    store64(dst + i * 16 + 8, 0)
+    if bad:
+        return False
+    _set_valid(op, b0, b1)
+    return True
 
 
 @_jit
@@ -465,15 +605,36 @@ def fwd_hfloat(src, stride, b0, b1, op, offs):
 def fwd_text(src, stride, r0, b0, b1, op, offs):
     """EBCDIC bytes -> UTF-8 through the code page's table, into chunk-local var data
     (as the C-string op does; compacted after the pass). Runs of 8 bytes whose characters
-    are one UTF-8 byte each (letters, digits, spaces...) go through a byte table made
-    here and are stored as one word; the others character by character."""
+    are one UTF-8 byte each (letters, digits, spaces...) go two bytes at a time through
+    the op's pair table (P3, made once per code page by the plan; without one, a byte
+    table made here) and are stored as one word; the others character by character."""
     table = op[TABLE]
-    single = np.empty(256, dtype=np.uint8)  # a byte's one UTF-8 byte, or 0x80: it takes more
-    for b in range(256):
+    single = np.empty(256 if op[P3] == 0 else 0, dtype=np.uint8)  # a byte's one UTF-8 byte, or 0x80
+    for b in range(single.size):
         code = np.int64(load32(table + b * 4))
         single[b] = code & 0xFF if (code >> 24) == 1 else 0x80
     _text_rows(src, stride, r0, b0, b1, op, offs, single.ctypes.data)
     return -1, 0
+
+
+@_inline
+def _text8(single, pairs, s):
+    """The 8 bytes at ``s`` translated, one little-endian word: through the pair table
+    ``pairs`` (P3, 4 loads) if there is one, else the byte table ``single`` (8)."""
+    if pairs == 0:
+        return _single8(single, s)
+    return _through_pairs(pairs, np.uint64(load64(s)))
+
+
+@_inline
+def _through_pairs(pairs, x):
+    """The 8 bytes of word ``x`` through ``pairs``, a uint16[65536] table of two bytes at a
+    time (the text ops' P3 both ways): four loads."""
+    m = np.uint64(0xFFFF)
+    word = np.uint64(load16(pairs + np.int64(x & m) * 2))
+    word |= np.uint64(load16(pairs + np.int64((x >> np.uint64(16)) & m) * 2)) << np.uint64(16)
+    word |= np.uint64(load16(pairs + np.int64((x >> np.uint64(32)) & m) * 2)) << np.uint64(32)
+    return word | (np.uint64(load16(pairs + np.int64(x >> np.uint64(48)) * 2)) << np.uint64(48))
 
 
 @_jit
@@ -490,7 +651,7 @@ def _single8(single, s):
 @_jit
 def _text_rows(src, stride, r0, b0, b1, op, offs, single):
     n, c, per, ow = op[WIDTH], op[COUNT], op[P1], op[P2]
-    data, offsets, table = op[DATA] + r0 * c * per, op[OFFSETS], op[TABLE]
+    data, offsets, table, pairs = op[DATA] + r0 * c * per, op[OFFSETS], op[TABLE], op[P3]
     trim_r, trim_l = (op[FLAGS] & F_TRIM_RIGHT) != 0, (op[FLAGS] & F_TRIM_LEFT) != 0
     space = 0x20 if (op[FLAGS] & F_ASCII) != 0 else 0x40
     high = np.uint64(0x8080808080808080)
@@ -511,13 +672,13 @@ def _text_rows(src, stride, r0, b0, b1, op, offs, single):
             out = data + pos
             t = first
             while t + 8 <= end:  # eight characters of one UTF-8 byte each: one store
-                word = _single8(single, s + t)
+                word = _text8(single, pairs, s + t)
                 if word & high:
                     break
                 store64(out + t - first, word)
                 t += 8
             if end - first >= 8 and t < end and t + 8 > end:  # the last 0-7: the field's last 8 again
-                word = _single8(single, s + end - 8)
+                word = _text8(single, pairs, s + end - 8)
                 if (word & high) == 0:
                     store64(out + end - 8 - first, word)
                     t = end
@@ -690,6 +851,21 @@ def _bcd8(y):
 
 
 @_jit
+def _binary_max(signed, w, digits, trunc_bin):
+    """The largest magnitudes of a positive and of a negative value that a ``w``-byte
+    binary field holds, as :func:`kernels.mainframe.binary_fits` decides it."""
+    if trunc_bin or digits == 0:
+        if signed:
+            top = np.uint64(1) << np.uint64(8 * w - 1)
+            return top - np.uint64(1), top
+        full = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - 8 * w)
+        return full, full  # (a negative value in an unsigned field is bad anyway)
+    limit = digit_limit(digits)
+    most = np.uint64(0xFFFFFFFFFFFFFFFF) if limit == np.uint64(0) else limit - np.uint64(1)
+    return most, most
+
+
+@_jit
 def _rev_decimal_short(dst, itemsize, b0, b1, op, offs, kind):
     """:func:`rev_decimal` of rows [b0, b1) in a loop with no exit; False if a value could
     not be written (a null, out of range: the caller writes the block again, exactly).
@@ -703,6 +879,7 @@ def _rev_decimal_short(dst, itemsize, b0, b1, op, offs, kind):
     trunc_bin = (flags & F_TRUNC_BIN) != 0
     positive = positive_sign(op[TABLE], signed)
     small = digit_limit(min(digits, 18)) if kind != K_BINARY else np.uint64(0)
+    pos_max, neg_max = _binary_max(signed, w, digits, trunc_bin)  # (binary_fits, set up once)
     d0 = 1 if separate and leading else 0  # zoned: the first digit byte
     n_lo = min(digits, 8)
     n_hi = digits - n_lo
@@ -723,7 +900,7 @@ def _rev_decimal_short(dst, itemsize, b0, b1, op, offs, kind):
             bad |= negative & (not signed)
             a = base + r * itemsize
             if kind == K_BINARY:
-                bad |= not binary_fits(hi, lo, negative, signed, w, digits, trunc_bin)
+                bad |= (hi != np.uint64(0)) | (lo > (neg_max if negative else pos_max))
                 _store_be(a, w, (~lo + np.uint64(1)) if negative else lo)
             else:
                 bad |= hi != np.uint64(0) or lo >= small
@@ -819,17 +996,30 @@ def rev_hfloat(dst, itemsize, b0, b1, op, offs):
 @_jit
 def rev_text(dst, itemsize, b0, b1, op, offs):
     """UTF-8 -> EBCDIC through the code page's int16[65536] table, padded with EBCDIC
-    spaces (0x40; ASCII 0x20 with ``F_ASCII``); a character with no byte in the code page is E_RANGE. Runs of 8 ASCII
-    characters go through a byte table of the ASCII characters made here (when every one
-    has a byte in the code page) and are stored as one word."""
+    spaces (0x40; ASCII 0x20 with ``F_ASCII``); a character with no byte in the code page
+    is E_RANGE. Runs of 8 ASCII characters go two at a time through the op's pair table
+    (P3, made once per code page by the plan when every ASCII character has a byte in it;
+    without one, a byte table made here) and are stored as one word."""
     table = op[TABLE]
-    ascii = np.empty(128, dtype=np.uint8)
+    ascii = np.empty(128 if op[P3] == 0 else 0, dtype=np.uint8)  # (P3: the pair table made once)
     every = True  # every ASCII character has a byte in the code page
-    for cp in range(128):
+    for cp in range(ascii.size):
         byte = np.int64(np.int16(load16(table + cp * 2)))
         every &= byte >= 0
         ascii[cp] = byte & 0xFF
-    return _rev_text_rows(dst, itemsize, b0, b1, op, offs, ascii.ctypes.data if every else 0)
+    # (an int64 both ways: an address and a literal 0 would unify to a float64)
+    at = np.int64(ascii.ctypes.data) if every and op[P3] == 0 else np.int64(0)
+    return _rev_text_rows(dst, itemsize, b0, b1, op, offs, at, op[P3])
+
+
+@_inline
+def _back8(ascii, pairs, x):
+    """The 8 ASCII characters of ``x`` in the code page, one word: through the pair table
+    ``pairs`` (P3 of a text op on the way back, 4 loads) if there is one, else the byte
+    table ``ascii`` (8)."""
+    if pairs == 0:
+        return _ascii8(ascii, x)
+    return _through_pairs(pairs, x)
 
 
 @_jit
@@ -843,7 +1033,7 @@ def _ascii8(ascii, x):
 
 
 @_jit
-def _rev_text_rows(dst, itemsize, b0, b1, op, offs, ascii):
+def _rev_text_rows(dst, itemsize, b0, b1, op, offs, ascii, pairs):
     n, c, data, offsets, e0, ow = op[WIDTH], op[COUNT], op[DATA], op[OFFSETS], op[ELEM0], op[P2]
     valid, table, truncate = op[VALID], op[TABLE], (op[FLAGS] & F_TRUNCATE) != 0
     space = 0x20 if (op[FLAGS] & F_ASCII) != 0 else 0x40
@@ -858,18 +1048,18 @@ def _rev_text_rows(dst, itemsize, b0, b1, op, offs, ascii):
             length = _offset_at(offsets, i + 1, ow) - start
             s, out = data + start, base + r * itemsize
             t, m = 0, 0
-            if ascii != 0:
+            if ascii != 0 or pairs != 0:
                 while t + 8 <= length and m + 8 <= n:  # eight ASCII characters: one store
                     x = np.uint64(load64(s + t))
                     if x & high:
                         break
-                    store64(out + m, _ascii8(ascii, x))
+                    store64(out + m, _back8(ascii, pairs, x))
                     t += 8
                     m += 8
                 if m == t and t < length and 8 <= length <= n:  # the last 1-7: the string's last 8 again
                     x = np.uint64(load64(s + length - 8))
                     if (x & high) == 0:
-                        store64(out + length - 8, _ascii8(ascii, x))
+                        store64(out + length - 8, _back8(ascii, pairs, x))
                         t = m = length
             while t < length:
                 cp = np.int64(load8(s + t))
