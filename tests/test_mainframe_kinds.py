@@ -427,7 +427,7 @@ def test_word_at_a_time_across_blocks_and_bad_values_mid_block(enc):
         ),
         (E("packed", 4, signed=True), [b"\x01\x23\x4d", b"\x00\x00\x0c"], b"\x11\x23\x4c"),  # padding nibble
         (E("packed", 3), [b"\x12\x3f", b"\x99\x9c"], b"\x12\x3d"),  # unsigned: D is no sign
-        (E("zoned", 12, signed=True), [b"\xf1" * 11 + b"\xd2", b"\xf0" * 11 + b"\xc0"], b"\xf1" * 11 + b"\xa2"),
+        (E("zoned", 12, signed=True), [b"\xf1" * 11 + b"\xd2", b"\xf0" * 11 + b"\xa0"], b"\xf1" * 11 + b"\x72"),  # A: +
         (E("zoned", 12, signed=True), [b"\xf9" * 12], b"\xf1\xf2\xf3\xfa" + b"\xf1" * 8),  # digit A, first word
     ],
     ids=[
