@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
+import layouts as lo
 from layouts import LayoutError
 from layouts._cobol import read_copybook
 
@@ -357,3 +358,17 @@ def test_random_copybooks_offsets_equal_reference(case):
     got = [(f.name, f.offset, f.width, f.shape) for f in cb.fields]
     assert got == expected, text + "\n" + "\n".join(map(str, got))
     assert cb.dtype.itemsize == max(total, 1)
+
+
+@pytest.mark.parametrize(
+    "after",
+    ["           05  T PIC X.\n", "       01  REC2.\n           05  U PIC X.\n", "               88  B VALUE 'B'.\n"],
+)
+def test_an_88_level_without_its_period_is_an_error_not_a_swallowed_entry(after):
+    """The words of the next entry are no values: a LayoutError naming them and the fix,
+    never a field lost or another record merged in."""
+    book = "       01  REC.\n           05  S PIC X.\n               88  A VALUE 'A'\n" + after
+    with pytest.raises(lo.LayoutError, match=r"88-level A: '(T|REC2|B)' is no value .* end the 88 entry with a period"):
+        lo.Layout.from_copybook(book)
+    values = "       01  REC.\n           05  S PIC 99.\n               88  LOW VALUES 01 02\n                   03 THRU 05 ZERO.\n"
+    assert lo.Layout.from_copybook(values).itemsize == 2  # numbers on the next line are still values

@@ -238,6 +238,12 @@ def _condition(entry):
     values = []
     while not entry.at_end():
         token = entry.take()
+        if not _is_value(token.text):  # an entry's words: the period before it is missing
+            raise entry.fail(
+                f"88-level {name}: {token.text!r} is no value (a literal, a figurative constant such as "
+                f"SPACES, or THRU); end the 88 entry with a period before the next entry",
+                token.line,
+            )
         if token.upper in ("THRU", "THROUGH"):
             values.append(token.upper)
         else:
@@ -245,6 +251,21 @@ def _condition(entry):
     if not values:
         raise entry.fail(f"88-level {name}: VALUE has no values")
     return name, values
+
+
+# what an 88 level's VALUE clause may hold besides literals (WHEN SET TO FALSE is read as values)
+_VALUE_WORDS = {
+    "ZERO", "ZEROS", "ZEROES", "SPACE", "SPACES", "HIGH-VALUE", "HIGH-VALUES", "LOW-VALUE", "LOW-VALUES",
+    "QUOTE", "QUOTES", "NULL", "NULLS", "ALL", "THRU", "THROUGH", "WHEN", "SET", "TO", "FALSE", "IS", "ARE",
+}  # fmt: skip
+_NUMBER = re.compile(r"^[+-]?(\d+([.,]\d*)?|[.,]\d+)(E[+-]?\d+)?$", re.I)
+
+
+def _is_value(text):
+    """Whether a word of an 88 level's VALUE clause is one: a quoted literal (also X'..', N'..'),
+    a number, or a figurative constant or keyword of the clause."""
+    quoted = text[:1] in "'\"" or (len(text) > 1 and text[0] in "XxNnGgBbZz" and text[1] in "'\"")
+    return quoted or bool(_NUMBER.match(text)) or text.upper() in _VALUE_WORDS
 
 
 def _item(entry, level, line):
