@@ -274,3 +274,20 @@ def test_a_copybook_field_with_bad_bytes_names_its_offset_in_the_record(tmp_path
         "zoned S9(3) value: byte 1 of the field: 20 is not an ASCII zoned digit (30-39); fix the data, or give "
         'the type invalid = "null" in the stream description to make such values nulls'
     )
+
+
+def test_a_fifo_or_a_device_is_an_error_not_an_empty_stream(tmp_path):
+    """A path that is not a regular file (it has no size: it read as an empty stream, its
+    records lost) is an error at once, without waiting for a FIFO's writer."""
+    import os
+
+    from layouts import cobol
+
+    fifo = tmp_path / "records.fifo"
+    os.mkfifo(fifo)
+    for path in (str(fifo), "/dev/zero"):
+        with pytest.raises(lo.ConversionError, match=r"is not a regular file .* pass its bytes instead"):
+            lo.read_stream(path, "itch50")
+    book = "       01  R.\n           05  N PIC 9.\n           05  T OCCURS 0 TO 4 TIMES DEPENDING ON N.\n              10 X PIC X.\n"
+    with pytest.raises((lo.ConversionError, lo.LayoutError), match=r"is not a regular file"):
+        cobol.read_variable(str(fifo), book)

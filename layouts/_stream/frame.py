@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import mmap
 import os
+import stat
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,12 +33,26 @@ def source_bytes(src) -> "tuple[np.ndarray, str, object]":
     return buf, label, owner
 
 
+def _regular(label, st):
+    """A ConversionError unless ``st`` is a regular file's: a FIFO, a device or a socket has
+    no size to map (it read as an empty stream: its records lost without a word)."""
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):  # (a directory: open() says so)
+        raise ConversionError(
+            f"{label} is not a regular file (a FIFO, a device or a socket); records are read from "
+            f"regular files: pass its bytes instead "
+            f"(e.g. open({label!r}, 'rb').read(), or the file object itself)"
+        )
+
+
 def _source_bytes(src):
     if isinstance(src, (str, os.PathLike)):
         label = os.fspath(src)
         try:
+            _regular(label, os.stat(label))  # before open: opening a FIFO waits for a writer
             with open(label, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
+                st = os.fstat(f.fileno())
+                _regular(label, st)
+                size = st.st_size
                 if size == 0:
                     return np.zeros(0, np.uint8), label, None
                 try:
