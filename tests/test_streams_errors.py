@@ -286,7 +286,7 @@ def test_a_fifo_or_a_device_is_an_error_not_an_empty_stream(tmp_path):
     fifo = tmp_path / "records.fifo"
     os.mkfifo(fifo)
     for path in (str(fifo), "/dev/zero"):
-        with pytest.raises(lo.ConversionError, match=r"is not a regular file .* pass its bytes instead"):
+        with pytest.raises(lo.ConversionError, match=r"is not a regular file .* save it to a file first"):
             lo.read_stream(path, "itch50")
     book = "       01  R.\n           05  N PIC 9.\n           05  T OCCURS 0 TO 4 TIMES DEPENDING ON N.\n              10 X PIC X.\n"
     with pytest.raises((lo.ConversionError, lo.LayoutError), match=r"is not a regular file"):

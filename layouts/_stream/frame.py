@@ -39,8 +39,7 @@ def _regular(label, st):
     if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):  # (a directory: open() says so)
         raise ConversionError(
             f"{label} is not a regular file (a FIFO, a device or a socket); records are read from "
-            f"regular files: pass its bytes instead "
-            f"(e.g. open({label!r}, 'rb').read(), or the file object itself)"
+            f"regular files: save it to a file first (in Python, its bytes or a file object also do)"
         )
 
 
