@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._cobol import CobolField, Copybook, read_copybook
-from ._cobol.signs import keep_signs, put_signs, sign_counts
+from ._cobol.signs import keep_signs, put_signs, separate_sign_fields, sign_counts
 from ._errors import ConversionError, LayoutError
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "read_copybook",
     "read_segments",
     "read_variable",
+    "separate_sign_fields",
     "sign_counts",
     "write_segments",
     "write_variable",

@@ -242,3 +242,26 @@ def test_sign_kernels_compile_for_sm90_without_spills():
     for name, info in report.items():
         assert info["spill_stores"] == info["spill_loads"] == info["local"] == 0, (name, info)
         assert info["occupancy"] >= 0.5, (name, info)
+
+
+def test_negative_zeros_of_a_separate_sign_are_counted_and_said(tmp_path, capsys):
+    """A separate sign's '-' before zero digits has no value to keep: sign_counts counts it,
+    and the command says it comes back as +0, with --keep-signs too (never silent)."""
+    from layouts import cobol
+    from layouts._cli import main
+
+    book = tmp_path / "x.cob"
+    book.write_text(
+        "       01  R.\n           05  Z PIC S9(3) SIGN TRAILING SEPARATE.\n"
+        "           05  L PIC S9(2) SIGN LEADING SEPARATE.\n"
+    )
+    layout = lo.Layout.from_copybook(str(book))
+    rows = [b"\xf0\xf0\xf0\x60\x60\xf0\xf0", b"\xf0\xf0\xf1\x60\x4e\xf0\xf0", b"\xf0\xf0\xf0\x4e\x60\xf0\xf1"]
+    (tmp_path / "x.dat").write_bytes(b"".join(rows))
+    assert cobol.sign_counts(np.frombuffer(b"".join(rows), layout.dtype), layout) == {"Z": 1, "L": 1}
+    assert cobol.separate_sign_fields(layout) == {"Z", "L"}
+    for extra in ([], ["--keep-signs"]):
+        out = tmp_path / f"o{len(extra)}.parquet"
+        assert main(["convert", str(tmp_path / "x.dat"), "--copybook", str(book), *extra, "--to", str(out)]) == 0
+        said = capsys.readouterr().out
+        assert "1 negative zero of Z will come back as +0" in said and "1 negative zero of L" in said

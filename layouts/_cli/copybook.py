@@ -732,13 +732,26 @@ def report_signs(records, layout, out=None):
     otherwise (without ``--keep-signs``): the count and the field."""
     from layouts import cobol
 
+    separate = cobol.separate_sign_fields(layout)
     for name, count in cobol.sign_counts(records, layout).items():
+        if name in separate:
+            _say_negative_zeros(name, count, out)
+            continue
         noun = "value" if count == 1 else "values"
         print(
             f"  {count:,} {noun} of {name} will come back with another sign byte (the field's own); "
             f"pass --keep-signs to keep them",
             file=out or sys.stdout,
         )
+
+
+def _say_negative_zeros(name, count, out=None):
+    noun = "negative zero" if count == 1 else "negative zeros"
+    print(
+        f"  {count:,} {noun} of {name} will come back as +0: a separate sign's '-' of a zero is "
+        f"no value, and --keep-signs keeps only overpunched and packed signs",
+        file=out or sys.stdout,
+    )
 
 
 def convert_keep_signs(args, layout, fmt, fill):
@@ -791,5 +804,9 @@ def convert_keep_signs(args, layout, fmt, fill):
     if not args.quiet:
         kept = sum(table.column(n).null_count != table.num_rows for n in table.column_names if n.startswith("_sign."))
         print(f"converted {table.num_rows:,} records -> {args.dst} (signs kept: {kept} fields hold some)")
+        separate = cobol.separate_sign_fields(layout)
+        for name, count in cobol.sign_counts(records, layout).items():
+            if name in separate:
+                _say_negative_zeros(name, count)
         report_invalid(table, layout)
     return 0

@@ -107,9 +107,10 @@ def _read(buf, n, on_device, layout, field):
 
 
 def sign_counts(records, layout):
-    """``{field: count}``: how many values of each packed and overpunched zoned field hold a
-    sign the way back would not write (another positive sign than the field's, A, B, E,
-    a negative zero), for the fields that have any, in the Layout's order. ``records``:
+    """``{field: count}``: how many values of each packed and zoned field hold a sign the way
+    back would not write (another positive sign than the field's, A, B, E, a negative zero;
+    in a field with a separate sign, its negative zeros: see :func:`separate_sign_fields`),
+    for the fields that have any, in the Layout's order. ``records``:
     the records (an AoS, a NumPy array, a bytes-like object, a device array) read with
     ``layout``::
 
@@ -117,11 +118,40 @@ def sign_counts(records, layout):
     """
     buf, n, on_device = _records(records, layout, False)
     out = {}
-    for f in sign_fields(layout):
-        count = int(np.count_nonzero(_read(buf, n, on_device, layout, f)))
+    kept = {f.name for f in sign_fields(layout)}
+    for f in layout.fields:
+        if f.name in kept:
+            count = int(np.count_nonzero(_read(buf, n, on_device, layout, f)))
+        elif f.name in separate_sign_fields(layout):
+            count = _negative_zeros(buf.copy_to_host() if on_device else buf, n, layout, f)
+        else:
+            continue
         if count:
             out[f.name] = count
     return out
+
+
+def separate_sign_fields(layout):
+    """Names of the zoned leaves with a separate sign: a negative zero (``-`` and every digit
+    0) of theirs comes back as ``+0``, and no ``_sign.`` column can keep it."""
+    return {
+        f.name
+        for f in layout.fields
+        if f.encoding is not None and f.encoding.kind == "zoned" and f.encoding.sign.endswith("separate")
+    }
+
+
+def _negative_zeros(buf, n, layout, field):
+    """How many values of a separate-sign zoned ``field`` are a negative zero."""
+    e, width = field.encoding, field.width
+    minus = 0x2D if is_ascii(e.codepage) else 0x60
+    rows = np.asarray(buf, np.uint8)[: n * layout.itemsize].reshape(n, layout.itemsize)
+    count = 0
+    for at in field.element_offsets():
+        value = rows[:, at : at + width]
+        sign, digits = (value[:, 0], value[:, 1:]) if e.sign.startswith("leading") else (value[:, -1], value[:, :-1])
+        count += int(np.count_nonzero((sign == minus) & ~np.any(digits & 0x0F, axis=1)))
+    return count
 
 
 def _arrow_type(shape):
