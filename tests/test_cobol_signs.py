@@ -164,6 +164,7 @@ def test_ascii_overpunch_kept():
         ([None, None, 0xC], r"column '_sign.AMT', row 2: sign C is positive, but the value is negative"),
         ([16, None, None], r"column '_sign.AMT': sign codes are 10-15 \(A-F\), or null; found 16"),
         ([None, 0x5, None], r"column '_sign.AMT', row 1: sign 5 is no sign \(valid: A, C, E, F positive; B, D"),
+        ([None, 0, None], r"column '_sign.AMT': row 1: sign 0 is no sign .* null writes the field's own"),  # not null
     ],
 )
 def test_put_signs_refuses_a_sign_that_does_not_fit(codes, match):

@@ -191,8 +191,17 @@ def _kept(column, n, count):
     if not pa.types.is_integer(array.type) or len(array) != n * count:
         raise LayoutError(f"expected uint8 sign codes, {count} per row; give the column keep_signs made")
     values = array.fill_null(0).to_numpy(zero_copy_only=False)
-    if values.size and (values.min() < 0 or values.max() > 0xF):
-        raise ConversionError(f"sign codes are 10-15 (A-F), or null; found {int(values.max())}")
+    given = values[array.is_valid().to_numpy(zero_copy_only=False)] if array.null_count else values
+    outside = given[(given < 0) | (given > 0xF)]
+    if outside.size:
+        raise ConversionError(f"sign codes are 10-15 (A-F), or null; found {int(outside[0])}")
+    zeros = np.flatnonzero((values == 0) & array.is_valid().to_numpy(zero_copy_only=False))
+    if zeros.size:  # (the kernels read 0 as null: the field's own sign)
+        row, k = divmod(int(zeros[0]), count)
+        where = f"row {row}" + (f", element {k}" if count > 1 else "")
+        raise ConversionError(
+            f"{where}: sign 0 is no sign (valid: A, C, E, F positive; B, D negative); null writes the field's own"
+        )
     return np.ascontiguousarray(values.astype(np.uint8).reshape(n, count))
 
 
@@ -211,6 +220,8 @@ def put_signs(records, table, layout):
     for name in table.column_names:
         if not name.startswith(PREFIX):
             continue
+        if table.column_names.count(name) > 1:
+            raise LayoutError(f"the table has {table.column_names.count(name)} columns {name!r}; keep one")
         field = by_name.get(name[len(PREFIX) :])
         if field is None:
             have = ", ".join(by_name) or "none"
