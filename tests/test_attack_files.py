@@ -179,6 +179,7 @@ def test_a_cut_concatenated_stream_names_its_byte_and_batch(tmp_path):
         lo.convert(path, DT, io.BytesIO(), format="records")
 
 
+@pytest.mark.slow  # (subprocesses, 2.5 s: the fast loop keeps the lighter ones)
 def test_streams_appended_by_the_command_convert_back_whole(tmp_path):
     from layouts._cli import main
 

@@ -128,6 +128,7 @@ def test_layouts_bench_options(tmp_path):
     assert run.returncode == 0 and "--full" in run.stdout
 
 
+@pytest.mark.slow  # (the fast loop keeps a lighter one of its kind)
 def test_convert_files_from_the_disk_needs_root(tmp_path):
     out = tmp_path / "result.json"
     run = subprocess.run(

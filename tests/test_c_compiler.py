@@ -155,6 +155,7 @@ _NO_PROBE = {"struct utsname", "struct ucred", "struct stat64", "struct statx"}
 
 
 @needs_cc
+@pytest.mark.slow  # 58 system headers through gcc (13 s): the fast loop keeps the built-in cases below
 @pytest.mark.parametrize("name", sorted(SYSTEM))
 def test_system_records_on_both_paths_and_against_the_compiler(name):
     src = f"#define _GNU_SOURCE\n#include <{SYSTEM[name]}>\n"

@@ -283,6 +283,7 @@ def _layouts(*argv, **kwargs):
     return subprocess.run([sys.executable, "-m", "layouts", "convert", *map(str, argv)], capture_output=True, **kwargs)
 
 
+@pytest.mark.slow  # (the fast loop keeps a lighter one of its kind)
 def test_stdout_streams_both_ways(files):
     struct = ["--struct", f"{files}/rec.h:rec", *C_OPTIONS, "--string", "name"]
     fwd = _layouts(files / "rec.bin", *struct, "--null", "qty=-1", "--to", "-", "--quiet")

@@ -339,6 +339,7 @@ def test_convert_command_with_a_c_header_and_stdin(tmp_path, capsys):
     assert read(tmp_path / "gpu.arrow", "arrow").equals(table)
 
 
+@pytest.mark.slow  # (the fast loop keeps a lighter one of its kind)
 def test_convert_command_errors_are_one_line(tmp_path):
     (tmp_path / "a.bin").write_bytes(b"1234567")
     (tmp_path / "a.arrow").write_bytes(b"old")

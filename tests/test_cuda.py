@@ -60,6 +60,7 @@ def both(arr, layout, **kw):
     return lo.AoS(arr, layout).to_soa(**kw), lo.AoS(arr, layout).to_soa(device="cuda", **kw)
 
 
+@pytest.mark.slow  # (the fast loop keeps a lighter one of its kind)
 @SIM
 @given(
     dtype=struct_dtypes(),
@@ -79,6 +80,7 @@ def test_numpy_layouts_match_the_cpu_bit_for_bit(dtype, n, seed, bytes_as):
     assert records_bytes(back) == records_bytes(cpu.to_aos()) == zero_holes(arr, layout).tobytes()
 
 
+@pytest.mark.slow  # (the fast loop keeps a lighter one of its kind)
 @SIM
 @given(source=c_records(), n=st.integers(1, 24), seed=st.integers(0, 2**32 - 1))
 @example(source="#include <stdint.h>\nstruct r { long long m0 : 63; };\n", n=1, seed=0)  # 2**63 - 1 masks

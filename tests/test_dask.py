@@ -109,6 +109,7 @@ def test_the_cluster_result_equals_one_process_row_for_row(files, client):
     ]
 
 
+@pytest.mark.slow  # (subprocesses, 2.5 s: the fast loop keeps the lighter ones)
 def test_no_task_reads_outside_its_byte_range(files, client, tmp_path):
     folder, paths = files
     log = tmp_path / "reads.log"

@@ -57,7 +57,14 @@ def blocks(page):
     return out
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+SLOW_PAGES = ("streams.md", "dask.md")  # their examples take 3-10 s: in the full suite, not the fast loop
+
+
+@pytest.mark.parametrize(
+    "page",
+    [pytest.param(p, marks=pytest.mark.slow) if p.name in SLOW_PAGES else p for p in PAGES],
+    ids=[p.name for p in PAGES],
+)
 def test_examples_run(page, tmp_path):
     todo = blocks(page)
     if not todo:

@@ -78,6 +78,7 @@ def test_records_too_large_to_stage_are_gathered_first():
         lo.read_stream(bytes(bad), spec, device="cuda")
 
 
+@pytest.mark.slow  # (the fast loop keeps a lighter one of its kind)
 def test_a_nul_in_a_text_field_is_found_in_the_tile_pass():
     # the second record of three: the row and field named as the CPU names them
     raw, _ = itch_file(np.random.default_rng(34), ["R"], 3)
