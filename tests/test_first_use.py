@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -194,50 +193,6 @@ def test_a_failed_precompile_never_fails_the_build(tmp_path, monkeypatch, capsys
     monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))
     assert setup.ship_kernels(str(tmp_path)) is False
     assert "not compiled ahead of time" in capsys.readouterr().err
-
-
-@pytest.mark.slow
-def test_wheel_ships_the_compiled_kernels(tmp_path):
-    """The wheel carries the three kernels compiled for the platform's baseline CPU, and
-    an install of it converts with no compilation (the per-machine cache left empty)."""
-    run = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path), str(ROOT)],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    assert run.returncode == 0, run.stdout + run.stderr
-    (wheel,) = tmp_path.glob("layouts_arrow-*.whl")
-    names = zipfile.ZipFile(wheel).namelist()
-    shipped = sorted(
-        n.rsplit("/", 1)[1].split("-")[0]
-        for n in names
-        if n.startswith("layouts/kernels/_compiled/") and n.endswith(".nbi")
-    )
-    assert {"cpu.forward._compact_strings", "cpu.forward._forward_rows", "cpu.reverse._reverse_rows"} <= set(shipped)
-    assert {"stream.scan", "occurs.scan_places", "signs.read_signs"} <= set(shipped), shipped  # layouts._warmup's jobs
-    zipfile.ZipFile(wheel).extractall(tmp_path / "site")
-    env = dict(os.environ, PYTHONPATH=str(tmp_path / "site"), LAYOUTS_CACHE_DIR=str(tmp_path / "cache"))
-    code = (
-        "import sys, layouts, numpy as np\n"
-        "from layouts.kernels import cpu\n"
-        "from numba.core.registry import CPUDispatcher\n"
-        "from layouts.benchmarks import itch_day\n"
-        "assert layouts.__file__.startswith(%r)\n"
-        "print(cpu.missing())\n"
-        "a = np.zeros(10, [('a', '<i4'), ('s', 'S3')])\n"
-        "assert (layouts.AoS(a).to_soa().to_aos().array == a).all()\n"
-        "print([sum(k.stats.cache_misses.values()) for _, k, _ in cpu.host._entries()])\n"
-        "raw = itch_day.day_bytes(200_000, seed=3, slice_messages=2_000).tobytes()\n"  # a user's day, not the warm-up's
-        "open('day.itch', 'wb').write(raw)\n"
-        "assert layouts.write_stream(layouts.read_stream('day.itch', 'itch50'), 'itch50') == raw\n"
-        "compiled = {f'{m.__name__}.{n}': sum(v.stats.cache_misses.values()) for m in list(sys.modules.values())\n"
-        "            if getattr(m, '__name__', '').startswith('layouts.kernels') for n, v in vars(m).items()\n"
-        "            if isinstance(v, CPUDispatcher)}\n"
-        "print({k: v for k, v in compiled.items() if v})"
-    ) % str(tmp_path / "site")
-    out = _python(code, env, cwd=tmp_path)
-    assert out.stdout == "[]\n[0, 0, 0]\n{}\n", out.stdout + out.stderr
 
 
 @pytest.mark.slow

@@ -32,6 +32,46 @@ def wheel(tmp_path_factory):
 
 
 @pytest.mark.slow
+def test_wheel_ships_the_compiled_kernels(wheel, tmp_path):
+    """The wheel carries the kernels compiled for the platform's baseline CPU (the
+    transpose's, and those of whole jobs that layouts._warmup ran), and an install of it
+    converts and reads a record stream with no compilation (the per-machine cache left
+    empty). (The same wheel as the other tests here: each build compiles or loads them all.)"""
+    names = wheel.namelist()
+    shipped = sorted(
+        n.rsplit("/", 1)[1].split("-")[0]
+        for n in names
+        if n.startswith("layouts/kernels/_compiled/") and n.endswith(".nbi")
+    )
+    assert {"cpu.forward._compact_strings", "cpu.forward._forward_rows", "cpu.reverse._reverse_rows"} <= set(shipped)
+    assert {"stream.scan", "occurs.scan_places", "signs.read_signs"} <= set(shipped), shipped  # layouts._warmup's jobs
+    wheel.extractall(tmp_path / "site")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path / "site"), LAYOUTS_CACHE_DIR=str(tmp_path / "cache"))
+    code = (
+        "import sys, layouts, numpy as np\n"
+        "from layouts.kernels import cpu\n"
+        "from numba.core.registry import CPUDispatcher\n"
+        "from layouts.benchmarks import itch_day\n"
+        "assert layouts.__file__.startswith(%r)\n"
+        "print(cpu.missing())\n"
+        "a = np.zeros(10, [('a', '<i4'), ('s', 'S3')])\n"
+        "assert (layouts.AoS(a).to_soa().to_aos().array == a).all()\n"
+        "print([sum(k.stats.cache_misses.values()) for _, k, _ in cpu.host._entries()])\n"
+        "raw = itch_day.day_bytes(200_000, seed=3, slice_messages=2_000).tobytes()\n"  # a user's day, not the warm-up's
+        "open('day.itch', 'wb').write(raw)\n"
+        "assert layouts.write_stream(layouts.read_stream('day.itch', 'itch50'), 'itch50') == raw\n"
+        "compiled = {f'{m.__name__}.{n}': sum(v.stats.cache_misses.values()) for m in list(sys.modules.values())\n"
+        "            if getattr(m, '__name__', '').startswith('layouts.kernels') for n, v in vars(m).items()\n"
+        "            if isinstance(v, CPUDispatcher)}\n"
+        "print({k: v for k, v in compiled.items() if v})"
+    ) % str(tmp_path / "site")
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path
+    )
+    assert out.stdout == "[]\n[0, 0, 0]\n{}\n", out.stdout + out.stderr
+
+
+@pytest.mark.slow
 def test_wheel_installs_one_import_package(wheel):
     names = wheel.namelist()
     tops = {n.split("/")[0] for n in names}
