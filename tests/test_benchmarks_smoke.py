@@ -9,6 +9,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# GPU steps in the simulator, with the tests' faster one (tests/simulator_site/sitecustomize.py)
+SIMULATED = dict(
+    os.environ,
+    PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "simulator_site"), os.environ.get("PYTHONPATH", "")]).rstrip(
+        os.pathsep
+    ),
+)
 
 
 @pytest.mark.parametrize(
@@ -30,6 +37,7 @@ def test_benchmark_runs_small(module, extra, tmp_path):
         cwd=ROOT,
         capture_output=True,
         text=True,
+        env=SIMULATED if "cuda" in extra else None,
     )
     assert run.returncode == 0, run.stderr
     result = json.loads(out.read_text())
@@ -208,6 +216,7 @@ def test_gpu_suite_runs_small_in_the_simulator(tmp_path):
         capture_output=True,
         text=True,
         timeout=900,
+        env=SIMULATED,
     )
     (path,) = tmp_path.glob("gpu-suite-*.json")
     result = json.loads(path.read_text())

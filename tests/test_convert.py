@@ -430,7 +430,7 @@ def test_command_argument_errors(tmp_path, capsys):
 
 # --------------------------------------------- on the GPU (the CUDA simulator without one)
 
-GPU_SIZES = dict(records=1_050, chunk=48 * 250) if not REAL_GPU else dict(records=2_000_000, chunk=8 << 20)
+GPU_SIZES = dict(records=330, chunk=48 * 75) if not REAL_GPU else dict(records=2_000_000, chunk=8 << 20)
 
 
 @pytest.mark.slow

@@ -959,7 +959,7 @@ def test_random_descriptions_fused_gather_equals_the_dense_copy_and_goes_back(se
 def test_read_stream_on_the_gpu_equals_the_cpu():
     # every ITCH type gathered and transposed on the device; a pcap's packets (tails)
     # converted on the CPU and moved; every table on the device, equal to the CPU's
-    raw, _ = itch_file(np.random.default_rng(21), list(ITCH), 40)
+    raw, _ = itch_file(np.random.default_rng(21), list(ITCH), 12)
     cpu, gpu = lo.read_stream(raw, "itch50"), lo.read_stream(raw, "itch50", device="cuda")
     assert set(gpu) == set(cpu)
     for name in cpu:
