@@ -18,8 +18,11 @@ import sys
 import time
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m layouts.kernels.precompile", description=__doc__.split("\n")[0])
+def ship_arguments(prog, description, argv=None):
+    """The ``--ship DIR`` command line of this module and of ``layouts._warmup``: parsed, and
+    with ``--ship``, the process set to save what it compiles into DIR, for the platform's
+    baseline CPU (before Numba is imported, which reads the target once)."""
+    p = argparse.ArgumentParser(prog=prog, description=description)
     p.add_argument("--ship", metavar="DIR", help="compile for the platform's baseline CPU into DIR (wheel builds)")
     args = p.parse_args(argv)
     if args.ship:
@@ -29,6 +32,11 @@ def main(argv=None):
         os.environ["LAYOUTS_SHIP_KERNELS"] = os.path.abspath(args.ship)
         os.environ["NUMBA_CPU_NAME"] = "generic"
         os.environ.pop("NUMBA_CPU_FEATURES", None)
+    return args
+
+
+def main(argv=None):
+    args = ship_arguments("python -m layouts.kernels.precompile", __doc__.split("\n")[0], argv)
     t0 = time.perf_counter()
     from . import _cache, cpu
 

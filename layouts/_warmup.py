@@ -16,7 +16,6 @@ platform's baseline CPU. Without it, a fresh install's first ``read_stream`` com
 for about 40-80 s of CPU, silently.
 """
 
-import argparse
 import os
 import struct
 import sys
@@ -26,7 +25,7 @@ import time
 # ------------------------------------------------------------ the small inputs
 
 MULTI = """
-name = "warmup"
+name = "multi"
 order = "little"
 
 [header]
@@ -187,16 +186,9 @@ def run(progress=None):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m layouts._warmup", description=__doc__.split("\n")[0])
-    p.add_argument("--ship", metavar="DIR", help="compile for the platform's baseline CPU into DIR (wheel builds)")
-    args = p.parse_args(argv)
-    if args.ship:
-        if "numba" in sys.modules:  # the target is read once, as Numba starts
-            p.error("--ship must run before Numba is imported (run it as its own process)")
-        os.makedirs(args.ship, exist_ok=True)
-        os.environ["LAYOUTS_SHIP_KERNELS"] = os.path.abspath(args.ship)
-        os.environ["NUMBA_CPU_NAME"] = "generic"
-        os.environ.pop("NUMBA_CPU_FEATURES", None)
+    from .kernels.precompile import ship_arguments  # (imports neither Numba nor the kernels)
+
+    ship_arguments("python -m layouts._warmup", __doc__.split("\n")[0], argv)
     t0 = time.perf_counter()
     took = run(lambda name, i, n: print(f"job {i + 1}/{n}: {name}", flush=True))
     for name, seconds in took.items():

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 import layouts as lo
+from layouts import _warmup as warmup
 
 S = lo.Stream
 
@@ -676,30 +677,7 @@ def test_a_new_description_or_source_compiles_nothing():
     assert [len(k.signatures) for k in kernels] == before
 
 
-MULTI = """
-name = "multi"
-order = "little"
-
-[header]
-fields = [["magic", "S4"], ["n_fixed", "<u2"]]
-
-[[section]]
-count = "n_fixed"
-framing = { size = 6 }
-tag = { offset = 0, size = 2, order = "little" }
-[section.types.temp]
-tag = 1
-fields = [["kind", "<u2"], ["celsius", "<f4"]]
-[section.types.pressure]
-tag = 2
-fields = [["kind", "<u2"], ["pascal", "<u4"]]
-
-[[section]]
-framing = { length = { offset = 0, size = 2, order = "little", unit = "words", counts_itself = true } }
-tail = "column"
-[section.types.note]
-fields = [["flags", "u1"]]
-"""
+MULTI = warmup.MULTI  # a header, fixed records with tags, records framed by a length in words
 
 
 def test_two_sections_fixed_tags_and_word_lengths(tmp_path):
