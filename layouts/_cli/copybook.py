@@ -804,9 +804,9 @@ def convert_keep_signs(args, layout, fmt, fill):
     if not args.quiet:
         kept = sum(table.column(n).null_count != table.num_rows for n in table.column_names if n.startswith("_sign."))
         print(f"converted {table.num_rows:,} records -> {args.dst} (signs kept: {kept} fields hold some)")
-        separate = cobol.separate_sign_fields(layout)
-        for name, count in cobol.sign_counts(records, layout).items():
-            if name in separate:
-                _say_negative_zeros(name, count)
+        from layouts._cobol.signs import negative_zeros  # (the kept signs are not read again)
+
+        for name, count in negative_zeros(records, layout).items():
+            _say_negative_zeros(name, count)
         report_invalid(table, layout)
     return 0

@@ -22,15 +22,16 @@ _NAMES = {0xA: "A", 0xB: "B", 0xC: "C", 0xD: "D", 0xE: "E", 0xF: "F"}
 def sign_fields(layout):
     """The leaves of ``layout`` whose sign can be kept: packed, and zoned with an
     overpunched sign (a separate ``+``/``-`` has one byte per sign)."""
-    out = []
-    for f in layout.fields:
-        e = f.encoding
-        if e is None or e.kind not in ("packed", "zoned"):
-            continue
-        if e.kind == "zoned" and e.sign.endswith("separate"):
-            continue
-        out.append(f)
-    return out
+    return [
+        f
+        for f in layout.fields
+        if f.encoding is not None and f.encoding.kind in ("packed", "zoned") and not _separate(f)
+    ]
+
+
+def _separate(field):
+    e = field.encoding
+    return e is not None and e.kind == "zoned" and e.sign.endswith("separate")
 
 
 def _facts(field):
@@ -117,15 +118,11 @@ def sign_counts(records, layout):
         lo.cobol.sign_counts(records, layout)   # {'AMT': 3}: 3 values come back with another sign
     """
     buf, n, on_device = _records(records, layout, False)
-    out = {}
     kept = {f.name for f in sign_fields(layout)}
+    zeros = _negative_zeros(buf, n, on_device, layout)
+    out = {}
     for f in layout.fields:
-        if f.name in kept:
-            count = int(np.count_nonzero(_read(buf, n, on_device, layout, f)))
-        elif f.name in separate_sign_fields(layout):
-            count = _negative_zeros(buf.copy_to_host() if on_device else buf, n, layout, f)
-        else:
-            continue
+        count = int(np.count_nonzero(_read(buf, n, on_device, layout, f))) if f.name in kept else zeros.get(f.name, 0)
         if count:
             out[f.name] = count
     return out
@@ -134,24 +131,35 @@ def sign_counts(records, layout):
 def separate_sign_fields(layout):
     """Names of the zoned leaves with a separate sign: a negative zero (``-`` and every digit
     0) of theirs comes back as ``+0``, and no ``_sign.`` column can keep it."""
-    return {
-        f.name
-        for f in layout.fields
-        if f.encoding is not None and f.encoding.kind == "zoned" and f.encoding.sign.endswith("separate")
-    }
+    return {f.name for f in layout.fields if _separate(f)}
 
 
-def _negative_zeros(buf, n, layout, field):
-    """How many values of a separate-sign zoned ``field`` are a negative zero."""
-    e, width = field.encoding, field.width
-    minus = 0x2D if is_ascii(e.codepage) else 0x60
-    rows = np.asarray(buf, np.uint8)[: n * layout.itemsize].reshape(n, layout.itemsize)
-    count = 0
-    for at in field.element_offsets():
-        value = rows[:, at : at + width]
-        sign, digits = (value[:, 0], value[:, 1:]) if e.sign.startswith("leading") else (value[:, -1], value[:, :-1])
-        count += int(np.count_nonzero((sign == minus) & ~np.any(digits & 0x0F, axis=1)))
-    return count
+def negative_zeros(records, layout):
+    """``{field: count}`` of the negative zeros of each separate-sign zoned field that has any
+    (the part of :func:`sign_counts` that ``keep_signs`` cannot keep)."""
+    return {name: k for name, k in _negative_zeros(*_records(records, layout, False), layout).items() if k}
+
+
+def _negative_zeros(buf, n, on_device, layout):
+    """``{field: count}``: the negative zeros of every separate-sign zoned field."""
+    fields = [f for f in layout.fields if _separate(f)]
+    if not fields:
+        return {}
+    rows = np.asarray(buf.copy_to_host() if on_device else buf, np.uint8)[: n * layout.itemsize]
+    rows = rows.reshape(n, layout.itemsize)
+    out = {}
+    for f in fields:
+        e, width = f.encoding, f.width
+        minus = 0x2D if is_ascii(e.codepage) else 0x60
+        count = 0
+        for at in f.element_offsets():
+            value = rows[:, at : at + width]
+            sign, digits = (
+                (value[:, 0], value[:, 1:]) if e.sign.startswith("leading") else (value[:, -1], value[:, :-1])
+            )
+            count += int(np.count_nonzero((sign == minus) & ~np.any(digits & 0x0F, axis=1)))
+        out[f.name] = count
+    return out
 
 
 def _arrow_type(shape):
@@ -191,11 +199,11 @@ def _kept(column, n, count):
     if not pa.types.is_integer(array.type) or len(array) != n * count:
         raise LayoutError(f"expected uint8 sign codes, {count} per row; give the column keep_signs made")
     values = array.fill_null(0).to_numpy(zero_copy_only=False)
-    given = values[array.is_valid().to_numpy(zero_copy_only=False)] if array.null_count else values
-    outside = given[(given < 0) | (given > 0xF)]
+    valid = array.is_valid().to_numpy(zero_copy_only=False)
+    outside = values[valid & ((values < 0) | (values > 0xF))]
     if outside.size:
         raise ConversionError(f"sign codes are 10-15 (A-F), or null; found {int(outside[0])}")
-    zeros = np.flatnonzero((values == 0) & array.is_valid().to_numpy(zero_copy_only=False))
+    zeros = np.flatnonzero(valid & (values == 0))
     if zeros.size:  # (the kernels read 0 as null: the field's own sign)
         row, k = divmod(int(zeros[0]), count)
         where = f"row {row}" + (f", element {k}" if count > 1 else "")
