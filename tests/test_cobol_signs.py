@@ -266,3 +266,20 @@ def test_negative_zeros_of_a_separate_sign_are_counted_and_said(tmp_path, capsys
         assert main(["convert", str(tmp_path / "x.dat"), "--copybook", str(book), *extra, "--to", str(out)]) == 0
         said = capsys.readouterr().out
         assert "1 negative zero of Z will come back as +0" in said and "1 negative zero of L" in said
+
+
+def test_put_signs_names_a_negative_code_and_a_doubled_column():
+    import pyarrow as pa
+
+    layout = lo.Layout.from_copybook("       01  R.\n           05  AMT  PIC S9(3) COMP-3.\n")
+    recs = np.frombuffer(bytes.fromhex("012C012D000D"), layout.dtype)
+    kept = cobol.keep_signs(lo.AoS(recs, layout).to_soa().to_arrow(), recs, layout)
+    back = np.array(lo.SoA.from_arrow(kept, layout, extra="drop").to_aos().array)
+    negative = kept.set_column(1, "_sign.AMT", pa.array([None, -3, 13], pa.int8()))
+    with pytest.raises(
+        lo.ConversionError, match=r"column '_sign.AMT': sign codes are 10-15 \(A-F\), or null; found -3"
+    ):
+        cobol.put_signs(np.array(back), negative, layout)
+    doubled = kept.append_column("_sign.AMT", pa.array([None] * 3, pa.uint8()))
+    with pytest.raises(lo.LayoutError, match=r"the table has 2 columns '_sign.AMT'; keep one"):
+        cobol.put_signs(np.array(back), doubled, layout)
