@@ -50,6 +50,7 @@ SOURCES = (
     "values.py",
     "mainframe.py",
     "_memory.py",
+    "_sigbus.py",
     "occurs.py",
     "signs.py",
     "stream.py",

@@ -12,6 +12,7 @@ import signal
 import sys
 import threading
 
+import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 from numba import types
@@ -126,6 +127,7 @@ def stream_fence(typingctx):
 # Faults outside every guarded range go to the handler there was before.
 
 _GUARDS = 64  # ranges guarded at once (one per mapped input being converted)
+SIGBUS_TABLE = "layouts_sigbus_guards"  # the linker symbol of the table (kernels/_sigbus.py)
 _SA_SIGINFO = 4
 
 
@@ -148,11 +150,16 @@ class _Guards:
         self.sigaction = libc.sigaction
         self.sigaction.restype = ctypes.c_int
         self.sigaction.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
-        # per range: first address, end, first faulting address (0: none), unused
-        self.table = np.zeros((_GUARDS, 4), dtype=np.int64)
+        # per range: first address, end, first faulting address (0: none), unused; then the
+        # handler's constants (see kernels/_sigbus.py)
+        self.table = np.zeros((_GUARDS + 1, 4), dtype=np.int64)
         self.previous = _Sigaction()
+        self.table[_GUARDS, :2] = ctypes.addressof(self.previous), mmap.PAGESIZE
         self.lock = threading.Lock()
-        self.handler = _make_handler(self.table.ctypes.data, ctypes.addressof(self.previous), mmap.PAGESIZE)
+        llvm.add_symbol(SIGBUS_TABLE, self.table.ctypes.data)  # before the handler is loaded
+        from ._sigbus import on_sigbus
+
+        self.handler = on_sigbus
 
     def installed(self):
         now = _Sigaction()
@@ -166,7 +173,7 @@ class _Guards:
                 new.handler, new.flags = self.handler.address, _SA_SIGINFO
                 if self.sigaction(signal.SIGBUS, ctypes.byref(new), ctypes.byref(self.previous)) != 0:
                     raise OSError(ctypes.get_errno(), "sigaction(SIGBUS) failed")
-            free = np.flatnonzero(self.table[:, 0] == 0)
+            free = np.flatnonzero(self.table[:_GUARDS, 0] == 0)
             if not len(free):
                 return -1  # too many at once: this one goes unguarded
             k = int(free[0])
@@ -178,36 +185,6 @@ class _Guards:
     def remove(self, k):
         with self.lock:
             self.table[k, 0] = 0
-
-
-def _make_handler(table, previous, page):
-    """The SIGBUS handler, compiled for this process (it holds the table's address)."""
-    from numba import cfunc
-
-    libc = ctypes.CDLL(None)  # its own functions, with addresses passed as integers
-    map_page, restore = libc.mmap, libc.sigaction
-    map_page.restype, restore.restype = ctypes.c_int64, ctypes.c_int
-    map_page.argtypes = [ctypes.c_int64, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int64]
-    restore.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
-    prot = mmap.PROT_READ | mmap.PROT_WRITE
-    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x10  # MAP_FIXED
-    sigbus = int(signal.SIGBUS)
-    mask = ~np.int64(page - 1)
-
-    @cfunc(types.void(types.int32, types.int64, types.int64))
-    def on_sigbus(sig, info, context):
-        addr = np.int64(load64(info + 16))  # siginfo_t.si_addr
-        for k in range(_GUARDS):
-            row = table + k * 32
-            lo = np.int64(load64(row))
-            if lo != 0 and lo <= addr and addr < np.int64(load64(row + 8)):
-                map_page(addr & mask, page, prot, flags, -1, 0)
-                if load64(row + 16) == 0:
-                    store64(row + 16, addr)
-                return
-        restore(sigbus, previous, 0)  # not ours: the read faults again, under that handler
-
-    return on_sigbus
 
 
 _guards = None
