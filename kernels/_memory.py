@@ -142,6 +142,24 @@ class _Sigaction(ctypes.Structure):
     ]
 
 
+_table = []
+
+
+def guard_table():
+    """The process's table of guarded ranges and the ``struct sigaction`` the handler
+    restores, made once and bound to the linker symbol the handler finds it by
+    (kernels/_sigbus.py), before the handler is loaded. Per range: first address, end,
+    first faulting address (0: none), unused; then a row of the handler's constants:
+    the previous sigaction's address, the page size."""
+    if not _table:
+        table = np.zeros((_GUARDS + 1, 4), dtype=np.int64)
+        previous = _Sigaction()
+        table[_GUARDS, :2] = ctypes.addressof(previous), mmap.PAGESIZE
+        llvm.add_symbol(SIGBUS_TABLE, table.ctypes.data)
+        _table.extend((table, previous))
+    return _table[0], _table[1]
+
+
 class _Guards:
     """The process's table of guarded ranges and its SIGBUS handler (made on first use)."""
 
@@ -150,13 +168,8 @@ class _Guards:
         self.sigaction = libc.sigaction
         self.sigaction.restype = ctypes.c_int
         self.sigaction.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
-        # per range: first address, end, first faulting address (0: none), unused; then the
-        # handler's constants (see kernels/_sigbus.py)
-        self.table = np.zeros((_GUARDS + 1, 4), dtype=np.int64)
-        self.previous = _Sigaction()
-        self.table[_GUARDS, :2] = ctypes.addressof(self.previous), mmap.PAGESIZE
+        self.table, self.previous = guard_table()
         self.lock = threading.Lock()
-        llvm.add_symbol(SIGBUS_TABLE, self.table.ctypes.data)  # before the handler is loaded
         from ._sigbus import on_sigbus
 
         self.handler = on_sigbus

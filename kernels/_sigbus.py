@@ -1,9 +1,9 @@
 """The SIGBUS handler of :class:`kernels._memory.MappedGuard`, compiled once per machine.
 
 The handler must find the process's table of guarded ranges without a Python call (it
-runs inside a signal). It finds it through a linker symbol, :data:`TABLE`, that the
-process binds to the table's address before this module is imported
-(``llvmlite.binding.add_symbol`` in ``_memory``), so the compiled code holds no address of
+runs inside a signal). It finds it through a linker symbol, :data:`TABLE`, bound to the
+table's address (``llvmlite.binding.add_symbol``, in ``_memory.guard_table``) before the
+handler is loaded, so the compiled code holds no address of
 this process and the kernels' cache (:mod:`kernels._cache`: shipped in the wheel, else once
 per machine) can keep it: the first guarded read of a process loads it (milliseconds)
 instead of compiling it (a third of a second, in every process before).
@@ -23,7 +23,7 @@ from numba.core.ccallback import CFunc
 from numba.extending import intrinsic
 
 from ._cache import STAMP, KernelCache
-from ._memory import _GUARDS, load64, store64
+from ._memory import _GUARDS, guard_table, load64, store64
 from ._memory import SIGBUS_TABLE as TABLE
 
 _PROT = mmap.PROT_READ | mmap.PROT_WRITE
@@ -66,6 +66,7 @@ def _on_sigbus(sig, info, context):
 
 
 def _compiled():
+    guard_table()  # the symbol bound first: code linked with it unbound would not find the table
     handler = CFunc(_on_sigbus, ((types.int32, types.int64, types.int64), types.void), {}, {})
     if STAMP is not None:  # (sources not readable as files: compiled in each process)
         handler._cache = KernelCache(_on_sigbus)

@@ -128,3 +128,22 @@ def test_truncation_at_random_moments_never_crashes(tmp_path):
         print(results)
     """)
     assert "'error'" in out, out
+
+
+def test_the_guard_works_when_its_handler_was_imported_first(tmp_path):
+    """The handler finds the table through a linker symbol (kernels/_sigbus.py): bound
+    before the handler is loaded, even where its module is imported first."""
+    out = _child(f"""
+        import mmap, os, numpy as np
+        import layouts.kernels._sigbus
+        from layouts.kernels._memory import MappedGuard
+        path = {str(tmp_path / "in.bin")!r}
+        open(path, "wb").write(b"x" * 3 * mmap.PAGESIZE)
+        with open(path, "rb") as f:
+            m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        a = np.frombuffer(m, np.uint8)
+        with MappedGuard(a.ctypes.data, a.nbytes) as guard:
+            os.truncate(path, mmap.PAGESIZE)
+            print(int(a[2 * mmap.PAGESIZE + 5]), guard.fault())
+    """)
+    assert out.split() == ["0", str(2 * os.sysconf("SC_PAGESIZE") + 5)]  # zeros read; the first byte gone
