@@ -126,6 +126,7 @@ def test_views_from_a_path_are_private_memory(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_a_file_truncated_after_a_view_read_does_not_fault(tmp_path):
     """Views into a mapping would SIGBUS once the file shrinks: the path is read privately."""
     path = tmp_path / "cap.pcap"
