@@ -19,19 +19,7 @@ take only NumPy arrays and integers, and import nothing of ``layouts``.
 import numpy as np
 
 from ._cache import jit
-from ._memory import (
-    bswap16,
-    bswap32,
-    load8,
-    load16,
-    load32,
-    load64,
-    prefetch,
-    store8,
-    store32,
-    store64,
-    stream_fence,
-)
+from ._memory import bswap16, bswap32, load8, load16, load32, load64, prefetch, store8, store32, store64, stream_fence
 from .cpu.gather import (
     E_LENGTH,
     E_TAG,
