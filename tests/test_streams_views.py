@@ -146,22 +146,35 @@ def test_a_file_truncated_after_a_view_read_does_not_fault(tmp_path):
     assert got.stdout.split() == ["read", str(3000 * 200)]
 
 
-def test_past_the_int32_limit_the_tails_are_copied():
-    raw = _pcap("<", False, [20, 30, 40])
+def test_past_the_int32_limit_several_data_buffers_or_the_copy():
+    """The >2 GiB logic with a small ``limit`` (a view's int32 offset): overlapping data
+    buffers of ``limit`` bytes every ``limit // 2``, or the copy for a tail too long."""
+    sizes = [0, 5, 20, 13, 30, 12, 40, 1, 25, 33]
+    raw = _pcap("<", False, sizes)
     t = lo.read_stream(raw, "pcap")["packet"]
+    want = t.to_arrow().column("_tail").to_pylist()
     dt = t.layout.dtype
     layout = R.Layout.from_dtype(np.dtype([(n, dt.fields[n][0]) for n in dt.names if n != "_tail"]))
-    offsets = t["_offset"].to_numpy()
     base = lo.SoA(layout, len(t), t.parts().columns[:-1])
-    starts = np.full(3, 16, np.int64)  # (a packet's 16-byte record header)
-    sizes = np.array([20, 30, 40], np.int64)
-    buf = np.frombuffer(raw, np.uint8)
-    within = R._with_tail(base, layout, buf, offsets, starts, sizes, views=True, limit=len(raw))
-    assert within.to_arrow().schema.field("_tail").type == pa.binary_view()
-    past = R._with_tail(base, layout, buf, offsets, starts, sizes, views=True, limit=len(raw) - 1)
-    assert past.to_arrow().schema.field("_tail").type == pa.binary()
-    for soa in (within, past):
-        assert soa.to_arrow().column("_tail").to_pylist() == t.to_arrow().column("_tail").to_pylist()
+    offsets, buf = t["_offset"].to_numpy(), np.frombuffer(raw, np.uint8)
+    starts, lengths = np.full(len(sizes), 16, np.int64), np.array(sizes, np.int64)  # (16: a packet's record header)
+
+    def tails(limit):
+        return R._with_tail(base, layout, buf, offsets, starts, lengths, views=True, limit=limit)
+
+    one = tails(len(raw)).to_arrow().column("_tail").chunk(0)
+    assert one.type == pa.binary_view() and len(one.buffers()) == 3  # the source, the one data buffer
+    for limit in (80, 100, 257, len(raw) - 1):  # tails of at most limit // 2 + 1 bytes: several buffers
+        soa = tails(limit)
+        col = soa.to_arrow().column("_tail").chunk(0)
+        assert col.type == pa.binary_view() and len(col.buffers()) > 3, limit
+        col.validate(full=True)
+        assert col.to_pylist() == want
+        assert pickle.loads(pickle.dumps(soa)).to_arrow().column("_tail").to_pylist() == want
+        assert soa.to_aos().to_numpy()["incl_len"].tolist() == sizes
+    copied = tails(64)  # a 40-byte tail is more than 64 - 32: the copy
+    assert copied.to_arrow().schema.field("_tail").type == pa.binary()
+    assert copied.to_arrow().column("_tail").to_pylist() == want
 
 
 def test_tails_outside_the_source_are_refused_before_the_kernel():

@@ -17,7 +17,7 @@ from .._arena import Arena
 from .._errors import ConversionError, LayoutError
 from .._faults import forward_error
 from .._layout import Layout
-from .._plan import ColumnBuffers, forward_ops
+from .._plan import ColumnBuffers, Span, forward_ops
 from .._soa import SoA, soa_over_arena
 from ..kernels import stream as K
 from ..kernels._memory import MappedGuard
@@ -137,9 +137,9 @@ def read_stream(src: Any, spec: Any, *, device: "str | None" = None, tails: str 
         bytes inline): no payload byte is copied, and every table keeps ``src`` alive.
         A path is then read into private memory first (one read, no mapping: a file
         truncated later cannot fault); a writable ``src`` (bytearray, NumPy array)
-        changed later changes the values. Tails past the first 2 GiB of ``src`` (a
-        view's int32 offset) are copied, as with ``"copy"``. CPU only. See
-        docs/streams.md.
+        changed later changes the values. Past 2 GiB (a view's offset is an int32) the
+        column has several data buffers over ``src``, overlapping by 1 GiB; a tail of
+        more than 1 GiB there makes it the copy. CPU only. See docs/streams.md.
 
     Returns
     -------
@@ -778,8 +778,8 @@ def _check_text(rows, layout, record, offsets, prefix, order, label, what):
 def _with_tail(soa: SoA, layout: Layout, buf, offsets, starts, sizes, views=False, limit=_BINARY_MAX) -> SoA:
     """``soa`` plus a ``_tail`` binary column of ``sizes[i]`` bytes from
     ``offsets[i] + starts[i]`` (binary, or large_binary past 2 GiB); with ``views``, a
-    binary_view column into ``buf`` (:func:`_tail_views`) where every tail ends within
-    ``limit`` bytes of its start (a view's offset is an int32), else the copy."""
+    binary_view column into ``buf`` (:func:`_tail_views`; ``limit``: the largest offset
+    a view holds, a parameter for the tests), or the copy where views cannot hold a tail."""
     n = len(offsets)
     widest = int(sizes[:1].max() if sizes.strides == (0,) else sizes.max()) if n else 0
     if views:
@@ -810,11 +810,15 @@ def _with_tail(soa: SoA, layout: Layout, buf, offsets, starts, sizes, views=Fals
 
 
 def _tail_views(buf, offsets, starts, sizes, n, limit) -> "ColumnBuffers | None":
-    """The ``_tail`` column as Arrow ``binary_view`` over ``buf`` (its one data buffer):
-    16 bytes of views a record, written by one threaded pass (K.tail_views), no tail
-    byte copied. None where a tail ends past ``limit`` (views' offsets are int32): the
-    caller copies instead. Every tail is checked to lie inside ``buf`` first."""
+    """The ``_tail`` column as Arrow ``binary_view`` over ``buf``: 16 bytes of views a
+    record, written by one threaded pass (K.tail_views), no tail byte copied. A view's
+    offset is an int32 (``limit``): where every tail ends within ``limit`` bytes, ``buf`` is
+    the one data buffer; past it, data buffer ``k`` is ``buf[k * step : k * step + limit]``
+    (``step = limit // 2``: they overlap, so a tail of at most ``limit - step`` bytes lies
+    whole in the one where it starts). None for a longer tail there: the caller copies.
+    Every tail is checked to lie inside ``buf`` first."""
     views = np.empty(16 * n, np.uint8)
+    more = 0
     if n:
         offsets = np.ascontiguousarray(offsets, np.int64)
         starts, sizes = np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(sizes, np.int64)
@@ -827,11 +831,35 @@ def _tail_views(buf, offsets, starts, sizes, n, limit) -> "ColumnBuffers | None"
                 f"byte {int(first[bad])}: a tail of {int(sizes[bad])} bytes lies outside the "
                 f"{buf.shape[0]}-byte stream; the index is damaged"
             )
+        step = 2**62
         if hi > limit:
-            return None
-        K.tail_views(buf, offsets, starts, sizes, views, np.int64(2**62))
-    data = pa.py_buffer(buf) if buf.shape[0] else pa.py_buffer(b"")
-    return ColumnBuffers(pa.binary_view(), n, None, pa.py_buffer(views), data)
+            step = limit // 2
+            if int(sizes.max()) > limit - step:
+                return None
+            more = int(first.max()) // step  # data buffers after the first
+        K.tail_views(buf, offsets, starts, sizes, views, np.int64(step))
+    if not more:
+        data = pa.py_buffer(buf) if buf.shape[0] else pa.py_buffer(b"")
+        return ColumnBuffers(pa.binary_view(), n, None, pa.py_buffer(views), data)
+    parts = [pa.py_buffer(buf[k * step : k * step + limit]) for k in range(more + 1)]
+    return _ViewBuffers(n, pa.py_buffer(views), parts)
+
+
+class _ViewBuffers(ColumnBuffers):
+    """A ``binary_view`` column of several data buffers (a source past 2 GiB): ``data``
+    is the first, ``more`` the others in buffer-index order. Everything that reads
+    columns through offsets takes it as the binary copy ``without_views`` makes, which
+    goes through :meth:`to_array`."""
+
+    __slots__ = ("more",)
+
+    def __init__(self, n, views, parts):
+        super().__init__(pa.binary_view(), n, None, views, parts[0])
+        self.more = [Span(b.address, b.size, b) for b in parts[1:]]
+
+    def to_array(self, wrap=Span.arrow):
+        bufs = [None, wrap(self.offsets), wrap(self.data)] + [wrap(b) for b in self.more]
+        return pa.Array.from_buffers(self.type, self.length, bufs, null_count=0, offset=self.offset)
 
 
 @functools.lru_cache(maxsize=256)
