@@ -194,6 +194,19 @@ def test_tails_argument_errors():
     assert t["packet"].to_arrow().column("_tail").to_pylist()[0] == raw[-5:]
 
 
+def test_write_stream_refuses_damaged_views():
+    raw = _pcap("<", False, [20])
+    t = lo.read_stream(raw, "pcap", tails="view")
+    table = t["packet"].to_arrow()
+    col = table.column("_tail").chunk(0)
+    views = bytearray(col.buffers()[1].to_pybytes())
+    views[12:16] = struct.pack("<i", 1000)  # the value's offset past its data buffer
+    bad = pa.Array.from_buffers(pa.binary_view(), 1, [None, pa.py_buffer(bytes(views)), col.buffers()[2]])
+    table = table.set_column(table.column_names.index("_tail"), "_tail", bad)
+    with pytest.raises(lo.ConversionError, match=r"table 'packet': the _tail column's views are damaged \(View at"):
+        lo.write_stream({"_header": t["_header"], "packet": table}, "pcap", order="little")
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.integers(0, 40), max_size=30), st.sampled_from(["<", ">"]))
 def test_random_packet_sizes(sizes, order):
