@@ -9,7 +9,8 @@ their offsets by :func:`aos_to_soa_at` (kernels/cpu/gather.py: blocks of rows ga
 in cache, no dense copy) and written back by :func:`soa_to_aos_at`; :func:`gather`
 (a dense copy) is left for one-row tables and error reports.
 :func:`gather_tails` copies the bytes beyond the fixed part into one binary column;
-:func:`scatter_tails` is its way back.
+:func:`scatter_tails` is its way back; :func:`tail_views` instead describes each tail where
+it lies, as the 16-byte views of an Arrow ``binary_view`` column (no byte copied).
 
 All functions are compiled once and cached on disk by content (kernels/_cache.py); they
 take only NumPy arrays and integers, and import nothing of ``layouts``.
@@ -18,7 +19,7 @@ take only NumPy arrays and integers, and import nothing of ``layouts``.
 import numpy as np
 
 from ._cache import jit
-from ._memory import bswap16, bswap32, load8, load16, load32, store8, stream_fence
+from ._memory import bswap16, bswap32, load8, load16, load32, load64, prefetch, store8, store32, store64, stream_fence
 from .cpu.gather import (
     E_LENGTH,
     E_TAG,
@@ -47,6 +48,7 @@ __all__ = [
     "first_nul",
     "tiles",
     "gather_tails",
+    "tail_views",
     "scatter",
     "scatter_tails",
     "put_uint",
@@ -557,6 +559,59 @@ def gather_tails(buf, offsets, starts, ends, data, *, threads=None):
         return
     mean = max(1, int(ends[-1]) // n)
     run_chunks(_tails_rows, chunk_starts(n, mean, threads), (buf, data, offsets, starts, ends), (buf, data))
+
+
+VIEW_INLINE = 12  # an Arrow binary_view value of at most this many bytes lives in its view
+VIEW_AHEAD = 16  # rows ahead whose first tail line is prefetched
+
+
+@_jit
+def _views_rows(buf, views, r0, r1, offsets, starts, sizes, step, err, stop):
+    """Views ``r0..r1`` of :func:`tail_views` (one chunk of a call)."""
+    base, out = buf.ctypes.data, views.ctypes.data
+    ahead = min(r1, r0 + VIEW_AHEAD)
+    for i in range(r0, ahead):
+        prefetch(base + offsets[i] + starts[i])
+    for i in range(r0, r1):
+        if (i & 4095) == 0 and stop[0] != 0:
+            return
+        if i + VIEW_AHEAD < r1:  # each value's first bytes: loads of lines far apart, asked for early
+            prefetch(base + offsets[i + VIEW_AHEAD] + starts[i + VIEW_AHEAD])
+        at = offsets[i] + starts[i]
+        n = sizes[i]
+        v = out + 16 * i
+        store32(v, np.uint32(n))
+        if n > VIEW_INLINE:
+            k = at // step
+            store32(v + 4, load32(base + at))  # the value's first 4 bytes
+            store32(v + 8, np.uint32(k))  # the data buffer
+            store32(v + 12, np.uint32(at - k * step))  # where the value starts in it
+        else:
+            store32(v + 4, np.uint32(0))  # every byte of a view is defined: the rest zeros
+            store64(v + 8, np.uint64(0))
+            if n >= 8:  # two overlapping loads: the first 8 bytes, the last 4
+                store64(v + 4, load64(base + at))
+                store32(v + n, load32(base + at + n - 4))
+            elif n >= 4:
+                store32(v + 4, load32(base + at))
+                store32(v + n, load32(base + at + n - 4))
+            else:
+                for j in range(n):
+                    store8(v + 4 + j, load8(base + at + j))
+
+
+def tail_views(buf, offsets, starts, sizes, views, step, *, threads=None):
+    """The Arrow ``binary_view`` views of tails in ``buf``: record ``i``'s tail is
+    ``sizes[i]`` bytes from ``offsets[i] + starts[i]``; its view (16 bytes of ``views``,
+    uint8 of ``16 * len(offsets)``) holds its length and either the bytes themselves (at
+    most 12, zero-padded) or its first 4 bytes, its data buffer ``k = start // step`` and
+    its offset ``start - k * step`` there (data buffer ``k`` being ``buf[k * step:]``).
+    Chunks of the records go to the kernels' thread pool. The caller has checked that
+    every tail lies inside ``buf`` and inside its data buffer's int32 offsets."""
+    n = offsets.shape[0]
+    if not n:
+        return
+    run_chunks(_views_rows, chunk_starts(n, 40, threads), (buf, views, offsets, starts, sizes, step), (buf, views))
 
 
 @_jit

@@ -399,7 +399,8 @@ def reverse_ops(layout, columns, fills, truncate):
     """
     starts, offs = _offsets_table(layout)
     ops = np.zeros((len(layout.fields), P.NCOLS), dtype=np.int64)
-    keep = []
+    columns = without_views(columns)
+    keep: list = [columns]  # (binary columns made of views: theirs are the addresses below)
     for i, (f, col) in enumerate(zip(layout.fields, columns)):
         row = _base_row(f, starts, i)
         row[P.KIND] = KIND_CODES[col.kind]
@@ -425,6 +426,30 @@ def reverse_ops(layout, columns, fills, truncate):
             row[P.FLAGS] |= P.F_TRUNCATE
         ops[i] = row
     return ops, offs, keep
+
+
+def is_view(arrow_type) -> bool:
+    """Whether a column is Arrow ``binary_view`` (``read_stream(tails="view")``'s tails)."""
+    return pa.types.is_binary_view(arrow_type) if hasattr(pa.types, "is_binary_view") else False
+
+
+def without_views(columns):
+    """``columns`` with each host ``binary_view`` column as a binary one over a copy of its
+    values (``large_binary`` past 2 GiB): the kernels, pickling and the GPU read variable-
+    width values through offsets, not 16-byte views. The same tuple when there are none."""
+    if not any(is_view(c.type) for c in columns):
+        return columns
+    out = []
+    for c in columns:
+        if is_view(c.type):
+            arr = c.to_array()
+            lengths = np.frombuffer(arr.buffers()[1], "<i4").reshape(-1, 4)[arr.offset : arr.offset + len(arr), 0]
+            total = int(lengths.astype(np.int64).clip(0).sum())  # (a view's first 4 bytes: its length)
+            arr = arr.cast(pa.large_binary() if total > 2**31 - 1 else pa.binary())
+            validity, offsets, data = arr.buffers()
+            c = ColumnBuffers(arr.type, len(arr), validity, offsets, data, arr.offset, c.kind, c.dictionary)
+        out.append(c)
+    return tuple(out)
 
 
 class Span:

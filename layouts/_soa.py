@@ -12,7 +12,7 @@ from ._backends import Backend, check_threads
 from ._errors import ConversionError, LayoutError
 from ._faults import reverse_error
 from ._layout import Layout
-from ._plan import ALIGN, ColumnBuffers, claimed, native_dtype
+from ._plan import ALIGN, ColumnBuffers, claimed, native_dtype, without_views
 
 __all__ = ["SoA", "Column", "SoAParts", "soa_over_arena"]
 
@@ -406,7 +406,7 @@ class SoA:
             return self
         with claimed(f"SoA.to_device({target.name!r})", (), self._reads()):
             self._current("to_device")
-            memory, columns = self._backend.columns_to_host(self._memory, self._columns)
+            memory, columns = self._backend.columns_to_host(self._memory, without_views(self._columns))
             if self._arena is None:
                 memory = None  # borrowed (or packed) columns: their buffers hold the bytes, no arena
             memory, columns = target.columns_from_host(memory, columns)
@@ -593,7 +593,9 @@ def _unique_names(wanted: "list[pa.Field]", have: "list[pa.Field]", parent: "str
 
 def _own_bytes(c):
     """A borrowed column as ``ColumnBuffers`` arguments holding NumPy arrays of only the
-    bytes its rows use (:meth:`ColumnBuffers.used`; string offsets rebased to them)."""
+    bytes its rows use (:meth:`ColumnBuffers.used`; string offsets rebased to them). A
+    binary_view column (views into a source that does not travel) comes back as binary."""
+    c = without_views((c,))[0]
     if c.length == 0:
         large = pa.types.is_large_binary(c.type) or pa.types.is_large_string(c.type)
         ends = None if c.offsets is None else np.zeros(1, "<i8" if large else "<i4")

@@ -147,6 +147,12 @@ def _jobs(folder):
             ),
         )
 
+    def pcap():
+        raw = _pcap()
+        stream("pcap", raw)
+        tables = lo.read_stream(raw, "pcap", tails="view")  # the tails as views (K.tail_views)
+        assert lo.write_stream(tables, "pcap") == raw
+
     def variable():
         book = os.path.join(folder, "variable.cob")
         raw = _variable_record(["AB", "CD"], -5) + _variable_record([], 12) + _variable_record(["EF", "GH", "IJ"], 3)
@@ -155,7 +161,7 @@ def _jobs(folder):
 
     return [
         ("record streams: itch50", lambda: stream("itch50", _itch())),
-        ("record streams: pcap", lambda: stream("pcap", _pcap())),
+        ("record streams: pcap, its tails copied and as views", pcap),
         (
             "record streams: a header, fixed records, framed records",
             lambda: stream(os.path.join(folder, "multi.toml"), _multi()),

@@ -17,11 +17,11 @@ from .._arena import Arena
 from .._errors import ConversionError, LayoutError
 from .._faults import forward_error
 from .._layout import Layout
-from .._plan import ColumnBuffers, forward_ops
+from .._plan import ColumnBuffers, Span, forward_ops
 from .._soa import SoA, soa_over_arena
 from ..kernels import stream as K
 from ..kernels._memory import MappedGuard
-from .frame import Scanned, _checked, detect_order, record_size, scan_section, source_bytes
+from .frame import Scanned, _checked, _regular, detect_order, record_size, scan_section, source_bytes
 from .spec import Record, Section, Stream, builtin, evaluate, field_dtype, load
 
 __all__ = ["read_stream", "StreamTables", "resolve"]
@@ -112,7 +112,7 @@ def _keep_prefix(s: Section) -> bool:
     return not (f.length is not None and f.length.offset == 0 and f.length.size == f.prefix)
 
 
-def read_stream(src: Any, spec: Any, *, device: "str | None" = None) -> StreamTables:
+def read_stream(src: Any, spec: Any, *, device: "str | None" = None, tails: str = "copy") -> StreamTables:
     """Read a framed, multi-type record stream into one table per record type.
 
     Parameters
@@ -129,6 +129,17 @@ def read_stream(src: Any, spec: Any, *, device: "str | None" = None) -> StreamTa
         offsets, in one pass; the scan stays on the CPU, and so do types with tails
         (``_tail``: pcap packets), the header and ``_gaps``, which are converted on the
         CPU and moved to the GPU in one transfer each.
+    tails : {"copy", "view"}
+        How ``_tail`` columns (the bytes beyond the fields: pcap payloads, ``_gaps``,
+        ``_unknown``) hold their bytes. ``"copy"`` (default): a ``binary`` column of its
+        own (``large_binary`` past 2 GiB). ``"view"``: an Arrow ``binary_view`` column
+        whose values point into ``src`` itself (16 bytes a value, those of at most 12
+        bytes inline): no payload byte is copied, and every table keeps ``src`` alive.
+        A path is then read into private memory first (one read, no mapping: a file
+        truncated later cannot fault); a writable ``src`` (bytearray, NumPy array)
+        changed later changes the values. Past 2 GiB (a view's offset is an int32) the
+        column has several data buffers over ``src``, overlapping by 1 GiB; a tail of
+        more than 1 GiB there makes it the copy. CPU only. See docs/streams.md.
 
     Returns
     -------
@@ -150,23 +161,57 @@ def read_stream(src: Any, spec: Any, *, device: "str | None" = None) -> StreamTa
     """
     stream = resolve(spec)
     on_host = backends.get(device).host
+    views = _tails_mode(tails, on_host)
     if not on_host:
         from .._cuda import device as _device
 
         _device.cuda()  # the memory pool first, and a clear error without a GPU
-    buf, label, owner = source_bytes(src)
+    buf, label, owner = _private(src) if views else source_bytes(src)
     # a mapped file truncated meanwhile: the gone pages read as zeros (no SIGBUS) and
     # the read is reported as such, whatever else those zeros caused
     mapped = isinstance(owner, mmap.mmap)
     with MappedGuard(buf.ctypes.data if mapped and buf.nbytes else 0, buf.nbytes if mapped else 0) as guard:
         try:
-            out = _read(stream, buf, label, None if on_host else _OnDevice(buf))
+            out = _read(stream, buf, label, None if on_host else _OnDevice(buf), views)
         except ConversionError as err:
             _check_shrunk(guard, label, buf.nbytes, err, owner)
             raise
         _check_shrunk(guard, label, buf.nbytes, None, owner)
     del owner
     return out
+
+
+def _tails_mode(tails: Any, on_host: bool) -> bool:
+    """Whether ``tails`` (read_stream's argument) asks for views, checked."""
+    if tails not in ("copy", "view"):
+        raise LayoutError(f'tails must be "copy" (a binary column) or "view" (binary_view into src), got {tails!r}')
+    if tails == "copy":
+        return False
+    if not on_host:
+        raise LayoutError(
+            'tails="view" points the _tail columns into the source in host memory; with device="cuda" '
+            'use tails="copy" (the default)'
+        )
+    if not hasattr(pa, "binary_view"):  # (pyarrow 16, the floor, has it; a guard for older builds)
+        raise LayoutError(f'tails="view" needs Arrow binary_view (pyarrow >= 16, this is {pa.__version__})')
+    return True
+
+
+def _private(src) -> "tuple[np.ndarray, str, object]":
+    """:func:`source_bytes` for views that outlive the read: a path is read into memory
+    of its own (one read), not mapped: a view into a mapping would fault (SIGBUS) if
+    the file were truncated later. Other sources are what ``source_bytes`` gives."""
+    if not isinstance(src, (str, os.PathLike)):
+        return source_bytes(src)
+    label = os.fspath(src)
+    try:
+        _regular(label, os.stat(label))  # before open: opening a FIFO waits for a writer
+        with open(label, "rb") as f:
+            _regular(label, os.fstat(f.fileno()))
+            data = f.read()
+    except OSError as err:
+        raise ConversionError(f"cannot read {label}: {err.strerror}") from err
+    return np.frombuffer(data, np.uint8), label, data
 
 
 def section_range(s, values: dict, where: str, label: str, size: int, pos: int) -> "tuple[int, int, int]":
@@ -262,7 +307,7 @@ def read_header(stream: Stream, buf, order: str, label: str) -> "tuple[SoA, dict
     return soa, header_values(stream, soa, order), h
 
 
-def _read(stream: Stream, buf: np.ndarray, label: str, gpu: "_OnDevice | None" = None) -> StreamTables:
+def _read(stream: Stream, buf: np.ndarray, label: str, gpu: "_OnDevice | None" = None, views=False) -> StreamTables:
     order = detect_order(stream, buf, label)
     size = buf.shape[0]
     out = StreamTables()
@@ -286,10 +331,10 @@ def _read(stream: Stream, buf: np.ndarray, label: str, gpu: "_OnDevice | None" =
             )
         if s.bytes is not None and got.end != end:
             raise ConversionError(f"{label}: byte {got.end}: {where} should end at byte {end} (bytes = {s.bytes!r})")
-        _tables(out, stream, s, got, buf, label, order, where, gpu)
+        _tables(out, stream, s, got, buf, label, order, where, gpu, views)
         covered.append((start, got.end))
         pos = got.end
-    _gaps(out, buf, covered, size)
+    _gaps(out, buf, covered, size, views)
     if gpu is not None:
         for name, soa in out.items():
             out[name] = soa.to_device("cuda")  # (those converted there already: themselves)
@@ -358,7 +403,7 @@ def _header_record(stream: Stream, buf, order, label) -> "tuple[Record, int]":
     return rec, h
 
 
-def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where, gpu=None):
+def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where, gpu=None, views=False):
     """One table per record type of a scanned section: the records grouped by type (in
     stream order within each), checked against their type's size, and each type
     transposed straight from the stream through its offsets (no dense copy)."""
@@ -394,7 +439,7 @@ def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where, gpu
             None if g_lengths is None else g_lengths[a:b],
             prefix,
             keep,
-            s.tail == "column",
+            ("view" if views else "copy") if s.tail == "column" else False,
             label,
             f"{where} type {t.name!r}",
             gpu,
@@ -406,7 +451,7 @@ def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where, gpu
     if bounds[ntypes + 2] > bounds[ntypes + 1]:
         a, b = bounds[ntypes + 1], bounds[ntypes + 2]
         assert g_lengths is not None  # (grouped with lengths where unknown records are kept)
-        out["_unknown"] = _raw_table(buf, g_offsets[a:b], g_lengths[a:b])
+        out["_unknown"] = _raw_table(buf, g_offsets[a:b], g_lengths[a:b], views=views)
     if got.blocks is not None:
         out["_blocks"] = _raw_table(buf, got.blocks, np.full(len(got.blocks), 4, np.int64), fixed=4)
 
@@ -442,7 +487,8 @@ def _convert(
     another from ``offsets[0]``) and fields that need no widening, by the strided transpose
     of ``read_records`` instead: no gather. ``lengths`` None (no tails): every record is
     exactly its type's fields, as the scan found. ``own``: ``offsets`` (the whole index of
-    fixed-size records, laid out as a column buffer) become the ``_offset`` column."""
+    fixed-size records, laid out as a column buffer) become the ``_offset`` column.
+    ``tails``: False (none), True or ``"copy"`` (a binary ``_tail``), ``"view"`` (binary_view)."""
     layout, runs, zeros, offset_at = record.plan(order, prefix, True, keep_prefix)
     fixed = prefix + record_size(record, order)
     if lengths is not None:  # (None: the scan found every record of the type exactly its fields)
@@ -465,7 +511,7 @@ def _convert(
         starts, sizes = np.broadcast_to(np.int64(fixed), (n,)), np.broadcast_to(np.int64(stride - fixed), (n,))
     else:
         starts, sizes = np.full(n, fixed, np.int64), lengths - fixed
-    return _with_tail(soa, layout, buf, offsets, starts, sizes), layout
+    return _with_tail(soa, layout, buf, offsets, starts, sizes, tails == "view"), layout
 
 
 def _empty(layout) -> SoA:
@@ -729,11 +775,17 @@ def _check_text(rows, layout, record, offsets, prefix, order, label, what):
             )
 
 
-def _with_tail(soa: SoA, layout: Layout, buf, offsets, starts, sizes) -> SoA:
+def _with_tail(soa: SoA, layout: Layout, buf, offsets, starts, sizes, views=False, limit=_BINARY_MAX) -> SoA:
     """``soa`` plus a ``_tail`` binary column of ``sizes[i]`` bytes from
-    ``offsets[i] + starts[i]`` (binary, or large_binary past 2 GiB)."""
+    ``offsets[i] + starts[i]`` (binary, or large_binary past 2 GiB); with ``views``, a
+    binary_view column into ``buf`` (:func:`_tail_views`; ``limit``: the largest offset
+    a view holds, a parameter for the tests), or the copy where views cannot hold a tail."""
     n = len(offsets)
     widest = int(sizes[:1].max() if sizes.strides == (0,) else sizes.max()) if n else 0
+    if views:
+        column = _tail_views(buf, offsets, starts, sizes, n, limit)
+        if column is not None:
+            return SoA(_tail_layout(layout, max(widest, 1)), n, list(soa._columns) + [column])
     if widest == 0:  # no record has a tail (LAS points without extra bytes): no pass over them
         total, data, large = 0, np.empty(1, np.uint8), False
         offs = np.zeros(n + 1, np.int32)
@@ -757,6 +809,59 @@ def _with_tail(soa: SoA, layout: Layout, buf, offsets, starts, sizes) -> SoA:
     return SoA(tail_layout, n, list(soa._columns) + [column])
 
 
+def _tail_views(buf, offsets, starts, sizes, n, limit) -> "ColumnBuffers | None":
+    """The ``_tail`` column as Arrow ``binary_view`` over ``buf``: 16 bytes of views a
+    record, written by one threaded pass (K.tail_views), no tail byte copied. A view's
+    offset is an int32 (``limit``): where every tail ends within ``limit`` bytes, ``buf`` is
+    the one data buffer; past it, data buffer ``k`` is ``buf[k * step : k * step + limit]``
+    (``step = limit // 2``: they overlap, so a tail of at most ``limit - step`` bytes lies
+    whole in the one where it starts). None for a longer tail there: the caller copies.
+    Every tail is checked to lie inside ``buf`` first."""
+    views = np.empty(16 * n, np.uint8)
+    more = 0
+    if n:
+        offsets = np.ascontiguousarray(offsets, np.int64)
+        starts, sizes = np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(sizes, np.int64)
+        first = offsets + starts  # (checked here, not trusted: the kernel dereferences them)
+        ends = first + sizes
+        lo, hi = int(first.min()), int(ends.max())
+        if lo < 0 or int(sizes.min()) < 0 or hi > buf.shape[0]:
+            bad = int(np.flatnonzero((first < 0) | (sizes < 0) | (ends > buf.shape[0]))[0])
+            raise ConversionError(
+                f"byte {int(first[bad])}: a tail of {int(sizes[bad])} bytes lies outside the "
+                f"{buf.shape[0]}-byte stream; the index is damaged"
+            )
+        step = 2**62
+        if hi > limit:
+            step = limit // 2
+            if int(sizes.max()) > limit - step:
+                return None
+            more = int(first.max()) // step  # data buffers after the first
+        K.tail_views(buf, offsets, starts, sizes, views, np.int64(step))
+    if not more:
+        data = pa.py_buffer(buf) if buf.shape[0] else pa.py_buffer(b"")
+        return ColumnBuffers(pa.binary_view(), n, None, pa.py_buffer(views), data)
+    parts = [pa.py_buffer(buf[k * step : k * step + limit]) for k in range(more + 1)]
+    return _ViewBuffers(n, pa.py_buffer(views), parts)
+
+
+class _ViewBuffers(ColumnBuffers):
+    """A ``binary_view`` column of several data buffers (a source past 2 GiB): ``data``
+    is the first, ``more`` the others in buffer-index order. Everything that reads
+    columns through offsets takes it as the binary copy ``without_views`` makes, which
+    goes through :meth:`to_array`."""
+
+    __slots__ = ("more",)
+
+    def __init__(self, n, views, parts):
+        super().__init__(pa.binary_view(), n, None, views, parts[0])
+        self.more = [Span(b.address, b.size, b) for b in parts[1:]]
+
+    def to_array(self, wrap=Span.arrow):
+        bufs = [None, wrap(self.offsets), wrap(self.data)] + [wrap(b) for b in self.more]
+        return pa.Array.from_buffers(self.type, self.length, bufs, null_count=0, offset=self.offset)
+
+
 @functools.lru_cache(maxsize=256)
 def _tail_layout(layout: Layout, width: int) -> Layout:
     """``layout`` with ``_tail`` (binary, ``width`` bytes in the dense record) after its
@@ -774,9 +879,9 @@ def _append(dtype: np.dtype, width: int) -> np.dtype:
     return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": dtype.itemsize + width})
 
 
-def _raw_table(buf, offsets, lengths, fixed=None) -> SoA:
-    """``_offset`` and the whole bytes of each piece as ``_tail`` (or as ``_prefix``
-    of ``fixed`` bytes)."""
+def _raw_table(buf, offsets, lengths, fixed=None, views=False) -> SoA:
+    """``_offset`` and the whole bytes of each piece as ``_tail`` (binary_view with
+    ``views``), or as ``_prefix`` of ``fixed`` bytes."""
     offsets = np.ascontiguousarray(offsets, np.int64)
     if fixed is not None:
         layout = Layout.from_dtype(
@@ -805,10 +910,11 @@ def _raw_table(buf, offsets, lengths, fixed=None) -> SoA:
     dense = np.zeros(len(offsets) * 8, np.uint8)
     K.gather(buf, offsets, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), dense, 8, 0)
     soa = AoS(dense.view(layout.dtype), layout).to_soa()
-    return _with_tail(soa, layout, buf, offsets, np.zeros(len(offsets), np.int64), np.asarray(lengths, np.int64))
+    starts = np.zeros(len(offsets), np.int64)
+    return _with_tail(soa, layout, buf, offsets, starts, np.asarray(lengths, np.int64), views)
 
 
-def _gaps(out, buf, covered, size):
+def _gaps(out, buf, covered, size, views=False):
     """Bytes no header or section covers, as the ``_gaps`` table (when there are any)."""
     covered = sorted(covered)
     gaps, at = [], 0
@@ -820,4 +926,4 @@ def _gaps(out, buf, covered, size):
         gaps.append((at, size - at))
     if gaps:
         g = np.array(gaps, np.int64)
-        out["_gaps"] = _raw_table(buf, g[:, 0].copy(), g[:, 1].copy())
+        out["_gaps"] = _raw_table(buf, g[:, 0].copy(), g[:, 1].copy(), views=views)

@@ -83,11 +83,19 @@ def _tails(table: pa.Table, n: int, what: str) -> "tuple[np.ndarray, np.ndarray]
     if "_tail" not in table.column_names:
         return np.zeros(n + 1, np.int64), np.zeros(0, np.uint8)
     col = table.column("_tail").combine_chunks()
-    if not (pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type)):
-        raise ConversionError(f"{what}: _tail is {col.type}; expected binary (the bytes after the fields)")
+    view = hasattr(pa.types, "is_binary_view") and pa.types.is_binary_view(col.type)
+    if not (pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type) or view):
+        raise ConversionError(
+            f"{what}: _tail is {col.type}; expected binary, large_binary or binary_view (the bytes after the fields)"
+        )
     if col.null_count:
         raise ConversionError(f"{what}: _tail has {col.null_count} nulls; use empty bytes for records without a tail")
-    col = col.cast(pa.large_binary())
+    if view:  # the cast reads each value where its view says: every view checked first (a damaged array)
+        try:
+            col.validate(full=True)
+        except pa.ArrowException as err:
+            raise ConversionError(f"{what}: the _tail column's views are damaged ({err}); rebuild the column") from err
+    col = col.cast(pa.large_binary())  # (binary_view, from read_stream(tails="view"): its values gathered)
     bufs = col.buffers()
     offs = np.frombuffer(bufs[1], np.int64)[col.offset : col.offset + n + 1]
     data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
