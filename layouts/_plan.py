@@ -402,6 +402,11 @@ def reverse_ops(layout, columns, fills, truncate):
     columns = without_views(columns)
     keep: list = [columns]  # (binary columns made of views: theirs are the addresses below)
     for i, (f, col) in enumerate(zip(layout.fields, columns)):
+        if (col.offsets is not None) != (col.kind in _VAR):  # (the kernel would read the one as the other)
+            raise LayoutError(
+                f"field {f.name!r}: its column is {col.type} read as kind {col.kind!r}, which "
+                f"{'has no' if col.offsets is None else 'does not read'} value offsets; this is a bug in layouts"
+            )
         row = _base_row(f, starts, i)
         row[P.KIND] = KIND_CODES[col.kind]
         if col.kind == "enum":

@@ -805,6 +805,8 @@ def _with_tail(soa: SoA, layout: Layout, buf, offsets, starts, sizes, views=Fals
         None,
         pa.py_buffer(offs),
         pa.py_buffer(data[:total] if total else data[:0]),
+        0,
+        "cstr",  # (the kind of _tail_layout's field: to_aos reads it through its offsets)
     )
     return SoA(tail_layout, n, list(soa._columns) + [column])
 
@@ -840,7 +842,7 @@ def _tail_views(buf, offsets, starts, sizes, n, limit) -> "ColumnBuffers | None"
         K.tail_views(buf, offsets, starts, sizes, views, np.int64(step))
     if not more:
         data = pa.py_buffer(buf) if buf.shape[0] else pa.py_buffer(b"")
-        return ColumnBuffers(pa.binary_view(), n, None, pa.py_buffer(views), data)
+        return ColumnBuffers(pa.binary_view(), n, None, pa.py_buffer(views), data, 0, "cstr")
     parts = [pa.py_buffer(buf[k * step : k * step + limit]) for k in range(more + 1)]
     return _ViewBuffers(n, pa.py_buffer(views), parts)
 
@@ -854,7 +856,7 @@ class _ViewBuffers(ColumnBuffers):
     __slots__ = ("more",)
 
     def __init__(self, n, views, parts):
-        super().__init__(pa.binary_view(), n, None, views, parts[0])
+        super().__init__(pa.binary_view(), n, None, views, parts[0], 0, "cstr")
         self.more = [Span(b.address, b.size, b) for b in parts[1:]]
 
     def to_array(self, wrap=Span.arrow):
