@@ -399,8 +399,8 @@ def reverse_ops(layout, columns, fills, truncate):
     """
     starts, offs = _offsets_table(layout)
     ops = np.zeros((len(layout.fields), P.NCOLS), dtype=np.int64)
-    columns = without_views(columns)
-    keep: list = [columns]  # (binary columns made of views: theirs are the addresses below)
+    columns = without_views(columns)  # (binary columns made of views: theirs are the addresses below)
+    keep: list = []  # the enum and text tables, in op order (device_tables reads them so), then the columns
     for i, (f, col) in enumerate(zip(layout.fields, columns)):
         if (col.offsets is not None) != (col.kind in _VAR):  # (the kernel would read the one as the other)
             raise LayoutError(
@@ -430,6 +430,7 @@ def reverse_ops(layout, columns, fills, truncate):
         if truncate:
             row[P.FLAGS] |= P.F_TRUNCATE
         ops[i] = row
+    keep.append(columns)
     return ops, offs, keep
 
 

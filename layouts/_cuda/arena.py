@@ -23,7 +23,8 @@ def device_tables(ops, keep, stream=0):
     ``stream``) and make the plan's TABLE entries element offsets into it."""
     rows = [j for j in range(ops.shape[0]) if ops[j, P.KIND] in (P.K_ENUM, P.K_TEXT)]  # (text: code page tables)
     parts, pos = [np.zeros(1, np.int64)], 1
-    for j, table in zip(rows, keep):
+    for j, table in zip(rows, keep[: len(rows)], strict=True):  # (the tables lead keep: _plan's ops)
+        assert isinstance(table, np.ndarray), type(table)
         ops[j, P.TABLE] = pos
         parts.append(table)
         pos += len(table)
