@@ -188,6 +188,41 @@ def _walk(mode, buf, pos, end, count, fr, per_type, stop_at, offsets, lengths, t
     return pos, count
 
 
+SCAN_AHEAD = 16384  # bytes of the stream asked for ahead of the record being read (_walk_long)
+
+
+@_jit
+def _walk_long(buf, pos, end, count, len_off, len_big, base, min_len, type_min0, offsets, lengths, types, longest):
+    """:func:`scan`'s walk of untagged records framed by a 4-byte length in bytes (pcap's
+    packet headers): each record's place depends on the length before it, so a walk over
+    long records waits for memory at every one (the hardware sees no pattern in the
+    addresses). Here the stream's lines ``SCAN_AHEAD`` bytes ahead are asked for as it
+    goes, so the reads overlap. It stops, as :func:`_walk` does, at the first record that
+    is not whole or is shorter than its fields, which :func:`scan` then takes (with its
+    own status)."""
+    addr = buf.ctypes.data
+    cap = offsets.shape[0]
+    last = end - (len_off + 4)  # the last record start whose length field is inside
+    ahead = pos - pos % 64
+    while pos <= last and count < cap:
+        stop = min(pos + SCAN_AHEAD, end)
+        while ahead < stop:
+            prefetch(addr + ahead)
+            ahead += 64
+        w = load32(addr + pos + len_off)
+        n = np.int64(bswap32(w) if len_big else w) + base
+        if n > end - pos or n < min_len or n <= 0 or n < type_min0:
+            break
+        offsets[count] = pos
+        lengths[count] = n
+        types[count] = 0
+        if n > longest[0]:
+            longest[0] = n
+        count += 1
+        pos += n
+    return pos, count
+
+
 @_jit
 def _plain(len_size, unit, tag_size, direct):
     """Whether :func:`_walk` takes a section of these framing parameters."""
@@ -324,6 +359,10 @@ def scan(
     cap = offsets.shape[0]
     need = len_off + len_size  # to read the length; the tag is checked against the length
     ntypes = tag_values.shape[0]
+    if limit < 0 and len_size == 4 and unit == 1 and tag_size == 0 and type_min.shape[0] == 1 == longest.shape[0]:
+        pos, count = _walk_long(
+            buf, pos, end, count, len_off, len_big, base, min_len, type_min[0], offsets, lengths, types, longest
+        )
     if limit < 0 and _plain(len_size, unit, tag_size, direct):
         longer = np.full(type_min.shape[0], np.int64(2**62))  # (no most: the checks after the scan's)
         fr = (len_off, len_size, len_big, base, min_len, tag_off, tag_size, tag_big, direct, type_min, longer)

@@ -108,6 +108,14 @@ def test_pcap_errors():
         lo.read_stream(raw[:34], "pcap")
     with pytest.raises(lo.LayoutError, match=r"pass order=\"big\" or \"little\""):
         lo.write_stream(dict(lo.read_stream(raw, "pcap")), "pcap")
+    for order in "<>":  # a damaged length far into a capture (past the scan's read-ahead): its own byte
+        packets = _packets(np.random.default_rng(5), 400)
+        raw = bytearray(_pcap_by_hand(order, False, packets))
+        at = 24 + sum(16 + len(p[2]) for p in packets[:300])
+        struct.pack_into(order + "I", raw, at + 8, 1 << 30)
+        with pytest.raises(lo.ConversionError, match=rf"byte {at}: .*length field .* past the end of the data"):
+            lo.read_stream(bytes(raw), "pcap")
+        assert lo.read_stream(bytes(raw[:at]), "pcap")["packet"].to_arrow().num_rows == 300
 
 
 # --------------------------------------------------------------------------- ITCH 5.0
