@@ -26,6 +26,26 @@ def test_no_driver_no_numba_cuda_import(tmp_path):
     assert run.stdout == "0 []\n", run.stderr
 
 
+def test_a_conversion_with_enums_and_a_mapped_file_imports_no_pandas(tmp_path):
+    """pyarrow imports pandas (0.5-0.7 s) the first time it converts Python objects: the
+    command's own path builds its few small arrays from buffers instead (an enum's
+    dictionary here), and loads the mapped file's guard from the cache."""
+    np.zeros(10, [("a", "<i4"), ("side", "<i4")]).tofile(tmp_path / "a.bin")
+    header = tmp_path / "t.h"
+    header.write_text("enum side { BUY, SELL };\nstruct t { int a; enum side side; };\n")
+    code = (
+        "import sys; from layouts._cli import main; "
+        f"rc = main(['convert', {str(tmp_path / 'a.bin')!r}, '--struct', {str(header) + ':t'!r}, '--to', "
+        f"{str(tmp_path / 'a.parquet')!r}, '--quiet']); "
+        "print(rc, sorted(m for m in sys.modules if m.split('.')[0] == 'pandas'))"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout == "0 []\n", run.stderr
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(tmp_path / "a.parquet").column("side").to_pylist() == ["BUY"] * 10
+
+
 def test_driver_probe(monkeypatch):
     loaded = []
 
