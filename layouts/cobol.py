@@ -667,18 +667,39 @@ _BOOK_OPTIONS = (
 )
 
 
-def _variable(copybook, occurs_mappings, options):
-    from ._layout import Layout
-    from ._occurs import VariableRecord
+_CAP_FROM = 64 << 10  # a record of more bytes at its maximum is laid out with the most elements the data holds
+_FIRST_CAP = 16  # ... starting from this many elements a table (doubled while the data holds more)
+
+
+def _variable(copybook, occurs_mappings, options, caps=None, table=None):
+    """``(VariableRecord, Copybook, Layout)`` of the copybook's record. A record of more than
+    ``_CAP_FROM`` bytes at its maximum is laid out with its DEPENDING ON tables capped
+    (``caps``: ``{table path: elements}``; by default ``_FIRST_CAP`` each): memory and time
+    follow the counts the data holds, not the copybook's maximum (``Grow`` asks for more;
+    with ``table``, the way back's, the longest of its lists)."""
+    from ._cobol import layout_from_copybook, read_capped
+    from ._layout import Encoding, Layout
+    from ._occurs import VariableRecord, table_caps
 
     if options.get("flatten"):
         raise LayoutError(
             "flatten=True: records as long as their counts are read as nested tables (their lists are cut "
             "per element); read them without flatten"
         )
-    book = read_copybook(copybook, **{k: v for k, v in options.items() if k in _BOOK_OPTIONS})
-    layout = Layout.from_copybook(copybook, **options)
-    var = VariableRecord(book, layout, occurs_mappings)
+    book_options = {k: v for k, v in options.items() if k in _BOOK_OPTIONS}
+    book = read_copybook(copybook, **book_options)
+    maxima = {path: most for path, _, most in depending_tables(book)}
+    if caps is None and maxima and book.dtype.itemsize > _CAP_FROM:
+        caps = {path: min(most, _FIRST_CAP) for path, most in maxima.items()}
+        if table is not None:
+            caps.update(table_caps(table, maxima))
+    if caps:
+        caps = {path: max(1, n) for path, n in caps.items()}  # (a table of 0 elements has no column)
+        book = read_capped(copybook, caps, **book_options)
+        layout = layout_from_copybook(Layout.from_dtype, Encoding, copybook, occurs_caps=caps, **options)
+    else:
+        layout = Layout.from_copybook(copybook, **options)
+    var = VariableRecord(book, layout, occurs_mappings, maxima if caps else None)
     var.padding = (int(options.get("record_start_offset") or 0), int(options.get("record_end_offset") or 0))
     return var, book, layout
 
@@ -761,7 +782,7 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
     ``0..max``, no number (or no key of its mapping), or data that ends inside a record is
     a ConversionError naming the record, its byte offset and the count's field.
     """
-    from ._occurs import read_pieces
+    from ._occurs import Grow, read_pieces
 
     var, book, layout = _variable(copybook, occurs_mappings, options)
     src = _contiguous(src)
@@ -776,12 +797,17 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
         mapped = isinstance(owner, mmap.mmap)
         with MappedGuard(data.ctypes.data if mapped and data.nbytes else 0, data.nbytes if mapped else 0) as guard:
             try:
-                fast = read_pieces(var, data, _variable_schema(var, book, layout))
-                if fast is not None:  # one pass: no maximum-layout copy, no cut
-                    table, starts = fast
-                else:
-                    starts, lengths = var.scan(data, label=label)
-                    table = _variable_table(var, book, layout, data, starts, lengths, label, starts)
+                while True:
+                    try:
+                        fast = read_pieces(var, data, _variable_schema(var, book, layout))
+                        if fast is not None:  # one pass: no maximum-layout copy, no cut
+                            table, starts = fast
+                        else:
+                            starts, lengths = var.scan(data, label=label)
+                            table = _variable_table(var, book, layout, data, starts, lengths, label, starts)
+                        break
+                    except Grow as more:  # a count above its cap: laid out with more elements, read again
+                        var, book, layout = _variable(copybook, occurs_mappings, options, more.caps)
             except ConversionError as err:
                 _check_shrunk(guard, label, data.nbytes, err)
                 _check_size(owner if mapped else None, label, data.nbytes, err)
@@ -806,12 +832,17 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
         np.cumsum(lengths[:-1], out=starts[1:])
         offsets = raw.column("_offset").to_numpy()
         prefix = raw.column("_prefix") if "_prefix" in raw.column_names else None
-        fast = read_pieces(var, data, _variable_schema(var, book, layout), starts, lengths)
-        if fast is not None:
-            table = fast[0]
-        else:
-            var.check_framed(data, starts, lengths, offsets, label)
-            table = _variable_table(var, book, layout, data, starts, lengths, label, offsets + 4)  # the bodies' bytes
+        while True:
+            try:
+                fast = read_pieces(var, data, _variable_schema(var, book, layout), starts, lengths)
+                if fast is not None:
+                    table = fast[0]
+                else:
+                    var.check_framed(data, starts, lengths, offsets, label)
+                    table = _variable_table(var, book, layout, data, starts, lengths, label, offsets + 4)  # the bodies'
+                break
+            except Grow as more:
+                var, book, layout = _variable(copybook, occurs_mappings, options, more.caps)
         starts = offsets
     if prefix is not None:  # the framing it was read with: its spare bytes mean nothing in another
         table = table.add_column(0, pa.field("_prefix", prefix.type, metadata={_FRAMED: framing}), prefix)
@@ -1021,7 +1052,7 @@ def write_variable(table, copybook, dst=None, *, framing=None, occurs_mappings=N
     from ._occurs import uncut
     from ._soa import SoA
 
-    var, book, layout = _variable(copybook, occurs_mappings, options)
+    var, book, layout = _variable(copybook, occurs_mappings, options, table=table)
     columns = [c for c in table.column_names if not c.startswith("_")]
     if layout.aliases:
         pa_, pb = (x.split(".") for x in layout.aliases[0])

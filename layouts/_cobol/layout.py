@@ -91,8 +91,13 @@ def lay_out(
     record_end_offset=0,
     encoding_extra=None,
     fillers="skip",
+    occurs_caps=None,
 ) -> Copybook:
-    """Lay out one record of the parsed copybook (``record``: the 01 or group to use)."""
+    """Lay out one record of the parsed copybook (``record``: the 01 or group to use).
+
+    ``occurs_caps`` (``{table path: elements}``, private to read_variable and
+    write_variable): the OCCURS DEPENDING ON tables at those paths laid out with at most
+    that many elements (the most the data holds), not the copybook's maximum."""
     if names not in _NAMES:
         raise LayoutError(f"names must be one of {_NAMES}, got {names!r}")
     if floating_point not in _FLOATS:
@@ -109,6 +114,7 @@ def lay_out(
     if fillers == "keep":
         _name_fillers(top)
     builder = _Builder(options, top)
+    builder.caps = dict(occurs_caps or {})
     if top.is_group:
         size, dtype = builder.group(top, 0, (), ())
     else:
@@ -219,6 +225,7 @@ class _Builder:
         for item in _walk([top]):
             self.counts.setdefault(_canon(item.name), []).append(item)
         self.paths = {}  # id(item) -> output path
+        self.caps = {}  # table path -> elements to lay out (lay_out's occurs_caps)
 
     def fail(self, item, why):
         return LayoutError(f"{self.options.source.where(item.line)}: {why}")
@@ -364,6 +371,8 @@ class _Builder:
                 f"OCCURS {count} of {size} bytes makes {size * count} bytes; a record holds {_MAX_RECORD} at most",
             )
         depending = self.counter_path(child) if child.depending_on else ""
+        if depending and path in self.caps:
+            count = min(count, self.caps[path])
         self.add_dimension(first, count, depending, len(path))
         if count == 0 or dtype is None:
             return size * count, None, at

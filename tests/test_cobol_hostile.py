@@ -1,0 +1,86 @@
+"""Hostile and unlucky mainframe input (issue 27's last attack): memory and time that
+follow the data, not the copybook's maximum; messages that name the record."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+from cobrix_oracle import DATA
+from test_cobol_variable import ORDERS, _order
+
+import layouts as lo
+from layouts import cobol
+
+HUGE = (
+    "       01  R.\n           05  N   PIC 9(8).\n"
+    "           05  A OCCURS 0 TO 40000000 TIMES DEPENDING ON N PIC X.\n           05  T PIC X(4).\n"
+)
+
+
+def test_huge_occurs_maximum_on_a_tiny_file_stays_small():
+    """A 40,000,000-element maximum on a 26-byte file took 2 GB and 48 s (the maximum
+    layout: template, schema, spread): it reads and writes back under an address-space
+    limit far below that, in a subprocess."""
+    script = textwrap.dedent(
+        f"""
+        import resource
+        limit = 1200 << 20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        from layouts import cobol
+        book = {HUGE!r}
+        data = b"00000002AB1234" + b"00000000WXYZ" + b"00000100" + b"x" * 100 + b"LAST"
+        table = cobol.read_variable(data, book, codepage="ascii")
+        assert [len(a) for a in table.column("A").to_pylist()] == [2, 0, 100]
+        assert table.column("T").to_pylist() == ["1234", "WXYZ", "LAST"]
+        assert cobol.write_variable(table, book, codepage="ascii") == data
+        print("ok")
+        """
+    )
+    env = {**os.environ, "NUMBA_NUM_THREADS": "2"}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "ok"
+
+
+def test_counts_past_a_huge_maximum_name_the_copybook_maximum():
+    data = b"00000002AB1234" + b"50000000" + b"x" * 10
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"record 1 \(byte 14\): the count N of A \(OCCURS 0 TO 40000000 DEPENDING ON N\) is 50000000 .*"
+        r"outside 0..40000000, at byte 22",
+    ):
+        cobol.read_variable(data, HUGE, codepage="ascii")
+    table = cobol.read_variable(b"00000001A1234", HUGE, codepage="ascii")
+    k = table.schema.get_field_index("N")
+    bad = table.set_column(k, table.schema.field("N"), pa.array([Decimal(50000000)], table.schema.field("N").type))
+    with pytest.raises(lo.ConversionError, match=r"is 50000000, outside 0..40000000"):
+        cobol.write_variable(bad, HUGE, codepage="ascii")
+
+
+@pytest.mark.parametrize("case", ["orders", "test21"])
+def test_a_record_laid_out_by_its_data_reads_as_at_its_maximum(monkeypatch, case):
+    """Every record laid out with the most elements the data holds (caps from 1, doubled
+    as counts ask): the same table, the same bytes back, the same messages (the
+    copybook's maximum in them) as read through the copybook's maximum layout."""
+    if case == "orders":
+        data, book, options = _order(2, 12345) + _order(0, 1) + _order(3, 99) + _order(1, 7), ORDERS, {}
+        bad = data + bytes.fromhex("004C") + b"\0" * 20
+    else:
+        data, book, options = (DATA / "test21_data/data.dat").read_bytes(), DATA / "test21_copybook.cob", {}
+        options = {"codepage": "ascii"}
+        bad = data + b"9" * 4
+    whole = cobol.read_variable(data, book, **options)
+    with pytest.raises(lo.ConversionError) as at_max:
+        cobol.read_variable(bad, book, **options)
+    monkeypatch.setattr(cobol, "_CAP_FROM", 0)
+    monkeypatch.setattr(cobol, "_FIRST_CAP", 1)
+    capped = cobol.read_variable(data, book, **options)
+    assert capped.equals(whole) and capped.schema.equals(whole.schema, check_metadata=True)
+    assert cobol.write_variable(capped, book, **options) == data
+    with pytest.raises(lo.ConversionError) as by_data:
+        cobol.read_variable(bad, book, **options)
+    assert str(by_data.value) == str(at_max.value)
