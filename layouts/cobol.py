@@ -818,10 +818,11 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
     else:
         from ._stream import read_stream
 
+        at0 = _position(src)
         try:
             framed = read_stream(src, _framed_stream(framing))
         except ConversionError as err:
-            raise ConversionError(_framing_words(str(err), framing)) from None
+            raise _empty_record(err, src, at0, framing) or ConversionError(_framing_words(str(err), framing)) from None
         raw = framed["records"].to_arrow()
         label = _label_of(src)
         blocks = framed["_blocks"].to_arrow() if "_blocks" in framed else None
@@ -849,6 +850,66 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
     if framing == "bdw":
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), **_blocks_metadata(blocks)})
     return table.add_column(0, "_offset", pa.array(np.asarray(starts, np.int64)))
+
+
+def _position(src):
+    """Where a seekable binary file object is (its records start there), else None."""
+    try:
+        return src.tell() if hasattr(src, "read") and src.seekable() else None
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _empty_record(err, src, at0, framing):
+    """The ConversionError of an RDW of no body (its length 4, the RDW alone) in
+    read_variable's terms: the record's number and byte, as its other messages give; None
+    for any other error (or bytes that cannot be read again)."""
+    import re
+
+    found = re.search(r"byte (\d+): a variable section\[\d+\] type 'records' record of 4 bytes, shorter", str(err))
+    if found is None:
+        return None
+    byte = int(found.group(1))
+    try:
+        if isinstance(src, (str, os.PathLike)):
+            with open(src, "rb") as f:
+                data = f.read(byte)
+        elif hasattr(src, "read"):
+            if at0 is None:
+                return None
+            src.seek(at0)
+            data = src.read(byte)
+        else:
+            data = bytes(memoryview(src).cast("B")[:byte])
+    except (OSError, ValueError, TypeError):
+        return None
+    record, at = 0, 0
+    blocks = [(0, len(data))]
+    if framing == "bdw":  # each block: its BDW (2 bytes of length counting itself, or 4 with the top bit)
+        blocks, b = [], 0
+        while b + 4 <= len(data):
+            n = (
+                int.from_bytes(data[b : b + 4], "big") & 0x7FFFFFFF
+                if data[b] & 0x80
+                else int.from_bytes(data[b : b + 2], "big")
+            )
+            blocks.append((b + 4, min(b + max(n, 4), len(data))))
+            b += max(n, 4)
+    for at, end in blocks:
+        while at + 4 <= end and at < byte:
+            n = (
+                int.from_bytes(data[at + 2 : at + 4], "little") + 4
+                if framing == "rdw-little"
+                else int.from_bytes(data[at : at + 2], "big")
+            )
+            if n < 4:
+                return None
+            record, at = record + 1, at + n
+    return ConversionError(
+        f"{_label_of(src)}: record {record} (byte {byte}): its RDW says 4 bytes, the RDW alone: a record of no bytes, "
+        f"which no record of the copybook is (the fields before its first table are in every record); the file is "
+        f"damaged, or a record was left empty: fix its RDW, or drop it"
+    )
 
 
 def _framing_words(text, framing):

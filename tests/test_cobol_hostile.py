@@ -1,7 +1,10 @@
 """Hostile and unlucky mainframe input (issue 27's last attack): memory and time that
 follow the data, not the copybook's maximum; messages that name the record."""
 
+import io
 import os
+import re
+import struct
 import subprocess
 import sys
 import textwrap
@@ -84,3 +87,33 @@ def test_a_record_laid_out_by_its_data_reads_as_at_its_maximum(monkeypatch, case
     with pytest.raises(lo.ConversionError) as by_data:
         cobol.read_variable(bad, book, **options)
     assert str(by_data.value) == str(at_max.value)
+
+
+@pytest.mark.parametrize("framing", ["rdw", "rdw-little", "bdw"])
+@pytest.mark.parametrize("given", ["bytes", "path", "file"])
+def test_an_rdw_of_no_body_names_its_record_and_byte(tmp_path, framing, given):
+    """An RDW of 4 bytes (a record of no bytes) got the stream layer's message, with no
+    record number: now the record and its byte, as read_variable's other messages."""
+    bodies = [_order(1, 5), _order(3, 5), b"", _order(0, 0)]
+    if framing == "rdw-little":
+        rdws = [struct.pack("<HH", 0, len(b)) + b for b in bodies]
+    else:
+        rdws = [struct.pack(">HH", len(b) + 4, 0) + b for b in bodies]
+    data = b"".join(rdws)
+    if framing == "bdw":  # the first record in a block, the others in a second
+        rest = b"".join(rdws[1:])
+        data = struct.pack(">HH", len(rdws[0]) + 4, 0) + rdws[0] + struct.pack(">HH", len(rest) + 4, 0) + rest
+    byte = data.index(rdws[2], len(rdws[0]) + len(rdws[1]))
+    src, label = data, "the data"
+    if given == "path":
+        src = label = tmp_path / "in.dat"
+        src.write_bytes(data)
+    elif given == "file":
+        src = io.BytesIO(b"xyz" + data)
+        src.seek(3)
+    with pytest.raises(
+        lo.ConversionError,
+        match=rf"^{re.escape(str(label))}: record 2 \(byte {byte}\): its RDW says 4 bytes, the RDW alone: a record of "
+        r"no bytes.*fix its RDW, or drop it$",
+    ):
+        cobol.read_variable(src, ORDERS, framing=framing)
