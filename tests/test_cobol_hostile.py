@@ -117,3 +117,38 @@ def test_an_rdw_of_no_body_names_its_record_and_byte(tmp_path, framing, given):
         r"no bytes.*fix its RDW, or drop it$",
     ):
         cobol.read_variable(src, ORDERS, framing=framing)
+
+
+_EBCDIC_BOOK = "       01  COMPANY.\n           05  SEG    PIC X.\n           05  NAME   PIC X(5).\n"
+_EBCDIC_STREAM = """name = "companies"
+[[section]]
+framing = "rdw"
+tag = {{ offset = 0, size = 1 }}
+[section.types.C]
+tag = {tag}
+copybook = "c.cob"
+{extra}"""
+
+
+@pytest.mark.parametrize("tag, extra", [('"C"', ""), ("0xC3", ""), ('"C"', 'codepage = "cp1047"\n')])
+def test_a_string_tag_of_a_copybook_type_is_in_its_code_page(tmp_path, tag, extra):
+    """tag = "C" on an EBCDIC copybook type means the letter C, 0xC3 in cp037 (it was
+    matched as the ASCII byte 0x43, so no record had the type); an integer is the byte."""
+    (tmp_path / "c.cob").write_text(_EBCDIC_BOOK)
+    (tmp_path / "s.toml").write_text(_EBCDIC_STREAM.format(tag=tag, extra=extra))
+    bodies = [b"CACME ".decode().encode("cp037"), b"CIBM  ".decode().encode("cp037")]
+    data = b"".join(struct.pack(">HH", len(b) + 4, 0) + b for b in bodies)
+    tables = {k: v.to_arrow() for k, v in lo.read_stream(data, str(tmp_path / "s.toml")).items()}
+    assert tables["C"].column("NAME").to_pylist() == ["ACME ", "IBM  "]
+    assert lo.write_stream(tables, str(tmp_path / "s.toml")) == data
+
+
+def test_a_string_tag_with_no_byte_in_the_code_page_names_the_key(tmp_path):
+    (tmp_path / "c.cob").write_text(_EBCDIC_BOOK)
+    (tmp_path / "s.toml").write_text(_EBCDIC_STREAM.format(tag='"\\u20ac"', extra=""))
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"section\[0\]\.types\.C: tag '€': '€' has no byte in the type's code page cp037; give the tag's value "
+        r"as an integer",
+    ):
+        lo.read_stream(b"", str(tmp_path / "s.toml"))
