@@ -237,7 +237,56 @@ def annotate(table: pa.Table, book: Copybook) -> pa.Table:
             meta["cobol.depending_on"] = ",".join(d for d in f.depending_on if d)
         facts[f.name] = meta
     fields = [_annotated(field, field.name, facts) for field in table.schema]
-    return pa.Table.from_arrays(table.columns, schema=pa.schema(fields, metadata=table.schema.metadata))
+    return with_group_conditions(
+        pa.Table.from_arrays(table.columns, schema=pa.schema(fields, metadata=table.schema.metadata)), book
+    )
+
+
+GROUP_CONDITIONS = "cobol.88.groups"  # the schema metadata of the 88 levels of items that are no leaf column
+
+
+def with_group_conditions(table: pa.Table, book: Copybook) -> pa.Table:
+    """``table`` with the 88 levels of the copybook's items that are no leaf column (the
+    record itself, groups, FILLERs: ``book.group_conditions``) kept: all in the schema's
+    metadata ``cobol.88.groups`` (JSON: ``[{"item": "STATUS-GROUP", "path": "A.STATUS-GROUP",
+    "line": 7, "offset": 10, "size": 3, "conditions": {"OPEN": ["'O  '"]}}, ...]``, the
+    values as written, compared with the item's bytes from ``offset``), and each group's also
+    as ``cobol.88`` metadata of its struct column where the table has one (not flattened)."""
+    import json
+
+    groups = getattr(book, "group_conditions", ())
+    if not groups:
+        return table
+    doc = [
+        {
+            "item": name,
+            "path": ".".join(path),
+            "line": line,
+            "offset": offset,
+            "size": size,
+            "conditions": {n: list(v) for n, v in conditions},
+        }
+        for path, name, line, offset, size, conditions in groups
+    ]
+    structs = {".".join(path): json.dumps({n: list(v) for n, v in c}) for path, _, _, _, _, c in groups if path}
+
+    def mark(field, name):
+        meta = dict(field.metadata or {})
+        if name in structs and pa.types.is_struct(field.type):
+            meta[b"cobol.88"] = structs[name].encode()
+        kind = field.type
+        if pa.types.is_struct(kind):
+            kind = pa.struct([mark(kind.field(i), f"{name}.{kind.field(i).name}") for i in range(kind.num_fields)])
+        elif pa.types.is_fixed_size_list(kind) or pa.types.is_list(kind):
+            inner = mark(kind.value_field, name)
+            kind = pa.list_(inner, kind.list_size) if pa.types.is_fixed_size_list(kind) else pa.list_(inner)
+        return pa.field(field.name, kind, field.nullable, meta or None)
+
+    schema = pa.schema(
+        [mark(f, f.name) for f in table.schema],
+        metadata={**(table.schema.metadata or {}), GROUP_CONDITIONS.encode(): json.dumps(doc).encode()},
+    )
+    return pa.Table.from_arrays(table.columns, schema=schema)
 
 
 def _annotated(field, name, facts):
@@ -849,7 +898,7 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
         table = table.add_column(0, pa.field("_prefix", prefix.type, metadata={_FRAMED: framing}), prefix)
     if framing == "bdw":
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), **_blocks_metadata(blocks)})
-    return table.add_column(0, "_offset", pa.array(np.asarray(starts, np.int64)))
+    return with_group_conditions(table.add_column(0, "_offset", pa.array(np.asarray(starts, np.int64))), book)
 
 
 def _position(src):

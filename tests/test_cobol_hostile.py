@@ -10,6 +10,7 @@ import sys
 import textwrap
 from decimal import Decimal
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from cobrix_oracle import DATA
@@ -152,3 +153,76 @@ def test_a_string_tag_with_no_byte_in_the_code_page_names_the_key(tmp_path):
         r"as an integer",
     ):
         lo.read_stream(b"", str(tmp_path / "s.toml"))
+
+
+_GROUP_88 = """\
+       01  REC.
+           88  REC-EMPTY      VALUE SPACES.
+           05  HEAD.
+               88  HEAD-BLANK VALUE SPACES.
+               10  CODE       PIC X.
+                   88  IS-A   VALUE 'A'.
+               10  SUB        PIC X(2).
+           05  FILLER         PIC X(2).
+               88  PAD-OK     VALUE 'OK'.
+           05  AMT            PIC 9(3).
+"""
+
+
+def test_88_levels_of_groups_the_record_and_fillers_are_kept(capsys):
+    """They were dropped from inspect and the metadata: now in inspect (text and JSON),
+    in the table's schema metadata (cobol.88.groups) and on the group's struct column."""
+    import json
+
+    from layouts._cli import main
+
+    book = cobol.read_copybook(_GROUP_88)
+    assert [(g[0], g[1], g[3], g[4], g[5]) for g in book.group_conditions] == [
+        ((), "REC", 0, 8, (("REC-EMPTY", ("SPACES",)),)),
+        (("HEAD",), "HEAD", 0, 3, (("HEAD-BLANK", ("SPACES",)),)),
+        (("FILLER",), "FILLER", 3, 2, (("PAD-OK", ("'OK'",)),)),
+    ]
+    layout = lo.Layout.from_copybook(_GROUP_88)
+    raw = np.frombuffer("A  OK123".encode("cp037"), layout.dtype)
+    table = cobol.annotate(lo.AoS(raw, layout).to_soa().to_arrow(), book)
+    groups = json.loads(table.schema.metadata[b"cobol.88.groups"])
+    assert [(g["path"], g["conditions"]) for g in groups] == [
+        ("", {"REC-EMPTY": ["SPACES"]}),
+        ("HEAD", {"HEAD-BLANK": ["SPACES"]}),
+        ("FILLER", {"PAD-OK": ["'OK'"]}),
+    ]
+    head = table.schema.field("HEAD")
+    assert json.loads(head.metadata[b"cobol.88"]) == {"HEAD-BLANK": ["SPACES"]}
+    assert json.loads(head.type.field("CODE").metadata[b"cobol.88"]) == {"IS-A": ["'A'"]}
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "g.cob")
+        with open(src, "w") as f:
+            f.write(_GROUP_88)
+        assert main(["inspect", src]) == 0
+        text = capsys.readouterr().out
+        assert "88 levels of record REC (bytes 0-7, line 1):\n      88 REC-EMPTY VALUE SPACES" in text
+        assert "88 levels of HEAD (bytes 0-2, line 3):\n      88 HEAD-BLANK VALUE SPACES" in text
+        assert "88 levels of FILLER (bytes 3-4, line 8):\n      88 PAD-OK VALUE 'OK'" in text
+        assert main(["inspect", "--json", src]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert [g["item"] for g in doc["group_conditions"]] == ["REC", "HEAD", "FILLER"]
+
+
+def test_two_88_levels_of_one_name_under_one_item_are_an_error():
+    book = _GROUP_88.replace("           05  AMT", "               88  pad_ok     VALUE 'NO'.\n           05  AMT")
+    with pytest.raises(
+        lo.LayoutError, match=r"line 10: .*88-level pad_ok is written twice under FILLER: .*rename one, or join"
+    ):
+        cobol.read_copybook(book)
+
+
+def test_layouts_differing_only_in_88_levels_are_not_equal():
+    """The 88 levels are written to files (cobol.88): layouts that differ in them differ."""
+    a = lo.Layout.from_copybook(_GROUP_88)
+    b = lo.Layout.from_copybook(_GROUP_88.replace("'A'", "'B'"))
+    assert a == lo.Layout.from_copybook(_GROUP_88) and hash(a) == hash(lo.Layout.from_copybook(_GROUP_88))
+    assert a != b and hash(a) != hash(b)
+    assert a.fields[0].encoding != b.fields[0].encoding
+    assert a.fields[0].encoding.to_json() == b.fields[0].encoding.to_json()  # (the kernels' key: the bytes' meaning)

@@ -290,6 +290,7 @@ def inspect_copybook(args):
                     "size": layout.itemsize,
                     "fields": rows,
                     "holes": [{"offset": o, "size": s} for o, s in layout.holes],
+                    "group_conditions": _group_conditions(book),
                 },
                 indent=2,
             )
@@ -357,7 +358,30 @@ def _table(book, layout, rows):
         )
     for offset, size in layout.holes:
         lines.append(f"  note: bytes {offset}-{offset + size - 1} are FILLER or skipped (no column)")
+    for group in _group_conditions(book):  # 88 levels of the record, groups and FILLERs: no leaf column
+        what = group["path"] or f"record {group['item']}"
+        lines.append(
+            f"  88 levels of {what} (bytes {group['offset']}-{group['offset'] + group['size'] - 1}, line "
+            f"{group['line']}):"
+        )
+        for name, values in group["conditions"].items():
+            lines.append(f"      88 {name} VALUE {' '.join(values)}")
     return "\n".join(lines)
+
+
+def _group_conditions(book):
+    """``book.group_conditions`` as inspect shows them (and its JSON gives them)."""
+    return [
+        {
+            "item": name,
+            "path": ".".join(path),
+            "line": line,
+            "offset": offset,
+            "size": size,
+            "conditions": {n: list(v) for n, v in conditions},
+        }
+        for path, name, line, offset, size, conditions in book.group_conditions
+    ]
 
 
 # ------------------------------------------------------------------ multi-segment files

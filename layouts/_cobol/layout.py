@@ -62,6 +62,9 @@ class Copybook:
     encodings: dict  # dotted leaf path -> Encoding keyword arguments
     fields: tuple  # of CobolField, record order
     source: Source
+    # 88 levels of items that are no leaf column: the record (01), groups and FILLERs, in
+    # record order: (path (the record's: ()), COBOL name, line, offset, size, conditions)
+    group_conditions: tuple = ()
 
 
 @dataclass
@@ -117,6 +120,7 @@ def lay_out(
     builder.caps = dict(occurs_caps or {})
     if top.is_group:
         size, dtype = builder.group(top, 0, (), ())
+        builder.note_conditions(top, (), 0, size)
     else:
         size, dtype = builder.lone_leaf(top)
     builder.check_choices_used()
@@ -124,7 +128,13 @@ def lay_out(
         raise LayoutError(f"{source.where(top.line)}: record {top.name} has no fields but FILLER; name one")
     dtype = _shift(dtype, size, record_start_offset, record_end_offset)
     fields = tuple(_moved(f, record_start_offset) for f in builder.fields)
-    return Copybook(top.name, dtype, builder.encodings, fields, source)
+    shift = record_start_offset
+    conditions = tuple(
+        sorted(
+            ((p, n, ln, o + shift, z, c) for p, n, ln, o, z, c in builder.group_conditions), key=lambda g: (g[3], -g[4])
+        )
+    )
+    return Copybook(top.name, dtype, builder.encodings, fields, source, conditions)
 
 
 def _name_fillers(top):
@@ -226,6 +236,7 @@ class _Builder:
             self.counts.setdefault(_canon(item.name), []).append(item)
         self.paths = {}  # id(item) -> output path
         self.caps = {}  # table path -> elements to lay out (lay_out's occurs_caps)
+        self.group_conditions: list = []  # Copybook.group_conditions
 
     def fail(self, item, why):
         return LayoutError(f"{self.options.source.where(item.line)}: {why}")
@@ -345,6 +356,7 @@ class _Builder:
             first = len(self.fields)
             size, dtype = self.group(child, base + at, path, usage)
             align = self.max_sync_alignment(first)
+            self.note_conditions(child, path, base + at, size)
         else:
             size, dtype, align = self.leaf(child, base, at, path, usage)
             at = self.aligned_leaf(child, base, at, align)
@@ -478,7 +490,22 @@ class _Builder:
         )
         if item.is_filler:
             self.fields.pop()
+            self.note_conditions(item, path, base + at, width)
         return width, dtype, align
+
+    def note_conditions(self, item, path, offset, size):
+        """The 88 levels of an item that is no leaf column (a group, the record, a FILLER)."""
+        if item.conditions:
+            self.group_conditions.append(
+                (
+                    tuple(path) if not item.is_filler else tuple(path) + ("FILLER",),
+                    item.name,
+                    item.line,
+                    offset,
+                    size,
+                    tuple((n, tuple(v)) for n, v in item.conditions),
+                )
+            )
 
     def group_sync(self, item):
         parent = item.parent
