@@ -10,10 +10,13 @@ import sys
 import textwrap
 from decimal import Decimal
 
+import mainframe_reference as mref
 import numpy as np
 import pyarrow as pa
 import pytest
 from cobrix_oracle import DATA
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
 from test_cobol_variable import ORDERS, _order
 
 import layouts as lo
@@ -25,6 +28,7 @@ HUGE = (
 )
 
 
+@pytest.mark.slow
 def test_huge_occurs_maximum_on_a_tiny_file_stays_small():
     """A 40,000,000-element maximum on a 26-byte file took 2 GB and 48 s (the maximum
     layout: template, schema, spread): it reads and writes back under an address-space
@@ -226,3 +230,98 @@ def test_layouts_differing_only_in_88_levels_are_not_equal():
     assert a != b and hash(a) != hash(b)
     assert a.fields[0].encoding != b.fields[0].encoding
     assert a.fields[0].encoding.to_json() == b.fields[0].encoding.to_json()  # (the kernels' key: the bytes' meaning)
+
+
+@st.composite
+def separate_cells(draw, max_size=8):
+    """A zoned encoding with a separate sign and cells of valid values, some zeros written
+    with '-' (negative zeros); ``(enc, width, count, cells, values, negative zeros)``."""
+    from test_mainframe_kinds import encodings
+
+    enc, _ = draw(encodings().filter(lambda e: e[0].kind == "zoned" and e[0].sign.endswith("separate")))
+    enc = lo.Encoding(**{**{k: getattr(enc, k) for k in enc.__dataclass_fields__}, "invalid": "error"})
+    width = enc.width()
+    count = draw(st.sampled_from([1, 1, 2]))
+    minus = 0x2D if enc.codepage == "ascii" else 0x60
+    cells, values, zeros = [], [], []
+    for _ in range(draw(st.integers(1, max_size)) * count):
+        unscaled = draw(st.integers(-(10**enc.digits - 1), 10**enc.digits - 1))
+        if draw(st.integers(0, 2)) == 0:
+            unscaled = 0
+        value = mref._finish(enc, -1 if unscaled < 0 else 1, str(abs(unscaled)))
+        raw = bytearray(mref.encode(enc, value, width))
+        zero = unscaled == 0 and draw(st.booleans())
+        if zero:
+            raw[0 if enc.sign.startswith("leading") else -1] = minus
+        cells.append(bytes(raw))
+        values.append(value)
+        zeros.append(zero)
+    return enc, width, count, cells, values, zeros
+
+
+def _check_separate(enc, width, count, cells, values, zeros, device=None):
+    from test_cobol_signs import _field_bytes, _rows
+    from test_mainframe_kinds import _layout, _records
+
+    layout = _layout(enc, width, count)
+    recs = _records(layout, _rows(cells, count))
+    table = lo.AoS(recs, layout).to_soa().to_arrow()
+    col = table.column("x").combine_chunks()
+    assert (col.flatten() if count > 1 else col).to_pylist() == values
+    held = recs if device is None else device(recs)
+    assert cobol.sign_counts(held, layout) == ({"x": sum(zeros)} if any(zeros) else {})
+    kept = cobol.keep_signs(table, held, layout)
+    codes = kept.column("_sign.x").combine_chunks()
+    assert (codes.flatten() if count > 1 else codes).to_pylist() == [0xD if z else None for z in zeros]
+    back = lo.SoA.from_arrow(kept, layout, extra="drop").to_aos().array
+    plus = 0x2B if enc.codepage == "ascii" else 0x4E
+    at = 0 if enc.sign.startswith("leading") else width - 1
+    # without the kept signs a negative zero comes back as +0
+    assert _field_bytes(layout, back, width) == [
+        c[:at] + bytes([plus]) + c[at + 1 :] if z else c for c, z in zip(cells, zeros)
+    ]
+    if device is None:
+        cobol.put_signs(back, kept, layout)
+        assert back.tobytes() == recs.tobytes()
+    else:
+        on_device = device(back)
+        cobol.put_signs(on_device, kept, layout)
+        assert on_device.copy_to_host().tobytes() == recs.tobytes()
+
+
+@seed(2705)
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(data=st.data())
+def test_separate_sign_negative_zeros_are_kept_byte_for_byte(data):
+    """SIGN LEADING|TRAILING SEPARATE: a '-' on zero digits was counted but not kept (the
+    way back wrote +0, with --keep-signs too): its _sign. column keeps it (D)."""
+    _check_separate(*data.draw(separate_cells()))
+
+
+@pytest.mark.slow
+@seed(2706)
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(data=st.data())
+def test_separate_sign_negative_zeros_kept_in_the_cuda_simulator(data):
+    from numba import cuda
+
+    def device(recs):
+        return cuda.to_device(recs.view(np.uint8).reshape(-1))
+
+    _check_separate(*data.draw(separate_cells(max_size=4)), device=device)
+
+
+def test_a_separate_sign_keeps_only_d_on_a_zero():
+    book = "       01  R.\n           05  Z PIC S9(3) SIGN TRAILING SEPARATE.\n"
+    layout = lo.Layout.from_copybook(book)
+    recs = np.frombuffer(b"\xf0\xf0\xf0\x60\xf0\xf0\xf1\x60", layout.dtype)  # -0, -1
+    table = cobol.keep_signs(lo.AoS(recs, layout).to_soa().to_arrow(), recs, layout)
+    assert table.column("_sign.Z").to_pylist() == [0xD, None]
+    back = lo.SoA.from_arrow(table, layout, extra="drop").to_aos().array
+    for codes, row in (([None, 0xD], 1), ([0xC, None], 0)):
+        bad = table.set_column(table.schema.get_field_index("_sign.Z"), "_sign.Z", pa.array(codes, pa.uint8()))
+        with pytest.raises(
+            lo.ConversionError,
+            match=rf"column '_sign.Z', row {row}: sign [CD] is not D on a zero: a separate sign \(\+ or -\) keeps only",
+        ):
+            cobol.put_signs(np.array(back), bad, layout)

@@ -772,8 +772,8 @@ def report_signs(records, layout, out=None):
 def _say_negative_zeros(name, count, out=None):
     noun = "negative zero" if count == 1 else "negative zeros"
     print(
-        f"  {count:,} {noun} of {name} will come back as +0: a separate sign's '-' of a zero is "
-        f"no value, and --keep-signs keeps only overpunched and packed signs",
+        f"  {count:,} {noun} of {name} will come back as +0 (a separate sign's '-' of a zero); pass "
+        f"--keep-signs to keep them",
         file=out or sys.stdout,
     )
 
@@ -828,9 +828,5 @@ def convert_keep_signs(args, layout, fmt, fill):
     if not args.quiet:
         kept = sum(table.column(n).null_count != table.num_rows for n in table.column_names if n.startswith("_sign."))
         print(f"converted {table.num_rows:,} records -> {args.dst} (signs kept: {kept} fields hold some)")
-        from layouts._cobol.signs import negative_zeros  # (the kept signs are not read again)
-
-        for name, count in negative_zeros(records, layout).items():
-            _say_negative_zeros(name, count)
         report_invalid(table, layout)
     return 0
