@@ -41,6 +41,7 @@ __all__ = [
     "separate_sign_fields",
     "sign_counts",
     "write_segments",
+    "with_group_conditions",
     "write_variable",
 ]
 
@@ -245,6 +246,22 @@ def annotate(table: pa.Table, book: Copybook) -> pa.Table:
 GROUP_CONDITIONS = "cobol.88.groups"  # the schema metadata of the 88 levels of items that are no leaf column
 
 
+def _group_condition_rows(book: Copybook) -> list:
+    """``book.group_conditions`` as JSON-ready dicts (item, path, line, offset, size,
+    conditions): the ``cobol.88.groups`` metadata, and ``layouts inspect --json``'s."""
+    return [
+        {
+            "item": name,
+            "path": ".".join(path),
+            "line": line,
+            "offset": offset,
+            "size": size,
+            "conditions": {n: list(v) for n, v in conditions},
+        }
+        for path, name, line, offset, size, conditions in book.group_conditions
+    ]
+
+
 def with_group_conditions(table: pa.Table, book: Copybook) -> pa.Table:
     """``table`` with the 88 levels of the copybook's items that are no leaf column (the
     record itself, groups, FILLERs: ``book.group_conditions``) kept: all in the schema's
@@ -257,17 +274,7 @@ def with_group_conditions(table: pa.Table, book: Copybook) -> pa.Table:
     groups = getattr(book, "group_conditions", ())
     if not groups:
         return table
-    doc = [
-        {
-            "item": name,
-            "path": ".".join(path),
-            "line": line,
-            "offset": offset,
-            "size": size,
-            "conditions": {n: list(v) for n, v in conditions},
-        }
-        for path, name, line, offset, size, conditions in groups
-    ]
+    doc = _group_condition_rows(book)
     structs = {".".join(path): json.dumps({n: list(v) for n, v in c}) for path, _, _, _, _, c in groups if path}
 
     def mark(field, name):

@@ -371,17 +371,9 @@ def _table(book, layout, rows):
 
 def _group_conditions(book):
     """``book.group_conditions`` as inspect shows them (and its JSON gives them)."""
-    return [
-        {
-            "item": name,
-            "path": ".".join(path),
-            "line": line,
-            "offset": offset,
-            "size": size,
-            "conditions": {n: list(v) for n, v in conditions},
-        }
-        for path, name, line, offset, size, conditions in book.group_conditions
-    ]
+    from layouts.cobol import _group_condition_rows
+
+    return _group_condition_rows(book)
 
 
 # ------------------------------------------------------------------ multi-segment files
