@@ -54,7 +54,7 @@ class CopybookRecord(Record):
         return self
 
     def plan(self, order: str, prefix: int, with_offset: bool, keep_prefix: bool = False):
-        # (88 levels are not part of a Layout's equality: in the key, so a plan keeps its own)
+        # (88 levels in the key too: a plan keeps its own conditions)
         conditions = tuple(f.encoding.conditions for f in self.layout.fields if f.encoding is not None)
         return _plan(self.layout, prefix, with_offset, keep_prefix, conditions)
 
