@@ -69,7 +69,7 @@ def test_counts_past_a_huge_maximum_name_the_copybook_maximum():
         cobol.write_variable(bad, HUGE, codepage="ascii")
 
 
-@pytest.mark.parametrize("case", ["orders", "test21"])
+@pytest.mark.parametrize("case", ["orders", "orders in RDWs", "test21"])
 def test_a_record_laid_out_by_its_data_reads_as_at_its_maximum(monkeypatch, case):
     """Every record laid out with the most elements the data holds (caps from 1, doubled
     as counts ask): the same table, the same bytes back, the same messages (the
@@ -77,6 +77,11 @@ def test_a_record_laid_out_by_its_data_reads_as_at_its_maximum(monkeypatch, case
     if case == "orders":
         data, book, options = _order(2, 12345) + _order(0, 1) + _order(3, 99) + _order(1, 7), ORDERS, {}
         bad = data + bytes.fromhex("004C") + b"\0" * 20
+    elif case == "orders in RDWs":
+        bodies = [_order(1, 5), _order(3, 7), _order(0, 0), _order(2, 1)]
+        data = b"".join(struct.pack(">HH", len(b) + 4, 0) + b for b in bodies)
+        book, options = ORDERS, {"framing": "rdw"}
+        bad = data + struct.pack(">HH", 10, 0) + bytes.fromhex("004C") + b"\0" * 4
     else:
         data, book, options = (DATA / "test21_data/data.dat").read_bytes(), DATA / "test21_copybook.cob", {}
         options = {"codepage": "ascii"}
