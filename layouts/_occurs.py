@@ -27,9 +27,9 @@ class Grow(Exception):  # noqa: N818 (not an error: read_variable lays the recor
     """A count above its table's cap (the elements the record is laid out with) but within the
     copybook's maximum: ``caps`` are the caps to lay the record out with and read again."""
 
-    def __init__(self, caps):
+    def __init__(self, caps, where=""):
         super().__init__(caps)
-        self.caps = caps
+        self.caps, self.where = caps, where  # (where: the record that asked, for a message)
 
 
 _STATUS = {
@@ -283,7 +283,7 @@ class VariableRecord:
                 value = f" {n}"
             cap = self.caps[path] if self.caps else most
             if cap < most and (n is None or cap < n <= most):  # within the maximum: lay it out larger, read again
-                raise Grow({**self.caps, path: min(most, max(2 * cap, n or 0))})
+                raise Grow({**self.caps, path: min(most, max(2 * cap, n or 0))}, what)
             raise ConversionError(
                 f"{what}: {field} is{value}{shown}, outside 0..{most}, at byte {fault}; fix the record, or the "
                 f"copybook's maximum"

@@ -764,6 +764,15 @@ _FRAMED = "layouts.framing"  # _prefix's field metadata: the framing read_variab
 _RDW_KIND = {"rdw": "rdw", "bdw": "rdw", "rdw-little": "rdw-little"}  # the same RDW bytes
 
 
+def _grown(copybook, occurs_mappings, options, more):
+    """:func:`_variable` with the larger caps a record asked for (``more``: a ``Grow``); a
+    record too large even so is a ConversionError naming that record."""
+    try:
+        return _variable(copybook, occurs_mappings, options, more.caps)
+    except ConversionError as err:
+        raise ConversionError(f"{more.where}: {err}") from None
+
+
 def _framed_stream(framing):
     from ._stream.spec import BdwSection, Record, RecordType, Section, Stream
 
@@ -863,7 +872,7 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
                             table = _variable_table(var, book, layout, data, starts, lengths, label, starts)
                         break
                     except Grow as more:  # a count above its cap: laid out with more elements, read again
-                        var, book, layout = _variable(copybook, occurs_mappings, options, more.caps)
+                        var, book, layout = _grown(copybook, occurs_mappings, options, more)
             except ConversionError as err:
                 _check_shrunk(guard, label, data.nbytes, err)
                 _check_size(owner if mapped else None, label, data.nbytes, err)
@@ -899,7 +908,7 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
                     table = _variable_table(var, book, layout, data, starts, lengths, label, offsets + 4)  # the bodies'
                 break
             except Grow as more:
-                var, book, layout = _variable(copybook, occurs_mappings, options, more.caps)
+                var, book, layout = _grown(copybook, occurs_mappings, options, more)
         starts = offsets
     if prefix is not None:  # the framing it was read with: its spare bytes mean nothing in another
         table = table.add_column(0, pa.field("_prefix", prefix.type, metadata={_FRAMED: framing}), prefix)

@@ -304,7 +304,8 @@ def test_records_are_spread_a_batch_at_a_time(monkeypatch):
     assert cobol.read_variable(b"\xf0" * 21, big).column("N").to_pylist() == [0, 0, 0]
     monkeypatch.setattr(_occurs, "MAX_RECORD_BYTES", 40_000)
     with pytest.raises(
-        lo.ConversionError, match=r"the data's counts make the record R 50,007 bytes, mostly A \(50 elements of 1,000"
+        lo.ConversionError,
+        match=r"^the data: record 0 \(byte 0\): the data's counts make the record R 50,007 bytes, mostly A \(50 elements of 1,000",
     ):
         cobol.read_variable(b"\xf0" * 5 + b"\xf5\xf0" + b"\x40" * 50_000, big)
 
