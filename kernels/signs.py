@@ -14,8 +14,10 @@ kernels of :mod:`kernels.cuda.signs` run the same code. ``buf`` is the records a
 uint8 array, ``a`` the byte where the value starts; ``zoned`` is False for packed,
 ``leading`` and ``ascii_`` are the zoned field's sign position and character set
 (``ascii_``: overpunched ASCII, ``{``/``A``-``I`` for C, ``}``/``J``-``R`` for D, plain
-digits for F; it has no A, B or E). Fields with a separate sign (``+``/``-``) have one
-byte per sign and are not read here.
+digits for F; it has no A, B or E). ``zoned`` is an integer: 0 packed, 1 zoned with an
+overpunched sign, ``SEPARATE`` (2) zoned with a separate sign byte (``+``/``-``, at the
+value's first byte with ``leading``, else its last): its only sign the way back does not
+write is the ``-`` of a negative zero, read and kept as D (13).
 """
 
 import numpy as np
@@ -26,10 +28,26 @@ from .mainframe import ascii_zoned_byte, packed_sign, zoned_ascii_byte
 
 _jit = jit(nogil=True)  # numba.njit, cached on disk by the kernels' content (kernels/_cache.py)
 
+SEPARATE = 2  # ``zoned``: a separate sign byte
+
+
+@register_jitable
+def separate_sign(buf, a, width, leading, ascii_):
+    """The sign of a separate-sign value: C for ``+``, D for ``-`` (ASCII or EBCDIC), else 0."""
+    b = np.int64(buf[a if leading else a + width - 1])
+    if b == (0x2B if ascii_ else 0x4E):
+        return 0xC
+    if b == (0x2D if ascii_ else 0x60):
+        return 0xD
+    return 0
+
 
 @register_jitable
 def held_sign(buf, a, width, zoned, leading, ascii_):
-    """The sign nibble (packed) or zone (zoned) of the value at ``buf[a:a + width]``."""
+    """The sign nibble (packed) or zone (zoned) of the value at ``buf[a:a + width]`` (a
+    separate sign: C or D, 0 if its byte is neither ``+`` nor ``-``)."""
+    if zoned == SEPARATE:
+        return separate_sign(buf, a, width, leading, ascii_)
     if not zoned:
         return np.int64(buf[a + width - 1]) & 0xF
     b = np.int64(buf[a if leading else a + width - 1])
@@ -39,8 +57,14 @@ def held_sign(buf, a, width, zoned, leading, ascii_):
 
 
 @register_jitable
-def magnitude_zero(buf, a, width, zoned, ascii_):
+def magnitude_zero(buf, a, width, zoned, ascii_, leading):
     """Whether every digit of the value at ``buf[a:a + width]`` is 0."""
+    if zoned == SEPARATE:
+        d0 = a + 1 if leading else a
+        for t in range(d0, d0 + width - 1):
+            if (np.int64(buf[t]) & 0xF) != 0:
+                return False
+        return True
     if not zoned:
         for t in range(width - 1):
             if buf[a + t] != 0:
@@ -83,6 +107,9 @@ def sign_fits(kept, written, zero, signed, ascii_):
 @register_jitable
 def set_sign(buf, a, width, zoned, leading, ascii_, kept):
     """Sign ``kept`` into the value at ``buf[a:a + width]``."""
+    if zoned == SEPARATE:  # (only D is kept: a minus sign)
+        buf[a if leading else a + width - 1] = 0x2D if ascii_ else 0x60
+        return
     if not zoned:
         at = a + width - 1
         buf[at] = (np.int64(buf[at]) & 0xF0) | kept
@@ -100,9 +127,13 @@ def read_sign_at(buf, a, width, zoned, leading, ascii_, signed, positive):
     """The sign of the value at ``a`` if the way back would write another, else 0 (also for
     bytes that hold no valid sign: an invalid value made null keeps nothing)."""
     code = held_sign(buf, a, width, zoned, leading, ascii_)
+    if zoned == SEPARATE:  # the way back writes + or -: only a negative zero's - is not its own
+        if code == 0xD and magnitude_zero(buf, a, width, zoned, ascii_, leading):
+            return code
+        return 0
     if packed_sign(code, signed) == 0:
         return 0
-    zero = magnitude_zero(buf, a, width, zoned, ascii_)
+    zero = magnitude_zero(buf, a, width, zoned, ascii_, leading)
     if code == rule_sign(code, zero, positive):
         return 0
     return code
@@ -115,7 +146,12 @@ def write_sign_at(buf, a, width, zoned, leading, ascii_, signed, kept):
     if kept == 0:
         return True
     written = held_sign(buf, a, width, zoned, leading, ascii_)
-    zero = magnitude_zero(buf, a, width, zoned, ascii_)
+    zero = magnitude_zero(buf, a, width, zoned, ascii_, leading)
+    if zoned == SEPARATE:  # D on a zero (negative zero) is the only sign a separate one keeps
+        if kept != 0xD or not zero or not signed:
+            return False
+        set_sign(buf, a, width, zoned, leading, ascii_, kept)
+        return True
     if not sign_fits(kept, written, zero, signed, ascii_):
         return False
     set_sign(buf, a, width, zoned, leading, ascii_, kept)

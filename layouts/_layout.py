@@ -78,8 +78,10 @@ class Encoding:
         range is valid, and the decimal precision is the width's.
     conditions : tuple
         The item's 88 levels, ``(("ACTIVE", ("'A'",)), ...)`` (a copybook gives them): no
-        part of the bytes' meaning (not compared, not in ``to_json``); the Arrow field
-        carries them as ``cobol.88`` metadata, JSON ``{"ACTIVE": ["'A'"]}``.
+        part of the bytes' meaning (not in ``to_json``, nor in the kernels' cache keys), but
+        written to files as the Arrow field's ``cobol.88`` metadata, JSON ``{"ACTIVE":
+        ["'A'"]}``, so two Encodings (and Layouts) that differ only in them are not equal,
+        and hash apart.
     """
 
     kind: str
@@ -93,7 +95,7 @@ class Encoding:
     trim: str = "none"
     trunc: str = "std"
     positive: str = ""
-    conditions: tuple = field(default=(), compare=False, repr=False)
+    conditions: tuple = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
         bad = self._problem()

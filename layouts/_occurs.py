@@ -22,6 +22,16 @@ from .kernels import occurs as K
 
 MAX_RECORD_BYTES = 256 << 20  # the largest maximum layout read_variable takes (each record is spread into it)
 
+
+class Grow(Exception):  # noqa: N818 (not an error: read_variable lays the record out again)
+    """A count above its table's cap (the elements the record is laid out with) but within the
+    copybook's maximum: ``caps`` are the caps to lay the record out with and read again."""
+
+    def __init__(self, caps, where=""):
+        super().__init__(caps)
+        self.caps, self.where = caps, where  # (where: the record that asked, for a message)
+
+
 _STATUS = {
     K.S_SHORT: "the data ends inside the record",
     K.S_COUNT: "the count is outside 0..{most}",
@@ -35,15 +45,21 @@ class VariableRecord:
 
     ``book``: ``read_copybook(...)``; ``layout``: ``Layout.from_copybook`` of the same
     record with the same options (not flattened); ``mappings``: ``{table name: {text value:
-    count}}`` for tables whose count field is text (Cobrix's ``occurs_mappings``)."""
+    count}}`` for tables whose count field is text (Cobrix's ``occurs_mappings``).
+    ``maxima``: ``{table path: the copybook's maximum}`` where ``book`` and ``layout`` were
+    laid out with fewer elements (``occurs_caps``, the most the data holds: memory and time
+    follow the data, not the copybook's maximum); a count above its table's cap and within
+    its maximum raises :class:`Grow` (read again with larger caps)."""
 
-    def __init__(self, book, layout, mappings=None):
+    def __init__(self, book, layout, mappings=None, maxima=None):
         from .cobol import depending_tables
 
         self.book, self.layout = book, layout
         self.mappings = _check_mappings(mappings, book)
         self.size = book.dtype.itemsize
         self.tables = {path: (counter, most) for path, counter, most in depending_tables(book)}
+        self.caps = {path: most for path, (_, most) in self.tables.items()} if maxima else None
+        self.maxima = {path: (maxima or {}).get(path, most) for path, (_, most) in self.tables.items()}
         if not self.tables:
             raise LayoutError(
                 "the record has no OCCURS DEPENDING ON table: every record is the same size; read it as fixed-length "
@@ -65,6 +81,14 @@ class VariableRecord:
     def _too_big(self):
         path, (stride, most) = max(self._sizes.items(), key=lambda kv: kv[1][0] * kv[1][1])
         counter = self.tables.get(path, (None,))[0]
+        if counter and self.caps:
+            raise ConversionError(
+                f"the data's counts make the record {self.book.record} {self.size:,} bytes, mostly {'.'.join(path)} "
+                f"({most:,} elements of {stride:,} bytes, OCCURS DEPENDING ON {counter}); read_variable takes each "
+                f"record through a layout of the most elements the data holds, which may be at most "
+                f"{MAX_RECORD_BYTES:,} bytes: fix the counts, or split the data"
+            )
+        most = self.maxima.get(path, most)
         how = f"OCCURS 0 TO {most} TIMES DEPENDING ON {counter}" if counter else f"OCCURS {most} TIMES"
         raise LayoutError(
             f"the record {self.book.record} is {self.size:,} bytes at its maximum, mostly {'.'.join(path)} ({how}, "
@@ -188,7 +212,7 @@ class VariableRecord:
                 f"{where}: a count of kind {kind} cannot be read; counts are numbers (or text with a mapping)"
             )
         counts.append([code, rel, off, field.width, flags, k0, nk])
-        self.count_rows.append((path, counter, most))
+        self.count_rows.append((path, counter, self.maxima[path]))
         return len(counts) - 1
 
     # ---------------------------------------------------------------- reading
@@ -251,12 +275,15 @@ class VariableRecord:
         shown = f" (bytes {raw.hex(' ').upper()})" if raw is not None else ""
         field = f"the count {counter} of {'.'.join(path)} (OCCURS 0 TO {most} DEPENDING ON {counter})"
         if status == K.S_COUNT:
-            value = ""
+            value, n = "", None
             if c[1] == 0:
                 n = int(K.read_count(rec, 0, row, self.counts, self.keys, self.key_counts)[1])
                 if c[0] == K.C_BINARY and not c[4] & K.CF_SIGNED and n < 0:  # unsigned: its 64 bits' value
                     n += 1 << 64
                 value = f" {n}"
+            cap = self.caps[path] if self.caps else most
+            if cap < most and (n is None or cap < n <= most):  # within the maximum: lay it out larger, read again
+                raise Grow({**self.caps, path: min(most, max(2 * cap, n or 0))}, what)
             raise ConversionError(
                 f"{what}: {field} is{value}{shown}, outside 0..{most}, at byte {fault}; fix the record, or the "
                 f"copybook's maximum"
@@ -379,6 +406,8 @@ def _template(layout, size):
     """A record of the maximum layout whose every field holds a valid zero (text: spaces;
     zoned: digits 0; packed: 0 with sign F; binary, floats: 0 bytes)."""
     rec = np.zeros(size, dtype=np.uint8)
+    if not size:
+        return rec
     # text first: a REDEFINES alternative that is a number writes its zero over the spaces (any
     # byte is text, not every byte a number)
     for f in sorted(layout.fields, key=lambda f: f.encoding is None or f.encoding.kind != "text"):
@@ -400,8 +429,8 @@ def _template(layout, size):
             value = bytes(f.width - 1) + b"\x0f"
         else:
             continue
-        for off in f.element_offsets().tolist():
-            rec[off : off + f.width] = np.frombuffer(value, np.uint8)
+        offs = np.asarray(f.element_offsets(), np.int64).reshape(-1, 1)
+        rec[offs + np.arange(f.width, dtype=np.int64)] = np.frombuffer(value, np.uint8)
     return rec
 
 
@@ -417,13 +446,38 @@ def uncut(table, book, layout, var):
     template = AoS(var.template.view(layout.dtype).reshape(-1), layout).to_soa().to_arrow()
     tmpl = pa.StructArray.from_arrays([c.combine_chunks() for c in template.columns], fields=list(template.schema))
     record = pa.StructArray.from_arrays([c.combine_chunks() for c in table.columns], fields=list(table.schema))
-    for path, counter, most in reversed(depending_tables(book)):
+    for path, counter, cap in reversed(depending_tables(book)):
         where = ".".join(path)
-        pad = functools.partial(_pad_into, element=_element_of(tmpl, path), most=most, where=where)
+        most = var.maxima.get(path, cap)  # (the copybook's maximum; the record laid out with ``cap`` elements)
+        pad = functools.partial(_pad_into, element=_element_of(tmpl, path), most=cap, where=where)
         record = _apply(
             record, path, tuple(counter.split(".")), most, ".".join(path), counter, var.mappings.get(path[-1]), pad
         )
     return pa.Table.from_batches([pa.RecordBatch.from_struct_array(record)])
+
+
+def table_caps(table, maxima):
+    """``{table path: the most elements a row's list holds}`` of ``table`` (as read_variable
+    gives it) for the DEPENDING ON tables of ``maxima``: the caps the way back lays the record
+    out with (a column that is no list is left at its maximum, for :func:`uncut` to name)."""
+    import pyarrow.compute as pc
+
+    caps = {}
+    for path, most in maxima.items():
+        if path[0] not in table.column_names:
+            continue
+        array = table.column(path[0]).combine_chunks()
+        for name in path[1:]:
+            while pa.types.is_list(array.type) or pa.types.is_large_list(array.type):
+                array = array.flatten()
+            if not pa.types.is_struct(array.type) or array.type.get_field_index(name) < 0:
+                break
+            array = array.field(array.type.get_field_index(name))
+        else:
+            if pa.types.is_list(array.type) or pa.types.is_large_list(array.type):
+                longest = pc.max(pc.list_value_length(array)).as_py()
+                caps[path] = min(most, int(longest or 0))
+    return caps
 
 
 def _element_of(tmpl, path):

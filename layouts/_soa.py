@@ -477,7 +477,15 @@ class SoA:
             for the records; filled in place. While this call writes it, another
             thread's conversion writing or reading that memory (any view of it, or,
             for a ``numpy.memmap``, any other map of those bytes of its file) is
-            refused with a LayoutError.
+            refused with a LayoutError. A conversion that fails (ConversionError) is
+            not undone in ``out``: records of at most 4096 bytes are written a block
+            (16 KiB of records, at least 64) at a time once all its values converted,
+            so each record of ``out`` is either as it was or whole (as a successful
+            call writes it), the failing record's block not written, which other
+            blocks were written unspecified (with threads, blocks after it too);
+            larger records are written in place, so the failing record's block of 64
+            may hold half-written records. Treat ``out`` as undefined after an error
+            (convert with ``out=None`` to keep a buffer's old contents).
         """
         backend = backends.get(device, self._backend)
         threads = check_threads(threads)

@@ -41,6 +41,7 @@ __all__ = [
     "separate_sign_fields",
     "sign_counts",
     "write_segments",
+    "with_group_conditions",
     "write_variable",
 ]
 
@@ -237,7 +238,62 @@ def annotate(table: pa.Table, book: Copybook) -> pa.Table:
             meta["cobol.depending_on"] = ",".join(d for d in f.depending_on if d)
         facts[f.name] = meta
     fields = [_annotated(field, field.name, facts) for field in table.schema]
-    return pa.Table.from_arrays(table.columns, schema=pa.schema(fields, metadata=table.schema.metadata))
+    return with_group_conditions(
+        pa.Table.from_arrays(table.columns, schema=pa.schema(fields, metadata=table.schema.metadata)), book
+    )
+
+
+GROUP_CONDITIONS = "cobol.88.groups"  # the schema metadata of the 88 levels of items that are no leaf column
+
+
+def _group_condition_rows(book: Copybook) -> list:
+    """``book.group_conditions`` as JSON-ready dicts (item, path, line, offset, size,
+    conditions): the ``cobol.88.groups`` metadata, and ``layouts inspect --json``'s."""
+    return [
+        {
+            "item": name,
+            "path": ".".join(path),
+            "line": line,
+            "offset": offset,
+            "size": size,
+            "conditions": {n: list(v) for n, v in conditions},
+        }
+        for path, name, line, offset, size, conditions in book.group_conditions
+    ]
+
+
+def with_group_conditions(table: pa.Table, book: Copybook) -> pa.Table:
+    """``table`` with the 88 levels of the copybook's items that are no leaf column (the
+    record itself, groups, FILLERs: ``book.group_conditions``) kept: all in the schema's
+    metadata ``cobol.88.groups`` (JSON: ``[{"item": "STATUS-GROUP", "path": "A.STATUS-GROUP",
+    "line": 7, "offset": 10, "size": 3, "conditions": {"OPEN": ["'O  '"]}}, ...]``, the
+    values as written, compared with the item's bytes from ``offset``), and each group's also
+    as ``cobol.88`` metadata of its struct column where the table has one (not flattened)."""
+    import json
+
+    groups = getattr(book, "group_conditions", ())
+    if not groups:
+        return table
+    doc = _group_condition_rows(book)
+    structs = {".".join(path): json.dumps({n: list(v) for n, v in c}) for path, _, _, _, _, c in groups if path}
+
+    def mark(field, name):
+        meta = dict(field.metadata or {})
+        if name in structs and pa.types.is_struct(field.type):
+            meta[b"cobol.88"] = structs[name].encode()
+        kind = field.type
+        if pa.types.is_struct(kind):
+            kind = pa.struct([mark(kind.field(i), f"{name}.{kind.field(i).name}") for i in range(kind.num_fields)])
+        elif pa.types.is_fixed_size_list(kind) or pa.types.is_list(kind):
+            inner = mark(kind.value_field, name)
+            kind = pa.list_(inner, kind.list_size) if pa.types.is_fixed_size_list(kind) else pa.list_(inner)
+        return pa.field(field.name, kind, field.nullable, meta or None)
+
+    schema = pa.schema(
+        [mark(f, f.name) for f in table.schema],
+        metadata={**(table.schema.metadata or {}), GROUP_CONDITIONS.encode(): json.dumps(doc).encode()},
+    )
+    return pa.Table.from_arrays(table.columns, schema=schema)
 
 
 def _annotated(field, name, facts):
@@ -667,24 +723,54 @@ _BOOK_OPTIONS = (
 )
 
 
-def _variable(copybook, occurs_mappings, options):
-    from ._layout import Layout
-    from ._occurs import VariableRecord
+_CAP_FROM = 64 << 10  # a record of more bytes at its maximum is laid out with the most elements the data holds
+_FIRST_CAP = 16  # ... starting from this many elements a table (doubled while the data holds more)
+
+
+def _variable(copybook, occurs_mappings, options, caps=None, table=None):
+    """``(VariableRecord, Copybook, Layout)`` of the copybook's record. A record of more than
+    ``_CAP_FROM`` bytes at its maximum is laid out with its DEPENDING ON tables capped
+    (``caps``: ``{table path: elements}``; by default ``_FIRST_CAP`` each): memory and time
+    follow the counts the data holds, not the copybook's maximum (``Grow`` asks for more;
+    with ``table``, the way back's, the longest of its lists)."""
+    from ._cobol import layout_from_copybook, read_capped
+    from ._layout import Encoding, Layout
+    from ._occurs import VariableRecord, table_caps
 
     if options.get("flatten"):
         raise LayoutError(
             "flatten=True: records as long as their counts are read as nested tables (their lists are cut "
             "per element); read them without flatten"
         )
-    book = read_copybook(copybook, **{k: v for k, v in options.items() if k in _BOOK_OPTIONS})
-    layout = Layout.from_copybook(copybook, **options)
-    var = VariableRecord(book, layout, occurs_mappings)
+    book_options = {k: v for k, v in options.items() if k in _BOOK_OPTIONS}
+    book = read_copybook(copybook, **book_options)
+    maxima = {path: most for path, _, most in depending_tables(book)}
+    if caps is None and maxima and book.dtype.itemsize > _CAP_FROM:
+        caps = {path: min(most, _FIRST_CAP) for path, most in maxima.items()}
+        if table is not None:
+            caps.update(table_caps(table, maxima))
+    if caps:
+        caps = {path: max(1, n) for path, n in caps.items()}  # (a table of 0 elements has no column)
+        book = read_capped(copybook, caps, **book_options)
+        layout = layout_from_copybook(Layout.from_dtype, Encoding, copybook, occurs_caps=caps, **options)
+    else:
+        layout = Layout.from_copybook(copybook, **options)
+    var = VariableRecord(book, layout, occurs_mappings, maxima if caps else None)
     var.padding = (int(options.get("record_start_offset") or 0), int(options.get("record_end_offset") or 0))
     return var, book, layout
 
 
 _FRAMED = "layouts.framing"  # _prefix's field metadata: the framing read_variable read it with
 _RDW_KIND = {"rdw": "rdw", "bdw": "rdw", "rdw-little": "rdw-little"}  # the same RDW bytes
+
+
+def _grown(copybook, occurs_mappings, options, more):
+    """:func:`_variable` with the larger caps a record asked for (``more``: a ``Grow``); a
+    record too large even so is a ConversionError naming that record."""
+    try:
+        return _variable(copybook, occurs_mappings, options, more.caps)
+    except ConversionError as err:
+        raise ConversionError(f"{more.where}: {err}") from None
 
 
 def _framed_stream(framing):
@@ -761,7 +847,7 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
     ``0..max``, no number (or no key of its mapping), or data that ends inside a record is
     a ConversionError naming the record, its byte offset and the count's field.
     """
-    from ._occurs import read_pieces
+    from ._occurs import Grow, read_pieces
 
     var, book, layout = _variable(copybook, occurs_mappings, options)
     src = _contiguous(src)
@@ -776,12 +862,17 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
         mapped = isinstance(owner, mmap.mmap)
         with MappedGuard(data.ctypes.data if mapped and data.nbytes else 0, data.nbytes if mapped else 0) as guard:
             try:
-                fast = read_pieces(var, data, _variable_schema(var, book, layout))
-                if fast is not None:  # one pass: no maximum-layout copy, no cut
-                    table, starts = fast
-                else:
-                    starts, lengths = var.scan(data, label=label)
-                    table = _variable_table(var, book, layout, data, starts, lengths, label, starts)
+                while True:
+                    try:
+                        fast = read_pieces(var, data, _variable_schema(var, book, layout))
+                        if fast is not None:  # one pass: no maximum-layout copy, no cut
+                            table, starts = fast
+                        else:
+                            starts, lengths = var.scan(data, label=label)
+                            table = _variable_table(var, book, layout, data, starts, lengths, label, starts)
+                        break
+                    except Grow as more:  # a count above its cap: laid out with more elements, read again
+                        var, book, layout = _grown(copybook, occurs_mappings, options, more)
             except ConversionError as err:
                 _check_shrunk(guard, label, data.nbytes, err)
                 _check_size(owner if mapped else None, label, data.nbytes, err)
@@ -792,10 +883,11 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
     else:
         from ._stream import read_stream
 
+        at0 = _position(src)
         try:
             framed = read_stream(src, _framed_stream(framing))
         except ConversionError as err:
-            raise ConversionError(_framing_words(str(err), framing)) from None
+            raise _empty_record(err, src, at0, framing) or ConversionError(_framing_words(str(err), framing)) from None
         raw = framed["records"].to_arrow()
         label = _label_of(src)
         blocks = framed["_blocks"].to_arrow() if "_blocks" in framed else None
@@ -806,18 +898,83 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
         np.cumsum(lengths[:-1], out=starts[1:])
         offsets = raw.column("_offset").to_numpy()
         prefix = raw.column("_prefix") if "_prefix" in raw.column_names else None
-        fast = read_pieces(var, data, _variable_schema(var, book, layout), starts, lengths)
-        if fast is not None:
-            table = fast[0]
-        else:
-            var.check_framed(data, starts, lengths, offsets, label)
-            table = _variable_table(var, book, layout, data, starts, lengths, label, offsets + 4)  # the bodies' bytes
+        while True:
+            try:
+                fast = read_pieces(var, data, _variable_schema(var, book, layout), starts, lengths)
+                if fast is not None:
+                    table = fast[0]
+                else:
+                    var.check_framed(data, starts, lengths, offsets, label)
+                    table = _variable_table(var, book, layout, data, starts, lengths, label, offsets + 4)  # the bodies'
+                break
+            except Grow as more:
+                var, book, layout = _grown(copybook, occurs_mappings, options, more)
         starts = offsets
     if prefix is not None:  # the framing it was read with: its spare bytes mean nothing in another
         table = table.add_column(0, pa.field("_prefix", prefix.type, metadata={_FRAMED: framing}), prefix)
     if framing == "bdw":
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), **_blocks_metadata(blocks)})
-    return table.add_column(0, "_offset", pa.array(np.asarray(starts, np.int64)))
+    return with_group_conditions(table.add_column(0, "_offset", pa.array(np.asarray(starts, np.int64))), book)
+
+
+def _position(src):
+    """Where a seekable binary file object is (its records start there), else None."""
+    try:
+        return src.tell() if hasattr(src, "read") and src.seekable() else None
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _empty_record(err, src, at0, framing):
+    """The ConversionError of an RDW of no body (its length 4, the RDW alone) in
+    read_variable's terms: the record's number and byte, as its other messages give; None
+    for any other error (or bytes that cannot be read again)."""
+    import re
+
+    found = re.search(r"byte (\d+): a variable section\[\d+\] type 'records' record of 4 bytes, shorter", str(err))
+    if found is None:
+        return None
+    byte = int(found.group(1))
+    try:
+        if isinstance(src, (str, os.PathLike)):
+            with open(src, "rb") as f:
+                data = f.read(byte)
+        elif hasattr(src, "read"):
+            if at0 is None:
+                return None
+            src.seek(at0)
+            data = src.read(byte)
+        else:
+            data = bytes(memoryview(src).cast("B")[:byte])
+    except (OSError, ValueError, TypeError):
+        return None
+    record, at = 0, 0
+    blocks = [(0, len(data))]
+    if framing == "bdw":  # each block: its BDW (2 bytes of length counting itself, or 4 with the top bit)
+        blocks, b = [], 0
+        while b + 4 <= len(data):
+            n = (
+                int.from_bytes(data[b : b + 4], "big") & 0x7FFFFFFF
+                if data[b] & 0x80
+                else int.from_bytes(data[b : b + 2], "big")
+            )
+            blocks.append((b + 4, min(b + max(n, 4), len(data))))
+            b += max(n, 4)
+    for at, end in blocks:
+        while at + 4 <= end and at < byte:
+            n = (
+                int.from_bytes(data[at + 2 : at + 4], "little") + 4
+                if framing == "rdw-little"
+                else int.from_bytes(data[at : at + 2], "big")
+            )
+            if n < 4:
+                return None
+            record, at = record + 1, at + n
+    return ConversionError(
+        f"{_label_of(src)}: record {record} (byte {byte}): its RDW says 4 bytes, the RDW alone: a record of no bytes, "
+        f"which no record of the copybook is (the fields before its first table are in every record); the file is "
+        f"damaged, or a record was left empty: fix its RDW, or drop it"
+    )
 
 
 def _framing_words(text, framing):
@@ -1021,7 +1178,7 @@ def write_variable(table, copybook, dst=None, *, framing=None, occurs_mappings=N
     from ._occurs import uncut
     from ._soa import SoA
 
-    var, book, layout = _variable(copybook, occurs_mappings, options)
+    var, book, layout = _variable(copybook, occurs_mappings, options, table=table)
     columns = [c for c in table.column_names if not c.startswith("_")]
     if layout.aliases:
         pa_, pb = (x.split(".") for x in layout.aliases[0])

@@ -127,7 +127,13 @@ def test_counts_columns_and_the_way_back():
     table = lo.AoS(recs, layout).to_soa().to_arrow()
     assert cobol.sign_counts(recs, layout) == {"AMT": 3, "U": 3, "Z": 3, "T.ZL": 3}
     kept = cobol.keep_signs(table, lo.AoS(recs, layout), layout)
-    assert [n for n in kept.column_names if n.startswith("_sign.")] == ["_sign.AMT", "_sign.U", "_sign.Z", "_sign.T.ZL"]
+    assert [n for n in kept.column_names if n.startswith("_sign.")] == [
+        "_sign.AMT",
+        "_sign.U",
+        "_sign.Z",
+        "_sign.T.ZL",
+        "_sign.SEP",  # (a separate sign: its negative zeros)
+    ]
     assert kept.schema.field("_sign.T.ZL").metadata == {b"layouts.sign_of": b"T.ZL"}
     assert kept.slice(0, 1).select(["_sign.AMT", "_sign.U", "_sign.Z", "_sign.T.ZL"]).to_pylist() == [
         {"_sign.AMT": 0xF, "_sign.U": 0xC, "_sign.Z": 0xA, "_sign.T.ZL": [None, 0xD]}
@@ -194,7 +200,7 @@ def test_put_signs_errors_name_the_fix():
     table = cobol.keep_signs(lo.AoS(recs, layout).to_soa().to_arrow(), recs, layout)
     with pytest.raises(
         lo.LayoutError,
-        match=r"column '_sign.NOPE': the layout has no packed or overpunched zoned field 'NOPE' \(those whose signs are kept: AMT\); drop the column",
+        match=r"column '_sign.NOPE': the layout has no packed or zoned field 'NOPE' \(those whose signs are kept: AMT\); drop the column",
     ):
         cobol.put_signs(np.array(recs), table.append_column("_sign.NOPE", pa.array([None], pa.uint8())), layout)
     with pytest.raises(lo.LayoutError, match=r"put_signs writes into the records: give a writable"):
@@ -246,8 +252,8 @@ def test_sign_kernels_compile_for_sm90_without_spills():
 
 
 def test_negative_zeros_of_a_separate_sign_are_counted_and_said(tmp_path, capsys):
-    """A separate sign's '-' before zero digits has no value to keep: sign_counts counts it,
-    and the command says it comes back as +0, with --keep-signs too (never silent)."""
+    """A separate sign's '-' before zero digits: sign_counts counts it, the command says it
+    comes back as +0 without --keep-signs, and with it keeps it (the way back byte for byte)."""
     from layouts import cobol
     from layouts._cli import main
 
@@ -265,7 +271,16 @@ def test_negative_zeros_of_a_separate_sign_are_counted_and_said(tmp_path, capsys
         out = tmp_path / f"o{len(extra)}.parquet"
         assert main(["convert", str(tmp_path / "x.dat"), "--copybook", str(book), *extra, "--to", str(out)]) == 0
         said = capsys.readouterr().out
-        assert "1 negative zero of Z will come back as +0" in said and "1 negative zero of L" in said
+        if extra:  # kept: the way back writes them as they were
+            assert "negative zero" not in said and "(signs kept: 2 fields hold some)" in said
+            assert (
+                main(["convert", str(out), "--copybook", str(book), "--keep-signs", "--to", str(tmp_path / "b.dat")])
+                == 0
+            )
+            assert (tmp_path / "b.dat").read_bytes() == b"".join(rows)
+        else:
+            assert "1 negative zero of Z will come back as +0" in said and "1 negative zero of L" in said
+            assert "pass --keep-signs to keep them" in said
 
 
 def test_put_signs_names_a_negative_code_and_a_doubled_column():

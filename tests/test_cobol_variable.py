@@ -300,8 +300,14 @@ def test_records_are_spread_a_batch_at_a_time(monkeypatch):
         cobol.read_variable(data, ORDERS)
     big = "       01  R.\n           05  N   PIC 9(7).\n           05  A OCCURS 0 TO 1000000 TIMES DEPENDING ON N PIC X(1000).\n"
     monkeypatch.undo()
-    with pytest.raises(lo.LayoutError, match=r"1,000,000,007 bytes at its maximum.*lower the table's maximum"):
-        cobol.read_variable(b"\xf0" * 21, big)
+    # a maximum of 1 GB: laid out with the most elements the data holds (here none)
+    assert cobol.read_variable(b"\xf0" * 21, big).column("N").to_pylist() == [0, 0, 0]
+    monkeypatch.setattr(_occurs, "MAX_RECORD_BYTES", 40_000)
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"^the data: record 0 \(byte 0\): the data's counts make the record R 50,007 bytes, mostly A \(50 elements of 1,000",
+    ):
+        cobol.read_variable(b"\xf0" * 5 + b"\xf5\xf0" + b"\x40" * 50_000, big)
 
 
 SIGNED = "       01  R.\n           05  N   PIC S9.\n           05  A OCCURS 0 TO 3 TIMES DEPENDING ON N PIC X.\n"

@@ -61,7 +61,7 @@ def KERNELS():  # noqa: N802 - the name kernels/ptx.py looks for (--also)
     from numba import types as t
 
     u8, i64, u8_2d = t.uint8[::1], t.int64[::1], t.uint8[:, ::1]
-    facts = (t.int64, t.int64, i64, t.int64, t.boolean, t.boolean, t.boolean, t.boolean)
+    facts = (t.int64, t.int64, i64, t.int64, t.int64, t.boolean, t.boolean, t.boolean)  # (zoned: 0, 1, SEPARATE)
     return {
         "read_signs": (_read_signs, (u8, *facts, t.int64, u8_2d)),
         "write_signs": (_write_signs, (u8, *facts, u8_2d, i64)),

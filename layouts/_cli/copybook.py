@@ -290,6 +290,7 @@ def inspect_copybook(args):
                     "size": layout.itemsize,
                     "fields": rows,
                     "holes": [{"offset": o, "size": s} for o, s in layout.holes],
+                    "group_conditions": _group_conditions(book),
                 },
                 indent=2,
             )
@@ -357,7 +358,22 @@ def _table(book, layout, rows):
         )
     for offset, size in layout.holes:
         lines.append(f"  note: bytes {offset}-{offset + size - 1} are FILLER or skipped (no column)")
+    for group in _group_conditions(book):  # 88 levels of the record, groups and FILLERs: no leaf column
+        what = group["path"] or f"record {group['item']}"
+        lines.append(
+            f"  88 levels of {what} (bytes {group['offset']}-{group['offset'] + group['size'] - 1}, line "
+            f"{group['line']}):"
+        )
+        for name, values in group["conditions"].items():
+            lines.append(f"      88 {name} VALUE {' '.join(values)}")
     return "\n".join(lines)
+
+
+def _group_conditions(book):
+    """``book.group_conditions`` as inspect shows them (and its JSON gives them)."""
+    from layouts.cobol import _group_condition_rows
+
+    return _group_condition_rows(book)
 
 
 # ------------------------------------------------------------------ multi-segment files
@@ -748,8 +764,8 @@ def report_signs(records, layout, out=None):
 def _say_negative_zeros(name, count, out=None):
     noun = "negative zero" if count == 1 else "negative zeros"
     print(
-        f"  {count:,} {noun} of {name} will come back as +0: a separate sign's '-' of a zero is "
-        f"no value, and --keep-signs keeps only overpunched and packed signs",
+        f"  {count:,} {noun} of {name} will come back as +0 (a separate sign's '-' of a zero); pass "
+        f"--keep-signs to keep them",
         file=out or sys.stdout,
     )
 
@@ -804,9 +820,5 @@ def convert_keep_signs(args, layout, fmt, fill):
     if not args.quiet:
         kept = sum(table.column(n).null_count != table.num_rows for n in table.column_names if n.startswith("_sign."))
         print(f"converted {table.num_rows:,} records -> {args.dst} (signs kept: {kept} fields hold some)")
-        from layouts._cobol.signs import negative_zeros  # (the kept signs are not read again)
-
-        for name, count in negative_zeros(records, layout).items():
-            _say_negative_zeros(name, count)
         report_invalid(table, layout)
     return 0

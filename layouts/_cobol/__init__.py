@@ -11,7 +11,7 @@ from .layout import CobolField, Copybook, lay_out
 from .lexer import read_source, tokenize
 from .parse import parse
 
-__all__ = ["CobolField", "Copybook", "encodings_of", "layout_from_copybook", "read_copybook"]
+__all__ = ["CobolField", "Copybook", "encodings_of", "layout_from_copybook", "read_capped", "read_copybook"]
 
 _INVALID = ("error", "null")
 _TRIM = ("none", "right", "both")
@@ -32,11 +32,9 @@ def read_copybook(
     fillers="skip",
 ) -> Copybook:
     """Read a copybook (text or path) and lay out one of its records."""
-    source = read_source(src)
-    roots = parse(tokenize(source, source_format), source)
-    return lay_out(
-        roots,
-        source,
+    return read_capped(
+        src,
+        None,
         record=record,
         codepage=codepage,
         names=names,
@@ -44,8 +42,17 @@ def read_copybook(
         redefines=redefines,
         record_start_offset=record_start_offset,
         record_end_offset=record_end_offset,
+        source_format=source_format,
         fillers=fillers,
     )
+
+
+def read_capped(src, occurs_caps, *, source_format="auto", **options) -> Copybook:
+    """:func:`read_copybook` with the DEPENDING ON tables of ``occurs_caps`` (``{table
+    path: elements}``) laid out with at most that many elements (:func:`lay_out`)."""
+    source = read_source(src)
+    roots = parse(tokenize(source, source_format), source)
+    return lay_out(roots, source, occurs_caps=occurs_caps, **options)
 
 
 def encodings_of(copybook: Copybook, encoding, *, invalid="error", trim="none", as_integer=False, trunc="std") -> dict:
@@ -94,11 +101,13 @@ def layout_from_copybook(
     record_start_offset=0,
     record_end_offset=0,
     fillers="skip",
+    occurs_caps=None,
 ):
     """The Layout of one copybook record (``from_dtype``: ``Layout.from_dtype``;
     ``encoding``: ``layouts.Encoding``: passed in, since this package sits below them)."""
-    copybook = read_copybook(
+    copybook = read_capped(
         src,
+        occurs_caps,
         record=record,
         codepage=codepage,
         names=names,

@@ -62,6 +62,9 @@ class Copybook:
     encodings: dict  # dotted leaf path -> Encoding keyword arguments
     fields: tuple  # of CobolField, record order
     source: Source
+    # 88 levels of items that are no leaf column: the record (01), groups and FILLERs, in
+    # record order: (path (the record's: ()), COBOL name, line, offset, size, conditions)
+    group_conditions: tuple = ()
 
 
 @dataclass
@@ -91,8 +94,13 @@ def lay_out(
     record_end_offset=0,
     encoding_extra=None,
     fillers="skip",
+    occurs_caps=None,
 ) -> Copybook:
-    """Lay out one record of the parsed copybook (``record``: the 01 or group to use)."""
+    """Lay out one record of the parsed copybook (``record``: the 01 or group to use).
+
+    ``occurs_caps`` (``{table path: elements}``, private to read_variable and
+    write_variable): the OCCURS DEPENDING ON tables at those paths laid out with at most
+    that many elements (the most the data holds), not the copybook's maximum."""
     if names not in _NAMES:
         raise LayoutError(f"names must be one of {_NAMES}, got {names!r}")
     if floating_point not in _FLOATS:
@@ -109,8 +117,10 @@ def lay_out(
     if fillers == "keep":
         _name_fillers(top)
     builder = _Builder(options, top)
+    builder.caps = dict(occurs_caps or {})
     if top.is_group:
         size, dtype = builder.group(top, 0, (), ())
+        builder.note_conditions(top, (), 0, size)
     else:
         size, dtype = builder.lone_leaf(top)
     builder.check_choices_used()
@@ -118,7 +128,13 @@ def lay_out(
         raise LayoutError(f"{source.where(top.line)}: record {top.name} has no fields but FILLER; name one")
     dtype = _shift(dtype, size, record_start_offset, record_end_offset)
     fields = tuple(_moved(f, record_start_offset) for f in builder.fields)
-    return Copybook(top.name, dtype, builder.encodings, fields, source)
+    shift = record_start_offset
+    conditions = tuple(
+        sorted(
+            ((p, n, ln, o + shift, z, c) for p, n, ln, o, z, c in builder.group_conditions), key=lambda g: (g[3], -g[4])
+        )
+    )
+    return Copybook(top.name, dtype, builder.encodings, fields, source, conditions)
 
 
 def _name_fillers(top):
@@ -219,6 +235,8 @@ class _Builder:
         for item in _walk([top]):
             self.counts.setdefault(_canon(item.name), []).append(item)
         self.paths = {}  # id(item) -> output path
+        self.caps = {}  # table path -> elements to lay out (lay_out's occurs_caps)
+        self.group_conditions: list = []  # Copybook.group_conditions
 
     def fail(self, item, why):
         return LayoutError(f"{self.options.source.where(item.line)}: {why}")
@@ -338,6 +356,7 @@ class _Builder:
             first = len(self.fields)
             size, dtype = self.group(child, base + at, path, usage)
             align = self.max_sync_alignment(first)
+            self.note_conditions(child, path, base + at, size)
         else:
             size, dtype, align = self.leaf(child, base, at, path, usage)
             at = self.aligned_leaf(child, base, at, align)
@@ -364,6 +383,8 @@ class _Builder:
                 f"OCCURS {count} of {size} bytes makes {size * count} bytes; a record holds {_MAX_RECORD} at most",
             )
         depending = self.counter_path(child) if child.depending_on else ""
+        if depending and path in self.caps:
+            count = min(count, self.caps[path])
         self.add_dimension(first, count, depending, len(path))
         if count == 0 or dtype is None:
             return size * count, None, at
@@ -469,7 +490,22 @@ class _Builder:
         )
         if item.is_filler:
             self.fields.pop()
+            self.note_conditions(item, path, base + at, width)
         return width, dtype, align
+
+    def note_conditions(self, item, path, offset, size):
+        """The 88 levels of an item that is no leaf column (a group, the record, a FILLER)."""
+        if item.conditions:
+            self.group_conditions.append(
+                (
+                    tuple(path) if not item.is_filler else tuple(path) + ("FILLER",),
+                    item.name,
+                    item.line,
+                    offset,
+                    size,
+                    tuple((n, tuple(v)) for n, v in item.conditions),
+                )
+            )
 
     def group_sync(self, item):
         parent = item.parent

@@ -176,7 +176,16 @@ def parse(tokens: list, source: Source) -> list:
         if level == 88:
             if last is None:
                 raise entry.fail("an 88-level condition name needs a data item before it", first.line)
-            last.conditions.append(_condition(entry))
+            name, values = _condition(entry)
+            twice = [n for n, _ in last.conditions if n.upper().replace("_", "-") == name.upper().replace("_", "-")]
+            if twice:
+                raise entry.fail(
+                    f"88-level {name} is written twice under {last.name}: one name would stand for two "
+                    f"conditions of one item (and a reference to it is ambiguous in COBOL); rename one, or join "
+                    f"their values in one VALUE clause",
+                    first.line,
+                )
+            last.conditions.append((name, values))
             continue
         if level == 66:
             raise entry.fail(

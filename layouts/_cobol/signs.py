@@ -4,7 +4,7 @@ back that writes every value's bytes as they were (docs/mainframe.md, "Signs").
 The way back writes one sign per value, the field's rule (D below zero, else the field's
 positive sign). :func:`sign_counts` counts the values read with another sign (C among F,
 A, B, E, a negative zero); :func:`keep_signs` adds a ``_sign.FIELD`` column per packed and
-overpunched zoned field (uint8: the sign where it is not the rule's, null where it is);
+zoned field (uint8: the sign where it is not the rule's, null where it is; a separate sign: D, a negative zero);
 :func:`put_signs` writes those signs into the records the way back wrote. The passes are
 kernels (:mod:`kernels.signs` on the CPU, :mod:`kernels.cuda.signs` on a GPU).
 """
@@ -20,13 +20,9 @@ _NAMES = {0xA: "A", 0xB: "B", 0xC: "C", 0xD: "D", 0xE: "E", 0xF: "F"}
 
 
 def sign_fields(layout):
-    """The leaves of ``layout`` whose sign can be kept: packed, and zoned with an
-    overpunched sign (a separate ``+``/``-`` has one byte per sign)."""
-    return [
-        f
-        for f in layout.fields
-        if f.encoding is not None and f.encoding.kind in ("packed", "zoned") and not _separate(f)
-    ]
+    """The leaves of ``layout`` whose sign can be kept: packed and zoned (an overpunched
+    sign, or a separate ``+``/``-``: its negative zeros)."""
+    return [f for f in layout.fields if f.encoding is not None and f.encoding.kind in ("packed", "zoned")]
 
 
 def _separate(field):
@@ -36,12 +32,14 @@ def _separate(field):
 
 def _facts(field):
     """``(width, zoned, leading, ascii_, signed, positive)`` as the kernels take them."""
+    from ..kernels.signs import SEPARATE
+
     e = field.encoding
     zoned = e.kind == "zoned"
     positive = int(e.positive, 16) if e.positive else (0xC if e.signed else 0xF)
     return (
         field.width,
-        zoned,
+        SEPARATE if _separate(field) else int(zoned),
         zoned and e.sign.startswith("leading"),
         zoned and is_ascii(e.codepage),
         bool(e.signed),
@@ -110,19 +108,17 @@ def _read(buf, n, on_device, layout, field):
 def sign_counts(records, layout):
     """``{field: count}``: how many values of each packed and zoned field hold a sign the way
     back would not write (another positive sign than the field's, A, B, E, a negative zero;
-    in a field with a separate sign, its negative zeros: see :func:`separate_sign_fields`),
-    for the fields that have any, in the Layout's order. ``records``:
+    in a field with a separate sign, its negative zeros), for the fields that have any, in
+    the Layout's order: :func:`keep_signs` keeps them all. ``records``:
     the records (an AoS, a NumPy array, a bytes-like object, a device array) read with
     ``layout``::
 
         lo.cobol.sign_counts(records, layout)   # {'AMT': 3}: 3 values come back with another sign
     """
     buf, n, on_device = _records(records, layout, False)
-    kept = {f.name for f in sign_fields(layout)}
-    zeros = _negative_zeros(buf, n, on_device, layout)
     out = {}
-    for f in layout.fields:
-        count = int(np.count_nonzero(_read(buf, n, on_device, layout, f))) if f.name in kept else zeros.get(f.name, 0)
+    for f in sign_fields(layout):
+        count = int(np.count_nonzero(_read(buf, n, on_device, layout, f)))
         if count:
             out[f.name] = count
     return out
@@ -130,13 +126,14 @@ def sign_counts(records, layout):
 
 def separate_sign_fields(layout):
     """Names of the zoned leaves with a separate sign: a negative zero (``-`` and every digit
-    0) of theirs comes back as ``+0``, and no ``_sign.`` column can keep it."""
+    0) of theirs comes back as ``+0`` unless its sign is kept (``keep_signs``: D in the
+    field's ``_sign.`` column)."""
     return {f.name for f in layout.fields if _separate(f)}
 
 
 def negative_zeros(records, layout):
     """``{field: count}`` of the negative zeros of each separate-sign zoned field that has any
-    (the part of :func:`sign_counts` that ``keep_signs`` cannot keep)."""
+    (the part of :func:`sign_counts` of those fields)."""
     return {name: k for name, k in _negative_zeros(*_records(records, layout, False), layout).items() if k}
 
 
@@ -171,9 +168,9 @@ def _arrow_type(shape):
 
 def keep_signs(table, records, layout):
     """``table`` (read from ``records`` with ``layout``) with a ``_sign.FIELD`` column for
-    every packed and overpunched zoned field: uint8, the sign nibble (zone) of each value
-    whose sign the way back would not write (10-15: A-F), null where the rule's sign is
-    the value's. :func:`put_signs` puts them back; the columns are the field's shape
+    every packed and zoned field: uint8, the sign nibble (zone) of each value whose sign
+    the way back would not write (10-15: A-F; a separate-sign field's negative zero: 13,
+    D), null where the rule's sign is the value's. :func:`put_signs` puts them back; the columns are the field's shape
     (``fixed_size_list`` for OCCURS). The schema does not depend on the data."""
     buf, n, on_device = _records(records, layout, False)
     if table.num_rows != n:
@@ -234,7 +231,7 @@ def put_signs(records, table, layout):
         if field is None:
             have = ", ".join(by_name) or "none"
             raise LayoutError(
-                f"column {name!r}: the layout has no packed or overpunched zoned field "
+                f"column {name!r}: the layout has no packed or zoned field "
                 f"{name[len(PREFIX) :]!r} (those whose signs are kept: {have}); drop the column, or give its layout"
             )
         width, zoned, leading, ascii_, signed, _ = _facts(field)
@@ -256,14 +253,21 @@ def put_signs(records, table, layout):
             )
         if first >= 0:
             row, k = divmod(int(first), offs.size)
-            raise ConversionError(_misfit(name, field, row, k, kept[row, k], signed, ascii_))
+            raise ConversionError(_misfit(name, field, row, k, kept[row, k], signed, ascii_, zoned == 2))
     return records
 
 
-def _misfit(name, field, row, k, code, signed, ascii_):
+def _misfit(name, field, row, k, code, signed, ascii_, separate=False):
     where = f"row {row}" + (f", element {k}" if field.shape else "")
     sign = _NAMES.get(int(code), f"{int(code):X}")
-    if int(code) < 0xA:
+    if separate:
+        why = (
+            "is not D on a zero: a separate sign (+ or -) keeps only the - of a negative zero (D), the way back "
+            "writes every other sign itself"
+        )
+        if not signed:
+            why = "is kept in an unsigned field"
+    elif int(code) < 0xA:
         why = "is no sign (valid: A, C, E, F positive; B, D negative)"
     elif ascii_ and int(code) not in (0xC, 0xD, 0xF):
         why = "has no ASCII overpunch (only C, D and F have one)"

@@ -22,6 +22,23 @@ class CopybookRecord(Record):
 
     layout: Any = None
     source: str = ""
+    codepage: str = "cp037"
+
+    def tag_bytes(self, text: str, where: str) -> bytes:
+        """A string tag's bytes in the type's code page: the letter the user means, as the
+        copybook's text holds it ("A" is 0xC1 in cp037, 0x41 with codepage = "ascii")."""
+        from .._ebcdic import encode_table
+
+        codes = encode_table(self.codepage)
+        raw = [int(codes[ord(ch)]) if ord(ch) < 0x10000 else -1 for ch in text]
+        if -1 in raw:
+            bad = text[raw.index(-1)]
+            raise _err(
+                where,
+                f"tag {text!r}: {bad!r} has no byte in the type's code page {self.codepage}; give the tag's value as "
+                f"an integer (tag = 0xC1 is 'A' in cp037)",
+            )
+        return bytes(raw)
 
     def check(self, where: str, order: str, names: "tuple[str, ...]" = ()) -> None:
         if not isinstance(self.layout, Layout):
@@ -37,7 +54,7 @@ class CopybookRecord(Record):
         return self
 
     def plan(self, order: str, prefix: int, with_offset: bool, keep_prefix: bool = False):
-        # (88 levels are not part of a Layout's equality: in the key, so a plan keeps its own)
+        # (88 levels in the key too: a plan keeps its own conditions)
         conditions = tuple(f.encoding.conditions for f in self.layout.fields if f.encoding is not None)
         return _plan(self.layout, prefix, with_offset, keep_prefix, conditions)
 
@@ -93,4 +110,4 @@ def copybook_record(table, where, base_dir):
         layout = Layout.from_copybook(full, **options)
     except LayoutError as err:
         raise _err(f"{where}.copybook", f"{path}: {err}") from None
-    return CopybookRecord((), layout=layout, source=path)
+    return CopybookRecord((), layout=layout, source=path, codepage=options.get("codepage", "cp037"))

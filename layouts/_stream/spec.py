@@ -416,8 +416,10 @@ class RecordType:
     def tag_value(self, tag: Tag, where: str) -> int:
         t = self.tag
         if isinstance(t, str):
+            # a copybook type: its code page's bytes ("A" is 0xC1 in cp037), as its text is
+            encode = getattr(self.record, "tag_bytes", None)
             try:
-                raw = t.encode("latin-1")
+                raw = encode(t, where) if encode is not None else t.encode("latin-1")
             except UnicodeEncodeError as err:
                 raise _err(
                     where, f"tag {t!r} is not one byte per character (latin-1); give its value as an integer"

@@ -1,0 +1,375 @@
+"""Hostile and unlucky mainframe input (issue 27's last attack): memory and time that
+follow the data, not the copybook's maximum; messages that name the record."""
+
+import io
+import os
+import re
+import struct
+import subprocess
+import sys
+import textwrap
+from decimal import Decimal
+
+import mainframe_reference as mref
+import numpy as np
+import pyarrow as pa
+import pytest
+from cobrix_oracle import DATA
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
+from test_cobol_variable import ORDERS, _order
+
+import layouts as lo
+from layouts import cobol
+
+HUGE = (
+    "       01  R.\n           05  N   PIC 9(8).\n"
+    "           05  A OCCURS 0 TO 40000000 TIMES DEPENDING ON N PIC X.\n           05  T PIC X(4).\n"
+)
+
+
+@pytest.mark.slow
+def test_huge_occurs_maximum_on_a_tiny_file_stays_small():
+    """A 40,000,000-element maximum on a 26-byte file took 2 GB and 48 s (the maximum
+    layout: template, schema, spread): it reads and writes back under an address-space
+    limit far below that, in a subprocess."""
+    script = textwrap.dedent(
+        f"""
+        import resource
+        limit = 1200 << 20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        from layouts import cobol
+        book = {HUGE!r}
+        data = b"00000002AB1234" + b"00000000WXYZ" + b"00000100" + b"x" * 100 + b"LAST"
+        table = cobol.read_variable(data, book, codepage="ascii")
+        assert [len(a) for a in table.column("A").to_pylist()] == [2, 0, 100]
+        assert table.column("T").to_pylist() == ["1234", "WXYZ", "LAST"]
+        assert cobol.write_variable(table, book, codepage="ascii") == data
+        print("ok")
+        """
+    )
+    env = {**os.environ, "NUMBA_NUM_THREADS": "2"}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "ok"
+
+
+def test_counts_past_a_huge_maximum_name_the_copybook_maximum():
+    data = b"00000002AB1234" + b"50000000" + b"x" * 10
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"record 1 \(byte 14\): the count N of A \(OCCURS 0 TO 40000000 DEPENDING ON N\) is 50000000 .*"
+        r"outside 0..40000000, at byte 22",
+    ):
+        cobol.read_variable(data, HUGE, codepage="ascii")
+    table = cobol.read_variable(b"00000001A1234", HUGE, codepage="ascii")
+    k = table.schema.get_field_index("N")
+    bad = table.set_column(k, table.schema.field("N"), pa.array([Decimal(50000000)], table.schema.field("N").type))
+    with pytest.raises(lo.ConversionError, match=r"is 50000000, outside 0..40000000"):
+        cobol.write_variable(bad, HUGE, codepage="ascii")
+
+
+@pytest.mark.parametrize("case", ["orders", "orders in RDWs", "test21"])
+def test_a_record_laid_out_by_its_data_reads_as_at_its_maximum(monkeypatch, case):
+    """Every record laid out with the most elements the data holds (caps from 1, doubled
+    as counts ask): the same table, the same bytes back, the same messages (the
+    copybook's maximum in them) as read through the copybook's maximum layout."""
+    if case == "orders":
+        data, book, options = _order(2, 12345) + _order(0, 1) + _order(3, 99) + _order(1, 7), ORDERS, {}
+        bad = data + bytes.fromhex("004C") + b"\0" * 20
+    elif case == "orders in RDWs":
+        bodies = [_order(1, 5), _order(3, 7), _order(0, 0), _order(2, 1)]
+        data = b"".join(struct.pack(">HH", len(b) + 4, 0) + b for b in bodies)
+        book, options = ORDERS, {"framing": "rdw"}
+        bad = data + struct.pack(">HH", 10, 0) + bytes.fromhex("004C") + b"\0" * 4
+    else:
+        data, book, options = (DATA / "test21_data/data.dat").read_bytes(), DATA / "test21_copybook.cob", {}
+        options = {"codepage": "ascii"}
+        bad = data + b"9" * 4
+    whole = cobol.read_variable(data, book, **options)
+    with pytest.raises(lo.ConversionError) as at_max:
+        cobol.read_variable(bad, book, **options)
+    monkeypatch.setattr(cobol, "_CAP_FROM", 0)
+    monkeypatch.setattr(cobol, "_FIRST_CAP", 1)
+    capped = cobol.read_variable(data, book, **options)
+    assert capped.equals(whole) and capped.schema.equals(whole.schema, check_metadata=True)
+    assert cobol.write_variable(capped, book, **options) == data
+    with pytest.raises(lo.ConversionError) as by_data:
+        cobol.read_variable(bad, book, **options)
+    assert str(by_data.value) == str(at_max.value)
+
+
+@pytest.mark.parametrize("framing", ["rdw", "rdw-little", "bdw"])
+@pytest.mark.parametrize("given", ["bytes", "path", "file"])
+def test_an_rdw_of_no_body_names_its_record_and_byte(tmp_path, framing, given):
+    """An RDW of 4 bytes (a record of no bytes) got the stream layer's message, with no
+    record number: now the record and its byte, as read_variable's other messages."""
+    bodies = [_order(1, 5), _order(3, 5), b"", _order(0, 0)]
+    if framing == "rdw-little":
+        rdws = [struct.pack("<HH", 0, len(b)) + b for b in bodies]
+    else:
+        rdws = [struct.pack(">HH", len(b) + 4, 0) + b for b in bodies]
+    data = b"".join(rdws)
+    if framing == "bdw":  # the first record in a block, the others in a second
+        rest = b"".join(rdws[1:])
+        data = struct.pack(">HH", len(rdws[0]) + 4, 0) + rdws[0] + struct.pack(">HH", len(rest) + 4, 0) + rest
+    byte = data.index(rdws[2], len(rdws[0]) + len(rdws[1]))
+    src, label = data, "the data"
+    if given == "path":
+        src = label = tmp_path / "in.dat"
+        src.write_bytes(data)
+    elif given == "file":
+        src = io.BytesIO(b"xyz" + data)
+        src.seek(3)
+    with pytest.raises(
+        lo.ConversionError,
+        match=rf"^{re.escape(str(label))}: record 2 \(byte {byte}\): its RDW says 4 bytes, the RDW alone: a record of "
+        r"no bytes.*fix its RDW, or drop it$",
+    ):
+        cobol.read_variable(src, ORDERS, framing=framing)
+
+
+_EBCDIC_BOOK = "       01  COMPANY.\n           05  SEG    PIC X.\n           05  NAME   PIC X(5).\n"
+_EBCDIC_STREAM = """name = "companies"
+[[section]]
+framing = "rdw"
+tag = {{ offset = 0, size = 1 }}
+[section.types.C]
+tag = {tag}
+copybook = "c.cob"
+{extra}"""
+
+
+@pytest.mark.parametrize("tag, extra", [('"C"', ""), ("0xC3", ""), ('"C"', 'codepage = "cp1047"\n')])
+def test_a_string_tag_of_a_copybook_type_is_in_its_code_page(tmp_path, tag, extra):
+    """tag = "C" on an EBCDIC copybook type means the letter C, 0xC3 in cp037 (it was
+    matched as the ASCII byte 0x43, so no record had the type); an integer is the byte."""
+    (tmp_path / "c.cob").write_text(_EBCDIC_BOOK)
+    (tmp_path / "s.toml").write_text(_EBCDIC_STREAM.format(tag=tag, extra=extra))
+    bodies = [b"CACME ".decode().encode("cp037"), b"CIBM  ".decode().encode("cp037")]
+    data = b"".join(struct.pack(">HH", len(b) + 4, 0) + b for b in bodies)
+    tables = {k: v.to_arrow() for k, v in lo.read_stream(data, str(tmp_path / "s.toml")).items()}
+    assert tables["C"].column("NAME").to_pylist() == ["ACME ", "IBM  "]
+    assert lo.write_stream(tables, str(tmp_path / "s.toml")) == data
+
+
+def test_a_string_tag_with_no_byte_in_the_code_page_names_the_key(tmp_path):
+    (tmp_path / "c.cob").write_text(_EBCDIC_BOOK)
+    (tmp_path / "s.toml").write_text(_EBCDIC_STREAM.format(tag='"\\u20ac"', extra=""))
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"section\[0\]\.types\.C: tag '€': '€' has no byte in the type's code page cp037; give the tag's value "
+        r"as an integer",
+    ):
+        lo.read_stream(b"", str(tmp_path / "s.toml"))
+
+
+_GROUP_88 = """\
+       01  REC.
+           88  REC-EMPTY      VALUE SPACES.
+           05  HEAD.
+               88  HEAD-BLANK VALUE SPACES.
+               10  CODE       PIC X.
+                   88  IS-A   VALUE 'A'.
+               10  SUB        PIC X(2).
+           05  FILLER         PIC X(2).
+               88  PAD-OK     VALUE 'OK'.
+           05  AMT            PIC 9(3).
+"""
+
+
+def test_88_levels_of_groups_the_record_and_fillers_are_kept(capsys):
+    """They were dropped from inspect and the metadata: now in inspect (text and JSON),
+    in the table's schema metadata (cobol.88.groups) and on the group's struct column."""
+    import json
+
+    from layouts._cli import main
+
+    book = cobol.read_copybook(_GROUP_88)
+    assert [(g[0], g[1], g[3], g[4], g[5]) for g in book.group_conditions] == [
+        ((), "REC", 0, 8, (("REC-EMPTY", ("SPACES",)),)),
+        (("HEAD",), "HEAD", 0, 3, (("HEAD-BLANK", ("SPACES",)),)),
+        (("FILLER",), "FILLER", 3, 2, (("PAD-OK", ("'OK'",)),)),
+    ]
+    layout = lo.Layout.from_copybook(_GROUP_88)
+    raw = np.frombuffer("A  OK123".encode("cp037"), layout.dtype)
+    table = cobol.annotate(lo.AoS(raw, layout).to_soa().to_arrow(), book)
+    groups = json.loads(table.schema.metadata[b"cobol.88.groups"])
+    assert [(g["path"], g["conditions"]) for g in groups] == [
+        ("", {"REC-EMPTY": ["SPACES"]}),
+        ("HEAD", {"HEAD-BLANK": ["SPACES"]}),
+        ("FILLER", {"PAD-OK": ["'OK'"]}),
+    ]
+    head = table.schema.field("HEAD")
+    assert json.loads(head.metadata[b"cobol.88"]) == {"HEAD-BLANK": ["SPACES"]}
+    assert json.loads(head.type.field("CODE").metadata[b"cobol.88"]) == {"IS-A": ["'A'"]}
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "g.cob")
+        with open(src, "w") as f:
+            f.write(_GROUP_88)
+        assert main(["inspect", src]) == 0
+        text = capsys.readouterr().out
+        assert "88 levels of record REC (bytes 0-7, line 1):\n      88 REC-EMPTY VALUE SPACES" in text
+        assert "88 levels of HEAD (bytes 0-2, line 3):\n      88 HEAD-BLANK VALUE SPACES" in text
+        assert "88 levels of FILLER (bytes 3-4, line 8):\n      88 PAD-OK VALUE 'OK'" in text
+        assert main(["inspect", "--json", src]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert [g["item"] for g in doc["group_conditions"]] == ["REC", "HEAD", "FILLER"]
+
+
+def test_two_88_levels_of_one_name_under_one_item_are_an_error():
+    book = _GROUP_88.replace("           05  AMT", "               88  pad_ok     VALUE 'NO'.\n           05  AMT")
+    with pytest.raises(
+        lo.LayoutError, match=r"line 10: .*88-level pad_ok is written twice under FILLER: .*rename one, or join"
+    ):
+        cobol.read_copybook(book)
+
+
+def test_layouts_differing_only_in_88_levels_are_not_equal():
+    """The 88 levels are written to files (cobol.88): layouts that differ in them differ."""
+    a = lo.Layout.from_copybook(_GROUP_88)
+    b = lo.Layout.from_copybook(_GROUP_88.replace("'A'", "'B'"))
+    assert a == lo.Layout.from_copybook(_GROUP_88) and hash(a) == hash(lo.Layout.from_copybook(_GROUP_88))
+    assert a != b and hash(a) != hash(b)
+    assert a.fields[0].encoding != b.fields[0].encoding
+    assert a.fields[0].encoding.to_json() == b.fields[0].encoding.to_json()  # (the kernels' key: the bytes' meaning)
+
+
+@st.composite
+def separate_cells(draw, max_size=8):
+    """A zoned encoding with a separate sign and cells of valid values, some zeros written
+    with '-' (negative zeros); ``(enc, width, count, cells, values, negative zeros)``."""
+    from test_mainframe_kinds import encodings
+
+    enc, _ = draw(encodings().filter(lambda e: e[0].kind == "zoned" and e[0].sign.endswith("separate")))
+    enc = lo.Encoding(**{**{k: getattr(enc, k) for k in enc.__dataclass_fields__}, "invalid": "error"})
+    width = enc.width()
+    count = draw(st.sampled_from([1, 1, 2]))
+    minus = 0x2D if enc.codepage == "ascii" else 0x60
+    cells, values, zeros = [], [], []
+    for _ in range(draw(st.integers(1, max_size)) * count):
+        unscaled = draw(st.integers(-(10**enc.digits - 1), 10**enc.digits - 1))
+        if draw(st.integers(0, 2)) == 0:
+            unscaled = 0
+        value = mref._finish(enc, -1 if unscaled < 0 else 1, str(abs(unscaled)))
+        raw = bytearray(mref.encode(enc, value, width))
+        zero = unscaled == 0 and draw(st.booleans())
+        if zero:
+            raw[0 if enc.sign.startswith("leading") else -1] = minus
+        cells.append(bytes(raw))
+        values.append(value)
+        zeros.append(zero)
+    return enc, width, count, cells, values, zeros
+
+
+def _check_separate(enc, width, count, cells, values, zeros, device=None):
+    from test_cobol_signs import _field_bytes, _rows
+    from test_mainframe_kinds import _layout, _records
+
+    layout = _layout(enc, width, count)
+    recs = _records(layout, _rows(cells, count))
+    table = lo.AoS(recs, layout).to_soa().to_arrow()
+    col = table.column("x").combine_chunks()
+    assert (col.flatten() if count > 1 else col).to_pylist() == values
+    held = recs if device is None else device(recs)
+    assert cobol.sign_counts(held, layout) == ({"x": sum(zeros)} if any(zeros) else {})
+    kept = cobol.keep_signs(table, held, layout)
+    codes = kept.column("_sign.x").combine_chunks()
+    assert (codes.flatten() if count > 1 else codes).to_pylist() == [0xD if z else None for z in zeros]
+    back = lo.SoA.from_arrow(kept, layout, extra="drop").to_aos().array
+    plus = 0x2B if enc.codepage == "ascii" else 0x4E
+    at = 0 if enc.sign.startswith("leading") else width - 1
+    # without the kept signs a negative zero comes back as +0
+    assert _field_bytes(layout, back, width) == [
+        c[:at] + bytes([plus]) + c[at + 1 :] if z else c for c, z in zip(cells, zeros)
+    ]
+    if device is None:
+        cobol.put_signs(back, kept, layout)
+        assert back.tobytes() == recs.tobytes()
+    else:
+        on_device = device(back)
+        cobol.put_signs(on_device, kept, layout)
+        assert on_device.copy_to_host().tobytes() == recs.tobytes()
+
+
+@seed(2705)
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(data=st.data())
+def test_separate_sign_negative_zeros_are_kept_byte_for_byte(data):
+    """SIGN LEADING|TRAILING SEPARATE: a '-' on zero digits was counted but not kept (the
+    way back wrote +0, with --keep-signs too): its _sign. column keeps it (D)."""
+    _check_separate(*data.draw(separate_cells()))
+
+
+@pytest.mark.slow
+@seed(2706)
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(data=st.data())
+def test_separate_sign_negative_zeros_kept_in_the_cuda_simulator(data):
+    from numba import cuda
+
+    def device(recs):
+        return cuda.to_device(recs.view(np.uint8).reshape(-1))
+
+    _check_separate(*data.draw(separate_cells(max_size=4)), device=device)
+
+
+def test_a_separate_sign_keeps_only_d_on_a_zero():
+    book = "       01  R.\n           05  Z PIC S9(3) SIGN TRAILING SEPARATE.\n"
+    layout = lo.Layout.from_copybook(book)
+    recs = np.frombuffer(b"\xf0\xf0\xf0\x60\xf0\xf0\xf1\x60", layout.dtype)  # -0, -1
+    table = cobol.keep_signs(lo.AoS(recs, layout).to_soa().to_arrow(), recs, layout)
+    assert table.column("_sign.Z").to_pylist() == [0xD, None]
+    back = lo.SoA.from_arrow(table, layout, extra="drop").to_aos().array
+    for codes, row in (([None, 0xD], 1), ([0xC, None], 0)):
+        bad = table.set_column(table.schema.get_field_index("_sign.Z"), "_sign.Z", pa.array(codes, pa.uint8()))
+        with pytest.raises(
+            lo.ConversionError,
+            match=rf"column '_sign.Z', row {row}: sign [CD] is not D on a zero: a separate sign \(\+ or -\) keeps only",
+        ):
+            cobol.put_signs(np.array(back), bad, layout)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("case", ["c-string", "cp037 text", "large records"])
+def test_what_out_holds_after_a_failed_to_aos(case, threads):
+    """SoA.to_aos(out=) that fails is not undone (docs/python-api.md): records of at most
+    4096 bytes are each either as they were or whole, as the successful call writes them
+    (a block is written once all its values converted), the failing row's not written;
+    larger records are written in place, so the failing row's block (64 records, the
+    failing row among them) may hold half-written records."""
+    n, bad = 20_000, 15_003
+    if case == "c-string":
+        layout = lo.Layout.from_dtype(np.dtype([("a", "<i4"), ("s", "S8")]), bytes_as="string")
+        good = ["abcd"] * n
+        wrong = "ab\x00c"
+        make = lambda texts: pa.table({"a": pa.array(np.arange(n, dtype=np.int32)), "s": pa.array(texts)})  # noqa: E731
+    else:
+        width = 5000 if case == "large records" else 4
+        n, bad = (300, 153) if case == "large records" else (n, bad)
+        layout = lo.Layout.from_copybook(
+            f"       01  R.\n           05  A PIC S9(3) COMP-3.\n           05  T PIC X({width}).\n"
+        )
+        good = ["abcd"] * n
+        wrong = "ab\u4e00d"  # no byte in cp037
+        amounts = pa.array([Decimal(i % 999) for i in range(n)], layout.schema.field("A").type)
+        make = lambda texts: pa.table({"A": amounts, "T": pa.array(texts)})  # noqa: E731
+    texts = list(good)
+    texts[bad] = wrong
+    out = np.full(n * layout.itemsize, 0xAA, np.uint8)
+    with pytest.raises(lo.ConversionError, match=rf"row {bad}"):
+        lo.SoA.from_arrow(make(texts), layout).to_aos(out=out, threads=threads)
+    whole = lo.SoA.from_arrow(make(good), layout).to_aos().array.view(np.uint8).reshape(n, layout.itemsize)
+    rows = out.reshape(n, layout.itemsize)
+    untouched = (rows == 0xAA).all(axis=1)
+    written = (rows == whole).all(axis=1)
+    if case == "large records":  # in place: the failing row's block of 64 records may be half-written
+        block = slice(bad // 64 * 64, bad // 64 * 64 + 64)
+        outside = np.ones(n, bool)
+        outside[block] = False
+        assert (untouched | written)[outside].all()
+        assert not (untouched | written)[block].all()  # (as it is now: documented, not promised)
+    else:
+        assert untouched[bad] and (untouched | written).all()
