@@ -5,6 +5,7 @@ from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 import numpy as np
 import pyarrow as pa
 
+from . import _arrays as arrays
 from . import _backends as backends
 from ._aos import AoS, as_layout, overlaps
 from ._arena import Arena, ArenaUse
@@ -555,17 +556,7 @@ def _enum_dictionary(field, idx, records):
         extra, inverse = np.unique(values, return_inverse=True)
         idx[bad] = len(names) + inverse.ravel()
         names += [str(int(v)) for v in extra]
-    return _string_array(names), len(bad) > 0
-
-
-def _string_array(values: "list[str]") -> pa.Array:
-    """``pa.array(values, pa.string())`` built from its buffers: pyarrow's conversion of
-    Python objects imports pandas first (0.5-0.7 s of a command's start, where it is
-    installed), to look for its types."""
-    data = [v.encode() for v in values]
-    ends = np.zeros(len(data) + 1, np.int32)
-    np.cumsum([len(d) for d in data], out=ends[1:])
-    return pa.Array.from_buffers(pa.string(), len(data), [None, pa.py_buffer(ends), pa.py_buffer(b"".join(data))])
+    return arrays.strings(names), len(bad) > 0  # (not pa.array: see _arrays)
 
 
 def _unique_names(wanted: "list[pa.Field]", have: "list[pa.Field]", parent: "str | None" = None) -> None:

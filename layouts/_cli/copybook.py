@@ -457,10 +457,10 @@ def convert_segments(args):
                 path = os.path.join(args.src, f"{value}.parquet")
                 if not os.path.exists(path):
                     raise CommandError(f"{args.src} has no {value}.parquet for --segment {value}=...")
-                tables[value] = pq.read_table(path)
+                tables[value] = pq.ParquetFile(path).read()  # (read_table imports pandas)
             blocks = os.path.join(args.src, "_blocks.parquet")
             if os.path.exists(blocks):
-                tables["_blocks"] = pq.read_table(blocks)
+                tables["_blocks"] = pq.ParquetFile(blocks).read()
             if os.path.exists(args.dst) and not args.overwrite:
                 raise CommandError(f"{args.dst} exists; pass --overwrite to replace it")
             data = cobol.write_segments(tables, types, **options)
@@ -731,7 +731,7 @@ def report_invalid_file(path, layout, fmt=None, out=None):
         return
     columns = sorted({f.name if f.name in layout.schema.names else f.name.split(".")[0] for f in wanted})
     if fmt == "parquet" or (fmt is None and str(path).lower().endswith(".parquet")):
-        table = pq.read_table(path, columns=columns)
+        table = pq.ParquetFile(path).read(columns=columns)  # (read_table imports pandas)
     elif fmt == "arrows":  # the Arrow IPC stream format
         import pyarrow as pa
 

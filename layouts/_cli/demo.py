@@ -30,22 +30,28 @@ def demo_records(layout, n, seed=0):
     import pyarrow as pa
 
     import layouts as lo
+    from layouts import _arrays as arrays
 
     rng = np.random.default_rng(seed)
     qty = rng.integers(1, 1000, n).astype(np.int32)
     qty[::50] = -1  # the feed's "missing" marker
-    table = pa.table(
-        {
-            "ts_ns": 1_763_803_800_000_000_000 + np.arange(n, dtype=np.int64) * 1_000_000,
-            "px": 100 + rng.normal(0, 1, n).cumsum() * 0.01,
-            "qty": qty,
-            "side": pa.DictionaryArray.from_arrays(rng.integers(0, 2, n).astype(np.int32), ["BUY", "SELL"]),
-            "sym": rng.choice(["AAPL", "MSFT", "NVDA", "BRK.B"], n),
-            "pos": pa.FixedSizeListArray.from_arrays(rng.normal(size=3 * n).astype(np.float32), 3),
-            "flag": (rng.random(n) < 0.1).astype(np.uint8),
-            "venue": rng.integers(0, 128, n).astype(np.uint8),
-        }
-    )
+    px = 100 + rng.normal(0, 1, n).cumsum() * 0.01  # (drawn in the columns' order)
+    side = rng.integers(0, 2, n).astype(np.int32)
+    sym = rng.choice(["AAPL", "MSFT", "NVDA", "BRK.B"], n)
+    pos = rng.normal(size=3 * n).astype(np.float32)
+    flag = (rng.random(n) < 0.1).astype(np.uint8)
+    venue = rng.integers(0, 128, n).astype(np.uint8)
+    columns = {  # (built from buffers: pa.table of NumPy arrays imports pandas, see layouts._arrays)
+        "ts_ns": arrays.from_numpy(1_763_803_800_000_000_000 + np.arange(n, dtype=np.int64) * 1_000_000),
+        "px": arrays.from_numpy(px),
+        "qty": arrays.from_numpy(qty),
+        "side": pa.DictionaryArray.from_arrays(arrays.from_numpy(side), arrays.strings(["BUY", "SELL"])),
+        "sym": arrays.strings(sym.tolist()),
+        "pos": pa.FixedSizeListArray.from_arrays(arrays.from_numpy(pos), 3),
+        "flag": arrays.from_numpy(flag),
+        "venue": arrays.from_numpy(venue),
+    }
+    table = pa.Table.from_arrays(list(columns.values()), names=list(columns))
     return lo.SoA.from_arrow(table, layout).to_aos().array
 
 

@@ -435,7 +435,7 @@ def _read_one(path: str, fmt: str) -> pa.Table:
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
-        return pq.read_table(path)
+        return pq.ParquetFile(path).read()  # (not read_table: it imports pandas, see layouts._arrays)
     if fmt == "arrows":
         with pa.OSFile(path, "rb") as f:
             return pa.ipc.open_stream(f).read_all()
@@ -755,7 +755,7 @@ def scan_dir(src: str, stream: Stream, fmt: "str | None" = None) -> DirSet:
                 order = None
             if order in ("big", "little"):
                 orders[stem] = order
-        tables[stem] = schema.remove_metadata().empty_table()
+        tables[stem] = pa.Table.from_batches([], schema=schema.remove_metadata())  # (empty_table imports pandas)
         files[stem] = os.path.join(label, e)
         paths[stem] = (p, kind)
     _check_columns(stream, tables, files)
