@@ -10,20 +10,26 @@ import layouts as lo
 from layouts import _backends, _cli
 
 
+def _convert_in_a_child(tmp_path, how, imported):
+    """``layouts convert a.bin <how> --to a.parquet`` in a new process: its exit status
+    and the modules it imported whose names start with one of ``imported``."""
+    code = (
+        "import sys; from layouts._cli import main; "
+        f"rc = main(['convert', {str(tmp_path / 'a.bin')!r}, *{how!r}, '--to', {str(tmp_path / 'a.parquet')!r}, "
+        f"'--quiet']); print(rc, sorted(m for m in sys.modules if m.startswith({imported!r})))"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return run.stdout + run.stderr
+
+
 def test_no_driver_no_numba_cuda_import(tmp_path):
     """Without a driver, --device auto decides on the CPU without importing Numba CUDA
     (about half a second of a small conversion's time)."""
     if _backends.driver_present():
         return  # a machine with a GPU driver: numba.cuda is imported to ask it
     np.arange(10, dtype=np.int32).tofile(tmp_path / "a.bin")
-    code = (
-        "import sys; from layouts._cli import main; "
-        f"rc = main(['convert', {str(tmp_path / 'a.bin')!r}, '--dtype', \"[('a', '<i4')]\", '--to', "
-        f"{str(tmp_path / 'a.parquet')!r}, '--quiet']); "
-        "print(rc, sorted(m for m in sys.modules if m.startswith(('numba.cuda', 'cuda', 'cupy'))))"
-    )
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert run.stdout == "0 []\n", run.stderr
+    out = _convert_in_a_child(tmp_path, ["--dtype", "[('a', '<i4')]"], ("numba.cuda", "cuda", "cupy"))
+    assert out == "0 []\n"
 
 
 def test_a_conversion_with_enums_and_a_mapped_file_imports_no_pandas(tmp_path):
@@ -33,14 +39,7 @@ def test_a_conversion_with_enums_and_a_mapped_file_imports_no_pandas(tmp_path):
     np.zeros(10, [("a", "<i4"), ("side", "<i4")]).tofile(tmp_path / "a.bin")
     header = tmp_path / "t.h"
     header.write_text("enum side { BUY, SELL };\nstruct t { int a; enum side side; };\n")
-    code = (
-        "import sys; from layouts._cli import main; "
-        f"rc = main(['convert', {str(tmp_path / 'a.bin')!r}, '--struct', {str(header) + ':t'!r}, '--to', "
-        f"{str(tmp_path / 'a.parquet')!r}, '--quiet']); "
-        "print(rc, sorted(m for m in sys.modules if m.split('.')[0] == 'pandas'))"
-    )
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert run.stdout == "0 []\n", run.stderr
+    assert _convert_in_a_child(tmp_path, ["--struct", f"{header}:t"], ("pandas",)) == "0 []\n"
     import pyarrow.parquet as pq
 
     assert pq.read_table(tmp_path / "a.parquet").column("side").to_pylist() == ["BUY"] * 10
