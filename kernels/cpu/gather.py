@@ -32,7 +32,7 @@ from .._memory import (
     store64,
     stream_fence,
 )
-from ..plan import COUNT, DATA, ELEM0, K_CSTR, K_TEXT, K_UTF32, KIND, OFFS, OFFSETS, P1, P2, VALID, WIDTH
+from ..plan import COUNT, DATA, ELEM0, K_CSTR, KIND, OFFS, OFFSETS, P1, P2, STRING_KINDS, VALID, WIDTH
 from ..threads import ROW_ALIGN, chunk_starts, run_chunks
 from .forward import _compact_strings, _forward_block, _fwd_string, _stage_block, _stage_plan, _unstage_block
 from .memory import BLOCK_BYTES, STAGE_RECORD_MAX, STREAM_BYTES, _jit, _offset_at, _set_offset
@@ -403,7 +403,7 @@ def aos_to_soa_at(buf, offsets, itemsize, runs, offset_at, nul, ops, offs, *, th
     fault = run_chunks(_forward_rows_at, starts, args, (owners, buf, offsets))
     if fault is None:
         for j in range(ops.shape[0]):
-            if ops[j, KIND] in (K_CSTR, K_UTF32, K_TEXT):
+            if ops[j, KIND] in STRING_KINDS:
                 if n:
                     _compact_strings(ops[j], starts)
                 else:  # no row wrote it: an empty column's one offset is 0
