@@ -327,101 +327,31 @@ def _copy_at(base, offsets, b0, b1, op, at, keep):
 
 
 @_jit
-def _direct_rows_at(
-    buf,
-    itemsize,
-    r0,
-    r1,
-    offsets,
-    at,
-    keep,
-    last,
-    run_src,
-    run_dst,
-    run_len,
-    offset_at,
-    nul_at,
-    nul_len,
-    nul_text,
-    ops,
-    which,
-    texts,
-    offs,
-    stream,
-    err,
-    stop,
-):
+def _direct_rows_at(buf, itemsize, r0, r1, offsets, direct, plan, stream, err, stop):
     """:func:`_forward_rows_at` for a plan :func:`direct_plan` accepts: each block of
     rows is converted an op at a time straight from the records in the stream (the
     first pass, a text copy that checks its values are plain ASCII, prefetches them;
-    the rest find them in cache), with no packed rows; with ``stream``, the fixed-width values through the stage and streaming
-    stores, as there. A block whose text is not all plain ASCII goes the gathered way
-    (:func:`_gathered_block`: the NUL check, UTF-8, trimming and their faults as there).
-    ``at[j]`` / ``keep[j]``: where op ``j`` (``ops`` then ``texts``) is read in the record
-    and the bytes kept (:func:`_copy_at`); ``last``: the last byte read of a record."""
+    the rest find them in cache), with no packed rows; with ``stream``, the fixed-width
+    values through the stage and streaming stores, as there. A block whose text is not
+    all plain ASCII goes the gathered way (:func:`_gathered_block`, with ``plan`` as
+    there: the NUL check, UTF-8, trimming and their faults as there). ``direct`` is
+    ``(at, keep, last)``: where op ``j`` (``ops`` then ``texts``) is read in the record
+    and the bytes kept (:func:`_copy_at`), and the last byte read of a record."""
+    ops = plan[7]
     block = min(DIRECT_ROWS, r1 - r0)
     stage_at, size = _stage_plan(ops, block)
     stage = np.empty(size if stream else 0, dtype=np.uint8)
     rows = np.zeros(max(block, 1) * itemsize + 8, dtype=np.uint8)  # a block that goes the gathered way
+    # (the arrays made here, used there: no early exit in the function that owns them)
     _direct_blocks_at(
-        buf,
-        itemsize,
-        r0,
-        r1,
-        offsets,
-        at,
-        keep,
-        last,
-        run_src,
-        run_dst,
-        run_len,
-        offset_at,
-        nul_at,
-        nul_len,
-        nul_text,
-        ops,
-        which,
-        texts,
-        offs,
-        stream,
-        stage_at,
-        stage,
-        rows,
-        ops.copy(),
-        err,
-        stop,
-    )  # (the arrays made above, used below: no early exit in the function that owns them)
+        buf, itemsize, r0, r1, offsets, direct, plan, stream, stage_at, stage, rows, ops.copy(), err, stop
+    )
 
 
 @_jit
-def _direct_blocks_at(
-    buf,
-    itemsize,
-    r0,
-    r1,
-    offsets,
-    at,
-    keep,
-    last,
-    run_src,
-    run_dst,
-    run_len,
-    offset_at,
-    nul_at,
-    nul_len,
-    nul_text,
-    ops,
-    which,
-    texts,
-    offs,
-    stream,
-    stage_at,
-    stage,
-    rows,
-    staged,
-    err,
-    stop,
-):
+def _direct_blocks_at(buf, itemsize, r0, r1, offsets, direct, plan, stream, stage_at, stage, rows, staged, err, stop):
+    at, keep, last = direct
+    ops, texts = plan[7], plan[9]
     src, base, packed = buf.ctypes.data, stage.ctypes.data, rows.ctypes.data
     nops, ntexts = ops.shape[0], texts.shape[0]
     b0 = r0
@@ -442,27 +372,7 @@ def _direct_blocks_at(
         if plain:
             for j in range(nops):
                 _copy_at(src, offsets, b0, b1, staged[j], at[j], keep[j])
-        elif not _gathered_block(
-            src,
-            offsets,
-            itemsize,
-            r0,
-            b0,
-            b1,
-            run_src,
-            run_dst,
-            run_len,
-            offset_at,
-            nul_at,
-            nul_len,
-            nul_text,
-            staged,
-            which,
-            texts,
-            offs,
-            packed,
-            err,
-        ):
+        elif not _gathered_block(src, offsets, itemsize, r0, b0, b1, plan, staged, packed, err):
             break
         if stream:
             _unstage_block(ops, stage_at, base, b0, b1)
@@ -557,99 +467,33 @@ def _rev_text(dst, itemsize, b0, b1, op, offs):
 
 
 @_jit
-def _forward_rows_at(
-    buf,
-    itemsize,
-    r0,
-    r1,
-    offsets,
-    run_src,
-    run_dst,
-    run_len,
-    offset_at,
-    nul_at,
-    nul_len,
-    nul_text,
-    ops,
-    which,
-    texts,
-    offs,
-    stream,
-    err,
-    stop,
-):
+def _forward_rows_at(buf, itemsize, r0, r1, offsets, plan, stream, err, stop):
     """:func:`kernels.cpu.forward._forward_rows` for records found through ``offsets`` (byte
     offsets into ``buf``) instead of at ``src + row * stride``: each block of rows is
     gathered (by the runs of the record's plan) into a packed row buffer that stays in
     cache, checked for NULs in its text fields, and goes through the same per-op block
-    kernel as contiguous records. No dense copy of the records is made.
+    kernel as contiguous records (:func:`_gathered_block`). No dense copy of the records
+    is made.
 
-    ``texts`` (ops of one ``S<n>`` string per record) are copied by :func:`_copy_text`
-    where a block's values are plain ASCII (:func:`_plain_text`), else by the general
-    string kernel; ``ops`` are the others, ``which`` the plan's number of each of
-    ``ops`` then ``texts`` (for the fault's op). ``nul_text`` (1): the NUL-checked
+    ``plan`` is ``(run_src, run_dst, run_len, offset_at, nul_at, nul_len, nul_text, ops,
+    which, texts, offs)``: ``texts`` (ops of one ``S<n>`` string per record) are copied by
+    :func:`_copy_text` where a block's values are plain ASCII (:func:`_plain_text`), else
+    by the general string kernel; ``ops`` are the others, ``which`` the plan's number of
+    each of ``ops`` then ``texts`` (for the fault's op). ``nul_text`` (1): the NUL-checked
     ranges are exactly the text ops' fields, so a block whose text is plain needs no
     separate NUL check."""
+    ops = plan[7]
     block = max(ROW_ALIGN, (BLOCK_BYTES // itemsize) // ROW_ALIGN * ROW_ALIGN)
     at, size = _stage_plan(ops, min(block, r1 - r0))
     stage = np.empty(size if stream else 0, dtype=np.uint8)
     # the bytes no run writes stay 0; 8 bytes of slack for _plain_text's word loads
     rows = np.zeros(max(min(block, r1 - r0), 1) * itemsize + 8, dtype=np.uint8)
-    _forward_blocks_at(
-        buf,
-        itemsize,
-        r0,
-        r1,
-        offsets,
-        run_src,
-        run_dst,
-        run_len,
-        offset_at,
-        nul_at,
-        nul_len,
-        nul_text,
-        ops,
-        which,
-        texts,
-        offs,
-        block,
-        stream,
-        at,
-        stage,
-        rows,
-        ops.copy(),
-        err,
-        stop,
-    )
+    _forward_blocks_at(buf, itemsize, r0, r1, offsets, plan, block, stream, at, stage, rows, ops.copy(), err, stop)
 
 
 @_jit
-def _forward_blocks_at(
-    buf,
-    itemsize,
-    r0,
-    r1,
-    offsets,
-    run_src,
-    run_dst,
-    run_len,
-    offset_at,
-    nul_at,
-    nul_len,
-    nul_text,
-    ops,
-    which,
-    texts,
-    offs,
-    block,
-    stream,
-    at,
-    stage,
-    rows,
-    staged,
-    err,
-    stop,
-):
+def _forward_blocks_at(buf, itemsize, r0, r1, offsets, plan, block, stream, at, stage, rows, staged, err, stop):
+    ops = plan[7]
     base = stage.ctypes.data
     src, packed = buf.ctypes.data, rows.ctypes.data
     b0 = r0
@@ -659,27 +503,7 @@ def _forward_blocks_at(
         b1 = min(b0 + block, r1)
         if stream:
             _stage_block(ops, staged, at, base, b0)
-        if not _gathered_block(
-            src,
-            offsets,
-            itemsize,
-            r0,
-            b0,
-            b1,
-            run_src,
-            run_dst,
-            run_len,
-            offset_at,
-            nul_at,
-            nul_len,
-            nul_text,
-            staged,
-            which,
-            texts,
-            offs,
-            packed,
-            err,
-        ):
+        if not _gathered_block(src, offsets, itemsize, r0, b0, b1, plan, staged, packed, err):
             break
         if stream:
             _unstage_block(ops, at, base, b0, b1)
@@ -689,31 +513,12 @@ def _forward_blocks_at(
 
 
 @_jit
-def _gathered_block(
-    src,
-    offsets,
-    itemsize,
-    r0,
-    b0,
-    b1,
-    run_src,
-    run_dst,
-    run_len,
-    offset_at,
-    nul_at,
-    nul_len,
-    nul_text,
-    ops,
-    which,
-    texts,
-    offs,
-    packed,
-    err,
-):
+def _gathered_block(src, offsets, itemsize, r0, b0, b1, plan, staged, packed, err):
     """Rows ``b0..b1`` of the chunk from ``r0``: gathered into the packed rows at
     ``packed``, checked for NULs in their text fields, and through the per-op block
-    kernel (``ops``, the staged plan or the plan itself) and the text kernels.
-    Returns False at a fault (``err`` set)."""
+    kernel (``staged``: the plan's ops, or their staged copy) and the text kernels.
+    ``plan`` as :func:`_forward_rows_at` takes it. Returns False at a fault (``err`` set)."""
+    run_src, run_dst, run_len, offset_at, nul_at, nul_len, nul_text, ops, which, texts, offs = plan
     _gather_rows(src, offsets, b0, b1, run_src, run_dst, run_len, offset_at, packed, itemsize)
     # row r of this block is at packed + (r - b0) * itemsize
     rows_at = packed - b0 * itemsize
@@ -727,7 +532,7 @@ def _gathered_block(
         if bad >= 0:
             err[0], err[1], err[2] = b0 + bad, -1, E_TEXT_NUL
             return False
-    if _forward_block(rows_at, itemsize, r0, b0, b1, ops, offs, err) != 0:
+    if _forward_block(rows_at, itemsize, r0, b0, b1, staged, offs, err) != 0:
         err[1] = which[err[1]]
         return False
     for t in range(texts.shape[0]):
@@ -752,8 +557,8 @@ def aos_to_soa_at(buf, offsets, itemsize, runs, offset_at, nul, ops, offs, *, th
     of the index go to the kernels' thread pool. A plan of fixed-width values, the
     ``_offset`` column and plain text (:func:`direct_plan`) is read in place, an op at a
     time per block of rows (:func:`_direct_rows_at`); ``direct=False``, or any other
-    plan, gathers each block into packed rows first (:func:`_forward_rows_at`). Returns ``None`` or the first fault
-    ``(row, op, code)``: ``(row, -1, E_TEXT_NUL)`` for a NUL byte in a text field.
+    plan, gathers each block into packed rows first (:func:`_forward_rows_at`).
+    Returns ``None`` or the first fault ``(row, op, code)``: ``(row, -1, E_TEXT_NUL)`` for a NUL byte in a text field.
     """
     n = offsets.shape[0]
     starts = chunk_starts(n, itemsize, threads)
@@ -761,15 +566,15 @@ def aos_to_soa_at(buf, offsets, itemsize, runs, offset_at, nul, ops, offs, *, th
     text, which = _texts(ops)
     # the NUL-checked ranges are the text ops' values: a plain block needs no NUL check
     nul_text = 1 if _nul_is_text(ops, offs, nul, text) else 0
-    gathered = (runs[:, 0].copy(), runs[:, 1].copy(), runs[:, 2].copy(), offset_at, nul[:, 0].copy(), nul[:, 1].copy())
-    plan = direct_plan(ops, offs, runs, offset_at, nul, text) if direct else None
-    if plan is not None:
-        at, keep, last = plan
-        args = (buf, itemsize, offsets, at, keep, last, *gathered, nul_text, ops[~text], which, ops[text], offs, stream)
-        fault = run_chunks(_direct_rows_at, starts, args, (owners, buf, offsets))
+    runs_nul = (runs[:, 0].copy(), runs[:, 1].copy(), runs[:, 2].copy(), offset_at, nul[:, 0].copy(), nul[:, 1].copy())
+    plan = (*runs_nul, nul_text, ops[~text], which, ops[text], offs)
+    read = direct_plan(ops, offs, runs, offset_at, nul, text) if direct else None
+    if read is not None:
+        fault = run_chunks(
+            _direct_rows_at, starts, (buf, itemsize, offsets, read, plan, stream), (owners, buf, offsets)
+        )
     else:
-        args = (buf, itemsize, offsets, *gathered, nul_text, ops[~text], which, ops[text], offs, stream)
-        fault = run_chunks(_forward_rows_at, starts, args, (owners, buf, offsets))
+        fault = run_chunks(_forward_rows_at, starts, (buf, itemsize, offsets, plan, stream), (owners, buf, offsets))
     if fault is None:
         for j in range(ops.shape[0]):
             if ops[j, KIND] in STRING_KINDS:
