@@ -80,6 +80,10 @@ K_ZONED = 11  # zoned decimal (DISPLAY) <-> decimal128 / int64
 K_BINARY = 12  # big-endian binary integer of WIDTH bytes <-> decimal128 / int64
 K_HFLOAT = 13  # IBM hexadecimal float, WIDTH 4 or 8 <-> float32 / float64
 
+# The kinds whose values are variable-length strings: their Arrow offsets are made final
+# (compacted) after a threaded or tiled run; one list for every backend.
+STRING_KINDS = (K_CSTR, K_UTF32, K_TEXT)
+
 F_NULL_INVALID = 16  # invalid bytes become nulls (the column has a validity bitmap)
 F_LEADING = 32  # zoned: the sign is on (or before) the first digit
 F_SEPARATE = 64  # zoned: the sign is its own byte, SENT = plus byte | minus byte << 8

@@ -142,8 +142,9 @@ def _walk(mode, buf, pos, end, count, fr, per_type, stop_at, offsets, lengths, t
     len_off, len_size, len_big, base, min_len, tag_off, tag_size, tag_big, direct, type_min, type_max = fr
     cap = offsets.shape[0] if mode == SCAN or mode == PROBE else np.int64(2**62)
     addr = buf.ctypes.data
+    if (mode == COUNT or mode == PLACE) and len_size == 2 and len_big and tag_size == 1:
+        pos, count = _walk_be16_tag8(mode == PLACE, addr, pos, end, count, fr, per_type, stop_at, offsets)
     need = len_off + len_size
-    ntypes = type_min.shape[0]
     while pos < end and count < cap:
         left = end - pos
         if left < need:
@@ -167,7 +168,7 @@ def _walk(mode, buf, pos, end, count, fr, per_type, stop_at, offsets, lengths, t
         elif tag_size == 2:
             k = load16(addr + pos + tag_off)
             t = direct[bswap16(k) if tag_big else k]
-        if t < 0 or t >= ntypes or n < type_min[t] or n > type_max[t]:
+        if not _known(t, n, type_min, type_max):
             break
         if mode == SCAN:
             offsets[count] = pos
@@ -175,14 +176,8 @@ def _walk(mode, buf, pos, end, count, fr, per_type, stop_at, offsets, lengths, t
             types[count] = t
             if n > per_type[t]:
                 per_type[t] = n
-        elif mode == COUNT:
-            per_type[t] += 1
-        elif mode == PLACE:
-            j = per_type[t]
-            if j >= stop_at[t]:
-                break
-            offsets[j] = pos
-            per_type[t] = j + 1
+        elif (mode == COUNT or mode == PLACE) and not _counted(mode == PLACE, t, pos, per_type, stop_at, offsets):
+            break
         count += 1
         pos += n
     return pos, count
@@ -221,6 +216,45 @@ def _walk_long(buf, pos, end, count, len_off, len_big, base, min_len, type_min0,
         count += 1
         pos += n
     return pos, count
+
+
+@_jit
+def _walk_be16_tag8(place, addr, pos, end, count, fr, per_type, stop_at, offsets):
+    """:func:`_walk`'s ``COUNT`` (``place`` False) or ``PLACE`` of the commonest framing,
+    a 2-byte big-endian length and a 1-byte tag (ITCH), with no branch on the framing
+    in the loop. It stops, as ``_walk`` would, at the first record that is anything
+    else, and ``_walk`` goes on from there (and stops at it with its own status)."""
+    len_off, base, min_len, tag_off, direct, type_min, type_max = fr[0], fr[3], fr[4], fr[5], fr[8], fr[9], fr[10]
+    last = end - (len_off + 2)  # the last record start whose length field is inside
+    while pos <= last:
+        n = np.int64(bswap16(load16(addr + pos + len_off))) + base
+        if n > end - pos or n < min_len or n <= 0:
+            break
+        t = direct[load8(addr + pos + tag_off)]
+        if not _known(t, n, type_min, type_max) or not _counted(place, t, pos, per_type, stop_at, offsets):
+            break
+        count += 1
+        pos += n
+    return pos, count
+
+
+@_jit
+def _known(t, n, type_min, type_max):
+    """Whether type ``t`` (-1: an unknown tag) is a type and ``n`` bytes one of its sizes."""
+    return t >= 0 and t < type_min.shape[0] and n >= type_min[t] and n <= type_max[t]
+
+
+@_jit
+def _counted(place, t, pos, per_type, stop_at, offsets):
+    """``COUNT`` (``place`` False) or ``PLACE`` the record at ``pos`` of type ``t``; False
+    where its type's places are all taken (the bytes changed since they were counted)."""
+    j = per_type[t]
+    if place:
+        if j >= stop_at[t]:
+            return False
+        offsets[j] = pos
+    per_type[t] = j + 1
+    return True
 
 
 @_jit

@@ -32,7 +32,24 @@ from .._memory import (
     store64,
     stream_fence,
 )
-from ..plan import COUNT, DATA, ELEM0, K_CSTR, K_TEXT, K_UTF32, KIND, OFFS, OFFSETS, P1, P2, VALID, WIDTH
+from ..plan import (
+    COUNT,
+    DATA,
+    ELEM0,
+    K_COPY,
+    K_CSTR,
+    KIND,
+    N_NONE,
+    NULLS,
+    OFFS,
+    OFFSETS,
+    P1,
+    P2,
+    STRING_KINDS,
+    SWAP,
+    VALID,
+    WIDTH,
+)
 from ..threads import ROW_ALIGN, chunk_starts, run_chunks
 from .forward import _compact_strings, _forward_block, _fwd_string, _stage_block, _stage_plan, _unstage_block
 from .memory import BLOCK_BYTES, STAGE_RECORD_MAX, STREAM_BYTES, _jit, _offset_at, _set_offset
@@ -186,13 +203,235 @@ def _copy_text(src, itemsize, r0, b0, b1, op, offs):
     else:
         for r in range(b0, b1):
             _copy_run(out + r * n, first + r * itemsize, n)
-    step = pos - b0 * n  # offset r + 1 is step + (r + 1) * n
+    _step_offsets(offsets, ow, pos - b0 * n, n, b0, b1)
+
+
+@_jit
+def _step_offsets(offsets, ow, step, n, b0, b1):
+    """Offsets ``r + 1`` of rows ``b0..b1`` of values of ``n`` bytes each: ``step + (r + 1) * n``."""
     if ow == 4:
         for r in range(b0, b1):
             store32(offsets + (r + 1) * 4, step + (r + 1) * n)
     else:
         for r in range(b0, b1):
             store64(offsets + (r + 1) * 8, step + (r + 1) * n)
+
+
+# --------------------------------------------- the direct kernel: fields read in place through the index
+
+DIRECT_ROWS = 256  # rows of one block of the direct kernel (its records stay in cache between the ops)
+
+
+@_jit
+def _copy_text_at(base, offsets, r0, b0, b1, op, at, last):
+    """:func:`_copy_text` of one ``S<n>`` value per record read in place (bytes ``at ..
+    at + n`` of the records at ``base + offsets[r]``, exactly those bytes read), checking
+    as it copies that they are plain ASCII (:func:`_plain_text`'s test). Returns False
+    where a value is not: the block's rows must then be written the general way, over
+    what this wrote. ``last >= 0``: the records ``PREFETCH_ROWS`` ahead are prefetched
+    (up to their byte ``last``)."""
+    n, ow = op[WIDTH], op[P2]
+    data, offs = op[DATA] + r0 * op[P1], op[OFFSETS]
+    pos = np.int64(0) if b0 == r0 else _offset_at(offs, b0, ow)
+    if b0 == 0:
+        _set_offset(offs, 0, ow, 0)
+    out = data + pos - b0 * n  # value r goes to out + r * n
+    first = base + at
+    ahead = offsets.shape[0]
+    if last >= 0:
+        for i in range(b0, min(b0 + PREFETCH_ROWS, ahead)):
+            prefetch(base + offsets[i])
+            prefetch(base + offsets[i] + last)
+    zero, high = np.uint64(0), np.uint64(0)
+    if n == 1 or n == 2 or n == 4 or n == 8:
+        mask = ~np.uint64(0) >> np.uint64(64 - 8 * n)
+        fill = ONES & ~mask
+        for r in range(b0, b1):
+            if last >= 0 and r + PREFETCH_ROWS < ahead:  # scattered records: the hardware does not foresee them
+                prefetch(base + offsets[r + PREFETCH_ROWS])
+                prefetch(base + offsets[r + PREFETCH_ROWS] + last)
+            a = first + offsets[r]
+            if n == 8:
+                w = np.uint64(load64(a))
+                store64(out + r * 8, w)
+            elif n == 4:
+                w = np.uint64(load32(a))
+                store32(out + r * 4, w)
+            elif n == 2:
+                w = np.uint64(load16(a))
+                store16(out + r * 2, w)
+            else:
+                w = np.uint64(load8(a))
+                store8(out + r, w)
+            v = (w & mask) | fill
+            zero |= (v - ONES) & ~v & HIGHS
+            high |= v
+        if zero != 0 or (high & HIGHS) != 0:
+            return False
+    else:
+        for r in range(b0, b1):
+            z, h = _bytes_seen(first + offsets[r], n)
+            if z or h:
+                return False
+            _copy_run(out + r * n, first + offsets[r], n)
+    _step_offsets(offs, ow, pos - b0 * n, n, b0, b1)
+    return True
+
+
+@_jit
+def _copy_at(base, offsets, b0, b1, op, at, keep):
+    """A fixed-width op (K_COPY of one value of 1, 2, 4 or 8 bytes, no nulls) read in
+    place: the word at byte ``at`` of each record at ``base + offsets[r]``, its bytes
+    outside ``keep`` cleared (those of a widened field that the packed record leaves 0),
+    byte-swapped where the op says, stored at row ``r`` of the column. ``at < 0``: the
+    record's offset itself (the ``_offset`` column)."""
+    w, dst, swap = op[WIDTH], op[DATA], op[SWAP] != 0
+    if at < 0:
+        for r in range(b0, b1):
+            store64(dst + r * 8, offsets[r])
+        return
+    first = base + at
+    if w == 8:
+        full = keep == np.uint64(0xFFFFFFFFFFFFFFFF)
+        if swap and full:
+            for r in range(b0, b1):
+                store64(dst + r * 8, bswap64(load64(first + offsets[r])))
+        elif swap:
+            for r in range(b0, b1):
+                store64(dst + r * 8, bswap64(np.uint64(load64(first + offsets[r])) & keep))
+        elif full:
+            for r in range(b0, b1):
+                store64(dst + r * 8, load64(first + offsets[r]))
+        else:
+            for r in range(b0, b1):
+                store64(dst + r * 8, np.uint64(load64(first + offsets[r])) & keep)
+    elif w == 4:
+        k4 = np.uint32(keep)
+        if swap:
+            for r in range(b0, b1):
+                store32(dst + r * 4, bswap32(np.uint32(load32(first + offsets[r])) & k4))
+        else:
+            for r in range(b0, b1):
+                store32(dst + r * 4, np.uint32(load32(first + offsets[r])) & k4)
+    elif w == 2:
+        k2 = np.uint16(keep)
+        if swap:
+            for r in range(b0, b1):
+                store16(dst + r * 2, bswap16(np.uint16(load16(first + offsets[r])) & k2))
+        else:
+            for r in range(b0, b1):
+                store16(dst + r * 2, np.uint16(load16(first + offsets[r])) & k2)
+    else:
+        for r in range(b0, b1):
+            store8(dst + r, load8(first + offsets[r]))
+
+
+@_jit
+def _direct_rows_at(buf, itemsize, r0, r1, offsets, direct, plan, stream, err, stop):
+    """:func:`_forward_rows_at` for a plan :func:`direct_plan` accepts: each block of
+    rows is converted an op at a time straight from the records in the stream (the
+    first pass, a text copy that checks its values are plain ASCII, prefetches them;
+    the rest find them in cache), with no packed rows; with ``stream``, the fixed-width
+    values through the stage and streaming stores, as there. A block whose text is not
+    all plain ASCII goes the gathered way (:func:`_gathered_block`, with ``plan`` as
+    there: the NUL check, UTF-8, trimming and their faults as there). ``direct`` is
+    ``(at, keep, last)``: where op ``j`` (``ops`` then ``texts``) is read in the record
+    and the bytes kept (:func:`_copy_at`), and the last byte read of a record."""
+    ops = plan[7]
+    block = min(DIRECT_ROWS, r1 - r0)
+    stage_at, size = _stage_plan(ops, block)
+    stage = np.empty(size if stream else 0, dtype=np.uint8)
+    rows = np.zeros(max(block, 1) * itemsize + 8, dtype=np.uint8)  # a block that goes the gathered way
+    # (the arrays made here, used there: no early exit in the function that owns them)
+    _direct_blocks_at(
+        buf, itemsize, r0, r1, offsets, direct, plan, stream, stage_at, stage, rows, ops.copy(), err, stop
+    )
+
+
+@_jit
+def _direct_blocks_at(buf, itemsize, r0, r1, offsets, direct, plan, stream, stage_at, stage, rows, staged, err, stop):
+    at, keep, last = direct
+    ops, texts = plan[7], plan[9]
+    src, base, packed = buf.ctypes.data, stage.ctypes.data, rows.ctypes.data
+    nops, ntexts = ops.shape[0], texts.shape[0]
+    b0 = r0
+    while b0 < r1:
+        if stop[0] != 0:
+            break
+        b1 = min(b0 + DIRECT_ROWS, r1)
+        if ntexts == 0:  # (else the first text pass prefetches the records)
+            for r in range(b0, b1):
+                prefetch(src + offsets[r])
+        plain = True
+        for t in range(ntexts):
+            if not _copy_text_at(src, offsets, r0, b0, b1, texts[t], at[nops + t], last if t == 0 else -1):
+                plain = False
+                break
+        if stream:
+            _stage_block(ops, staged, stage_at, base, b0)
+        if plain:
+            for j in range(nops):
+                _copy_at(src, offsets, b0, b1, staged[j], at[j], keep[j])
+        elif not _gathered_block(src, offsets, itemsize, r0, b0, b1, plan, staged, packed, err):
+            break
+        if stream:
+            _unstage_block(ops, stage_at, base, b0, b1)
+        b0 = b1
+    if stream:
+        stream_fence()
+
+
+def direct_plan(ops, offs, runs, offset_at, nul, text):
+    """Where the direct kernel reads each op (``ops[~text]`` then ``ops[text]``) in a
+    record: ``(at, keep, last)`` (see :func:`_direct_rows_at`), or None where the plan has
+    anything else than fixed-width values of 1, 2, 4 or 8 bytes with no nulls, the
+    ``_offset`` column and plain ``S<n>`` text, all NUL-checked text fields being text
+    ops. A field the packed record widens (its uncovered bytes 0) is read as a word from
+    the bytes of the record around it, the others cleared, only where that word lies
+    inside the bytes the runs read (those the caller checked lie in the stream)."""
+    if not len(runs) or (len(nul) and not _nul_is_text(ops, offs, nul, text)):
+        return None
+    lo = int(runs[:, 0].min())
+    hi = int((runs[:, 0] + runs[:, 2]).max())
+    order = [*np.flatnonzero(~text), *np.flatnonzero(text)]
+    at = np.zeros(len(order), np.int64)
+    keep = np.zeros(len(order), np.uint64)
+    for i, j in enumerate(order):
+        op = ops[j]
+        p, w = int(offs[op[OFFS]]), int(op[WIDTH])
+        if op[COUNT] != 1 or op[VALID] != 0 or op[NULLS] != N_NONE:
+            return None
+        over = [
+            (int(s), int(d), int(n)) for s, d, n in runs.tolist() if d < p + w and d + n > p
+        ]  # the runs writing bytes of the field
+        if text[j]:
+            if op[KIND] != K_CSTR or len(over) != 1 or over[0][1] > p or over[0][1] + over[0][2] < p + w:
+                return None
+            at[i] = over[0][0] + p - over[0][1]
+            continue
+        if op[KIND] != K_COPY or w not in (1, 2, 4, 8):
+            return None
+        if not over:
+            if p != offset_at or w != 8:
+                return None
+            at[i] = -1  # the record's offset
+            continue
+        if len(over) != 1:
+            return None
+        s, d, n = over[0]
+        k0, k1 = max(d, p) - p, min(d + n, p + w) - p  # the field's bytes the run writes
+        start = s + (p + k0 - d) - k0  # the record byte under the field's first byte
+        if start < lo or start + w > hi:
+            return None
+        at[i] = start
+        keep[i] = np.uint64(sum(0xFF << (8 * b) for b in range(k0, k1)))
+    return at, keep, hi - 1
+
+
+def _nul_is_text(ops, offs, nul, text):
+    """Whether the NUL-checked ranges are exactly the text ops' values."""
+    values = sorted((int(offs[o[OFFS]]), int(o[WIDTH])) for o in ops[text])
+    return sorted(map(tuple, nul.tolist())) == values
 
 
 def _texts(ops):
@@ -228,135 +467,43 @@ def _rev_text(dst, itemsize, b0, b1, op, offs):
 
 
 @_jit
-def _forward_rows_at(
-    buf,
-    itemsize,
-    r0,
-    r1,
-    offsets,
-    run_src,
-    run_dst,
-    run_len,
-    offset_at,
-    nul_at,
-    nul_len,
-    nul_text,
-    ops,
-    which,
-    texts,
-    offs,
-    stream,
-    err,
-    stop,
-):
+def _forward_rows_at(buf, itemsize, r0, r1, offsets, plan, stream, err, stop):
     """:func:`kernels.cpu.forward._forward_rows` for records found through ``offsets`` (byte
     offsets into ``buf``) instead of at ``src + row * stride``: each block of rows is
     gathered (by the runs of the record's plan) into a packed row buffer that stays in
     cache, checked for NULs in its text fields, and goes through the same per-op block
-    kernel as contiguous records. No dense copy of the records is made.
+    kernel as contiguous records (:func:`_gathered_block`). No dense copy of the records
+    is made.
 
-    ``texts`` (ops of one ``S<n>`` string per record) are copied by :func:`_copy_text`
-    where a block's values are plain ASCII (:func:`_plain_text`), else by the general
-    string kernel; ``ops`` are the others, ``which`` the plan's number of each of
-    ``ops`` then ``texts`` (for the fault's op). ``nul_text`` (1): the NUL-checked
+    ``plan`` is ``(run_src, run_dst, run_len, offset_at, nul_at, nul_len, nul_text, ops,
+    which, texts, offs)``: ``texts`` (ops of one ``S<n>`` string per record) are copied by
+    :func:`_copy_text` where a block's values are plain ASCII (:func:`_plain_text`), else
+    by the general string kernel; ``ops`` are the others, ``which`` the plan's number of
+    each of ``ops`` then ``texts`` (for the fault's op). ``nul_text`` (1): the NUL-checked
     ranges are exactly the text ops' fields, so a block whose text is plain needs no
     separate NUL check."""
+    ops = plan[7]
     block = max(ROW_ALIGN, (BLOCK_BYTES // itemsize) // ROW_ALIGN * ROW_ALIGN)
     at, size = _stage_plan(ops, min(block, r1 - r0))
     stage = np.empty(size if stream else 0, dtype=np.uint8)
     # the bytes no run writes stay 0; 8 bytes of slack for _plain_text's word loads
     rows = np.zeros(max(min(block, r1 - r0), 1) * itemsize + 8, dtype=np.uint8)
-    _forward_blocks_at(
-        buf,
-        itemsize,
-        r0,
-        r1,
-        offsets,
-        run_src,
-        run_dst,
-        run_len,
-        offset_at,
-        nul_at,
-        nul_len,
-        nul_text,
-        ops,
-        which,
-        texts,
-        offs,
-        block,
-        stream,
-        at,
-        stage,
-        rows,
-        ops.copy(),
-        err,
-        stop,
-    )
+    _forward_blocks_at(buf, itemsize, r0, r1, offsets, plan, block, stream, at, stage, rows, ops.copy(), err, stop)
 
 
 @_jit
-def _forward_blocks_at(
-    buf,
-    itemsize,
-    r0,
-    r1,
-    offsets,
-    run_src,
-    run_dst,
-    run_len,
-    offset_at,
-    nul_at,
-    nul_len,
-    nul_text,
-    ops,
-    which,
-    texts,
-    offs,
-    block,
-    stream,
-    at,
-    stage,
-    rows,
-    staged,
-    err,
-    stop,
-):
+def _forward_blocks_at(buf, itemsize, r0, r1, offsets, plan, block, stream, at, stage, rows, staged, err, stop):
+    ops = plan[7]
     base = stage.ctypes.data
     src, packed = buf.ctypes.data, rows.ctypes.data
-    nops = ops.shape[0]
     b0 = r0
     while b0 < r1:
         if stop[0] != 0:
             break
         b1 = min(b0 + block, r1)
-        _gather_rows(src, offsets, b0, b1, run_src, run_dst, run_len, offset_at, packed, itemsize)
-        # row r of this block is at packed + (r - b0) * itemsize
-        rows_at = packed - b0 * itemsize
-        plain = True
-        for t in range(texts.shape[0]):
-            if not _plain_text(rows_at, itemsize, b0, b1, texts[t], offs):
-                plain = False
-                break
-        if nul_at.shape[0] > 0 and not (plain and nul_text):
-            bad = _first_nul_rows(packed, itemsize, b1 - b0, nul_at, nul_len)
-            if bad >= 0:
-                err[0], err[1], err[2] = b0 + bad, -1, E_TEXT_NUL
-                break
         if stream:
             _stage_block(ops, staged, at, base, b0)
-        if _forward_block(rows_at, itemsize, r0, b0, b1, staged, offs, err) != 0:
-            err[1] = which[err[1]]
-            break
-        code = 0
-        for t in range(texts.shape[0]):
-            if plain or _plain_text(rows_at, itemsize, b0, b1, texts[t], offs):
-                _copy_text(rows_at, itemsize, r0, b0, b1, texts[t], offs)
-            else:
-                row, code = _fwd_string(rows_at, itemsize, r0, b0, b1, texts[t], offs)
-                if code != 0:
-                    err[0], err[1], err[2] = row, which[nops + t], code
-                    break
-        if code != 0:
+        if not _gathered_block(src, offsets, itemsize, r0, b0, b1, plan, staged, packed, err):
             break
         if stream:
             _unstage_block(ops, at, base, b0, b1)
@@ -365,7 +512,41 @@ def _forward_blocks_at(
         stream_fence()
 
 
-def aos_to_soa_at(buf, offsets, itemsize, runs, offset_at, nul, ops, offs, *, threads=None, owners=None):
+@_jit
+def _gathered_block(src, offsets, itemsize, r0, b0, b1, plan, staged, packed, err):
+    """Rows ``b0..b1`` of the chunk from ``r0``: gathered into the packed rows at
+    ``packed``, checked for NULs in their text fields, and through the per-op block
+    kernel (``staged``: the plan's ops, or their staged copy) and the text kernels.
+    ``plan`` as :func:`_forward_rows_at` takes it. Returns False at a fault (``err`` set)."""
+    run_src, run_dst, run_len, offset_at, nul_at, nul_len, nul_text, ops, which, texts, offs = plan
+    _gather_rows(src, offsets, b0, b1, run_src, run_dst, run_len, offset_at, packed, itemsize)
+    # row r of this block is at packed + (r - b0) * itemsize
+    rows_at = packed - b0 * itemsize
+    plain = True
+    for t in range(texts.shape[0]):
+        if not _plain_text(rows_at, itemsize, b0, b1, texts[t], offs):
+            plain = False
+            break
+    if nul_at.shape[0] > 0 and not (plain and nul_text):
+        bad = _first_nul_rows(packed, itemsize, b1 - b0, nul_at, nul_len)
+        if bad >= 0:
+            err[0], err[1], err[2] = b0 + bad, -1, E_TEXT_NUL
+            return False
+    if _forward_block(rows_at, itemsize, r0, b0, b1, staged, offs, err) != 0:
+        err[1] = which[err[1]]
+        return False
+    for t in range(texts.shape[0]):
+        if plain or _plain_text(rows_at, itemsize, b0, b1, texts[t], offs):
+            _copy_text(rows_at, itemsize, r0, b0, b1, texts[t], offs)
+        else:
+            row, code = _fwd_string(rows_at, itemsize, r0, b0, b1, texts[t], offs)
+            if code != 0:
+                err[0], err[1], err[2] = row, which[ops.shape[0] + t], code
+                return False
+    return True
+
+
+def aos_to_soa_at(buf, offsets, itemsize, runs, offset_at, nul, ops, offs, *, threads=None, owners=None, direct=True):
     """:func:`kernels.cpu.aos_to_soa` of the records at ``buf[offsets[i]:]`` (uint8
     ``buf``, int64 ``offsets``), each read by ``runs`` (``(k, 3)`` int64: source offset
     in the record, destination in the packed record of ``itemsize`` bytes, length) with
@@ -373,37 +554,30 @@ def aos_to_soa_at(buf, offsets, itemsize, runs, offset_at, nul, ops, offs, *, th
     start, length in the packed record) are text fields that must hold no zero byte.
 
     The caller has checked that every run of every record lies inside ``buf``. Chunks
-    of the index go to the kernels' thread pool. Returns ``None`` or the first fault
-    ``(row, op, code)``: ``(row, -1, E_TEXT_NUL)`` for a NUL byte in a text field.
+    of the index go to the kernels' thread pool. A plan of fixed-width values, the
+    ``_offset`` column and plain text (:func:`direct_plan`) is read in place, an op at a
+    time per block of rows (:func:`_direct_rows_at`); ``direct=False``, or any other
+    plan, gathers each block into packed rows first (:func:`_forward_rows_at`).
+    Returns ``None`` or the first fault ``(row, op, code)``: ``(row, -1, E_TEXT_NUL)`` for a NUL byte in a text field.
     """
     n = offsets.shape[0]
     starts = chunk_starts(n, itemsize, threads)
     stream = n * itemsize >= STREAM_BYTES and itemsize <= STAGE_RECORD_MAX
     text, which = _texts(ops)
     # the NUL-checked ranges are the text ops' values: a plain block needs no NUL check
-    values = sorted((int(offs[o[OFFS]]), int(o[WIDTH])) for o in ops[text])
-    nul_text = 1 if sorted(map(tuple, nul.tolist())) == values else 0
-    args = (
-        buf,
-        itemsize,
-        offsets,
-        runs[:, 0].copy(),
-        runs[:, 1].copy(),
-        runs[:, 2].copy(),
-        offset_at,
-        nul[:, 0].copy(),
-        nul[:, 1].copy(),
-        nul_text,
-        ops[~text],
-        which,
-        ops[text],
-        offs,
-        stream,
-    )
-    fault = run_chunks(_forward_rows_at, starts, args, (owners, buf, offsets))
+    nul_text = 1 if _nul_is_text(ops, offs, nul, text) else 0
+    runs_nul = (runs[:, 0].copy(), runs[:, 1].copy(), runs[:, 2].copy(), offset_at, nul[:, 0].copy(), nul[:, 1].copy())
+    plan = (*runs_nul, nul_text, ops[~text], which, ops[text], offs)
+    read = direct_plan(ops, offs, runs, offset_at, nul, text) if direct else None
+    if read is not None:
+        fault = run_chunks(
+            _direct_rows_at, starts, (buf, itemsize, offsets, read, plan, stream), (owners, buf, offsets)
+        )
+    else:
+        fault = run_chunks(_forward_rows_at, starts, (buf, itemsize, offsets, plan, stream), (owners, buf, offsets))
     if fault is None:
         for j in range(ops.shape[0]):
-            if ops[j, KIND] in (K_CSTR, K_UTF32, K_TEXT):
+            if ops[j, KIND] in STRING_KINDS:
                 if n:
                     _compact_strings(ops[j], starts)
                 else:  # no row wrote it: an empty column's one offset is 0

@@ -6,13 +6,11 @@ import time
 import numpy as np
 
 from ..plan import (
-    K_CSTR,
-    K_TEXT,
-    K_UTF32,
     KIND,
     NCOLS,
     OFFSETS,
     P2,
+    STRING_KINDS,
 )
 from ..threads import chunk_starts, run_chunks
 from .forward import _compact_strings, _forward_rows
@@ -50,7 +48,7 @@ def aos_to_soa(src, stride, n, ops, offs, *, threads=None, owners=None):
     fault = run_chunks(_forward_rows, starts, (src, stride, ops, offs, stream), owners)
     if fault is None:
         for j in range(ops.shape[0]):
-            if ops[j, KIND] in (K_CSTR, K_UTF32, K_TEXT):
+            if ops[j, KIND] in STRING_KINDS:
                 if n:
                     _compact_strings(ops[j], starts)
                 else:  # no row wrote it: an empty column's one offset is 0

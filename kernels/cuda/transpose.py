@@ -40,6 +40,7 @@ from ..plan import (
     P2,
     P3,
     SENT,
+    STRING_KINDS,
     SWAP,
     TABLE,
     VALID,
@@ -496,7 +497,7 @@ class Plan:
         self.strings = [
             (j, cuda.to_device(np.ascontiguousarray(self.ops[j]), stream=stream))
             for j in range(self.nops)
-            if self.ops[j, KIND] in (K_CSTR, K_UTF32, K_TEXT)
+            if self.ops[j, KIND] in STRING_KINDS
         ]
 
 
