@@ -16,7 +16,8 @@ index and data files, Numba's serialisation) are found by *content*:
   ``NUMBA_CPU_NAME=generic``), so any machine of that platform loads it;
 * then in a per-user cache directory, ``$LAYOUTS_CACHE_DIR`` or ``$NUMBA_CACHE_DIR/layouts``
   or the user cache directory (``~/.cache/layouts`` on Linux), one folder per content
-  hash. Kernels that had to be compiled (a wheel built with other versions, a source
+  hash (one that cannot be written, a read-only mount of a filled cache, is still
+  read). Kernels that had to be compiled (a wheel built with other versions, a source
   checkout, ``LAYOUTS_SHIPPED_KERNELS=0``) are saved there, for this machine's CPU:
   compiled once per machine, not once per install.
 
@@ -112,6 +113,22 @@ def _machine_bases():
 
 
 _machine = []
+_readonly = []
+
+
+def readonly_dirs():
+    """The cache folders of these sources that exist but cannot be written (a cache put in
+    a Docker image or on a read-only mount), before the writable one: read, never saved to."""
+    if not _readonly:
+        found = []
+        for base in _machine_bases():
+            path = os.path.join(base, f"kernels-{STAMP[:24]}")
+            if path == machine_dir():
+                break
+            if os.path.isdir(path) and os.access(path, os.R_OK | os.X_OK):
+                found.append(path)
+        _readonly.append(found)
+    return _readonly[0]
 
 
 def machine_dir():
@@ -241,9 +258,9 @@ class KernelCache(caching.FunctionCache):
         shipped = shipped_dir()
         if shipped is not None and ship is None and os.path.isdir(shipped):
             self._sources.append((_CacheFile(shipped, base, STAMP), True))
-        if mine is not None:
-            self._sources.append((_CacheFile(mine, base, STAMP), False))
-        self._targets = [f for f, _ in self._sources if not _]
+        self._sources += [(_CacheFile(path, base, STAMP), False) for path in readonly_dirs()]
+        self._targets = [] if mine is None else [_CacheFile(mine, base, STAMP)]
+        self._sources += [(f, False) for f in self._targets]
         self._ship = _CacheFile(ship, base, STAMP) if ship is not None else None
         self._cache_path = mine or HERE
         self.enable()

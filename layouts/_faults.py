@@ -166,8 +166,12 @@ def reverse_error(layout, columns, fault):
     elif code == P.E_NUL:
         msg = (
             f"{where}: {value!r} holds a NUL byte, and {target} is a C string (bytes_as='binary' or "
-            f"'string'), which ends at its first NUL: the bytes after it would be lost. Remove the NUL, "
-            f"or bind the field with bytes_as='fixed' to keep its raw bytes"
+            f"'string'), which ends at its first NUL: the bytes after it would be lost. "
+            + (
+                "A record stream's _tail: write the stream back with layouts.write_stream, which keeps every byte"
+                if f.name == "_tail"
+                else "Remove the NUL, or bind the field with bytes_as='fixed' to keep its raw bytes"
+            )
         )
     elif code == P.E_INEXACT:
         msg = (

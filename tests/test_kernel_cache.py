@@ -44,6 +44,28 @@ def test_new_process_loads_kernels_from_disk(tmp_path):
     assert second == ["1", "0"] * 2  # loaded, not compiled
 
 
+def test_a_cache_folder_that_cannot_be_written_is_still_read(tmp_path):
+    """A filled cache on a read-only mount (a Docker image's, a CI cache's) is loaded
+    from, not ignored: the kernel is not compiled again, and nothing is written there."""
+    script = textwrap.dedent("""
+        import sys, numpy as np
+        from layouts.kernels import _cache
+        if sys.argv[1] == "read-only":
+            _cache._writable = lambda path: False  # (as a read-only mount answers; root could write a chmod'ed folder)
+        from layouts.kernels import stream
+        stream.arith(np.zeros(4, np.int64), 3, 2)
+        print(sum(stream.arith.stats.cache_hits.values()), sum(stream.arith.stats.cache_misses.values()))
+    """)
+    env = dict(os.environ, LAYOUTS_CACHE_DIR=str(tmp_path / "cache"), LAYOUTS_SHIPPED_KERNELS="0")
+    run = lambda how: subprocess.run(
+        [sys.executable, "-c", script, how], env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert run("writable") == ["0", "1"]
+    files = sorted(p.name for p in (tmp_path / "cache").rglob("*"))
+    assert run("read-only") == ["1", "0"]  # loaded, not compiled
+    assert sorted(p.name for p in (tmp_path / "cache").rglob("*")) == files
+
+
 def test_every_kernel_is_cached_by_content():
     """Each CPU kernel of the package (each dispatcher of every module under
     ``layouts.kernels`` but the CUDA ones) keeps its code in the content-keyed cache
