@@ -279,9 +279,14 @@ class KernelCache(caching.FunctionCache):
             f.flush()
 
     def _keys(self, sig, magic):
+        """Where to look, in order: the shipped kernels (the baseline CPU's code), then each
+        folder of this machine for this CPU's code, then for the baseline CPU's (a wheel
+        built on this machine left a copy there: a checkout of the same sources, or a
+        process run from one, loads it rather than compiling)."""
+        generic = (magic[0], PORTABLE_CPU, "")
         for f, portable in self._sources:
-            use = (magic[0], PORTABLE_CPU, "") if portable else magic
-            yield f, self._index_key(sig, _Magic(use))
+            for use in (generic,) if portable else (magic, generic):
+                yield f, self._index_key(sig, _Magic(use))
 
     def holds(self, sig, magic):
         """Whether a compiled kernel for ``sig`` on a codegen with ``magic`` is on disk."""

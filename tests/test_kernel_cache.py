@@ -66,6 +66,25 @@ def test_a_cache_folder_that_cannot_be_written_is_still_read(tmp_path):
     assert sorted(p.name for p in (tmp_path / "cache").rglob("*")) == files
 
 
+def test_the_baseline_cpus_code_a_wheel_build_left_is_loaded(tmp_path):
+    """A wheel built on this machine leaves a copy of its kernels (the platform's baseline
+    CPU's code) in this machine's cache; a process running the same sources from a
+    checkout loads that rather than compiling (as CI's tests of the checkout do)."""
+    script = textwrap.dedent("""
+        import numpy as np
+        from layouts.kernels import stream
+        stream.arith(np.zeros(4, np.int64), 3, 2)
+        print(sum(stream.arith.stats.cache_hits.values()), sum(stream.arith.stats.cache_misses.values()))
+    """)
+    env = dict(os.environ, LAYOUTS_CACHE_DIR=str(tmp_path / "cache"), LAYOUTS_SHIPPED_KERNELS="0")
+    run = lambda env: subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
+    ship = dict(env, LAYOUTS_SHIP_KERNELS=str(tmp_path / "wheel"), NUMBA_CPU_NAME="generic")  # (as --ship sets)
+    assert run(ship) == ["0", "1"]
+    assert run(env) == ["1", "0"]
+
+
 def test_every_kernel_is_cached_by_content():
     """Each CPU kernel of the package (each dispatcher of every module under
     ``layouts.kernels`` but the CUDA ones) keeps its code in the content-keyed cache
