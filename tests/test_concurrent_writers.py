@@ -184,7 +184,7 @@ def kill_loop(tmp_path, tables, unnamed, replace, kills, seed):
 @pytest.mark.slow
 @pytest.mark.skipif(not _files.UNNAMED, reason="needs O_TMPFILE and /proc (Linux)")
 def test_sigkill_at_random_moments_leaves_no_files(tmp_path, two_inputs):
-    assert kill_loop(tmp_path, two_inputs, unnamed=True, replace=False, kills=12, seed=15) == []
+    assert kill_loop(tmp_path, two_inputs, unnamed=True, replace=False, kills=8, seed=15) == []
     assert sorted(p.name for p in tmp_path.iterdir()) in (
         ["in1.bin", "in2.bin", "ready", "warm.arrow"],
         ["in1.bin", "in2.bin", "out.arrow", "ready", "warm.arrow"],

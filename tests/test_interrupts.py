@@ -288,7 +288,7 @@ def test_signal_loop_against_layouts_convert(packed_ticks, how):
     sig = getattr(signal, how)
     before = sorted(os.listdir(d))
     codes = {}
-    for i in range(10 if how == "SIGINT" else 6):
+    for i in range(6 if how == "SIGINT" else 4):
         suffix = ("arrow", "parquet")[i % 2]
         data, seconds = expected[suffix]
         dst = d / f"out.{suffix}"
