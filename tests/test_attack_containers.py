@@ -170,6 +170,7 @@ def plus_one(x):
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs")
 def test_cache_files_that_are_fifos_are_misses_not_hangs(tmp_path):
     """A kernel cache whose index (or data) files are FIFOs hung the first call: Numba's

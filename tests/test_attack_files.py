@@ -50,7 +50,7 @@ def _records(n, start=0):
 # ----------------------------------------------------------------- 1. an IPC input truncated meanwhile
 
 
-@pytest.mark.parametrize("kind", ["file", "stream"])
+@pytest.mark.parametrize("kind", ["file", pytest.param("stream", marks=pytest.mark.slow)])
 def test_an_ipc_input_truncated_while_converted_is_an_error_not_sigbus(tmp_path, kind):
     """IPC inputs used to be memory-mapped and pyarrow's reads of the map were not
     guarded: a truncation killed the process with SIGBUS. They are read now."""

@@ -261,6 +261,7 @@ def test_reverse_errors_name_the_records(tmp_path):
 # ---------------------------------------------------------------------- command
 
 
+@pytest.mark.slow
 def test_convert_command_with_a_c_header_and_stdin(tmp_path, capsys):
     header = tmp_path / "rec.h"
     header.write_text("#include <stdint.h>\nstruct rec { int32_t id; float x; uint16_t f:3, g:13; };\n")

@@ -57,7 +57,11 @@ def blocks(page):
     return out
 
 
-SLOW_PAGES = ("streams.md", "dask.md")  # their examples take 3-10 s: in the full suite, not the fast loop
+SLOW_PAGES = (
+    "streams.md",
+    "dask.md",
+    "reliability.md",
+)  # their examples take 2-10 s: in the full suite, not the fast loop
 
 
 @pytest.mark.parametrize(

@@ -596,7 +596,7 @@ sys.exit(_cli.main())
 """
 
 
-@pytest.mark.parametrize("how", ["callback", "exec"])
+@pytest.mark.parametrize("how", [pytest.param("callback", marks=pytest.mark.slow), "exec"])
 def test_ctrl_c_that_python_swallows_or_remembers(packed_ticks, tmp_path, how):
     """callback: ctypes prints a KeyboardInterrupt raised in a callback ("Exception ignored
     on calling ctypes callback function", a traceback) and drops it; the conversion went on

@@ -6,6 +6,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 import layouts as lo
 from layouts.kernels import cpu
@@ -44,6 +45,7 @@ def test_new_process_loads_kernels_from_disk(tmp_path):
     assert second == ["1", "0"] * 2  # loaded, not compiled
 
 
+@pytest.mark.slow
 def test_a_cache_folder_that_cannot_be_written_is_still_read(tmp_path):
     """A filled cache on a read-only mount (a Docker image's, a CI cache's) is loaded
     from, not ignored: the kernel is not compiled again, and nothing is written there."""
@@ -66,6 +68,7 @@ def test_a_cache_folder_that_cannot_be_written_is_still_read(tmp_path):
     assert sorted(p.name for p in (tmp_path / "cache").rglob("*")) == files
 
 
+@pytest.mark.slow
 def test_the_baseline_cpus_code_a_wheel_build_left_is_loaded(tmp_path):
     """A wheel built on this machine leaves a copy of its kernels (the platform's baseline
     CPU's code) in this machine's cache; a process running the same sources from a

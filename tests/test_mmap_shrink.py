@@ -53,6 +53,7 @@ def test_a_file_truncated_between_chunks_is_a_clear_error(tmp_path):
     ) in out, out
 
 
+@pytest.mark.slow
 def test_pages_lost_while_a_chunk_converts_read_as_zeros_and_are_reported(tmp_path):
     """The race the size check cannot close: the file shrinks after a chunk was checked,
     while the kernel (and the reader thread) read it. No SIGBUS; the chunk is reported."""
