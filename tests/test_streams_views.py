@@ -251,3 +251,16 @@ def test_many_packets_on_the_kernels_threads():
     raw = _pcap("<", True, sizes)
     t = _same(raw)
     assert lo.write_stream(t, "pcap") == raw
+
+
+def test_a_column_whose_kind_and_buffers_disagree_is_refused_before_a_kernel_reads_it():
+    """The defect behind the _tail fix: a binary column bound as fixed-width bytes made the
+    way back read past it. reverse_ops now refuses such a column, naming the field."""
+    from layouts._plan import ColumnBuffers
+
+    soa = lo.read_stream(_pcap("<", False, [3, 5]), "pcap")["packet"]
+    tail = soa._columns[-1]
+    wrong = ColumnBuffers(tail.type, tail.length, tail.validity, tail.offsets, tail.data, 0, "copy")
+    bad = lo.SoA(soa.layout, len(soa), list(soa._columns[:-1]) + [wrong])
+    with pytest.raises(lo.LayoutError, match=r"field '_tail': its column is binary read as kind 'copy'"):
+        bad.to_aos()
