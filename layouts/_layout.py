@@ -373,6 +373,10 @@ class Layout:
     encodings: tuple  # ((leaf name, Encoding), ...) sorted by name
     fields: tuple = field(compare=False, repr=False)
     _tree: tuple = field(compare=False, repr=False)
+    # the 88 levels of a copybook's items that are no leaf column (the 01 record, groups,
+    # FILLERs; set by from_copybook), as the JSON text of the schema's ``cobol.88.groups``
+    # metadata; "" for none. Part of equality, as files carry them (as Encoding.conditions).
+    cobol_groups: str = field(default="", repr=False)
 
     def __init__(
         self,
@@ -650,7 +654,14 @@ class Layout:
                 f"Layout.replace() takes bytes_as, flatten, void_as, enum_as, encodings; got {sorted(unknown)}"
             )
         opts.update(changes)
-        return Layout._assemble(self.dtype, opts["bytes_as"], opts["flatten"], opts["void_as"], c, opts["encodings"])
+        layout = Layout._assemble(self.dtype, opts["bytes_as"], opts["flatten"], opts["void_as"], c, opts["encodings"])
+        return layout._with_groups(self.cobol_groups)
+
+    def _with_groups(self, rows_json: str) -> "Layout":
+        """This Layout with ``cobol_groups`` set (what ``from_copybook`` calls)."""
+        if rows_json:
+            object.__setattr__(self, "cobol_groups", rows_json)
+        return self
 
     # ------------------------------------------------------------------ views
     @property
@@ -711,7 +722,16 @@ class Layout:
     @property
     def schema(self) -> pa.Schema:
         """The Arrow schema of the SoA view."""
-        return pa.schema(self._arrow_fields())
+        return self._schema(self._arrow_fields())
+
+    def _schema(self, fields) -> pa.Schema:
+        """The schema of these top-level fields, with the copybook's group 88 levels."""
+        schema = pa.schema(fields)
+        if self.cobol_groups:
+            from ._cobol.metadata import with_groups
+
+            schema = with_groups(schema, self.cobol_groups)
+        return schema
 
     def __arrow_c_schema__(self) -> object:
         return self.schema.__arrow_c_schema__()

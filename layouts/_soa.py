@@ -259,7 +259,7 @@ class SoA:
     @property
     def schema(self) -> pa.Schema:
         """The Arrow schema of these columns."""
-        return pa.schema(self.layout._arrow_fields([c.type for c in self._columns]))
+        return self.layout._schema(self.layout._arrow_fields([c.type for c in self._columns]))
 
     def __arrow_c_schema__(self) -> Any:
         return self.schema.__arrow_c_schema__()

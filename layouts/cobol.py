@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._cobol import CobolField, Copybook, read_copybook
+from ._cobol.metadata import group_rows, with_groups
 from ._cobol.signs import keep_signs, put_signs, separate_sign_fields, sign_counts
 from ._errors import ConversionError, LayoutError
 
@@ -243,56 +244,20 @@ def annotate(table: pa.Table, book: Copybook) -> pa.Table:
     )
 
 
-GROUP_CONDITIONS = "cobol.88.groups"  # the schema metadata of the 88 levels of items that are no leaf column
-
-
-def _group_condition_rows(book: Copybook) -> list:
-    """``book.group_conditions`` as JSON-ready dicts (item, path, line, offset, size,
-    conditions): the ``cobol.88.groups`` metadata, and ``layouts inspect --json``'s."""
-    return [
-        {
-            "item": name,
-            "path": ".".join(path),
-            "line": line,
-            "offset": offset,
-            "size": size,
-            "conditions": {n: list(v) for n, v in conditions},
-        }
-        for path, name, line, offset, size, conditions in book.group_conditions
-    ]
-
-
 def with_group_conditions(table: pa.Table, book: Copybook) -> pa.Table:
     """``table`` with the 88 levels of the copybook's items that are no leaf column (the
     record itself, groups, FILLERs: ``book.group_conditions``) kept: all in the schema's
     metadata ``cobol.88.groups`` (JSON: ``[{"item": "STATUS-GROUP", "path": "A.STATUS-GROUP",
     "line": 7, "offset": 10, "size": 3, "conditions": {"OPEN": ["'O  '"]}}, ...]``, the
     values as written, compared with the item's bytes from ``offset``), and each group's also
-    as ``cobol.88`` metadata of its struct column where the table has one (not flattened)."""
+    as ``cobol.88`` metadata of its struct column where the table has one (not flattened).
+    A table read with ``Layout.from_copybook``'s Layout has them already."""
     import json
 
     groups = getattr(book, "group_conditions", ())
     if not groups:
         return table
-    doc = _group_condition_rows(book)
-    structs = {".".join(path): json.dumps({n: list(v) for n, v in c}) for path, _, _, _, _, c in groups if path}
-
-    def mark(field, name):
-        meta = dict(field.metadata or {})
-        if name in structs and pa.types.is_struct(field.type):
-            meta[b"cobol.88"] = structs[name].encode()
-        kind = field.type
-        if pa.types.is_struct(kind):
-            kind = pa.struct([mark(kind.field(i), f"{name}.{kind.field(i).name}") for i in range(kind.num_fields)])
-        elif pa.types.is_fixed_size_list(kind) or pa.types.is_list(kind):
-            inner = mark(kind.value_field, name)
-            kind = pa.list_(inner, kind.list_size) if pa.types.is_fixed_size_list(kind) else pa.list_(inner)
-        return pa.field(field.name, kind, field.nullable, meta or None)
-
-    schema = pa.schema(
-        [mark(f, f.name) for f in table.schema],
-        metadata={**(table.schema.metadata or {}), GROUP_CONDITIONS.encode(): json.dumps(doc).encode()},
-    )
+    schema = with_groups(table.schema, json.dumps(group_rows(groups)))
     return pa.Table.from_arrays(table.columns, schema=schema)
 
 

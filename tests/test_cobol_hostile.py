@@ -219,6 +219,49 @@ def test_88_levels_of_groups_the_record_and_fillers_are_kept(capsys):
         assert [g["item"] for g in doc["group_conditions"]] == ["REC", "HEAD", "FILLER"]
 
 
+def test_the_layouts_own_schema_and_the_commands_files_carry_the_group_88_levels(tmp_path):
+    """Layout.from_copybook's schema (and so every SoA, Parquet and Arrow file of it, the
+    command's too) has the group 88 levels, nested and flattened; they count in equality
+    and survive replace() and pickling."""
+    import json
+    import pickle
+
+    import pyarrow.parquet as pq
+
+    from layouts._cli import main
+
+    layout = lo.Layout.from_copybook(_GROUP_88)
+    raw = np.frombuffer("A  OK123".encode("cp037"), layout.dtype)
+    for schema in (layout.schema, lo.AoS(raw, layout).to_soa().to_arrow().schema):
+        groups = json.loads(schema.metadata[b"cobol.88.groups"])
+        assert [(g["item"], g["offset"], g["size"]) for g in groups] == [
+            ("REC", 0, 8),
+            ("HEAD", 0, 3),
+            ("FILLER", 3, 2),
+        ]
+        assert json.loads(schema.field("HEAD").metadata[b"cobol.88"]) == {"HEAD-BLANK": ["SPACES"]}
+    flat = lo.Layout.from_copybook(_GROUP_88, flatten=True)
+    assert b"cobol.88.groups" in flat.schema.metadata and "HEAD.CODE" in flat.schema.names
+    assert layout.replace(flatten=True) == flat and pickle.loads(pickle.dumps(layout)) == layout
+    assert layout != lo.Layout.from_copybook(_GROUP_88.replace("VALUE 'OK'", "VALUE 'NO'"))
+    assert lo.Layout.from_copybook("       01  R.\n           05  A  PIC X.\n").schema.metadata is None
+    (tmp_path / "g.cob").write_text(_GROUP_88)
+    raw.tofile(tmp_path / "g.dat")
+    for suffix in ("parquet", "arrow"):
+        out = tmp_path / f"g.{suffix}"
+        assert (
+            main(
+                ["convert", str(tmp_path / "g.dat"), "--copybook", str(tmp_path / "g.cob"), "--to", str(out), "--quiet"]
+            )
+            == 0
+        )
+        schema = pq.read_schema(out) if suffix == "parquet" else pa.ipc.open_file(out).schema
+        assert json.loads(schema.metadata[b"cobol.88.groups"]) == groups
+        back = tmp_path / f"back-{suffix}.dat"
+        assert main(["convert", str(out), "--copybook", str(tmp_path / "g.cob"), "--to", str(back), "--quiet"]) == 0
+        assert back.read_bytes() == "A  ".encode("cp037") + bytes(2) + "123".encode("cp037")  # FILLER: zeros
+
+
 def test_two_88_levels_of_one_name_under_one_item_are_an_error():
     book = _GROUP_88.replace("           05  AMT", "               88  pad_ok     VALUE 'NO'.\n           05  AMT")
     with pytest.raises(

@@ -371,9 +371,9 @@ def _table(book, layout, rows):
 
 def _group_conditions(book):
     """``book.group_conditions`` as inspect shows them (and its JSON gives them)."""
-    from layouts.cobol import _group_condition_rows
+    from .._cobol.metadata import group_rows
 
-    return _group_condition_rows(book)
+    return group_rows(book.group_conditions)
 
 
 # ------------------------------------------------------------------ multi-segment files

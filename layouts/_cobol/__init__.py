@@ -6,9 +6,12 @@ tokens with line numbers), :mod:`.parse` (entries -> the item tree), :mod:`.pict
 (PICTURE strings), :mod:`.layout` (tree -> NumPy dtype, encodings, COBOL facts).
 """
 
+import json
+
 from .._errors import LayoutError
 from .layout import CobolField, Copybook, lay_out
 from .lexer import read_source, tokenize
+from .metadata import group_rows
 from .parse import parse
 
 __all__ = ["CobolField", "Copybook", "encodings_of", "layout_from_copybook", "read_capped", "read_copybook"]
@@ -119,6 +122,7 @@ def layout_from_copybook(
         fillers=fillers,
     )
     encodings = encodings_of(copybook, encoding, invalid=invalid, trim=trim, as_integer=as_integer, trunc=trunc)
-    return from_dtype(
+    layout = from_dtype(
         copybook.dtype, encodings=encodings, flatten=flatten, void_as="bytes" if fillers == "keep" else "error"
     )
+    return layout._with_groups(json.dumps(group_rows(copybook.group_conditions)) if copybook.group_conditions else "")
