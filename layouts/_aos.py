@@ -123,8 +123,15 @@ class AoS:
         ``np.array(aos)``. Records a file mapped by ``read_records`` are copied with
         guarded reads: if another program truncated the file, a ConversionError naming
         it and the first record gone, as ``to_soa`` gives, instead of SIGBUS."""
-        with guarded_reads(self.array, self.layout.itemsize, doing=doing):
-            return np.array(self.array, dtype=dtype, copy=True, subok=False)
+        src = self.array
+        with guarded_reads(src, self.layout.itemsize, doing=doing):
+            if np.dtype(dtype) == src.dtype and src.flags.c_contiguous:  # every byte, the padding's too
+                return np.array(src.reshape(-1).view(np.uint8), copy=True, subok=False).view(src.dtype)
+            # NumPy copies records field by field, leaving the copy's padding bytes as they
+            # were in new memory (garbage): start from zeros, as to_aos() writes padding
+            out = np.zeros(src.shape, dtype)
+            np.copyto(out, src, casting="unsafe")
+            return out
 
     def __len__(self) -> int:
         return self._backend.length(self.array, self.layout.itemsize)

@@ -83,6 +83,26 @@ def test_a_mapped_aos_pickles_as_its_records(tmp_path):
     assert np.asarray(plain) is records
 
 
+def test_copies_of_records_keep_every_byte_and_casts_have_zero_padding(tmp_path):
+    """NumPy copies a structured array field by field, leaving the copy's padding bytes as
+    new memory held them: pickles and np.array() copies of an AoS copy the bytes instead
+    (a mapped file's padding comes back as it is in the file), and a cast's padding is 0."""
+    import pickle
+
+    dt = np.dtype({"names": ["a"], "formats": ["<i2"], "offsets": [0], "itemsize": 8})
+    raw = np.tile(np.frombuffer(bytes([7, 0, 1, 2, 3, 4, 5, 6]), np.uint8), 5000)
+    raw.tofile(tmp_path / "p.bin")
+    for _ in range(3):  # (garbage in freed memory, which a field-by-field copy would show)
+        junk = [np.full(raw.size, 0xAB, np.uint8) for _ in range(8)]
+        del junk
+        aos = lo.read_records(tmp_path / "p.bin", dt)
+        assert np.array(aos).view(np.uint8).tobytes() == raw.tobytes()
+        assert pickle.loads(pickle.dumps(aos)).array.view(np.uint8).tobytes() == raw.tobytes()
+        wide = np.dtype({"names": ["a"], "formats": ["<i4"], "offsets": [0], "itemsize": 8})
+        cast = np.array(aos, dtype=wide)
+        assert cast["a"].tolist() == [7] * 5000 and not cast.view(np.uint8).reshape(-1, 8)[:, 4:].any()
+
+
 # ------------------------------------------------ 2. one file mapped twice
 
 DT = np.dtype([("a", "<i8"), ("b", "<i8")])

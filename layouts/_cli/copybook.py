@@ -776,8 +776,6 @@ def convert_keep_signs(args, layout, fmt, fill):
     into the records (layouts.cobol.put_signs) on the way back."""
     import os
 
-    import numpy as np
-
     import layouts as lo
     from layouts import cobol
 
@@ -799,7 +797,7 @@ def convert_keep_signs(args, layout, fmt, fill):
                 pq.read_table(args.src) if str(args.src).lower().endswith(".parquet") else feather.read_table(args.src)
             )
             soa = lo.SoA.from_arrow(table, layout, extra="drop", fill=fill, truncate=args.truncate, cast=args.cast)
-            records = np.array(soa.to_aos().array)
+            records = soa.to_aos().array  # (not np.array(): a copy of records leaves their padding undefined)
             cobol.put_signs(records, table, layout)
             _check_interrupts(args)
             _write_whole(args.dst, records.tobytes())
