@@ -1056,6 +1056,28 @@ def _null_count_error(var, records, err, first, label, at):
 _START, _END = "_record_start", "_record_end"  # the bytes record_start_offset= and record_end_offset= skip
 
 
+def _check_outer_bytes_written(table, var, framing):
+    """A LayoutError if the table holds bytes read from around its records (``_record_start``,
+    ``_record_end``, an RDW's ``_prefix``) that these options would not write back: they
+    would be lost without a word."""
+    lead, trail = _padding(var)
+    unused = []
+    for name, option, used in ((_START, "record_start_offset", lead), (_END, "record_end_offset", trail)):
+        if name in table.column_names and not used:
+            width = getattr(table.schema.field(name).type, "byte_width", None)
+            unused.append((name, f"{option}={width}" if width else f"{option}=N"))
+    if "_prefix" in table.column_names and framing is None:
+        read_as = (table.schema.field("_prefix").metadata or {}).get(_FRAMED.encode(), b"").decode() or "rdw"
+        unused.append(("_prefix", f"framing={read_as!r}"))
+    if unused:
+        names = [name for name, _ in unused]
+        raise LayoutError(
+            f"the table has the columns {names}, bytes read from around each record, which these options do "
+            f"not write back: they would be lost; pass the options the table was read with "
+            f"({', '.join(option for _, option in unused)}), or drop them from the table (table.drop_columns({names}))"
+        )
+
+
 def _padding(var):
     """``(bytes before, bytes after)`` the copybook's record in every record (the options
     ``record_start_offset`` and ``record_end_offset``)."""
@@ -1162,6 +1184,7 @@ def write_variable(table, copybook, dst=None, *, framing=None, occurs_mappings=N
             f"(its items: {list(layout.dtype.names)}); they would be lost: drop them from the table "
             f"(table.drop_columns({extra})), or pass the options the table was read with (redefines=...)"
         )
+    _check_outer_bytes_written(table, var, framing)
     try:
         fixed = uncut(table.select(columns), book, layout, var)
     except ConversionError as err:

@@ -280,6 +280,40 @@ def test_keep_signs_back_to_records_writes_zeros_in_fillers_not_old_memory(tmp_p
         assert (tmp_path / "k.dat").read_bytes() == (bytes.fromhex("012F") + bytes(6)) * 20000
 
 
+def test_write_variable_refuses_to_drop_the_bytes_read_around_each_record(tmp_path, capsys):
+    """_record_start/_record_end and an RDW's _prefix were dropped without a word when the
+    table was written back without the options it was read with (attack4)."""
+    import struct
+
+    from layouts._cli import main
+
+    one = bytes.fromhex("001C") + "AB12".encode("cp037") + bytes.fromhex("005C") + bytes.fromhex("0012345C")
+    data = b"\x01\x02" + one + b"\x09"
+    table = cobol.read_variable(data, ORDERS, record_start_offset=2, record_end_offset=1)
+    with pytest.raises(
+        lo.LayoutError,
+        match=r"\['_record_start', '_record_end'\].*would be lost; pass the options the table "
+        r"was read with \(record_start_offset=2, record_end_offset=1\)",
+    ):
+        cobol.write_variable(table, ORDERS)
+    assert cobol.write_variable(table, ORDERS, record_start_offset=2, record_end_offset=1) == data
+    framed = cobol.read_variable(struct.pack(">HH", len(one) + 4, 0x0102) + one, ORDERS, framing="rdw")
+    with pytest.raises(lo.LayoutError, match=r"\['_prefix'\].*\(framing='rdw'\)"):
+        cobol.write_variable(framed, ORDERS)
+    assert cobol.write_variable(framed.drop_columns(["_prefix"]), ORDERS) == one
+    (tmp_path / "o.cob").write_text(ORDERS)
+    (tmp_path / "o.dat").write_bytes(data * 2)
+    cob, src, mid, back = (str(tmp_path / n) for n in ("o.cob", "o.dat", "o.parquet", "b.dat"))
+    args = ["--copybook", cob, "--variable-occurs", "--quiet"]
+    assert main(["convert", src, *args, "--record-start-offset", "2", "--record-end-offset", "1", "--to", mid]) == 0
+    assert main(["convert", mid, *args, "--to", back]) == 1
+    assert (
+        "pass the options the table was read with (--record-start-offset 2, --record-end-offset 1)"
+        in capsys.readouterr().err
+    )
+    assert not os.path.exists(back)
+
+
 def test_two_88_levels_of_one_name_under_one_item_are_an_error():
     book = _GROUP_88.replace("           05  AMT", "               88  pad_ok     VALUE 'NO'.\n           05  AMT")
     with pytest.raises(
