@@ -314,6 +314,48 @@ def test_write_variable_refuses_to_drop_the_bytes_read_around_each_record(tmp_pa
     assert not os.path.exists(back)
 
 
+@pytest.mark.slow
+def test_variable_and_segment_files_to_standard_output_fifos_and_not_directories(tmp_path):
+    """--to - with --variable-occurs or --segment wrote a file named "-" (attack4), and a FIFO
+    given as --to was replaced by a regular file: now an Arrow stream (or the records) on
+    standard output, FIFOs written into, a directory refused; - reads standard input."""
+    import pyarrow as pa
+
+    one = bytes.fromhex("001C") + "AB12".encode("cp037") + bytes.fromhex("005C") + bytes.fromhex("0012345C")
+    data = (b"\x01\x02" + one + b"\x09") * 2
+    (tmp_path / "o.cob").write_text(ORDERS)
+    (tmp_path / "o.dat").write_bytes(data)
+    (tmp_path / "s.cob").write_text("       01 HDR.\n          05 SEG PIC X.\n          05 COMPANY PIC X(6).\n")
+    seg = b"\x00\x0b\x00\x00" + "HACME  ".encode("cp037")
+    (tmp_path / "s.dat").write_bytes(seg)
+    var = ["--copybook", "o.cob", "--variable-occurs", "--record-start-offset", "2", "--record-end-offset", "1"]
+    segs = ["--copybook", "s.cob", "--segment", "H=HDR", "--segment-field", "SEG"]
+
+    def run(*args, stdin=b""):
+        return subprocess.run(
+            [sys.executable, "-m", "layouts", "convert", *args], cwd=tmp_path, input=stdin, capture_output=True
+        )
+
+    out = run("o.dat", *var, "--to", "-")
+    assert out.returncode == 0 and b"converted 2 records -> -" in out.stderr
+    table = pa.ipc.open_stream(out.stdout).read_all()
+    assert table.num_rows == 2 and not (tmp_path / "-").exists()
+    assert run("-", *var, "--to", "o.parquet", stdin=data).returncode == 0
+    back = run("o.parquet", *var, "--to", "-")
+    assert back.returncode == 0 and back.stdout == data
+    os.mkfifo(tmp_path / "fifo")
+    reader = subprocess.Popen(["cat", str(tmp_path / "fifo")], stdout=subprocess.PIPE)
+    assert run("o.parquet", *var, "--to", "fifo").returncode == 0
+    assert reader.communicate(timeout=60)[0] == data and (tmp_path / "fifo").is_fifo()
+    refused = run("o.dat", *var, "--to", ".")
+    assert refused.returncode == 2 and b"--to .: is a directory; name the output file" in refused.stderr
+    refused = run("s.dat", *segs, "--to", "-")
+    assert refused.returncode == 2 and b"--segment writes a directory of ID.parquet tables" in refused.stderr
+    assert run("-", *segs, "--to", "segs/", stdin=seg).returncode == 0
+    back = run("segs/", *segs, "--to", "-")
+    assert back.returncode == 0 and back.stdout == seg and not (tmp_path / "-").exists()
+
+
 def test_two_88_levels_of_one_name_under_one_item_are_an_error():
     book = _GROUP_88.replace("           05  AMT", "               88  pad_ok     VALUE 'NO'.\n           05  AMT")
     with pytest.raises(

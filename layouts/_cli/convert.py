@@ -39,6 +39,13 @@ def convert(args):
     if getattr(args, "keep_signs", False) and (args.segment or getattr(args, "variable_occurs", False)):
         flag = "--segment" if args.segment else "--variable-occurs"
         raise CommandError(f"--keep-signs applies to fixed-length records, not yet with {flag}; leave it out")
+    if args.segment or getattr(args, "variable_occurs", False):  # the whole file, read or written at once
+        check_open(args)
+        if args.dst == "-" and sys.stdout.isatty():
+            raise CommandError(
+                "--to - writes binary data, and standard output is a terminal: pipe it into a "
+                "program (| ...) or redirect it (> FILE)"
+            )
     if args.segment:
         if not args.copybook:
             raise CommandError("--segment lays records out by a copybook's records; add --copybook FILE")

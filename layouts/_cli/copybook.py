@@ -461,18 +461,18 @@ def convert_segments(args):
             blocks = os.path.join(args.src, "_blocks.parquet")
             if os.path.exists(blocks):
                 tables["_blocks"] = pq.ParquetFile(blocks).read()
-            if os.path.exists(args.dst) and not args.overwrite:
-                raise CommandError(f"{args.dst} exists; pass --overwrite to replace it")
+            _check_destination(args)
             data = cobol.write_segments(tables, types, **options)
             _check_interrupts(args)
             _write_whole(args.dst, data)
             if not args.quiet:
                 print(
                     f"wrote {sum(t.num_rows for k, t in tables.items() if k != '_blocks'):,} records, "
-                    f"{len(data):,} bytes -> {args.dst}"
+                    f"{len(data):,} bytes -> {args.dst}",
+                    file=_said(args),
                 )
             return 0
-        tables = cobol.read_segments(args.src, types, short=args.short, **options)
+        tables = cobol.read_segments(_source(args), types, short=args.short, **options)
     except (lo.LayoutError, lo.ConversionError) as err:
         err.args = (
             in_flags(str(err))
@@ -538,6 +538,11 @@ def _write_tables(tables, dst, overwrite):
 
     import pyarrow.parquet as pq
 
+    if dst == "-":
+        raise CommandError(
+            "--segment writes a directory of ID.parquet tables, one per segment, which standard output "
+            "(--to -) cannot hold: give --to DIR/"
+        )
     if os.path.exists(dst) and os.listdir(dst) and not overwrite:
         raise CommandError(f"{dst} is not empty; pass --overwrite to replace its tables")
     made = not os.path.exists(dst)
@@ -561,6 +566,10 @@ def _write_whole(dst, data):
     """The segments file, whole or not at all (a temporary name beside it, renamed)."""
     import os
 
+    if dst == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
     if os.path.exists(dst) and not os.path.isfile(dst):  # /dev/null, a pipe: written as it is
         with open(dst, "wb") as f:
             f.write(data)
@@ -647,7 +656,6 @@ def _variable_flags(message):
 def convert_variable(args):
     """``layouts convert DATA --copybook x.cob --variable-occurs --to out.parquet`` and back
     (an Arrow or Parquet file -> DATA)."""
-    import os
 
     import pyarrow.parquet as pq
 
@@ -662,8 +670,7 @@ def convert_variable(args):
     options = {k: v for k, v in copybook_options(args).items() if v is not None}
     extra = {"framing": args.framing, "occurs_mappings": _occurs_mappings(args.occurs_mapping)}
     back = str(args.src).lower().endswith((".parquet", ".arrow", ".feather", ".ipc"))
-    if os.path.exists(args.dst) and not args.overwrite:
-        raise CommandError(f"{args.dst} exists; pass --overwrite to replace it")
+    _check_destination(args)
     try:
         if back:
             import pyarrow.feather as feather
@@ -673,9 +680,9 @@ def convert_variable(args):
             _check_interrupts(args)
             _write_whole(args.dst, data)
             if not args.quiet:
-                print(f"wrote {table.num_rows:,} records, {len(data):,} bytes -> {args.dst}")
+                print(f"wrote {table.num_rows:,} records, {len(data):,} bytes -> {args.dst}", file=_said(args))
             return 0
-        table = cobol.read_variable(args.src, args.copybook, **extra, **options)
+        table = cobol.read_variable(_source(args), args.copybook, **extra, **options)
     except (lo.LayoutError, lo.ConversionError) as err:
         message = re.sub(
             r"occurs_mappings=\{'([^']*)': \{text: count\}\}", r"--occurs-mapping \1=TEXT:COUNT[,TEXT:COUNT]", str(err)
@@ -685,18 +692,55 @@ def convert_variable(args):
     _check_interrupts(args)
     _write_table(table, args.dst)
     if not args.quiet:
-        print(f"converted {table.num_rows:,} records -> {args.dst}")
-        report_invalid(table, copybook_layout(args))
+        print(f"converted {table.num_rows:,} records -> {args.dst}", file=_said(args))
+        report_invalid(table, copybook_layout(args), out=_said(args))
     return 0
 
 
-def _write_table(table, dst):
-    """One Parquet (or, by its suffix, Arrow IPC) file, whole or not at all."""
+def _check_destination(args):
+    """``--to``: a file that exists is replaced only with ``--overwrite``; a directory is no
+    file; ``-``, a FIFO or a device (/dev/null) is written into."""
     import os
 
+    if args.dst == "-" or (os.path.exists(args.dst) and not os.path.isfile(args.dst) and not os.path.isdir(args.dst)):
+        return
+    if os.path.isdir(args.dst):
+        raise CommandError(f"--to {args.dst}: is a directory; name the output file")
+    if os.path.exists(args.dst) and not args.overwrite:
+        raise CommandError(f"{args.dst} exists; pass --overwrite to replace it")
+
+
+def _source(args):
+    """The input of a whole-file conversion: the path, or standard input for ``-``."""
+    return sys.stdin.buffer if args.src == "-" else args.src
+
+
+def _said(args):
+    """Where the summary lines go: standard error when the data goes to standard output."""
+    return sys.stderr if args.dst == "-" else sys.stdout
+
+
+def _write_table(table, dst):
+    """One Parquet (or, by its suffix, Arrow IPC) file, whole or not at all; ``-``: an Arrow
+    IPC stream on standard output; a FIFO or a device: written into, never replaced."""
+    import os
+
+    import pyarrow as pa
     import pyarrow.feather as feather
     import pyarrow.parquet as pq
 
+    if dst == "-":
+        with pa.ipc.new_stream(sys.stdout.buffer, table.schema) as writer:
+            writer.write_table(table)
+        sys.stdout.buffer.flush()
+        return
+    if os.path.exists(dst) and not os.path.isfile(dst):  # /dev/null, a pipe: written as it is
+        with open(dst, "wb") as f:
+            if str(dst).lower().endswith((".arrow", ".feather", ".ipc")):
+                feather.write_feather(table, f)
+            else:
+                pq.write_table(table, f)
+        return
     partial = os.path.join(os.path.dirname(os.path.abspath(dst)), f".{os.path.basename(dst)}.partial-{os.getpid()}")
     try:
         if str(dst).lower().endswith((".arrow", ".feather", ".ipc")):
@@ -774,15 +818,13 @@ def convert_keep_signs(args, layout, fmt, fill):
     """``layouts convert DATA --copybook x.cob --keep-signs --to out.parquet``, and back: the
     whole file in memory; ``_sign.FIELD`` columns (layouts.cobol.keep_signs) out, put back
     into the records (layouts.cobol.put_signs) on the way back."""
-    import os
 
     import layouts as lo
     from layouts import cobol
 
     if args.dst == "-" or args.src == "-":
         raise CommandError("--keep-signs reads and writes files (the file is read whole); give --to FILE and a file")
-    if os.path.exists(args.dst) and not args.overwrite:
-        raise CommandError(f"{args.dst} exists; pass --overwrite to replace it")
+    _check_destination(args)
     if args.device not in ("auto", "cpu"):
         raise CommandError(f"--keep-signs converts on the CPU (the file whole); leave out --device {args.device}")
     for flag, given in (("--null", args.null), ("--chunk", args.chunk), ("--compression", args.compression)):
