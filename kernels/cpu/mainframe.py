@@ -330,13 +330,13 @@ def fwd_decimal(src, stride, b0, b1, op, offs, kind):
 
     Fields are loaded a word at a time: 8 bytes from a field's start, which for a field of
     fewer bytes reads up to 7 bytes past its end, into the next record when ``stride`` >= 8.
-    The block's last row, which may have no next record (every row, for records of fewer
-    than 8 bytes), is read from a copy of its fields followed by zeros."""
+    A block's last row may have no next record: where a field's word loads may pass the
+    record's end (a field in its last 8 bytes, every field of records of fewer than 8
+    bytes), the block's last row (every row, for records of fewer than 8 bytes) is read from
+    a copy of its fields followed by zeros (:func:`_decimal_alone`)."""
     c, w = op[COUNT], op[WIDTH]
     if op[VALID] != 0:
         _clear_bits(op[VALID], b0 * c, b1 * c)
-    scratch = np.zeros(c * w + 16, dtype=np.uint8)
-    tmp = scratch.ctypes.data
     # Packed fields of up to 29 digits, zoned of up to 16, every binary one, no P scaling:
     # a loop of word decoders only (no loop inside it: LLVM keeps it in registers)
     separate = 1 if (op[FLAGS] & F_SEPARATE) != 0 else 0
@@ -345,10 +345,25 @@ def fwd_decimal(src, stride, b0, b1, op, offs, kind):
         or (kind == K_ZONED and w - separate <= 16 and (op[FLAGS] & F_ASCII) == 0)  # ASCII: the exact loop
         or kind == K_BINARY
     )
-    alone = max(b0, b1 - 1) if stride >= 8 else b0  # the rows from here on are read from the copy
+    inside = True  # every load of every field stays in its record (they end before a + w + 8)
+    for k in range(c):
+        inside &= offs[op[OFFS] + k] + w + 8 <= stride
+    alone = b1 if inside else (max(b0, b1 - 1) if stride >= 8 else b0)  # the rows from here on: from a copy
     # (np.int64(-1), not -1: a literal argument would compile another copy of every loop)
-    row, code = _decimal_rows(src, stride, b0, alone, op, offs, kind, np.int64(-1), tmp, short)
-    r = alone
+    row, code = _decimal_rows(src, stride, b0, alone, op, offs, kind, np.int64(-1), np.uint64(0), short)
+    if code == 0 and alone < b1:
+        row, code = _decimal_alone(src, stride, alone, b1, op, offs, kind, short)
+    return row, code
+
+
+@_jit
+def _decimal_alone(src, stride, b0, b1, op, offs, kind, short):
+    """fwd_decimal of rows [b0, b1) one at a time, each read from a copy of its fields."""
+    c, w = op[COUNT], op[WIDTH]
+    scratch = np.zeros(c * w + 16, dtype=np.uint8)
+    tmp = scratch.ctypes.data
+    row, code = -1, 0
+    r = b0
     while code == 0 and r < b1:
         for k in range(c):
             _memcpy(tmp + k * w, src + r * stride + offs[op[OFFS] + k], w)
@@ -671,9 +686,12 @@ def fwd_text(src, stride, r0, b0, b1, op, offs):
     are one UTF-8 byte each (letters, digits, spaces...) go two bytes at a time through
     the op's pair table (P3, made once per code page by the plan; without one, a byte
     table made here) and are stored as one word; the others character by character."""
+    if op[P3] != 0:
+        _text_rows(src, stride, r0, b0, b1, op, offs, np.uint64(0))
+        return -1, 0
     table = op[TABLE]
-    single = np.empty(256 if op[P3] == 0 else 0, dtype=np.uint8)  # a byte's one UTF-8 byte, or 0x80
-    for b in range(single.size):
+    single = np.empty(256, dtype=np.uint8)  # a byte's one UTF-8 byte, or 0x80
+    for b in range(256):
         code = np.int64(load32(table + b * 4))
         single[b] = code & 0xFF if (code >> 24) == 1 else 0x80
     _text_rows(src, stride, r0, b0, b1, op, offs, single.ctypes.data)
@@ -718,12 +736,12 @@ def _text_rows(src, stride, r0, b0, b1, op, offs, single):
     trim_r, trim_l = (op[FLAGS] & F_TRIM_RIGHT) != 0, (op[FLAGS] & F_TRIM_LEFT) != 0
     space = 0x20 if (op[FLAGS] & F_ASCII) != 0 else 0x40
     high = np.uint64(0x8080808080808080)
+    if b0 == 0 and b1 > 0:
+        _set_offset(offsets, 0, ow, 0)
+    pos = 0 if b0 == r0 else _offset_at(offsets, b0 * c, ow)  # (then kept here, not read back)
     for r in range(b0, b1):
         for k in range(c):
             i = r * c + k
-            pos = 0 if i == r0 * c else _offset_at(offsets, i, ow)
-            if i == 0:
-                _set_offset(offsets, 0, ow, 0)
             s = src + r * stride + offs[op[OFFS] + k]
             first, end = 0, n
             if trim_r:
@@ -757,7 +775,8 @@ def _text_rows(src, stride, r0, b0, b1, op, offs, single):
                     store16(out + length, code)
                     store8(out + length + 2, code >> 16)
                 length += size
-            _set_offset(offsets, i + 1, ow, pos + length)
+            pos += length
+            _set_offset(offsets, i + 1, ow, pos)
 
 
 # --------------------------------------------------------------------------- SoA -> AoS
@@ -1084,15 +1103,17 @@ def rev_text(dst, itemsize, b0, b1, op, offs):
     is E_RANGE. Runs of 8 ASCII characters go two at a time through the op's pair table
     (P3, made once per code page by the plan when every ASCII character has a byte in it;
     without one, a byte table made here) and are stored as one word."""
+    if op[P3] != 0:  # the pair table, made once
+        return _rev_text_rows(dst, itemsize, b0, b1, op, offs, np.int64(0), op[P3])
     table = op[TABLE]
-    ascii = np.empty(128 if op[P3] == 0 else 0, dtype=np.uint8)  # (P3: the pair table made once)
+    ascii = np.empty(128, dtype=np.uint8)
     every = True  # every ASCII character has a byte in the code page
-    for cp in range(ascii.size):
+    for cp in range(128):
         byte = np.int64(np.int16(load16(table + cp * 2)))
         every &= byte >= 0
         ascii[cp] = byte & 0xFF
     # (an int64 both ways: an address and a literal 0 would unify to a float64)
-    at = np.int64(ascii.ctypes.data) if every and op[P3] == 0 else np.int64(0)
+    at = np.int64(ascii.ctypes.data) if every else np.int64(0)
     return _rev_text_rows(dst, itemsize, b0, b1, op, offs, at, op[P3])
 
 
