@@ -523,7 +523,7 @@ def _zoned_loop(src, stride, b0, b1, op, offs, alone, tmp, outw, two):
                 x_hi = np.uint64(bswap64(load64(a))) >> sh_hi
                 d_hi = x_hi & m4
                 bad |= (((x_hi & zones) ^ zones) | ((d_hi + np.uint64(0x0606060606060606)) & zones)) & mask_hi
-                v += _zoned_digits(d_hi) * np.uint64(100000000)
+                v += (d_hi if n_hi == 1 else _zoned_digits(d_hi)) * np.uint64(100000000)  # (9 digits: one)
             m = np.uint64(0) - ((neg_signs >> zone) & np.uint64(1))
             _store_signed(dst, r * c + k, outw, (v ^ m) - m)
     return bad
@@ -984,6 +984,7 @@ def _rev_short_loop(dst, itemsize, b0, b1, op, offs, kind, outw, checked):
     n_lo = min(digits, 8)
     n_hi = digits - n_lo
     over = -1 if separate else (d0 if leading else digits - 1)  # zoned: the overpunched byte
+    trailing = not separate and not leading
     e8 = np.uint64(100000000)
     bad = np.uint64(0)
     for k in range(c):
@@ -1017,10 +1018,13 @@ def _rev_short_loop(dst, itemsize, b0, b1, op, offs, kind, outw, checked):
                 else:
                     if n_hi > 0:
                         _store_be(a + d0, n_hi, _zoned8(hi8))
-                    _store_be(a + d0 + n_hi, n_lo, _zoned8(v - hi8 * e8))
+                    z = _zoned8(v - hi8 * e8)
+                    if trailing:  # the sign overpunched on the last digit: set in the word stored
+                        z = (z & ~np.uint64(0xF0)) | (sign << np.uint64(4))
+                    _store_be(a + d0 + n_hi, n_lo, z)
                     if separate:
                         store8(a if leading else a + w - 1, minus if negative else plus)
-                    else:
+                    elif not trailing:
                         store8(a + over, (sign << np.uint64(4)) | np.uint64(load8(a + over) & 0xF))
     return bad
 
