@@ -137,3 +137,25 @@ def test_compaction_of_chunks_both_offset_widths(ow):
     joined = b"".join(strings)
     assert total == len(joined) and data[:total].tobytes() == joined
     assert offsets.tolist() == np.cumsum([0] + [len(s) for s in strings]).tolist()
+
+
+@pytest.mark.parametrize("trim", ["none", "right"])
+@pytest.mark.parametrize("width", [9, 12, 20])
+def test_text_tails_of_every_length_both_ways(width, trim):
+    """Text of every length up to the field's, with a character of two UTF-8 bytes (or
+    none) at every position: the last 1-7 bytes are translated again as 4 or 8 (the
+    word loops' tails), or one by one after a character that is not ASCII."""
+    enc = E("text", codepage="cp037", trim=trim)
+    layout = lo.Layout.from_dtype(np.dtype([("x", f"V{width}"), ("y", "u1")]), encodings={"x": enc})
+    texts = []
+    for length in range(width + 1):
+        base = "".join(chr(65 + (length + i) % 26) for i in range(length))
+        texts.append(base)
+        texts += [base[:j] + "é" + base[j + 1 :] for j in range(length)]
+    cells = [mref.encode_text(enc, t, width) for t in texts]
+    recs = np.zeros(len(cells), layout.dtype)
+    raw = recs.view(np.uint8).reshape(len(cells), -1)
+    raw[:, :width] = np.frombuffer(b"".join(cells), np.uint8).reshape(len(cells), width)
+    table = lo.AoS(recs, layout).to_soa(threads=2).to_arrow()
+    assert table.column("x").to_pylist() == [mref.decode_text(enc, c) for c in cells]
+    assert lo.SoA.from_arrow(table, layout).to_aos(threads=2).array.tobytes() == recs.tobytes()

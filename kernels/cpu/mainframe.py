@@ -718,6 +718,15 @@ def _through_pairs(pairs, x):
     return word | (np.uint64(load16(pairs + np.int64(x >> np.uint64(48)) * 2)) << np.uint64(48))
 
 
+@_inline
+def _through_pairs4(pairs, x):
+    """The 4 bytes of the low half of ``x`` through ``pairs`` (see :func:`_through_pairs`):
+    two loads."""
+    m = np.uint64(0xFFFF)
+    word = np.uint64(load16(pairs + np.int64(x & m) * 2))
+    return word | (np.uint64(load16(pairs + np.int64((x >> np.uint64(16)) & m) * 2)) << np.uint64(16))
+
+
 @_jit
 def _single8(single, s):
     """The 8 bytes at ``s`` through the byte table ``single``, as one little-endian word
@@ -758,11 +767,17 @@ def _text_rows(src, stride, r0, b0, b1, op, offs, single):
                     break
                 store64(out + t - first, word)
                 t += 8
-            if end - first >= 8 and t < end and t + 8 > end:  # the last 0-7: the field's last 8 again
-                word = _text8(single, pairs, s + end - 8)
-                if (word & high) == 0:
-                    store64(out + end - 8 - first, word)
-                    t = end
+            if end - first >= 8 and t < end and t + 8 > end:  # the last 1-7: the field's last 4 or 8 again
+                if end - t <= 4 and pairs != 0:
+                    word = _through_pairs4(pairs, np.uint64(load32(s + end - 4)))
+                    if (word & high) == 0:
+                        store32(out + end - 4 - first, word)
+                        t = end
+                else:
+                    word = _text8(single, pairs, s + end - 8)
+                    if (word & high) == 0:
+                        store64(out + end - 8 - first, word)
+                        t = end
             length = t - first  # (one UTF-8 byte per character so far)
             for v in range(t, end):
                 code = np.int64(load32(table + np.int64(load8(s + v)) * 4))
@@ -1165,11 +1180,18 @@ def _rev_text_rows(dst, itemsize, b0, b1, op, offs, ascii, pairs):
                     store64(out + m, _back8(ascii, pairs, x))
                     t += 8
                     m += 8
-                if m == t and t < length and 8 <= length <= n:  # the last 1-7: the string's last 8 again
-                    x = np.uint64(load64(s + length - 8))
-                    if (x & high) == 0:
-                        store64(out + length - 8, _back8(ascii, pairs, x))
-                        t = m = length
+                # the last 1-7 (after a loop that stopped on none that is not ASCII): the string's last 4 or 8 again
+                if m == t and 0 < length - t < 8 and 8 <= length <= n:
+                    if length - t <= 4 and pairs != 0:
+                        x = np.uint64(load32(s + length - 4))
+                        if (x & high) == 0:
+                            store32(out + length - 4, _through_pairs4(pairs, x))
+                            t = m = length
+                    else:
+                        x = np.uint64(load64(s + length - 8))
+                        if (x & high) == 0:
+                            store64(out + length - 8, _back8(ascii, pairs, x))
+                            t = m = length
             while t < length:
                 cp = np.int64(load8(s + t))
                 need = 0
