@@ -480,19 +480,35 @@ def _zoned_rows(src, stride, b0, b1, op, offs, alone, tmp):
     """Zoned fields of up to 16 digits with the sign overpunched on the last one (the
     usual ``PIC S9(n)``), EBCDIC, no P scaling, rows [b0, b1): two loads per value, every
     zone and digit checked at once; False if a value was not valid."""
-    w, outw = op[WIDTH], op[P2]
-    if w > 8 and outw == 16:  # one loop per shape: one or two words, output width
-        bad = _zoned_loop(src, stride, b0, b1, op, offs, alone, tmp, 16, True)
-    elif w > 8:
-        bad = _zoned_loop(src, stride, b0, b1, op, offs, alone, tmp, 8, True)
-    elif outw == 16:
-        bad = _zoned_loop(src, stride, b0, b1, op, offs, alone, tmp, 16, False)
+    return _word_rows(src, stride, b0, b1, op, offs, alone, tmp, K_ZONED)
+
+
+@_jit
+def _word_rows(src, stride, b0, b1, op, offs, alone, tmp, kind):
+    """The zoned or binary (``kind``, a compile-time constant) word loop over rows [b0, b1),
+    one copy per output width and per shape (zoned: one or two words; binary: signed or
+    not), each with them as constants (no test of them in the loop)."""
+    literally(kind)
+    flag = op[WIDTH] > 8 if kind == K_ZONED else (op[FLAGS] & F_SIGNED) != 0
+    if flag and op[P2] == 16:
+        bad = _word_loop(src, stride, b0, b1, op, offs, alone, tmp, kind, 16, True)
+    elif flag:
+        bad = _word_loop(src, stride, b0, b1, op, offs, alone, tmp, kind, 8, True)
+    elif op[P2] == 16:
+        bad = _word_loop(src, stride, b0, b1, op, offs, alone, tmp, kind, 16, False)
     else:
-        bad = _zoned_loop(src, stride, b0, b1, op, offs, alone, tmp, 8, False)
+        bad = _word_loop(src, stride, b0, b1, op, offs, alone, tmp, kind, 8, False)
     if bad != np.uint64(0):
         return False
     _set_valid(op, b0, b1)
     return True
+
+
+@_inline
+def _word_loop(src, stride, b0, b1, op, offs, alone, tmp, kind, outw, flag):
+    if kind == K_ZONED:
+        return _zoned_loop(src, stride, b0, b1, op, offs, alone, tmp, outw, flag)
+    return _binary_loop(src, stride, b0, b1, op, offs, alone, tmp, outw, flag)
 
 
 @_inline
@@ -544,19 +560,7 @@ def _binary_rows(src, stride, b0, b1, op, offs, alone, tmp):
     """Big-endian binary fields, rows [b0, b1): a load, a byte swap and a sign extension
     per value; False if one is over the PICTURE's digits (not ``TRUNC(BIN)``) or does not
     fit int64 (an unsigned 8-byte one from 2**63 on)."""
-    signed, outw = (op[FLAGS] & F_SIGNED) != 0, op[P2]
-    if signed and outw == 16:  # one loop per shape (constants in each: no test in the loop)
-        bad = _binary_loop(src, stride, b0, b1, op, offs, alone, tmp, 16, True)
-    elif signed:
-        bad = _binary_loop(src, stride, b0, b1, op, offs, alone, tmp, 8, True)
-    elif outw == 16:
-        bad = _binary_loop(src, stride, b0, b1, op, offs, alone, tmp, 16, False)
-    else:
-        bad = _binary_loop(src, stride, b0, b1, op, offs, alone, tmp, 8, False)
-    if bad != np.uint64(0):
-        return False
-    _set_valid(op, b0, b1)
-    return True
+    return _word_rows(src, stride, b0, b1, op, offs, alone, tmp, K_BINARY)
 
 
 @_inline
