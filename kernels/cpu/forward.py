@@ -69,6 +69,7 @@ from .memory import (
     _load_word,
     _low_bits,
     _memcpy,
+    _move_down,
     _offset_at,
     _set_bit,
     _set_offset,
@@ -474,9 +475,12 @@ def _compact_strings(op, starts):
         i0, i1 = starts[ci] * c, starts[ci + 1] * c
         size = _offset_at(offsets, i1, ow)
         if total != i0 * per:
-            _memcpy(data + total, data + i0 * per, size)
-        if total != 0:
+            _move_down(data + total, data + i0 * per, size)
+        if total != 0 and ow == 4:  # (one loop per offset width: LLVM vectorises each)
             for i in range(i0 + 1, i1 + 1):
-                _set_offset(offsets, i, ow, _offset_at(offsets, i, ow) + total)
+                store32(offsets + i * 4, np.int64(np.int32(load32(offsets + i * 4))) + total)
+        elif total != 0:
+            for i in range(i0 + 1, i1 + 1):
+                store64(offsets + i * 8, np.int64(load64(offsets + i * 8)) + total)
         total += size
     return total

@@ -330,13 +330,13 @@ def fwd_decimal(src, stride, b0, b1, op, offs, kind):
 
     Fields are loaded a word at a time: 8 bytes from a field's start, which for a field of
     fewer bytes reads up to 7 bytes past its end, into the next record when ``stride`` >= 8.
-    The block's last row, which may have no next record (every row, for records of fewer
-    than 8 bytes), is read from a copy of its fields followed by zeros."""
+    A block's last row may have no next record: where a field's word loads may pass the
+    record's end (a field in its last 8 bytes, every field of records of fewer than 8
+    bytes), the block's last row (every row, for records of fewer than 8 bytes) is read from
+    a copy of its fields followed by zeros (:func:`_decimal_alone`)."""
     c, w = op[COUNT], op[WIDTH]
     if op[VALID] != 0:
         _clear_bits(op[VALID], b0 * c, b1 * c)
-    scratch = np.zeros(c * w + 16, dtype=np.uint8)
-    tmp = scratch.ctypes.data
     # Packed fields of up to 29 digits, zoned of up to 16, every binary one, no P scaling:
     # a loop of word decoders only (no loop inside it: LLVM keeps it in registers)
     separate = 1 if (op[FLAGS] & F_SEPARATE) != 0 else 0
@@ -345,10 +345,25 @@ def fwd_decimal(src, stride, b0, b1, op, offs, kind):
         or (kind == K_ZONED and w - separate <= 16 and (op[FLAGS] & F_ASCII) == 0)  # ASCII: the exact loop
         or kind == K_BINARY
     )
-    alone = max(b0, b1 - 1) if stride >= 8 else b0  # the rows from here on are read from the copy
+    inside = True  # every load of every field stays in its record (they end before a + w + 8)
+    for k in range(c):
+        inside &= offs[op[OFFS] + k] + w + 8 <= stride
+    alone = b1 if inside else (max(b0, b1 - 1) if stride >= 8 else b0)  # the rows from here on: from a copy
     # (np.int64(-1), not -1: a literal argument would compile another copy of every loop)
-    row, code = _decimal_rows(src, stride, b0, alone, op, offs, kind, np.int64(-1), tmp, short)
-    r = alone
+    row, code = _decimal_rows(src, stride, b0, alone, op, offs, kind, np.int64(-1), np.uint64(0), short)
+    if code == 0 and alone < b1:
+        row, code = _decimal_alone(src, stride, alone, b1, op, offs, kind, short)
+    return row, code
+
+
+@_jit
+def _decimal_alone(src, stride, b0, b1, op, offs, kind, short):
+    """fwd_decimal of rows [b0, b1) one at a time, each read from a copy of its fields."""
+    c, w = op[COUNT], op[WIDTH]
+    scratch = np.zeros(c * w + 16, dtype=np.uint8)
+    tmp = scratch.ctypes.data
+    row, code = -1, 0
+    r = b0
     while code == 0 and r < b1:
         for k in range(c):
             _memcpy(tmp + k * w, src + r * stride + offs[op[OFFS] + k], w)
@@ -410,12 +425,36 @@ def _sign_bits(signed):
     return ok, neg
 
 
+@_inline
+def _field_base(src, stride, op, offs, k, alone, tmp):
+    """Where column k of record r is: ``base + r * stride``. With ``alone`` (>= 0) the loop
+    is over that one row, read from its fields' copy at ``tmp``: the base is moved so that
+    row lands there (no per-row select in the loop)."""
+    w = op[WIDTH]
+    if alone >= 0:
+        return tmp + k * w - alone * stride
+    return src + offs[op[OFFS] + k]
+
+
 @_jit
 def _packed_rows(src, stride, b0, b1, op, offs, alone, tmp):
     """Packed fields of up to 8 bytes (15 digits), no P scaling, rows [b0, b1): one load,
     a byte swap and SWAR per value, no branch in the loop; False if a value was not valid
-    (the caller converts the rows again, exactly)."""
-    w, c, dst, outw, digits = op[WIDTH], op[COUNT], op[DATA], op[P2], op[P1]
+    (the caller converts the rows again, exactly). Rows [b0, b1) are all ``alone`` or
+    none is (see fwd_decimal)."""
+    if op[P2] == 16:  # one loop per output width (a constant in each: no test in the loop)
+        bad = _packed_loop(src, stride, b0, b1, op, offs, alone, tmp, 16)
+    else:
+        bad = _packed_loop(src, stride, b0, b1, op, offs, alone, tmp, 8)
+    if bad != np.uint64(0):
+        return False
+    _set_valid(op, b0, b1)
+    return True
+
+
+@_inline
+def _packed_loop(src, stride, b0, b1, op, offs, alone, tmp, outw):
+    w, c, dst, digits = op[WIDTH], op[COUNT], op[DATA], op[P1]
     ok_signs, neg_signs = _sign_bits((op[FLAGS] & F_SIGNED) != 0)
     sh = np.uint64(64 - 8 * w)
     six, carry = np.uint64(0x0666666666666666), np.uint64(0x1111111111111110)
@@ -423,10 +462,9 @@ def _packed_rows(src, stride, b0, b1, op, offs, alone, tmp):
     pad_mask = np.uint64(0xF) if digits % 2 == 0 else np.uint64(0)
     bad = np.uint64(0)
     for k in range(c):
-        base = src + offs[op[OFFS] + k]
+        base = _field_base(src, stride, op, offs, k, alone, tmp)
         for r in range(b0, b1):
-            a = tmp + k * w if r == alone else base + r * stride
-            x = np.uint64(bswap64(load64(a))) >> sh
+            x = np.uint64(bswap64(load64(base + r * stride))) >> sh
             sign = x & np.uint64(0xF)
             d = x >> np.uint64(4)
             bad |= ((d + six) ^ d ^ six) & carry  # a digit nibble above 9
@@ -434,10 +472,7 @@ def _packed_rows(src, stride, b0, b1, op, offs, alone, tmp):
             bad |= ((ok_signs >> sign) & np.uint64(1)) ^ np.uint64(1)
             m = np.uint64(0) - ((neg_signs >> sign) & np.uint64(1))
             _store_signed(dst, r * c + k, outw, (digits_of_nibbles(d) ^ m) - m)
-    if bad != np.uint64(0):
-        return False
-    _set_valid(op, b0, b1)
-    return True
+    return bad
 
 
 @_jit
@@ -445,32 +480,79 @@ def _zoned_rows(src, stride, b0, b1, op, offs, alone, tmp):
     """Zoned fields of up to 16 digits with the sign overpunched on the last one (the
     usual ``PIC S9(n)``), EBCDIC, no P scaling, rows [b0, b1): two loads per value, every
     zone and digit checked at once; False if a value was not valid."""
-    w, c, dst, outw = op[WIDTH], op[COUNT], op[DATA], op[P2]
+    return _word_rows(src, stride, b0, b1, op, offs, alone, tmp, K_ZONED)
+
+
+@_jit
+def _word_rows(src, stride, b0, b1, op, offs, alone, tmp, kind):
+    """The zoned or binary (``kind``, a compile-time constant) word loop over rows [b0, b1),
+    one copy per output width and per shape (zoned: one or two words; binary: signed or
+    not), each with them as constants (no test of them in the loop)."""
+    literally(kind)
+    flag = op[WIDTH] > 8 if kind == K_ZONED else (op[FLAGS] & F_SIGNED) != 0
+    if flag and op[P2] == 16:
+        bad = _word_loop(src, stride, b0, b1, op, offs, alone, tmp, kind, 16, True)
+    elif flag:
+        bad = _word_loop(src, stride, b0, b1, op, offs, alone, tmp, kind, 8, True)
+    elif op[P2] == 16:
+        bad = _word_loop(src, stride, b0, b1, op, offs, alone, tmp, kind, 16, False)
+    else:
+        bad = _word_loop(src, stride, b0, b1, op, offs, alone, tmp, kind, 8, False)
+    if bad != np.uint64(0):
+        return False
+    _set_valid(op, b0, b1)
+    return True
+
+
+@_inline
+def _word_loop(src, stride, b0, b1, op, offs, alone, tmp, kind, outw, flag):
+    if kind == K_ZONED:
+        return _zoned_loop(src, stride, b0, b1, op, offs, alone, tmp, outw, flag)
+    return _binary_loop(src, stride, b0, b1, op, offs, alone, tmp, outw, flag)
+
+
+@_inline
+def _zoned_loop(src, stride, b0, b1, op, offs, alone, tmp, outw, two):
+    w, c, dst = op[WIDTH], op[COUNT], op[DATA]
     ok_signs, neg_signs = _sign_bits((op[FLAGS] & F_SIGNED) != 0)
     n_lo = min(w, 8)
     n_hi = w - n_lo
     sh_lo = np.uint64(64 - 8 * n_lo)
     sh_hi = np.uint64(64 - 8 * n_hi) if n_hi > 0 else np.uint64(0)
-    bad = False
+    zones, m4 = np.uint64(0xF0F0F0F0F0F0F0F0), np.uint64(0x0F0F0F0F0F0F0F0F)
+    mask_lo = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - 8 * n_lo)
+    mask_hi = (np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - 8 * n_hi)) if n_hi > 0 else np.uint64(0)
+    bad = np.uint64(0)
     for k in range(c):
-        base = src + offs[op[OFFS] + k]
+        base = _field_base(src, stride, op, offs, k, alone, tmp)
         for r in range(b0, b1):
-            a = tmp + k * w if r == alone else base + r * stride
+            a = base + r * stride
             x_lo = np.uint64(bswap64(load64(a + n_hi))) >> sh_lo
             zone = (x_lo >> np.uint64(4)) & np.uint64(0xF)  # the last byte's: the sign
-            bad |= ((ok_signs >> zone) & np.uint64(1)) == np.uint64(0)
-            bad_lo, v = zoned_word(x_lo | np.uint64(0xF0), n_lo)
-            bad |= bad_lo
-            if n_hi > 0:
-                bad_hi, v_hi = zoned_word(np.uint64(bswap64(load64(a))) >> sh_hi, n_hi)
-                bad |= bad_hi
-                v += v_hi * np.uint64(100000000)
+            bad |= ((ok_signs >> zone) & np.uint64(1)) ^ np.uint64(1)
+            x_lo |= np.uint64(0xF0)
+            # (zoned_word's checks, the bad bits kept as bits: zone F, digit <= 9)
+            d = x_lo & m4
+            bad |= (((x_lo & zones) ^ zones) | ((d + np.uint64(0x0606060606060606)) & zones)) & mask_lo
+            v = _zoned_digits(d)
+            if two:
+                x_hi = np.uint64(bswap64(load64(a))) >> sh_hi
+                d_hi = x_hi & m4
+                bad |= (((x_hi & zones) ^ zones) | ((d_hi + np.uint64(0x0606060606060606)) & zones)) & mask_hi
+                v += (d_hi if n_hi == 1 else _zoned_digits(d_hi)) * np.uint64(100000000)  # (9 digits: one)
             m = np.uint64(0) - ((neg_signs >> zone) & np.uint64(1))
             _store_signed(dst, r * c + k, outw, (v ^ m) - m)
-    if bad:
-        return False
-    _set_valid(op, b0, b1)
-    return True
+    return bad
+
+
+@_jit
+def _zoned_digits(d):
+    """The value of the (up to 8) digits of ``d``, one per byte (most significant byte
+    first, each 0-9): :func:`kernels.mainframe.zoned_word`'s SWAR."""
+    m16, m32 = np.uint64(0x00FF00FF00FF00FF), np.uint64(0x0000FFFF0000FFFF)
+    b = ((d >> np.uint64(8)) & m16) * np.uint64(10) + (d & m16)
+    q = ((b >> np.uint64(16)) & m32) * np.uint64(100) + (b & m32)
+    return (q >> np.uint64(32)) * np.uint64(10000) + (q & np.uint64(0xFFFFFFFF))
 
 
 @_jit
@@ -478,33 +560,33 @@ def _binary_rows(src, stride, b0, b1, op, offs, alone, tmp):
     """Big-endian binary fields, rows [b0, b1): a load, a byte swap and a sign extension
     per value; False if one is over the PICTURE's digits (not ``TRUNC(BIN)``) or does not
     fit int64 (an unsigned 8-byte one from 2**63 on)."""
-    w, c, dst, outw, flags = op[WIDTH], op[COUNT], op[DATA], op[P2], op[FLAGS]
-    signed = (flags & F_SIGNED) != 0
+    return _word_rows(src, stride, b0, b1, op, offs, alone, tmp, K_BINARY)
+
+
+@_inline
+def _binary_loop(src, stride, b0, b1, op, offs, alone, tmp, outw, signed):
+    w, c, dst, flags = op[WIDTH], op[COUNT], op[DATA], op[FLAGS]
     limit = digit_limit(op[P1]) if (flags & F_TRUNC_BIN) == 0 else np.uint64(0)
-    check = limit != np.uint64(0)
-    wide = outw == 8 and w == 8  # unsigned into int64: from 2**63 on, out of range
+    check = np.uint64(1) if limit != np.uint64(0) else np.uint64(0)
+    wide = np.uint64(1) if outw == 8 and w == 8 else np.uint64(0)  # unsigned into int64: 2**63 on is out
     sh = np.uint64(64 - 8 * w)
-    bad = False
+    bad = np.uint64(0)
     for k in range(c):
-        base = src + offs[op[OFFS] + k]
+        base = _field_base(src, stride, op, offs, k, alone, tmp)
         for r in range(b0, b1):
-            a = tmp + k * w if r == alone else base + r * stride
-            x = np.uint64(bswap64(load64(a))) >> sh
+            x = np.uint64(bswap64(load64(base + r * stride))) >> sh
             i = r * c + k
             if signed:
                 v = np.int64(x << sh) >> np.int64(sh)  # sign-extended
                 m = np.uint64(v >> np.int64(63))
-                bad |= check & (((np.uint64(v) ^ m) - m) >= limit)
+                bad |= check & np.uint64(((np.uint64(v) ^ m) - m) >= limit)
                 _store_signed(dst, i, outw, np.uint64(v))
             else:
-                bad |= (check & (x >= limit)) | (wide & ((x >> np.uint64(63)) != np.uint64(0)))
+                bad |= (check & np.uint64(x >= limit)) | (wide & (x >> np.uint64(63)))
                 store64(dst + i * outw, x)
                 if outw == 16:
                     store64(dst + i * 16 + 8, 0)
-    if bad:
-        return False
-    _set_valid(op, b0, b1)
-    return True
+    return bad
 
 
 @_jit
@@ -608,9 +690,12 @@ def fwd_text(src, stride, r0, b0, b1, op, offs):
     are one UTF-8 byte each (letters, digits, spaces...) go two bytes at a time through
     the op's pair table (P3, made once per code page by the plan; without one, a byte
     table made here) and are stored as one word; the others character by character."""
+    if op[P3] != 0:
+        _text_rows(src, stride, r0, b0, b1, op, offs, np.uint64(0))
+        return -1, 0
     table = op[TABLE]
-    single = np.empty(256 if op[P3] == 0 else 0, dtype=np.uint8)  # a byte's one UTF-8 byte, or 0x80
-    for b in range(single.size):
+    single = np.empty(256, dtype=np.uint8)  # a byte's one UTF-8 byte, or 0x80
+    for b in range(256):
         code = np.int64(load32(table + b * 4))
         single[b] = code & 0xFF if (code >> 24) == 1 else 0x80
     _text_rows(src, stride, r0, b0, b1, op, offs, single.ctypes.data)
@@ -637,6 +722,15 @@ def _through_pairs(pairs, x):
     return word | (np.uint64(load16(pairs + np.int64(x >> np.uint64(48)) * 2)) << np.uint64(48))
 
 
+@_inline
+def _through_pairs4(pairs, x):
+    """The 4 bytes of the low half of ``x`` through ``pairs`` (see :func:`_through_pairs`):
+    two loads."""
+    m = np.uint64(0xFFFF)
+    word = np.uint64(load16(pairs + np.int64(x & m) * 2))
+    return word | (np.uint64(load16(pairs + np.int64((x >> np.uint64(16)) & m) * 2)) << np.uint64(16))
+
+
 @_jit
 def _single8(single, s):
     """The 8 bytes at ``s`` through the byte table ``single``, as one little-endian word
@@ -655,12 +749,12 @@ def _text_rows(src, stride, r0, b0, b1, op, offs, single):
     trim_r, trim_l = (op[FLAGS] & F_TRIM_RIGHT) != 0, (op[FLAGS] & F_TRIM_LEFT) != 0
     space = 0x20 if (op[FLAGS] & F_ASCII) != 0 else 0x40
     high = np.uint64(0x8080808080808080)
+    if b0 == 0 and b1 > 0:
+        _set_offset(offsets, 0, ow, 0)
+    pos = 0 if b0 == r0 else _offset_at(offsets, b0 * c, ow)  # (then kept here, not read back)
     for r in range(b0, b1):
         for k in range(c):
             i = r * c + k
-            pos = 0 if i == r0 * c else _offset_at(offsets, i, ow)
-            if i == 0:
-                _set_offset(offsets, 0, ow, 0)
             s = src + r * stride + offs[op[OFFS] + k]
             first, end = 0, n
             if trim_r:
@@ -677,11 +771,17 @@ def _text_rows(src, stride, r0, b0, b1, op, offs, single):
                     break
                 store64(out + t - first, word)
                 t += 8
-            if end - first >= 8 and t < end and t + 8 > end:  # the last 0-7: the field's last 8 again
-                word = _text8(single, pairs, s + end - 8)
-                if (word & high) == 0:
-                    store64(out + end - 8 - first, word)
-                    t = end
+            if end - first >= 8 and t < end and t + 8 > end:  # the last 1-7: the field's last 4 or 8 again
+                if end - t <= 4 and pairs != 0:
+                    word = _through_pairs4(pairs, np.uint64(load32(s + end - 4)))
+                    if (word & high) == 0:
+                        store32(out + end - 4 - first, word)
+                        t = end
+                else:
+                    word = _text8(single, pairs, s + end - 8)
+                    if (word & high) == 0:
+                        store64(out + end - 8 - first, word)
+                        t = end
             length = t - first  # (one UTF-8 byte per character so far)
             for v in range(t, end):
                 code = np.int64(load32(table + np.int64(load8(s + v)) * 4))
@@ -694,7 +794,8 @@ def _text_rows(src, stride, r0, b0, b1, op, offs, single):
                     store16(out + length, code)
                     store8(out + length + 2, code >> 16)
                 length += size
-            _set_offset(offsets, i + 1, ow, pos + length)
+            pos += length
+            _set_offset(offsets, i + 1, ow, pos)
 
 
 # --------------------------------------------------------------------------- SoA -> AoS
@@ -821,33 +922,34 @@ def _store_be(a, w, x):
         store8(a + p, y)
 
 
-@_jit
-def _pairs8(y):
-    """``y`` (below 10**8) as four 16-bit lanes of digit pairs, ``(tens, ones)``: the
-    tens digits and the ones digits of each pair, most significant pair in the top lane."""
-    y = np.uint64(y)
-    a = y // np.uint64(10000)
-    x = (a << np.uint64(32)) | (y - a * np.uint64(10000))  # 32-bit lanes below 10**4
-    q = ((x * np.uint64(10486)) >> np.uint64(20)) & np.uint64(0x0000007F0000007F)  # lane // 100
-    x = (q << np.uint64(16)) | (x - q * np.uint64(100))  # 16-bit lanes below 100
-    tens = ((x * np.uint64(103)) >> np.uint64(10)) & np.uint64(0x000F000F000F000F)  # lane // 10
-    return tens, x - tens * np.uint64(10)
+def _four_digit_tables():
+    """Every number below 10**4 as its 4 digits: BCD nibbles (uint16) and zoned bytes
+    F0-F9 (uint32), each a big-endian word (most significant digit on top)."""
+    q = np.arange(10000, dtype=np.uint32)
+    d3, d2, d1, d0 = q // 1000, q // 100 % 10, q // 10 % 10, q % 10
+    bcd = (d3 << 12) | (d2 << 8) | (d1 << 4) | d0
+    zoned = ((0xF0 | d3) << 24) | ((0xF0 | d2) << 16) | ((0xF0 | d1) << 8) | (0xF0 | d0)
+    return bcd.astype(np.uint16), zoned.astype(np.uint32)
+
+
+# (global arrays: Numba compiles them into the kernels as constants; 20 and 40 KiB, in cache)
+_BCD4, _ZONED4 = _four_digit_tables()
 
 
 @_jit
 def _zoned8(y):
     """``y`` (below 10**8) as 8 zoned digit bytes F0-F9, a big-endian word."""
-    tens, ones = _pairs8(y)
-    return (tens << np.uint64(8)) | ones | np.uint64(0xF0F0F0F0F0F0F0F0)
+    y = np.uint64(y)
+    a = y // np.uint64(10000)
+    return (np.uint64(_ZONED4[a]) << np.uint64(32)) | np.uint64(_ZONED4[y - a * np.uint64(10000)])
 
 
 @_jit
 def _bcd8(y):
     """``y`` (below 10**8) as 8 BCD digit nibbles, a big-endian 32-bit word."""
-    tens, ones = _pairs8(y)
-    x = (tens << np.uint64(4)) | ones  # a byte of two digits in each 16-bit lane
-    x = (x | (x >> np.uint64(8))) & np.uint64(0x0000FFFF0000FFFF)
-    return (x | (x >> np.uint64(16))) & np.uint64(0xFFFFFFFF)
+    y = np.uint64(y)
+    a = y // np.uint64(10000)
+    return (np.uint64(_BCD4[a]) << np.uint64(16)) | np.uint64(_BCD4[y - a * np.uint64(10000)])
 
 
 @_jit
@@ -869,57 +971,81 @@ def _binary_max(signed, w, digits, trunc_bin):
 def _rev_decimal_short(dst, itemsize, b0, b1, op, offs, kind):
     """:func:`rev_decimal` of rows [b0, b1) in a loop with no exit; False if a value could
     not be written (a null, out of range: the caller writes the block again, exactly).
-    ``kind`` is a compile-time constant: one loop per kind."""
+    ``kind`` is a compile-time constant: one loop per kind, and in it one per output width
+    and presence of a validity bitmap (constants there: no test of them in the loop)."""
     literally(kind)
+    outw, checked = op[P2], op[VALID] != 0
+    if outw == 16 and not checked:
+        bad = _rev_short_loop(dst, itemsize, b0, b1, op, offs, kind, 16, False)
+    elif outw == 16:
+        bad = _rev_short_loop(dst, itemsize, b0, b1, op, offs, kind, 16, True)
+    elif not checked:
+        bad = _rev_short_loop(dst, itemsize, b0, b1, op, offs, kind, 8, False)
+    else:
+        bad = _rev_short_loop(dst, itemsize, b0, b1, op, offs, kind, 8, True)
+    return bad == np.uint64(0)
+
+
+@_inline
+def _rev_short_loop(dst, itemsize, b0, b1, op, offs, kind, outw, checked):
+    """The loop of :func:`_rev_decimal_short`: nonzero if a value could not be written."""
     w, c, digits, flags, e0 = op[WIDTH], op[COUNT], op[P1], op[FLAGS], op[ELEM0]
-    src, outw, valid = op[DATA], op[P2], op[VALID]
+    src, valid = op[DATA], op[VALID]
     signed = (flags & F_SIGNED) != 0
     leading, separate = (flags & F_LEADING) != 0, (flags & F_SEPARATE) != 0
     plus, minus = op[SENT] & 0xFF, (op[SENT] >> 8) & 0xFF
     trunc_bin = (flags & F_TRUNC_BIN) != 0
     positive = positive_sign(op[TABLE], signed)
+    unsigned = np.uint64(0) if signed else np.uint64(1)
     small = digit_limit(min(digits, 18)) if kind != K_BINARY else np.uint64(0)
     pos_max, neg_max = _binary_max(signed, w, digits, trunc_bin)  # (binary_fits, set up once)
     d0 = 1 if separate and leading else 0  # zoned: the first digit byte
     n_lo = min(digits, 8)
     n_hi = digits - n_lo
     over = -1 if separate else (d0 if leading else digits - 1)  # zoned: the overpunched byte
-    bad = False
+    trailing = not separate and not leading
+    e8 = np.uint64(100000000)
+    bad = np.uint64(0)
     for k in range(c):
         base = dst + offs[op[OFFS] + k]
         for r in range(b0, b1):
             i = e0 + r * c + k
-            if valid != 0:
-                bad |= _get_bit(valid, i) == 0
+            if checked:
+                bad |= np.uint64(_get_bit(valid, i) ^ 1)
             lo_s = np.uint64(load64(src + i * outw))
             hi_s = np.uint64(load64(src + i * 16 + 8)) if outw == 16 else np.uint64(np.int64(lo_s) >> 63)
             m = np.uint64(np.int64(hi_s) >> 63)  # the magnitude without a branch: (x ^ m) - m
             lo = (lo_s ^ m) - m
             hi = (hi_s ^ m) + (m & np.uint64(lo_s == np.uint64(0)))
-            negative = (m != np.uint64(0)) & ((lo | hi) != np.uint64(0))  # zero is written positive
-            bad |= negative & (not signed)
+            nonzero = np.uint64((lo | hi) != np.uint64(0))
+            neg = (m & np.uint64(1)) & nonzero  # zero is written positive
+            negative = neg != np.uint64(0)
+            bad |= neg & unsigned
             a = base + r * itemsize
             if kind == K_BINARY:
-                bad |= (hi != np.uint64(0)) | (lo > (neg_max if negative else pos_max))
+                bad |= np.uint64(hi != np.uint64(0)) | np.uint64(lo > (neg_max if negative else pos_max))
                 _store_be(a, w, (~lo + np.uint64(1)) if negative else lo)
             else:
-                bad |= hi != np.uint64(0) or lo >= small
-                v = lo if lo < small else np.uint64(0)  # (a value out of range: the exact loop says so)
-                sign = pack_sign_nibble(negative, positive)
+                out = np.uint64(hi != np.uint64(0)) | np.uint64(lo >= small)
+                bad |= out
+                v = lo & (out - np.uint64(1))  # (a value out of range: 0 here; the exact loop says so)
+                sign = np.uint64(pack_sign_nibble(negative, positive))
+                hi8 = v // e8
                 if kind == K_PACKED:
-                    hi8 = v // np.uint64(100000000)
-                    bcd = (_bcd8(hi8) << np.uint64(32)) | _bcd8(v - hi8 * np.uint64(100000000))
-                    _store_be(a, w, (bcd << np.uint64(4)) | np.uint64(sign))
+                    bcd = (_bcd8(hi8) << np.uint64(32)) | _bcd8(v - hi8 * e8)
+                    _store_be(a, w, (bcd << np.uint64(4)) | sign)
                 else:
-                    hi8 = v // np.uint64(100000000)
                     if n_hi > 0:
                         _store_be(a + d0, n_hi, _zoned8(hi8))
-                    _store_be(a + d0 + n_hi, n_lo, _zoned8(v - hi8 * np.uint64(100000000)))
+                    z = _zoned8(v - hi8 * e8)
+                    if trailing:  # the sign overpunched on the last digit: set in the word stored
+                        z = (z & ~np.uint64(0xF0)) | (sign << np.uint64(4))
+                    _store_be(a + d0 + n_hi, n_lo, z)
                     if separate:
                         store8(a if leading else a + w - 1, minus if negative else plus)
-                    else:
-                        store8(a + over, (sign << 4) | (load8(a + over) & 0xF))
-    return not bad
+                    elif not trailing:
+                        store8(a + over, (sign << np.uint64(4)) | np.uint64(load8(a + over) & 0xF))
+    return bad
 
 
 @_jit
@@ -1000,15 +1126,17 @@ def rev_text(dst, itemsize, b0, b1, op, offs):
     is E_RANGE. Runs of 8 ASCII characters go two at a time through the op's pair table
     (P3, made once per code page by the plan when every ASCII character has a byte in it;
     without one, a byte table made here) and are stored as one word."""
+    if op[P3] != 0:  # the pair table, made once
+        return _rev_text_rows(dst, itemsize, b0, b1, op, offs, np.int64(0), op[P3])
     table = op[TABLE]
-    ascii = np.empty(128 if op[P3] == 0 else 0, dtype=np.uint8)  # (P3: the pair table made once)
+    ascii = np.empty(128, dtype=np.uint8)
     every = True  # every ASCII character has a byte in the code page
-    for cp in range(ascii.size):
+    for cp in range(128):
         byte = np.int64(np.int16(load16(table + cp * 2)))
         every &= byte >= 0
         ascii[cp] = byte & 0xFF
     # (an int64 both ways: an address and a literal 0 would unify to a float64)
-    at = np.int64(ascii.ctypes.data) if every and op[P3] == 0 else np.int64(0)
+    at = np.int64(ascii.ctypes.data) if every else np.int64(0)
     return _rev_text_rows(dst, itemsize, b0, b1, op, offs, at, op[P3])
 
 
@@ -1056,11 +1184,18 @@ def _rev_text_rows(dst, itemsize, b0, b1, op, offs, ascii, pairs):
                     store64(out + m, _back8(ascii, pairs, x))
                     t += 8
                     m += 8
-                if m == t and t < length and 8 <= length <= n:  # the last 1-7: the string's last 8 again
-                    x = np.uint64(load64(s + length - 8))
-                    if (x & high) == 0:
-                        store64(out + length - 8, _back8(ascii, pairs, x))
-                        t = m = length
+                # the last 1-7 (after a loop that stopped on none that is not ASCII): the string's last 4 or 8 again
+                if m == t and 0 < length - t < 8 and 8 <= length <= n:
+                    if length - t <= 4 and pairs != 0:
+                        x = np.uint64(load32(s + length - 4))
+                        if (x & high) == 0:
+                            store32(out + length - 4, _through_pairs4(pairs, x))
+                            t = m = length
+                    else:
+                        x = np.uint64(load64(s + length - 8))
+                        if (x & high) == 0:
+                            store64(out + length - 8, _back8(ascii, pairs, x))
+                            t = m = length
             while t < length:
                 cp = np.int64(load8(s + t))
                 need = 0

@@ -2,6 +2,9 @@
 is made of (the shared value transforms come from :mod:`kernels.values`)."""
 
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 
 from .. import _cache, values
 from .._memory import (
@@ -115,6 +118,31 @@ def _memcpy(dst, src, nbytes):
     while i < nbytes:
         store8(dst + i, load8(src + i))
         i += 1
+
+
+@intrinsic
+def _copy32(typingctx, dst, src):
+    """Copy the 32 bytes at ``src`` to ``dst`` (any alignment): one vector load, then one
+    vector store (two of 16 bytes on a CPU without 32-byte vectors)."""
+
+    def codegen(context, builder, sig, args):
+        vec = ir.VectorType(ir.IntType(8), 32)
+        value = builder.load(builder.inttoptr(args[1], vec.as_pointer()), align=1)
+        builder.store(value, builder.inttoptr(args[0], vec.as_pointer()), align=1)
+        return context.get_dummy_value()
+
+    return types.void(types.int64, types.int64), codegen
+
+
+@_jit
+def _move_down(dst, src, nbytes):
+    """Copy forward 32 bytes at a time, ``dst`` below ``src`` (the ranges may overlap): each
+    load reads bytes no earlier store wrote (they are all below the bytes still to read)."""
+    i = 0
+    while i + 32 <= nbytes:
+        _copy32(dst + i, src + i)
+        i += 32
+    _memcpy(dst + i, src + i, nbytes - i)
 
 
 @_jit

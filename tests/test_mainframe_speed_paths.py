@@ -1,0 +1,161 @@
+"""The shortcuts of the mainframe word loops (docs/mainframe.md, "Speed"): a field whose
+word loads stay inside its record is read with no copy of a block's last row; the loops of
+each output width, sign position and validity bitmap; the 4-digit tables of the way back;
+the string compaction after a threaded run (its 32-byte moves over overlapping ranges,
+both offset widths). Semantics only: the values are the reference decoder's
+(tests/mainframe_reference.py), the way back gives the same bytes, errors name the row."""
+
+from decimal import Decimal
+
+import mainframe_reference as mref  # noqa: E402 - tests/ is on the path
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import layouts as lo
+from layouts.kernels.cpu.forward import _compact_strings
+from layouts.kernels.cpu.memory import _move_down
+from layouts.kernels.plan import COUNT, DATA, NCOLS, OFFSETS, P1, P2
+
+E = lo.Encoding
+
+ENCODINGS = [
+    E("packed", 11, 2, signed=True),  # 6 bytes, decimal128
+    E("packed", 7),  # 4 bytes, unsigned
+    E("packed", 15, signed=True, as_integer=True),  # 8 bytes, int64
+    E("packed", 24, signed=True),  # 13 bytes: two words
+    E("zoned", 9, 2, signed=True),  # two words, the top one of one digit
+    E("zoned", 16, signed=True, as_integer=True),  # two full words, int64
+    E("zoned", 6),  # one word, unsigned
+    E("zoned", 7, sign="leading", signed=True),  # the overpunch on the first byte
+    E("zoned", 5, sign="trailing separate", signed=True),
+    E("binary", 9, signed=True),  # 4 bytes
+    E("binary", 18, as_integer=True),  # 8 bytes unsigned into int64
+    E("binary", 4),  # 2 bytes unsigned
+]
+
+
+def _values(enc, n, rng):
+    digits = rng.integers(0, 10, (n, enc.digits))
+    if enc.kind == "binary":  # within the bytes (2**63 for 8 bytes into int64, 2**16 for 2)
+        digits[:, 0] = np.minimum(digits[:, 0], 5 if enc.digits == 4 else 1)
+    signs = np.where(rng.random(n) < 0.4, -1, 1) if enc.signed else np.ones(n, np.int64)
+    return [int(s) * int("".join(map(str, d))) for s, d in zip(signs, digits)]
+
+
+@pytest.mark.parametrize("enc", ENCODINGS, ids=lambda e: f"{e.kind}{e.digits}-{e.sign}-{e.signed}")
+def test_fields_inside_the_record_both_ways(enc):
+    """A field followed by 8 bytes or more (its word loads never leave the record) and the
+    same field at the record's end (the block's last row read from a copy) give the
+    reference decoder's values, back the same bytes, and name the same bad record."""
+    rng = np.random.default_rng(5)
+    width = enc.width() or {4: 2, 9: 4, 18: 8}[enc.digits]  # (binary: the field's bytes)
+    n = 2500  # several blocks, two chunks
+    values = _values(enc, n, rng)
+    cells = [mref.encode(enc, Decimal(v).scaleb(-enc.scale), width) for v in values]
+    want = [mref.decode(enc, c) for c in cells]
+    for after in (16, 0):
+        dt = np.dtype([("pre", "u1"), ("x", f"V{width}")] + ([("post", f"V{after}")] if after else []))
+        layout = lo.Layout.from_dtype(dt, encodings={"x": enc}, void_as="bytes")
+        recs = np.zeros(n, dt)
+        raw = recs.view(np.uint8).reshape(n, dt.itemsize)
+        raw[:, 1 : 1 + width] = np.frombuffer(b"".join(cells), np.uint8).reshape(n, width)
+        raw[:, 1 + width :] = 0x5A  # (bytes after the field, read by the word loads: ignored)
+        for threads in (1, 2):
+            table = lo.AoS(recs, layout).to_soa(threads=threads).to_arrow()
+            assert table.column("x").to_pylist() == want
+            back = lo.SoA.from_arrow(table, layout).to_aos(threads=threads).array
+            assert back.tobytes() == recs.tobytes()
+        if enc.kind == "binary" and enc.digits != 4:
+            continue  # (every bit pattern is a value)
+        spoilt = raw.copy()
+        bad = [777, 2499]
+        if enc.kind == "binary":  # 2 bytes, 4 digits: 65535 is over them
+            spoilt[bad, 1:3] = 0xFF
+        else:  # EBCDIC space in a zoned digit / nibble A in a packed one
+            spoilt[bad, 1 + (1 if enc.sign == "leading" else 0)] = 0x40 if enc.kind == "zoned" else 0xAA
+        spoilt = spoilt.reshape(-1).view(dt)
+        with pytest.raises(lo.ConversionError, match=r"field 'x' .*record 777:"):
+            lo.AoS(spoilt, layout).to_soa(threads=2)
+
+
+@pytest.mark.parametrize(
+    "enc", [E("packed", 11, 2, signed=True), E("zoned", 9, 2, signed=True)], ids=["packed", "zoned"]
+)
+def test_way_back_nulls_and_out_of_range_in_every_loop(enc):
+    """The way back's loops of each output width and validity bitmap: a null (no fill) and
+    a value over the digits are errors naming their row; decimal -0 is written as +0."""
+    layout = lo.Layout.from_dtype(
+        np.dtype([("x", f"V{enc.width()}"), ("y", "V16")]), encodings={"x": enc}, void_as="bytes"
+    )
+    typ = layout.schema.field("x").type
+    column = [Decimal(v).scaleb(-enc.scale) for v in range(-500, 500)]
+    for fault, match in ((None, r"first at row 600"), (Decimal(10**enc.digits).scaleb(-enc.scale), r"row 600")):
+        bad = list(column)
+        bad[600] = fault
+        wide = pa.array(bad, pa.decimal128(38, enc.scale) if fault is not None else typ)
+        table = pa.table({"x": wide, "y": pa.array([b"\0" * 16] * 1000, pa.binary(16))})
+        with pytest.raises(lo.ConversionError, match=match):
+            lo.SoA.from_arrow(table, layout).to_aos()
+    table = pa.table({"x": pa.array(column, typ), "y": pa.array([b"\0" * 16] * 1000, pa.binary(16))})
+    recs = lo.SoA.from_arrow(table, layout).to_aos(threads=2).array
+    cells = recs.view(np.uint8).reshape(1000, -1)[:, : enc.width()]
+    assert [mref.decode(enc, bytes(c)) for c in cells] == column
+    assert bytes(cells[500]) == mref.encode(enc, Decimal(0), enc.width())
+
+
+@pytest.mark.parametrize("shift", [0, 1, 5, 31, 32, 33, 64, 200])
+@pytest.mark.parametrize("size", [0, 7, 31, 32, 95, 1000])
+def test_move_down_over_overlapping_ranges(shift, size):
+    """The 32-byte moves of the compaction: the bytes arrive as memmove puts them, the
+    ranges overlapping by any amount."""
+    buf = np.random.default_rng(size + shift).integers(0, 256, size + shift + 64).astype(np.uint8)
+    want = buf.copy()
+    want[0:size] = buf[shift : shift + size]
+    _move_down(buf.ctypes.data, buf.ctypes.data + shift, size)
+    assert buf.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("ow", [4, 8])
+def test_compaction_of_chunks_both_offset_widths(ow):
+    """Three chunks' strings, each written at its slot with chunk-local offsets, moved next
+    to each other with the offsets made global."""
+    per, starts = 6, np.array([0, 5, 9, 14], np.int64)
+    strings = [bytes([65 + i % 26]) * (i % 7 if i % 7 < per else per) for i in range(14)]
+    data = np.full(14 * per, 0xEE, np.uint8)
+    offsets = np.zeros(15, np.int32 if ow == 4 else np.int64)
+    for c in range(3):
+        pos = 0
+        for i in range(starts[c], starts[c + 1]):
+            s = strings[i]
+            data[starts[c] * per + pos : starts[c] * per + pos + len(s)] = np.frombuffer(s, np.uint8)
+            pos += len(s)
+            offsets[i + 1] = pos
+    op = np.zeros(NCOLS, np.int64)
+    op[COUNT], op[P1], op[P2], op[DATA], op[OFFSETS] = 1, per, ow, data.ctypes.data, offsets.ctypes.data
+    total = _compact_strings(op, starts)
+    joined = b"".join(strings)
+    assert total == len(joined) and data[:total].tobytes() == joined
+    assert offsets.tolist() == np.cumsum([0] + [len(s) for s in strings]).tolist()
+
+
+@pytest.mark.parametrize("trim", ["none", "right"])
+@pytest.mark.parametrize("width", [9, 12, 20])
+def test_text_tails_of_every_length_both_ways(width, trim):
+    """Text of every length up to the field's, with a character of two UTF-8 bytes (or
+    none) at every position: the last 1-7 bytes are translated again as 4 or 8 (the
+    word loops' tails), or one by one after a character that is not ASCII."""
+    enc = E("text", codepage="cp037", trim=trim)
+    layout = lo.Layout.from_dtype(np.dtype([("x", f"V{width}"), ("y", "u1")]), encodings={"x": enc})
+    texts = []
+    for length in range(width + 1):
+        base = "".join(chr(65 + (length + i) % 26) for i in range(length))
+        texts.append(base)
+        texts += [base[:j] + "é" + base[j + 1 :] for j in range(length)]
+    cells = [mref.encode_text(enc, t, width) for t in texts]
+    recs = np.zeros(len(cells), layout.dtype)
+    raw = recs.view(np.uint8).reshape(len(cells), -1)
+    raw[:, :width] = np.frombuffer(b"".join(cells), np.uint8).reshape(len(cells), width)
+    table = lo.AoS(recs, layout).to_soa(threads=2).to_arrow()
+    assert table.column("x").to_pylist() == [mref.decode_text(enc, c) for c in cells]
+    assert lo.SoA.from_arrow(table, layout).to_aos(threads=2).array.tobytes() == recs.tobytes()
