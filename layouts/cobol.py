@@ -539,7 +539,10 @@ def read_segments(src, types, *, segment, framing="rdw", codepage="cp037", short
                 )
             view[i, : len(body)] = np.frombuffer(body, np.uint8)
             lengths[i] = len(body)
-        table = AoS(records, layout).to_soa().to_arrow()
+        try:
+            table = AoS(records, layout).to_soa().to_arrow()
+        except ConversionError as err:
+            raise ConversionError(_in_the_file(str(err), value, offsets, src)) from None
         table = table.add_column(0, "_length", pa.array(lengths))
         if "_prefix" in raw.column_names:  # the RDW's spare bytes, kept for the way back
             table = table.add_column(0, "_prefix", raw.column("_prefix"))
@@ -547,6 +550,21 @@ def read_segments(src, types, *, segment, framing="rdw", codepage="cp037", short
     if "_blocks" in tables:  # BDWs: where each block starts, for the way back
         out["_blocks"] = tables["_blocks"].to_arrow()
     return out
+
+
+def _in_the_file(message, value, offsets, src):
+    """A value's error of one segment's records, with the record and byte in the file (each
+    record's data follows its 4-byte RDW) instead of in the segment's own records."""
+    import re
+
+    where = f" of {os.fspath(src)}" if isinstance(src, (str, os.PathLike)) else ""
+
+    def place(m):
+        row, at = int(m.group(1)), int(m.group(3))
+        start = int(offsets[row])
+        return f"segment {value!r} record {row}: byte {start + 4 + at:,}{where} (offset {at} in the record at byte {start:,})"
+
+    return re.sub(r"record (\d+): byte (\d+) of the records \(offset (\d+) in the record\)", place, message, count=1)
 
 
 def _needed(layout):

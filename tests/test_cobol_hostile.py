@@ -356,6 +356,30 @@ def test_variable_and_segment_files_to_standard_output_fifos_and_not_directories
     assert back.returncode == 0 and back.stdout == seg and not (tmp_path / "-").exists()
 
 
+def test_a_bad_value_in_a_segment_file_is_named_by_its_byte_in_the_file(tmp_path):
+    """read_segments named the byte within one segment's own records (attack4: "byte 2501
+    of the records" for the file's byte 10005), and no file."""
+
+    def rdw(b):
+        return struct.pack(">HH", len(b) + 4, 0) + b
+
+    header = "       01 HDR.\n          05 SEG PIC X.\n          05 COMPANY PIC X(6).\n"
+    detail = "       01 DTL.\n          05 SEG PIC X.\n          05 AMOUNT PIC S9(5)V99 COMP-3.\n"
+    types = {"H": lo.Layout.from_copybook(header), "D": lo.Layout.from_copybook(detail)}
+    good, bad = (
+        rdw("D".encode("cp037") + bytes.fromhex("0012345C")),
+        rdw("D".encode("cp037") + bytes.fromhex("001234AC")),
+    )
+    data = (rdw("HACME  ".encode("cp037")) + good) * 500 + bad
+    (tmp_path / "s.dat").write_bytes(data)
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"field 'AMOUNT' .*segment 'D' record 500: byte 10,005 of .*s\.dat \(offset 1 in the record at byte 10,000\), "
+        r"bytes 00 12 34 AC",
+    ):
+        cobol.read_segments(str(tmp_path / "s.dat"), types, segment=(0, 1))
+
+
 def test_two_88_levels_of_one_name_under_one_item_are_an_error():
     book = _GROUP_88.replace("           05  AMT", "               88  pad_ok     VALUE 'NO'.\n           05  AMT")
     with pytest.raises(
