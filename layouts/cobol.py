@@ -1175,11 +1175,15 @@ def _source_of(src):
     return data, _label_of(src), owner
 
 
-def write_variable(table, copybook, dst=None, *, framing=None, occurs_mappings=None, **options):
+def write_variable(
+    table, copybook, dst=None, *, framing=None, occurs_mappings=None, fill=None, truncate=False, **options
+):
     """The way back of :func:`read_variable`: each row written as long as its counts make
     it, back to back (or each in an RDW, in the blocks read with ``"bdw"``), byte for byte. Every list's length must be its
     count (a ConversionError names the row otherwise: an element would be lost or made
-    up). Returns the bytes, or writes them to ``dst`` (a path: written whole or not at all)."""
+    up). ``fill`` and ``truncate`` as in :meth:`layouts.SoA.from_arrow` (a value for the nulls
+    of a field, by its dotted name; cut text longer than its field). Returns the bytes, or
+    writes them to ``dst`` (a path: written whole or not at all)."""
     from ._occurs import uncut
     from ._soa import SoA
 
@@ -1213,7 +1217,7 @@ def write_variable(table, copybook, dst=None, *, framing=None, occurs_mappings=N
         raise ConversionError(
             f"row {err.row}: the count {counter} of {where} (OCCURS DEPENDING ON) is {what}; fix the value"
         ) from None
-    records = SoA.from_arrow(fixed, layout).to_aos().array
+    records = SoA.from_arrow(fixed, layout, fill=fill or {}, truncate=truncate).to_aos().array
     view = records.view(np.uint8).reshape(len(records), layout.itemsize)
     for name, lo_, hi in ((_START, 0, _padding(var)[0]), (_END, layout.itemsize - _padding(var)[1], layout.itemsize)):
         if hi > lo_:

@@ -380,6 +380,37 @@ def test_a_bad_value_in_a_segment_file_is_named_by_its_byte_in_the_file(tmp_path
         cobol.read_segments(str(tmp_path / "s.dat"), types, segment=(0, 1))
 
 
+def test_what_the_messages_of_the_way_back_advise_works(tmp_path, capsys):
+    """write_variable advised fill= and truncate=, which it did not take (a TypeError); huge
+    record offsets were a bare ValueError; a missing input's message was its name alone."""
+    import pyarrow as pa
+
+    from layouts._cli import main
+
+    one = bytes.fromhex("001C") + "AB12".encode("cp037") + bytes.fromhex("005C") + bytes.fromhex("0012345C")
+    t = cobol.read_variable(one, ORDERS)
+    i = t.schema.get_field_index("TOTAL")
+    nulls = t.set_column(i, t.schema.field(i), pa.array([None], pa.decimal128(7, 2)))
+    with pytest.raises(lo.ConversionError, match=r"pass fill=\{'TOTAL': value\}"):
+        cobol.write_variable(nulls, ORDERS)
+    assert cobol.write_variable(nulls, ORDERS, fill={"TOTAL": 0}) == one[:-4] + bytes.fromhex("0000000C")
+    j = t.schema.get_field_index("ITEM")
+    long = t.set_column(j, t.schema.field(j), pa.array([[{"SKU": "AB12345", "QTY": 5}]], t.schema.field(j).type))
+    with pytest.raises(lo.ConversionError, match=r"pass truncate=True"):
+        cobol.write_variable(long, ORDERS)
+    assert cobol.write_variable(long, ORDERS, truncate=True) == one
+    with pytest.raises(lo.LayoutError, match=r"record_end_offset=4294967296 .* make records of 4,294,967,298 bytes"):
+        lo.Layout.from_copybook("       01  R.\n           05  A PIC X(2).\n", record_end_offset=2**32)
+    (tmp_path / "o.cob").write_text(ORDERS)
+    missing = str(tmp_path / "nothere.parquet")
+    for flags in (["--variable-occurs"], ["--keep-signs"]):
+        assert (
+            main(["convert", missing, "--copybook", str(tmp_path / "o.cob"), *flags, "--to", str(tmp_path / "x.dat")])
+            == 2
+        )
+        assert f"cannot read '{missing}': No such file or directory" in capsys.readouterr().err
+
+
 def test_two_88_levels_of_one_name_under_one_item_are_an_error():
     book = _GROUP_88.replace("           05  AMT", "               88  pad_ok     VALUE 'NO'.\n           05  AMT")
     with pytest.raises(

@@ -443,6 +443,7 @@ def convert_segments(args):
     if args.record:
         raise CommandError("--record does not apply with --segment: each --segment ID=RECORD names its record")
     _reject_whole_file_flags(args)
+    _check_source(args)
     types, segment = _segment_types(args)
     options = {"segment": segment, "framing": args.framing or "rdw", "codepage": args.codepage}
     if not os.path.isdir(args.src) and os.path.exists(args.dst) and not os.path.isdir(args.dst):
@@ -642,6 +643,14 @@ def _variable_flags(message):
     message = re.sub(r"write_variable\(\.\.\., redefines=\{'([^']*)': '([^']*)'\}\)", r"--redefines \1=\2", message)
     message = re.sub(r"table\.drop_columns\(\[([^\]]*)\]\)", r"remove the column \1 from the table file", message)
     message = re.sub(r"drop them from the table \(remove", "drop them (remove", message)
+    message = re.sub(  # (write_variable's fill= and truncate=: the command has no flags for them here)
+        r"pass fill=\{'([^']*)': value\} to write a value in their place",
+        r"give \1 a value in those rows of the table file",
+        message,
+    )
+    message = re.sub(
+        r"pass truncate=True to cut such values to (\d+) characters", r"shorten them to \1 characters", message
+    )
     message = message.replace("(framing=None)", "(without --framing)")
     message = message.replace(
         "read_variable's framing: 'rdw', 'rdw-little' or 'bdw'", "--framing rdw, rdw-little or bdw"
@@ -670,6 +679,7 @@ def convert_variable(args):
     options = {k: v for k, v in copybook_options(args).items() if v is not None}
     extra = {"framing": args.framing, "occurs_mappings": _occurs_mappings(args.occurs_mapping)}
     back = str(args.src).lower().endswith((".parquet", ".arrow", ".feather", ".ipc"))
+    _check_source(args)
     _check_destination(args)
     try:
         if back:
@@ -708,6 +718,14 @@ def _check_destination(args):
         raise CommandError(f"--to {args.dst}: is a directory; name the output file")
     if os.path.exists(args.dst) and not args.overwrite:
         raise CommandError(f"{args.dst} exists; pass --overwrite to replace it")
+
+
+def _check_source(args):
+    """The input exists (``-``: standard input), as the command's other paths say it."""
+    import os
+
+    if args.src != "-" and not os.path.exists(args.src):
+        raise CommandError(f"cannot read {args.src!r}: No such file or directory")
 
 
 def _source(args):
@@ -824,6 +842,7 @@ def convert_keep_signs(args, layout, fmt, fill):
 
     if args.dst == "-" or args.src == "-":
         raise CommandError("--keep-signs reads and writes files (the file is read whole); give --to FILE and a file")
+    _check_source(args)
     _check_destination(args)
     if args.device not in ("auto", "cpu"):
         raise CommandError(f"--keep-signs converts on the CPU (the file whole); leave out --device {args.device}")

@@ -126,6 +126,13 @@ def lay_out(
     builder.check_choices_used()
     if dtype is None:
         raise LayoutError(f"{source.where(top.line)}: record {top.name} has no fields but FILLER; name one")
+    if record_start_offset + size + record_end_offset > _MAX_RECORD:
+        raise LayoutError(
+            f"record_start_offset={record_start_offset} and record_end_offset={record_end_offset} around the "
+            f"{size:,}-byte record {top.name} make records of {record_start_offset + size + record_end_offset:,} "
+            f"bytes; a record holds at most {_MAX_RECORD:,} (NumPy's limit): give the bytes each record of the "
+            f"file has before and after the copybook's"
+        )
     dtype = _shift(dtype, size, record_start_offset, record_end_offset)
     fields = tuple(_moved(f, record_start_offset) for f in builder.fields)
     shift = record_start_offset
@@ -151,6 +158,9 @@ def _moved(f, by):
     if not by:
         return f
     return CobolField(**{**f.__dict__, "offset": f.offset + by})
+
+
+_MAX_RECORD = 2**31 - 1  # bytes of one NumPy record (its itemsize is a C int)
 
 
 def _shift(dtype, size, start, end):
