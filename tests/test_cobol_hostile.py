@@ -411,6 +411,26 @@ def test_what_the_messages_of_the_way_back_advise_works(tmp_path, capsys):
         assert f"cannot read '{missing}': No such file or directory" in capsys.readouterr().err
 
 
+def test_a_record_larger_than_the_default_chunk_says_the_default_was_used(tmp_path, capsys):
+    from layouts._cli import main
+
+    (tmp_path / "big.cob").write_text("       01  R.\n           05  A PIC X(1000000) OCCURS 80.\n")
+    (tmp_path / "big.dat").write_bytes(b"abc")
+    args = [
+        "convert",
+        str(tmp_path / "big.dat"),
+        "--copybook",
+        str(tmp_path / "big.cob"),
+        "--to",
+        str(tmp_path / "b.parquet"),
+    ]
+    assert main(args) == 2
+    assert (
+        "the default chunk (64 MiB) is smaller than one record (80,000,000 bytes); give at least 80000000, "
+        "e.g. --chunk 77M" in capsys.readouterr().err
+    )
+
+
 def test_two_88_levels_of_one_name_under_one_item_are_an_error():
     book = _GROUP_88.replace("           05  AMT", "               88  pad_ok     VALUE 'NO'.\n           05  AMT")
     with pytest.raises(

@@ -80,9 +80,11 @@ def convert(args):
         layout = layout_of(args)
     chunk = DEFAULT_CHUNK if args.chunk is None else args.chunk
     if chunk < layout.itemsize:
+        mib = -(-layout.itemsize // 2**20)
+        said = f"--chunk {chunk} is" if args.chunk is not None else f"the default chunk ({chunk // 2**20} MiB) is"
         raise CommandError(
-            f"--chunk {chunk} is smaller than one record ({layout.itemsize} bytes); "
-            f"give at least {layout.itemsize}, e.g. --chunk 64M"
+            f"{said} smaller than one record ({layout.itemsize:,} bytes); "
+            f"give at least {layout.itemsize}, e.g. --chunk {mib}M"
         )
     if fmt == "records" and args.null:
         raise CommandError(
