@@ -431,6 +431,25 @@ def test_a_record_larger_than_the_default_chunk_says_the_default_was_used(tmp_pa
     )
 
 
+def test_88_levels_of_kept_fillers_stay_and_those_of_dropped_alternatives_go():
+    """fillers="keep" lost a FILLER's 88 levels from every schema; a REDEFINES alternative
+    not chosen kept its group's 88 levels though its columns were gone (attack4)."""
+    import json
+
+    book = "       01  R.\n           05  A PIC X(2).\n           05  FILLER PIC X(2).\n               88  F-Q VALUE QUOTES.\n"
+    groups = json.loads(lo.Layout.from_copybook(book, fillers="keep").schema.metadata[b"cobol.88.groups"])
+    assert [(g["item"], g["path"], g["offset"], g["conditions"]) for g in groups] == [
+        ("FILLER-1", "FILLER-1", 2, {"F-Q": ["QUOTES"]})
+    ]
+    book = (
+        "       01  R.\n           05  G-A.\n               88 A-OK VALUE 'AB'.\n               10 X PIC X(2).\n"
+        "           05  G-B REDEFINES G-A.\n               88 B-OK VALUE 'CD'.\n               10 Y PIC X(2).\n"
+    )
+    both = json.loads(lo.Layout.from_copybook(book).cobol_groups)
+    chosen = json.loads(lo.Layout.from_copybook(book, redefines={"G-A": "G-B"}).cobol_groups)
+    assert [g["item"] for g in both] == ["G-A", "G-B"] and [g["item"] for g in chosen] == ["G-B"]
+
+
 def test_two_88_levels_of_one_name_under_one_item_are_an_error():
     book = _GROUP_88.replace("           05  AMT", "               88  pad_ok     VALUE 'NO'.\n           05  AMT")
     with pytest.raises(

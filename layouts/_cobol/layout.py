@@ -287,7 +287,7 @@ class _Builder:
                 at = cursor
                 area = [child]
             child_path = path + (_rename(child.name, self.options),) if not child.is_filler else path
-            first = len(self.fields)
+            first, noted = len(self.fields), len(self.group_conditions)
             wanted = at
             size, dtype, at = self.item(child, base, at, child_path, usage)
             if child.redefines and at != wanted:
@@ -303,6 +303,7 @@ class _Builder:
             end = max(end, at + size)
             if dtype is not None and not child.is_filler and not self.kept(child, alternatives):
                 self.drop_fields(first)  # an alternative not chosen: its bytes stay, as padding
+                del self.group_conditions[noted:]  # (and its groups' 88 levels go with its columns)
                 continue
             if dtype is None or child.is_filler:
                 continue
@@ -500,6 +501,8 @@ class _Builder:
         )
         if item.is_filler:
             self.fields.pop()
+            self.note_conditions(item, path, base + at, width)
+        elif item.raw and item.conditions:  # a FILLER kept as bytes (fillers="keep"): no Encoding holds them
             self.note_conditions(item, path, base + at, width)
         return width, dtype, align
 
