@@ -450,6 +450,22 @@ def test_88_levels_of_kept_fillers_stay_and_those_of_dropped_alternatives_go():
     assert [g["item"] for g in both] == ["G-A", "G-B"] and [g["item"] for g in chosen] == ["G-B"]
 
 
+@pytest.mark.parametrize(
+    "lines, match",
+    [
+        (["01 R.", "   05 G.", "   05 A PIC X."], r"line 2: '05 G\.': G has neither a PICTURE nor subordinate items"),
+        (["01 R.", "   05 A COMP."], r"line 2: '05 A COMP\.': A has neither a PICTURE nor subordinate items"),
+        (["01 R COMP-3.", "   05 A PIC 9(3).", "   05 B PIC X."], r"it cannot be USAGE COMP-3 \(from group R\)$"),
+        (["01 R.", "   05 A PIC S9(3) SIGN LEADING SIGN TRAILING."], r"line 2: .*A has two SIGN clauses"),
+    ],
+)
+def test_copybook_gaps_attack4_found_are_layout_errors_naming_the_line(lines, match):
+    """An empty group was dropped without a word, two SIGN clauses were taken (the last
+    won), and an inherited USAGE was missing from its message."""
+    with pytest.raises(lo.LayoutError, match=match):
+        lo.Layout.from_copybook("".join(f"       {line}\n" for line in lines))
+
+
 def test_two_88_levels_of_one_name_under_one_item_are_an_error():
     book = _GROUP_88.replace("           05  AMT", "               88  pad_ok     VALUE 'NO'.\n           05  AMT")
     with pytest.raises(

@@ -21,6 +21,18 @@ from .picture import PictureError, read_picture
 __all__ = ["CobolField", "Copybook", "lay_out"]
 
 _MAX_DIGITS = 38  # Arrow decimal128
+
+
+def _usage_word(item):
+    """The USAGE an item has: written on it, or on the group it inherits it from."""
+    owner = item
+    while owner is not None and not owner.usage_word:
+        owner = owner.parent
+    if owner is None:
+        return "DISPLAY"
+    return owner.usage_word if owner is item else f"{owner.usage_word} (from group {owner.name})"
+
+
 _MAX_RECORD = 2**31 - 1  # NumPy's largest record (and far past any mainframe's)
 _MAX_BINARY_DIGITS = 18
 _NAMES = ("cobol", "underscore")
@@ -264,6 +276,12 @@ class _Builder:
         """``(size, dtype or None)`` of a group whose first byte is at ``base`` (from the
         record's start); its items are laid out from there."""
         usage = self.usage_of(item, inherited)
+        if not item.children:
+            raise self.fail(
+                item,
+                f"{item.name} has neither a PICTURE nor subordinate items: give it a PICTURE "
+                f"(PIC X(n), PIC 9(n)...) or items under it, or remove it",
+            )
         names, formats, offsets = [], [], []
         seen: set = set()
         end, cursor = 0, 0
@@ -585,7 +603,7 @@ class _Builder:
 
     def text(self, item, usage, pic):
         if usage != "display":
-            raise self.fail(item, f"PICTURE {item.picture} is {pic.category}; it cannot be USAGE {item.usage_word}")
+            raise self.fail(item, f"PICTURE {item.picture} is {pic.category}; it cannot be USAGE {_usage_word(item)}")
         if item.sign:
             raise self.fail(item, f"SIGN applies to numeric items, not PICTURE {item.picture}")
         kind = "text" if pic.category == "alphanumeric" else "edited"

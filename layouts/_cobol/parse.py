@@ -316,6 +316,8 @@ def _clause(entry, item):
     elif word == "REDEFINES":
         item.redefines = entry.expect_word("the name of the item redefined").text
     elif word in ("SIGN", "LEADING", "TRAILING"):
+        if item.sign:
+            raise entry.fail(f"{item.name} has two SIGN clauses", token.line)
         if word == "SIGN":
             entry.optional("IS")
             word = entry.expect_word("LEADING or TRAILING").upper
