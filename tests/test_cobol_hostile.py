@@ -466,6 +466,31 @@ def test_copybook_gaps_attack4_found_are_layout_errors_naming_the_line(lines, ma
         lo.Layout.from_copybook("".join(f"       {line}\n" for line in lines))
 
 
+def test_convert_stream_says_how_many_invalid_values_became_null(tmp_path, capsys):
+    """A copybook type with invalid = "null" made nulls without the count line that
+    convert --copybook --invalid null prints (attack4)."""
+    from layouts._cli import main
+
+    (tmp_path / "c.cob").write_text(
+        "       01 DTL.\n          05 SEG PIC X.\n          05 AMOUNT PIC S9(5)V99 COMP-3.\n"
+    )
+    (tmp_path / "s.toml").write_text(
+        'name = "co"\n[[section]]\nframing = "rdw"\ntag = { offset = 0, size = 1 }\n'
+        '[section.types.D]\ntag = "D"\ncopybook = "c.cob"\ninvalid = "null"\n'
+    )
+
+    def rdw(b):
+        return struct.pack(">HH", len(b) + 4, 0) + b
+
+    body = [b"\xc4" + bytes.fromhex(h) for h in ("001234AC", "0012345C", "001234AC")]
+    (tmp_path / "s.dat").write_bytes(b"".join(rdw(b) for b in body))
+    assert (
+        main(["convert", str(tmp_path / "s.dat"), "--stream", str(tmp_path / "s.toml"), "--to", str(tmp_path / "out")])
+        == 0
+    )
+    assert "  2 invalid values of AMOUNT made null (D)" in capsys.readouterr().out
+
+
 def test_two_88_levels_of_one_name_under_one_item_are_an_error():
     book = _GROUP_88.replace("           05  AMT", "               88  pad_ok     VALUE 'NO'.\n           05  AMT")
     with pytest.raises(

@@ -782,7 +782,7 @@ def report_invalid(table, layout, out=None, suffix=""):
         print(f"  {count:,} invalid {noun} of {name} made null{suffix}", file=out or sys.stdout)
 
 
-def report_invalid_file(path, layout, fmt=None, out=None):
+def report_invalid_file(path, layout, fmt=None, out=None, suffix=""):
     """:func:`report_invalid` for the Parquet or Arrow IPC file ``convert`` wrote: the
     columns of the fields read with ``invalid="null"`` read back (memory-mapped for IPC)."""
     import pyarrow.feather as feather
@@ -801,7 +801,7 @@ def report_invalid_file(path, layout, fmt=None, out=None):
             table = pa.ipc.open_stream(f).read_all().select(columns)
     else:
         table = feather.read_table(path, columns=columns, memory_map=True)
-    report_invalid(table, layout, out)
+    report_invalid(table, layout, out, suffix)
 
 
 # ------------------------------------------------------------------ signs

@@ -148,7 +148,21 @@ def _stream_out(args, stream, interrupts):
             f"converted {args.src}: {n:,} records{f' ({filled})' if filled else ''}, {total:,} bytes -> "
             f"{args.dst} ({len(written)} files)"
         )
+        _report_invalid(stream, args.dst, fmt, counts)
     return 0
+
+
+def _report_invalid(stream, dst, fmt, counts):
+    """The count of invalid values each type's ``invalid = "null"`` fields made null, as
+    ``convert --copybook --invalid null`` says it (read back from the files written)."""
+    from .._stream.files import SUFFIX
+    from .copybook import report_invalid_file
+
+    for section in stream.sections:
+        for t in section.types:
+            layout = getattr(t.record, "layout", None)  # (a copybook type's: its fields have Encodings)
+            if layout is not None and counts.get(t.name, (0,))[0]:
+                report_invalid_file(os.path.join(dst, t.name + SUFFIX[fmt]), layout, fmt, suffix=f" ({t.name})")
 
 
 def _stream_back(args, stream, interrupts):
