@@ -25,11 +25,16 @@ from .cpu.gather import (
     E_TAG,
     E_TEXT_NUL,
     E_WIDE,
+    WINDOW_BYTES,
+    _type_rows,
     aos_to_soa_at,
+    aos_to_soa_types,
     soa_to_aos_at,
+    types_plan,
 )  # the transpose through an index
 from .cpu.host import aos_to_soa  # fixed-size records one after another: the strided transpose
 from .cpu.memory import _memcpy, _stream_copy  # copies of raw bytes, 8 at a time; by streaming stores
+from .plan import NCOLS
 from .threads import chunk_starts, run_chunks
 
 __all__ = [
@@ -40,6 +45,8 @@ __all__ = [
     "gather_all",
     "aos_to_soa",
     "aos_to_soa_at",
+    "aos_to_soa_types",
+    "place_grouped",
     "soa_to_aos_at",
     "E_TEXT_NUL",
     "E_WIDE",
@@ -53,6 +60,7 @@ __all__ = [
     "scatter_tails",
     "put_uint",
     "arith",
+    "arith_threaded",
     "OK",
     "FULL",
     "SHORT_PREFIX",
@@ -107,6 +115,21 @@ def arith(out, start, step):
 
 
 @_jit
+def _arith_rows(out, start, r0, r1, step, err, stop):
+    """Rows ``r0..r1`` of :func:`arith_threaded` (one chunk of a call)."""
+    for i in range(r0, r1):
+        out[i] = start + i * step
+
+
+def arith_threaded(out, start, step, *, threads=None):
+    """:func:`arith` in chunks on the kernels' thread pool (each thread writes, and first
+    touches, its own part of ``out``)."""
+    n = out.shape[0]
+    if n:
+        run_chunks(_arith_rows, chunk_starts(n, 8, threads), (out, np.int64(start), np.int64(step)), (out,))
+
+
+@_jit
 def put_uint(buf, pos, size, big, value):
     """Write ``value`` as an unsigned integer of ``size`` bytes at ``buf[pos]``."""
     v = np.uint64(value)
@@ -143,7 +166,7 @@ def _walk(mode, buf, pos, end, count, fr, per_type, stop_at, offsets, lengths, t
     cap = offsets.shape[0] if mode == SCAN or mode == PROBE else np.int64(2**62)
     addr = buf.ctypes.data
     if (mode == COUNT or mode == PLACE) and len_size == 2 and len_big and tag_size == 1:
-        pos, count = _walk_be16_tag8(mode == PLACE, addr, pos, end, count, fr, per_type, stop_at, offsets)
+        pos, count = _walk_be16_tag8(mode == PLACE, addr, pos, end, count, fr, per_type, stop_at, offsets, end)
     need = len_off + len_size
     while pos < end and count < cap:
         left = end - pos
@@ -219,14 +242,15 @@ def _walk_long(buf, pos, end, count, len_off, len_big, base, min_len, type_min0,
 
 
 @_jit
-def _walk_be16_tag8(place, addr, pos, end, count, fr, per_type, stop_at, offsets):
+def _walk_be16_tag8(place, addr, pos, end, count, fr, per_type, stop_at, offsets, until):
     """:func:`_walk`'s ``COUNT`` (``place`` False) or ``PLACE`` of the commonest framing,
     a 2-byte big-endian length and a 1-byte tag (ITCH), with no branch on the framing
-    in the loop. It stops, as ``_walk`` would, at the first record that is anything
+    in the loop, of the records that start before ``until`` (each checked against the
+    part's ``end``). It stops, as ``_walk`` would, at the first record that is anything
     else, and ``_walk`` goes on from there (and stops at it with its own status)."""
     len_off, base, min_len, tag_off, direct, type_min, type_max = fr[0], fr[3], fr[4], fr[5], fr[8], fr[9], fr[10]
     last = end - (len_off + 2)  # the last record start whose length field is inside
-    while pos <= last:
+    while pos <= last and pos < until:
         n = np.int64(bswap16(load16(addr + pos + len_off))) + base
         if n > end - pos or n < min_len or n <= 0:
             break
@@ -280,23 +304,83 @@ def _resync(buf, pos, end, fr, k):
     return -1
 
 
+LANES = 4  # parts of a section one thread walks side by side (scan_grouped)
+
+
 @_jit
-def _walk_part(mode, buf, p0, p1, fr, starts, per_type, stop_at, offsets, reached, err, stop):
-    """Bytes ``p0..p1`` (from a record boundary) of :func:`scan_grouped`'s walk, one part
-    on one of the kernels' threads: ``COUNT`` into its row of ``per_type``, or ``PLACE``
-    from its row of cursors up to its row of ``stop_at``; where it stopped and how many
-    records it walked go to its row of ``reached``."""
-    part = np.searchsorted(starts, p0)
+def _lanes_be16_tag8(place, addr, i, parts, fr, per_type, stop_at, offsets, reached):
+    """Parts ``i .. i + LANES`` of :func:`_walk_lanes` walked in step, one record of each
+    per round (:func:`_walk_be16_tag8`'s checks and counting), for as long as all go on:
+    each record's place depends on the length before it, so one walk waits for every
+    load; independent walks overlap their waits. Where each stopped goes to ``reached``
+    (the caller's walk goes on from there). (Written out, no helper taking arrays: a
+    call per record would count references to them.)"""
+    len_off, base, min_len, tag_off, direct, type_min, type_max = fr[0], fr[3], fr[4], fr[5], fr[8], fr[9], fr[10]
+    ntypes = type_min.shape[0]
+    pos = parts[i : i + LANES].copy()
+    walked = np.zeros(LANES, np.int64)
+    going = True
+    while going:
+        for k in range(LANES):
+            p, e = pos[k], parts[i + k + 1]
+            if p > e - (len_off + 2):
+                going = False
+                break
+            n = np.int64(bswap16(load16(addr + p + len_off))) + base
+            if n > e - p or n < min_len or n <= 0:
+                going = False
+                break
+            t = direct[load8(addr + p + tag_off)]
+            if t < 0 or t >= ntypes or n < type_min[t] or n > type_max[t]:
+                going = False
+                break
+            j = per_type[i + k, t]
+            if place:
+                if j >= stop_at[i + k, t]:
+                    going = False
+                    break
+                offsets[j] = p
+            per_type[i + k, t] = j + 1
+            pos[k] = p + n
+            walked[k] += 1
+    for k in range(LANES):
+        reached[i + k, 0], reached[i + k, 1] = pos[k], walked[k]
+
+
+@_jit
+def _walk_lanes(mode, buf, i0, i1, fr, parts, per_type, stop_at, offsets, reached, err, stop):
+    """Parts ``i0 .. i1`` of :func:`scan_grouped`'s walk (bytes ``parts[i] .. parts[i + 1]``,
+    each from a record boundary) on one of the kernels' threads: ``COUNT`` into part
+    ``i``'s row of ``per_type``, or ``PLACE`` from its row of cursors up to its row of
+    ``stop_at``; where each part stopped and how many records it walked go to its row of
+    ``reached``. Four parts of the commonest framing (ITCH's) are walked side by side
+    (:func:`_lanes_be16_tag8`), then each on its own (:func:`_walk`) from where it got."""
     none = np.zeros(0, np.int64)
-    pos, count = _walk(mode, buf, p0, p1, 0, fr, per_type[part], stop_at[part], offsets, none, np.zeros(0, np.int32))
-    reached[part, 0] = pos
-    reached[part, 1] = count
+    for i in range(i0, i1):
+        reached[i, 0], reached[i, 1] = parts[i], 0
+    if i1 - i0 == LANES and fr[1] == 2 and fr[2] and fr[6] == 1 and (mode == COUNT or mode == PLACE):
+        _lanes_be16_tag8(mode == PLACE, buf.ctypes.data, i0, parts, fr, per_type, stop_at, offsets, reached)
+    for i in range(i0, i1):
+        pos, count = _walk(
+            mode,
+            buf,
+            reached[i, 0],
+            parts[i + 1],
+            reached[i, 1],
+            fr,
+            per_type[i],
+            stop_at[i],
+            offsets,
+            none,
+            np.zeros(0, np.int32),
+        )
+        reached[i, 0], reached[i, 1] = pos, count
 
 
-SPLIT_BYTES = 1 << 22  # a section at least this long is walked in two parts on two threads
+SPLIT_BYTES = 1 << 22  # a section at least this long is walked in parts (LANES per thread)
 
 
-def scan_grouped(buf, start, end, fr, unit, *, threads=None):
+def scan_grouped(buf, start, end, fr, unit, *, threads=None, place=True):
     """The index of a section whose records are all whole, of a known type and exactly
     ``type_min[t] .. type_max[t]`` bytes, already grouped by type (what :func:`scan` then
     :func:`group` give, in stream order within each type): two walks, one counting each
@@ -306,32 +390,63 @@ def scan_grouped(buf, start, end, fr, unit, *, threads=None):
     (or the bytes changed between the walks): the caller then scans the usual way,
     which finds and names what it is.
 
-    A long section is walked in two parts side by side: the second from the first byte
-    after its middle where 16 records in a row fit (:func:`_resync`); the first part's
-    walk must end exactly there, else the section is walked again as one part."""
+    A long section is walked in ``LANES`` parts per thread, each thread's side by side
+    (:func:`_walk_lanes`): every part after the first from the first byte after its
+    share's start where 16 records in a row fit (:func:`_resync`); each part's walk must
+    end exactly where the next starts, else the section is walked again as one part.
+
+    ``place`` False, for the commonest framing (ITCH's: :func:`deferrable`): only the
+    first walk, and :class:`Counted` back instead of the offsets; :func:`place_grouped`
+    then walks again, converting the records as it places them."""
     if not _plain(fr[1], unit, fr[6], fr[8]):
         return None
     from .threads import default_threads
 
     tries = [np.array([start, end], np.int64)]
-    if end - start >= SPLIT_BYTES and (default_threads() if threads is None else threads) > 1:
-        b = _resync(buf, start + (end - start) // 2, end, fr, 16)
-        if b > start:
-            tries.insert(0, np.array([start, b, end], np.int64))
+    k = LANES * (default_threads() if threads is None else threads)
+    if end - start >= SPLIT_BYTES and k > 1:
+        cuts = [start]
+        for j in range(1, k):
+            b = _resync(buf, start + (end - start) * j // k, end, fr, 16)
+            if b <= cuts[-1]:
+                break
+            cuts.append(b)
+        if len(cuts) == k:
+            tries.insert(0, np.array(cuts + [end], np.int64))
     for parts in tries:
-        got = _grouped(buf, parts, fr)
+        got = _grouped(buf, parts, fr) if place or not deferrable(fr, unit) else _grouped(buf, parts, fr, False)
         if got is not None or len(parts) == 2:
             return got
     return None
 
 
-def _grouped(buf, parts, fr):
-    """:func:`scan_grouped` in ``len(parts) - 1`` parts, or None."""
+def deferrable(fr, unit):
+    """Whether :func:`place_grouped` walks sections of this framing (a 2-byte big-endian
+    length in bytes and a 1-byte tag: ITCH's)."""
+    return fr[1] == 2 and bool(fr[2]) and unit == 1 and fr[6] == 1 and fr[8].shape[0] == 256
+
+
+class Counted:
+    """A section counted by :func:`scan_grouped` (``place=False``), its records not yet
+    placed: ``parts`` (the walk's parts, record boundaries), ``lanes`` (the parts of each
+    thread), ``cursor`` and ``stop_at`` (part, type: the places of its records of that
+    type in ``offsets``), ``offsets`` (to be filled by :func:`place_grouped`), ``bounds``."""
+
+    __slots__ = ("parts", "lanes", "cursor", "stop_at", "offsets", "bounds", "counts")
+
+    def __init__(self, parts, lanes, cursor, stop_at, offsets, bounds, counts):
+        self.parts, self.lanes, self.cursor, self.stop_at = parts, lanes, cursor, stop_at
+        self.offsets, self.bounds, self.counts = offsets, bounds, counts
+
+
+def _grouped(buf, parts, fr, place=True):
+    """:func:`scan_grouped` in ``len(parts) - 1`` parts (``LANES`` a thread), or None."""
     k, ntypes = parts.shape[0] - 1, fr[9].shape[0]
     counts = np.zeros((k, ntypes), np.int64)
     reached = np.zeros((k, 2), np.int64)
     none = np.zeros(0, np.int64)
-    run_chunks(_walk_part, parts, (COUNT, buf, fr, parts, counts, counts, none, reached), (buf,))
+    lanes = np.array(list(range(0, k, LANES)) + [k], np.int64)  # the parts of each thread
+    run_chunks(_walk_lanes, lanes, (COUNT, buf, fr, parts, counts, counts, none, reached), (buf,))
     if (reached[:, 0] != parts[1:]).any():
         return None
     count = int(reached[:, 1].sum())
@@ -341,11 +456,86 @@ def _grouped(buf, parts, fr):
     cursor = bounds[1 : ntypes + 1] + np.cumsum(counts, axis=0) - counts  # (part, type): its first place
     stop_at = cursor + counts
     offsets = np.empty(count, np.int64)
+    if not place:
+        return Counted(parts, lanes, cursor, stop_at, offsets, bounds, counts)
     reached[:] = 0
-    run_chunks(_walk_part, parts, (PLACE, buf, fr, parts, cursor, stop_at, offsets, reached), (buf, offsets))
+    run_chunks(_walk_lanes, lanes, (PLACE, buf, fr, parts, cursor, stop_at, offsets, reached), (buf, offsets))
     if (reached[:, 0] != parts[1:]).any() or (reached[:, 1] != counts.sum(axis=1)).any():
         return None
     return offsets, bounds
+
+
+@_jit
+def _place_lanes(buf, offsets, i0, i1, parts, fr, cursor, stop_at, kinds, plan, window, redo, reached, err, stop):
+    """Parts ``i0 .. i1`` of a :class:`Counted` section on one of the kernels' threads, a
+    window of ``window`` bytes at a time: the window's records placed (their offsets
+    stored at their places, :func:`_walk_be16_tag8`), then those of each type ``t`` with
+    ``kinds[t] >= 0`` converted by type ``kinds[t]`` of ``plan`` (:func:`_type_rows`)
+    while the window is in cache: the stream is read from memory once for the second walk
+    and every transpose. Where each part stopped and how many records it placed go to
+    its row of ``reached``."""
+    addr = buf.ctypes.data
+    ntypes = cursor.shape[1]
+    before = np.empty(ntypes, np.int64)
+    for i in range(i0, i1):
+        pos, e, walked = parts[i], parts[i + 1], 0
+        row, lim = cursor[i], stop_at[i]
+        while pos < e and stop[0] == 0:
+            w1 = min(pos + window, e)
+            for t in range(ntypes):
+                before[t] = row[t]
+            q, k = _walk_be16_tag8(True, addr, pos, e, 0, fr, row, lim, offsets, w1)
+            walked += k
+            for t in range(ntypes):
+                if kinds[t] >= 0 and row[t] > before[t]:
+                    _type_rows(addr, offsets, kinds[t], before[t], row[t], plan, redo)
+            pos = q
+            if q < w1:
+                break
+        reached[i, 0], reached[i, 1] = pos, walked
+
+
+def place_grouped(buf, counted, fr, items, kinds, *, window=WINDOW_BYTES, owners=None):
+    """The second walk of a :class:`Counted` section, each record's offset stored at its
+    place in ``counted.offsets``, with the transposes of the types ``items`` describes
+    (as :func:`aos_to_soa_types` takes them; ``kinds[k]``: the section's type number of
+    ``items[k]``) done window by window as it goes (:func:`_place_lanes`). Returns one
+    bool per item (converted, as :func:`aos_to_soa_types`), or None where the walk did
+    not find what the count found (the bytes changed between the walks): nothing of it
+    may be used, the caller scans the section again the usual way."""
+    c = counted
+    which, plan = types_plan(items)
+    ntypes = c.cursor.shape[1]
+    of_type = np.full(ntypes, -1, np.int64)
+    for f, k in enumerate(which):
+        of_type[kinds[k]] = f
+    if plan is None:  # no type to convert here: the walk alone (a plan of no types)
+        z, i2 = np.zeros(0, np.int64), np.zeros((0, NCOLS), np.int64)
+        plan = (
+            np.zeros((0, 2), np.int64),
+            i2,
+            np.zeros(1, np.int64),
+            z,
+            np.zeros(0, np.uint64),
+            i2,
+            np.zeros(1, np.int64),
+            z,
+        )
+    redo = np.zeros(max(len(which), 1), np.uint8)
+    reached = np.zeros((c.parts.shape[0] - 1, 2), np.int64)
+    cursor = c.cursor.copy()
+    run_chunks(
+        _place_lanes,
+        c.lanes,
+        (buf, c.offsets, c.parts, fr, cursor, c.stop_at, of_type, plan, np.int64(window), redo, reached),
+        (owners, buf, c.offsets),
+    )
+    if (reached[:, 0] != c.parts[1:]).any() or (reached[:, 1] != c.counts.sum(axis=1)).any():
+        return None
+    done = [False] * len(items)
+    for f, k in enumerate(which):
+        done[k] = not redo[f]
+    return done
 
 
 @_jit

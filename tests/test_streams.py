@@ -1111,10 +1111,11 @@ def test_grouped_scan_equals_scan_then_group_or_hands_the_section_back():
 
 
 def test_grouped_scan_in_two_parts_is_confirmed_or_redone(monkeypatch):
-    # a long section is walked in two parts, the second from a guessed record boundary
-    # (16 records in a row that fit) that the first part's walk must end on: a guess
-    # inside a record's bytes (here a field holding a fake run of records) is refuted,
-    # and the section walked again as one part; the index is the one scan + group give
+    # a long section is walked in parts (K.LANES a thread, side by side), each after the
+    # first from a guessed record boundary (16 records in a row that fit) that the part
+    # before it must end on: a guess inside a record's bytes (here a field holding a fake
+    # run of records) is refuted, and the section walked again as one part; the index is
+    # the one scan + group give
     from layouts.kernels import stream as K
 
     monkeypatch.setattr(K, "SPLIT_BYTES", 0)
@@ -1129,8 +1130,9 @@ def test_grouped_scan_in_two_parts_is_confirmed_or_redone(monkeypatch):
     big = (1 + len(fake)).to_bytes(2, "big") + b"b" + fake
     seen = []
     grouped = K._grouped
-    monkeypatch.setattr(K, "_grouped", lambda buf, parts, lp: seen.append(len(parts)) or grouped(buf, parts, lp))
-    for before in (100, 300):  # the big record over the middle (the guess refuted), and not
+    monkeypatch.setattr(K, "_grouped", lambda buf, parts, *a: seen.append(len(parts)) or grouped(buf, parts, *a))
+    one_thread, two_threads = K.LANES + 1, 2 * K.LANES + 1  # (the parts' bounds)
+    for before in (100, 200):  # a guess inside the big record with one thread and two; with two only
         raw = small * before + big + small * 100
         lp, tp, type_min, min_len = __import__("layouts._stream.frame", fromlist=["x"]).section_params(
             spec, spec.sections[0], "big", {}, "w"
@@ -1140,7 +1142,8 @@ def test_grouped_scan_in_two_parts_is_confirmed_or_redone(monkeypatch):
         seen.clear()
         one, two = K.scan_grouped(*args, threads=1), K.scan_grouped(*args, threads=2)
         assert (one[0] == two[0]).all() and (one[1] == two[1]).all()
-        assert seen == ([2, 3, 2] if before == 100 else [2, 3])  # refuted: one part again; confirmed: two
+        # refuted: one part again; confirmed: the parts
+        assert seen == ([one_thread, 2] if before == 100 else [one_thread]) + [two_threads, 2]
         t = lo.read_stream(raw, spec)
         assert t["a"]["_offset"].to_numpy().tolist() == [5 * i for i in range(before)] + [
             5 * before + len(big) + 5 * i for i in range(100)

@@ -50,12 +50,21 @@ from ..plan import (
     VALID,
     WIDTH,
 )
-from ..threads import ROW_ALIGN, chunk_starts, run_chunks
+from ..threads import MIN_CHUNK_BYTES, ROW_ALIGN, chunk_starts, default_threads, run_chunks
 from .forward import _compact_strings, _forward_block, _fwd_string, _stage_block, _stage_plan, _unstage_block
 from .memory import BLOCK_BYTES, STAGE_RECORD_MAX, STREAM_BYTES, _jit, _offset_at, _set_offset
 from .reverse import _prefetch_columns, _rev_string, _reverse_block
 
-__all__ = ["aos_to_soa_at", "soa_to_aos_at", "E_TEXT_NUL", "E_WIDE", "E_LENGTH", "E_TAG"]
+__all__ = [
+    "aos_to_soa_at",
+    "aos_to_soa_types",
+    "types_plan",
+    "soa_to_aos_at",
+    "E_TEXT_NUL",
+    "E_WIDE",
+    "E_LENGTH",
+    "E_TAG",
+]
 
 # fault codes (op -1); the transpose's own codes (kernels/plan.py E_*) are small integers
 E_TEXT_NUL = 100  # aos_to_soa_at: a NUL byte in a text field
@@ -223,20 +232,14 @@ DIRECT_ROWS = 256  # rows of one block of the direct kernel (its records stay in
 
 
 @_jit
-def _copy_text_at(base, offsets, r0, b0, b1, op, at, last):
-    """:func:`_copy_text` of one ``S<n>`` value per record read in place (bytes ``at ..
-    at + n`` of the records at ``base + offsets[r]``, exactly those bytes read), checking
-    as it copies that they are plain ASCII (:func:`_plain_text`'s test). Returns False
-    where a value is not: the block's rows must then be written the general way, over
-    what this wrote. ``last >= 0``: the records ``PREFETCH_ROWS`` ahead are prefetched
-    (up to their byte ``last``)."""
-    n, ow = op[WIDTH], op[P2]
-    data, offs = op[DATA] + r0 * op[P1], op[OFFSETS]
-    pos = np.int64(0) if b0 == r0 else _offset_at(offs, b0, ow)
-    if b0 == 0:
-        _set_offset(offs, 0, ow, 0)
-    out = data + pos - b0 * n  # value r goes to out + r * n
+def _text_values(base, offsets, b0, b1, n, at, out, last):
+    """Bytes ``at .. at + n`` of the records at ``base + offsets[r]`` (exactly those bytes
+    read), rows ``b0..b1``, copied to ``out + r * n``, checking as it copies that they are
+    plain ASCII (:func:`_plain_text`'s test). Returns False where a value is not.
+    ``last >= 0``: the records ``PREFETCH_ROWS`` ahead are prefetched (up to their byte
+    ``last``). The caller has checked ``b0 .. b1`` against ``offsets``."""
     first = base + at
+    ix = offsets.ctypes.data  # (offset r read as load64(ix + 8 * r): no negative-index fix-up per value)
     ahead = offsets.shape[0]
     if last >= 0:
         for i in range(b0, min(b0 + PREFETCH_ROWS, ahead)):
@@ -250,7 +253,7 @@ def _copy_text_at(base, offsets, r0, b0, b1, op, at, last):
             if last >= 0 and r + PREFETCH_ROWS < ahead:  # scattered records: the hardware does not foresee them
                 prefetch(base + offsets[r + PREFETCH_ROWS])
                 prefetch(base + offsets[r + PREFETCH_ROWS] + last)
-            a = first + offsets[r]
+            a = first + np.int64(load64(ix + 8 * r))
             if n == 8:
                 w = np.uint64(load64(a))
                 store64(out + r * 8, w)
@@ -266,14 +269,31 @@ def _copy_text_at(base, offsets, r0, b0, b1, op, at, last):
             v = (w & mask) | fill
             zero |= (v - ONES) & ~v & HIGHS
             high |= v
-        if zero != 0 or (high & HIGHS) != 0:
+        return zero == 0 and (high & HIGHS) == 0
+    for r in range(b0, b1):
+        a = first + np.int64(load64(ix + 8 * r))
+        z, h = _bytes_seen(a, n)
+        if z or h:
             return False
-    else:
-        for r in range(b0, b1):
-            z, h = _bytes_seen(first + offsets[r], n)
-            if z or h:
-                return False
-            _copy_run(out + r * n, first + offsets[r], n)
+        _copy_run(out + r * n, a, n)
+    return True
+
+
+@_jit
+def _copy_text_at(base, offsets, r0, b0, b1, op, at, last):
+    """:func:`_copy_text` of one ``S<n>`` value per record read in place (bytes ``at ..
+    at + n`` of the records at ``base + offsets[r]``, exactly those bytes read), checking
+    as it copies that they are plain ASCII (:func:`_text_values`). Returns False where a
+    value is not: the block's rows must then be written the general way, over what this
+    wrote. ``last >= 0``: the records ``PREFETCH_ROWS`` ahead are prefetched (up to their
+    byte ``last``)."""
+    n, ow = op[WIDTH], op[P2]
+    data, offs = op[DATA] + r0 * op[P1], op[OFFSETS]
+    pos = np.int64(0) if b0 == r0 else _offset_at(offs, b0, ow)
+    if b0 == 0:
+        _set_offset(offs, 0, ow, 0)
+    if not _text_values(base, offsets, b0, b1, n, at, data + pos - b0 * n, last):  # (value r at out + r * n)
+        return False
     _step_offsets(offs, ow, pos - b0 * n, n, b0, b1)
     return True
 
@@ -284,46 +304,48 @@ def _copy_at(base, offsets, b0, b1, op, at, keep):
     place: the word at byte ``at`` of each record at ``base + offsets[r]``, its bytes
     outside ``keep`` cleared (those of a widened field that the packed record leaves 0),
     byte-swapped where the op says, stored at row ``r`` of the column. ``at < 0``: the
-    record's offset itself (the ``_offset`` column)."""
+    record's offset itself (the ``_offset`` column). The caller has checked ``b0 .. b1``
+    against ``offsets``."""
     w, dst, swap = op[WIDTH], op[DATA], op[SWAP] != 0
+    ix = offsets.ctypes.data  # (offset r read as load64(ix + 8 * r): no negative-index fix-up per value)
     if at < 0:
         for r in range(b0, b1):
-            store64(dst + r * 8, offsets[r])
+            store64(dst + r * 8, load64(ix + 8 * r))
         return
     first = base + at
     if w == 8:
         full = keep == np.uint64(0xFFFFFFFFFFFFFFFF)
         if swap and full:
             for r in range(b0, b1):
-                store64(dst + r * 8, bswap64(load64(first + offsets[r])))
+                store64(dst + r * 8, bswap64(load64(first + np.int64(load64(ix + 8 * r)))))
         elif swap:
             for r in range(b0, b1):
-                store64(dst + r * 8, bswap64(np.uint64(load64(first + offsets[r])) & keep))
+                store64(dst + r * 8, bswap64(np.uint64(load64(first + np.int64(load64(ix + 8 * r)))) & keep))
         elif full:
             for r in range(b0, b1):
-                store64(dst + r * 8, load64(first + offsets[r]))
+                store64(dst + r * 8, load64(first + np.int64(load64(ix + 8 * r))))
         else:
             for r in range(b0, b1):
-                store64(dst + r * 8, np.uint64(load64(first + offsets[r])) & keep)
+                store64(dst + r * 8, np.uint64(load64(first + np.int64(load64(ix + 8 * r)))) & keep)
     elif w == 4:
         k4 = np.uint32(keep)
         if swap:
             for r in range(b0, b1):
-                store32(dst + r * 4, bswap32(np.uint32(load32(first + offsets[r])) & k4))
+                store32(dst + r * 4, bswap32(np.uint32(load32(first + np.int64(load64(ix + 8 * r)))) & k4))
         else:
             for r in range(b0, b1):
-                store32(dst + r * 4, np.uint32(load32(first + offsets[r])) & k4)
+                store32(dst + r * 4, np.uint32(load32(first + np.int64(load64(ix + 8 * r)))) & k4)
     elif w == 2:
         k2 = np.uint16(keep)
         if swap:
             for r in range(b0, b1):
-                store16(dst + r * 2, bswap16(np.uint16(load16(first + offsets[r])) & k2))
+                store16(dst + r * 2, bswap16(np.uint16(load16(first + np.int64(load64(ix + 8 * r)))) & k2))
         else:
             for r in range(b0, b1):
-                store16(dst + r * 2, np.uint16(load16(first + offsets[r])) & k2)
+                store16(dst + r * 2, np.uint16(load16(first + np.int64(load64(ix + 8 * r)))) & k2)
     else:
         for r in range(b0, b1):
-            store8(dst + r, load8(first + offsets[r]))
+            store8(dst + r, load8(first + np.int64(load64(ix + 8 * r))))
 
 
 @_jit
@@ -426,6 +448,158 @@ def direct_plan(ops, offs, runs, offset_at, nul, text):
         at[i] = start
         keep[i] = np.uint64(sum(0xFF << (8 * b) for b in range(k0, k1)))
     return at, keep, hi - 1
+
+
+# --------------------------------------------- every type of a stream in one pass, window by window
+
+WINDOW_BYTES = 1 << 18  # bytes of the stream whose records of every type are converted before the next
+
+
+@_jit
+def _text_rows_at(base, offsets, b0, b1, op, at):
+    """:func:`_copy_text_at` with each value at its final place (row ``r`` at ``r * n``, its
+    offset ``(r + 1) * n``): rows of one type may be converted in any order, by any
+    thread, with no compaction after. Returns False where a value is not plain ASCII
+    (the type must then be converted the general way, over what this wrote)."""
+    n, ow = op[WIDTH], op[P2]
+    if b0 == 0:
+        _set_offset(op[OFFSETS], 0, ow, 0)
+    if not _text_values(base, offsets, b0, b1, n, at, op[DATA], -1):
+        return False
+    _step_offsets(op[OFFSETS], ow, 0, n, b0, b1)
+    return True
+
+
+@_jit
+def _type_rows(src, offsets, f, g0, g1, plan, redo):
+    """Rows ``offsets[g0:g1]`` of type ``f`` of a plan of :func:`types_plan` converted an
+    op at a time straight from the stream at ``src`` (:func:`_copy_at`,
+    :func:`_text_rows_at`); a value that is not plain ASCII marks the type in ``redo``
+    (it is then converted the general way, over what this wrote)."""
+    rows, ops, op_start, op_at, op_keep, texts, text_start, text_at = plan
+    if g1 <= g0 or redo[f] != 0:
+        return
+    o = offsets[rows[f, 0] : rows[f, 1]]  # (row r of the type's table is o[r])
+    b0, b1 = g0 - rows[f, 0], g1 - rows[f, 0]
+    for j in range(text_start[f], text_start[f + 1]):
+        if not _text_rows_at(src, o, b0, b1, texts[j], text_at[j]):
+            redo[f] = 1
+            return
+    for j in range(op_start[f], op_start[f + 1]):
+        if op_at[j] >= -1:
+            _copy_at(src, o, b0, b1, ops[j], op_at[j], op_keep[j])
+
+
+@_jit
+def _types_part(buf, offsets, p0, p1, plan, window, redo, err, stop):
+    """Records starting in bytes ``p0..p1`` of the stream, of every type of ``plan``
+    (:func:`types_plan`), on one of the kernels' threads: a window of ``window`` bytes at a
+    time, each type's records in it converted (:func:`_type_rows`) while the window is in
+    cache, so the stream is read from memory once for all types. Type ``f``'s records are
+    ``offsets[rows[f, 0]:rows[f, 1]]``, in stream order."""
+    src = buf.ctypes.data
+    rows = plan[0]
+    ntypes = rows.shape[0]
+    cur = np.empty(ntypes, np.int64)  # each type's next row (in ``offsets``)
+    for f in range(ntypes):
+        lo, hi = rows[f, 0], rows[f, 1]
+        while hi > lo:  # the first at or after p0 (a binary search)
+            mid = (lo + hi) // 2
+            if offsets[mid] < p0:
+                lo = mid + 1
+            else:
+                hi = mid
+        cur[f] = lo
+    w0 = p0
+    while w0 < p1:
+        if stop[0] != 0:
+            return
+        w1 = min(w0 + window, p1)
+        for f in range(ntypes):
+            g0, end = cur[f], rows[f, 1]
+            if g0 >= end or offsets[g0] >= w1:
+                continue
+            g1 = g0 + 1
+            while g1 < end and offsets[g1] < w1:
+                g1 += 1
+            cur[f] = g1
+            _type_rows(src, offsets, f, g0, g1, plan, redo)
+        w0 = w1
+
+
+def types_plan(items):
+    """The plan of :func:`_type_rows` for the types of ``items`` that it converts:
+    ``(which, plan)``, ``which`` the positions in ``items`` of those types, ``plan`` None
+    where there are none. ``items`` as :func:`aos_to_soa_types` takes them."""
+    rows, op_rows, op_at, op_keep, op_start = [], [], [], [], [0]
+    text_rows, text_at, text_start, which = [], [], [0], []
+    for k, (lo, hi, ops, offs, runs, offset_at, nul, own) in enumerate(items):
+        if hi <= lo:
+            continue
+        text, _ = _texts(ops)
+        if ((ops[text][:, P1] != ops[text][:, WIDTH]) | (ops[text][:, COUNT] != 1)).any():
+            continue  # (strings of another width: their values do not lie at row * width)
+        read = direct_plan(ops, offs, runs, offset_at, nul, text)
+        if read is None:
+            continue
+        at, keep, _ = read
+        m = int((~text).sum())
+        at = at.copy()
+        if own:
+            at[:m][at[:m] == -1] = -2  # (the _offset column: the caller's index itself)
+        which.append(k)
+        rows.append((lo, hi))
+        op_rows.append(ops[~text])
+        op_at.append(at[:m])
+        op_keep.append(keep[:m])
+        op_start.append(op_start[-1] + m)
+        text_rows.append(ops[text])
+        text_at.append(at[m:])
+        text_start.append(text_start[-1] + len(at) - m)
+    if not which:
+        return which, None
+    ncols = items[which[0]][2].shape[1]
+
+    def cat(parts, dtype, shape):
+        return np.concatenate(parts).astype(dtype).reshape(shape)
+
+    plan = (
+        np.array(rows, np.int64).reshape(-1, 2),
+        cat(op_rows, np.int64, (-1, ncols)),
+        np.array(op_start, np.int64),
+        cat(op_at, np.int64, -1),
+        cat(op_keep, np.uint64, -1),
+        cat(text_rows, np.int64, (-1, ncols)),
+        np.array(text_start, np.int64),
+        cat(text_at, np.int64, -1),
+    )
+    return which, plan
+
+
+def aos_to_soa_types(buf, offsets, start, end, items, *, threads=None, window=WINDOW_BYTES, owners=None):
+    """:func:`aos_to_soa_at` of several record types of one stream in one call, window by
+    window of the stream (:func:`_types_part`): ``offsets`` (int64) holds each type's
+    records in stream order, all of them starting in bytes ``start..end`` of ``buf``;
+    ``items`` are, per type, ``(row_lo, row_hi, ops, offs, runs, offset_at, nul, own)``
+    as :func:`aos_to_soa_at` takes them (``own``: the ``_offset`` column is not
+    written, the caller makes it of ``offsets`` itself). Returns one bool per type:
+    True where it is converted; False where its plan is not one :func:`direct_plan`
+    reads in place (or its text values are not all plain ASCII, or its strings are not
+    one value of the field's width a record): the caller converts it by
+    :func:`aos_to_soa_at`, which raises what there is to raise. The caller has checked
+    that every run of every record lies inside ``buf``."""
+    done = [False] * len(items)
+    which, plan = types_plan(items)
+    if plan is None:
+        return done
+    threads = default_threads() if threads is None else threads
+    parts = max(1, min(threads, (end - start) // MIN_CHUNK_BYTES))
+    bounds = np.array([start + (end - start) * i // parts for i in range(parts)] + [end], np.int64)
+    redo = np.zeros(len(which), np.uint8)
+    run_chunks(_types_part, bounds, (buf, offsets, plan, np.int64(window), redo), (owners, buf, offsets))
+    for i, k in enumerate(which):
+        done[k] = not redo[i]
+    return done
 
 
 def _nul_is_text(ops, offs, nul, text):

@@ -124,6 +124,8 @@ class Scanned:
     longest: "np.ndarray | None" = None  # per type of the section: its longest record (the scan's)
     padded: bool = False  # ``offsets`` start a 64-byte-aligned allocation zeroed to its next 64 bytes
     bounds: "np.ndarray | None" = None  # grouped already (``offsets`` by type, as K.group): lengths, types None
+    counted: "K.Counted | None" = None  # grouped, but ``offsets`` not yet filled: K.place_grouped fills them
+    frame: "tuple | None" = None  # (with ``counted``) the framing as the walks take it
 
 
 def section_params(stream: Stream, s: Section, order: str, header: dict, where: str):
@@ -181,12 +183,15 @@ def scan_section(
     where: str,
     stop: "int | None" = None,
     grouped: bool = False,
+    defer: bool = False,
 ) -> Scanned:
     """Index the records of ``buf[start:end]`` (at most ``limit``; -1 none).
 
     ``grouped``: a tagged section without tails whose records are all exactly their
     types' fields comes back grouped by type (``bounds``: the offsets only, no lengths
     or types), by two walks and no other index; any other comes back as the scan gives it.
+    ``defer`` (with ``grouped``), for ITCH's framing (K.deferrable): only the first walk
+    (``counted``: the caller's K.place_grouped walks again, converting as it places).
 
     ``stop`` (a window's end): stop at the last record that ends by ``stop`` (the scan
     resumes from the returned ``end``, a record boundary); a record that crosses it is
@@ -207,7 +212,9 @@ def scan_section(
     if grouped and stop is None and limit < 0 and s.tag is not None and s.tail != "column":
         (len_off, len_size, len_big, unit, base), (tag_off, tag_size, tag_big) = lp, tp[:3]
         fr = (len_off, len_size, len_big, base, min_len, tag_off, tag_size, tag_big, tp[5], type_min, type_min)
-        got = K.scan_grouped(buf, start, end, fr, unit)
+        got = K.scan_grouped(buf, start, end, fr, unit, place=not defer)
+        if isinstance(got, K.Counted):
+            return Scanned(start, end, got.offsets, None, None, bounds=got.bounds, counted=got, frame=fr)  # type: ignore[arg-type]
         if got is not None:
             return Scanned(start, end, got[0], None, None, bounds=got[1])  # type: ignore[arg-type]
     soft = end if stop is None else min(max(stop, start + 1), end)
@@ -283,7 +290,7 @@ def _fixed(buf, start, soft, end, limit, size, params, s, label, where) -> Scann
         status, at, _ = K.scan(buf, pos, end, 0, -1, *lp, min_len, *tp, unknown, type_min, *one)
         raise _scan_error(status, s, buf, label, at, end, lp, tp, type_min, min_len, where)
     offsets = padded_int64(whole)  # (it can be the table's _offset column as it is)
-    K.arith(offsets, start, size)
+    K.arith_threaded(offsets, start, size)
     lengths = np.broadcast_to(np.int64(size), offsets.shape)  # (read-only views of one value)
     types = np.broadcast_to(np.int32(0), offsets.shape)
     return Scanned(start, pos, offsets, lengths, types, stride=size, padded=True)

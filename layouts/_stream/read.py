@@ -304,7 +304,8 @@ def read_header(stream: Stream, buf, order: str, label: str) -> "tuple[SoA, dict
     soa, _ = _convert(
         buf, hrec, order, np.zeros(1, np.int64), np.full(1, h, np.int64), 0, False, False, label, "header"
     )
-    return soa, header_values(stream, soa, order), h
+    values = _header_ints(stream, buf, order, h)
+    return soa, header_values(stream, soa, order) if values is None else values, h
 
 
 def _read(stream: Stream, buf: np.ndarray, label: str, gpu: "_OnDevice | None" = None, views=False) -> StreamTables:
@@ -322,7 +323,7 @@ def _read(stream: Stream, buf: np.ndarray, label: str, gpu: "_OnDevice | None" =
         where = f"{stream.name} section[{i}]"
         s = _checked(lambda: s.resolve(values, where, size), label)  # list lengths from the header
         start, end, limit = section_range(s, values, where, label, size, pos)
-        got = scan_section(stream, s, buf, label, order, values, start, end, limit, where, grouped=True)
+        got = scan_section(stream, s, buf, label, order, values, start, end, limit, where, grouped=True, defer=not gpu)
         if limit >= 0 and len(got.offsets) < limit:
             raise ConversionError(
                 f"{label}: {where}: count = {s.count!r} is {limit} records, but the data ends "
@@ -331,7 +332,11 @@ def _read(stream: Stream, buf: np.ndarray, label: str, gpu: "_OnDevice | None" =
             )
         if s.bytes is not None and got.end != end:
             raise ConversionError(f"{label}: byte {got.end}: {where} should end at byte {end} (bytes = {s.bytes!r})")
-        _tables(out, stream, s, got, buf, label, order, where, gpu, views)
+        try:
+            _tables(out, stream, s, got, buf, label, order, where, gpu, views)
+        except _Changed:  # the second walk found other records than the first: the usual scan, which names what
+            got = scan_section(stream, s, buf, label, order, values, start, end, limit, where, grouped=True)
+            _tables(out, stream, s, got, buf, label, order, where, gpu, views)
         covered.append((start, got.end))
         pos = got.end
     _gaps(out, buf, covered, size, views)
@@ -357,6 +362,59 @@ def header_values(stream: Stream, soa: "SoA | pa.Table", order: str) -> dict:
     return values
 
 
+@functools.lru_cache(maxsize=256)
+def _raw_ints(header: Record, order: str) -> "tuple | None":
+    """``(name, byte offset, dtype as the bytes lie)`` of each integer field of a plain
+    header (remembered), or None where one is widened (``>u6``) or the record is of
+    another kind (a copybook's): :func:`header_values` reads those from the table."""
+    if type(header) is not Record:
+        return None
+    at, out = 0, []
+    for name, t in header.fields:
+        dt, width, _ = field_dtype(t, order, name)  # (the dtype in the stream's byte order)
+        if dt.kind in "iu":
+            if dt.itemsize != width:
+                return None
+            out.append((name, at, dt))
+        at += width
+    return tuple(out)
+
+
+def _header_ints(stream: Stream, buf, order: str, size: int) -> "dict | None":
+    """:func:`header_values` of the header's first ``size`` bytes, read where they lie (no
+    table made for it), or None (see :func:`_raw_ints`); fields past ``size`` are 0."""
+    fields = _raw_ints(stream.header, order)
+    if fields is None:
+        return None
+    return {n: int(np.frombuffer(buf, dt, 1, at)[0]) if at + dt.itemsize <= size else 0 for n, at, dt in fields}
+
+
+@functools.lru_cache(maxsize=256)
+def _header_needs(stream: Stream, order: str) -> int:
+    """``stream.header_needs(order)``, remembered (it parses the size's expression)."""
+    return stream.header_needs(order)
+
+
+_CUTS: dict = {}  # (stream, order, header size) -> stream.header_record's answer (a function of those)
+
+
+def _header_cut(stream: Stream, values: dict, order: str) -> "tuple[Record, int]":
+    """``stream.header_record(values, order, stream.name)``, remembered by the size the
+    values give (the only thing of them it reads); a size it refuses raises every time."""
+    assert stream.header_size is not None  # (the caller's: a header without one is not cut)
+    try:
+        n = evaluate(stream.header_size, values, stream.name)
+    except (ValueError, KeyError):
+        n = None
+    key = (stream, order, n)
+    got = _CUTS.get(key) if n is not None else None
+    if got is None:
+        got = stream.header_record(values, order, stream.name)
+        if n is not None and len(_CUTS) < 1024:
+            _CUTS[key] = got
+    return got
+
+
 @functools.lru_cache(maxsize=4096)
 def _is_integer(t: str, order: str) -> bool:
     """Whether a field of type ``t`` is an integer (remembered: parsing the type string
@@ -369,32 +427,34 @@ def _header_record(stream: Stream, buf, order, label) -> "tuple[Record, int]":
     assert stream.header is not None
     if stream.header_size is None:
         return stream.header, record_size(stream.header, order)
-    need = stream.header_needs(order)
+    need = _header_needs(stream, order)
     if buf.shape[0] < need:
         raise ConversionError(
             f"{label}: {buf.shape[0]} bytes, shorter than the {need} bytes of a {stream.name} "
             f"header that give its size; the file is truncated or of another kind"
         )
-    at, first = 0, []
-    for name, t in stream.header.fields:
-        if at >= need:
-            break
-        first.append((name, t))
-        at += field_dtype(t, order, name)[1]
-    soa, _ = _convert(
-        buf,
-        Record(tuple(first)),
-        order,
-        np.zeros(1, np.int64),
-        np.full(1, need, np.int64),
-        0,
-        False,
-        False,
-        label,
-        "header",
-    )
-    values = header_values(stream, soa, order)
-    rec, h = _checked(lambda: stream.header_record(values, order, stream.name), label)
+    values = _header_ints(stream, buf, order, need)
+    if values is None:
+        at, first = 0, []
+        for name, t in stream.header.fields:
+            if at >= need:
+                break
+            first.append((name, t))
+            at += field_dtype(t, order, name)[1]
+        soa, _ = _convert(
+            buf,
+            Record(tuple(first)),
+            order,
+            np.zeros(1, np.int64),
+            np.full(1, need, np.int64),
+            0,
+            False,
+            False,
+            label,
+            "header",
+        )
+        values = header_values(stream, soa, order)
+    rec, h = _checked(lambda: _header_cut(stream, values, order), label)
     if buf.shape[0] < h:
         raise ConversionError(
             f"{label}: {buf.shape[0]} bytes, shorter than its {h}-byte header (header.size = "
@@ -429,8 +489,18 @@ def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where, gpu
         g_offsets = np.empty_like(got.offsets)
         g_lengths = None if exact else np.empty_like(got.lengths)
         bounds = K.group(got.types, ntypes, got.offsets, got.lengths, g_offsets, g_lengths)
+    together = {}
+    if got.counted is not None or (
+        gpu is None and g_lengths is None and s.tail != "column" and not got.stride and ntypes > 1
+    ):
+        together = _transpose_types(buf, s, g_offsets, bounds, prefix, keep, order, got)
     for ti, t in enumerate(s.types):
         a, b = bounds[ti + 1], bounds[ti + 2]
+        if ti in together:
+            out[t.name] = together[ti]
+            if t.record.decimals:
+                out.decimals[t.name] = dict(t.record.decimals)
+            continue
         out[t.name], _ = _convert(
             buf,
             t.record,
@@ -454,6 +524,56 @@ def _tables(out, stream, s: Section, got: Scanned, buf, label, order, where, gpu
         out["_unknown"] = _raw_table(buf, g_offsets[a:b], g_lengths[a:b], views=views)
     if got.blocks is not None:
         out["_blocks"] = _raw_table(buf, got.blocks, np.full(len(got.blocks), 4, np.int64), fixed=4)
+
+
+class _Changed(Exception):
+    """The stream's bytes changed between the scan's two walks (a mapped file written meanwhile)."""
+
+
+def _transpose_types(buf, s: Section, offsets, bounds, prefix, keep, order, got: Scanned) -> "dict[int, SoA]":
+    """The tables of a section's types whose records are all exactly their fields and
+    whose plans read in place (:func:`K.aos_to_soa_types`): every type in one threaded
+    pass over the stream, window by window, instead of one pass per type (each of which
+    read the whole stream from memory again). ``_offset`` is the grouped index itself.
+    Returns {type number: SoA}; the other types (none of their records, another plan,
+    text that is not plain ASCII) are left to :func:`_convert`, which raises what there
+    is to raise."""
+    made, items, kinds = [], [], []
+    for ti, t in enumerate(s.types):
+        a, b = int(bounds[ti + 1]), int(bounds[ti + 2])
+        if b <= a:
+            continue
+        layout, runs, _, offset_at = t.record.plan(order, prefix, True, keep)
+        if not len(runs) or any(f.kind == "enum" for f in layout.fields):
+            continue
+        arena = Arena(layout, b - a, frozenset())
+        memory = arena.allocate()
+        ops, offs, owner = forward_ops(arena, memory.ctypes.data, {})
+        runs = np.array(runs, np.int64).reshape(-1, 3)
+        nul = np.array([(layout[name].offset, layout[name].width) for name in t.record.text], np.int64)
+        made.append((ti, layout, arena, memory, owner, a, b))
+        items.append((a, b, ops, offs, runs, offset_at, nul.reshape(-1, 2), True))
+        kinds.append(ti)
+    if got.counted is not None:  # the offsets are placed as the types are converted, window by window
+        done = K.place_grouped(buf, got.counted, got.frame, items, kinds, owners=made)
+        if done is None:
+            raise _Changed
+    elif not items:
+        return {}
+    else:
+        done = K.aos_to_soa_types(buf, offsets, got.start, got.end, items, owners=made)
+    tables = {}
+    for ok, (ti, layout, arena, memory, _, a, b) in zip(done, made):
+        if not ok:
+            continue
+        soa = soa_over_arena(layout, b - a, arena, memory, {}, None)
+        at = [f.name for f in layout.fields].index("_offset")
+        columns = list(soa._columns)
+        columns[at] = ColumnBuffers(
+            columns[at].type, b - a, None, None, pa.py_buffer(offsets[a:b]), 0, columns[at].kind
+        )
+        tables[ti] = SoA(layout, b - a, columns)
+    return tables
 
 
 def _check_sizes(offsets, lengths, fixed, tails, label, what):
@@ -517,10 +637,17 @@ def _convert(
 def _empty(layout) -> SoA:
     """The table of a type with no records: its buffers zero (a string column's one
     offset 0), as the kernels leave them for no rows."""
-    arena = Arena(layout, 0, frozenset())
+    arena = _empty_arena(layout)
     memory = arena.allocate()
     memory[:] = 0
     return soa_over_arena(layout, 0, arena, memory, {}, None)
+
+
+@functools.lru_cache(maxsize=256)
+def _empty_arena(layout) -> Arena:
+    """The arena of no records of ``layout`` (remembered: its buffers' places are worked
+    out field by field, and LAS has ten point formats with no records in each read)."""
+    return Arena(layout, 0, frozenset())
 
 
 def _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what) -> SoA:
