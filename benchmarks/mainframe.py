@@ -19,6 +19,8 @@ integer, filled with valid random values. In one process, in interleaved rounds:
   copybook-rs's published COMP-3 figure (18-25 MiB/s, its README; goal >= 10x), and on
   the whole record both ways (per CPU-second and ns per record: the kernels' cost, which
   the load of other jobs stretches much less than the wall clock of all cores);
+* a ceiling probe (:mod:`benchmarks.mainframe_ceiling`): the record decoded by a loop
+  written for it alone, on the same threads; what scalar code reaches on the machine;
 * the Python peers from PyPI that decode such records, on a slice (``--peer-records``),
   scaled by records per second (goal >= 50x the fastest): ``cobolio.loads`` (a dict per
   record) and the way back, ``cobolio`` having none, is compared with the peer's
@@ -29,6 +31,7 @@ import argparse
 import json
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
 import numpy as np
@@ -36,6 +39,7 @@ import numpy as np
 import layouts as lo
 
 from .convert_cpu import machine
+from .mainframe_ceiling import Ceiling
 from .transpose import interleaved
 
 COPYBOOK = """\
@@ -152,8 +156,22 @@ def run(n, rounds, peer_records, threads):
     def forward_reused():
         state["reused"] = lo.AoS(recs, layout).to_soa(out=state["reused"], threads=threads)
 
+    # the ceiling probe (benchmarks.mainframe_ceiling): a loop written for this record alone,
+    # on as many threads as the library's run uses, each its share of the records
+    probe = Ceiling(recs)
+    probe.run()
+    probe.check(soa.to_arrow())
+    parts = threads or os.cpu_count() or 1
+    bounds = np.linspace(0, n, parts + 1).astype(np.int64)
+    pool = ThreadPoolExecutor(parts)
+
+    def ceiling():
+        for f in [pool.submit(probe.run, int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]:
+            f.result()
+
     cases = {
         "np.copyto (record bytes)": lambda: np.copyto(copy_dst, src),
+        "ceiling probe: a loop for this record only": ceiling,
         "np.copy (record bytes, new buffer)": lambda: src.copy(),
         "layouts records -> Arrow (out= reused)": forward_reused,
         "layouts records -> Arrow (new arena)": forward,
@@ -167,6 +185,8 @@ def run(n, rounds, peer_records, threads):
         "records -> Arrow (out=) / np.copyto": copy / seconds["layouts records -> Arrow (out= reused)"],
         "records -> Arrow (new arena) / np.copyto": copy / seconds["layouts records -> Arrow (new arena)"],
         "Arrow -> records (out=) / np.copyto": copy / seconds["layouts Arrow -> records (out= reused)"],
+        # what scalar code written for this one record reaches here (benchmarks.mainframe_ceiling)
+        "ceiling probe / np.copyto": copy / seconds["ceiling probe: a loop for this record only"],
         # what fresh memory costs: a new buffer against a reused one, for a copy and for the conversion
         "np.copy (new buffer) / np.copyto (seconds)": seconds["np.copy (record bytes, new buffer)"] / copy,
         "records -> Arrow, new arena / out= (seconds)": seconds["layouts records -> Arrow (new arena)"]
