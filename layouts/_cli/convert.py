@@ -80,7 +80,7 @@ def convert(args):
         layout = layout_of(args)
     chunk = DEFAULT_CHUNK if args.chunk is None else args.chunk
     if chunk < layout.itemsize:
-        mib = -(-layout.itemsize // 2**20)
+        mib = max(-(-layout.itemsize // 2**20), DEFAULT_CHUNK // 2**20)  # (64M unless a record is larger)
         said = f"--chunk {chunk} is" if args.chunk is not None else f"the default chunk ({chunk // 2**20} MiB) is"
         raise CommandError(
             f"{said} smaller than one record ({layout.itemsize:,} bytes); "
