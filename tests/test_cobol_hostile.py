@@ -315,7 +315,7 @@ def test_write_variable_refuses_to_drop_the_bytes_read_around_each_record(tmp_pa
 
 
 @pytest.mark.slow
-def test_variable_and_segment_files_to_standard_output_fifos_and_not_directories(tmp_path):
+def test_variable_and_segment_files_to_standard_output_fifos_and_not_directories(tmp_path, capsys):
     """--to - with --variable-occurs or --segment wrote a file named "-" (attack4), and a FIFO
     given as --to was replaced by a regular file: now an Arrow stream (or the records) on
     standard output, FIFOs written into, a directory refused; - reads standard input."""
@@ -347,10 +347,17 @@ def test_variable_and_segment_files_to_standard_output_fifos_and_not_directories
     reader = subprocess.Popen(["cat", str(tmp_path / "fifo")], stdout=subprocess.PIPE)
     assert run("o.parquet", *var, "--to", "fifo").returncode == 0
     assert reader.communicate(timeout=60)[0] == data and (tmp_path / "fifo").is_fifo()
-    refused = run("o.dat", *var, "--to", ".")
-    assert refused.returncode == 2 and b"--to .: is a directory; name the output file" in refused.stderr
-    refused = run("s.dat", *segs, "--to", "-")
-    assert refused.returncode == 2 and b"--segment writes a directory of ID.parquet tables" in refused.stderr
+    from layouts._cli import main
+
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        assert main(["convert", "o.dat", *var, "--to", "."]) == 2
+        assert "--to .: is a directory; name the output file" in capsys.readouterr().err
+        assert main(["convert", "s.dat", *segs, "--to", "-"]) == 2
+        assert "--segment writes a directory of ID.parquet tables" in capsys.readouterr().err
+    finally:
+        os.chdir(here)
     assert run("-", *segs, "--to", "segs/", stdin=seg).returncode == 0
     back = run("segs/", *segs, "--to", "-")
     assert back.returncode == 0 and back.stdout == seg and not (tmp_path / "-").exists()

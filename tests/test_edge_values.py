@@ -91,7 +91,7 @@ def _is_nan(v):
 
 
 @pytest.mark.slow
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(column_case())
 def test_any_value_is_a_sentinel(case):
     dt, sentinel, values = case
@@ -123,7 +123,7 @@ def test_any_value_is_a_sentinel(case):
 
 
 @pytest.mark.slow
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(column_case(), st.data())
 def test_any_value_is_a_fill(case, data):
     dt, fill, values = case

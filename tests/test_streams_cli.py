@@ -537,7 +537,7 @@ def test_ctrl_c_at_random_moments(tmp_path):
     before = listing(tmp_path)
     rng = random.Random(26)
     codes = []
-    for i in range(6):
+    for i in range(4):
         back = i % 2 == 1
         dst = tmp_path / ("out.itch" if back else "out")
         proc = (
