@@ -109,6 +109,7 @@ struct r { unsigned a : 3; int s : 5; enum side side; unsigned long long big : 4
 """
 
 
+@pytest.mark.slow
 def test_enums_bit_fields_and_packed_records_across_tiles():
     layout = lo.Layout.from_c(ENUMS, "struct r", byteorder="big")
     rows = kc.tile_shape(layout.itemsize)[0]

@@ -132,6 +132,7 @@ def test_no_task_reads_outside_its_byte_range(files, client, tmp_path):
     assert covered == {(name, s, e): e - s for name, s, e, _ in planned}  # each range read once, whole
 
 
+@pytest.mark.slow
 def test_reductions_and_filters_through_dask(files, client):
     folder, paths = files
     df = ld.read_records(str(folder / "part-*.bin"), LAYOUT, offset=HEADER_BYTES, blocksize="40KiB", nulls={"qty": -1})

@@ -20,6 +20,7 @@ def test_new_layout_compiles_nothing():
     assert (len(cpu.forward._forward_rows.signatures), len(cpu.reverse._reverse_rows.signatures)) == before
 
 
+@pytest.mark.slow
 def test_new_process_loads_kernels_from_disk(tmp_path):
     """A kernel compiled by one process is saved and loaded by the next (two small ones:
     one of kernels/cpu/, one calling another module's function; every kernel's cache is

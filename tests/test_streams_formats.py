@@ -1005,6 +1005,7 @@ def _fuzz(n, timeout):
     return ast.literal_eval(line[3:])
 
 
+@pytest.mark.slow
 def test_mutated_las_segy_dbn_files_are_errors_or_exact():
     """Each mutation of a laspy, segyio or databento-dbn file (in a child process: a crash
     or a hang fails the test) is a library error naming <buffer>, or tables that write

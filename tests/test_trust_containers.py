@@ -150,6 +150,7 @@ def test_reading_an_arena_while_it_is_reused_is_refused(monkeypatch):
     assert (box["value"].to_numpy() == records(200, 6)).all()
 
 
+@pytest.mark.slow
 def test_a_second_writer_of_a_device_arena_is_refused(monkeypatch):
     from layouts.kernels import cuda as cuda_kernels
 
