@@ -40,12 +40,7 @@ def convert(args):
         flag = "--segment" if args.segment else "--variable-occurs"
         raise CommandError(f"--keep-signs applies to fixed-length records, not yet with {flag}; leave it out")
     if args.segment or getattr(args, "variable_occurs", False):  # the whole file, read or written at once
-        check_open(args)
-        if args.dst == "-" and sys.stdout.isatty():
-            raise CommandError(
-                "--to - writes binary data, and standard output is a terminal: pipe it into a "
-                "program (| ...) or redirect it (> FILE)"
-            )
+        _check_standard_streams(args)
     if args.segment:
         if not args.copybook:
             raise CommandError("--segment lays records out by a copybook's records; add --copybook FILE")
@@ -64,12 +59,7 @@ def convert(args):
         if value != unset:
             raise CommandError(f"{flag} applies to multi-segment files; add --segment ID=RECORD (or leave {flag} out)")
     to_stdout = args.dst == "-"
-    check_open(args)
-    if to_stdout and sys.stdout.isatty():
-        raise CommandError(
-            "--to - writes binary data, and standard output is a terminal: pipe it into a "
-            "program (| ...) or redirect it (> FILE)"
-        )
+    _check_standard_streams(args)
     src = open_stdin() if args.src == "-" else args.src
     fmt = _stdout_format(args, src) if to_stdout else _output_format(args)
     codec = codec_of(args, fmt)
@@ -158,6 +148,16 @@ def convert(args):
                 sys.stderr if to_stdout else sys.stdout,
             )
     return 0
+
+
+def _check_standard_streams(args):
+    """``-`` names a standard stream that is open, and ``--to -`` no terminal."""
+    check_open(args)
+    if args.dst == "-" and sys.stdout.isatty():
+        raise CommandError(
+            "--to - writes binary data, and standard output is a terminal: pipe it into a "
+            "program (| ...) or redirect it (> FILE)"
+        )
 
 
 def _output_format(args):

@@ -712,11 +712,11 @@ def _check_destination(args):
     file; ``-``, a FIFO or a device (/dev/null) is written into."""
     import os
 
-    if args.dst == "-" or (os.path.exists(args.dst) and not os.path.isfile(args.dst) and not os.path.isdir(args.dst)):
+    if args.dst == "-":
         return
     if os.path.isdir(args.dst):
         raise CommandError(f"--to {args.dst}: is a directory; name the output file")
-    if os.path.exists(args.dst) and not args.overwrite:
+    if os.path.isfile(args.dst) and not args.overwrite:
         raise CommandError(f"{args.dst} exists; pass --overwrite to replace it")
 
 
@@ -747,6 +747,12 @@ def _write_table(table, dst):
     import pyarrow.feather as feather
     import pyarrow.parquet as pq
 
+    def write(target):  # a path or an open file, in the format of dst's suffix
+        if str(dst).lower().endswith((".arrow", ".feather", ".ipc")):
+            feather.write_feather(table, target)
+        else:
+            pq.write_table(table, target)
+
     if dst == "-":
         with pa.ipc.new_stream(sys.stdout.buffer, table.schema) as writer:
             writer.write_table(table)
@@ -754,17 +760,11 @@ def _write_table(table, dst):
         return
     if os.path.exists(dst) and not os.path.isfile(dst):  # /dev/null, a pipe: written as it is
         with open(dst, "wb") as f:
-            if str(dst).lower().endswith((".arrow", ".feather", ".ipc")):
-                feather.write_feather(table, f)
-            else:
-                pq.write_table(table, f)
+            write(f)
         return
     partial = os.path.join(os.path.dirname(os.path.abspath(dst)), f".{os.path.basename(dst)}.partial-{os.getpid()}")
     try:
-        if str(dst).lower().endswith((".arrow", ".feather", ".ipc")):
-            feather.write_feather(table, partial)
-        else:
-            pq.write_table(table, partial)
+        write(partial)
         os.replace(partial, dst)
     except BaseException:
         if os.path.exists(partial):
