@@ -418,6 +418,32 @@ def test_what_the_messages_of_the_way_back_advise_works(tmp_path, capsys):
         assert f"cannot read '{missing}': No such file or directory" in capsys.readouterr().err
 
 
+def test_the_commands_way_back_says_to_fix_the_table_file_for_nulls_and_long_text(tmp_path, capsys):
+    """write_variable's fill= and truncate= advice has no flag with --variable-occurs: the
+    command says to fix the table file instead."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from layouts._cli import main
+
+    one = bytes.fromhex("001C") + "AB12".encode("cp037") + bytes.fromhex("005C") + bytes.fromhex("0012345C")
+    t = cobol.read_variable(one, ORDERS)
+    i, j = t.schema.get_field_index("TOTAL"), t.schema.get_field_index("ITEM")
+    nulls = t.set_column(i, t.schema.field(i), pa.array([None], pa.decimal128(7, 2)))
+    long = t.set_column(j, t.schema.field(j), pa.array([[{"SKU": "AB12345", "QTY": 5}]], t.schema.field(j).type))
+    (tmp_path / "o.cob").write_text(ORDERS)
+    for table, said in (
+        (nulls, "give TOTAL a value in those rows of the table file"),
+        (long, "shorten them to 4 characters"),
+    ):
+        pq.write_table(table, tmp_path / "t.parquet")
+        args = ["convert", str(tmp_path / "t.parquet"), "--copybook", str(tmp_path / "o.cob"), "--variable-occurs"]
+        assert main([*args, "--to", str(tmp_path / "b.dat")]) == 1
+        err = capsys.readouterr().err
+        assert said in err and "fill=" not in err and "truncate=" not in err, err
+        assert not (tmp_path / "b.dat").exists()
+
+
 def test_a_record_larger_than_the_default_chunk_says_the_default_was_used(tmp_path, capsys):
     from layouts._cli import main
 
