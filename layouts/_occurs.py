@@ -402,9 +402,15 @@ def _key_bytes(value, width, codepage, table):
     return bytes(raw + [space] * (width - len(raw)))
 
 
+def _positive(enc):
+    """The sign nibble (zone) the way back writes for positive values of a packed or zoned field."""
+    return int(enc.positive, 16) if enc.positive else (0xC if enc.signed else 0xF)
+
+
 def _template(layout, size):
     """A record of the maximum layout whose every field holds a valid zero (text: spaces;
-    zoned: digits 0; packed: 0 with sign F; binary, floats: 0 bytes)."""
+    zoned: digits 0; packed: 0; both with the sign the way back writes; binary, floats: 0
+    bytes)."""
     rec = np.zeros(size, dtype=np.uint8)
     if not size:
         return rec
@@ -424,9 +430,13 @@ def _template(layout, size):
                 digits = plus + digits
             elif enc.sign == "trailing separate":
                 digits = digits + plus
-            value = digits
+            elif _positive(enc) == 0xC:  # the sign the way back writes (sign_counts counts no other)
+                at = 0 if enc.sign.startswith("leading") else -1
+                digits = bytearray(digits)
+                digits[at] = 0x7B if ascii_ else 0xC0  # (+0 overpunched: '{')
+            value = bytes(digits)
         elif enc.kind == "packed":
-            value = bytes(f.width - 1) + b"\x0f"
+            value = bytes(f.width - 1) + bytes([_positive(enc)])
         else:
             continue
         offs = np.asarray(f.element_offsets(), np.int64).reshape(-1, 1)

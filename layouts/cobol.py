@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from ._cobol import CobolField, Copybook, read_copybook
 from ._cobol.metadata import group_rows, with_groups
+from ._cobol.signs import PREFIX as SIGN_PREFIX
 from ._cobol.signs import keep_signs, put_signs, separate_sign_fields, sign_counts
 from ._errors import ConversionError, LayoutError
 
@@ -41,6 +42,7 @@ __all__ = [
     "read_variable",
     "separate_sign_fields",
     "sign_counts",
+    "variable_sign_counts",
     "write_segments",
     "with_group_conditions",
     "write_variable",
@@ -483,7 +485,9 @@ def _table_name(value):
     return text if text.isprintable() else bytes(value).hex()
 
 
-def read_segments(src, types, *, segment, framing="rdw", codepage="cp037", short="error") -> "dict[str, pa.Table]":
+def read_segments(
+    src, types, *, segment, framing="rdw", codepage="cp037", short="error", signs=False
+) -> "dict[str, pa.Table]":
     """Variable-length records (RDW or BDW+RDW framing) of several segment types, each
     decoded with its own Layout (``Layout.from_copybook``, one per segment: another
     record of the copybook, or the same one with another ``redefines=`` choice).
@@ -506,6 +510,10 @@ def read_segments(src, types, *, segment, framing="rdw", codepage="cp037", short
     short : {"error", "pad"}
         A record shorter than its Layout's last field: a ConversionError, or read with
         zero bytes past its end (``_length`` keeps its length: the way back cuts it).
+    signs : bool
+        Add a ``_sign.FIELD`` column per packed and zoned field (:func:`keep_signs`: the
+        signs the way back would write otherwise, null elsewhere); :func:`write_segments`
+        puts them back, so every valid value comes back byte for byte.
 
     Returns one table per segment id: ``_offset`` (the record's byte offset in the
     file), ``_prefix`` (the RDW bytes the length does not use), ``_length`` (the record's
@@ -543,6 +551,8 @@ def read_segments(src, types, *, segment, framing="rdw", codepage="cp037", short
             table = AoS(records, layout).to_soa().to_arrow()
         except ConversionError as err:
             raise ConversionError(_in_the_file(str(err), value, offsets, src)) from None
+        if signs:
+            table = keep_signs(table, records, layout)
         table = table.add_column(0, "_length", pa.array(lengths))
         if "_prefix" in raw.column_names:  # the RDW's spare bytes, kept for the way back
             table = table.add_column(0, "_prefix", raw.column("_prefix"))
@@ -614,7 +624,8 @@ def write_segments(tables, types, dst=None, *, segment, framing="rdw", codepage=
     ``_offset`` order, each cut to its ``_length``, framed again (lengths recomputed).
     ``types`` may keep one alternative per REDEFINES set where the tables have several
     (the others' columns are left out). Bytes no field covers (FILLER, skipped
-    alternatives) are written as zeros."""
+    alternatives) are written as zeros. A table's ``_sign.FIELD`` columns
+    (``read_segments(..., signs=True)``) are put into its records (:func:`put_signs`)."""
     from ._soa import SoA
     from ._stream import write_stream
 
@@ -644,6 +655,12 @@ def write_segments(tables, types, dst=None, *, segment, framing="rdw", codepage=
                     f"gives it: the record's place in the file, the RDW's spare bytes)"
                 )
         records = SoA.from_arrow(_narrowed(table, layout.schema), layout).to_aos().array
+        kept = [c for c in table.column_names if c.startswith(SIGN_PREFIX)]
+        if kept:
+            try:
+                put_signs(records, table.select(kept), layout)
+            except (LayoutError, ConversionError) as err:
+                raise type(err)(f"table {name!r}: {err}") from None
         view = records.view(np.uint8).reshape(len(records), layout.itemsize)
         lengths = (
             table.column("_length").to_numpy()
@@ -864,21 +881,8 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
             _check_size(owner if mapped else None, label, data.nbytes, None)
         del data, owner
     else:
-        from ._stream import read_stream
-
-        at0 = _position(src)
-        try:
-            framed = read_stream(src, _framed_stream(framing))
-        except ConversionError as err:
-            raise _empty_record(err, src, at0, framing) or ConversionError(_framing_words(str(err), framing)) from None
-        raw = framed["records"].to_arrow()
+        data, starts, lengths, raw, blocks = _framed_bodies(src, framing)
         label = _label_of(src)
-        blocks = framed["_blocks"].to_arrow() if "_blocks" in framed else None
-        bodies = [h + (t or b"") for h, t in zip(raw.column("_head").to_pylist(), raw.column("_tail").to_pylist())]
-        data = np.frombuffer(b"".join(bodies), np.uint8)
-        lengths = np.array([len(b) for b in bodies], np.int64)
-        starts = np.zeros(len(bodies), np.int64)
-        np.cumsum(lengths[:-1], out=starts[1:])
         offsets = raw.column("_offset").to_numpy()
         prefix = raw.column("_prefix") if "_prefix" in raw.column_names else None
         while True:
@@ -898,6 +902,60 @@ def read_variable(src, copybook, *, framing=None, occurs_mappings=None, **option
     if framing == "bdw":
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), **_blocks_metadata(blocks)})
     return with_group_conditions(table.add_column(0, "_offset", pa.array(np.asarray(starts, np.int64))), book)
+
+
+def _framed_bodies(src, framing):
+    """``(bodies, starts, lengths, records table, blocks table or None)`` of RDW records:
+    their bodies back to back, where each starts and its length, and read_stream's tables."""
+    from ._stream import read_stream
+
+    at0 = _position(src)
+    try:
+        framed = read_stream(src, _framed_stream(framing))
+    except ConversionError as err:
+        raise _empty_record(err, src, at0, framing) or ConversionError(_framing_words(str(err), framing)) from None
+    raw = framed["records"].to_arrow()
+    blocks = framed["_blocks"].to_arrow() if "_blocks" in framed else None
+    bodies = [h + (t or b"") for h, t in zip(raw.column("_head").to_pylist(), raw.column("_tail").to_pylist())]
+    lengths = np.array([len(b) for b in bodies], np.int64)
+    starts = np.zeros(len(bodies), np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    return np.frombuffer(b"".join(bodies), np.uint8), starts, lengths, raw, blocks
+
+
+def variable_sign_counts(src, copybook, *, framing=None, occurs_mappings=None, **options) -> "dict[str, int]":
+    """:func:`sign_counts` of the records :func:`read_variable` reads (the same arguments):
+    ``{field: count}`` of the packed and zoned values, of the elements each record's counts
+    hold, whose sign the way back (:func:`write_variable`) writes otherwise. The data is
+    read again: give bytes (a path is read whole first, so that it is the data read)."""
+    from ._occurs import Grow
+
+    var, book, layout = _variable(copybook, occurs_mappings, options)
+    if not any(f.encoding is not None and f.encoding.kind in ("packed", "zoned") for f in layout.fields):
+        return {}
+    if framing is None:
+        if isinstance(src, (str, os.PathLike)):
+            with open(src, "rb") as f:
+                src = f.read()
+        data, label, _ = _source_of(_contiguous(src))
+    else:
+        data, starts, lengths, raw, _ = _framed_bodies(src, framing)
+        label, offsets = _label_of(src), raw.column("_offset").to_numpy()
+    while True:
+        try:
+            if framing is None:
+                starts, lengths = var.scan(data, label=label)
+            else:  # (the counts checked, as read_variable does: a larger layout where they need it)
+                var.check_framed(data, starts, lengths, offsets, label)
+            counts: "dict[str, int]" = {}
+            step = max(1, _BATCH_BYTES // max(var.size, 1))
+            for i in range(0, len(starts), step):
+                records = var.spread(data, starts[i : i + step], lengths[i : i + step])
+                for name, count in sign_counts(records.view(layout.dtype).reshape(-1), layout).items():
+                    counts[name] = counts.get(name, 0) + count
+            return counts
+        except Grow as more:  # (as read_variable: the layout with more elements)
+            var, book, layout = _grown(copybook, occurs_mappings, options, more)
 
 
 def _position(src):

@@ -2,6 +2,7 @@
 back; errors name the command's own flags."""
 
 import json
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -223,6 +224,63 @@ def test_multi_segment_file_to_tables_and_back(tmp_path, capsys):
     assert "--framing applies to multi-segment files; add --segment ID=RECORD" in capsys.readouterr().err
 
 
+def test_segment_file_says_its_signs_or_keeps_them(tmp_path, capsys):
+    """--segment: signs the way back writes otherwise are counted per field and segment, or
+    kept with --keep-signs (the file comes back byte for byte)."""
+    import struct
+
+    book, data = tmp_path / "seg.cob", tmp_path / "seg.dat"
+    book.write_text(
+        "       01 HDR.\n          05 SEG PIC X.\n          05 NAME PIC X(4).\n"
+        "       01 DTL.\n          05 SEG PIC X.\n          05 AMT PIC S9(3) COMP-3.\n"
+    )
+    d = "D".encode("cp037")
+    data.write_bytes(b"".join(struct.pack(">HH", len(b) + 4, 0) + b for b in (d + b"\x12\x3f", d + b"\x00\x0d")))
+    common = ["--copybook", str(book), "--segment", "H=HDR", "--segment", "D=DTL", "--segment-field", "SEG"]
+    assert main(["convert", str(data), *common, "--to", str(tmp_path / "plain")]) == 0
+    assert "  2 values of AMT (segment D) will come back with another sign byte" in capsys.readouterr().out
+    assert "_sign.AMT" not in pq.read_table(tmp_path / "plain" / "D.parquet").column_names
+    assert main(["convert", str(data), *common, "--keep-signs", "--to", str(tmp_path / "kept")]) == 0
+    assert "signs kept: 1 fields hold some" in capsys.readouterr().out
+    assert main(["convert", str(tmp_path / "kept"), *common, "--to", str(tmp_path / "x.dat")]) == 2
+    assert "_sign. columns, the signs --keep-signs kept: pass --keep-signs" in capsys.readouterr().err
+    assert not (tmp_path / "x.dat").exists()
+    back = tmp_path / "back.dat"
+    assert main(["convert", str(tmp_path / "kept"), *common, "--keep-signs", "--to", str(back), "--quiet"]) == 0
+    assert back.read_bytes() == data.read_bytes()
+
+
+def test_variable_occurs_says_its_signs(tmp_path, capsys):
+    """--variable-occurs: the count per field of signs the way back writes otherwise (of the
+    elements the counts hold), from a file and from standard input."""
+    book, data = tmp_path / "v.cob", tmp_path / "v.dat"
+    book.write_text(
+        "       01 R.\n          05 N PIC 9.\n          05 T OCCURS 0 TO 3 TIMES DEPENDING ON N.\n"
+        "             10 AMT PIC S9(3) COMP-3.\n"
+    )
+    data.write_bytes(b"\xf2\x12\x3f\x00\x0d" + b"\xf1\x45\x6c" + b"\xf0")
+    argv = ["convert", str(data), "--copybook", str(book), "--variable-occurs", "--to", str(tmp_path / "v.parquet")]
+    assert main(argv) == 0
+    said = "  2 values of T.AMT will come back with another sign byte (the field's own) (--keep-signs keeps them"
+    assert said in capsys.readouterr().out
+
+
+def test_records_from_standard_input_say_their_signs_are_not_counted(tmp_path, capsys, monkeypatch):
+    """A fixed-length file from standard input is read once: the command says its signs were
+    not counted (a file's are), instead of saying nothing."""
+    import io
+
+    book, data = tmp_path / "f.cob", tmp_path / "f.dat"
+    book.write_text("       01 R.\n          05 AMT PIC S9(3) COMP-3.\n")
+    data.write_bytes(b"\x12\x3f\x12\x3c")
+    with io.TextIOWrapper(open(data, "rb")) as stdin:
+        monkeypatch.setattr(sys, "stdin", stdin)
+        assert main(["convert", "-", "--copybook", str(book), "--to", str(tmp_path / "o.parquet")]) == 0
+    assert "signs not counted (the records came from standard input)" in capsys.readouterr().out
+    assert main(["convert", str(data), "--copybook", str(book), "--to", str(tmp_path / "p.parquet")]) == 0
+    assert "  1 value of AMT will come back with another sign byte" in capsys.readouterr().out
+
+
 def test_invalid_null_prints_the_count_per_field(tmp_path, capsys):
     """--invalid null: one line per field with invalid values made null (the count, the field)."""
     data, book = DATA / "test19_display_num/data.dat", DATA / "test19_display_num.cob"
@@ -362,8 +420,7 @@ def test_signs_counted_and_kept(tmp_path, capsys):
     for flags, said in (
         (["--device", "cuda"], "--keep-signs converts on the CPU (the file whole); leave out --device cuda"),
         (["--chunk", "1M"], "--chunk does not apply with --keep-signs"),
-        (["--variable-occurs"], "--keep-signs applies to fixed-length records, not yet with --variable-occurs"),
-        (["--segment", "C=R"], "--keep-signs applies to fixed-length records, not yet with --segment"),
+        (["--variable-occurs"], "--keep-signs applies to fixed-length records and --segment, not yet with --variable"),
     ):
         args = ["convert", str(data), "--copybook", str(book), "--keep-signs", "--to", str(kept), "--overwrite"]
         assert main(args + flags) == 2

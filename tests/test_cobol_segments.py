@@ -82,3 +82,26 @@ def test_segment_named_by_its_field():
     }
     with pytest.raises(lo.LayoutError, match=r"segment='SEG' is at different places in the segments' Layouts"):
         cobol.read_segments(data, moved, segment="SEG")
+
+
+def test_signs_kept_and_put_back():
+    """signs=True: a _sign. column per packed field (F among C, a negative zero); write_segments
+    puts them back byte for byte; without them the way back writes the field's own sign."""
+    text = {
+        "H": "       01 H.\n          05 SEG PIC X.\n          05 NAME PIC X(4).\n",
+        "D": "       01 D.\n          05 SEG PIC X.\n          05 AMT PIC S9(3) COMP-3 OCCURS 2.\n",
+    }
+    types = {k: lo.Layout.from_copybook(v) for k, v in text.items()}
+    d = "D".encode("cp037")
+    data = rdw("HACME".encode("cp037")) + rdw(d + b"\x12\x3f\x00\x0d") + rdw(d + b"\x12\x3c\x45\x6d")
+    t = cobol.read_segments(data, types, segment="SEG", signs=True)
+    assert t["D"].column("_sign.AMT").to_pylist() == [[15, 13], [None, None]]
+    assert "_sign.NAME" not in t["H"].column_names
+    assert cobol.write_segments(t, types, segment="SEG") == data
+    plain = cobol.read_segments(data, types, segment="SEG")
+    assert "_sign.AMT" not in plain["D"].column_names
+    back = cobol.write_segments(plain, types, segment="SEG")
+    assert back == data.replace(b"\x12\x3f\x00\x0d", b"\x12\x3c\x00\x0c")
+    bad = {**t, "D": t["D"].set_column(t["D"].column_names.index("_sign.AMT"), "_sign.AMT", plain["D"].column("AMT"))}
+    with pytest.raises((lo.LayoutError, lo.ConversionError), match=r"table 'D': "):
+        cobol.write_segments(bad, types, segment="SEG")

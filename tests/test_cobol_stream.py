@@ -129,3 +129,25 @@ def test_ebcdic_text_of_many_records_split_across_threads(tmp_path):
     table.validate(full=True)
     assert table.column("NAME").to_pylist() == [words[i % len(words)].ljust(12) for i in range(n)]
     assert lo.write_stream(tables, str(tmp_path / "s.toml")) == data
+
+
+def test_convert_stream_says_the_signs_of_copybook_types(tmp_path, capsys):
+    """--stream with a copybook type: the count per field of signs the way back writes
+    otherwise, read from the records at their offsets (RDW prefix), as --copybook says it."""
+    import struct
+
+    (tmp_path / "d.cob").write_text("       01 D.\n          05 SEG PIC X.\n          05 AMT PIC S9(3) COMP-3.\n")
+    spec = tmp_path / "s.toml"
+    spec.write_text(
+        'name = "d"\n[[section]]\nframing = "rdw"\ntag = { offset = 0, size = 1 }\n'
+        '[section.types.D]\ntag = "D"\ncopybook = "d.cob"\n'
+    )
+    bodies = [b"\xc4\x12\x3f", b"\xc4\x12\x3c", b"\xc4\x00\x0d", b"\xc4\x45\x6f"]
+    data = tmp_path / "d.dat"
+    data.write_bytes(b"".join(struct.pack(">HH", len(b) + 4, 0) + b for b in bodies))
+    assert main(["convert", str(data), "--stream", str(spec), "--to", f"{tmp_path / 'out'}/"]) == 0
+    assert "  3 values of AMT (D) will come back with another sign byte" in capsys.readouterr().out
+    assert main(["convert", f"{tmp_path / 'out'}/", "--stream", str(spec), "--to", str(tmp_path / "b.dat")]) == 0
+    assert (tmp_path / "b.dat").read_bytes() == data.read_bytes().replace(b"\x3f", b"\x3c").replace(
+        b"\x0d", b"\x0c"
+    ).replace(b"\x6f", b"\x6c")

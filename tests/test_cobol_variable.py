@@ -537,3 +537,34 @@ def test_one_pass_read_equals_the_exact_way(framing, invalid, monkeypatch):
             match=r"record 0 \(byte 0\): the count HEAD.N1 of T1 .* is 9 \(bytes F0 F9\), outside 0\.\.4",
         ):
             cobol.read_variable(b"\xf0\xf9" + b"".join(recs)[2:], ONE_LEVEL)
+
+
+def test_variable_sign_counts_count_the_elements_the_counts_hold():
+    """variable_sign_counts: the signs write_variable writes otherwise, of the elements within
+    each record's count only (those past it are not in the record), packed and zoned
+    (trailing and leading overpunch, signed and unsigned), framed or not."""
+    book = (
+        "       01 R.\n          05 N PIC 9.\n          05 T OCCURS 0 TO 3 TIMES DEPENDING ON N.\n"
+        "             10 AMT PIC S9(3) COMP-3.\n             10 ZZ PIC S9(2).\n"
+        "             10 ZL PIC S9(2) SIGN LEADING.\n             10 U PIC 9(2) COMP-3.\n"
+        "          05 Z PIC S9(2).\n"
+    )
+
+    def e(text):
+        return text.encode("cp037")
+
+    def rec(n, elements, z):
+        return e(str(n)) + b"".join(elements) + z
+
+    data = (
+        rec(2, [b"\x12\x3f" + e("1BB1") + b"\x01\x2f", b"\x00\x0d" + e("1BB1") + b"\x01\x2c"], e("1B"))
+        + rec(1, [b"\x45\x6c" + e("1212") + b"\x00\x1f"], e("12"))
+        + rec(0, [], b"\xf0\xc3")
+    )
+    want = {"T.AMT": 2, "T.ZZ": 1, "T.ZL": 1, "T.U": 1, "Z": 1}
+    assert cobol.variable_sign_counts(data, book) == want
+    framed = b"".join(struct.pack(">HH", len(r) + 4, 0) + r for r in (data[:19], data[19:30], data[30:]))
+    assert cobol.variable_sign_counts(framed, book, framing="rdw") == want
+    back = cobol.write_variable(cobol.read_variable(data, book), book)
+    assert len(back) == len(data) and sum(a != b for a, b in zip(back, data)) == 6  # one byte each
+    assert cobol.variable_sign_counts(back, book) == {}

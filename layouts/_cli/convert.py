@@ -6,6 +6,7 @@ import sys
 import time
 
 from .._backends import DEVICES
+from .._cobol.signs import sign_fields
 from .._formats import DEFAULT_CHUNK, FORMATS, SUFFIXES
 from .copybook import (
     add_copybook_options,
@@ -36,9 +37,10 @@ def convert(args):
     from .._backends import auto_device
     from . import warm_up  # the package's name, which a test may replace
 
-    if getattr(args, "keep_signs", False) and (args.segment or getattr(args, "variable_occurs", False)):
-        flag = "--segment" if args.segment else "--variable-occurs"
-        raise CommandError(f"--keep-signs applies to fixed-length records, not yet with {flag}; leave it out")
+    if getattr(args, "keep_signs", False) and getattr(args, "variable_occurs", False):
+        raise CommandError(
+            "--keep-signs applies to fixed-length records and --segment, not yet with --variable-occurs; leave it out"
+        )
     if args.segment or getattr(args, "variable_occurs", False):  # the whole file, read or written at once
         _check_standard_streams(args)
     if args.segment:
@@ -141,11 +143,15 @@ def convert(args):
         print(f"converted {result} (on {device})", file=sys.stderr if to_stdout else sys.stdout)
         if args.copybook and args.invalid == "null" and fmt != "records" and not to_stdout:
             report_invalid_file(args.dst, layout, fmt)  # the count per field of invalid values made null
+        said = sys.stderr if to_stdout else sys.stdout
         if args.copybook and fmt != "records" and src is args.src:  # values whose sign comes back otherwise
-            report_signs(
-                lo.read_records(src, layout, args.offset, args.count, trailing=args.trailing),
-                layout,
-                sys.stderr if to_stdout else sys.stdout,
+            report_signs(lo.read_records(src, layout, args.offset, args.count, trailing=args.trailing), layout, said)
+        elif args.copybook and fmt != "records" and sign_fields(layout):  # (standard input: read once)
+            print(
+                "  signs not counted (the records came from standard input): a packed or zoned value with "
+                "another sign than its field's comes back with the field's; convert the file itself to "
+                "count them, with --keep-signs to keep them",
+                file=said,
             )
     return 0
 

@@ -1,6 +1,7 @@
 """COBOL copybooks on the command line: ``layouts convert DATA --copybook x.cob --to out.parquet``
 (and back), ``layouts inspect x.cob``: the options, the Layout they make, the table."""
 
+import contextlib
 import re
 import sys
 
@@ -459,6 +460,11 @@ def convert_segments(args):
                 if not os.path.exists(path):
                     raise CommandError(f"{args.src} has no {value}.parquet for --segment {value}=...")
                 tables[value] = pq.ParquetFile(path).read()  # (read_table imports pandas)
+                if not args.keep_signs and any(c.startswith("_sign.") for c in tables[value].column_names):
+                    raise CommandError(
+                        f"{path} has _sign. columns, the signs --keep-signs kept: pass --keep-signs to "
+                        f"write them back (or drop the columns)"
+                    )
             blocks = os.path.join(args.src, "_blocks.parquet")
             if os.path.exists(blocks):
                 tables["_blocks"] = pq.ParquetFile(blocks).read()
@@ -473,7 +479,7 @@ def convert_segments(args):
                     file=_said(args),
                 )
             return 0
-        tables = cobol.read_segments(_source(args), types, short=args.short, **options)
+        tables = cobol.read_segments(_source(args), types, short=args.short, signs=True, **options)
     except (lo.LayoutError, lo.ConversionError) as err:
         err.args = (
             in_flags(str(err))
@@ -485,13 +491,24 @@ def convert_segments(args):
             ),
         )
         raise
+    signs = {name: kept_sign_counts(t) for name, t in tables.items()}
+    if not args.keep_signs:  # said below instead: the count per field of signs that come back otherwise
+        tables = {
+            name: t.drop_columns([c for c in t.column_names if c.startswith("_sign.")]) for name, t in tables.items()
+        }
     _check_interrupts(args)
     _write_tables(tables, args.dst, args.overwrite)
     if not args.quiet:
         counts = ", ".join(f"{name}: {t.num_rows:,}" for name, t in tables.items() if name != "_blocks")
         print(f"converted {counts} records -> {args.dst}")
         for value, layout in types.items():
-            report_invalid(tables[cobol._table_name(value)], layout, suffix=f" (segment {value})")
+            name = cobol._table_name(value)
+            report_invalid(tables[name], layout, suffix=f" (segment {value})")
+            if not args.keep_signs:
+                say_sign_counts(signs[name], layout, suffix=f" (segment {value})")
+        if args.keep_signs:
+            kept = sum(len(c) for c in signs.values())
+            print(f"signs kept: {kept} fields hold some")
     return 0
 
 
@@ -692,7 +709,14 @@ def convert_variable(args):
             if not args.quiet:
                 print(f"wrote {table.num_rows:,} records, {len(data):,} bytes -> {args.dst}", file=_said(args))
             return 0
-        table = cobol.read_variable(_source(args), args.copybook, **extra, **options)
+        src = _source(args)
+        kinds = {f.encoding.kind for f in copybook_layout(args).fields if f.encoding is not None}
+        count_signs = not args.quiet and bool(kinds & {"packed", "zoned"})
+        if count_signs:  # read once, for the table and the count of signs the way back writes otherwise
+            with open(src, "rb") if isinstance(src, str) else contextlib.nullcontext(src) as f:
+                src = f.read()
+        table = cobol.read_variable(src, args.copybook, **extra, **options)
+        signs = cobol.variable_sign_counts(src, args.copybook, **extra, **options) if count_signs else {}
     except (lo.LayoutError, lo.ConversionError) as err:
         message = re.sub(
             r"occurs_mappings=\{'([^']*)': \{text: count\}\}", r"--occurs-mapping \1=TEXT:COUNT[,TEXT:COUNT]", str(err)
@@ -704,6 +728,12 @@ def convert_variable(args):
     if not args.quiet:
         print(f"converted {table.num_rows:,} records -> {args.dst}", file=_said(args))
         report_invalid(table, copybook_layout(args), out=_said(args))
+        say_sign_counts(
+            signs,
+            copybook_layout(args),
+            _said(args),
+            keep=" (--keep-signs keeps them with fixed-length records, not yet with --variable-occurs)",
+        )
     return 0
 
 
@@ -785,23 +815,26 @@ def report_invalid(table, layout, out=None, suffix=""):
 def report_invalid_file(path, layout, fmt=None, out=None, suffix=""):
     """:func:`report_invalid` for the Parquet or Arrow IPC file ``convert`` wrote: the
     columns of the fields read with ``invalid="null"`` read back (memory-mapped for IPC)."""
-    import pyarrow.feather as feather
-    import pyarrow.parquet as pq
-
     wanted = [f for f in layout.fields if f.encoding is not None and f.encoding.invalid == "null"]
     if not wanted:
         return
     columns = sorted({f.name if f.name in layout.schema.names else f.name.split(".")[0] for f in wanted})
+    report_invalid(read_columns(path, columns, fmt), layout, out, suffix)
+
+
+def read_columns(path, columns, fmt=None):
+    """``columns`` of the Parquet or Arrow IPC file (``fmt``, else its suffix's) ``convert`` wrote."""
+    import pyarrow.feather as feather
+    import pyarrow.parquet as pq
+
     if fmt == "parquet" or (fmt is None and str(path).lower().endswith(".parquet")):
-        table = pq.ParquetFile(path).read(columns=columns)  # (read_table imports pandas)
-    elif fmt == "arrows":  # the Arrow IPC stream format
+        return pq.ParquetFile(path).read(columns=columns)  # (read_table imports pandas)
+    if fmt == "arrows":  # the Arrow IPC stream format
         import pyarrow as pa
 
         with pa.memory_map(str(path)) as f:
-            table = pa.ipc.open_stream(f).read_all().select(columns)
-    else:
-        table = feather.read_table(path, columns=columns, memory_map=True)
-    report_invalid(table, layout, out, suffix)
+            return pa.ipc.open_stream(f).read_all().select(columns)
+    return feather.read_table(path, columns=columns, memory_map=True)
 
 
 # ------------------------------------------------------------------ signs
@@ -810,26 +843,38 @@ def report_signs(records, layout, out=None):
     otherwise (without ``--keep-signs``): the count and the field."""
     from layouts import cobol
 
+    say_sign_counts(cobol.sign_counts(records, layout), layout, out)
+
+
+def say_sign_counts(counts, layout, out=None, suffix="", keep="; pass --keep-signs to keep them"):
+    """:func:`report_signs`'s lines of ``{field: count}`` (``layouts.cobol.sign_counts``);
+    ``keep``: the advice (none where --keep-signs does not apply yet)."""
+    from layouts import cobol
+
     separate = cobol.separate_sign_fields(layout)
-    for name, count in cobol.sign_counts(records, layout).items():
+    for name, count in counts.items():
         if name in separate:
-            _say_negative_zeros(name, count, out)
-            continue
-        noun = "value" if count == 1 else "values"
-        print(
-            f"  {count:,} {noun} of {name} will come back with another sign byte (the field's own); "
-            f"pass --keep-signs to keep them",
-            file=out or sys.stdout,
-        )
+            noun = "negative zero" if count == 1 else "negative zeros"
+            said = "will come back as +0 (a separate sign's '-' of a zero)"
+        else:
+            noun = "value" if count == 1 else "values"
+            said = "will come back with another sign byte (the field's own)"
+        print(f"  {count:,} {noun} of {name}{suffix} {said}{keep}", file=out or sys.stdout)
 
 
-def _say_negative_zeros(name, count, out=None):
-    noun = "negative zero" if count == 1 else "negative zeros"
-    print(
-        f"  {count:,} {noun} of {name} will come back as +0 (a separate sign's '-' of a zero); pass "
-        f"--keep-signs to keep them",
-        file=out or sys.stdout,
-    )
+def kept_sign_counts(table):
+    """``{field: count}`` of the signs in ``table``'s ``_sign.FIELD`` columns (those not null)."""
+    counts = {}
+    for name in table.column_names:
+        if name.startswith("_sign."):
+            import pyarrow as pa
+
+            column = table.column(name).combine_chunks()
+            while pa.types.is_fixed_size_list(column.type):  # (an OCCURS field's; a null list: none kept)
+                column = column.flatten()
+            if len(column) - column.null_count:
+                counts[name[len("_sign.") :]] = len(column) - column.null_count
+    return counts
 
 
 def convert_keep_signs(args, layout, fmt, fill):

@@ -149,7 +149,50 @@ def _stream_out(args, stream, interrupts):
             f"{args.dst} ({len(written)} files)"
         )
         _report_invalid(stream, args.dst, fmt, counts)
+        _report_signs(args.src, stream, args.dst, fmt, counts)
     return 0
+
+
+_SIGN_BATCH = 64 << 20  # bytes of the stream read at a time to count signs
+
+
+def _report_signs(src, stream, dst, fmt, counts):
+    """For each copybook type, the count per field of packed and zoned values whose sign the
+    way back writes otherwise (as ``convert --copybook`` says it): its records read again
+    from the stream at the offsets its table holds, a batch at a time."""
+    import numpy as np
+
+    import layouts.cobol as cobol
+
+    from .._errors import ConversionError
+    from .._stream.files import SUFFIX
+    from .copybook import read_columns, say_sign_counts
+
+    for section in stream.sections:
+        for t in section.types:
+            layout = getattr(t.record, "layout", None)
+            kinds = {f.encoding.kind for f in layout.fields if f.encoding is not None} if layout else set()
+            if not counts.get(t.name, (0,))[0] or not kinds & {"packed", "zoned"}:
+                continue
+            table = read_columns(os.path.join(dst, t.name + SUFFIX[fmt]), ["_offset"], fmt)
+            starts = table.column("_offset").to_numpy() + int(section.framing.prefix or 0)
+            size, found = layout.itemsize, {}
+            with open(src, "rb") as f:
+                i = 0
+                while i < len(starts):
+                    j = max(i + 1, int(np.searchsorted(starts, starts[i] + _SIGN_BATCH - size, "right")))
+                    at, end = int(starts[i]), int(starts[j - 1]) + size
+                    data = os.pread(f.fileno(), end - at, at)
+                    if len(data) < end - at:
+                        raise ConversionError(
+                            f"{src}: the file ends at byte {at + len(data):,}, inside a {t.name} record (bytes {at:,} to "
+                            f"{end:,}) that was read before: it changed while it was converted; convert it again"
+                        )
+                    rows = np.frombuffer(data, np.uint8)[(starts[i:j] - at)[:, None] + np.arange(size)]
+                    for name, k in cobol.sign_counts(rows.view(layout.dtype).reshape(-1), layout).items():
+                        found[name] = found.get(name, 0) + k
+                    i = j
+            say_sign_counts(found, layout, suffix=f" ({t.name})", keep=" (--keep-signs does not apply with --stream)")
 
 
 def _report_invalid(stream, dst, fmt, counts):
