@@ -291,3 +291,22 @@ def test_a_fifo_or_a_device_is_an_error_not_an_empty_stream(tmp_path):
     book = "       01  R.\n           05  N PIC 9.\n           05  T OCCURS 0 TO 4 TIMES DEPENDING ON N.\n              10 X PIC X.\n"
     with pytest.raises((lo.ConversionError, lo.LayoutError), match=r"is not a regular file"):
         cobol.read_variable(str(fifo), book)
+
+
+def test_a_proc_file_is_read_for_its_bytes_not_as_empty(tmp_path):
+    """A /proc file says it has 0 bytes and has some: it read as an empty stream (0 records,
+    nothing said); now its bytes are read."""
+    import os
+
+    from layouts import cobol
+
+    path = "/proc/self/cmdline"
+    if not os.path.exists(path) or os.stat(path).st_size != 0:
+        pytest.skip("no /proc file of size 0 here")
+    spec = tmp_path / "bytes.toml"
+    spec.write_text('name = "bytes"\n[[section]]\nframing = "fixed"\n[section.types.b]\nfields = [["b", "u1"]]\n')
+    table = lo.read_stream(path, spec)["b"].to_arrow()
+    assert table.num_rows > 0  # (each process's own command line)
+    book = "       01  R.\n           05  N PIC 9.\n           05  T OCCURS 0 TO 4 TIMES DEPENDING ON N.\n              10 X PIC X.\n"
+    with pytest.raises(lo.ConversionError, match=r"/proc/self/cmdline: record 0 \(byte 0\)"):
+        cobol.read_variable(path, book, codepage="ascii")  # ("/..." is no count: read, and said)

@@ -52,8 +52,9 @@ def _source_bytes(src):
                 st = os.fstat(f.fileno())
                 _regular(label, st)
                 size = st.st_size
-                if size == 0:
-                    return np.zeros(0, np.uint8), label, None
+                if size == 0:  # empty, or a /proc file (its size 0, its bytes made as they are read)
+                    data = f.read()
+                    return np.frombuffer(data, np.uint8), label, data
                 try:
                     m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
                 except (OSError, ValueError):  # not mappable (a pipe, a special file): read it
