@@ -271,13 +271,15 @@ class VariableRecord:
         rec = np.empty(self.size, np.uint8)
         rec[:] = self.template
         K.walk(data, rec, at, len(data), rec, self.prog, self.counts, self.keys, self.key_counts, K.M_SPREAD, _stack())
-        raw = bytes(rec[c[2] : c[2] + c[3]]) if c[1] == 0 else None
+        raw = bytes(rec[c[2] : c[2] + c[3]]) if c[1] == 0 else self._nested_count(rec, row, most)
         shown = f" (bytes {raw.hex(' ').upper()})" if raw is not None else ""
         field = f"the count {counter} of {'.'.join(path)} (OCCURS 0 TO {most} DEPENDING ON {counter})"
         if status == K.S_COUNT:
             value, n = "", None
-            if c[1] == 0:
-                n = int(K.read_count(rec, 0, row, self.counts, self.keys, self.key_counts)[1])
+            if raw is not None:
+                one = np.zeros(c[2] + c[3], np.uint8)
+                one[c[2] :] = np.frombuffer(raw, np.uint8)
+                n = int(K.read_count(one, 0, row, self.counts, self.keys, self.key_counts)[1])
                 if c[0] == K.C_BINARY and not c[4] & K.CF_SIGNED and n < 0:  # unsigned: its 64 bits' value
                     n += 1 << 64
                 value = f" {n}"
@@ -285,16 +287,32 @@ class VariableRecord:
             if cap < most and (n is None or cap < n <= most):  # within the maximum: lay it out larger, read again
                 raise Grow({**self.caps, path: min(most, max(2 * cap, n or 0))}, what)
             raise ConversionError(
-                f"{what}: {field} is{value}{shown}, outside 0..{most}, at byte {fault}; fix the record, or the "
-                f"copybook's maximum"
+                f"{what}: {field} is{value}{shown}, outside 0..{most}, for its table at byte {fault}; fix the "
+                f"record, or the copybook's maximum"
             )
         if status == K.S_BAD_COUNT:
             mapping = self.mappings.get(path[-1])
             why = f"no key of occurs_mappings[{path[-1]!r}] ({sorted(mapping)})" if mapping else "not a whole number"
             if not mapping and self.book.encodings.get(counter, {}).get("kind") == "text":
                 why += f" (a text count's values can be mapped to counts: occurs_mappings={{{path[-1]!r}: {{text: count}}}})"
-            raise ConversionError(f"{what}: {field}{shown} is {why}, at byte {fault}; fix the record")
+            raise ConversionError(f"{what}: {field}{shown} is {why}, for its table at byte {fault}; fix the record")
         raise ConversionError(f"{what}: {_STATUS[status]}")
+
+    def _nested_count(self, rec, row, most):
+        """The bytes of a count inside a table (count ``row``) that is not a count of
+        0..``most``: the first element's whose is not, in ``rec`` as the walk that failed
+        left it (the elements after it hold the template's valid zeros); None if none."""
+        c = self.counts[row]
+        field = next((f for f in self.layout.fields if f.name == self.count_rows[row][1]), None)
+        if field is None:
+            return None
+        one = np.zeros(c[2] + c[3], np.uint8)
+        for at in np.asarray(field.element_offsets(), np.int64).reshape(-1):
+            one[c[2] :] = rec[at : at + c[3]]
+            ok, n = K.read_count(one, 0, row, self.counts, self.keys, self.key_counts)
+            if not ok or not 0 <= n <= most:
+                return bytes(rec[at : at + c[3]])
+        return None
 
     def offset_in_record(self, rec, target):
         """The byte of the record (as the data holds it) that ``target``, a byte of the

@@ -526,7 +526,10 @@ def read_segments(
     if short not in ("error", "pad"):
         raise LayoutError(f"short must be 'error' or 'pad', got {short!r}")
     stream = _segment_stream(types, segment, framing, codepage)
-    tables = read_stream(src, stream)
+    try:
+        tables = read_stream(src, stream)
+    except ConversionError as err:
+        raise ConversionError(_segment_words(str(err), framing)) from None
     out = {}
     for value, layout in types.items():
         name = _table_name(value)
@@ -1018,15 +1021,30 @@ def _empty_record(err, src, at0, framing):
     )
 
 
-def _framing_words(text, framing):
-    """A record stream's message about RDWs in read_variable's and write_variable's terms: no
-    record type, section or framing settings that these functions do not have."""
+def _segment_words(text, framing):
+    """A record stream's message about a segments file in read_segments's terms: segment ids
+    and its own arguments, no stream-description keys."""
+    import re
+
+    text = _framing_words(text, framing, "read_segments")
+    text = re.sub(r" of segments section\[\d+\]", "", text)
+    text = re.sub(r"(is no type) \(types: ([^)]*)\)", r"\1 (the ids of types: \2)", text)
+    return text.replace(
+        'the stream is damaged, or set unknown = "skip" or "keep" in the section',
+        "the file is damaged, or give that segment id a Layout in types",
+    )
+
+
+def _framing_words(text, framing, who="read_variable"):
+    """A record stream's message about RDWs in read_variable's and write_variable's (or
+    ``who``'s) terms: no record type, section or framing settings that these functions do
+    not have."""
     import re
 
     text = re.sub(r"^<buffer>:", "the data:", text)
     text = re.sub(r";? ?the record is type 'records' of variable section\[\d+\]", "", text)
     text = text.replace("the record's length field", "the RDW's length field")
-    fix = f"the framing is not {framing!r} (read_variable's framing: 'rdw', 'rdw-little' or 'bdw')"
+    fix = f"the framing is not {framing!r} ({who}'s framing: 'rdw', 'rdw-little' or 'bdw')"
     text = re.sub(r"wrong framing settings \([^)]*\)", fix, text)
     text = re.sub(r"the framing's length settings \([^)]*\) are wrong", fix, text)
     text = text.replace("(try the rdw framing)", "(try framing='rdw')")

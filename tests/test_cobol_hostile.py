@@ -59,7 +59,7 @@ def test_counts_past_a_huge_maximum_name_the_copybook_maximum():
     with pytest.raises(
         lo.ConversionError,
         match=r"record 1 \(byte 14\): the count N of A \(OCCURS 0 TO 40000000 DEPENDING ON N\) is 50000000 .*"
-        r"outside 0..40000000, at byte 22",
+        r"outside 0..40000000, for its table at byte 22",
     ):
         cobol.read_variable(data, HUGE, codepage="ascii")
     table = cobol.read_variable(b"00000001A1234", HUGE, codepage="ascii")

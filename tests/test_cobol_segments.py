@@ -105,3 +105,18 @@ def test_signs_kept_and_put_back():
     bad = {**t, "D": t["D"].set_column(t["D"].column_names.index("_sign.AMT"), "_sign.AMT", plain["D"].column("AMT"))}
     with pytest.raises((lo.LayoutError, lo.ConversionError), match=r"table 'D': "):
         cobol.write_segments(bad, types, segment="SEG")
+
+
+def test_read_segments_messages_speak_of_its_own_arguments():
+    """read_segments's framing and unknown-id errors name its arguments (framing=, types),
+    not the stream description's keys (counts_itself, unknown = "skip")."""
+    header = {"H": lo.Layout.from_copybook("       01 HDR.\n          05 SEG PIC X.\n          05 C PIC X(6).\n")}
+    h = rdw("HACME  ".encode("cp037"))
+    with pytest.raises(lo.ConversionError) as err:
+        cobol.read_segments(h + struct.pack(">HH", 0, 0) + h, header, segment=(0, 1))
+    assert "read_segments's framing: 'rdw', 'rdw-little' or 'bdw'" in str(err.value)
+    assert "counts_itself" not in str(err.value) and "section[" not in str(err.value)
+    with pytest.raises(
+        lo.ConversionError, match=r"is no type \(the ids of types: H=200\); the file is damaged, or give"
+    ):
+        cobol.read_segments(h + rdw("ZACME  ".encode("cp037")), header, segment=(0, 1))

@@ -187,7 +187,8 @@ def test_rdw_records_shorter_than_their_counts_or_with_bad_counts():
         cobol.read_variable(data, ORDERS, framing="rdw")
     bad = struct.pack(">HH", 16, 0) + _order(1, 1) + struct.pack(">HH", 10, 0) + bytes.fromhex("009C") + b"\0" * 4
     with pytest.raises(
-        lo.ConversionError, match=r"record 1 \(byte 20\): the count N-ITEMS .* is 9 .*outside 0..3, at byte 22"
+        lo.ConversionError,
+        match=r"record 1 \(byte 20\): the count N-ITEMS .* is 9 .*outside 0..3, for its table at byte 22",
     ):
         cobol.read_variable(bad, ORDERS, framing="rdw")
 
@@ -568,3 +569,21 @@ def test_variable_sign_counts_count_the_elements_the_counts_hold():
     back = cobol.write_variable(cobol.read_variable(data, book), book)
     assert len(back) == len(data) and sum(a != b for a, b in zip(back, data)) == 6  # one byte each
     assert cobol.variable_sign_counts(back, book) == {}
+
+
+def test_a_count_inside_a_table_is_named_with_its_value_and_bytes():
+    """A nested DEPENDING ON count out of range or no number: its value and bytes (the
+    message had 'is, outside 0..4'), and the byte where its table starts."""
+    book = (
+        "       01  R.\n           05  N  PIC 9.\n           05  G OCCURS 0 TO 3 DEPENDING ON N.\n"
+        "               10  M PIC 9.\n               10  H PIC X OCCURS 0 TO 4 DEPENDING ON M.\n"
+        "           05  T PIC X.\n"
+    )
+    with pytest.raises(
+        lo.ConversionError, match=r"count G.M of G.H .* is 9 \(bytes F9\), outside 0..4, for its table at byte 4;"
+    ):
+        cobol.read_variable(b"\xf2\xf1\xc1\xf9\xc1\xc2" + b"\xc3" * 20, book)
+    with pytest.raises(
+        lo.ConversionError, match=r"count G.M of G.H .* \(bytes C1\) is not a whole number, for its table"
+    ):
+        cobol.read_variable(b"\xf2\xf1\xc1\xc1\xf9\xc1\xc2" + b"\xc3" * 20, book)

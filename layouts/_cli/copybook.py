@@ -486,9 +486,11 @@ def convert_segments(args):
             .replace("segment=", "--segment-field ")
             .replace("short='pad'", "--short pad")
             .replace(
-                'the stream is damaged, or set unknown = "skip" or "keep" in the section',
+                "the file is damaged, or give that segment id a Layout in types",
                 "the file is damaged, or it needs one more --segment ID=RECORD",
-            ),
+            )
+            .replace("(the ids of types: ", "(the --segment types: ")
+            .replace("read_segments's framing: 'rdw', 'rdw-little' or 'bdw'", "--framing rdw, rdw-little or bdw"),
         )
         raise
     signs = {name: kept_sign_counts(t) for name, t in tables.items()}
