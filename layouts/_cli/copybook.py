@@ -753,11 +753,12 @@ def _check_destination(args):
 
 
 def _check_source(args):
-    """The input exists (``-``: standard input), as the command's other paths say it."""
+    """The input exists (``-``: standard input), as the command's other paths say it (and
+    with their exit status: 1, a failure, not a wrong command line)."""
     import os
 
     if args.src != "-" and not os.path.exists(args.src):
-        raise CommandError(f"cannot read {args.src!r}: No such file or directory")
+        raise FileNotFoundError(f"cannot read {args.src!r}: No such file or directory")
 
 
 def _source(args):
