@@ -657,6 +657,14 @@ def write_segments(tables, types, dst=None, *, segment, framing="rdw", codepage=
                     f"table {name!r} has no column {column!r}, which the way back needs (read_segments "
                     f"gives it: the record's place in the file, the RDW's spare bytes)"
                 )
+        prefix = table.column("_prefix")
+        if prefix.null_count:
+            first = int(np.flatnonzero(prefix.is_null().to_numpy(zero_copy_only=False))[0])
+            raise ConversionError(
+                f"table {name!r}: column '_prefix' has {prefix.null_count} nulls (first at row {first}): each "
+                f"row needs its RDW's bytes, as read_segments gave them; give a null row {bytes(4)!r} (the "
+                f"lengths are written anew from the records)"
+            )
         records = SoA.from_arrow(_narrowed(table, layout.schema), layout).to_aos().array
         kept = [c for c in table.column_names if c.startswith(SIGN_PREFIX)]
         if kept:

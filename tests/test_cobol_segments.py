@@ -5,6 +5,7 @@ test_cobol_cobrix.py."""
 import struct
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 import layouts as lo
@@ -120,3 +121,17 @@ def test_read_segments_messages_speak_of_its_own_arguments():
         lo.ConversionError, match=r"is no type \(the ids of types: H=200\); the file is damaged, or give"
     ):
         cobol.read_segments(h + rdw("ZACME  ".encode("cp037")), header, segment=(0, 1))
+
+
+def test_a_null_prefix_says_what_to_give_not_a_fill_argument():
+    """A null in _prefix advised fill=, which write_segments does not take (a TypeError)."""
+    t = cobol.read_segments(DATA, TYPES, segment=(0, 1))
+    a = t["A"]
+    j = a.schema.get_field_index("_prefix")
+    nulled = {**t, "A": a.set_column(j, a.schema.field(j), pa.array([None, b"\0" * 4], a.schema.field(j).type))}
+    with pytest.raises(
+        lo.ConversionError, match=r"table 'A': column '_prefix' has 1 nulls \(first at row 0\): .* give"
+    ):
+        cobol.write_segments(nulled, TYPES, segment=(0, 1))
+    fixed = {**t, "A": a.set_column(j, a.schema.field(j), pa.array([b"\0" * 4] * 2, a.schema.field(j).type))}
+    assert cobol.write_segments(fixed, TYPES, segment=(0, 1)) == DATA  # (the advice works: lengths anew)
