@@ -88,6 +88,13 @@ def test_copybook_keys_checked_at_load(tmp_path, book, extra, message):
         lo.read_stream(TEST4, spec)
 
 
+def test_a_copybook_of_two_records_advises_the_description_key(tmp_path):
+    (tmp_path / "two.cob").write_text("       01 R.\n          05 A PIC X.\n       01 S.\n          05 B PIC X.\n")
+    (tmp_path / "s.toml").write_text('[[section]]\nframing = "rdw"\n[section.types.D]\ncopybook = "two.cob"\n')
+    with pytest.raises(lo.LayoutError, match=r"types\.D\.copybook: two.cob: .* choose one with record = \"R\"$"):
+        lo.read_stream(b"", tmp_path / "s.toml")
+
+
 def test_copybook_options_without_a_copybook(tmp_path):
     (tmp_path / "s.toml").write_text(
         '[[section]]\nframing = "rdw"\n[section.types.A]\nfields = [["a", "u1"]]\ncodepage = "ascii"\n'

@@ -5,6 +5,7 @@ place of ``fields``, transposed and written back by the same stream kernels."""
 import dataclasses
 import functools
 import os
+import re
 from typing import Any
 
 import numpy as np
@@ -108,6 +109,7 @@ def copybook_record(table, where, base_dir):
         )
     try:
         layout = Layout.from_copybook(full, **options)
-    except LayoutError as err:
-        raise _err(f"{where}.copybook", f"{path}: {err}") from None
+    except LayoutError as err:  # (its advice in the description's syntax: record = "R", not record='R')
+        said = re.sub(r"\b(%s)='([^']*)'" % "|".join(COPYBOOK_KEYS), r'\1 = "\2"', str(err))
+        raise _err(f"{where}.copybook", f"{path}: {said}") from None
     return CopybookRecord((), layout=layout, source=path, codepage=options.get("codepage", "cp037"))
