@@ -6,7 +6,6 @@ import sys
 import time
 
 from .._backends import DEVICES
-from .._cobol.signs import sign_fields
 from .._formats import DEFAULT_CHUNK, FORMATS, SUFFIXES
 from .copybook import (
     add_copybook_options,
@@ -16,6 +15,7 @@ from .copybook import (
     convert_segments,
     convert_variable,
     copybook_layout,
+    has_signs,
     in_flags,
     reject_copybook_options,
     report_invalid_file,
@@ -146,7 +146,7 @@ def convert(args):
         said = sys.stderr if to_stdout else sys.stdout
         if args.copybook and fmt != "records" and src is args.src:  # values whose sign comes back otherwise
             report_signs(lo.read_records(src, layout, args.offset, args.count, trailing=args.trailing), layout, said)
-        elif args.copybook and fmt != "records" and sign_fields(layout):  # (standard input: read once)
+        elif args.copybook and fmt != "records" and has_signs(layout):  # (standard input: read once)
             print(
                 "  signs not counted (the records came from standard input): a packed or zoned value with "
                 "another sign than its field's comes back with the field's; convert the file itself to "

@@ -712,8 +712,7 @@ def convert_variable(args):
                 print(f"wrote {table.num_rows:,} records, {len(data):,} bytes -> {args.dst}", file=_said(args))
             return 0
         src = _source(args)
-        kinds = {f.encoding.kind for f in copybook_layout(args).fields if f.encoding is not None}
-        count_signs = not args.quiet and bool(kinds & {"packed", "zoned"})
+        count_signs = not args.quiet and has_signs(copybook_layout(args))
         if count_signs:  # read once, for the table and the count of signs the way back writes otherwise
             with open(src, "rb") if isinstance(src, str) else contextlib.nullcontext(src) as f:
                 src = f.read()
@@ -841,6 +840,11 @@ def read_columns(path, columns, fmt=None):
 
 
 # ------------------------------------------------------------------ signs
+def has_signs(layout):
+    """Whether ``layout`` has packed or zoned fields (whose signs the way back may write otherwise)."""
+    return any(f.encoding is not None and f.encoding.kind in ("packed", "zoned") for f in layout.fields)
+
+
 def report_signs(records, layout, out=None):
     """One line per packed or zoned field with values whose sign the way back writes
     otherwise (without ``--keep-signs``): the count and the field."""

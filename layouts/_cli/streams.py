@@ -166,13 +166,12 @@ def _report_signs(src, stream, dst, fmt, counts):
 
     from .._errors import ConversionError
     from .._stream.files import SUFFIX
-    from .copybook import read_columns, say_sign_counts
+    from .copybook import has_signs, read_columns, say_sign_counts
 
     for section in stream.sections:
         for t in section.types:
             layout = getattr(t.record, "layout", None)
-            kinds = {f.encoding.kind for f in layout.fields if f.encoding is not None} if layout else set()
-            if not counts.get(t.name, (0,))[0] or not kinds & {"packed", "zoned"}:
+            if not counts.get(t.name, (0,))[0] or layout is None or not has_signs(layout):
                 continue
             table = read_columns(os.path.join(dst, t.name + SUFFIX[fmt]), ["_offset"], fmt)
             starts = table.column("_offset").to_numpy() + int(section.framing.prefix or 0)
