@@ -248,6 +248,16 @@ def test_segment_file_says_its_signs_or_keeps_them(tmp_path, capsys):
     back = tmp_path / "back.dat"
     assert main(["convert", str(tmp_path / "kept"), *common, "--keep-signs", "--to", str(back), "--quiet"]) == 0
     assert back.read_bytes() == data.read_bytes()
+    # attack5: the way back over one of its own tables, --to a file name, a damaged table
+    table = tmp_path / "kept" / "D.parquet"
+    own = ["convert", str(tmp_path / "kept"), *common, "--keep-signs", "--to", str(table), "--overwrite"]
+    assert main(own) == 2 and "one of the input's tables" in capsys.readouterr().err
+    assert main(["convert", str(data), *common, "--to", str(tmp_path / "x.parquet")]) == 2
+    assert "looks like a file name; give a directory" in capsys.readouterr().err
+    assert not (tmp_path / "x.parquet").exists()
+    table.write_bytes(b"PAR1 damaged")
+    assert main(own[:-3] + ["--to", str(tmp_path / "y.dat")]) == 1
+    assert f"cannot read {table} as a Parquet table" in capsys.readouterr().err
 
 
 def test_variable_occurs_says_its_signs(tmp_path, capsys):

@@ -308,6 +308,25 @@ def test_a_directory_that_is_a_file(pcap, tmp_path, capsys):
     assert f"its parent directory {tmp_path / 'no'} does not exist; create it first" in err
 
 
+def test_no_way_writes_over_its_own_input(pcap, tmp_path, capsys):
+    """attack5: the way back --to one of its own tables (with --overwrite) replaced it with
+    the records, and a stream file named as a table, converted --to its own directory, was
+    replaced by its table: both refused, nothing changed."""
+    out = tmp_path / "t"
+    assert run("convert", pcap, "--stream", "pcap", "--to", f"{out}/", "--quiet") == 0
+    table = (out / "packet.parquet").read_bytes()
+    err = error(capsys, "convert", out, "--stream", "pcap", "--to", out / "packet.parquet", "--overwrite", status=2)
+    assert "packet.parquet, one of the input's tables (also with --overwrite" in err
+    assert (out / "packet.parquet").read_bytes() == table
+    same = tmp_path / "d" / "packet.parquet"
+    same.parent.mkdir()
+    raw = pcap.read_bytes()
+    same.write_bytes(raw)
+    err = error(capsys, "convert", same, "--stream", "pcap", "--to", same.parent, "--overwrite", status=2)
+    assert "named as its tables are (.parquet): the set written there would replace it" in err
+    assert same.read_bytes() == raw
+
+
 def test_errors_of_the_way_back(pcap, itch, tmp_path, capsys):
     d = tmp_path / "d"
     assert run("convert", pcap, "--stream", "pcap", "--to", d, "--quiet") == 0

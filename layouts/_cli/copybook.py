@@ -436,8 +436,6 @@ def convert_segments(args):
     """``layouts convert DATA --copybook x.cob --segment ID=RECORD ... --to DIR/`` and back."""
     import os
 
-    import pyarrow.parquet as pq
-
     import layouts as lo
     from layouts import cobol
 
@@ -452,14 +450,23 @@ def convert_segments(args):
             f"--to {args.dst}: is a file; with --segment the output is a directory of ID.parquet tables "
             f"(one per --segment): name a directory"
         )
+    if not os.path.isdir(args.src) and not os.path.isdir(args.dst) and args.dst.lower().endswith(_TABLE_SUFFIXES):
+        raise CommandError(
+            f"--to {args.dst}: with --segment the output is a directory of ID.parquet tables (one per "
+            f"--segment), and {args.dst!r} looks like a file name; give a directory, e.g. --to "
+            f"{os.path.splitext(args.dst)[0]}/"
+        )
     try:
         if os.path.isdir(args.src):  # the way back: DIR/ID.parquet -> the segments file
-            tables = {}
+            from .streams import refuse_own_input
+
+            tables, paths = {}, [os.path.join(args.src, f"{v}.parquet") for v in [*types, "_blocks"]]
+            refuse_own_input(args.dst, paths)
             for value in types:
                 path = os.path.join(args.src, f"{value}.parquet")
                 if not os.path.exists(path):
                     raise CommandError(f"{args.src} has no {value}.parquet for --segment {value}=...")
-                tables[value] = pq.ParquetFile(path).read()  # (read_table imports pandas)
+                tables[value] = _read_parquet(path)
                 if not args.keep_signs and any(c.startswith("_sign.") for c in tables[value].column_names):
                     raise CommandError(
                         f"{path} has _sign. columns, the signs --keep-signs kept: pass --keep-signs to "
@@ -467,7 +474,7 @@ def convert_segments(args):
                     )
             blocks = os.path.join(args.src, "_blocks.parquet")
             if os.path.exists(blocks):
-                tables["_blocks"] = pq.ParquetFile(blocks).read()
+                tables["_blocks"] = _read_parquet(blocks)
             _check_destination(args)
             data = cobol.write_segments(tables, types, **options)
             _check_interrupts(args)
@@ -512,6 +519,22 @@ def convert_segments(args):
             kept = sum(len(c) for c in signs.values())
             print(f"signs kept: {kept} fields hold some")
     return 0
+
+
+_TABLE_SUFFIXES = (".parquet", ".arrow", ".arrows", ".feather", ".ipc")
+
+
+def _read_parquet(path):
+    """A table file of the way back; a damaged one is a ConversionError naming it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from layouts import ConversionError
+
+    try:
+        return pq.ParquetFile(path).read()  # (read_table imports pandas)
+    except (pa.ArrowException, OSError) as err:
+        raise ConversionError(f"cannot read {path} as a Parquet table: {err}; convert the file again") from None
 
 
 # convert's flags that --segment does not take: (flag, attribute, value when not given)

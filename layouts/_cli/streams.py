@@ -129,6 +129,12 @@ def _stream_out(args, stream, interrupts):
             f"{os.path.splitext(args.dst)[0]}/ (or --to {args.dst}/ for a directory of that name)"
         )
     codec = codec_of(args, fmt)
+    here = os.path.dirname(os.path.abspath(args.src))
+    if os.path.isdir(args.dst) and os.path.samefile(here, args.dst) and args.src.lower().endswith(SUFFIX[fmt]):
+        raise CommandError(
+            f"{args.src} is in --to {args.dst} and named as its tables are ({SUFFIX[fmt]}): the set written "
+            f"there would replace it; give another --to directory (or rename the stream file)"
+        )
     interrupts.check()
     try:  # window by window: memory bounded by the window, not the file (docs/streams.md)
         written, _, counts = convert_to_dir(
@@ -233,6 +239,7 @@ def _stream_back(args, stream, interrupts):
         )
     d = scan_dir(args.src, stream, args.format)
     order, files = d.order, d.labels
+    refuse_own_input(args.dst, files.values())
     if args.byteorder != "native":
         order = args.byteorder
     if stream.byteorder is not None and order is None:
@@ -265,6 +272,23 @@ def _stream_back(args, stream, interrupts):
             f"{args.dst}"
         )
     return 0
+
+
+def refuse_own_input(dst, inputs):
+    """A CommandError if ``dst`` is one of the files read (a table the way back reads: it
+    would be replaced by the records, the table set lost)."""
+    if not os.path.exists(dst):
+        return
+    for path in inputs:
+        try:
+            same = os.path.samefile(dst, path)
+        except OSError:
+            continue
+        if same:
+            raise CommandError(
+                f"--to {dst} is {path}, one of the input's tables (also with --overwrite: the set would be "
+                f"lost); write the records to another file"
+            )
 
 
 def _stream_fills(stream, items, order) -> dict:
