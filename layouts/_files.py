@@ -554,6 +554,8 @@ def _not_the_input(name, st, src):
     try:
         if isinstance(src, (str, os.PathLike)):
             other, src_name = os.stat(src), os.fspath(src)
+        elif getattr(getattr(src, "raw", None), "source_stat", None) is not None:  # the command's standard input
+            other, src_name = src.raw.source_stat, "(standard input)"
         else:
             other, src_name = os.fstat(src.fileno()), input_name(src)
     except (OSError, io.UnsupportedOperation, ValueError, AttributeError):
@@ -758,6 +760,8 @@ class _Counting:
             n = self.raw.write(view[done:])
             if n is None:  # a non-blocking file with no room
                 raise BlockingIOError(errno.EAGAIN, "the output is non-blocking and full; give a blocking file")
+            if n <= 0:  # (asked again, it would say the same: an endless loop)
+                raise OSError(errno.EIO, f"the output's write() took no bytes of {len(view) - done} (it returned {n})")
             done += n
         self.count += done
         return done

@@ -678,3 +678,34 @@ def test_what_out_holds_after_a_failed_to_aos(case, threads):
         assert not (untouched | written)[block].all()  # (as it is now: documented, not promised)
     else:
         assert untouched[bad] and (untouched | written).all()
+
+
+def test_the_input_is_never_written_through_dev_stdin_nor_a_link_replaced(tmp_path):
+    """attack5: `- < FILE --to /dev/stdin` appended the output to the input file itself (main
+    path), and the whole-file paths renamed over /dev/stdin (a link) with --overwrite. Now
+    refused, the input kept; a --to that is a link has its target replaced, the link kept."""
+    (tmp_path / "v.cob").write_text(
+        "       01 R.\n          05 N PIC 9.\n          05 T OCCURS 0 TO 3 TIMES DEPENDING ON N.\n"
+        "             10 AMT PIC S9(3) COMP-3.\n"
+    )
+    data = b"\xf2\x12\x3c\x00\x0c\xf0"
+    (tmp_path / "v.dat").write_bytes(data)
+    (tmp_path / "n.bin").write_bytes(bytes(64))
+    runs = (
+        (["-", "--dtype", "[('a', '<i8')]", "--to", "/dev/stdin", "--format", "arrows"], "n.bin"),
+        (["-", "--copybook", "v.cob", "--variable-occurs", "--to", "/dev/stdin", "--overwrite"], "v.dat"),
+    )
+    for argv, name in runs:
+        before = (tmp_path / name).read_bytes()
+        with open(tmp_path / name, "rb") as stdin:
+            run = subprocess.run(
+                [sys.executable, "-m", "layouts", "convert", *argv], cwd=tmp_path, stdin=stdin, capture_output=True
+            )
+        assert run.returncode == 1 and b"is the input" in run.stderr and b"itself (the same file)" in run.stderr
+        assert (tmp_path / name).read_bytes() == before
+    from layouts._cli import main
+
+    os.symlink("target.parquet", tmp_path / "link.parquet")
+    argv = ["convert", str(tmp_path / "v.dat"), "--copybook", str(tmp_path / "v.cob"), "--variable-occurs"]
+    assert main([*argv, "--to", str(tmp_path / "link.parquet"), "--quiet"]) == 0
+    assert os.path.islink(tmp_path / "link.parquet") and (tmp_path / "target.parquet").stat().st_size > 0

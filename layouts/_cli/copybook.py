@@ -478,7 +478,7 @@ def convert_segments(args):
             _check_destination(args)
             data = cobol.write_segments(tables, types, **options)
             _check_interrupts(args)
-            _write_whole(args.dst, data)
+            _write_whole(args, data)
             if not args.quiet:
                 print(
                     f"wrote {sum(t.num_rows for k, t in tables.items() if k != '_blocks'):,} records, "
@@ -605,26 +605,34 @@ def _write_tables(tables, dst, overwrite):
         raise
 
 
-def _write_whole(dst, data):
-    """The segments file, whole or not at all (a temporary name beside it, renamed)."""
-    import os
+def _write_whole(args, data):
+    """The records file, whole or not at all, as every output of the command (see
+    :func:`_write_out`)."""
+    _write_out(args, lambda f: f.write(data), lambda: (sys.stdout.buffer.write(data), sys.stdout.buffer.flush()))
 
-    if dst == "-":
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
+
+def _write_out(args, write, to_stdout):
+    """``write(file)`` into ``--to``: a regular file whole or not at all (an unnamed or
+    temporary file put in place), replacing one only with --overwrite and through a link
+    its target; a FIFO, a device or /dev/stdout written into; a directory, the input itself
+    (by any path, also standard input's file) refused (``layouts._files.open_output``);
+    ``-``: ``to_stdout()``."""
+    from layouts._files import open_output
+
+    if args.dst == "-":
+        to_stdout()
         return
-    if os.path.exists(dst) and not os.path.isfile(dst):  # /dev/null, a pipe: written as it is
-        with open(dst, "wb") as f:
-            f.write(data)
-        return
-    partial = os.path.join(os.path.dirname(os.path.abspath(dst)), f".{os.path.basename(dst)}.partial-{os.getpid()}")
+    src = sys.stdin.buffer if args.src == "-" else args.src
+    out = open_output(args.dst, overwrite=args.overwrite, src=src)
     try:
-        with open(partial, "wb") as f:
-            f.write(data)
-        os.replace(partial, dst)
+        f = out.records_file()
+        write(f)
+        f.flush()
+        if not out.stream:
+            f.close()  # (the buffer's; the descriptor stays the output's)
+        out.commit()
     except BaseException:
-        if os.path.exists(partial):
-            os.remove(partial)
+        out.discard()
         raise
 
 
@@ -730,7 +738,7 @@ def convert_variable(args):
             table = pq.read_table(args.src) if args.src.lower().endswith(".parquet") else feather.read_table(args.src)
             data = cobol.write_variable(table, args.copybook, **extra, **options)
             _check_interrupts(args)
-            _write_whole(args.dst, data)
+            _write_whole(args, data)
             if not args.quiet:
                 print(f"wrote {table.num_rows:,} records, {len(data):,} bytes -> {args.dst}", file=_said(args))
             return 0
@@ -748,7 +756,7 @@ def convert_variable(args):
         err.args = (in_flags(_variable_flags(message)).replace("occurs_mappings", "--occurs-mapping"),)
         raise
     _check_interrupts(args)
-    _write_table(table, args.dst)
+    _write_table(table, args)
     if not args.quiet:
         print(f"converted {table.num_rows:,} records -> {args.dst}", file=_said(args))
         report_invalid(table, copybook_layout(args), out=_said(args))
@@ -793,38 +801,25 @@ def _said(args):
     return sys.stderr if args.dst == "-" else sys.stdout
 
 
-def _write_table(table, dst):
-    """One Parquet (or, by its suffix, Arrow IPC) file, whole or not at all; ``-``: an Arrow
-    IPC stream on standard output; a FIFO or a device: written into, never replaced."""
-    import os
-
+def _write_table(table, args):
+    """One Parquet (or, by its suffix, Arrow IPC) file, as :func:`_write_out` puts it; ``-``:
+    an Arrow IPC stream on standard output."""
     import pyarrow as pa
     import pyarrow.feather as feather
     import pyarrow.parquet as pq
 
-    def write(target):  # a path or an open file, in the format of dst's suffix
-        if str(dst).lower().endswith((".arrow", ".feather", ".ipc")):
+    def write(target):  # an open file, in the format of dst's suffix
+        if str(args.dst).lower().endswith((".arrow", ".feather", ".ipc")):
             feather.write_feather(table, target)
         else:
             pq.write_table(table, target)
 
-    if dst == "-":
+    def to_stdout():
         with pa.ipc.new_stream(sys.stdout.buffer, table.schema) as writer:
             writer.write_table(table)
         sys.stdout.buffer.flush()
-        return
-    if os.path.exists(dst) and not os.path.isfile(dst):  # /dev/null, a pipe: written as it is
-        with open(dst, "wb") as f:
-            write(f)
-        return
-    partial = os.path.join(os.path.dirname(os.path.abspath(dst)), f".{os.path.basename(dst)}.partial-{os.getpid()}")
-    try:
-        write(partial)
-        os.replace(partial, dst)
-    except BaseException:
-        if os.path.exists(partial):
-            os.remove(partial)
-        raise
+
+    _write_out(args, write, to_stdout)
 
 
 def report_invalid(table, layout, out=None, suffix=""):
@@ -936,7 +931,7 @@ def convert_keep_signs(args, layout, fmt, fill):
             records = soa.to_aos().array  # (not np.array(): a copy of records leaves their padding undefined)
             cobol.put_signs(records, table, layout)
             _check_interrupts(args)
-            _write_whole(args.dst, records.tobytes())
+            _write_whole(args, records.tobytes())
             if not args.quiet:
                 print(f"wrote {len(records):,} records, {records.nbytes:,} bytes -> {args.dst}")
             return 0
@@ -950,7 +945,7 @@ def convert_keep_signs(args, layout, fmt, fill):
         err.args = (in_flags(str(err)),)
         raise
     _check_interrupts(args)
-    _write_table(table, args.dst)
+    _write_table(table, args)
     if not args.quiet:
         kept = sum(table.column(n).null_count != table.num_rows for n in table.column_names if n.startswith("_sign."))
         print(f"converted {table.num_rows:,} records -> {args.dst} (signs kept: {kept} fields hold some)")

@@ -54,6 +54,10 @@ class _Stdin(io.RawIOBase):
     def __init__(self, raw):
         super().__init__()
         self.raw, self.name = raw, "standard input"
+        try:  # what standard input is (a file given with < FILE is never written into: _files)
+            self.source_stat = os.fstat(raw.fileno())
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            self.source_stat = None
         head = b""
         while len(head) < 8:
             more = raw.read(8 - len(head))
