@@ -69,13 +69,18 @@ def main(argv=None):
             interrupts.quiet = True
             if run.debug:
                 raise
-            say(run.command, run.interrupted())
-            return 130
+            say(
+                run.command,
+                run.interrupted().replace("interrupted", "terminated", 1)
+                if interrupts.terminated
+                else run.interrupted(),
+            )
+            return 143 if interrupts.terminated else 130
     except KeyboardInterrupt:  # a second Ctrl-C while the first one was reported
         interrupts.quiet = True
         if run.debug:
             raise
-        return 130
+        return 143 if interrupts.terminated else 130
     finally:
         interrupts.quiet = True  # first: nothing raises from here on
         interrupts.finish(exiting)

@@ -1,7 +1,9 @@
 """Ctrl-C (SIGINT) for the command: one line and status 130 at any moment, the modules'
 loading included, and nothing the interrupted work leaves behind is printed."""
 
+import signal
 import sys
+import threading
 
 from ..kernels.threads import SigintCounter, shutdown
 
@@ -25,14 +27,24 @@ class Interrupts(SigintCounter):
     def __init__(self):
         super().__init__()
         self.hook = self.excepthook = None
+        self.terminated, self.term_previous = False, None
 
     def install(self):
         """Take SIGINT over where Python's default handler has it (see
-        :meth:`~layouts.kernels.threads.SigintCounter.take_over`), and the hooks that
-        print what Python drops."""
+        :meth:`~layouts.kernels.threads.SigintCounter.take_over`), SIGTERM where its
+        default action (death, leaving temporary files) has it, and the hooks that print
+        what Python drops."""
         self.hook, sys.unraisablehook = sys.unraisablehook, self._unraisable
         self.excepthook, sys.excepthook = sys.excepthook, self._printed
         self.take_over()
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            self.term_previous = signal.signal(signal.SIGTERM, self._terminate)
+
+    def _terminate(self, signum, frame):
+        """SIGTERM (kill, timeout, a service stopped): as a Ctrl-C, the work undone and
+        its outputs removed; status 143."""
+        self.terminated = True
+        self(signum, frame)
 
     def _unraisable(self, info):
         if not (self.count or issubclass(info.exc_type, KeyboardInterrupt)):
@@ -46,6 +58,9 @@ class Interrupts(SigintCounter):
         """The command is over. ``exiting``: the process ends next, and SIGINT is ignored
         until it has (see :func:`main`); else SIGINT's handler is given back."""
         self.quiet = True
+        if self.term_previous is not None:  # (the work is over: a SIGTERM may end the process as ever)
+            signal.signal(signal.SIGTERM, self.term_previous)
+            self.term_previous = None
         if self.excepthook is not None:  # an uncaught exception from here on (--debug) is shown as ever
             sys.excepthook, self.excepthook = self.excepthook, None
         if exiting:
