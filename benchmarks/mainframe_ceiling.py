@@ -328,18 +328,34 @@ def _vrows(src, r0, r1, table, name, name_off, amt, qty, zn, cnt, city, city_off
 
 
 @nb.njit(inline="always")
-def _bcd8(r):
-    """r < 10**8 -> its 8 decimal digits as nibbles, the last digit lowest (SWAR: the
+def _digit_bytes(r):
+    """r < 10**8 -> its 8 decimal digits one a byte, the first in the top byte (SWAR: the
     quotients by 10**4, 100 and 10 as multiply-shifts, exact in these ranges)."""
+    r = r & U(0xFFFFFFFF)  # (no bits lost: tells LLVM that a 32 x 32-bit multiply will do)
     hi4 = (r * U(109951163)) >> U(40)
     x = (hi4 << U(32)) | (r - hi4 * U(10000))
     q = ((x * U(5243)) >> U(19)) & U(0x0000007F0000007F)
     y = (q << U(16)) | (x - q * U(100))
     t = ((y * U(103)) >> U(10)) & U(0x000F000F000F000F)
-    z = (t << U(8)) | (y - t * U(10))  # one digit a byte, the first in the top byte
+    return (t << U(8)) | (y - t * U(10))
+
+
+@nb.njit(inline="always")
+def _bcd8(r):
+    """r < 10**8 -> its 8 decimal digits as nibbles, the last digit lowest."""
+    z = _digit_bytes(r)
     z = (z | (z >> U(4))) & U(0x00FF00FF00FF00FF)
     z = (z | (z >> U(8))) & U(0x0000FFFF0000FFFF)
     return (z | (z >> U(16))) & U(0xFFFFFFFF)
+
+
+@nb.njit(inline="always")
+def _bcd3(q):
+    """q < 1000 -> its 3 decimal digits as nibbles."""
+    h = (q * U(41)) >> U(12)
+    x = q - h * U(100)
+    t = (x * U(103)) >> U(10)
+    return (h << U(8)) | (t << U(4)) | (x - t * U(10))
 
 
 @nb.njit(inline="always")
@@ -369,8 +385,12 @@ def _packed_back(stage, b0, b1, dec, width, digits):
     for r in range(b0, b1):
         a, neg, b = _magnitude(dec, r, limit)
         bad |= b
-        q, rem = _split8(a * U(a < limit))  # (an invalid value: any bytes, the block is flagged)
-        nib = (_bcd8(q) << U(36)) | (_bcd8(rem) << U(4)) | (U(0xC) + neg)
+        a = a * U(a < limit)  # (an invalid value: any bytes, the block is flagged)
+        if digits <= 8:  # (a constant: one of the two is compiled)
+            nib = (_bcd8(a) << U(4)) | (U(0xC) + neg)
+        else:  # up to 11 digits
+            q, rem = _split8(a)
+            nib = (_bcd3(q) << U(36)) | (_bcd8(rem) << U(4)) | (U(0xC) + neg)
         st64(stage, 8 * (r - b0), bswap64(nib << U(64 - 8 * width)))
     return bad
 
@@ -382,10 +402,7 @@ def _zoned_back(stage_lo, stage_hi, b0, b1, dec):  # S9(7)V99: 9 digits, the sig
         a, neg, b = _magnitude(dec, r, limit)
         bad |= b
         q, rem = _split8(a * U(a < limit))
-        z = _bcd8(rem)  # 8 nibbles -> 8 bytes F0|digit
-        z = (z | (z << U(16))) & U(0x0000FFFF0000FFFF)
-        z = (z | (z << U(8))) & U(0x00FF00FF00FF00FF)
-        z = ((z | (z << U(4))) & U(0x0F0F0F0F0F0F0F0F)) | U(0xF0F0F0F0F0F0F000) | ((U(0xC) + neg) << U(4))
+        z = _digit_bytes(rem) | U(0xF0F0F0F0F0F0F000) | ((U(0xC) + neg) << U(4))
         st64(stage_lo, 8 * (r - b0), bswap64(z))
         st64(stage_hi, 8 * (r - b0), U(0xF0) | q)
     return bad
