@@ -178,7 +178,7 @@ def run(n, rounds, peer_records, threads):
     ceiling = on_threads(probe.run)
     # the vector probe (same module): the record one field at a time over blocks, both ways,
     # checked against the library's values and records before it is timed
-    vector = VectorCeiling(recs, soa.to_arrow())
+    vector = VectorCeiling(recs, soa.to_arrow(), probe.src)
     vector.check(soa.to_arrow())
 
     cases = {

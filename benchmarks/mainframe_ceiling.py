@@ -476,11 +476,12 @@ class VectorCeiling:
     the forward outputs (reused by every :meth:`run`), and for :meth:`run_back` the
     library's Arrow columns of the same records (``table``) and a reused record buffer."""
 
-    def __init__(self, recs, table):
+    def __init__(self, recs, table, src=None):
         n = len(recs)
         self.n = n
         self.recs = recs
-        self.src = _padded(recs.view(np.uint8).reshape(-1))
+        # the records with 16 bytes after them (8-byte loads), as Ceiling.src: shared if given
+        self.src = _padded(recs.view(np.uint8).reshape(-1)) if src is None else src
         cp037 = bytes(range(256)).decode("cp037")
         self.table = np.frombuffer(cp037.encode("latin-1", "replace"), np.uint8).copy()
         back = np.full(256, 0x6F, np.uint8)  # (cp037 '?')
@@ -490,12 +491,12 @@ class VectorCeiling:
         self.back_table = back
         self.outs = [np.zeros(k, np.uint8) for k in (20 * n + 8, 4 * (n + 1), *(16 * n,) * 4, 12 * n + 8, 4 * (n + 1))]
         cols = [table.column(name).combine_chunks() for name in ("NAME", "AMT", "QTY", "ZN", "CNT", "CITY")]
-        name, amt, qty, zn, cnt, city = cols
         if any(c.offset for c in cols):
             raise ValueError("the vector probe takes unsliced columns")
-        self.ins = [_padded(name.buffers()[2]), _padded(name.buffers()[1])]
-        self.ins += [_padded(c.buffers()[1]) for c in (amt, qty, zn, cnt)]
-        self.ins += [_padded(city.buffers()[2]), _padded(city.buffers()[1])]
+        name, amt, qty, zn, cnt, city = cols  # (read in place: the way back loads no byte past them)
+        self.ins = [np.frombuffer(name.buffers()[2], np.uint8), np.frombuffer(name.buffers()[1], np.uint8)]
+        self.ins += [np.frombuffer(c.buffers()[1], np.uint8) for c in (amt, qty, zn, cnt)]
+        self.ins += [np.frombuffer(city.buffers()[2], np.uint8), np.frombuffer(city.buffers()[1], np.uint8)]
         self.dst = np.zeros(n * 55 + 16, np.uint8)
 
     def run(self, r0=0, r1=None):
