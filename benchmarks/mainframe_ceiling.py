@@ -360,12 +360,10 @@ def _bcd3(q):
 
 @nb.njit(inline="always")
 def _split8(a):
-    """a < 2**53 -> (a // 10**8, a % 10**8) through a double and one correction."""
-    q = U(np.float64(a) * 1e-8)
-    r = np.int64(a) - np.int64(q) * np.int64(100000000)
-    under, over = r < 0, r >= 100000000
-    q = q - U(under) + U(over)
-    return q, U(r + np.int64(under) * 100000000 - np.int64(over) * 100000000)
+    """a < 10**11 -> (a // 10**8, a % 10**8): 10**8 = 2**8 * 390625, and x // 390625 for
+    x < 2**29 is (x * 720575941) >> 48 (exact there); both multiplies 32 x 32 bits."""
+    q = (((a >> U(8)) & U(0x1FFFFFFF)) * U(720575941)) >> U(48)
+    return q, a - q * U(100000000)
 
 
 @nb.njit(inline="always")
