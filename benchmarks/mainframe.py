@@ -343,6 +343,7 @@ def main(argv=None):
                     "peers_records_per_s": peers,
                     "vector_probe_instructions": vector_ops,
                     "numba_cpu_name": os.environ.get("NUMBA_CPU_NAME", "host"),
+                    "numba_cpu_features": os.environ.get("NUMBA_CPU_FEATURES"),  # (None: the host's)
                     "copybook_rs_comp3_mib_s": COPYBOOK_RS_COMP3_MIB_S,
                 },
                 f,

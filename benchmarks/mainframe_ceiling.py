@@ -163,6 +163,26 @@ class Ceiling:
 
 u8 = np.uint8
 BLOCK = 512  # records a block: its staged text and words stay in the L1/L2 cache
+ALL = 255
+# the parts of each way (bits of ``parts``): timed alone by ``python -m benchmarks.mainframe_ceiling``
+FORWARD_PARTS = {
+    "text: staged (a scalar copy)": 1,
+    "text: staged + EBCDIC -> ASCII (32 bytes)": 3,  # (the map alone would see zeros: the table)
+    "text: offsets": 4,
+    "AMT packed 6 bytes": 8,
+    "QTY packed 4 bytes": 16,
+    "ZN zoned 9 bytes": 32,
+    "CNT binary 4 bytes": 64,
+}
+BACK_PARTS = {
+    "text: widths checked": 1,
+    "text: ASCII -> EBCDIC (32 bytes)": 2,
+    "AMT packed 6 bytes": 8,
+    "QTY packed 4 bytes": 16,
+    "ZN zoned 9 bytes": 32,
+    "CNT binary 4 bytes": 64,
+    "records assembled (a scalar loop)": 128,
+}
 VECTOR_OPS = ("zmm", "ymm", "vpgatherqq", "vpgatherqd", "vpmullq", "vpshufb", "vcvtuqq2pd", "vpscatter")
 
 
@@ -302,28 +322,35 @@ def _offsets(off, b0, b1, w):
 
 
 @nb.njit(nogil=True)
-def _vrows(src, r0, r1, table, name, name_off, amt, qty, zn, cnt, city, city_off):
+def _vrows(src, r0, r1, table, parts, name, name_off, amt, qty, zn, cnt, city, city_off):
     sn, sc = np.zeros(20 * BLOCK + 8, np.uint8), np.zeros(12 * BLOCK + 8, np.uint8)
     bad = U(0)
     for b0 in range(r0, r1, BLOCK):
         b1 = min(b0 + BLOCK, r1)
-        for r in range(b0, b1):  # the block's text, staged contiguously
-            a, i = r * 55, r - b0
-            st64(sn, 20 * i, ld64(src, a))
-            st64(sn, 20 * i + 8, ld64(src, a + 8))
-            st32(sn, 20 * i + 16, ld32(src, a + 16))
-            st64(sc, 12 * i, ld64(src, a + 43))
-            st32(sc, 12 * i + 8, ld32(src, a + 51))
-        if _e2a(sn, name, 20 * b0, 20 * (b1 - b0)):
-            _text_table(sn, name, 20 * b0, 20 * (b1 - b0), table)
-        if _e2a(sc, city, 12 * b0, 12 * (b1 - b0)):
-            _text_table(sc, city, 12 * b0, 12 * (b1 - b0), table)
-        _offsets(name_off, b0, b1, 20)
-        _offsets(city_off, b0, b1, 12)
-        bad |= _packed_col(src, b0, b1, amt, 20, 6)
-        bad |= _packed_col(src, b0, b1, qty, 26, 4)
-        bad |= _zoned_col(src, b0, b1, zn, 30)
-        _binary4_col(src, b0, b1, cnt, 39)
+        if parts & 1:
+            for r in range(b0, b1):  # the block's text, staged contiguously
+                a, i = r * 55, r - b0
+                st64(sn, 20 * i, ld64(src, a))
+                st64(sn, 20 * i + 8, ld64(src, a + 8))
+                st32(sn, 20 * i + 16, ld32(src, a + 16))
+                st64(sc, 12 * i, ld64(src, a + 43))
+                st32(sc, 12 * i + 8, ld32(src, a + 51))
+        if parts & 2:
+            if _e2a(sn, name, 20 * b0, 20 * (b1 - b0)):
+                _text_table(sn, name, 20 * b0, 20 * (b1 - b0), table)
+            if _e2a(sc, city, 12 * b0, 12 * (b1 - b0)):
+                _text_table(sc, city, 12 * b0, 12 * (b1 - b0), table)
+        if parts & 4:
+            _offsets(name_off, b0, b1, 20)
+            _offsets(city_off, b0, b1, 12)
+        if parts & 8:
+            bad |= _packed_col(src, b0, b1, amt, 20, 6)
+        if parts & 16:
+            bad |= _packed_col(src, b0, b1, qty, 26, 4)
+        if parts & 32:
+            bad |= _zoned_col(src, b0, b1, zn, 30)
+        if parts & 64:
+            _binary4_col(src, b0, b1, cnt, 39)
     return bad
 
 
@@ -425,7 +452,7 @@ def _widths(offs, b0, b1, w):
 
 
 @nb.njit(nogil=True)
-def _vback(dst, r0, r1, table, name, name_off, amt, qty, zn, cnt, city, city_off):
+def _vback(dst, r0, r1, table, parts, name, name_off, amt, qty, zn, cnt, city, city_off):
     sn, sc = np.zeros(20 * BLOCK + 8, np.uint8), np.zeros(12 * BLOCK + 8, np.uint8)
     cols = np.zeros((5, 8 * BLOCK), np.uint8)
     s_amt, s_qty, s_zlo, s_zhi, s_cnt = cols[0], cols[1], cols[2], cols[3], cols[4]
@@ -440,28 +467,34 @@ def _vback(dst, r0, r1, table, name, name_off, amt, qty, zn, cnt, city, city_off
     bad = U(0)
     for b0 in range(r0, r1, BLOCK):
         b1 = min(b0 + BLOCK, r1)
-        if _widths(name_off, b0, b1, 20) | _widths(city_off, b0, b1, 12):
+        if parts & 1 and _widths(name_off, b0, b1, 20) | _widths(city_off, b0, b1, 12):
             raise ValueError("the vector probe's way back takes fixed-width text only")
-        if _a2e(name, 20 * b0, sn, 20 * (b1 - b0)):
-            _text_table(name[20 * b0 :], sn, 0, 20 * (b1 - b0), table)
-        if _a2e(city, 12 * b0, sc, 12 * (b1 - b0)):
-            _text_table(city[12 * b0 :], sc, 0, 12 * (b1 - b0), table)
-        bad |= _packed_back(s_amt, b0, b1, amt, 6, 11)
-        bad |= _packed_back(s_qty, b0, b1, qty, 4, 7)
-        bad |= _zoned_back(s_zlo, s_zhi, b0, b1, zn)
-        bad |= _binary4_back(s_cnt, b0, b1, cnt)
-        for r in range(b0, b1):  # raw addresses: LLVM leaves this loop scalar (no scatter)
-            a, i = d + r * 55, r - b0
-            store64(a, load64(n + 20 * i))
-            store64(a + 8, load64(n + 20 * i + 8))
-            store32(a + 16, load32(n + 20 * i + 16))
-            store64(a + 20, load64(p_amt + 8 * i))  # (its last 2 bytes: QTY's, stored next)
-            store32(a + 26, load32(p_qty + 8 * i))
-            store8(a + 30, load8(p_zhi + 8 * i))
-            store64(a + 31, load64(p_zlo + 8 * i))
-            store32(a + 39, load32(p_cnt + 8 * i))
-            store64(a + 43, load64(c + 12 * i))
-            store32(a + 51, load32(c + 12 * i + 8))
+        if parts & 2:
+            if _a2e(name, 20 * b0, sn, 20 * (b1 - b0)):
+                _text_table(name[20 * b0 :], sn, 0, 20 * (b1 - b0), table)
+            if _a2e(city, 12 * b0, sc, 12 * (b1 - b0)):
+                _text_table(city[12 * b0 :], sc, 0, 12 * (b1 - b0), table)
+        if parts & 8:
+            bad |= _packed_back(s_amt, b0, b1, amt, 6, 11)
+        if parts & 16:
+            bad |= _packed_back(s_qty, b0, b1, qty, 4, 7)
+        if parts & 32:
+            bad |= _zoned_back(s_zlo, s_zhi, b0, b1, zn)
+        if parts & 64:
+            bad |= _binary4_back(s_cnt, b0, b1, cnt)
+        if parts & 128:
+            for r in range(b0, b1):  # raw addresses: LLVM leaves this loop scalar (no scatter)
+                a, i = d + r * 55, r - b0
+                store64(a, load64(n + 20 * i))
+                store64(a + 8, load64(n + 20 * i + 8))
+                store32(a + 16, load32(n + 20 * i + 16))
+                store64(a + 20, load64(p_amt + 8 * i))  # (its last 2 bytes: QTY's, stored next)
+                store32(a + 26, load32(p_qty + 8 * i))
+                store8(a + 30, load8(p_zhi + 8 * i))
+                store64(a + 31, load64(p_zlo + 8 * i))
+                store32(a + 39, load32(p_cnt + 8 * i))
+                store64(a + 43, load64(c + 12 * i))
+                store32(a + 51, load32(c + 12 * i + 8))
     return bad
 
 
@@ -497,13 +530,15 @@ class VectorCeiling:
         self.ins += [np.frombuffer(city.buffers()[2], np.uint8), np.frombuffer(city.buffers()[1], np.uint8)]
         self.dst = np.zeros(n * 55 + 16, np.uint8)
 
-    def run(self, r0=0, r1=None):
-        """Records -> Arrow; nonzero: a block holds an invalid value."""
-        return _vrows(self.src, r0, self.n if r1 is None else r1, self.table, *self.outs)
+    def run(self, r0=0, r1=None, parts=ALL):
+        """Records -> Arrow; nonzero: a block holds an invalid value. ``parts``: the
+        FORWARD_PARTS done (all of them but to time them one by one)."""
+        return _vrows(self.src, r0, self.n if r1 is None else r1, self.table, parts, *self.outs)
 
-    def run_back(self, r0=0, r1=None):
-        """Arrow -> records; nonzero: a block holds a value its field cannot hold."""
-        return _vback(self.dst, r0, self.n if r1 is None else r1, self.back_table, *self.ins)
+    def run_back(self, r0=0, r1=None, parts=ALL):
+        """Arrow -> records; nonzero: a block holds a value its field cannot hold.
+        ``parts``: the BACK_PARTS done."""
+        return _vback(self.dst, r0, self.n if r1 is None else r1, self.back_table, parts, *self.ins)
 
     def check(self, table):
         """Both ways: every value equals the library's (``table``: the same records' Arrow
@@ -532,3 +567,53 @@ class VectorCeiling:
             fn.__name__: {op: len(re.findall(op, fn.inspect_asm(fn.signatures[0]))) for op in VECTOR_OPS}
             for fn in (_vrows, _vback)
         }
+
+
+def main(argv=None):
+    """The vector probe's cost part by part: ns of CPU a record on one thread, records
+    that fit the caches (the memory's cost left out), against the scalar probe."""
+    import argparse
+    import os
+    import time
+
+    import layouts as lo
+
+    from .mainframe import DTYPE, ENCODINGS, records
+
+    p = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
+    p.add_argument("--records", type=int, default=8192)
+    p.add_argument("--rounds", type=int, default=5)
+    args = p.parse_args(argv)
+    n = args.records
+    repeat = max(1, 1_600_000 // n)
+    recs = records(n)
+    table = lo.AoS(recs, lo.Layout.from_dtype(DTYPE, encodings=ENCODINGS)).to_soa(threads=1).to_arrow()
+    vector, scalar = VectorCeiling(recs, table), Ceiling(recs)
+    vector.check(table)
+    scalar.run()
+    scalar.check(table)
+    cases = {f"records -> Arrow: {k}": (vector.run, bit) for k, bit in FORWARD_PARTS.items()}
+    cases["records -> Arrow: all"] = (vector.run, ALL)
+    cases.update({f"Arrow -> records: {k}": (vector.run_back, bit) for k, bit in BACK_PARTS.items()})
+    cases["Arrow -> records: all"] = (vector.run_back, ALL)
+    cases["scalar probe, records -> Arrow"] = (lambda r0, r1, parts: scalar.run(r0, r1), ALL)
+    load = os.getloadavg()
+    cpu = {name: [] for name in cases}
+    for _ in range(args.rounds):
+        for name, (fn, parts) in cases.items():
+            t0 = time.process_time()
+            for _ in range(repeat):
+                fn(0, n, parts)
+            cpu[name].append((time.process_time() - t0) / repeat / n * 1e9)
+    print(f"{n} records ({n * 55 / 1e6:.2f} MB), {args.rounds} rounds of {repeat} runs, one thread, ns of CPU a record")
+    print(f"  load average (1, 5, 15 min): before {load}, after {os.getloadavg()}")
+    print(
+        f"  NUMBA_CPU_NAME={os.environ.get('NUMBA_CPU_NAME')} NUMBA_CPU_FEATURES={os.environ.get('NUMBA_CPU_FEATURES')}"
+    )
+    for name, t in cpu.items():
+        print(f"  {name:<50} {np.median(t):6.2f}  ({min(t):.2f}-{max(t):.2f})")
+    print(f"  vector instructions: {VectorCeiling.vector_instructions()}")
+
+
+if __name__ == "__main__":
+    main()
