@@ -21,6 +21,9 @@ integer, filled with valid random values. In one process, in interleaved rounds:
   the load of other jobs stretches much less than the wall clock of all cores);
 * a ceiling probe (:mod:`benchmarks.mainframe_ceiling`): the record decoded by a loop
   written for it alone, on the same threads; what scalar code reaches on the machine;
+  and its vector probe, both ways (column loops over blocks of records that LLVM turns
+  into vector code: what vector code reaches; its per-CPU-second figures on one thread
+  too, and the counts of vector instructions in its compiled code);
 * the Python peers from PyPI that decode such records, on a slice (``--peer-records``),
   scaled by records per second (goal >= 50x the fastest): ``cobolio.loads`` (a dict per
   record) and the way back, ``cobolio`` having none, is compared with the peer's
@@ -39,7 +42,7 @@ import numpy as np
 import layouts as lo
 
 from .convert_cpu import machine
-from .mainframe_ceiling import Ceiling
+from .mainframe_ceiling import Ceiling, VectorCeiling
 from .transpose import interleaved
 
 COPYBOOK = """\
@@ -165,13 +168,24 @@ def run(n, rounds, peer_records, threads):
     bounds = np.linspace(0, n, parts + 1).astype(np.int64)
     pool = ThreadPoolExecutor(parts)
 
-    def ceiling():
-        for f in [pool.submit(probe.run, int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]:
-            f.result()
+    def on_threads(run):
+        def parts():
+            for f in [pool.submit(run, int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]:
+                f.result()
+
+        return parts
+
+    ceiling = on_threads(probe.run)
+    # the vector probe (same module): the record one field at a time over blocks, both ways,
+    # checked against the library's values and records before it is timed
+    vector = VectorCeiling(recs, soa.to_arrow(), probe.src)
+    vector.check(soa.to_arrow())
 
     cases = {
         "np.copyto (record bytes)": lambda: np.copyto(copy_dst, src),
         "ceiling probe: a loop for this record only": ceiling,
+        "vector probe: records -> Arrow": on_threads(vector.run),
+        "vector probe: Arrow -> records": on_threads(vector.run_back),
         "np.copy (record bytes, new buffer)": lambda: src.copy(),
         "layouts records -> Arrow (out= reused)": forward_reused,
         "layouts records -> Arrow (new arena)": forward,
@@ -187,6 +201,9 @@ def run(n, rounds, peer_records, threads):
         "Arrow -> records (out=) / np.copyto": copy / seconds["layouts Arrow -> records (out= reused)"],
         # what scalar code written for this one record reaches here (benchmarks.mainframe_ceiling)
         "ceiling probe / np.copyto": copy / seconds["ceiling probe: a loop for this record only"],
+        # what vector code written for this record reaches here, both ways
+        "vector probe records -> Arrow / np.copyto": copy / seconds["vector probe: records -> Arrow"],
+        "vector probe Arrow -> records / np.copyto": copy / seconds["vector probe: Arrow -> records"],
         # what fresh memory costs: a new buffer against a reused one, for a copy and for the conversion
         "np.copy (new buffer) / np.copyto (seconds)": seconds["np.copy (record bytes, new buffer)"] / copy,
         "records -> Arrow, new arena / out= (seconds)": seconds["layouts records -> Arrow (new arena)"]
@@ -226,6 +243,8 @@ def run(n, rounds, peer_records, threads):
         "COMP-3 Arrow -> records, 1 thread": (lambda: psoa.to_aos(out=pout, threads=1), precs.nbytes),
         "records -> Arrow (out=), 1 thread": (whole_forward, nbytes),
         "Arrow -> records (out=), 1 thread": (lambda: state["soa"].to_aos(out=out_aos, threads=1), nbytes),
+        "vector probe records -> Arrow, 1 thread": (vector.run, nbytes),
+        "vector probe Arrow -> records, 1 thread": (vector.run_back, nbytes),
     }
     pseconds = interleaved({name: on_cpu(name, fn) for name, (fn, _) in pcases.items()}, rounds)
     comp3 = {name: pcases[name][1] / s / 2**20 for name, s in pseconds.items()}
@@ -250,7 +269,12 @@ def run(n, rounds, peer_records, threads):
     ratios["COMP-3 per CPU-second / copybook-rs (25 MiB/s)"] = per_cpu["COMP-3 records -> Arrow, 1 thread"] / best
     ratios["COMP-3 way back per CPU-second / copybook-rs"] = per_cpu["COMP-3 Arrow -> records, 1 thread"] / best
     # the whole record per CPU-second of one thread against np.copyto's bytes per second
-    for name in ("records -> Arrow (out=), 1 thread", "Arrow -> records (out=), 1 thread"):
+    for name in (
+        "records -> Arrow (out=), 1 thread",
+        "Arrow -> records (out=), 1 thread",
+        "vector probe records -> Arrow, 1 thread",
+        "vector probe Arrow -> records, 1 thread",
+    ):
         ratios[f"{name}, per CPU-second / np.copyto"] = per_cpu[name] * 2**20 / (nbytes / copy)
 
     peers = {}
@@ -266,7 +290,7 @@ def run(n, rounds, peer_records, threads):
         ratios["Arrow -> records / cobolio forward (records/s)"] = (
             n / seconds["layouts Arrow -> records (out= reused)"] / rate
         )
-    return rows, ratios, peers
+    return rows, ratios, peers, VectorCeiling.vector_instructions()
 
 
 def main(argv=None):
@@ -281,7 +305,7 @@ def main(argv=None):
     n = 20_000 if args.small else int(args.gb * 1e9) // DTYPE.itemsize
     rounds = 1 if args.small else args.repeat
     load_before = os.getloadavg()
-    rows, ratios, peers = run(
+    rows, ratios, peers, vector_ops = run(
         n, rounds, min(args.peer_records, 2000) if args.small else args.peer_records, args.threads
     )
     load = {"before": load_before, "after": os.getloadavg()}  # other jobs on the machine: 1, 5, 15 min
@@ -301,6 +325,8 @@ def main(argv=None):
         print(f"  {name:<40} {rate:,.0f} records/s ({rate * DTYPE.itemsize / 1e6:.2f} MB/s)")
     for name, value in ratios.items():
         print(f"  {name:<55} {value:8.2f}x")
+    cpu_name = os.environ.get("NUMBA_CPU_NAME", "host")
+    print(f"  vector instructions in the vector probe (compiled for the {cpu_name} CPU): {vector_ops}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(
@@ -315,6 +341,9 @@ def main(argv=None):
                     "rows": rows,
                     "ratios": ratios,
                     "peers_records_per_s": peers,
+                    "vector_probe_instructions": vector_ops,
+                    "numba_cpu_name": os.environ.get("NUMBA_CPU_NAME", "host"),
+                    "numba_cpu_features": os.environ.get("NUMBA_CPU_FEATURES"),  # (None: the host's)
                     "copybook_rs_comp3_mib_s": COPYBOOK_RS_COMP3_MIB_S,
                 },
                 f,
