@@ -703,6 +703,13 @@ def test_the_input_is_never_written_through_dev_stdin_nor_a_link_replaced(tmp_pa
             )
         assert run.returncode == 1 and b"is the input" in run.stderr and b"itself (the same file)" in run.stderr
         assert (tmp_path / name).read_bytes() == before
+    with open(tmp_path / "n.bin", "rb") as stdin, open(tmp_path / "n.bin", "ab") as stdout:  # `- < f >> f`
+        argv = ["-", "--dtype", "[('a', '<i8')]", "--to", "-", "--format", "arrows"]
+        run = subprocess.run(
+            [sys.executable, "-m", "layouts", "convert", *argv], cwd=tmp_path, stdin=stdin, stdout=stdout, stderr=-1
+        )
+    assert run.returncode == 2 and b"standard output is the input's file" in run.stderr  # (it read its own output)
+    assert (tmp_path / "n.bin").read_bytes() == bytes(64)
     from layouts._cli import main
 
     os.symlink("target.parquet", tmp_path / "link.parquet")

@@ -164,6 +164,23 @@ def _check_standard_streams(args):
             "--to - writes binary data, and standard output is a terminal: pipe it into a "
             "program (| ...) or redirect it (> FILE)"
         )
+    if args.dst == "-" and _same_file(1, 0 if args.src == "-" else args.src):
+        raise CommandError(
+            f"--to -: standard output is the input's file ({'standard input' if args.src == '-' else args.src}) "
+            f"itself: the output would be read back as input, or overwrite it; redirect it to another file"
+        )
+
+
+def _same_file(fd, other):
+    """Whether descriptor ``fd`` and ``other`` (a descriptor or a path) are one regular file."""
+    import stat
+
+    try:
+        a = os.fstat(fd)
+        b = os.fstat(other) if isinstance(other, int) else os.stat(other)
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISREG(a.st_mode) and (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 def _output_format(args):
