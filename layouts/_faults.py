@@ -116,11 +116,32 @@ def forward_error(layout, array, fault, first=0, source=None, offset=0):
         )
     elif code == P.E_UTF:
         msg = f"{where}: {value!r} holds a value that is not a Unicode code point; fix the record"
+    elif code == P.E_INVALID and f.dtype.base.kind == "b":
+        msg = f"{where}: {_bool_bytes(array, f, row)}"
     else:  # pragma: no cover - the forward kernels raise only the codes above
         msg = f"{where}: conversion failed (code {code})"
     err = ConversionError(msg)
     err.fault, err.records = fault, array
     return err
+
+
+def _bool_bytes(array, f, row):
+    """Why a boolean field's bytes cannot go to Arrow: a byte other than 0 and 1."""
+    try:
+        buf = memoryview(array).cast("B")
+        offs = [int(o) for o in np.asarray(f.element_offsets()).reshape(-1)]
+        k, v = next(
+            (k, buf[row * array.dtype.itemsize + o])
+            for k, o in enumerate(offs)
+            if buf[row * array.dtype.itemsize + o] > 1
+        )
+        shown = f"byte {v:02X}" + (f" (element {k})" if len(offs) > 1 else "")
+    except (TypeError, ValueError, StopIteration):
+        shown = "a byte"
+    return (
+        f"{shown}: a boolean is byte 00 or 01, and a bit holds only those (another byte would come back "
+        f"as 01); read the field as an integer (dtype 'u1') to keep its bytes, or fix the record"
+    )
 
 
 def _arrow_value(column, row, count):

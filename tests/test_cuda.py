@@ -94,12 +94,33 @@ def test_c_layouts_with_bit_fields_match_the_cpu(source, n, seed):
         return
     raw = np.random.default_rng(seed).integers(0, 256, n * layout.itemsize, dtype=np.uint8)
     arr = raw.view(layout.dtype)
-    for f in layout.fields:  # floats and bools may hold any bits; datetimes are not made by C
+    for f in layout.fields:  # floats may hold any bits; a _Bool byte is 0 or 1 (others: an error, below)
         assert f.kind in ("copy", "bits", "bool", "bytes", "cstr", "enum"), f
+        if f.kind == "bool":
+            rows = raw.reshape(n, layout.itemsize)
+            for at in np.asarray(f.element_offsets()).reshape(-1):
+                rows[:, at] &= 1
     cpu, gpu = both(arr, layout)
     assert used_bytes(gpu) == used_bytes(cpu)
     if not layout.aliases:
         assert records_bytes(gpu.to_aos()) == records_bytes(cpu.to_aos())
+
+
+def test_a_boolean_byte_other_than_0_and_1_is_an_error_on_both_devices():
+    """attack5: byte 02 or FF of a bool field became True and came back as 01, silently."""
+    layout = lo.Layout.from_dtype(np.dtype([("a", "u1"), ("f", "?"), ("g", "?", (3,))]))
+    arr = np.zeros(40, layout.dtype)
+    arr["f"] = [i % 2 for i in range(40)]
+    cpu, gpu = both(arr, layout)
+    assert cpu.to_arrow().column("f").to_pylist() == gpu.to_device("cpu").to_arrow().column("f").to_pylist()
+    for field, at, said in (("f", 1, ""), ("g", 3, r" \(element 1\)")):
+        bad = arr.copy()
+        bad.view(np.uint8).reshape(40, -1)[33, at] = 0xFF  # (g: its element 1)
+        for device in ("cpu", "cuda"):
+            with pytest.raises(
+                lo.ConversionError, match=rf"field '{field}' .*record 33: byte FF{said}: a boolean is byte 00 or 01"
+            ):
+                lo.AoS(bad, layout).to_soa(device=device)
 
 
 ENUMS = """

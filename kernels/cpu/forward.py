@@ -20,6 +20,7 @@ from .._memory import (
 from ..plan import (
     COUNT,
     DATA,
+    E_INVALID,
     E_RANGE,
     E_UTF,
     F_DENSE,
@@ -143,24 +144,37 @@ def _fwd_bytes(src, stride, b0, b1, op, offs):
 
 @_jit
 def _fwd_bool(src, stride, b0, b1, op, offs):
+    """Bytes 0 and 1 to bits; ``(row, E_INVALID)`` for the first other byte (no bit holds
+    it: it would come back as 1), else ``(-1, 0)``."""
     c, dst = op[COUNT], op[DATA]
+    seen = 0
     if c == 1:
         base = src + offs[op[OFFS]]
         r = b0
         while r < b1:
             byte = 0
             for t in range(min(8, b1 - r)):
-                if load8(base + (r + t) * stride) != 0:
+                v = load8(base + (r + t) * stride)
+                seen |= v
+                if v != 0:
                     byte |= 1 << t
             store8(dst + (r >> 3), byte)
             r += 8
-        return
-    _clear_bits(dst, b0 * c, b1 * c)
-    for k in range(c):
-        base = src + offs[op[OFFS] + k]
+    else:
+        _clear_bits(dst, b0 * c, b1 * c)
+        for k in range(c):
+            base = src + offs[op[OFFS] + k]
+            for r in range(b0, b1):
+                v = load8(base + r * stride)
+                seen |= v
+                if v != 0:
+                    _set_bit(dst, r * c + k)
+    if seen > 1:
         for r in range(b0, b1):
-            if load8(base + r * stride) != 0:
-                _set_bit(dst, r * c + k)
+            for k in range(c):
+                if load8(src + offs[op[OFFS] + k] + r * stride) > 1:
+                    return r, E_INVALID
+    return -1, 0
 
 
 @_jit
@@ -336,7 +350,7 @@ def _forward_block(src, stride, r0, b0, b1, ops, offs, err):
         elif kind == K_BYTES:
             _fwd_bytes(src, stride, b0, b1, op, offs)
         elif kind == K_BOOL:
-            _fwd_bool(src, stride, b0, b1, op, offs)
+            row, code = _fwd_bool(src, stride, b0, b1, op, offs)
         elif kind == K_SCALE or kind == K_CIVIL:
             row, code = _fwd_time(src, stride, b0, b1, op, offs, kind == K_CIVIL)
         elif kind == K_BITS:

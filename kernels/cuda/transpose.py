@@ -9,6 +9,7 @@ from numba import cuda, int32, int64, uint32, uint64
 from ..plan import (
     COUNT,
     DATA,
+    E_INVALID,
     E_NULL,
     E_RANGE,
     E_UTF,
@@ -173,7 +174,10 @@ def tile_functions(mask, staged=True):
                         e = 8 * b + t
                         if kind == K_BOOL or not BITS:
                             _, p = _element(op, offs, e, r0, slot)
-                            bit = _get(words, wb, p, 1) != 0
+                            v = _get(words, wb, p, 1)
+                            bit = v != 0
+                            if kind == K_BOOL and v > 1:  # no bit holds it: it would come back as 1
+                                _fault(err, r0 + _divmod32(e, c)[0], j, E_INVALID, nops)
                         else:
                             bit = _forward_value(words, wb, op, offs, e, r0, slot) != 0
                         if bit:
