@@ -618,8 +618,10 @@ def _convert(
     runs = np.array(runs, np.int64).reshape(-1, 3)
     if gpu is not None and not tails:
         return _transpose_on_gpu(gpu, buf, record, order, layout, runs, offset_at, offsets, prefix, label, what), layout
-    if not len(offsets):  # (LAS's ten point formats not in the file: no plan, no kernel)
-        soa = _empty(layout)
+    if not len(offsets) and tails != "view":  # (LAS's ten point formats not in the file: no plan, no kernel)
+        return _empty(layout, bool(tails)), layout
+    if not len(offsets):
+        soa = _empty_soa(layout)
     elif stride and not zeros and len(runs) and (runs[:, 1] - runs[:, 0] == runs[0, 1] - runs[0, 0]).all():
         soa = _transpose_strided(buf, record, order, layout, runs, offset_at, offsets, stride, prefix, label, what, own)
     else:
@@ -634,20 +636,34 @@ def _convert(
     return _with_tail(soa, layout, buf, offsets, starts, sizes, tails == "view"), layout
 
 
-def _empty(layout) -> SoA:
-    """The table of a type with no records: its buffers zero (a string column's one
-    offset 0), as the kernels leave them for no rows."""
-    arena = _empty_arena(layout)
-    memory = arena.allocate()
-    memory[:] = 0
-    return soa_over_arena(layout, 0, arena, memory, {}, None)
+def _empty(layout: Layout, tail: bool) -> SoA:
+    """The table of a type with no records (with a ``_tail`` column: ``tail``): a new
+    SoA over the columns of :func:`_empty_parts`, made once per layout (LAS has ten
+    point formats with no records in each read, and laying out a table's buffers field
+    by field costs more than reading a small file). No rows: nothing in it can change."""
+    layout, columns = _empty_parts(layout, tail)
+    return SoA(layout, 0, columns)
 
 
 @functools.lru_cache(maxsize=256)
-def _empty_arena(layout) -> Arena:
-    """The arena of no records of ``layout`` (remembered: its buffers' places are worked
-    out field by field, and LAS has ten point formats with no records in each read)."""
-    return Arena(layout, 0, frozenset())
+def _empty_parts(layout: Layout, tail: bool) -> tuple:
+    """(layout, columns) of :func:`_empty`: columns over memory of their own, read-only
+    (shared by the tables made of them, which own no arena: none is an ``out=``)."""
+    soa = _empty_soa(layout)
+    soa.parts().memory.flags.writeable = False
+    if tail:
+        empty = np.zeros(0, np.int64)
+        soa = _with_tail(soa, layout, np.zeros(0, np.uint8), empty, empty, empty)
+    return soa.layout, soa.parts().columns
+
+
+def _empty_soa(layout) -> SoA:
+    """The table of a type with no records: its buffers zero (a string column's one
+    offset 0), as the kernels leave them for no rows."""
+    arena = Arena(layout, 0, frozenset())
+    memory = arena.allocate()
+    memory[:] = 0
+    return soa_over_arena(layout, 0, arena, memory, {}, None)
 
 
 def _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what) -> SoA:
@@ -915,7 +931,7 @@ def _with_tail(soa: SoA, layout: Layout, buf, offsets, starts, sizes, views=Fals
             return SoA(_tail_layout(layout, max(widest, 1)), n, list(soa._columns) + [column])
     if widest == 0:  # no record has a tail (LAS points without extra bytes): no pass over them
         total, data, large = 0, np.empty(1, np.uint8), False
-        offs = np.zeros(n + 1, np.int32)
+        offs = _zeros(n + 1, np.int32)
     else:
         ends = np.cumsum(sizes, dtype=np.int64)
         total = int(ends[-1])
@@ -936,6 +952,20 @@ def _with_tail(soa: SoA, layout: Layout, buf, offsets, starts, sizes, views=Fals
         "cstr",  # (the kind of _tail_layout's field: to_aos reads it through its offsets)
     )
     return SoA(tail_layout, n, list(soa._columns) + [column])
+
+
+_LAZY_ZEROS = 1 << 20  # bytes from which _zeros maps fresh pages
+
+
+def _zeros(n: int, dtype) -> np.ndarray:
+    """``np.zeros(n, dtype)`` that costs no pass over its bytes: past ``_LAZY_ZEROS``,
+    fresh anonymous pages (the kernel's zero page until written; a reused heap block
+    would be cleared byte by byte). For columns that are all zeros: the ``_tail``
+    offsets of records without tails."""
+    nbytes = n * np.dtype(dtype).itemsize
+    if nbytes < _LAZY_ZEROS:
+        return np.zeros(n, dtype)
+    return np.frombuffer(mmap.mmap(-1, nbytes), dtype, n)
 
 
 def _tail_views(buf, offsets, starts, sizes, n, limit) -> "ColumnBuffers | None":

@@ -281,7 +281,7 @@ class Record:
         """This record with every list length that is an expression replaced by its
         value (``values``: the header's integer fields); ValueError when a length is
         below 1 or the record would exceed ``limit`` bytes."""
-        if not any(_open_list(t) for _, t in self.fields):
+        if not _any_open(self.fields):
             return self
         fields = []
         for name, t in self.fields:
@@ -306,6 +306,14 @@ class Record:
     def plan(self, order: str, prefix: int, with_offset: bool, keep_prefix: bool = False):
         """See :func:`_plan` (cached: a Record is a value)."""
         return _plan(self, order, prefix, with_offset, keep_prefix)
+
+
+@functools.lru_cache(maxsize=1024)
+def _any_open(fields: tuple) -> bool:
+    """Whether any of ``fields`` is an :func:`_open_list` (remembered: a read resolves
+    every type of every section, and matching each type string costs as much as reading
+    a small file)."""
+    return any(_open_list(t) for _, t in fields)
 
 
 def _open_list(t: str) -> bool:
@@ -481,12 +489,10 @@ class Section:
 
     def resolve(self, values: Mapping[str, int], where: str, limit: int) -> "Section":
         """This section with its types' list lengths taken from the header (``values``)."""
-        types = tuple(
-            dataclasses.replace(t, record=t.record.resolve(values, f"{where}.types.{t.name}", limit))
-            for t in self.types
-        )
-        if all(a.record is b.record for a, b in zip(types, self.types)):
+        records = [t.record.resolve(values, f"{where}.types.{t.name}", limit) for t in self.types]
+        if all(r is t.record for r, t in zip(records, self.types)):
             return self
+        types = tuple(t if r is t.record else dataclasses.replace(t, record=r) for r, t in zip(records, self.types))
         return dataclasses.replace(self, types=types)
 
 
