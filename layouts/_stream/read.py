@@ -302,7 +302,7 @@ def read_header(stream: Stream, buf, order: str, label: str) -> "tuple[SoA, dict
             f"stream; the file is truncated or of another kind"
         )
     soa, _ = _convert(
-        buf, hrec, order, np.zeros(1, np.int64), np.full(1, h, np.int64), 0, False, False, label, "header"
+        buf, hrec, order, np.zeros(1, np.int64), np.full(1, h, np.int64), 0, False, False, label, "header", stride=h
     )
     values = _header_ints(stream, buf, order, h)
     return soa, header_values(stream, soa, order) if values is None else values, h
@@ -666,12 +666,19 @@ def _empty_soa(layout) -> SoA:
     return soa_over_arena(layout, 0, arena, memory, {}, None)
 
 
+@functools.lru_cache(maxsize=64)
+def _arena(layout: Layout, n: int) -> Arena:
+    """``Arena(layout, n)`` (remembered: an arena is a description, no memory, and laying
+    out the header's is a tenth of reading a small file; the header's n is always 1)."""
+    return Arena(layout, n, frozenset())
+
+
 def _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what) -> SoA:
     """The records at ``offsets`` of one type as an SoA, in one pass (K.aos_to_soa_at:
     blocks of rows gathered in cache, then the usual per-column kernels, threaded)."""
     n = len(offsets)
     assert not any(f.kind == "enum" for f in layout.fields)  # stream fields never are (no dictionary to fix)
-    arena = Arena(layout, n, frozenset())
+    arena = _arena(layout, n)
     memory = arena.allocate()
     ops, offs, keep = forward_ops(arena, memory.ctypes.data, {})
     nul = np.array([(layout[name].offset, layout[name].width) for name in record.text], np.int64).reshape(-1, 2)
@@ -698,7 +705,7 @@ def _transpose_strided(
     shift = int(runs[0, 1] - runs[0, 0])  # packed record byte = stream record byte + shift
     names = [f.name for f in layout.fields]
     at = names.index("_offset")
-    arena = Arena(layout, n, frozenset())
+    arena = _arena(layout, n)
     memory = arena.allocate()
     ops, offs, keep = forward_ops(arena, memory.ctypes.data, {})
     offs = offs - shift
@@ -748,7 +755,7 @@ def _transpose_on_gpu(gpu, buf, record, order, layout, runs, offset_at, offsets,
     if not G.stageable(itemsize):
         return _gathered_on_gpu(gpu, buf, record, order, layout, runs, offset_at, offsets, prefix, label, what, bmap)
     backend = backends.get("cuda")
-    arena = Arena(layout, n, frozenset())
+    arena = _arena(layout, n)
     memory = backend.allocate(arena)
     ops, offs, keep = forward_ops(arena, HEAD, {})
     G.check_strings(ops, offs, bmap)

@@ -277,11 +277,18 @@ class Record:
         """The size with every list whose length is an expression taken as empty."""
         return sum(0 if _open_list(t) else field_dtype(t, order, "")[1] for _, t in self.fields)
 
+    @functools.cached_property
+    def _opens(self) -> bool:
+        """Whether a field is an :func:`_open_list` (remembered: a read resolves every type
+        of every section, and matching each type string costs as much as reading a small
+        file)."""
+        return any(_open_list(t) for _, t in self.fields)
+
     def resolve(self, values: Mapping[str, int], where: str, limit: int) -> "Record":
         """This record with every list length that is an expression replaced by its
         value (``values``: the header's integer fields); ValueError when a length is
         below 1 or the record would exceed ``limit`` bytes."""
-        if not _any_open(self.fields):
+        if not self._opens:
             return self
         fields = []
         for name, t in self.fields:
@@ -306,14 +313,6 @@ class Record:
     def plan(self, order: str, prefix: int, with_offset: bool, keep_prefix: bool = False):
         """See :func:`_plan` (cached: a Record is a value)."""
         return _plan(self, order, prefix, with_offset, keep_prefix)
-
-
-@functools.lru_cache(maxsize=1024)
-def _any_open(fields: tuple) -> bool:
-    """Whether any of ``fields`` is an :func:`_open_list` (remembered: a read resolves
-    every type of every section, and matching each type string costs as much as reading
-    a small file)."""
-    return any(_open_list(t) for _, t in fields)
 
 
 def _open_list(t: str) -> bool:
