@@ -970,7 +970,7 @@ def _zeros(n: int, dtype) -> np.ndarray:
     would be cleared byte by byte). For columns that are all zeros: the ``_tail``
     offsets of records without tails."""
     nbytes = n * np.dtype(dtype).itemsize
-    if nbytes < _LAZY_ZEROS:
+    if nbytes < max(_LAZY_ZEROS, 1):
         return np.zeros(n, dtype)
     return np.frombuffer(mmap.mmap(-1, nbytes), dtype, n)
 
