@@ -130,6 +130,28 @@ def test_tail_offsets_as_fresh_zero_pages(monkeypatch):
     assert R._zeros(3, np.int32).tolist() == [0, 0, 0] and R._zeros(0, np.int64).shape == (0,)
 
 
+def test_extra_bytes_copied_at_their_place_in_each_record(monkeypatch):
+    """Tails of one size at one place in records one after another (LAS extra bytes) are
+    one strided copy with offsets by arithmetic: the same column as the general gather,
+    and large_binary where the tails pass _BINARY_MAX (made 10 bytes here)."""
+    raw, points, extras = las12(300, 36)
+    t = lo.read_stream(raw, "las")
+    check_points(t["format1"], raw, points, extras, 36)
+    stream = R.resolve("las")
+    rec = stream.sections[0].types[1].record
+    buf = np.frombuffer(raw, np.uint8)
+    offsets = HEADER + 36 * np.arange(300, dtype=np.int64)
+    general, _ = R._convert(buf, rec, "<", offsets, np.full(300, 36, np.int64), 0, False, "copy", "<buffer>", "p")
+    assert general.to_arrow().equals(t["format1"].to_arrow())
+    monkeypatch.setattr(R, "_BINARY_MAX", 10)
+    t = lo.read_stream(raw, "las")
+    tail = t["format1"].to_arrow().column("_tail")
+    assert tail.type == pa.large_binary() and tail.to_pylist() == extras
+    assert lo.write_stream(t, "las") == raw
+    with pytest.raises(lo.ConversionError, match="pass the end of the stream"):
+        R._fixed_tails(buf, HEADER, 300, 37, 28, 8, False)
+
+
 def test_count_zero_leaves_the_points_to_the_gaps():
     raw, _, _ = las12(4, count=0)
     t = lo.read_stream(raw, "las")

@@ -633,7 +633,7 @@ def _convert(
         starts, sizes = np.broadcast_to(np.int64(fixed), (n,)), np.broadcast_to(np.int64(stride - fixed), (n,))
     else:
         starts, sizes = np.full(n, fixed, np.int64), lengths - fixed
-    return _with_tail(soa, layout, buf, offsets, starts, sizes, tails == "view"), layout
+    return _with_tail(soa, layout, buf, offsets, starts, sizes, tails == "view", stride=stride), layout
 
 
 def _empty(layout: Layout, tail: bool) -> SoA:
@@ -925,11 +925,13 @@ def _check_text(rows, layout, record, offsets, prefix, order, label, what):
             )
 
 
-def _with_tail(soa: SoA, layout: Layout, buf, offsets, starts, sizes, views=False, limit=_BINARY_MAX) -> SoA:
+def _with_tail(soa: SoA, layout: Layout, buf, offsets, starts, sizes, views=False, limit=_BINARY_MAX, stride=0) -> SoA:
     """``soa`` plus a ``_tail`` binary column of ``sizes[i]`` bytes from
     ``offsets[i] + starts[i]`` (binary, or large_binary past 2 GiB); with ``views``, a
     binary_view column into ``buf`` (:func:`_tail_views`; ``limit``: the largest offset
-    a view holds, a parameter for the tests), or the copy where views cannot hold a tail."""
+    a view holds, a parameter for the tests), or the copy where views cannot hold a tail.
+    ``stride``: the records are that many bytes one after another from ``offsets[0]``,
+    ``starts`` and ``sizes`` one value each (:func:`_fixed_tails`)."""
     n = len(offsets)
     widest = int(sizes[:1].max() if sizes.strides == (0,) else sizes.max()) if n else 0
     if views:
@@ -939,6 +941,10 @@ def _with_tail(soa: SoA, layout: Layout, buf, offsets, starts, sizes, views=Fals
     if widest == 0:  # no record has a tail (LAS points without extra bytes): no pass over them
         total, data, large = 0, np.empty(1, np.uint8), False
         offs = _zeros(n + 1, np.int32)
+    elif stride:  # tails of one size at one place in records one after another (LAS extra bytes)
+        total = n * widest
+        large = total > _BINARY_MAX
+        data, offs = _fixed_tails(buf, int(offsets[0]), n, stride, int(starts[0]), widest, large)
     else:
         ends = np.cumsum(sizes, dtype=np.int64)
         total = int(ends[-1])
@@ -959,6 +965,21 @@ def _with_tail(soa: SoA, layout: Layout, buf, offsets, starts, sizes, views=Fals
         "cstr",  # (the kind of _tail_layout's field: to_aos reads it through its offsets)
     )
     return SoA(tail_layout, n, list(soa._columns) + [column])
+
+
+def _fixed_tails(buf, first, n, stride, at, width, large) -> "tuple[np.ndarray, np.ndarray]":
+    """The ``_tail`` bytes and offsets of ``n`` records of ``stride`` bytes from byte
+    ``first`` whose tails are the ``width`` bytes from ``at`` in each: one strided copy of
+    ``width``-byte items (NumPy's; the view is checked to lie inside ``buf``), the offsets
+    by arithmetic (int64 with ``large``). The general way (:func:`K.gather_tails`, a copy a
+    record through arrays of n starts and ends) took longer than the transpose for
+    LAS's 4 extra bytes a point."""
+    if first < 0 or at < 0 or at + width > stride or first + n * stride > buf.shape[0]:  # (the scan made it so)
+        raise ConversionError(f"{n} records of {stride} bytes from byte {first} pass the end of the stream")
+    item = np.dtype((np.void, width))
+    tails = np.empty(n, item)
+    np.copyto(tails, np.ndarray((n,), item, buffer=buf, offset=first + at, strides=(stride,)))
+    return tails.view(np.uint8), np.arange(0, n * width + 1, width, dtype=np.int64 if large else np.int32)
 
 
 _LAZY_ZEROS = 1 << 20  # bytes from which _zeros maps fresh pages
