@@ -214,3 +214,19 @@ def test_the_index_in_threads_is_the_arithmetic_sequence():
     K.arith_threaded(out[:0], 9, 9)  # none: nothing written
     K.arith_threaded(out[:1], 9, 9)
     assert out.tolist() == [9, -1, -1, -1, -1]
+
+
+def test_the_benchmark_of_fixed_records_runs(capsys):
+    """``python -m benchmarks.streams --only fixed`` with two LAS sizes (a row each, the
+    growth line) and SEG-Y: the rows, the _offset column alone and np.copyto in them."""
+    pytest.importorskip("laspy")
+    pytest.importorskip("segyio")
+    from layouts.benchmarks import streams
+
+    result = streams.main(["--only", "fixed", "--points", "2000", "4000", "--traces", "20", "--repeat", "1"])
+    out = capsys.readouterr().out
+    assert "| LAS 1.2 format 1 |" in out and "| SEG-Y rev 1" in out and "LAS from 2,000 to 4,000 points" in out
+    assert [r["records"] for r in result["las_by_size"]] == [2000, 4000] and result["las"]["records"] == 2000
+    for row in result["las_by_size"] + [result["segy"]]:
+        assert row["read_stream_s"] > 0 and row["read_records_s"] > 0 and row["copyto_s"] > 0
+        assert row["offset_column_s"] > 0 and len(row["load_average"]) == 3
