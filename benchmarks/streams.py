@@ -18,9 +18,14 @@ pcap (``--only pcap`` runs just it): ``read_stream(..., "pcap")`` (packets with 
 ``_tail``: copied, ``tails="copy"``, and as Arrow views into the capture, ``tails="view"``) against
 dpkt's reader (``list(dpkt.pcap.Reader(f))``) and ``np.copyto`` of the capture, in memory.
 
-LAS and SEG-Y (header-driven fixed records): ``read_stream`` of a file (written by laspy, segyio)
-against ``read_records(path, dtype, offset=...).to_soa()`` of the same records: the ratio says what
-the header, the scan and the offset index cost over a plain fixed-record read.
+LAS and SEG-Y (header-driven fixed records; ``--only fixed`` runs just them, ``--points`` takes
+several sizes): ``read_stream`` of a file (written by laspy, segyio) against
+``read_records(path, dtype, offset=...).to_soa()`` of the same records: the ratio says what the
+header, the scan and the columns read_records does not make (``_offset``, 8 bytes a record;
+``_tail``) cost over a plain fixed-record read. Also timed alone: the ``_offset`` column (written
+as read_stream writes it, into new memory), and ``np.copyto`` of the file's bytes (the ceiling).
+
+    python -m benchmarks.streams --only fixed --points 500000 2000000 8000000 --repeat 9
 """
 
 import argparse
@@ -298,28 +303,72 @@ def run_pcap(packets, repeat):
 
 
 def _fixed_records(name, path, spec, type_name, dtype, offset, count, repeat):
-    """read_stream of a file against read_records + to_soa of its fixed records."""
+    """read_stream of a file against read_records + to_soa of its fixed records, the
+    ``_offset`` column alone (the index read_stream writes: 8 bytes a record into new
+    memory, as it does) and ``np.copyto`` of the file's bytes into a reused buffer (the
+    ceiling), rounds interleaved."""
+    from layouts._stream.frame import padded_int64
+    from layouts.kernels.stream import arith_threaded
+
+    size = os.path.getsize(path)
+    record = (size - offset) // count if count else 0
+    src = np.fromfile(path, np.uint8)
+    dst = np.empty_like(src)
+
+    def index():
+        arith_threaded(padded_int64(count), offset, record)
+
     lo.read_stream(path, spec)
     lo.read_records(path, dtype, offset=offset, count=count).to_soa()
+    index()
     cpu: list = []
-    t_stream, t_records = interleaved(
-        [lambda: lo.read_stream(path, spec), lambda: lo.read_records(path, dtype, offset=offset, count=count).to_soa()],
+    faults: list = []
+    t_stream, t_records, t_index, t_copy = interleaved(
+        [
+            lambda: lo.read_stream(path, spec),
+            lambda: lo.read_records(path, dtype, offset=offset, count=count).to_soa(),
+            index,
+            lambda: np.copyto(dst, src),
+        ],
         repeat,
         cpu,
+        faults,
     )
-    size = os.path.getsize(path)
+    load = os.getloadavg()
     print(
-        f"| {name} | {size / 1e6:.0f} MB | {count:,} | {t_stream:.3f} | {t_records:.3f} | "
-        f"{t_stream / t_records:.2f}x | {size / t_stream / 1e9:.2f} | {cpu[0]:.3f} / {cpu[1]:.3f} |"
+        f"| {name} | {size / 1e6:.0f} MB | {count:,} | {t_stream:.4f} | {t_records:.4f} | "
+        f"{t_stream / t_records:.2f}x | {t_index:.4f} | {t_copy:.4f} | {t_stream / t_copy:.2f} / "
+        f"{t_records / t_copy:.2f} | {size / t_stream / 1e9:.2f} | {cpu[0]:.4f} / {cpu[1]:.4f} | "
+        f"{faults[0]:,} / {faults[1]:,} | {load[0]:.1f} |"
     )
     return {
         "bytes": size,
         "records": count,
+        "record_bytes": record,
         "read_stream_s": t_stream,
         "read_records_s": t_records,
+        "offset_column_s": t_index,
+        "copyto_s": t_copy,
         "read_stream_cpu_s": cpu[0],
         "read_records_cpu_s": cpu[1],
+        "offset_column_cpu_s": cpu[2],
+        "read_stream_minflt": faults[0],
+        "read_records_minflt": faults[1],
+        "threads": _threads(),
+        "load_average": load,
     }
+
+
+def _fixed_head(repeat, tmp):
+    print(
+        f"\nheader-driven fixed records, files in {tmp} (page cache), median of {repeat} interleaved rounds, "
+        f"{_threads()} kernel threads"
+    )
+    print(
+        "| file | size | records | read_stream s | read_records + to_soa s | ratio | _offset alone s | "
+        "np.copyto s | time / copyto (each) | GB/s | CPU s (each) | minor faults (each) | load |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 
 
 def run_las(points, repeat, tmp):
@@ -362,15 +411,30 @@ def run_segy(traces, samples, repeat, tmp):
     return _fixed_records(f"SEG-Y rev 1, {samples} IEEE samples", path, "segy", "float32", dtype, 3600, traces, repeat)
 
 
-def run(itch_mb, packets, repeat, points=2_000_000, traces=20_000, samples=1000):
+def run_fixed(points, traces, repeat, samples=1000):
+    """The LAS rows (one per size in ``points``) and the SEG-Y row. ``las``: the first
+    size's figures (the key of earlier results); ``las_by_size``: every size's."""
+    result: dict = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        _fixed_head(repeat, tmp)
+        rows = [run_las(n, repeat, tmp) for n in points]
+        result["las"], result["las_by_size"] = rows[0], rows
+        result["segy"] = run_segy(traces, samples, repeat, tmp)
+    if len(rows) > 1 and all(rows):
+        a, b = rows[0], rows[-1]
+        print(
+            f"LAS from {a['records']:,} to {b['records']:,} points ({b['bytes'] / a['bytes']:.1f}x the bytes): "
+            f"read_stream {b['read_stream_s'] / a['read_stream_s']:.1f}x the time, read_records "
+            f"{b['read_records_s'] / a['read_records_s']:.1f}x; ratio "
+            + ", ".join(f"{r['read_stream_s'] / r['read_records_s']:.2f}x" for r in rows)
+        )
+    return result
+
+
+def run(itch_mb, packets, repeat, points=(2_000_000,), traces=20_000, samples=1000):
     result = {"itch": run_itch(itch_mb, repeat)}
     result.update(run_pcap(packets, repeat))
-    with tempfile.TemporaryDirectory() as tmp:
-        print(f"\nheader-driven fixed records, files in {tmp}, median of {repeat} interleaved rounds")
-        print("| file | size | records | read_stream s | read_records + to_soa s | ratio | GB/s | CPU s (each) |")
-        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-        result["las"] = run_las(points, repeat, tmp)
-        result["segy"] = run_segy(traces, samples, repeat, tmp)
+    result.update(run_fixed(points, traces, repeat, samples))
     first = result["itch"][0]  # the keys of the smoke test and of earlier results
     result.update(
         itch_bytes=first["bytes"],
@@ -397,18 +461,26 @@ def main(argv=None):
         help="sizes of the ITCH days in MB (default: %(default)s)",
     )
     p.add_argument("--packets", type=int, default=200_000, help="packets in the pcap (default: %(default)s)")
-    p.add_argument("--points", type=int, default=2_000_000, help="LAS points (default: %(default)s)")
+    p.add_argument(
+        "--points", type=int, nargs="+", default=[2_000_000], help="LAS points, a row each (default: %(default)s)"
+    )
     p.add_argument("--traces", type=int, default=20_000, help="SEG-Y traces of 1000 samples (default: %(default)s)")
     p.add_argument("--repeat", type=int, default=5, help="interleaved rounds, median reported (default: %(default)s)")
     p.add_argument("--small", action="store_true", help="a smoke test: 2 MB of ITCH, 2,000 packets, 2 rounds")
     p.add_argument("--json", help="also write the figures to this JSON file")
-    p.add_argument("--only", choices=["pcap"], help="run only this part (pcap: copied tails and views against dpkt)")
+    p.add_argument(
+        "--only",
+        choices=["pcap", "fixed"],
+        help="run only this part (pcap: copied tails and views against dpkt; fixed: the LAS and SEG-Y rows)",
+    )
     a = p.parse_args(argv)
     if a.small:
-        a.itch_mb, a.packets, a.points, a.traces, a.repeat = [2.0], 2_000, 20_000, 200, 2
+        a.itch_mb, a.packets, a.points, a.traces, a.repeat = [2.0], 2_000, [20_000], 200, 2
     load_before = os.getloadavg()
     if a.only == "pcap":
         result = run_pcap(a.packets, a.repeat)
+    elif a.only == "fixed":
+        result = run_fixed(a.points, a.traces, a.repeat)
     else:
         result = run(a.itch_mb, a.packets, a.repeat, a.points, a.traces)
     if a.json:

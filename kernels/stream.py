@@ -116,9 +116,13 @@ def arith(out, start, step):
 
 @_jit
 def _arith_rows(out, start, r0, r1, step, err, stop):
-    """Rows ``r0..r1`` of :func:`arith_threaded` (one chunk of a call)."""
-    for i in range(r0, r1):
-        out[i] = start + i * step
+    """Rows ``r0..r1`` of :func:`arith_threaded` (one chunk of a call), through a view
+    that starts at ``r0``: its index counts from 0, which LLVM vectorizes (``out[i]``
+    from ``r0`` it did not, at 2.5 times the time)."""
+    part = out[r0:r1]
+    first = start + r0 * step
+    for i in range(part.shape[0]):
+        part[i] = first + i * step
 
 
 def arith_threaded(out, start, step, *, threads=None):

@@ -302,7 +302,7 @@ def read_header(stream: Stream, buf, order: str, label: str) -> "tuple[SoA, dict
             f"stream; the file is truncated or of another kind"
         )
     soa, _ = _convert(
-        buf, hrec, order, np.zeros(1, np.int64), np.full(1, h, np.int64), 0, False, False, label, "header"
+        buf, hrec, order, np.zeros(1, np.int64), np.full(1, h, np.int64), 0, False, False, label, "header", stride=h
     )
     values = _header_ints(stream, buf, order, h)
     return soa, header_values(stream, soa, order) if values is None else values, h
@@ -618,8 +618,10 @@ def _convert(
     runs = np.array(runs, np.int64).reshape(-1, 3)
     if gpu is not None and not tails:
         return _transpose_on_gpu(gpu, buf, record, order, layout, runs, offset_at, offsets, prefix, label, what), layout
-    if not len(offsets):  # (LAS's ten point formats not in the file: no plan, no kernel)
-        soa = _empty(layout)
+    if not len(offsets) and tails != "view":  # (LAS's ten point formats not in the file: no plan, no kernel)
+        return _empty(layout, bool(tails)), layout
+    if not len(offsets):
+        soa = _empty_soa(layout)
     elif stride and not zeros and len(runs) and (runs[:, 1] - runs[:, 0] == runs[0, 1] - runs[0, 0]).all():
         soa = _transpose_strided(buf, record, order, layout, runs, offset_at, offsets, stride, prefix, label, what, own)
     else:
@@ -631,23 +633,44 @@ def _convert(
         starts, sizes = np.broadcast_to(np.int64(fixed), (n,)), np.broadcast_to(np.int64(stride - fixed), (n,))
     else:
         starts, sizes = np.full(n, fixed, np.int64), lengths - fixed
-    return _with_tail(soa, layout, buf, offsets, starts, sizes, tails == "view"), layout
+    return _with_tail(soa, layout, buf, offsets, starts, sizes, tails == "view", stride=stride), layout
 
 
-def _empty(layout) -> SoA:
+def _empty(layout: Layout, tail: bool) -> SoA:
+    """The table of a type with no records (with a ``_tail`` column: ``tail``): a new
+    SoA over the columns of :func:`_empty_parts`, made once per layout (LAS has ten
+    point formats with no records in each read, and laying out a table's buffers field
+    by field costs more than reading a small file). No rows: nothing in it can change."""
+    layout, columns = _empty_parts(layout, tail)
+    return SoA(layout, 0, columns)
+
+
+@functools.lru_cache(maxsize=256)
+def _empty_parts(layout: Layout, tail: bool) -> tuple:
+    """(layout, columns) of :func:`_empty`: columns over memory of their own, read-only
+    (shared by the tables made of them, which own no arena: none is an ``out=``)."""
+    soa = _empty_soa(layout)
+    soa.parts().memory.flags.writeable = False
+    if tail:
+        empty = np.zeros(0, np.int64)
+        soa = _with_tail(soa, layout, np.zeros(0, np.uint8), empty, empty, empty)
+    return soa.layout, soa.parts().columns
+
+
+def _empty_soa(layout) -> SoA:
     """The table of a type with no records: its buffers zero (a string column's one
     offset 0), as the kernels leave them for no rows."""
-    arena = _empty_arena(layout)
+    arena = Arena(layout, 0, frozenset())
     memory = arena.allocate()
     memory[:] = 0
     return soa_over_arena(layout, 0, arena, memory, {}, None)
 
 
-@functools.lru_cache(maxsize=256)
-def _empty_arena(layout) -> Arena:
-    """The arena of no records of ``layout`` (remembered: its buffers' places are worked
-    out field by field, and LAS has ten point formats with no records in each read)."""
-    return Arena(layout, 0, frozenset())
+@functools.lru_cache(maxsize=64)
+def _arena(layout: Layout, n: int) -> Arena:
+    """``Arena(layout, n)`` (remembered: an arena is a description, no memory, and laying
+    out the header's is a tenth of reading a small file; the header's n is always 1)."""
+    return Arena(layout, n, frozenset())
 
 
 def _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, label, what) -> SoA:
@@ -655,7 +678,7 @@ def _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, 
     blocks of rows gathered in cache, then the usual per-column kernels, threaded)."""
     n = len(offsets)
     assert not any(f.kind == "enum" for f in layout.fields)  # stream fields never are (no dictionary to fix)
-    arena = Arena(layout, n, frozenset())
+    arena = _arena(layout, n)
     memory = arena.allocate()
     ops, offs, keep = forward_ops(arena, memory.ctypes.data, {})
     nul = np.array([(layout[name].offset, layout[name].width) for name in record.text], np.int64).reshape(-1, 2)
@@ -682,7 +705,7 @@ def _transpose_strided(
     shift = int(runs[0, 1] - runs[0, 0])  # packed record byte = stream record byte + shift
     names = [f.name for f in layout.fields]
     at = names.index("_offset")
-    arena = Arena(layout, n, frozenset())
+    arena = _arena(layout, n)
     memory = arena.allocate()
     ops, offs, keep = forward_ops(arena, memory.ctypes.data, {})
     offs = offs - shift
@@ -732,7 +755,7 @@ def _transpose_on_gpu(gpu, buf, record, order, layout, runs, offset_at, offsets,
     if not G.stageable(itemsize):
         return _gathered_on_gpu(gpu, buf, record, order, layout, runs, offset_at, offsets, prefix, label, what, bmap)
     backend = backends.get("cuda")
-    arena = Arena(layout, n, frozenset())
+    arena = _arena(layout, n)
     memory = backend.allocate(arena)
     ops, offs, keep = forward_ops(arena, HEAD, {})
     G.check_strings(ops, offs, bmap)
@@ -902,11 +925,13 @@ def _check_text(rows, layout, record, offsets, prefix, order, label, what):
             )
 
 
-def _with_tail(soa: SoA, layout: Layout, buf, offsets, starts, sizes, views=False, limit=_BINARY_MAX) -> SoA:
+def _with_tail(soa: SoA, layout: Layout, buf, offsets, starts, sizes, views=False, limit=_BINARY_MAX, stride=0) -> SoA:
     """``soa`` plus a ``_tail`` binary column of ``sizes[i]`` bytes from
     ``offsets[i] + starts[i]`` (binary, or large_binary past 2 GiB); with ``views``, a
     binary_view column into ``buf`` (:func:`_tail_views`; ``limit``: the largest offset
-    a view holds, a parameter for the tests), or the copy where views cannot hold a tail."""
+    a view holds, a parameter for the tests), or the copy where views cannot hold a tail.
+    ``stride``: the records are that many bytes one after another from ``offsets[0]``,
+    ``starts`` and ``sizes`` one value each (:func:`_fixed_tails`)."""
     n = len(offsets)
     widest = int(sizes[:1].max() if sizes.strides == (0,) else sizes.max()) if n else 0
     if views:
@@ -915,7 +940,11 @@ def _with_tail(soa: SoA, layout: Layout, buf, offsets, starts, sizes, views=Fals
             return SoA(_tail_layout(layout, max(widest, 1)), n, list(soa._columns) + [column])
     if widest == 0:  # no record has a tail (LAS points without extra bytes): no pass over them
         total, data, large = 0, np.empty(1, np.uint8), False
-        offs = np.zeros(n + 1, np.int32)
+        offs = _zeros(n + 1, np.int32)
+    elif stride:  # tails of one size at one place in records one after another (LAS extra bytes)
+        total = n * widest
+        large = total > _BINARY_MAX
+        data, offs = _fixed_tails(buf, int(offsets[0]), n, stride, int(starts[0]), widest, large)
     else:
         ends = np.cumsum(sizes, dtype=np.int64)
         total = int(ends[-1])
@@ -936,6 +965,35 @@ def _with_tail(soa: SoA, layout: Layout, buf, offsets, starts, sizes, views=Fals
         "cstr",  # (the kind of _tail_layout's field: to_aos reads it through its offsets)
     )
     return SoA(tail_layout, n, list(soa._columns) + [column])
+
+
+def _fixed_tails(buf, first, n, stride, at, width, large) -> "tuple[np.ndarray, np.ndarray]":
+    """The ``_tail`` bytes and offsets of ``n`` records of ``stride`` bytes from byte
+    ``first`` whose tails are the ``width`` bytes from ``at`` in each: one strided copy of
+    ``width``-byte items (NumPy's; the view is checked to lie inside ``buf``), the offsets
+    by arithmetic (int64 with ``large``). The general way (:func:`K.gather_tails`, a copy a
+    record through arrays of n starts and ends) took longer than the transpose for
+    LAS's 4 extra bytes a point."""
+    if first < 0 or at < 0 or at + width > stride or first + n * stride > buf.shape[0]:  # (the scan made it so)
+        raise ConversionError(f"{n} records of {stride} bytes from byte {first} pass the end of the stream")
+    item = np.dtype((np.void, width))
+    tails = np.empty(n, item)
+    np.copyto(tails, np.ndarray((n,), item, buffer=buf, offset=first + at, strides=(stride,)))
+    return tails.view(np.uint8), np.arange(0, n * width + 1, width, dtype=np.int64 if large else np.int32)
+
+
+_LAZY_ZEROS = 1 << 20  # bytes from which _zeros maps fresh pages
+
+
+def _zeros(n: int, dtype) -> np.ndarray:
+    """``np.zeros(n, dtype)`` that costs no pass over its bytes: past ``_LAZY_ZEROS``,
+    fresh anonymous pages (the kernel's zero page until written; a reused heap block
+    would be cleared byte by byte). For columns that are all zeros: the ``_tail``
+    offsets of records without tails."""
+    nbytes = n * np.dtype(dtype).itemsize
+    if nbytes < max(_LAZY_ZEROS, 1):
+        return np.zeros(n, dtype)
+    return np.frombuffer(mmap.mmap(-1, nbytes), dtype, n)
 
 
 def _tail_views(buf, offsets, starts, sizes, n, limit) -> "ColumnBuffers | None":

@@ -150,7 +150,14 @@ def evaluate(text: "str | int", values: Mapping[str, int], where: str) -> int:
             raise ValueError(f"{where} = {text!r} overflows int64 ({v})")
         return v
 
-    return ev(ast.parse(text, mode="eval"))
+    return ev(_parsed(text))
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(text: str) -> ast.Expression:
+    """``ast.parse(text, mode="eval")``, remembered (a read evaluates the same few
+    expressions each time; parsing one costs more than its value). Only read, never changed."""
+    return ast.parse(text, mode="eval")
 
 
 # --------------------------------------------------------------------------- field types
@@ -277,13 +284,20 @@ class Record:
         """The size with every list whose length is an expression taken as empty."""
         return sum(0 if _open_list(t) else field_dtype(t, order, "")[1] for _, t in self.fields)
 
+    @functools.cached_property
+    def _opens(self) -> bool:
+        """Whether a field is an :func:`_open_list` (remembered: a read resolves every type
+        of every section, and matching each type string costs as much as reading a small
+        file)."""
+        return any(_open_list(t) for _, t in self.fields)
+
     def resolve(self, values: Mapping[str, int], where: str, limit: int) -> "Record":
         """This record with every list length that is an expression replaced by its
         value (``values``: the header's integer fields); ValueError when a length is
         below 1 or the record would exceed ``limit`` bytes."""
-        if not any(_open_list(t) for _, t in self.fields):
+        if not self._opens:
             return self
-        fields = []
+        lengths = []
         for name, t in self.fields:
             if _open_list(t):
                 lm = _LIST_TYPE.match(t)
@@ -299,9 +313,27 @@ class Record:
                         f"{where}.fields.{name}: the list length {expr!r} is {n}, more elements than "
                         f"the {limit} bytes of the data can hold"
                     )
-                t = f"{lm.group(1)}[{n}]"
-            fields.append((name, t))
-        return dataclasses.replace(self, fields=tuple(fields))
+                lengths.append((lm.group(1), n))
+        key = tuple(lengths)
+        got = self._resolved.get(key)  # (a record is a value: the same lengths, the same record)
+        if got is None:
+            fields, at = [], iter(lengths)
+            for name, t in self.fields:
+                if _open_list(t):
+                    base, n = next(at)
+                    t = f"{base}[{n}]"
+                fields.append((name, t))
+            got = dataclasses.replace(self, fields=tuple(fields))
+            if len(self._resolved) < 64:
+                self._resolved[key] = got
+        return got
+
+    @functools.cached_property
+    def _resolved(self) -> dict:
+        """The records :meth:`resolve` made, by their list lengths (SEG-Y: one a file's
+        sample count): rebuilding one (its fields checked again, its plan made again)
+        costs more than reading a small file."""
+        return {}
 
     def plan(self, order: str, prefix: int, with_offset: bool, keep_prefix: bool = False):
         """See :func:`_plan` (cached: a Record is a value)."""
@@ -481,12 +513,10 @@ class Section:
 
     def resolve(self, values: Mapping[str, int], where: str, limit: int) -> "Section":
         """This section with its types' list lengths taken from the header (``values``)."""
-        types = tuple(
-            dataclasses.replace(t, record=t.record.resolve(values, f"{where}.types.{t.name}", limit))
-            for t in self.types
-        )
-        if all(a.record is b.record for a, b in zip(types, self.types)):
+        records = [t.record.resolve(values, f"{where}.types.{t.name}", limit) for t in self.types]
+        if all(r is t.record for r, t in zip(records, self.types)):
             return self
+        types = tuple(t if r is t.record else dataclasses.replace(t, record=r) for r, t in zip(records, self.types))
         return dataclasses.replace(self, types=types)
 
 
