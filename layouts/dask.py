@@ -470,9 +470,22 @@ def stream_schemas(spec: Any) -> "dict[str, Any]":
     no records (the same code builds them), so a file's tables have them too."""
     from ._stream.frame import Scanned
     from ._stream.read import StreamTables, _convert, _raw_table, _tables, resolve
-    from ._stream.spec import _BdwSection
+    from ._stream.spec import _BdwSection, _open_list
 
     stream = resolve(spec)
+    opens = [
+        f"{t.name}.{name}"
+        for s in stream.sections
+        for t in s.types
+        for name, ty in getattr(t.record, "fields", ())
+        if isinstance(ty, str) and _open_list(ty)
+    ]
+    if opens:
+        raise LayoutError(
+            f"{stream.name}: the list length of {opens[0]} comes from each file's header, so its tables' "
+            f"schemas are known only file by file, and one Dask frame has one schema: not taken yet; read "
+            f"the files with layouts.read_stream (one dict of tables each)"
+        )
     order = stream.orders()[0]  # the byte order changes no Arrow type
     buf = np.zeros(0, np.uint8)
     buf.flags.writeable = False

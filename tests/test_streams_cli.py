@@ -327,6 +327,26 @@ def test_no_way_writes_over_its_own_input(pcap, tmp_path, capsys):
     assert same.read_bytes() == raw
 
 
+def test_list_lengths_from_the_header_through_the_command(tmp_path, capsys):
+    """attack5: convert and inspect --stream failed on any description whose list length
+    is a header expression (the segy built-in), with an internal message; LAS 1.2's header
+    was counted as 375 bytes (its size field says 227)."""
+    spec = tmp_path / "n.toml"
+    spec.write_text(
+        'name = "h"\norder = "little"\n[header]\nfields = [["n", "<u4"]]\n'
+        '[[section]]\nframing = { size = 4 }\n[section.types.r]\nfields = [["a", "u1[n]"]]\n'
+    )
+    data = tmp_path / "n.dat"
+    data.write_bytes(struct.pack("<I", 4) + bytes(range(12)))
+    assert run("convert", data, "--stream", spec, "--to", f"{tmp_path / 'out'}/") == 0
+    assert "3 records (r 3), 16 bytes" in capsys.readouterr().out
+    assert pq.read_table(tmp_path / "out" / "r.parquet").column("a").to_pylist()[2] == [8, 9, 10, 11]
+    assert run("inspect", data, "--stream", spec) == 0
+    assert re.search(r"r +3 +12\n_header +1 +4\ntotal +3 +16", capsys.readouterr().out)
+    assert run("convert", f"{tmp_path / 'out'}/", "--stream", spec, "--to", tmp_path / "back.dat", "--quiet") == 0
+    assert (tmp_path / "back.dat").read_bytes() == data.read_bytes()
+
+
 def test_errors_of_the_way_back(pcap, itch, tmp_path, capsys):
     d = tmp_path / "d"
     assert run("convert", pcap, "--stream", "pcap", "--to", d, "--quiet") == 0

@@ -142,6 +142,13 @@ def test_schemas_are_read_streams_own_for_every_builtin_and_an_empty_file():
     assert all(pcap[n].to_arrow().schema.equals(schemas[n]) for n in pcap)
 
 
+def test_list_lengths_from_each_files_header_are_a_clear_refusal(tmp_path):
+    """attack5: segy (samples per trace from the header) failed with an internal message;
+    one frame has one schema, these have one per file: a LayoutError that says so."""
+    with pytest.raises(lo.LayoutError, match=r"the list length of ibm32.samples comes from each file's header"):
+        ld.read_stream(str(tmp_path / "*.sgy"), "segy")
+
+
 def test_several_types_computed_together_read_each_file_once(itch_files, monkeypatch):
     folder, paths = itch_files
     from layouts._stream import read

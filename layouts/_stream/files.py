@@ -13,6 +13,7 @@ name, the table's name and the byte order it was read in.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import mmap
 import os
@@ -37,7 +38,7 @@ from .read import (
     read_header,
     section_range,
 )
-from .spec import Stream
+from .spec import Stream, evaluate
 
 __all__ = [
     "write_dir",
@@ -641,8 +642,6 @@ class _Cursor:
 
 
 def _write_windows(d: DirSet, stream: Stream, f, order, window: int, check, fill=None) -> int:
-    import dataclasses
-
     from .write import write_stream
 
     header = d.read_all_of("_header") if "_header" in d.paths else None
@@ -758,7 +757,23 @@ def scan_dir(src: str, stream: Stream, fmt: "str | None" = None) -> DirSet:
         tables[stem] = pa.Table.from_batches([], schema=schema.remove_metadata())  # (empty_table imports pandas)
         files[stem] = os.path.join(label, e)
         paths[stem] = (p, kind)
-    _check_columns(stream, tables, files)
+    checked = stream
+    if stream.header is not None and "_header" in paths:
+        # list lengths from the header (segy's samples): the types' columns as the header gives them
+        from .read import header_values
+
+        order = orders.get("_header") or stream.orders()[0]
+        try:
+            values = header_values(stream, _read_one(*paths["_header"]), order)
+            checked = dataclasses.replace(
+                stream,
+                sections=tuple(
+                    sec.resolve(values, f"{stream.name} section[{i}]", 2**62) for i, sec in enumerate(stream.sections)
+                ),
+            )
+        except (ValueError, KeyError, IndexError, OSError, pa.ArrowException):
+            checked = stream  # (the way back says what is wrong with the header)
+    _check_columns(checked, tables, files)
     distinct = set(orders.values())
     if len(distinct) > 1:
         a, b = sorted(orders, key=lambda n: orders[n])[0], sorted(orders, key=lambda n: orders[n])[-1]
@@ -791,6 +806,7 @@ def _check_columns(stream: Stream, tables: dict, files: dict) -> None:
                     f"not have (its columns: {', '.join(want)}); it would not be written: drop it"
                 )
             types = {f.name: f.arrow_type for f in layout.fields}
+            types.update({f.name: f.type for f in layout.schema if f.name in types})  # (a list: its list type)
             types["_tail"] = pa.binary()
             for n in want:
                 found, need = table.schema.field(n).type, types[n]
@@ -821,15 +837,21 @@ def table_bytes(stream: Stream, tables: Mapping[str, Any], order: str) -> "dict[
             return 0
         return int(pc.sum(pc.binary_length(table.column("_tail"))).as_py() or 0)
 
-    out = {}
-    for s in stream.sections:
+    from .read import header_values
+
+    out: "dict[str, tuple[int, int]]" = {}
+    values = {}
+    if "_header" in tables and stream.header is not None:
+        values = header_values(stream, tables["_header"], order)
+        size = stream.header.size(order) if stream.header_size is None else evaluate(stream.header_size, values, "")
+        out["_header"] = (1, int(size))
+    for i, s in enumerate(stream.sections):
+        s = s.resolve(values, f"{stream.name} section[{i}]", 2**62)  # (list lengths from the header)
         for t in s.types:
             if t.name in tables:
                 table = arrow(tables[t.name])
                 fixed = int(s.framing.prefix or 0) + t.record.size(order)
                 out[t.name] = (table.num_rows, table.num_rows * fixed + tails(table))
-    if "_header" in tables and stream.header is not None:
-        out["_header"] = (1, stream.header.size(order))
     for name in ("_gaps", "_unknown"):
         if name in tables:
             table = arrow(tables[name])
