@@ -102,3 +102,40 @@ def test_command_page_examples_print_what_the_page_shows(page, tmp_path):
     for command, want in console_commands(page.read_text()):
         got = run_console(command, tmp_path)
         assert matches(got, want), f"$ {command}\nprinted:\n" + "\n".join(got) + "\nthe page says:\n" + "\n".join(want)
+
+
+def test_a_terminal_as_standard_input_is_refused_and_options_come_first(tmp_path):
+    """attack5: `layouts convert -` with a terminal as standard input blocked, then wrote an
+    empty output (exit 0); a wrong option waited for standard input's first bytes."""
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        run = subprocess.run(
+            [sys.executable, "-m", "layouts", "convert", "-", "--dtype", "[('a', 'u1')]", "--to", "o.parquet"],
+            stdin=follower,
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=120,
+        )
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert run.returncode == 2 and "standard input is a terminal, not data" in run.stderr
+    assert not (tmp_path / "o.parquet").exists()
+    slow = subprocess.Popen(["sleep", "30"], stdout=subprocess.PIPE)  # a producer that sends nothing yet
+    try:
+        run = subprocess.run(
+            [sys.executable, "-m", "layouts", "convert", "-", "--dtype", "i4,zz", "--to", "o.parquet"],
+            stdin=slow.stdout,
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=25,
+        )
+    finally:
+        slow.kill()
+        slow.wait()
+        slow.stdout.close()
+    assert run.returncode == 2 and "--dtype" in run.stderr  # (at once, not after the producer's first bytes)

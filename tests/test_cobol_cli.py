@@ -260,7 +260,7 @@ def test_segment_file_says_its_signs_or_keeps_them(tmp_path, capsys):
     assert f"cannot read {table} as a Parquet table" in capsys.readouterr().err
 
 
-def test_variable_occurs_says_its_signs(tmp_path, capsys):
+def test_variable_occurs_says_its_signs(tmp_path, capsys, monkeypatch):
     """--variable-occurs: the count per field of signs the way back writes otherwise (of the
     elements the counts hold), from a file and from standard input."""
     book, data = tmp_path / "v.cob", tmp_path / "v.dat"
@@ -273,6 +273,15 @@ def test_variable_occurs_says_its_signs(tmp_path, capsys):
     assert main(argv) == 0
     said = "  2 values of T.AMT will come back with another sign byte (the field's own) (--keep-signs keeps them"
     assert said in capsys.readouterr().out
+    # attack5: a records name for the table (it wrote Parquet under it), a table on standard input
+    assert main([*argv[:-1], str(tmp_path / "v.bin")]) == 2
+    assert "writes a Parquet or Arrow IPC file here" in capsys.readouterr().err and not (tmp_path / "v.bin").exists()
+    import io
+
+    with io.TextIOWrapper(open(tmp_path / "v.parquet", "rb")) as stdin:
+        monkeypatch.setattr(sys, "stdin", stdin)
+        assert main(["convert", "-", *argv[2:-1], str(tmp_path / "w.parquet")]) == 2
+    assert "standard input holds a Parquet or Arrow file" in capsys.readouterr().err
 
 
 def test_records_from_standard_input_say_their_signs_are_not_counted(tmp_path, capsys, monkeypatch):

@@ -294,3 +294,15 @@ def test_damaged_descriptions_give_only_layout_errors():
         except lo.LayoutError:
             checked += 1
     assert checked > 400
+
+
+@pytest.mark.parametrize("terms", [300, 1000, 3000])
+def test_a_long_expression_is_a_layout_error_not_a_recursion_error(tmp_path, terms):
+    """attack5: "1+1+...+1" of 1,000 terms raised RecursionError (when evaluated, or parsed)."""
+    spec = tmp_path / "e.toml"
+    spec.write_text(
+        'name = "e"\n[[section]]\ncount = "' + "+".join(["1"] * terms) + '"\nframing = { size = 1 }\n'
+        '[section.types.r]\nfields = [["a", "u1"]]\n'
+    )
+    with pytest.raises(lo.LayoutError, match=r"section\[0\]\.count: .* at most 200"):
+        lo.read_stream(bytes(10), spec)

@@ -62,14 +62,17 @@ def convert(args):
             raise CommandError(f"{flag} applies to multi-segment files; add --segment ID=RECORD (or leave {flag} out)")
     to_stdout = args.dst == "-"
     _check_standard_streams(args)
-    src = open_stdin() if args.src == "-" else args.src
-    fmt = _stdout_format(args, src) if to_stdout else _output_format(args)
-    codec = codec_of(args, fmt)
-    if args.copybook:
+    if args.copybook:  # (the options first: nothing is read from standard input for a wrong one)
         layout = copybook_layout(args)
     else:
         reject_copybook_options(args)
         layout = layout_of(args)
+    fmt = None if to_stdout else _output_format(args)
+    codec = None if to_stdout else codec_of(args, fmt)
+    src = open_stdin() if args.src == "-" else args.src
+    if to_stdout:  # the format from the input's first bytes
+        fmt = _stdout_format(args, src)
+        codec = codec_of(args, fmt)
     chunk = DEFAULT_CHUNK if args.chunk is None else args.chunk
     if chunk < layout.itemsize:
         mib = max(-(-layout.itemsize // 2**20), DEFAULT_CHUNK // 2**20)  # (64M unless a record is larger)
@@ -163,6 +166,11 @@ def _check_standard_streams(args):
         raise CommandError(
             "--to - writes binary data, and standard output is a terminal: pipe it into a "
             "program (| ...) or redirect it (> FILE)"
+        )
+    if args.src == "-" and sys.stdin.isatty():
+        raise CommandError(
+            "SRC -: standard input is a terminal, not data: pipe the input in (... | layouts convert - ...) "
+            "or redirect it (< FILE), or give its path"
         )
     if args.dst == "-" and _same_file(1, 0 if args.src == "-" else args.src):
         raise CommandError(

@@ -731,6 +731,16 @@ def convert_variable(args):
     back = str(args.src).lower().endswith((".parquet", ".arrow", ".feather", ".ipc"))
     _check_source(args)
     _check_destination(args)
+    if args.src == "-" and sys.stdin.buffer.peek(6)[:6].startswith((b"PAR1", b"ARROW1", b"\xff\xff\xff\xff")):
+        raise CommandError(
+            "SRC -: standard input holds a Parquet or Arrow file, and --variable-occurs reads records from "
+            "it; the way back (a table -> records) reads the table by its path: give SRC as FILE.parquet"
+        )
+    if not back and args.dst != "-" and not args.dst.lower().endswith(_TABLE_SUFFIXES) and not _written_into(args.dst):
+        raise CommandError(
+            f"--to {args.dst}: --variable-occurs writes a Parquet or Arrow IPC file here (records -> a table), "
+            f"and the name does not say so; name it .parquet or .arrow (records come from a table file: SRC FILE.parquet)"
+        )
     try:
         if back:
             import pyarrow.feather as feather
@@ -767,6 +777,17 @@ def convert_variable(args):
             keep=" (--keep-signs keeps them with fixed-length records, not yet with --variable-occurs)",
         )
     return 0
+
+
+def _written_into(dst):
+    """Whether ``dst`` is a FIFO or a device, which any format is written into."""
+    import os
+    import stat
+
+    try:
+        return not stat.S_ISREG(os.stat(dst).st_mode) and not stat.S_ISDIR(os.stat(dst).st_mode)
+    except OSError:
+        return False
 
 
 def _check_destination(args):

@@ -58,6 +58,9 @@ _OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)
 INT64_MAX = 2**63 - 1
 
 
+_MAX_DEPTH = 200  # levels of an expression's tree (a sum of 100 terms nests 100)
+
+
 def check_expr(text: "str | int", where: str, names: "tuple[str, ...]") -> "str | int":
     """``text`` if it is an integer or an expression over ``names`` with + - * // and
     parentheses only; else a LayoutError naming ``where``."""
@@ -69,11 +72,24 @@ def check_expr(text: "str | int", where: str, names: "tuple[str, ...]") -> "str 
         return text
     try:
         tree = ast.parse(text, mode="eval")
+    except RecursionError:
+        raise _err(where, f"{text[:40]!r}... nests too deep to parse; at most {_MAX_DEPTH} levels") from None
     except SyntaxError as err:
         raise _err(
             where,
             f'{text!r} is not an expression ({err.msg}); write e.g. "offset_to_points" or "header_size + 4 * count"',
         ) from err
+    depth, stack = 0, [(tree, 1)]
+    while stack:  # (evaluate recurses: its depth is bounded here, not by Python's stack)
+        node, d = stack.pop()
+        depth = max(depth, d)
+        stack.extend((child, d + 1) for child in ast.iter_child_nodes(node))
+    if depth > _MAX_DEPTH:
+        raise _err(
+            where,
+            f"{text[:40]!r}... nests {depth} levels of operations; at most {_MAX_DEPTH}: write it shorter "
+            f"(a header field, or n * k for a sum of n equal terms)",
+        )
     calls = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
