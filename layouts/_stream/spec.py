@@ -79,11 +79,12 @@ def check_expr(text: "str | int", where: str, names: "tuple[str, ...]") -> "str 
             where,
             f'{text!r} is not an expression ({err.msg}); write e.g. "offset_to_points" or "header_size + 4 * count"',
         ) from err
-    depth, stack = 0, [(tree, 1)]
+    depth = 0
+    stack: "list[tuple[ast.AST, int]]" = [(tree, 1)]
     while stack:  # (evaluate recurses: its depth is bounded here, not by Python's stack)
-        node, d = stack.pop()
+        item, d = stack.pop()
         depth = max(depth, d)
-        stack.extend((child, d + 1) for child in ast.iter_child_nodes(node))
+        stack.extend((child, d + 1) for child in ast.iter_child_nodes(item))
     if depth > _MAX_DEPTH:
         raise _err(
             where,
