@@ -291,6 +291,9 @@ def test_a_fifo_or_a_device_is_an_error_not_an_empty_stream(tmp_path):
     book = "       01  R.\n           05  N PIC 9.\n           05  T OCCURS 0 TO 4 TIMES DEPENDING ON N.\n              10 X PIC X.\n"
     with pytest.raises((lo.ConversionError, lo.LayoutError), match=r"is not a regular file"):
         cobol.read_variable(str(fifo), book)
+    with open("/dev/zero", "rb") as endless:  # attack5: read until memory ran out
+        with pytest.raises(lo.ConversionError, match=r"/dev/zero is a device, which has no end to read to"):
+            lo.read_stream(endless, "itch50")
 
 
 def test_a_proc_file_is_read_for_its_bytes_not_as_empty(tmp_path):

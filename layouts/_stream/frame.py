@@ -8,6 +8,7 @@ names the source, the byte offset, the record type and the fix.
 from __future__ import annotations
 
 import functools
+import io
 import mmap
 import os
 import stat
@@ -66,6 +67,15 @@ def _source_bytes(src):
     if hasattr(src, "read"):
         label = getattr(src, "name", None)
         label = label if isinstance(label, str) else "<file object>"
+        try:  # a device (/dev/zero, a terminal) has no end to read to: refused as its path is
+            st = os.fstat(src.fileno())
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            st = None
+        if st is not None and (stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)):
+            raise ConversionError(
+                f"{label} is a device, which has no end to read to; records are read from regular files, pipes "
+                f"and bytes: save it to a file first"
+            )
         data = src.read()
         if not isinstance(data, (bytes, bytearray)):
             raise ConversionError(f"{label}: read() gave {type(data).__name__}; open the file in binary mode ('rb')")
