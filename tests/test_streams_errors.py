@@ -313,3 +313,27 @@ def test_a_proc_file_is_read_for_its_bytes_not_as_empty(tmp_path):
     book = "       01  R.\n           05  N PIC 9.\n           05  T OCCURS 0 TO 4 TIMES DEPENDING ON N.\n              10 X PIC X.\n"
     with pytest.raises(lo.ConversionError, match=r"/proc/self/cmdline: record 0 \(byte 0\)"):
         cobol.read_variable(path, book, codepage="ascii")  # ("/..." is no count: read, and said)
+
+
+def test_write_streams_advice_is_its_own():
+    """attack5: write_stream advised truncate= (a TypeError) and bytes_as= (no such option),
+    named offsets of its staging record, and took a _prefix of the wrong width for text."""
+    import struct
+
+    import pyarrow as pa
+
+    rec = np.dtype([("id", ">u4"), ("name", "S6")])
+    data = b"".join(struct.pack(">HH", 14, 0) + struct.pack(">I", i) + b"NAME%02d" % i for i in range(2))
+    spec = lo.Stream.rdw(rec)
+    t = lo.read_stream(data, spec)["record"].to_arrow()
+    long = t.set_column(t.schema.get_field_index("name"), "name", pa.array([b"NAME00X", b"NAME01"], pa.binary()))
+    with pytest.raises(lo.ConversionError) as err:
+        lo.write_stream({"record": long}, spec)
+    assert "shorten such values to 6 bytes" in str(err.value)
+    assert "truncate" not in str(err.value) and "at offset" not in str(err.value)
+    j = t.schema.get_field_index("_prefix")
+    bad = t.set_column(j, "_prefix", pa.array([b"\0\0\0"] * 2, pa.binary(3)))
+    with pytest.raises(
+        lo.ConversionError, match=r"column '_prefix', row 0: b'\\x00\\x00\\x00' is not the record's 4 framing"
+    ):
+        lo.write_stream({"record": bad}, spec)

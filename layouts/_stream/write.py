@@ -128,7 +128,7 @@ def _dense(table: pa.Table, record: Record, order, prefix, keep, what, type_name
             raise ConversionError(f"{what}: fill[{type_name!r}]{str(err)[4:]}") from err
         lists = [f"{n} {t}" for n, t in record.fields if "[" in t]
         if not lists:
-            raise
+            raise ConversionError(f"{what}: {_stream_advice(str(err))}") from None
         if not table.num_rows:  # an empty table of a type the header's lengths do not fit: nothing to write
             return None, layout, runs, zeros
         raise ConversionError(
@@ -136,6 +136,25 @@ def _dense(table: pa.Table, record: Record, order, prefix, keep, what, type_name
             f"set the header field to the lists' length, or the lists to the header's"
         ) from err
     return soa, layout, runs, zeros
+
+
+def _stream_advice(text):
+    """A table conversion's message in write_stream's terms: it has no ``truncate=`` or
+    ``bytes_as=``, and a field's offset is in the stream's record, not in the columns' staging
+    record (left out)."""
+    import re
+
+    text = re.sub(r" at offset \d+(, )?", lambda m: ", " if m.group(1) else "", text)
+    text = re.sub(
+        r"pass truncate=True to cut such values to (\d+ \w+), or change the field's width",
+        r"shorten such values to \1 (the record type's field: write_stream cuts nothing)",
+        text,
+    )
+    return re.sub(
+        r"\(bytes_as='binary' or 'string'\)(.*)Remove the NUL, or bind the field with bytes_as='fixed' to keep its raw bytes",
+        r"(as the description reads it)\1Remove the NUL, or declare the field as bytes (not text) in the description",
+        text,
+    )
 
 
 def _check_nulls(table, record, layout, runs, prefix, what, type_name, fill):
@@ -225,8 +244,16 @@ def _place(
     bad, op, code = fault
     if code in (K.E_LENGTH, K.E_TAG) and framed is not None:
         raise _frame_error(soa, record, order, bad, code, frame, lengths, framed, what)
+    if code != K.E_WIDE and soa.layout.fields[op].name == "_prefix":  # (the framing's bytes, not text)
+        width = soa.layout.fields[op].dtype.itemsize
+        value = soa.to_arrow().column("_prefix")[bad].as_py()
+        raise ConversionError(
+            f"{what}: column '_prefix', row {bad}: {value!r} is not the record's {width} framing bytes, which "
+            f"each row holds (as read_stream gave them); give each row its {width} bytes"
+        )
     if code != K.E_WIDE:
-        raise reverse_error(soa.layout, soa._columns, fault)
+        err = reverse_error(soa.layout, soa._columns, fault)
+        raise ConversionError(f"{what}: {_stream_advice(str(err))}") from None
     row = soa.to_arrow().slice(bad, 1)
     for name, t in record.fields:
         from .spec import field_dtype
