@@ -252,8 +252,8 @@ def _place(
             f"each row holds (as read_stream gave them); give each row its {width} bytes"
         )
     if code != K.E_WIDE:
-        err = reverse_error(soa.layout, soa._columns, fault)
-        raise ConversionError(f"{what}: {_stream_advice(str(err))}") from None
+        said = reverse_error(soa.layout, soa._columns, fault)
+        raise ConversionError(f"{what}: {_stream_advice(str(said))}") from None
     row = soa.to_arrow().slice(bad, 1)
     for name, t in record.fields:
         from .spec import field_dtype
