@@ -139,3 +139,12 @@ def test_a_terminal_as_standard_input_is_refused_and_options_come_first(tmp_path
         slow.wait()
         slow.stdout.close()
     assert run.returncode == 2 and "--dtype" in run.stderr  # (at once, not after the producer's first bytes)
+
+
+def test_a_dtype_without_names_is_a_usage_error_in_the_commands_terms(capsys):
+    """attack5: --dtype i4 gave Layout.from_dtype's advice (Python) and exit 1."""
+    assert main(["convert", "x.bin", "--dtype", "i4", "--to", "x.parquet"]) == 2
+    assert (
+        "--dtype 'i4' has no named fields (it is one int32 value); records need names: --dtype"
+        in capsys.readouterr().err
+    )

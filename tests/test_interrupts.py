@@ -684,3 +684,20 @@ def test_sigint_while_the_kernel_pool_starts_its_threads():
     rc, out, err = _child(code, timeout=60)
     assert rc == 0, (rc, err[-2000:])
     assert out.split() == ["interrupted", "True"], out
+
+
+def test_an_error_after_a_ctrl_c_is_the_interrupt(monkeypatch, capsys, tmp_path):
+    """attack5: a Ctrl-C while pandas loaded left the module half made, and its next use
+    failed ("partially initialized module"): the command ended with exit 1 and that error.
+    An error after a Ctrl-C is its consequence: one line "interrupted", 130."""
+    from layouts._cli import convert as convert_command
+    from layouts._cli import main
+
+    def interrupted_then_failed(args):
+        args.interrupts.count += 1  # (the Ctrl-C, dropped where the import swallowed it)
+        raise AttributeError("partially initialized module 'pandas' has no attribute 'core'")
+
+    monkeypatch.setattr(convert_command, "convert", interrupted_then_failed)
+    argv = ["convert", str(tmp_path / "x.bin"), "--dtype", "[('a', 'u1')]", "--to", str(tmp_path / "x.parquet")]
+    assert main(argv) == 130
+    assert capsys.readouterr().err.splitlines() == ["layouts convert: interrupted; no output was written"]

@@ -113,7 +113,10 @@ def _command(argv, interrupts, run):
             interrupts.quiet = True
             return closed_pipe()
         except Exception as err:  # noqa: BLE001 - one line, never a traceback (--debug shows it)
-            if wraps_interrupt(err):  # Python 3.11 wraps one raised in __set_name__ (as a class is made)
+            # Python 3.11 wraps one raised in __set_name__ (as a class is made); and one that came while a
+            # module loaded can leave it half made, whose next use fails (pandas: "partially initialized
+            # module"): after a Ctrl-C (or SIGTERM), an error is its consequence
+            if wraps_interrupt(err) or (interrupts.count and not interrupts.quiet):
                 raise KeyboardInterrupt from err
             if debug:
                 raise

@@ -115,6 +115,11 @@ def layout_of(args):
             dtype = np.dtype(spec)
         except (ValueError, SyntaxError, TypeError) as err:
             raise CommandError(f"--dtype {args.dtype!r} is not a NumPy structured dtype: {err}") from None
+        if dtype.names is None:
+            raise CommandError(
+                f"--dtype {args.dtype!r} has no named fields (it is one {dtype} value); records need names: "
+                f"--dtype \"[('value', '{dtype.str}')]\""
+            )
         layout = lo.Layout.from_dtype(dtype, bytes_as=default, flatten=args.flatten)
     else:
         header, colon, name = args.struct.rpartition(":")
