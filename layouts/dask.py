@@ -584,6 +584,18 @@ class _StreamTask:
             out[table_name] = _stream_frame(_as_schema(table, schema), self.file_column, self.files, index)
         return out
 
+    def _same_header(self, name, planned):
+        """A ConversionError if the file's header is not the one its ranges were cut by."""
+        if not planned:
+            return
+        with self.fs.open(name, "rb") as f:
+            now = bytes(read_range(f, 0, len(planned))) if self.fs.size(name) >= len(planned) else b""
+        if now != planned:
+            raise ConversionError(
+                f"{name}: its header (bytes 0 to {len(planned)}) changed after layouts.dask.read_stream cut the "
+                f"file into partitions by it: they no longer fit its records; call read_stream again"
+            )
+
     def _range(self, name, piece):
         """read_stream of bytes ``[start, stop)`` of a file of fixed-size records: the
         first range with the description's header (the section's count cut to the range's
@@ -601,7 +613,8 @@ class _StreamTask:
             start, stop, _ = piece
             sub, record_size, section_start = self.stream, 1, start
         else:
-            start, stop, first, count, order, record_size, section_start, index = piece
+            start, stop, first, count, order, record_size, section_start, index, planned = piece
+            self._same_header(name, planned)
             s = self.stream.sections[index]
             framing = dataclasses.replace(s.framing, size=record_size)
             if first:  # the header, the bytes before the records, the first records of section 0
@@ -670,7 +683,7 @@ def _stream_ranges(fs, name, stream, blocksize):
         return _vb_ranges(fs, name, size, blocksize)
     if getattr(stream, "header_size", None) is not None:  # a header whose size its fields give (LAS): whole files
         return [None]
-    order, values, h = stream.orders()[0], {}, 0
+    order, values, h, head = stream.orders()[0], {}, 0, b""
     if stream.header is not None or stream.byteorder is not None:
         b = stream.byteorder
         h = stream.header.size(order) if stream.header is not None else 0
@@ -703,7 +716,7 @@ def _stream_ranges(fs, name, stream, blocksize):
             # the last range of a section runs to the next one's start (the bytes between are its _gaps)
             last_of_section = k + n == count
             hi = (plan[i + 1][0] if i + 1 < len(plan) else size) if last_of_section else start + (k + n) * record_size
-            out.append((lo, hi, first, n, order, record_size, start, i))
+            out.append((lo, hi, first, n, order, record_size, start, i, bytes(head)))
     return [None] if len(out) < 2 else out
 
 

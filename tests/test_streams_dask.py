@@ -385,11 +385,13 @@ def test_fixed_size_records_cut_into_byte_ranges(las_files, tmp_path):
     assert len(got["point"]) == 80 and len(got["_header"]) == 4
     assert got["_gaps"]._offset.tolist() == [16, 16, 16, 16, 26 + 23 * 20]
     assert got["_gaps"]._tail.iloc[-1] == b"TRAILER"
-    # each task read its own range once: [0, first records' end), then ranges of 10 points, the last to the end
+    # each task read its own range once: [0, first records' end), then ranges of 10 points, the last to the end;
+    # and the 16-byte header, to check it is still the one the ranges were cut by
     reads = audited(paths, log)
     p0, p3 = str(paths[0]), str(paths[3])
-    assert sorted(reads[p0]) == [(0, 226), (226, 426), (426, 626), (626, 826), (826, 1026)]
-    assert sorted(reads[p3]) == [(0, 226), (226, 426), (426, 493)]
+    assert reads[p0].count((0, 16)) == 5 and reads[p3].count((0, 16)) == 3
+    assert sorted(r for r in reads[p0] if r != (0, 16)) == [(0, 226), (226, 426), (426, 626), (626, 826), (826, 1026)]
+    assert sorted(r for r in reads[p3] if r != (0, 16)) == [(0, 226), (226, 426), (426, 493)]
     assert reads[str(paths[1])] == [(0, paths[1].stat().st_size)] and reads[str(paths[2])] == [
         (0, paths[2].stat().st_size)
     ]
@@ -558,3 +560,27 @@ def test_several_fixed_size_sections_cut_into_ranges_of_each(tmp_path):
     got = check_frames(frames, paths, spec)
     assert sorted(got["_gaps"]._tail.tolist()) == [b"between"] * 3 + [b"the end"] * 3
     assert len(got["price"]) == 290 and len(got["_header"]) == 3
+
+
+def test_a_header_rewritten_after_planning_is_an_error_not_stale_ranges(tmp_path):
+    """attack5: ranges cut by a header that another program rewrote (same size) read 1000
+    records where the header now says 500, without a word."""
+    import struct
+
+    import dask
+
+    S = lo.Stream
+    side = S.Record([("side", "S1"), ("qty", ">u4")])
+    spec = S(
+        [S.Section(S.Framing(size=5), [S.RecordType("buy", side, tag="B")], tag=S.Tag(offset=0, size=1), count="n")],
+        header=S.Record([("magic", "S8"), ("n", ">u8")]),
+    )
+    path = tmp_path / "f.dat"
+    path.write_bytes(b"ORDERS01" + struct.pack(">Q", 1000) + b"".join(b"B" + struct.pack(">I", i) for i in range(1000)))
+    frames = ld.read_stream(str(path), spec, blocksize=1000, types=["buy"])
+    assert len(frames["buy"].compute(scheduler="synchronous")) == 1000
+    with open(path, "r+b") as f:
+        f.seek(8)
+        f.write(struct.pack(">Q", 500))
+    with pytest.raises(lo.ConversionError, match=r"f.dat: its header \(bytes 0 to 16\) changed after"):
+        dask.compute(frames["buy"], scheduler="synchronous")
