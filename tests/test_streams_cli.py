@@ -347,6 +347,24 @@ def test_list_lengths_from_the_header_through_the_command(tmp_path, capsys):
     assert (tmp_path / "back.dat").read_bytes() == data.read_bytes()
 
 
+def test_fill_and_inspect_usage_in_the_commands_terms(itch, tmp_path, capsys):
+    """attack5: a second --fill of one field silently won, an out-of-range one failed after
+    reading with NumPy's text (exit 1), a message had "add_order. shares", and inspect -
+    said "No such file"."""
+    out = tmp_path / "t"
+    assert run("convert", itch, "--stream", "itch50", "--to", f"{out}/", "--quiet") == 0
+    back = ["convert", out, "--stream", "itch50", "--to", tmp_path / "b.itch"]
+    err = error(capsys, *back, "--fill", "add_order.shares=1", "--fill", "add_order.shares=2", status=2)
+    assert "--fill add_order.shares is given twice" in err
+    err = error(capsys, *back, "--fill", "add_order.shares=-1", status=2)
+    assert "--fill add_order.shares=-1: field 'shares' (>u4) holds 0 to 4294967295" in err
+    err = error(capsys, *back, "--fill", "add_order.shares=abc", status=2)
+    assert "--fill add_order.shares=abc: not a value" in err
+    err = error(capsys, "inspect", "-", "--stream", "itch50", status=2)
+    assert "inspect --stream reads a stream file, not standard input" in err
+    assert not (tmp_path / "b.itch").exists()
+
+
 def test_errors_of_the_way_back(pcap, itch, tmp_path, capsys):
     d = tmp_path / "d"
     assert run("convert", pcap, "--stream", "pcap", "--to", d, "--quiet") == 0

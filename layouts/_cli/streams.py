@@ -293,6 +293,8 @@ def refuse_own_input(dst, inputs):
 
 def _stream_fills(stream, items, order) -> dict:
     """write_stream's ``fill`` from --fill TYPE.FIELD=VALUE (each value read as the field's type)."""
+    import numpy as np
+
     from .._stream.read import _keep_prefix
     from .options import field_values
 
@@ -324,10 +326,21 @@ def _stream_fills(stream, items, order) -> dict:
                 f"--fill {name}={text}: record type {kind!r} has no field {field!r} (its fields: {', '.join(leaves)})"
             )
         leaf = layout[field]
+        if field in fill.get(kind, {}):
+            raise CommandError(f"--fill {kind}.{field} is given twice; give one value per field")
         if leaf.encoding is not None:  # a copybook field: a value of its Arrow type
             value = _arrow_value(leaf, text, f"--fill {name}={text}")
         else:
-            value = field_values(layout, [(field, text)], f"--fill {kind}.")[field]
+            try:
+                value = field_values(layout, [(field, text)], f"--fill {kind}.")[field]
+            except CommandError as err:
+                raise CommandError(str(err).replace(f"--fill {kind}. ", f"--fill {kind}.")) from None
+            base = leaf.dtype.base
+            if base.kind in "iu" and isinstance(value, int) and not np.iinfo(base).min <= value <= np.iinfo(base).max:
+                info = np.iinfo(base)
+                raise CommandError(
+                    f"--fill {name}={text}: field {field!r} ({base}) holds {info.min} to {info.max}; give a value in that range"
+                )
         fill.setdefault(kind, {})[field] = value
     return fill
 
@@ -365,6 +378,11 @@ def inspect_stream(args):
     from .._stream.files import count_stream
 
     _refuse_with_stream(args, "inspect")
+    if args.source == "-":
+        raise CommandError(
+            "inspect --stream reads a stream file, not standard input (it reads the file window by window): "
+            "give its path"
+        )
     stream = _stream_of(args.stream)
     order, head, counts = count_stream(args.source, stream)  # window by window: bounded memory
     header = None
