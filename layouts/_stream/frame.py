@@ -67,6 +67,8 @@ def _source_bytes(src):
     if hasattr(src, "read"):
         label = getattr(src, "name", None)
         label = label if isinstance(label, str) else "<file object>"
+        if isinstance(src, io.TextIOBase):  # (its read() decodes: an error of the bytes, not of the mode)
+            raise ConversionError(f"{label} is open in text mode; open the file in binary mode ('rb')")
         try:  # a device (/dev/zero, a terminal) has no end to read to: refused as its path is
             st = os.fstat(src.fileno())
         except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
