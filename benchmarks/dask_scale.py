@@ -55,7 +55,7 @@ def on_cluster(paths, workers, repeat, blocksize, directory):
             threads_per_worker=1,
             processes=True,
             host="127.0.0.1",
-            dashboard_address=None,
+            dashboard_address=":0",  # (a free port: another cluster may run at the same time)
             worker_dashboard_address=None,
         ) as cluster,
         Client(cluster),

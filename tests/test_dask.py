@@ -72,7 +72,7 @@ def client():
         threads_per_worker=1,
         processes=True,
         host="127.0.0.1",
-        dashboard_address=None,
+        dashboard_address=":0",  # (a free port: the other cluster test may run at the same time)
         worker_dashboard_address=None,
     ) as cluster:
         with distributed.Client(cluster) as client:

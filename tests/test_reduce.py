@@ -85,10 +85,11 @@ for itemsize in (16, 64):
         d = cuda.to_device(m)
         v, x = r[name], THRESHOLDS[name]
         c = cuda.to_device(np.ascontiguousarray(v).reshape(-1, 1))
-        want = {"sum": v.sum(dtype=np.float64 if v.dtype.kind == "f" else np.int64), "mean": v.mean(),
+        # ("mean" is sum's kernel, divided on the host: its launch would test nothing more)
+        want = {"sum": v.sum(dtype=np.float64 if v.dtype.kind == "f" else np.int64),
                 "min": v.min(), "max": v.max(), "count>x": np.count_nonzero(v > x)}
         for op, w in want.items():  # (2 blocks of 256 threads for 700 records: the grid-stride loop too)
-            for a, k in ((d, col), (c, 0)) if itemsize == 16 else ((d, col),):
+            for a, k in ((d, col), (c, 0)) if itemsize == 16 and name == "px" else ((d, col),):
                 got = reduce_field(a, k, op, x, blocks=2)
                 assert np.isclose(got, w, rtol=1e-12), (itemsize, name, op, got, w)
 try:

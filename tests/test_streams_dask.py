@@ -338,7 +338,7 @@ def test_on_a_two_process_local_cluster(itch_files, tmp_path):
         threads_per_worker=1,
         processes=True,
         host="127.0.0.1",
-        dashboard_address=None,
+        dashboard_address=":0",  # (a free port: the other cluster test may run at the same time)
         worker_dashboard_address=None,
     ) as cluster:
         with distributed.Client(cluster) as client:
