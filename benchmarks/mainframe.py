@@ -1,7 +1,7 @@
 """Mainframe records to Arrow and back, against the memory's speed and the Python peers.
 
     python -m benchmarks.mainframe                       # 1 GB of records (about 4 min on 2 cores)
-    python -m benchmarks.mainframe --small               # 20,000 records: the smoke size
+    python -m benchmarks.mainframe --small               # 20,000 records, no vector probe: the smoke size
 
 The records are the 55-byte ``REC`` of :data:`COPYBOOK`: EBCDIC text (cp037), packed
 decimals (COMP-3), a zoned decimal with an overpunched sign and a big-endian binary
@@ -130,7 +130,7 @@ def check_values(recs, table):
     assert (got == cnt[:1000]).all()
 
 
-def run(n, rounds, peer_records, threads):
+def run(n, rounds, peer_records, threads, vectors=True):
     layout = lo.Layout.from_dtype(DTYPE, encodings=ENCODINGS)
     recs = records(n)
     soa = lo.AoS(recs, layout).to_soa(threads=threads)
@@ -178,19 +178,19 @@ def run(n, rounds, peer_records, threads):
     ceiling = on_threads(probe.run)
     # the vector probe (same module): the record one field at a time over blocks, both ways,
     # checked against the library's values and records before it is timed
-    vector = VectorCeiling(recs, soa.to_arrow(), probe.src)
-    vector.check(soa.to_arrow())
-
     cases = {
         "np.copyto (record bytes)": lambda: np.copyto(copy_dst, src),
         "ceiling probe: a loop for this record only": ceiling,
-        "vector probe: records -> Arrow": on_threads(vector.run),
-        "vector probe: Arrow -> records": on_threads(vector.run_back),
         "np.copy (record bytes, new buffer)": lambda: src.copy(),
         "layouts records -> Arrow (out= reused)": forward_reused,
         "layouts records -> Arrow (new arena)": forward,
         "layouts Arrow -> records (out= reused)": lambda: state["soa"].to_aos(out=out_aos, threads=threads),
     }
+    if vectors:
+        vector = VectorCeiling(recs, soa.to_arrow(), probe.src)
+        vector.check(soa.to_arrow())
+        cases["vector probe: records -> Arrow"] = on_threads(vector.run)
+        cases["vector probe: Arrow -> records"] = on_threads(vector.run_back)
     seconds = interleaved(cases, rounds, before)
     nbytes = recs.nbytes
     rows = [{"case": name, "seconds": s, "GB/s": nbytes / s / 1e9} for name, s in seconds.items()]
@@ -201,14 +201,14 @@ def run(n, rounds, peer_records, threads):
         "Arrow -> records (out=) / np.copyto": copy / seconds["layouts Arrow -> records (out= reused)"],
         # what scalar code written for this one record reaches here (benchmarks.mainframe_ceiling)
         "ceiling probe / np.copyto": copy / seconds["ceiling probe: a loop for this record only"],
-        # what vector code written for this record reaches here, both ways
-        "vector probe records -> Arrow / np.copyto": copy / seconds["vector probe: records -> Arrow"],
-        "vector probe Arrow -> records / np.copyto": copy / seconds["vector probe: Arrow -> records"],
         # what fresh memory costs: a new buffer against a reused one, for a copy and for the conversion
         "np.copy (new buffer) / np.copyto (seconds)": seconds["np.copy (record bytes, new buffer)"] / copy,
         "records -> Arrow, new arena / out= (seconds)": seconds["layouts records -> Arrow (new arena)"]
         / seconds["layouts records -> Arrow (out= reused)"],
     }
+    if vectors:  # what vector code written for this record reaches here, both ways
+        ratios["vector probe records -> Arrow / np.copyto"] = copy / seconds["vector probe: records -> Arrow"]
+        ratios["vector probe Arrow -> records / np.copyto"] = copy / seconds["vector probe: Arrow -> records"]
 
     # COMP-3 only, one thread: per core, against copybook-rs's published figure
     pn = max(n * DTYPE.itemsize // PACKED_DTYPE.itemsize // 4, 1000)
@@ -243,9 +243,10 @@ def run(n, rounds, peer_records, threads):
         "COMP-3 Arrow -> records, 1 thread": (lambda: psoa.to_aos(out=pout, threads=1), precs.nbytes),
         "records -> Arrow (out=), 1 thread": (whole_forward, nbytes),
         "Arrow -> records (out=), 1 thread": (lambda: state["soa"].to_aos(out=out_aos, threads=1), nbytes),
-        "vector probe records -> Arrow, 1 thread": (vector.run, nbytes),
-        "vector probe Arrow -> records, 1 thread": (vector.run_back, nbytes),
     }
+    if vectors:
+        pcases["vector probe records -> Arrow, 1 thread"] = (vector.run, nbytes)
+        pcases["vector probe Arrow -> records, 1 thread"] = (vector.run_back, nbytes)
     pseconds = interleaved({name: on_cpu(name, fn) for name, (fn, _) in pcases.items()}, rounds)
     comp3 = {name: pcases[name][1] / s / 2**20 for name, s in pseconds.items()}
     for name, s in pseconds.items():
@@ -275,6 +276,8 @@ def run(n, rounds, peer_records, threads):
         "vector probe records -> Arrow, 1 thread",
         "vector probe Arrow -> records, 1 thread",
     ):
+        if name not in per_cpu:
+            continue
         ratios[f"{name}, per CPU-second / np.copyto"] = per_cpu[name] * 2**20 / (nbytes / copy)
 
     peers = {}
@@ -290,13 +293,17 @@ def run(n, rounds, peer_records, threads):
         ratios["Arrow -> records / cobolio forward (records/s)"] = (
             n / seconds["layouts Arrow -> records (out= reused)"] / rate
         )
-    return rows, ratios, peers, VectorCeiling.vector_instructions()
+    return rows, ratios, peers, VectorCeiling.vector_instructions() if vectors else {}
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--gb", type=float, default=1.0, help="size of the record file in memory (default 1 GB)")
-    p.add_argument("--small", action="store_true", help="20,000 records, one round: the smoke size")
+    p.add_argument(
+        "--small",
+        action="store_true",
+        help="20,000 records, one round, no vector probe (tests/test_mainframe_simd_probe.py checks it): the smoke size",
+    )
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--peer-records", type=int, default=20_000)
     p.add_argument("--threads", type=int, default=None)
@@ -306,7 +313,7 @@ def main(argv=None):
     rounds = 1 if args.small else args.repeat
     load_before = os.getloadavg()
     rows, ratios, peers, vector_ops = run(
-        n, rounds, min(args.peer_records, 2000) if args.small else args.peer_records, args.threads
+        n, rounds, min(args.peer_records, 2000) if args.small else args.peer_records, args.threads, not args.small
     )
     load = {"before": load_before, "after": os.getloadavg()}  # other jobs on the machine: 1, 5, 15 min
     info = machine()
@@ -326,7 +333,8 @@ def main(argv=None):
     for name, value in ratios.items():
         print(f"  {name:<55} {value:8.2f}x")
     cpu_name = os.environ.get("NUMBA_CPU_NAME", "host")
-    print(f"  vector instructions in the vector probe (compiled for the {cpu_name} CPU): {vector_ops}")
+    if vector_ops:
+        print(f"  vector instructions in the vector probe (compiled for the {cpu_name} CPU): {vector_ops}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(

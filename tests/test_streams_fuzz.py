@@ -82,8 +82,8 @@ def test_fuzz_small():
 
 @pytest.mark.slow
 def test_fuzz_hundreds_of_mutations():
-    totals = _fuzz(150, 600)  # 150 + 150 pcap, 300 ITCH
-    assert [sum(t) for t in totals] == [150, 150, 300]
+    totals = _fuzz(100, 600)  # 100 + 100 pcap, 200 ITCH (the attackers fuzz more, outside the suite)
+    assert [sum(t) for t in totals] == [100, 100, 200]
     # both outcomes occur: some mutations still parse (and wrote back exactly), others are errors
     assert all(ok > 0 and errors > 0 for ok, errors in totals), totals
 
