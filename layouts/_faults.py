@@ -128,14 +128,10 @@ def forward_error(layout, array, fault, first=0, source=None, offset=0):
 def _bool_bytes(array, f, row):
     """Why a boolean field's bytes cannot go to Arrow: a byte other than 0 and 1."""
     try:
-        buf = memoryview(array).cast("B")
-        offs = [int(o) for o in np.asarray(f.element_offsets()).reshape(-1)]
-        k, v = next(
-            (k, buf[row * array.dtype.itemsize + o])
-            for k, o in enumerate(offs)
-            if buf[row * array.dtype.itemsize + o] > 1
-        )
-        shown = f"byte {v:02X}" + (f" (element {k})" if len(offs) > 1 else "")
+        buf, base = memoryview(array).cast("B"), row * array.dtype.itemsize
+        values = [buf[base + int(o)] for o in np.asarray(f.element_offsets()).reshape(-1)]
+        k = next(k for k, v in enumerate(values) if v > 1)
+        shown = f"byte {values[k]:02X}" + (f" (element {k})" if len(values) > 1 else "")
     except (TypeError, ValueError, StopIteration):
         shown = "a byte"
     return (

@@ -97,6 +97,11 @@ class Encoding:
     positive: str = ""
     conditions: tuple = field(default=(), repr=False)
 
+    @property
+    def positive_sign(self) -> int:
+        """Packed and zoned: the sign nibble (zone) the way back writes for positive values."""
+        return int(self.positive, 16) if self.positive else (0xC if self.signed else 0xF)
+
     def __post_init__(self) -> None:
         bad = self._problem()
         if bad:

@@ -420,11 +420,6 @@ def _key_bytes(value, width, codepage, table):
     return bytes(raw + [space] * (width - len(raw)))
 
 
-def _positive(enc):
-    """The sign nibble (zone) the way back writes for positive values of a packed or zoned field."""
-    return int(enc.positive, 16) if enc.positive else (0xC if enc.signed else 0xF)
-
-
 def _template(layout, size):
     """A record of the maximum layout whose every field holds a valid zero (text: spaces;
     zoned: digits 0; packed: 0; both with the sign the way back writes; binary, floats: 0
@@ -448,13 +443,13 @@ def _template(layout, size):
                 digits = plus + digits
             elif enc.sign == "trailing separate":
                 digits = digits + plus
-            elif _positive(enc) == 0xC:  # the sign the way back writes (sign_counts counts no other)
+            elif enc.positive_sign == 0xC:  # the sign the way back writes (sign_counts counts no other)
                 at = 0 if enc.sign.startswith("leading") else -1
                 digits = bytearray(digits)
                 digits[at] = 0x7B if ascii_ else 0xC0  # (+0 overpunched: '{')
             value = bytes(digits)
         elif enc.kind == "packed":
-            value = bytes(f.width - 1) + bytes([_positive(enc)])
+            value = bytes(f.width - 1) + bytes([enc.positive_sign])
         else:
             continue
         offs = np.asarray(f.element_offsets(), np.int64).reshape(-1, 1)

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from ._cobol import CobolField, Copybook, read_copybook
 from ._cobol.metadata import group_rows, with_groups
 from ._cobol.signs import PREFIX as SIGN_PREFIX
-from ._cobol.signs import keep_signs, put_signs, separate_sign_fields, sign_counts
+from ._cobol.signs import keep_signs, put_signs, separate_sign_fields, sign_counts, sign_fields
 from ._errors import ConversionError, LayoutError
 
 __all__ = [
@@ -942,7 +942,7 @@ def variable_sign_counts(src, copybook, *, framing=None, occurs_mappings=None, *
     from ._occurs import Grow
 
     var, book, layout = _variable(copybook, occurs_mappings, options)
-    if not any(f.encoding is not None and f.encoding.kind in ("packed", "zoned") for f in layout.fields):
+    if not sign_fields(layout):
         return {}
     if framing is None:
         if isinstance(src, (str, os.PathLike)):

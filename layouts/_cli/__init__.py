@@ -69,12 +69,7 @@ def main(argv=None):
             interrupts.quiet = True
             if run.debug:
                 raise
-            say(
-                run.command,
-                run.interrupted().replace("interrupted", "terminated", 1)
-                if interrupts.terminated
-                else run.interrupted(),
-            )
+            say(run.command, run.interrupted("terminated" if interrupts.terminated else "interrupted"))
             return 143 if interrupts.terminated else 130
     except KeyboardInterrupt:  # a second Ctrl-C while the first one was reported
         interrupts.quiet = True

@@ -5,6 +5,7 @@ import contextlib
 import re
 import sys
 
+from .._formats import SUFFIXES
 from .errors import CommandError
 
 COPYBOOK_SUFFIXES = (".cob", ".cbl", ".cpy", ".copy", ".copybook")
@@ -521,7 +522,7 @@ def convert_segments(args):
     return 0
 
 
-_TABLE_SUFFIXES = (".parquet", ".arrow", ".arrows", ".feather", ".ipc")
+_TABLE_SUFFIXES = tuple(s for s, fmt in SUFFIXES.items() if fmt != "records")  # (the table formats' names)
 
 
 def _read_parquet(path):
@@ -785,9 +786,10 @@ def _written_into(dst):
     import stat
 
     try:
-        return not stat.S_ISREG(os.stat(dst).st_mode) and not stat.S_ISDIR(os.stat(dst).st_mode)
+        mode = os.stat(dst).st_mode
     except OSError:
         return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
 def _check_destination(args):
@@ -881,7 +883,9 @@ def read_columns(path, columns, fmt=None):
 # ------------------------------------------------------------------ signs
 def has_signs(layout):
     """Whether ``layout`` has packed or zoned fields (whose signs the way back may write otherwise)."""
-    return any(f.encoding is not None and f.encoding.kind in ("packed", "zoned") for f in layout.fields)
+    from layouts._cobol.signs import sign_fields  # (here: the module loads pyarrow, which --help does not)
+
+    return bool(sign_fields(layout))
 
 
 def report_signs(records, layout, out=None):
@@ -910,11 +914,11 @@ def say_sign_counts(counts, layout, out=None, suffix="", keep="; pass --keep-sig
 
 def kept_sign_counts(table):
     """``{field: count}`` of the signs in ``table``'s ``_sign.FIELD`` columns (those not null)."""
+    import pyarrow as pa
+
     counts = {}
     for name in table.column_names:
         if name.startswith("_sign."):
-            import pyarrow as pa
-
             column = table.column(name).combine_chunks()
             while pa.types.is_fixed_size_list(column.type):  # (an OCCURS field's; a null list: none kept)
                 column = column.flatten()

@@ -95,13 +95,14 @@ class Run:
     command = args = None
     debug = False
 
-    def interrupted(self):
+    def interrupted(self, word="interrupted"):
+        """The line for a Ctrl-C (``word``: ``"terminated"`` for a SIGTERM) that ended the command."""
         dst, kept = getattr(self.args, "dst", None), getattr(self.args, "kept", None)
         if kept:
-            return f"interrupted after the output was complete: {kept} was written whole and kept"
+            return f"{word} after the output was complete: {kept} was written whole and kept"
         if self.command != "convert" or dst == "-":
-            return "interrupted"
-        return "interrupted; no output was written"
+            return word
+        return f"{word}; no output was written"
 
 
 def wraps_interrupt(err):

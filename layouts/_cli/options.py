@@ -174,22 +174,24 @@ def _unions(items):
     return unions
 
 
-def field_values(layout, items, flag):
-    """``{leaf: value}`` from --null/--fill NAME=VALUE, each value read as the leaf's type."""
+def field_values(layout, items, flag, owner=""):
+    """``{leaf: value}`` from --null/--fill NAME=VALUE, each value read as the leaf's type;
+    ``owner``: what the command line writes before NAME (``--fill TYPE.FIELD``: ``"TYPE."``)."""
     fields = {f.name: f for f in layout.fields}
     out = {}
     for name, text in items:
         field = fields.get(name)
         if field is None:
             raise CommandError(
-                f"{flag} {name}={text}: {name!r} is not a leaf field; the leaves are {', '.join(fields)}"
+                f"{flag} {owner}{name}={text}: {name!r} is not a leaf field; the leaves are {', '.join(fields)}"
             )
-        out[name] = _typed(field, text, flag)
+        out[name] = _typed(field, text, f"{flag} {owner}")
     return out
 
 
-def _typed(field, text, flag):
-    """A command-line value as a Python value of the field's type."""
+def _typed(field, text, written):
+    """A command-line value as a Python value of the field's type; ``written``: what comes
+    before the field's name on the command line (``"--fill "``, ``"--fill TYPE."``)."""
     import pyarrow as pa
 
     kind = field.dtype.kind
@@ -215,7 +217,7 @@ def _typed(field, text, flag):
             return text if string else text.encode()
     except ValueError as err:
         raise CommandError(
-            f"{flag} {field.name}={text}: not a value of field {field.name!r} ({field.dtype.str}): {err}"
+            f"{written}{field.name}={text}: not a value of field {field.name!r} ({field.dtype.str}): {err}"
         ) from None
     return text  # datetimes ("2025-01-01T00:00", "NaT"), U<n> text: as NumPy reads them
 

@@ -331,13 +331,10 @@ def _stream_fills(stream, items, order) -> dict:
         if leaf.encoding is not None:  # a copybook field: a value of its Arrow type
             value = _arrow_value(leaf, text, f"--fill {name}={text}")
         else:
-            try:
-                value = field_values(layout, [(field, text)], f"--fill {kind}.")[field]
-            except CommandError as err:
-                raise CommandError(str(err).replace(f"--fill {kind}. ", f"--fill {kind}.")) from None
+            value = field_values(layout, [(field, text)], "--fill", owner=f"{kind}.")[field]
             base = leaf.dtype.base
-            if base.kind in "iu" and isinstance(value, int) and not np.iinfo(base).min <= value <= np.iinfo(base).max:
-                info = np.iinfo(base)
+            info = np.iinfo(base) if base.kind in "iu" else None
+            if info is not None and isinstance(value, int) and not info.min <= value <= info.max:
                 raise CommandError(
                     f"--fill {name}={text}: field {field!r} ({base}) holds {info.min} to {info.max}; give a value in that range"
                 )

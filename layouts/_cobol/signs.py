@@ -36,7 +36,7 @@ def _facts(field):
 
     e = field.encoding
     zoned = e.kind == "zoned"
-    positive = int(e.positive, 16) if e.positive else (0xC if e.signed else 0xF)
+    positive = e.positive_sign
     return (
         field.width,
         SEPARATE if _separate(field) else int(zoned),

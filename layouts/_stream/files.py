@@ -764,13 +764,7 @@ def scan_dir(src: str, stream: Stream, fmt: "str | None" = None) -> DirSet:
 
         order = orders.get("_header") or stream.orders()[0]
         try:
-            values = header_values(stream, _read_one(*paths["_header"]), order)
-            checked = dataclasses.replace(
-                stream,
-                sections=tuple(
-                    sec.resolve(values, f"{stream.name} section[{i}]", 2**62) for i, sec in enumerate(stream.sections)
-                ),
-            )
+            checked = _with_lengths(stream, header_values(stream, _read_one(*paths["_header"]), order))
         except (ValueError, KeyError, IndexError, OSError, pa.ArrowException):
             checked = stream  # (the way back says what is wrong with the header)
     _check_columns(checked, tables, files)
@@ -782,6 +776,13 @@ def scan_dir(src: str, stream: Stream, fmt: "str | None" = None) -> DirSet:
             f"the files come from different streams: convert the stream into {label} again"
         )
     return DirSet(paths, files, {k: t.schema for k, t in tables.items()}, distinct.pop() if distinct else None)
+
+
+def _with_lengths(stream: Stream, values: dict) -> Stream:
+    """``stream`` with its list lengths that are header expressions (segy's samples) resolved by
+    the header's ``values``."""
+    sections = tuple(s.resolve(values, f"{stream.name} section[{i}]", 2**62) for i, s in enumerate(stream.sections))
+    return dataclasses.replace(stream, sections=sections)
 
 
 def _check_columns(stream: Stream, tables: dict, files: dict) -> None:
@@ -845,8 +846,7 @@ def table_bytes(stream: Stream, tables: Mapping[str, Any], order: str) -> "dict[
         values = header_values(stream, tables["_header"], order)
         size = stream.header.size(order) if stream.header_size is None else evaluate(stream.header_size, values, "")
         out["_header"] = (1, int(size))
-    for i, s in enumerate(stream.sections):
-        s = s.resolve(values, f"{stream.name} section[{i}]", 2**62)  # (list lengths from the header)
+    for s in _with_lengths(stream, values).sections:
         for t in s.types:
             if t.name in tables:
                 table = arrow(tables[t.name])
