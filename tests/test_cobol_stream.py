@@ -158,3 +158,23 @@ def test_convert_stream_says_the_signs_of_copybook_types(tmp_path, capsys):
     assert (tmp_path / "b.dat").read_bytes() == data.read_bytes().replace(b"\x3f", b"\x3c").replace(
         b"\x0d", b"\x0c"
     ).replace(b"\x6f", b"\x6c")
+
+
+def test_the_stream_sign_count_says_a_file_that_changed(tmp_path, capsys):
+    """The sign count reads the records again at their offsets: a file cut meanwhile is a
+    ConversionError saying so, not a short read counted as records."""
+    import struct
+
+    from layouts._cli.streams import _report_signs, _stream_of
+
+    (tmp_path / "d.cob").write_text("       01 D.\n          05 SEG PIC X.\n          05 AMT PIC S9(3) COMP-3.\n")
+    spec = tmp_path / "s.toml"
+    spec.write_text(
+        'name = "d"\n[[section]]\nframing = "rdw"\ntag = { offset = 0, size = 1 }\n[section.types.D]\ntag = "D"\ncopybook = "d.cob"\n'
+    )
+    data = tmp_path / "d.dat"
+    data.write_bytes(b"".join(struct.pack(">HH", 7, 0) + b"\xc4\x12\x3f" for _ in range(3)))
+    assert main(["convert", str(data), "--stream", str(spec), "--to", f"{tmp_path / 'out'}/", "--quiet"]) == 0
+    data.write_bytes(data.read_bytes()[:15])
+    with pytest.raises(lo.ConversionError, match=r"d.dat: the file ends at byte 15, inside a D record .* it changed"):
+        _report_signs(str(data), _stream_of(str(spec)), str(tmp_path / "out"), "parquet", {"D": (3, 21)})

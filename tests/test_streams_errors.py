@@ -337,3 +337,33 @@ def test_write_streams_advice_is_its_own():
         lo.ConversionError, match=r"column '_prefix', row 0: b'\\x00\\x00\\x00' is not the record's 4 framing"
     ):
         lo.write_stream({"record": bad}, spec)
+
+
+def test_an_output_that_takes_no_bytes_is_an_error_not_an_endless_loop():
+    """attack5: a file object whose write() returns 0 made write_stream and convert loop."""
+    import io
+
+    class Full(io.RawIOBase):
+        def writable(self):
+            return True
+
+        def write(self, b):
+            return 0
+
+    spec = lo.Stream.rdw(np.dtype([("id", ">u4")]))
+    tables = lo.read_stream(b"\x00\x08\x00\x00\x00\x00\x00\x07", spec)
+    with pytest.raises(lo.ConversionError, match=r"write\(\) took no bytes of 8 \(it returned 0\)"):
+        lo.write_stream(tables, spec, Full())
+
+
+def test_a_boolean_byte_other_than_0_and_1_in_a_stream_is_an_error(tmp_path):
+    """attack5: read_stream turned bytes 02 and FF of a '?' field into true (back as 01)."""
+    spec = tmp_path / "flags.toml"
+    spec.write_text(
+        'name = "flags"\n[[section]]\nframing = { size = 2 }\n[section.types.r]\nfields = [["id", "u1"], ["flag", "?"]]\n'
+    )
+    assert lo.read_stream(b"\x00\x00\x01\x01", spec)["r"].to_arrow().column("flag").to_pylist() == [False, True]
+    with pytest.raises(
+        lo.ConversionError, match=r"field 'flag' .* record at byte 4: byte 02: a boolean is byte 00 or 01"
+    ):
+        lo.read_stream(b"\x00\x00\x01\x01\x02\x02", spec)
