@@ -34,6 +34,7 @@ __all__ = [
     "InterruptHold",
     "deferred_interrupts",
     "SigintCounter",
+    "forget_caught_interrupt",
     "run_chunks",
     "ROW_ALIGN",
     "MIN_CHUNK_BYTES",
@@ -163,6 +164,20 @@ def deferred_interrupts():
     with hold:
         yield
     hold.deliver()
+
+
+def forget_caught_interrupt():
+    """Clear CPython's note of an uncaught ``KeyboardInterrupt``: ``exec()`` of source text
+    (dataclasses, namedtuples and Numba make classes and functions that way) sets it when
+    a ``KeyboardInterrupt`` leaves the text, and nothing clears it when the interrupt is
+    then caught, so the interpreter ended a command that had handled its Ctrl-C (130) by
+    killing itself with SIGINT (``python -m layouts``: status -2). The status is main's."""
+    try:
+        import ctypes
+
+        ctypes.c_int.in_dll(ctypes.pythonapi, "_Py_UnhandledKeyboardInterrupt").value = 0
+    except (ImportError, AttributeError, ValueError, OSError):  # another interpreter: nothing to clear
+        pass
 
 
 class SigintCounter:

@@ -124,21 +124,28 @@ def test_a_terminal_as_standard_input_is_refused_and_options_come_first(tmp_path
         os.close(follower)
     assert run.returncode == 2 and "standard input is a terminal, not data" in run.stderr
     assert not (tmp_path / "o.parquet").exists()
-    slow = subprocess.Popen(["sleep", "30"], stdout=subprocess.PIPE)  # a producer that sends nothing yet
-    try:
-        run = subprocess.run(
-            [sys.executable, "-m", "layouts", "convert", "-", "--dtype", "i4,zz", "--to", "o.parquet"],
-            stdin=slow.stdout,
-            capture_output=True,
-            text=True,
-            cwd=tmp_path,
-            timeout=25,
-        )
-    finally:
-        slow.kill()
-        slow.wait()
-        slow.stdout.close()
-    assert run.returncode == 2 and "--dtype" in run.stderr  # (at once, not after the producer's first bytes)
+    for flags, said in (
+        (["--dtype", "i4,zz"], "--dtype"),
+        (["--dtype", "[('a', '<i4')]", "--null", "a=zz"], "--null a=zz: not a value of field 'a'"),
+        (["--dtype", "[('a', '<i4')]", "--null", "b=1"], "--null b=1: 'b' is not a leaf field"),
+        (["--dtype", "[('a', '<i4')]", "--fill", "a=1"], "--fill applies when writing records"),
+    ):
+        slow = subprocess.Popen(["sleep", "30"], stdout=subprocess.PIPE)  # a producer that sends nothing yet
+        try:
+            run = subprocess.run(
+                [sys.executable, "-m", "layouts", "convert", "-", *flags, "--to", "o.parquet"],
+                stdin=slow.stdout,
+                capture_output=True,
+                text=True,
+                cwd=tmp_path,
+                timeout=25,
+            )
+        finally:
+            slow.kill()
+            slow.wait()
+            slow.stdout.close()
+        # (at once, not after the producer's first bytes; attack5: --null waited for them)
+        assert run.returncode in (1, 2) and said in run.stderr, run.stderr
 
 
 def test_a_dtype_without_names_is_a_usage_error_in_the_commands_terms(capsys):

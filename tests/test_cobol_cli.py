@@ -200,6 +200,21 @@ def test_multi_segment_file_to_tables_and_back(tmp_path, capsys):
     assert "the file is damaged, or it needs one more --segment ID=RECORD" in capsys.readouterr().err
     assert main(["convert", str(data), *common[:4], "--to", str(tmp_path / "x")]) == 2
     assert "--segment needs --segment-field NAME (or OFFSET:SIZE)" in capsys.readouterr().err
+    # attack5: an id past the records' end read as a damaged RDW; SIZE 0 and an unknown RECORD in library terms
+    assert main(["convert", str(data), *common[:4], "--segment-field", "99:1", "--to", str(tmp_path / "x")]) == 2
+    assert (
+        "--segment-field 99:1: the segment id would be bytes 99 to 99 of each record (after its RDW), but the "
+        "records of --segment H=HDR are 5 bytes; give an OFFSET:SIZE within the first 5 bytes, or the id field's NAME"
+    ) in capsys.readouterr().err
+    assert main(["convert", str(data), *common[:4], "--segment-field", "0:0", "--to", str(tmp_path / "x")]) == 2
+    assert "--segment-field 0:0: the id's SIZE is 1 to 8 bytes, got 0; give OFFSET:SIZE" in capsys.readouterr().err
+    bad = ["--copybook", str(book), "--segment", "H=NOPE", "--segment-field", "SEG"]
+    assert main(["convert", str(data), *bad, "--to", str(tmp_path / "x")]) == 1
+    assert (
+        f"--segment H=NOPE: RECORD 'NOPE': {book.name} has no item of that name; its groups are HDR, DTL"
+        in capsys.readouterr().err
+    )
+    assert not (tmp_path / "x").exists()
     assert (
         main(["convert", str(data), "--dtype", "[('a', 'u1')]", "--segment", "H=HDR", "--to", str(tmp_path / "x")]) == 2
     )

@@ -35,10 +35,10 @@ ENV = {**os.environ, "PYTHONPATH": os.path.dirname(__file__) + os.pathsep + os.e
 
 # A child that caught every KeyboardInterrupt may still die by SIGINT (-2) as it exits: CPython notes
 # one that leaves exec() of source text (dataclasses, namedtuples, Numba make code that way) as
-# uncaught, and nothing clears the note when it is caught after (see layouts._cli._forget_caught_interrupt).
+# uncaught, and nothing clears the note when it is caught after (see layouts.kernels.threads.forget_caught_interrupt).
 _EPILOGUE = """
-from layouts._cli import _forget_caught_interrupt
-_forget_caught_interrupt()
+from layouts.kernels.threads import forget_caught_interrupt
+forget_caught_interrupt()
 """
 
 
@@ -238,6 +238,8 @@ def _layouts_convert(src, dst, *extra):
     return subprocess.Popen(
         [
             sys.executable,
+            "-X",
+            "faulthandler",  # a crash shows every thread's stack
             "-m",
             "layouts",
             "convert",
@@ -722,3 +724,39 @@ def test_sigterm_ends_the_command_as_ctrl_c_does(monkeypatch, capsys, tmp_path):
     assert capsys.readouterr().err.splitlines() == ["layouts convert: terminated; no output was written"]
     assert sorted(os.listdir(tmp_path)) == ["in.bin"]
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # (given back)
+
+
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        (
+            ["convert", "in.bin", "--dtype", "<i4", "--to", "out.parquet"],
+            "layouts convert: interrupted; no output was written",
+        ),
+        (["convert", "in.bin", "--dtype", "<i4", "--to", "-"], "layouts convert: interrupted"),
+        (["inspect", "in.bin"], "layouts inspect: interrupted"),
+        (["--version"], "layouts: interrupted"),
+    ],
+)
+def test_ctrl_c_while_the_command_loads_is_one_line_and_130(tmp_path, argv, line):
+    """CI: a Ctrl-C that came while ``python -m layouts`` loaded the command's own modules,
+    before the command took Ctrl-C over, ended it with Python's traceback and death by
+    SIGINT (-2). Here a SIGINT is sent as layouts._cli.options is imported."""
+    code = textwrap.dedent(
+        f"""
+        import os, runpy, signal, sys
+        class Interrupting:
+            def find_spec(self, name, path=None, target=None):
+                if name == "layouts._cli.options":
+                    os.kill(os.getpid(), signal.SIGINT)
+                return None
+        sys.meta_path.insert(0, Interrupting())
+        sys.argv = ["layouts", *{argv!r}]
+        runpy.run_module("layouts", run_name="__main__")
+        """
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, cwd=tmp_path, timeout=60
+    )
+    assert (run.returncode, run.stderr.splitlines()) == (130, [line]), run.stderr[-2000:]
+    assert os.listdir(tmp_path) == []

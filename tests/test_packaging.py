@@ -109,7 +109,7 @@ def test_wheel_metadata(wheel):
     assert "Project-URL: Source," in text
     assert any(n.endswith("/LICENSE") or "/licenses/LICENSE" in n for n in wheel.namelist())
     (entry,) = [n for n in wheel.namelist() if n.endswith("entry_points.txt")]
-    assert "layouts = layouts._cli:main" in wheel.read(entry).decode()
+    assert "layouts = layouts._main:main" in wheel.read(entry).decode()
 
 
 def test_version_from_metadata():

@@ -207,9 +207,9 @@ def test_conflicting_options_are_usage_errors(pcap, tmp_path, capsys, argv, matc
 def test_usage_errors_of_paths(pcap, tmp_path, capsys):
     err = error(capsys, "convert", pcap, "--stream", "pcap", "--to", tmp_path / "out.parquet", status=2)
     assert "looks like a file name; give a directory, e.g. --to" in err and "out.parquet/ for a directory" in err
-    assert "standard input or output: give paths instead of -" in error(
-        capsys, "convert", "-", "--stream", "pcap", "--to", tmp_path / "d", status=2
-    )
+    for src, dst in (("-", tmp_path / "d"), (pcap, "-")):
+        err = error(capsys, "convert", src, "--stream", "pcap", "--to", dst, status=2)
+        assert "into a directory of tables (not standard output): give paths instead of -; going back" in err
     assert run("convert", pcap, "--stream", "pcap", "--to", f"{tmp_path / 'x.parquet'}/", "--quiet") == 0
     assert listing(tmp_path / "x.parquet") == ["_header.parquet", "packet.parquet"]
     err = error(capsys, "convert", tmp_path / "x.parquet", "--stream", "pcap", "--to", tmp_path, status=2)
@@ -292,9 +292,41 @@ def test_overwrite_rules(pcap, tmp_path, capsys):
     assert (tmp_path / "b.pcap").read_bytes() == b"old"
     assert run("convert", d, "--stream", "pcap", "--to", tmp_path / "b.pcap", "--overwrite", "--quiet") == 0
     assert (tmp_path / "b.pcap").read_bytes() == pcap.read_bytes()
+    # through a link: its target replaced, the link kept
+    (tmp_path / "link").symlink_to(tmp_path / "b.pcap")
+    (tmp_path / "b.pcap").write_bytes(b"old")
+    err = error(capsys, "convert", d, "--stream", "pcap", "--to", tmp_path / "link")
+    assert f"{tmp_path / 'link'} exists; pass --overwrite to replace it" in err
+    assert run("convert", d, "--stream", "pcap", "--to", tmp_path / "link", "--overwrite", "--quiet") == 0
+    assert os.path.islink(tmp_path / "link") and (tmp_path / "b.pcap").read_bytes() == pcap.read_bytes()
+
+
+def test_the_way_back_streams_into_pipes_devices_and_standard_output(pcap, tmp_path):
+    """attack5: the way back refused a FIFO, /dev/null and standard output (`--to -`), which
+    every other output of the command writes into; now it streams into them, and
+    standard output appended to one of its own tables is refused."""
+    d = tmp_path / "d"
+    assert run("convert", pcap, "--stream", "pcap", "--to", d, "--quiet") == 0
+    back = [sys.executable, "-m", "layouts", "convert", str(d), "--stream", "pcap"]
+    done = subprocess.run([*back, "--to", "-"], capture_output=True, timeout=120)
+    assert done.returncode == 0 and done.stdout == pcap.read_bytes(), done.stderr
+    assert done.stderr.decode() == f"converted {d} (2 files): 40 records -> -\n"
+    done = subprocess.run([*back, "--to", "/dev/null"], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (0, f"converted {d} (2 files): 40 records -> /dev/null\n"), done.stderr
     os.mkfifo(tmp_path / "fifo")
-    err = error(capsys, "convert", d, "--stream", "pcap", "--to", tmp_path / "fifo", "--overwrite")
-    assert "is not a regular file (a link, a pipe or a device); it is never replaced" in err
+    reader = subprocess.Popen(["cat", str(tmp_path / "fifo")], stdout=subprocess.PIPE)
+    done = subprocess.run([*back, "--to", str(tmp_path / "fifo"), "--quiet"], capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert reader.communicate(timeout=60)[0] == pcap.read_bytes()
+    table = (d / "packet.parquet").read_bytes()
+    with open(d / "packet.parquet", "ab") as own:
+        done = subprocess.run([*back, "--to", "-"], stdout=own, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert (
+        done.returncode == 2
+        and "--to - (standard output) is " in done.stderr
+        and "one of the input's tables" in done.stderr
+    )
+    assert (d / "packet.parquet").read_bytes() == table
 
 
 def test_a_directory_that_is_a_file(pcap, tmp_path, capsys):

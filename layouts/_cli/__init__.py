@@ -21,11 +21,11 @@ from . import bench, convert, demo, inspect
 from .convert import warm_up
 from .demo import demo_records
 from .errors import USAGE, CommandError, closed_pipe, command_hints, error_line, parser_class, say, show_warning
-from .interrupts import Interrupts, Run, _forget_caught_interrupt, wraps_interrupt
+from .interrupts import Interrupts, Run, wraps_interrupt
 from .stdio import CLOSED, standard_streams
 
 # warm_up is looked up here by the convert subcommand as it runs, so that a test can replace it
-__all__ = ["main", "USAGE", "CommandError", "command_hints", "demo_records", "warm_up", "_forget_caught_interrupt"]
+__all__ = ["main", "USAGE", "CommandError", "command_hints", "demo_records", "warm_up"]
 
 
 def _version():

@@ -67,12 +67,6 @@ def convert(args):
     else:
         reject_copybook_options(args)
         layout = layout_of(args)
-    fmt = None if to_stdout else _output_format(args)
-    codec = None if to_stdout else codec_of(args, fmt)
-    src = open_stdin() if args.src == "-" else args.src
-    if to_stdout:  # the format from the input's first bytes
-        fmt = _stdout_format(args, src)
-        codec = codec_of(args, fmt)
     chunk = DEFAULT_CHUNK if args.chunk is None else args.chunk
     if chunk < layout.itemsize:
         mib = max(-(-layout.itemsize // 2**20), DEFAULT_CHUNK // 2**20)  # (64M unless a record is larger)
@@ -81,20 +75,17 @@ def convert(args):
             f"{said} smaller than one record ({layout.itemsize:,} bytes); "
             f"give at least {layout.itemsize}, e.g. --chunk {mib}M"
         )
-    if fmt == "records" and args.null:
-        raise CommandError(
-            "--null turns values of records into nulls, but this writes records; "
-            "use --fill NAME=VALUE for nulls of the Arrow input"
-        )
-    _check_way_back(args, fmt)
-    if fmt != "records" and (args.fill or args.truncate or args.cast != "strict"):
-        flag = "--fill" if args.fill else "--truncate" if args.truncate else "--cast"
-        raise CommandError(
-            f"{flag} applies when writing records (Arrow -> records), but this writes {fmt}; "
-            f"use --null NAME=VALUE for sentinels in the records"
-        )
     nulls = field_values(layout, args.null, "--null")
     fill = field_values(layout, args.fill, "--fill")
+    fmt = None if to_stdout else _output_format(args)
+    codec = None if to_stdout else codec_of(args, fmt)
+    if not to_stdout:
+        _check_format_options(args, fmt)
+    src = open_stdin() if args.src == "-" else args.src
+    if to_stdout:  # the format from the input's first bytes
+        fmt = _stdout_format(args, src)
+        codec = codec_of(args, fmt)
+        _check_format_options(args, fmt)
     if args.copybook and getattr(args, "keep_signs", False):
         return convert_keep_signs(args, layout, fmt, fill)
     device = auto_device() if args.device == "auto" else args.device
@@ -234,6 +225,22 @@ def _stdout_format(args, src):
     """--to -: --format, else records for a Parquet/Arrow input and an Arrow IPC stream
     (``arrows``) for records."""
     return args.format or ("records" if _is_arrow_input(src) else "arrows")
+
+
+def _check_format_options(args, fmt):
+    """The options that apply one way only, against the output's format ``fmt``."""
+    if fmt == "records" and args.null:
+        raise CommandError(
+            "--null turns values of records into nulls, but this writes records; "
+            "use --fill NAME=VALUE for nulls of the Arrow input"
+        )
+    _check_way_back(args, fmt)
+    if fmt != "records" and (args.fill or args.truncate or args.cast != "strict"):
+        flag = "--fill" if args.fill else "--truncate" if args.truncate else "--cast"
+        raise CommandError(
+            f"{flag} applies when writing records (Arrow -> records), but this writes {fmt}; "
+            f"use --null NAME=VALUE for sentinels in the records"
+        )
 
 
 def _check_way_back(args, fmt):

@@ -421,16 +421,35 @@ def _segment_types(args):
         if value in types:
             raise CommandError(f"--segment {value}=... is given twice; give each segment id one RECORD")
         args.record = record.strip()
+        args.segment_record = {**getattr(args, "segment_record", {}), value: args.record}
         try:
             types[value] = copybook_layout(args)
-        except lo.LayoutError as err:
-            err.args = (f"--segment {item}: {err}",)
+        except lo.LayoutError as err:  # (the copybook's message names the RECORD as --record's)
+            err.args = (
+                f"--segment {item}: {str(err).replace(f'--record {args.record!r}: ', f'RECORD {args.record!r}: ')}",
+            )
             raise
     field = args.segment_field
     if field is None:
         raise CommandError("--segment needs --segment-field NAME (or OFFSET:SIZE): where each record's id is")
     m = re.fullmatch(r"(\d+):(\d+)", field)
-    return types, ((int(m.group(1)), int(m.group(2))) if m else field)
+    if not m:
+        return types, field
+    offset, size = int(m.group(1)), int(m.group(2))
+    value = min(types, key=lambda v: types[v].itemsize)  # every record is as long as its RECORD (or shorter)
+    n = types[value].itemsize
+    if not 1 <= size <= 8:
+        raise CommandError(
+            f"--segment-field {field}: the id's SIZE is 1 to 8 bytes, got {size}; give OFFSET:SIZE, e.g. "
+            f"--segment-field 0:1, or the id field's NAME"
+        )
+    if offset + size > n:
+        raise CommandError(
+            f"--segment-field {field}: the segment id would be bytes {offset} to {offset + size - 1} of each record "
+            f"(after its RDW), but the records of --segment {value}={args.segment_record[value]} are {n} bytes; give "
+            f"an OFFSET:SIZE within the first {n} bytes, or the id field's NAME"
+        )
+    return types, (offset, size)
 
 
 def convert_segments(args):

@@ -5,7 +5,7 @@ import signal
 import sys
 import threading
 
-from ..kernels.threads import SigintCounter, shutdown
+from ..kernels.threads import SigintCounter, forget_caught_interrupt, shutdown
 
 
 class Interrupts(SigintCounter):
@@ -68,25 +68,11 @@ class Interrupts(SigintCounter):
             # started as a Ctrl-C came may be unknown to the pool; told to end once idle, each worker passes
             # the stop marker on to the next, known or not
             shutdown(wait=False)
-            _forget_caught_interrupt()
+            forget_caught_interrupt()
             self.ignore()
             return
         self.give_back()
         sys.unraisablehook = self.hook
-
-
-def _forget_caught_interrupt():
-    """Clear CPython's note of an uncaught ``KeyboardInterrupt``: ``exec()`` of source text
-    (dataclasses, namedtuples and Numba make classes and functions that way) sets it when
-    a ``KeyboardInterrupt`` leaves the text, and nothing clears it when the interrupt is
-    then caught, so the interpreter ended a command that had handled its Ctrl-C (130) by
-    killing itself with SIGINT (``python -m layouts``: status -2). The status is main's."""
-    try:
-        import ctypes
-
-        ctypes.c_int.in_dll(ctypes.pythonapi, "_Py_UnhandledKeyboardInterrupt").value = 0
-    except (ImportError, AttributeError, ValueError, OSError):  # another interpreter: nothing to clear
-        pass
 
 
 class Run:

@@ -3,6 +3,7 @@ record types, framed records, a header) to a directory of one table per record t
 
 import os
 import re
+import sys
 
 from .. import _backends as backends
 from .._formats import SUFFIXES
@@ -92,10 +93,11 @@ def convert_stream(args):
     """``layouts convert --stream``: a stream file -> a directory of one table per record
     type, or such a directory -> the stream file."""
     _refuse_with_stream(args, "convert")
-    if "-" in (args.src, args.dst):
+    if args.src == "-" or (args.dst == "-" and not os.path.isdir(args.src)):
         raise CommandError(
-            "--stream reads and writes files (a stream file, a directory of tables), not standard input "
-            "or output: give paths instead of -"
+            "--stream reads a stream file (not standard input) into a directory of tables (not standard "
+            "output): give paths instead of -; going back (SRC a directory of tables), --to - writes the "
+            "stream to standard output"
         )
     stream = _stream_of(args.stream)
     interrupts = getattr(args, "interrupts", None) or Interrupts()
@@ -232,11 +234,6 @@ def _stream_back(args, stream, interrupts):
             f"--to {args.dst} is a directory; going back (SRC {args.src} is a directory of tables), "
             f"--to names the stream file to write"
         )
-    if os.path.lexists(args.dst) and (os.path.islink(args.dst) or not os.path.isfile(args.dst)):
-        raise ConversionError(
-            f"{args.dst} exists and is not a regular file (a link, a pipe or a device); it is never "
-            f"replaced: remove it, or give another --to"
-        )
     d = scan_dir(args.src, stream, args.format)
     order, files = d.order, d.labels
     refuse_own_input(args.dst, files.values())
@@ -252,7 +249,9 @@ def _stream_back(args, stream, interrupts):
     interrupts.check()
     try:
         # window by window where the stream allows (docs/streams.md), else the tables whole
-        n = write_back(d, stream, args.dst, order=order, overwrite=args.overwrite, check=interrupts.check, fill=fill)
+        # (a FIFO, a device, standard output: streamed into; a regular file: whole or not at all)
+        dst = sys.stdout.buffer if args.dst == "-" else args.dst
+        n = write_back(d, stream, dst, order=order, overwrite=args.overwrite, check=interrupts.check, fill=fill)
     except (ConversionError, LayoutError) as err:
         text = re.sub(
             r"(?:table )?'(\w+)'",
@@ -267,9 +266,10 @@ def _stream_back(args, stream, interrupts):
     args.kept = args.dst
     interrupts.quiet = True
     if not args.quiet:
+        size = f", {os.path.getsize(args.dst):,} bytes" if args.dst != "-" and os.path.isfile(args.dst) else ""
         print(
-            f"converted {args.src} ({len(files)} files): {n:,} records, {os.path.getsize(args.dst):,} bytes -> "
-            f"{args.dst}"
+            f"converted {args.src} ({len(files)} files): {n:,} records{size} -> {args.dst}",
+            file=sys.stderr if args.dst == "-" else sys.stdout,
         )
     return 0
 
@@ -277,16 +277,18 @@ def _stream_back(args, stream, interrupts):
 def refuse_own_input(dst, inputs):
     """A CommandError if ``dst`` is one of the files read (a table the way back reads: it
     would be replaced by the records, the table set lost)."""
-    if not os.path.exists(dst):
+    try:
+        st = os.fstat(sys.stdout.fileno()) if dst == "-" else os.stat(dst)
+    except (OSError, ValueError):
         return
     for path in inputs:
         try:
-            same = os.path.samefile(dst, path)
+            same = os.path.samestat(st, os.stat(path))
         except OSError:
             continue
         if same:
             raise CommandError(
-                f"--to {dst} is {path}, one of the input's tables (also with --overwrite: the set would be "
+                f"--to {dst}{' (standard output)' if dst == '-' else ''} is {path}, one of the input's tables (also with --overwrite: the set would be "
                 f"lost); write the records to another file"
             )
 
