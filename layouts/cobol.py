@@ -636,6 +636,11 @@ def write_segments(tables, types, dst=None, *, segment, framing="rdw", codepage=
     offset, size = _segment_place(segment, types)
     head_size = offset + size
     names = {_table_name(value): value for value in types}
+    if "_blocks" in tables and framing != "bdw":
+        raise ConversionError(
+            f"tables holds '_blocks', the blocks of a file read with framing='bdw', but framing is {framing!r}: "
+            f"the blocks would be lost; write with framing='bdw', or leave the table out for records without blocks"
+        )
     for name in tables:
         if name != "_blocks" and name not in names:
             raise ConversionError(

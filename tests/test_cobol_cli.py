@@ -237,6 +237,16 @@ def test_multi_segment_file_to_tables_and_back(tmp_path, capsys):
         == 2
     )
     assert "--framing applies to multi-segment files; add --segment ID=RECORD" in capsys.readouterr().err
+    # attack5: a directory read --framing bdw, written back without it, lost its blocks without a word
+    vb = tmp_path / "vb.dat"
+    vb.write_bytes(struct.pack(">HH", 4 + len(data.read_bytes()), 0) + data.read_bytes())
+    assert main(["convert", str(vb), *common, "--framing", "bdw", "--to", str(tmp_path / "vb"), "--quiet"]) == 0
+    assert main(["convert", str(tmp_path / "vb"), *common, "--to", str(tmp_path / "vb2.dat")]) == 2
+    err = capsys.readouterr().err
+    assert "_blocks.parquet holds the blocks of a file read with --framing bdw, and this writes --framing rdw" in err
+    assert not (tmp_path / "vb2.dat").exists()
+    assert main(["convert", str(tmp_path / "vb"), *common, "--framing", "bdw", "--to", str(tmp_path / "vb2.dat")]) == 0
+    assert (tmp_path / "vb2.dat").read_bytes() == vb.read_bytes()
 
 
 def test_segment_file_says_its_signs_or_keeps_them(tmp_path, capsys):

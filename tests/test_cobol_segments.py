@@ -37,6 +37,12 @@ def test_rdw_and_bdw_round_trip():
     vb = struct.pack(">HH", 4 + len(DATA), 0) + DATA
     t = cobol.read_segments(vb, TYPES, segment=(0, 1), framing="bdw")
     assert "_blocks" in t and cobol.write_segments(t, TYPES, segment=(0, 1), framing="bdw") == vb
+    # attack5: the blocks were dropped without a word when written back as plain RDW records
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"tables holds '_blocks', the blocks of a file read with framing='bdw', but framing is 'rdw': the blocks would be lost",
+    ):
+        cobol.write_segments(t, TYPES, segment=(0, 1))
 
 
 def test_short_records_pad_or_fail():

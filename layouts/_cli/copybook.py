@@ -494,6 +494,12 @@ def convert_segments(args):
                     )
             blocks = os.path.join(args.src, "_blocks.parquet")
             if os.path.exists(blocks):
+                if options["framing"] != "bdw":
+                    raise CommandError(
+                        f"{blocks} holds the blocks of a file read with --framing bdw, and this writes "
+                        f"--framing {options['framing']}: they would be lost; pass --framing bdw, or move "
+                        f"_blocks.parquet away for records without blocks"
+                    )
                 tables["_blocks"] = _read_parquet(blocks)
             _check_destination(args)
             data = cobol.write_segments(tables, types, **options)
