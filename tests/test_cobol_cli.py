@@ -489,3 +489,29 @@ def test_converted_files_carry_88_levels(tmp_path, capsys):
         back = tmp_path / f"back-{suffix}.bin"
         assert main(["convert", str(out), "--copybook", str(book), "--to", str(back), "--quiet"]) == 0
         assert back.read_bytes() == data.read_bytes()
+
+
+def test_fill_of_a_decimal_field_is_read_as_its_arrow_type(tmp_path, capsys):
+    """attack6: --fill A=0 for a COMP-3 field was read as the field's bytes (b'0') and
+    refused, whatever the value, though the command's own error advised it."""
+    book, data = tmp_path / "n.cob", tmp_path / "n.dat"
+    book.write_text("       01 R.\n           05 A PIC S9(3) COMP-3.\n")
+    data.write_bytes(bytes.fromhex("123c1a3c"))  # 123, then a bad digit nibble
+    table = tmp_path / "n.parquet"
+    assert (
+        main(["convert", str(data), "--copybook", str(book), "--invalid", "null", "--to", str(table), "--quiet"]) == 0
+    )
+    back = tmp_path / "back.dat"
+    assert main(["convert", str(table), "--copybook", str(book), "--to", str(back)]) == 1
+    assert "pass --fill A=VALUE to write a value in their place" in capsys.readouterr().err
+    for value, written in (("0", "000c"), ("0.0", "000c"), ("-999", "999d"), ("+7", "007c")):
+        flags = ["--fill", f"A={value}", "--to", str(back), "--overwrite", "--quiet"]
+        assert main(["convert", str(table), "--copybook", str(book), *flags]) == 0
+        assert back.read_bytes().hex() == "123c" + written
+    for value, said in (
+        ("0.5", "expected a number of at most 3 digits, 0 of them after the point"),
+        ("1000", "expected a number of at most 3 digits, 0 of them after the point"),
+        ("abc", "expected a decimal number, e.g. 0 or -12.50"),
+    ):
+        assert main(["convert", str(table), "--copybook", str(book), "--fill", f"A={value}", "--to", str(back)]) == 2
+        assert f"--fill A={value}: not a value of field 'A' (decimal128(3, 0)): {said}" in capsys.readouterr().err

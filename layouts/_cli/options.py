@@ -196,6 +196,8 @@ def _typed(field, text, written):
 
     kind = field.dtype.kind
     try:
+        if field.encoding is not None:  # a mainframe field: a value of its Arrow type, not of its bytes
+            return _mainframe_value(field, text)
         if field.enum:
             return _integer(text) if re.fullmatch(r"[-+]?(0[xX][0-9a-fA-F]+|\d+)", text.strip()) else text
         if kind in "iu" and field.kind != "bool":
@@ -217,9 +219,44 @@ def _typed(field, text, written):
             return text if string else text.encode()
     except ValueError as err:
         raise CommandError(
-            f"{written}{field.name}={text}: not a value of field {field.name!r} ({field.dtype.str}): {err}"
+            f"{written}{field.name}={text}: not a value of field {field.name!r} "
+            f"({field.arrow_type if field.encoding is not None else field.dtype.str}): {err}"
         ) from None
     return text  # datetimes ("2025-01-01T00:00", "NaT"), U<n> text: as NumPy reads them
+
+
+def _mainframe_value(field, text):
+    """A value of a mainframe field's Arrow type (decimal128, int64, float, string) that
+    fits it (a ValueError says why not)."""
+    import decimal
+
+    import pyarrow as pa
+
+    arrow_type = field.arrow_type
+    if pa.types.is_decimal(arrow_type):
+        try:
+            value = decimal.Decimal(text.strip())
+        except decimal.InvalidOperation:
+            raise ValueError("expected a decimal number, e.g. 0 or -12.50") from None
+        try:
+            exact = value.is_finite() and value == value.quantize(decimal.Decimal(1).scaleb(-arrow_type.scale))
+            if exact:
+                pa.scalar(value, type=arrow_type)
+        except (pa.ArrowInvalid, decimal.InvalidOperation):
+            exact = False
+        if not exact:
+            raise ValueError(
+                f"expected a number of at most {arrow_type.precision} digits, {arrow_type.scale} of them after the point"
+            )
+        return value
+    if pa.types.is_integer(arrow_type):
+        return _integer(text)
+    if pa.types.is_floating(arrow_type):
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError("expected a number") from None
+    return text
 
 
 def _integer(text):
