@@ -34,6 +34,7 @@ __all__ = [
     "annotate",
     "cut_depending_on",
     "depending_tables",
+    "float_counts",
     "invalid_counts",
     "keep_signs",
     "put_signs",
@@ -163,6 +164,53 @@ def _with_child(array, k, new):
     children[k] = new
     fields[k] = pa.field(fields[k].name, new.type, metadata=fields[k].metadata)
     return pa.StructArray.from_arrays(children, fields=fields, mask=array.is_null() if array.null_count else None)
+
+
+_FLOAT_BATCH = 1 << 20  # values of a field read and written back at a time by float_counts
+
+
+def float_counts(records, layout) -> "dict[str, int]":
+    """``{field: count}`` of the IBM float values (COMP-1, COMP-2) that the way back writes
+    as other bytes, for the fields that have any, in the Layout's order. They are read
+    into IEEE floats and written back normalized (docs/mainframe.md, "IBM floats"): an
+    unnormalized value, a zero fraction with an exponent, a COMP-1 value below float32's
+    normal range (rounded into its subnormals) or a COMP-2 value of more than 53
+    significant bits comes back otherwise. Each value is read and written back by the
+    conversion itself and the bytes compared. A value no float holds (a COMP-1 beyond
+    float32) is not counted: reading refuses it, or makes it null (``invalid="null"``).
+    ``records``: as :func:`sign_counts`'s::
+
+        lo.cobol.float_counts(records, layout)   # {'RATE': 2}: 2 values come back as other bytes
+    """
+    import dataclasses
+
+    from ._aos import AoS
+    from ._cobol.signs import _records
+    from ._layout import Layout
+    from ._soa import SoA
+
+    buf, n, on_device = _records(records, layout, False)
+    rows = (buf.copy_to_host() if on_device else buf).reshape(n, layout.itemsize)
+    out = {}
+    for f in layout.fields:
+        if f.encoding is None or f.encoding.kind != "hfloat":
+            continue
+        encoding = dataclasses.replace(f.encoding, invalid="null")
+        one = Layout.from_dtype(np.dtype([("v", f"V{f.width}")]), encodings={"v": encoding})
+        count = 0
+        for at in f.element_offsets().reshape(-1).tolist():
+            for r0 in range(0, n, _FLOAT_BATCH):
+                raw = np.ascontiguousarray(rows[r0 : r0 + _FLOAT_BATCH, at : at + f.width])
+                column = AoS(raw.reshape(-1).view(one.dtype), one).to_soa().to_arrow().column("v")
+                if column.null_count:
+                    valid = column.is_valid().to_numpy(zero_copy_only=False)
+                    column, raw = column.filter(valid), raw[valid]
+                back = SoA.from_arrow(pa.table({"v": column}), one).to_aos().array
+                written = np.ascontiguousarray(back).view(np.uint8).reshape(-1, f.width)
+                count += int(np.count_nonzero((written != raw).any(axis=1)))
+        if count:
+            out[f.name] = count
+    return out
 
 
 def invalid_counts(table: pa.Table, layout) -> "dict[str, int]":

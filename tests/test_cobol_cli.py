@@ -320,7 +320,7 @@ def test_records_from_standard_input_say_their_signs_are_not_counted(tmp_path, c
     with io.TextIOWrapper(open(data, "rb")) as stdin:
         monkeypatch.setattr(sys, "stdin", stdin)
         assert main(["convert", "-", "--copybook", str(book), "--to", str(tmp_path / "o.parquet")]) == 0
-    assert "signs not counted (the records came from standard input)" in capsys.readouterr().out
+    assert "signs and IBM floats not checked (the records came from standard input)" in capsys.readouterr().out
     assert main(["convert", str(data), "--copybook", str(book), "--to", str(tmp_path / "p.parquet")]) == 0
     assert "  1 value of AMT will come back with another sign byte" in capsys.readouterr().out
 

@@ -402,3 +402,56 @@ def test_an_interval_is_no_count_of_a_unit():
 def test_a_negative_offset_back_to_records_is_refused(headed):
     with pytest.raises(lo.LayoutError, match=r"offset=-3 is negative: .*give an int >= 0"):
         lo.convert(headed / "h.parquet", TICK, headed / "back.bin", offset=-3, header=headed / "h.bin")
+
+
+def test_ibm_floats_that_come_back_as_other_bytes_are_counted(tmp_path):
+    """attack6: COMP-1/COMP-2 values that the way back writes otherwise (a value below
+    float32's normal range, a zero fraction with an exponent, unnormalized values) came
+    back changed without a word; float_counts counts them (each read and written back by
+    the conversion itself) and the command says so per field."""
+    import subprocess
+    import sys
+
+    import layouts.cobol
+
+    book = "       01 R.\n           05 A COMP-1.\n           05 B COMP-2.\n           05 C COMP-1 OCCURS 2 TIMES.\n"
+    layout = lo.Layout.from_copybook(book)
+    records = bytes.fromhex(
+        "00100000"
+        "7F00000000000000"
+        "41100000"
+        "41000001"  # A tiny (-> 0.0), B a dirty zero, C[1] unnormalized
+        "41000001"
+        "4100000000000001"
+        "41100000"
+        "41100000"  # A and B unnormalized
+        "7FFFFFFF"
+        "0000000000000000"
+        "00000000"
+        "80000000"  # A beyond float32 (null, not counted); zeros of both signs
+        "C2123456"
+        "C412345678ABCDEF"
+        "3F100000"
+        "BF800000"  # normalized values: back byte for byte
+    )
+    assert lo.cobol.float_counts(records, layout) == {"A": 2, "B": 2, "C": 1}
+    exact = records[:20] + records[40:60]
+    assert lo.cobol.float_counts(records[60:], layout) == {}
+    assert lo.cobol.float_counts(np.frombuffer(exact, layout.dtype), layout) == {"A": 1, "B": 1, "C": 1}
+    (tmp_path / "f.cob").write_text(book)
+    (tmp_path / "f.dat").write_bytes(records[:40] + records[60:])
+    run = subprocess.run(
+        [sys.executable, "-m", "layouts", "convert", "f.dat", "--copybook", "f.cob", "--to", "f.parquet"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()[1:]
+    assert [line.split(" will come back")[0] for line in lines] == [
+        "  2 values of A",
+        "  2 values of B",
+        "  1 value of C",
+    ]
+    assert "as other bytes (IBM floats are read as IEEE floats and written back normalized" in lines[0]

@@ -15,9 +15,11 @@ from .copybook import (
     convert_segments,
     convert_variable,
     copybook_layout,
+    has_floats,
     has_signs,
     in_flags,
     reject_copybook_options,
+    report_floats,
     report_invalid_file,
     report_signs,
 )
@@ -138,13 +140,16 @@ def convert(args):
         if args.copybook and args.invalid == "null" and fmt != "records" and not to_stdout:
             report_invalid_file(args.dst, layout, fmt)  # the count per field of invalid values made null
         said = sys.stderr if to_stdout else sys.stdout
-        if args.copybook and fmt != "records" and src is args.src:  # values whose sign comes back otherwise
-            report_signs(lo.read_records(src, layout, args.offset, args.count, trailing=args.trailing), layout, said)
-        elif args.copybook and fmt != "records" and has_signs(layout):  # (standard input: read once)
+        if args.copybook and fmt != "records" and src is args.src:  # values whose bytes come back otherwise
+            records = lo.read_records(src, layout, args.offset, args.count, trailing=args.trailing)
+            report_signs(records, layout, said)
+            if has_floats(layout):
+                report_floats(records, layout, said)
+        elif args.copybook and fmt != "records" and (has_signs(layout) or has_floats(layout)):  # (read once)
             print(
-                "  signs not counted (the records came from standard input): a packed or zoned value with "
-                "another sign than its field's comes back with the field's; convert the file itself to "
-                "count them, with --keep-signs to keep them",
+                "  signs and IBM floats not checked (the records came from standard input): a packed or zoned "
+                "value with another sign than its field's comes back with the field's, an IBM float "
+                "normalized; convert the file itself to count them",
                 file=said,
             )
     return 0

@@ -921,6 +921,26 @@ def report_signs(records, layout, out=None):
     say_sign_counts(cobol.sign_counts(records, layout), layout, out)
 
 
+def has_floats(layout):
+    """Whether ``layout`` has IBM float fields (COMP-1, COMP-2: values the way back may write otherwise)."""
+    return any(f.encoding is not None and f.encoding.kind == "hfloat" for f in layout.fields)
+
+
+def report_floats(records, layout, out=None, suffix=""):
+    """One line per IBM float field with values the way back writes as other bytes
+    (``layouts.cobol.float_counts``): the count and the field."""
+    from layouts import cobol
+
+    for name, count in cobol.float_counts(records, layout).items():
+        noun = "value" if count == 1 else "values"
+        print(
+            f"  {count:,} {noun} of {name}{suffix} will come back as other bytes (IBM floats are read as IEEE "
+            f"floats and written back normalized: unnormalized values, zeros with an exponent, values rounded; "
+            f"see docs/mainframe.md, IBM floats)",
+            file=out or sys.stdout,
+        )
+
+
 def say_sign_counts(counts, layout, out=None, suffix="", keep="; pass --keep-signs to keep them"):
     """:func:`report_signs`'s lines of ``{field: count}`` (``layouts.cobol.sign_counts``);
     ``keep``: the advice (none where --keep-signs does not apply yet)."""
