@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from conftest import TICK, ticks
 
@@ -760,3 +761,70 @@ def test_ctrl_c_while_the_command_loads_is_one_line_and_130(tmp_path, argv, line
     )
     assert (run.returncode, run.stderr.splitlines()) == (130, [line]), run.stderr[-2000:]
     assert os.listdir(tmp_path) == []
+
+
+BOOK_VARIABLE = """       01  ORDER.
+           05  N-ITEMS         PIC S9(3) COMP-3.
+           05  ITEM OCCURS 0 TO 3 TIMES DEPENDING ON N-ITEMS.
+               10  QTY         PIC S9(3) COMP-3.
+"""
+
+
+@pytest.mark.parametrize(
+    "sig, status, word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
+)
+@pytest.mark.parametrize("way", ["variable back", "variable forward", "segments forward"])
+def test_a_signal_as_a_copybook_output_is_put_in_place_says_it_was_kept(
+    monkeypatch, capsys, tmp_path, sig, status, word, way
+):
+    """attack6: a Ctrl-C or SIGTERM that came as --variable-occurs or --segment put its
+    output in place said "no output was written" though the complete output stayed. Now
+    the signal waits for the last rename, and the line says the output was kept."""
+    import struct
+
+    from layouts import _files
+    from layouts._cli import main
+
+    book, data = tmp_path / "o.cob", tmp_path / "o.dat"
+    book.write_text(BOOK_VARIABLE)
+    data.write_bytes(bytes.fromhex("002c005c007c001c009c000c"))
+    common = ["--copybook", str(book), "--variable-occurs", "--quiet"]
+    table = tmp_path / "o.parquet"
+    assert main(["convert", str(data), *common, "--to", str(table)]) == 0
+    if way == "segments forward":
+        seg = tmp_path / "s.dat"
+        body = "C".encode("cp037") + bytes.fromhex("012c")
+        seg.write_bytes((struct.pack(">HH", 4 + len(body), 0) + body) * 2)
+        (tmp_path / "s.cob").write_text("       01 R.\n           05 SEG PIC X.\n           05 N PIC S9(3) COMP-3.\n")
+        argv = ["convert", str(seg), "--copybook", str(tmp_path / "s.cob"), "--segment", "C=R"]
+        argv += ["--segment-field", "SEG", "--to", str(tmp_path / "segs"), "--quiet"]
+        dst = tmp_path / "segs"
+    elif way == "variable back":
+        dst = tmp_path / "back.dat"
+        argv = ["convert", str(table), *common, "--to", str(dst)]
+    else:
+        dst = tmp_path / "again.parquet"
+        argv = ["convert", str(data), *common, "--to", str(dst)]
+    real_commit, real_replace = _files.FileOutput.commit, os.replace
+
+    def commit_then_signal(self):
+        real_commit(self)
+        os.kill(os.getpid(), sig)
+
+    def replace_then_signal(a, b):
+        real_replace(a, b)
+        os.kill(os.getpid(), sig)
+
+    monkeypatch.setattr(_files.FileOutput, "commit", commit_then_signal)
+    monkeypatch.setattr(os, "replace", replace_then_signal)
+    assert main(argv) == status
+    assert capsys.readouterr().err.splitlines() == [
+        f"layouts convert: {word} after the output was complete: {dst} was written whole and kept"
+    ]
+    if way == "variable back":
+        assert dst.read_bytes() == data.read_bytes()
+    elif way == "segments forward":
+        assert os.listdir(dst) == ["C.parquet"]
+        assert pq.read_table(dst / "C.parquet").column("N").to_pylist() == [12, 12]
+    else:
+        assert pq.read_table(dst).equals(pq.read_table(table))

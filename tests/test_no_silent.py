@@ -412,7 +412,7 @@ def test_ibm_floats_that_come_back_as_other_bytes_are_counted(tmp_path):
     import subprocess
     import sys
 
-    import layouts.cobol
+    import layouts.cobol  # noqa: F401 - lo.cobol
 
     book = "       01 R.\n           05 A COMP-1.\n           05 B COMP-2.\n           05 C COMP-1 OCCURS 2 TIMES.\n"
     layout = lo.Layout.from_copybook(book)

@@ -7,6 +7,7 @@ import sys
 
 from .._formats import SUFFIXES
 from .errors import CommandError
+from .interrupts import completing
 
 COPYBOOK_SUFFIXES = (".cob", ".cbl", ".cpy", ".copy", ".copybook")
 
@@ -532,7 +533,7 @@ def convert_segments(args):
             name: t.drop_columns([c for c in t.column_names if c.startswith("_sign.")]) for name, t in tables.items()
         }
     _check_interrupts(args)
-    _write_tables(tables, args.dst, args.overwrite)
+    _write_tables(tables, args)
     if not args.quiet:
         counts = ", ".join(f"{name}: {t.num_rows:,}" for name, t in tables.items() if name != "_blocks")
         print(f"converted {counts} records -> {args.dst}")
@@ -599,7 +600,7 @@ def _check_interrupts(args):
         interrupts.check()
 
 
-def _write_tables(tables, dst, overwrite):
+def _write_tables(tables, args):
     """``DST/ID.parquet`` for each table, all or none: written beside under temporary
     names, then renamed, so that a Ctrl-C or a failure leaves no half-written table (and
     a directory made for them is removed again)."""
@@ -607,6 +608,7 @@ def _write_tables(tables, dst, overwrite):
 
     import pyarrow.parquet as pq
 
+    dst, overwrite = args.dst, args.overwrite
     if dst == "-":
         raise CommandError(
             "--segment writes a directory of ID.parquet tables, one per segment, which standard output "
@@ -620,8 +622,9 @@ def _write_tables(tables, dst, overwrite):
     try:
         for name, table in tables.items():
             pq.write_table(table, partial[name])
-        for name in tables:
-            os.replace(partial[name], os.path.join(dst, f"{name}.parquet"))
+        with completing(args):  # (all renamed, or none: a Ctrl-C or SIGTERM meanwhile waits for the last)
+            for name in tables:
+                os.replace(partial[name], os.path.join(dst, f"{name}.parquet"))
     except BaseException:
         for path in partial.values():
             if os.path.exists(path):
@@ -656,7 +659,8 @@ def _write_out(args, write, to_stdout):
         f.flush()
         if not out.stream:
             f.close()  # (the buffer's; the descriptor stays the output's)
-        out.commit()
+        with completing(args):
+            out.commit()
     except BaseException:
         out.discard()
         raise

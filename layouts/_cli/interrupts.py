@@ -1,6 +1,7 @@
 """Ctrl-C (SIGINT) for the command: one line and status 130 at any moment, the modules'
 loading included, and nothing the interrupted work leaves behind is printed."""
 
+import contextlib
 import signal
 import sys
 import threading
@@ -58,8 +59,9 @@ class Interrupts(SigintCounter):
         """The command is over. ``exiting``: the process ends next, and SIGINT is ignored
         until it has (see :func:`main`); else SIGINT's handler is given back."""
         self.quiet = True
-        if self.term_previous is not None:  # (the work is over: a SIGTERM may end the process as ever)
-            signal.signal(signal.SIGTERM, self.term_previous)
+        if self.term_previous is not None:  # the work is over: a SIGTERM may end the process as ever, but
+            # for the moments the process takes to exit once its status is decided (as SIGINT, below)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN if exiting else self.term_previous)
             self.term_previous = None
         if self.excepthook is not None:  # an uncaught exception from here on (--debug) is shown as ever
             sys.excepthook, self.excepthook = self.excepthook, None
@@ -73,6 +75,26 @@ class Interrupts(SigintCounter):
             return
         self.give_back()
         sys.unraisablehook = self.hook
+
+
+@contextlib.contextmanager
+def completing(args):
+    """The step that puts an output in place (a rename, or the renames of a set of
+    tables), Ctrl-C and SIGTERM only counted meanwhile; then ``args.kept`` (the line
+    for an interrupt says the output was written whole and kept), and one that came
+    meanwhile is raised."""
+    interrupts = getattr(args, "interrupts", None)
+    if interrupts is None:
+        yield
+        args.kept = args.dst
+        return
+    quiet, interrupts.quiet = interrupts.quiet, True
+    try:
+        yield
+        args.kept = args.dst
+    finally:
+        interrupts.quiet = quiet
+    interrupts.check()
 
 
 class Run:
