@@ -384,7 +384,7 @@ def _walk_lanes(mode, buf, i0, i1, fr, parts, per_type, stop_at, offsets, reache
 SPLIT_BYTES = 1 << 22  # a section at least this long is walked in parts (LANES per thread)
 
 
-def scan_grouped(buf, start, end, fr, unit, *, threads=None, place=True):
+def scan_grouped(buf, start, end, fr, unit, *, threads=None, place=True, empty=np.empty):
     """The index of a section whose records are all whole, of a known type and exactly
     ``type_min[t] .. type_max[t]`` bytes, already grouped by type (what :func:`scan` then
     :func:`group` give, in stream order within each type): two walks, one counting each
@@ -401,7 +401,10 @@ def scan_grouped(buf, start, end, fr, unit, *, threads=None, place=True):
 
     ``place`` False, for the commonest framing (ITCH's: :func:`deferrable`): only the
     first walk, and :class:`Counted` back instead of the offsets; :func:`place_grouped`
-    then walks again, converting the records as it places them."""
+    then walks again, converting the records as it places them.
+
+    ``empty(n, dtype)`` makes the offsets' array (the caller's allocator: its memory
+    becomes the types' ``_offset`` columns)."""
     if not _plain(fr[1], unit, fr[6], fr[8]):
         return None
     from .threads import default_threads
@@ -418,7 +421,7 @@ def scan_grouped(buf, start, end, fr, unit, *, threads=None, place=True):
         if len(cuts) == k:
             tries.insert(0, np.array(cuts + [end], np.int64))
     for parts in tries:
-        got = _grouped(buf, parts, fr) if place or not deferrable(fr, unit) else _grouped(buf, parts, fr, False)
+        got = _grouped(buf, parts, fr, place or not deferrable(fr, unit), empty)
         if got is not None or len(parts) == 2:
             return got
     return None
@@ -443,7 +446,7 @@ class Counted:
         self.offsets, self.bounds, self.counts = offsets, bounds, counts
 
 
-def _grouped(buf, parts, fr, place=True):
+def _grouped(buf, parts, fr, place=True, empty=np.empty):
     """:func:`scan_grouped` in ``len(parts) - 1`` parts (``LANES`` a thread), or None."""
     k, ntypes = parts.shape[0] - 1, fr[9].shape[0]
     counts = np.zeros((k, ntypes), np.int64)
@@ -459,7 +462,7 @@ def _grouped(buf, parts, fr, place=True):
     bounds[ntypes + 2] = count
     cursor = bounds[1 : ntypes + 1] + np.cumsum(counts, axis=0) - counts  # (part, type): its first place
     stop_at = cursor + counts
-    offsets = np.empty(count, np.int64)
+    offsets = empty(count, np.int64)
     if not place:
         return Counted(parts, lanes, cursor, stop_at, offsets, bounds, counts)
     reached[:] = 0
@@ -508,7 +511,9 @@ def place_grouped(buf, counted, fr, items, kinds, *, window=WINDOW_BYTES, owners
     not find what the count found (the bytes changed between the walks): nothing of it
     may be used, the caller scans the section again the usual way."""
     c = counted
-    which, plan = types_plan(items)
+    tag_types = fr[8]  # (tag byte -> type: the walk reads each record's tag, so a type of one value holds it)
+    values = [int(v[0]) if len(v) == 1 else -1 for v in (np.flatnonzero(tag_types == t) for t in kinds)]
+    which, plan = types_plan(items, (fr[5], values))
     ntypes = c.cursor.shape[1]
     of_type = np.full(ntypes, -1, np.int64)
     for f, k in enumerate(which):
@@ -523,6 +528,7 @@ def place_grouped(buf, counted, fr, items, kinds, *, window=WINDOW_BYTES, owners
             np.zeros(0, np.uint64),
             i2,
             np.zeros(1, np.int64),
+            z,
             z,
         )
     redo = np.zeros(max(len(which), 1), np.uint8)
