@@ -123,3 +123,39 @@ def test_bytes_changed_between_the_walks_send_the_section_to_the_usual_scan(monk
     )
     with pytest.raises(lo.ConversionError, match=rf"byte {at}"):
         lo.read_stream(src, SPEC)
+
+
+@pytest.mark.parametrize("quarter", [0, 1, 2, 3])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_bytes_changed_in_any_lane_send_the_section_to_the_usual_scan(monkeypatch, quarter, threads):
+    # the section in parts (K.LANES a thread) whose second walk goes side by side: a record
+    # changed in any part's range between the walks (an add order made an order executed
+    # with price, then a tag of no type) is found there, as in one walk
+    monkeypatch.setattr(K, "SPLIT_BYTES", 0)
+    src = bytearray(_day(400_000, seed=8).tobytes())
+    starts = lo.read_stream(bytes(src), SPEC)["add_order"]["_offset"].to_numpy()
+    at = int(starts[np.searchsorted(starts, len(src) * (2 * quarter + 1) // 8)])
+    real = K.place_grouped
+    seen = []
+
+    def writer(tag):
+        def place(buf, *a, **k):
+            src[at + 2] = ord(tag)
+            seen.append(real(buf, *a, window=4096, **k))
+            return seen[-1]
+
+        return place
+
+    from layouts.kernels import threads as T
+
+    monkeypatch.setattr(T, "default_threads", lambda: threads)
+    monkeypatch.setattr(K, "place_grouped", writer("C"))
+    got = lo.read_stream(src, SPEC)
+    assert seen == [None]
+    monkeypatch.setattr(K, "place_grouped", real)
+    _same(got, lo.read_stream(bytes(src), SPEC))
+    assert at in got["order_executed_with_price"]["_offset"].to_numpy().tolist()
+    src[at + 2] = ord("A")
+    monkeypatch.setattr(K, "place_grouped", writer("~"))
+    with pytest.raises(lo.ConversionError, match=rf"byte {at}"):
+        lo.read_stream(src, SPEC)
