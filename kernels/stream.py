@@ -319,13 +319,25 @@ def _lanes_be16_tag8(place, addr, i, parts, until, fr, per_type, stop_at, offset
     lane's next record starts before its ``until`` and goes on: each record's place
     depends on the length before it, so one walk waits for every load; independent walks
     overlap their waits. Where each stopped goes back to ``reached`` (the caller's walk
-    goes on from there). Written out for ``LANES`` = 4
-    with each lane's place in a variable of its own, and the arrays passed to
-    :func:`_lane` as addresses: lanes kept in an array went through memory at every
-    record (a store, then a load, on the chain), and were slower than one walk."""
+    goes on from there). Written out for ``LANES`` = 4 with each lane's place in a
+    variable of its own, and the arrays passed to :func:`_lane` as addresses: lanes kept
+    in an array went through memory at every record (a store, then a load, on the
+    chain), and were slower than one walk. Arrays laid out otherwise than ``_lane``
+    reads them (int32 by tag; int64 by type, rows of the same length) leave all of it
+    to the caller's walk."""
     len_off, base, min_len, tag_off, ntypes = fr[0], fr[3], fr[4], fr[5], fr[9].shape[0]
+    if (
+        fr[8].strides[0] != 4
+        or fr[9].strides[0] != 8
+        or fr[10].strides[0] != 8
+        or per_type.strides[1] != 8
+        or stop_at.strides[1] != 8
+        or stop_at.strides[0] != per_type.strides[0]
+        or offsets.strides[0] != 8
+    ):
+        return
     direct, tmin, tmax = fr[8].ctypes.data, fr[9].ctypes.data, fr[10].ctypes.data
-    row = 8 * per_type.shape[1]
+    row = per_type.strides[0]
     cur, lim, out = per_type.ctypes.data + row * i, stop_at.ctypes.data + row * i, offsets.ctypes.data
     p0, p1, p2, p3 = reached[i, 0], reached[i + 1, 0], reached[i + 2, 0], reached[i + 3, 0]
     w0, w1, w2, w3 = reached[i, 1], reached[i + 1, 1], reached[i + 2, 1], reached[i + 3, 1]
