@@ -14,6 +14,8 @@ its C++ parser fed the same bytes, ``Session(["messages"]).feed``, the order boo
 Reported per size: medians, messages/s, GB/s, read time over copy time, itch-book's time over
 read's; then how each grows with the size.
 
+``--only itch`` runs just the ITCH days.
+
 pcap (``--only pcap`` runs just it): ``read_stream(..., "pcap")`` (packets with their payloads in
 ``_tail``: copied, ``tails="copy"``, and as Arrow views into the capture, ``tails="view"``) against
 dpkt's reader (``list(dpkt.pcap.Reader(f))``) and ``np.copyto`` of the capture, in memory.
@@ -470,14 +472,17 @@ def main(argv=None):
     p.add_argument("--json", help="also write the figures to this JSON file")
     p.add_argument(
         "--only",
-        choices=["pcap", "fixed"],
-        help="run only this part (pcap: copied tails and views against dpkt; fixed: the LAS and SEG-Y rows)",
+        choices=["itch", "pcap", "fixed"],
+        help="run only this part (itch: the ITCH days; pcap: copied tails and views against dpkt; "
+        "fixed: the LAS and SEG-Y rows)",
     )
     a = p.parse_args(argv)
     if a.small:
         a.itch_mb, a.packets, a.points, a.traces, a.repeat = [2.0], 2_000, [20_000], 200, 2
     load_before = os.getloadavg()
-    if a.only == "pcap":
+    if a.only == "itch":
+        result = {"itch": run_itch(a.itch_mb, a.repeat)}
+    elif a.only == "pcap":
         result = run_pcap(a.packets, a.repeat)
     elif a.only == "fixed":
         result = run_fixed(a.points, a.traces, a.repeat)

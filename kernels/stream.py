@@ -312,43 +312,84 @@ LANES = 4  # parts of a section one thread walks side by side (scan_grouped)
 
 
 @_jit
-def _lanes_be16_tag8(place, addr, i, parts, fr, per_type, stop_at, offsets, reached):
-    """Parts ``i .. i + LANES`` of :func:`_walk_lanes` walked in step, one record of each
-    per round (:func:`_walk_be16_tag8`'s checks and counting), for as long as all go on:
-    each record's place depends on the length before it, so one walk waits for every
-    load; independent walks overlap their waits. Where each stopped goes to ``reached``
-    (the caller's walk goes on from there). (Written out, no helper taking arrays: a
-    call per record would count references to them.)"""
-    len_off, base, min_len, tag_off, direct, type_min, type_max = fr[0], fr[3], fr[4], fr[5], fr[8], fr[9], fr[10]
-    ntypes = type_min.shape[0]
-    pos = parts[i : i + LANES].copy()
-    walked = np.zeros(LANES, np.int64)
-    going = True
-    while going:
-        for k in range(LANES):
-            p, e = pos[k], parts[i + k + 1]
-            if p > e - (len_off + 2):
-                going = False
-                break
-            n = np.int64(bswap16(load16(addr + p + len_off))) + base
-            if n > e - p or n < min_len or n <= 0:
-                going = False
-                break
-            t = direct[load8(addr + p + tag_off)]
-            if t < 0 or t >= ntypes or n < type_min[t] or n > type_max[t]:
-                going = False
-                break
-            j = per_type[i + k, t]
-            if place:
-                if j >= stop_at[i + k, t]:
-                    going = False
-                    break
-                offsets[j] = p
-            per_type[i + k, t] = j + 1
-            pos[k] = p + n
-            walked[k] += 1
-    for k in range(LANES):
-        reached[i + k, 0], reached[i + k, 1] = pos[k], walked[k]
+def _lanes_be16_tag8(place, addr, i, parts, until, fr, per_type, stop_at, offsets, reached):
+    """Parts ``i .. i + LANES`` of :func:`_walk_lanes` walked in step from where their rows
+    of ``reached`` say (position, records walked), one record of each per round
+    (:func:`_walk_be16_tag8`'s checks and counting, :func:`_lane`), for as long as every
+    lane's next record starts before its ``until`` and goes on: each record's place
+    depends on the length before it, so one walk waits for every load; independent walks
+    overlap their waits. Where each stopped goes back to ``reached`` (the caller's walk
+    goes on from there). Written out for ``LANES`` = 4 with each lane's place in a
+    variable of its own, and the arrays passed to :func:`_lane` as addresses: lanes kept
+    in an array went through memory at every record (a store, then a load, on the
+    chain), and were slower than one walk. Arrays laid out otherwise than ``_lane``
+    reads them (int32 by tag; int64 by type, rows of the same length) leave all of it
+    to the caller's walk."""
+    len_off, base, min_len, tag_off, ntypes = fr[0], fr[3], fr[4], fr[5], fr[9].shape[0]
+    if (
+        fr[8].strides[0] != 4
+        or fr[9].strides[0] != 8
+        or fr[10].strides[0] != 8
+        or per_type.strides[1] != 8
+        or stop_at.strides[1] != 8
+        or stop_at.strides[0] != per_type.strides[0]
+        or offsets.strides[0] != 8
+    ):
+        return
+    direct, tmin, tmax = fr[8].ctypes.data, fr[9].ctypes.data, fr[10].ctypes.data
+    row = per_type.strides[0]
+    cur, lim, out = per_type.ctypes.data + row * i, stop_at.ctypes.data + row * i, offsets.ctypes.data
+    p0, p1, p2, p3 = reached[i, 0], reached[i + 1, 0], reached[i + 2, 0], reached[i + 3, 0]
+    w0, w1, w2, w3 = reached[i, 1], reached[i + 1, 1], reached[i + 2, 1], reached[i + 3, 1]
+    e0, e1, e2, e3 = parts[i + 1], parts[i + 2], parts[i + 3], parts[i + 4]
+    u0, u1, u2, u3 = until[0], until[1], until[2], until[3]
+    fixed = (addr, len_off, base, min_len, tag_off, direct, tmin, tmax, ntypes, out)
+    while True:
+        q = _lane(place, p0, e0, u0, fixed, cur, lim)
+        if q < 0:
+            break
+        p0, w0 = q, w0 + 1
+        q = _lane(place, p1, e1, u1, fixed, cur + row, lim + row)
+        if q < 0:
+            break
+        p1, w1 = q, w1 + 1
+        q = _lane(place, p2, e2, u2, fixed, cur + 2 * row, lim + 2 * row)
+        if q < 0:
+            break
+        p2, w2 = q, w2 + 1
+        q = _lane(place, p3, e3, u3, fixed, cur + 3 * row, lim + 3 * row)
+        if q < 0:
+            break
+        p3, w3 = q, w3 + 1
+    reached[i, 0], reached[i, 1] = p0, w0
+    reached[i + 1, 0], reached[i + 1, 1] = p1, w1
+    reached[i + 2, 0], reached[i + 2, 1] = p2, w2
+    reached[i + 3, 0], reached[i + 3, 1] = p3, w3
+
+
+@_jit
+def _lane(place, p, e, u, fixed, cur, lim):
+    """One record of a lane of :func:`_lanes_be16_tag8`: the record at ``p`` (its part
+    ending at ``e``; none from ``u`` on) counted, or placed, in the lane's row of cursors at address ``cur``
+    (and of ``stop_at`` at ``lim``); returns where the next starts, or -1 where this one
+    stops the walk (:func:`_walk_be16_tag8`'s checks). Addresses only, no arrays: no
+    reference counted per call."""
+    addr, len_off, base, min_len, tag_off, direct, tmin, tmax, ntypes, out = fixed
+    if p >= u or p > e - (len_off + 2):
+        return -1
+    n = np.int64(bswap16(load16(addr + p + len_off))) + base
+    if n > e - p or n < min_len or n <= 0:
+        return -1
+    t = np.int64(np.int32(load32(direct + 4 * np.int64(load8(addr + p + tag_off)))))
+    if t < 0 or t >= ntypes or n < np.int64(load64(tmin + 8 * t)) or n > np.int64(load64(tmax + 8 * t)):
+        return -1
+    j = np.int64(load64(cur + 8 * t))
+    if place:
+        if j >= np.int64(load64(lim + 8 * t)):
+            return -1
+        store64(out + 8 * j, p)
+    store64(cur + 8 * t, j + 1)
+    return p + n
 
 
 @_jit
@@ -363,7 +404,8 @@ def _walk_lanes(mode, buf, i0, i1, fr, parts, per_type, stop_at, offsets, reache
     for i in range(i0, i1):
         reached[i, 0], reached[i, 1] = parts[i], 0
     if i1 - i0 == LANES and fr[1] == 2 and fr[2] and fr[6] == 1 and (mode == COUNT or mode == PLACE):
-        _lanes_be16_tag8(mode == PLACE, buf.ctypes.data, i0, parts, fr, per_type, stop_at, offsets, reached)
+        until = parts[i0 + 1 : i1 + 1].copy()
+        _lanes_be16_tag8(mode == PLACE, buf.ctypes.data, i0, parts, until, fr, per_type, stop_at, offsets, reached)
     for i in range(i0, i1):
         pos, count = _walk(
             mode,
@@ -384,7 +426,7 @@ def _walk_lanes(mode, buf, i0, i1, fr, parts, per_type, stop_at, offsets, reache
 SPLIT_BYTES = 1 << 22  # a section at least this long is walked in parts (LANES per thread)
 
 
-def scan_grouped(buf, start, end, fr, unit, *, threads=None, place=True):
+def scan_grouped(buf, start, end, fr, unit, *, threads=None, place=True, empty=np.empty):
     """The index of a section whose records are all whole, of a known type and exactly
     ``type_min[t] .. type_max[t]`` bytes, already grouped by type (what :func:`scan` then
     :func:`group` give, in stream order within each type): two walks, one counting each
@@ -401,7 +443,10 @@ def scan_grouped(buf, start, end, fr, unit, *, threads=None, place=True):
 
     ``place`` False, for the commonest framing (ITCH's: :func:`deferrable`): only the
     first walk, and :class:`Counted` back instead of the offsets; :func:`place_grouped`
-    then walks again, converting the records as it places them."""
+    then walks again, converting the records as it places them.
+
+    ``empty(n, dtype)`` makes the offsets' array (the caller's allocator: its memory
+    becomes the types' ``_offset`` columns)."""
     if not _plain(fr[1], unit, fr[6], fr[8]):
         return None
     from .threads import default_threads
@@ -418,7 +463,7 @@ def scan_grouped(buf, start, end, fr, unit, *, threads=None, place=True):
         if len(cuts) == k:
             tries.insert(0, np.array(cuts + [end], np.int64))
     for parts in tries:
-        got = _grouped(buf, parts, fr) if place or not deferrable(fr, unit) else _grouped(buf, parts, fr, False)
+        got = _grouped(buf, parts, fr, place or not deferrable(fr, unit), empty)
         if got is not None or len(parts) == 2:
             return got
     return None
@@ -443,7 +488,7 @@ class Counted:
         self.offsets, self.bounds, self.counts = offsets, bounds, counts
 
 
-def _grouped(buf, parts, fr, place=True):
+def _grouped(buf, parts, fr, place=True, empty=np.empty):
     """:func:`scan_grouped` in ``len(parts) - 1`` parts (``LANES`` a thread), or None."""
     k, ntypes = parts.shape[0] - 1, fr[9].shape[0]
     counts = np.zeros((k, ntypes), np.int64)
@@ -459,7 +504,7 @@ def _grouped(buf, parts, fr, place=True):
     bounds[ntypes + 2] = count
     cursor = bounds[1 : ntypes + 1] + np.cumsum(counts, axis=0) - counts  # (part, type): its first place
     stop_at = cursor + counts
-    offsets = np.empty(count, np.int64)
+    offsets = empty(count, np.int64)
     if not place:
         return Counted(parts, lanes, cursor, stop_at, offsets, bounds, counts)
     reached[:] = 0
@@ -476,13 +521,18 @@ def _place_lanes(buf, offsets, i0, i1, parts, fr, cursor, stop_at, kinds, plan, 
     stored at their places, :func:`_walk_be16_tag8`), then those of each type ``t`` with
     ``kinds[t] >= 0`` converted by type ``kinds[t]`` of ``plan`` (:func:`_type_rows`)
     while the window is in cache: the stream is read from memory once for the second walk
-    and every transpose. Where each part stopped and how many records it placed go to
-    its row of ``reached``."""
+    and every transpose. ``LANES`` parts are placed side by side first
+    (:func:`_place_side_by_side`); each part then goes on alone from where that left it.
+    Where each part stopped and how many records it placed go to its row of ``reached``."""
     addr = buf.ctypes.data
     ntypes = cursor.shape[1]
+    for i in range(i0, i1):
+        reached[i, 0], reached[i, 1] = parts[i], 0
+    if i1 - i0 == LANES:
+        _place_side_by_side(addr, offsets, i0, parts, fr, cursor, stop_at, kinds, plan, window, redo, reached, stop)
     before = np.empty(ntypes, np.int64)
     for i in range(i0, i1):
-        pos, e, walked = parts[i], parts[i + 1], 0
+        pos, e, walked = reached[i, 0], parts[i + 1], reached[i, 1]
         row, lim = cursor[i], stop_at[i]
         while pos < e and stop[0] == 0:
             w1 = min(pos + window, e)
@@ -499,6 +549,44 @@ def _place_lanes(buf, offsets, i0, i1, parts, fr, cursor, stop_at, kinds, plan, 
         reached[i, 0], reached[i, 1] = pos, walked
 
 
+@_jit
+def _place_side_by_side(addr, offsets, i, parts, fr, cursor, stop_at, kinds, plan, window, redo, reached, stop):
+    """Parts ``i .. i + LANES`` of :func:`_place_lanes` placed side by side, from and to
+    their rows of ``reached``: in each round ``window / LANES`` bytes of every part
+    walked in step (:func:`_lanes_be16_tag8`, each lane's last records alone), then the
+    records of each type placed in every part converted while the round's bytes are in
+    cache. Stops at the first record a part cannot place (the caller's walk goes on from
+    there, and stops at it again)."""
+    ntypes = cursor.shape[1]
+    until = np.empty(LANES, np.int64)
+    before = np.empty((LANES, ntypes), np.int64)
+    step = max(window // LANES, 1)
+    going = True
+    while going and stop[0] == 0:
+        live = False
+        for k in range(LANES):
+            until[k] = min(reached[i + k, 0] + step, parts[i + k + 1])
+            live = live or reached[i + k, 0] < until[k]
+            for t in range(ntypes):
+                before[k, t] = cursor[i + k, t]
+        if not live:
+            break
+        _lanes_be16_tag8(True, addr, i, parts, until, fr, cursor, stop_at, offsets, reached)
+        for k in range(LANES):
+            pos = reached[i + k, 0]
+            if pos < until[k]:
+                q, c = _walk_be16_tag8(
+                    True, addr, pos, parts[i + k + 1], 0, fr, cursor[i + k], stop_at[i + k], offsets, until[k]
+                )
+                reached[i + k, 0], reached[i + k, 1] = q, reached[i + k, 1] + c
+                if q < until[k]:
+                    going = False
+        for k in range(LANES):
+            for t in range(ntypes):
+                if kinds[t] >= 0 and cursor[i + k, t] > before[k, t]:
+                    _type_rows(addr, offsets, kinds[t], before[k, t], cursor[i + k, t], plan, redo)
+
+
 def place_grouped(buf, counted, fr, items, kinds, *, window=WINDOW_BYTES, owners=None):
     """The second walk of a :class:`Counted` section, each record's offset stored at its
     place in ``counted.offsets``, with the transposes of the types ``items`` describes
@@ -508,7 +596,9 @@ def place_grouped(buf, counted, fr, items, kinds, *, window=WINDOW_BYTES, owners
     not find what the count found (the bytes changed between the walks): nothing of it
     may be used, the caller scans the section again the usual way."""
     c = counted
-    which, plan = types_plan(items)
+    tag_types = fr[8]  # (tag byte -> type: the walk reads each record's tag, so a type of one value holds it)
+    values = [int(v[0]) if len(v) == 1 else -1 for v in (np.flatnonzero(tag_types == t) for t in kinds)]
+    which, plan = types_plan(items, (fr[5], values))
     ntypes = c.cursor.shape[1]
     of_type = np.full(ntypes, -1, np.int64)
     for f, k in enumerate(which):
@@ -523,6 +613,7 @@ def place_grouped(buf, counted, fr, items, kinds, *, window=WINDOW_BYTES, owners
             np.zeros(0, np.uint64),
             i2,
             np.zeros(1, np.int64),
+            z,
             z,
         )
     redo = np.zeros(max(len(which), 1), np.uint8)

@@ -5,6 +5,7 @@ Both ways must give the same tables; the direct one must not read a byte outside
 the bytes its record's runs cover, and must fall back where a block's text is not
 plain ASCII (the checks and faults are the gathered way's)."""
 
+import ctypes
 import functools
 import struct
 
@@ -141,3 +142,120 @@ def test_widened_fields_read_in_place_or_gathered(plans, fields, direct):
             want = [int.from_bytes(r[pos : pos + n], "big" if typ[0] == ">" else "little") for r in recs]
             assert t["r"][name].to_arrow().to_pylist() == want, name
         pos += n
+
+
+def _tagged(types):
+    """A stream description with ITCH's framing (a 2-byte big-endian length, a 1-byte tag)
+    and the given ``(name, tag, fields)`` types, whose S fields are text."""
+    return S(
+        [
+            S.Section(
+                S.Framing(length=S.Length(0, 2, "big")),
+                [
+                    S.RecordType(name, S.Record(fields, text=tuple(n for n, t in fields if t[0] == "S")), tag)
+                    for name, tag, fields in types
+                ],
+                tag=S.Tag(0, 1),
+            )
+        ]
+    )
+
+
+def _framed(bodies):
+    return b"".join(len(b).to_bytes(2, "big") + b for b in bodies)
+
+
+def _placed_after(monkeypatch, raw, spec):
+    """The tables with the records placed by the scan first and converted after
+    (aos_to_soa_types, which reads every field from the records): the oracle of the
+    walk that converts as it places."""
+    with monkeypatch.context() as m:
+        m.setattr(K, "deferrable", lambda fr, unit: False)
+        return lo.read_stream(raw, spec)
+
+
+def test_a_types_tag_field_is_its_tag_without_reading_it(monkeypatch):
+    spec = _tagged(
+        [
+            ("a", "A", [("k", "S1"), ("s", "S1"), ("v", ">u4")]),
+            ("b", "B", [("k", "S1"), ("w", ">u2")]),
+        ]
+    )
+    rng = np.random.default_rng(6)
+    bodies = [
+        b"A" + bytes([int(rng.integers(0x21, 0x7F))]) + struct.pack(">I", i) if i % 3 else b"B" + struct.pack(">H", i)
+        for i in range(3000)
+    ]
+    raw = _framed(bodies)
+    made = []
+    plan = K.types_plan
+
+    def spy(items, tags=None):
+        made.append(plan(items, tags))
+        return made[-1]
+
+    monkeypatch.setattr(K, "types_plan", spy)
+    t = lo.read_stream(raw, spec)
+    which, p = made[0]
+    assert p[8].tolist() == [ord("A"), -1, ord("B")]  # the tags' S1 fields, not the other
+    assert t["a"]["k"].to_arrow().to_pylist() == ["A"] * 2000
+    assert t["a"]["s"].to_arrow().to_pylist() == [b[1:2].decode() for b in bodies if b[:1] == b"A"]
+    assert t["b"]["k"].to_arrow().to_pylist() == ["B"] * 1000
+    _same(t, _placed_after(monkeypatch, raw, spec))
+    assert lo.write_stream(t, spec) == raw
+
+
+def test_a_tag_that_is_not_plain_ascii_is_read_and_checked(monkeypatch):
+    # tag 0xC3 under an S1 field: not valid UTF-8 alone, so the field is read and checked
+    spec = _tagged([("a", 0xC3, [("k", "S1"), ("v", ">u4")]), ("b", "B", [("k", "S1"), ("w", ">u2")])])
+    raw = _framed([b"B\x00\x01", b"\xc3\x00\x00\x00\x07"])
+    with pytest.raises(lo.ConversionError, match="UTF-8") as got:
+        lo.read_stream(raw, spec)
+    with pytest.raises(lo.ConversionError) as want:
+        _placed_after(monkeypatch, raw, spec)
+    assert str(got.value) == str(want.value)
+
+
+def test_reads_into_reused_memory_are_the_same_tables():
+    """Columns come from pyarrow's memory pool, which hands a freed table's memory to the
+    next read: every value is written again, and the bytes after each buffer up to its
+    64-byte boundary are zeros, whatever the memory held."""
+    from benchmarks.itch_day import day_bytes
+
+    raw = day_bytes(300_000, seed=2)
+    first = {name: t.to_arrow() for name, t in lo.read_stream(raw, "itch50").items()}
+    for name, table in first.items():
+        first[name] = pa_copy(table)
+    for _ in range(3):
+        t = lo.read_stream(raw, "itch50")
+        for name, table in t.items():
+            got = table.to_arrow()
+            assert got.equals(first[name]), name
+            for column, values in zip(got.column_names, got.columns):
+                for buf in values.chunk(0).buffers() if column != "_offset" else ():  # (slices of one index)
+                    if buf is not None and buf.size % 64:
+                        pad = ctypes.string_at(buf.address + buf.size, -buf.size % 64)
+                        assert pad == bytes(len(pad)), (name, column)
+        del t, table, got
+
+
+def test_pooled_memory_is_zero_after_its_end_to_the_next_64_bytes():
+    from layouts._stream.frame import pooled
+
+    for n in (1, 7, 8, 9, 1000, 100_003):
+        a = pooled(n, np.int64)
+        a[:] = -1
+        del a
+        b = pooled(n, np.int64)
+        assert b.ctypes.data % 64 == 0 and b.shape == (n,) and b.dtype == np.int64
+        assert ctypes.string_at(b.ctypes.data + 8 * n, -8 * n % 64) == bytes(-8 * n % 64)
+
+
+def pa_copy(table):
+    """A copy of an Arrow table in memory of its own (none shared with the read)."""
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    return pa.ipc.open_stream(sink.getvalue()).read_all()

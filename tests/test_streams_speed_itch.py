@@ -123,3 +123,58 @@ def test_bytes_changed_between_the_walks_send_the_section_to_the_usual_scan(monk
     )
     with pytest.raises(lo.ConversionError, match=rf"byte {at}"):
         lo.read_stream(src, SPEC)
+
+
+@pytest.mark.parametrize("quarter", [0, 1, 2, 3])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_bytes_changed_in_any_lane_send_the_section_to_the_usual_scan(monkeypatch, quarter, threads):
+    # the section in parts (K.LANES a thread) whose second walk goes side by side: a record
+    # changed in any part's range between the walks (an add order made an order executed
+    # with price, then a tag of no type) is found there, as in one walk
+    monkeypatch.setattr(K, "SPLIT_BYTES", 0)
+    src = bytearray(_day(400_000, seed=8).tobytes())
+    starts = lo.read_stream(bytes(src), SPEC)["add_order"]["_offset"].to_numpy()
+    at = int(starts[np.searchsorted(starts, len(src) * (2 * quarter + 1) // 8)])
+    real = K.place_grouped
+    seen = []
+
+    def writer(tag):
+        def place(buf, *a, **k):
+            src[at + 2] = ord(tag)
+            seen.append(real(buf, *a, window=4096, **k))
+            return seen[-1]
+
+        return place
+
+    from layouts.kernels import threads as T
+
+    monkeypatch.setattr(T, "default_threads", lambda: threads)
+    monkeypatch.setattr(K, "place_grouped", writer("C"))
+    got = lo.read_stream(src, SPEC)
+    assert seen == [None]
+    monkeypatch.setattr(K, "place_grouped", real)
+    _same(got, lo.read_stream(bytes(src), SPEC))
+    assert at in got["order_executed_with_price"]["_offset"].to_numpy().tolist()
+    src[at + 2] = ord("A")
+    monkeypatch.setattr(K, "place_grouped", writer("~"))
+    with pytest.raises(lo.ConversionError, match=rf"byte {at}"):
+        lo.read_stream(src, SPEC)
+
+
+def test_walk_tables_of_other_layouts_give_the_same_index(monkeypatch):
+    # the lanes read the tag table (int32) and the sizes (int64) through addresses; tables
+    # of another dtype or with gaps leave the walk to the single walk, with the same index
+    from layouts._stream import frame as F
+
+    monkeypatch.setattr(K, "SPLIT_BYTES", 0)
+    buf = _day(300_000, seed=9)
+    lp, tp, type_min, min_len = F.section_params(SPEC, SPEC.sections[0], "big", {}, "w")
+    fr = (lp[0], lp[1], lp[2], lp[4], min_len, *tp[:3], tp[5], type_min, type_min)
+    want = K.scan_grouped(buf, 0, len(buf), fr, lp[3], threads=1)
+    spaced = np.repeat(type_min, 2)[::2]
+    for other in (
+        (*fr[:8], fr[8].astype(np.int64), fr[9], fr[10]),
+        (*fr[:8], fr[8], spaced, spaced),
+    ):
+        got = K.scan_grouped(buf, 0, len(buf), other, lp[3], threads=1)
+        assert (got[0] == want[0]).all() and (got[1] == want[1]).all()

@@ -45,8 +45,10 @@ from ..plan import (
     OFFSETS,
     P1,
     P2,
+    P3,
     STRING_KINDS,
     SWAP,
+    TABLE,
     VALID,
     WIDTH,
 )
@@ -471,18 +473,33 @@ def _text_rows_at(base, offsets, b0, b1, op, at):
 
 
 @_jit
+def _text_rows_byte(b0, b1, op, v):
+    """:func:`_text_rows_at` of an ``S1`` field that holds ``v`` (plain ASCII) in every
+    record of the type (its tag, which the walk that placed the records read): the
+    values and offsets written with no load from the records."""
+    ow, data = op[P2], op[DATA]
+    if b0 == 0:
+        _set_offset(op[OFFSETS], 0, ow, 0)
+    for r in range(b0, b1):
+        store8(data + r, np.uint8(v))
+    _step_offsets(op[OFFSETS], ow, 0, 1, b0, b1)
+
+
+@_jit
 def _type_rows(src, offsets, f, g0, g1, plan, redo):
     """Rows ``offsets[g0:g1]`` of type ``f`` of a plan of :func:`types_plan` converted an
     op at a time straight from the stream at ``src`` (:func:`_copy_at`,
     :func:`_text_rows_at`); a value that is not plain ASCII marks the type in ``redo``
     (it is then converted the general way, over what this wrote)."""
-    rows, ops, op_start, op_at, op_keep, texts, text_start, text_at = plan
+    rows, ops, op_start, op_at, op_keep, texts, text_start, text_at, text_byte = plan
     if g1 <= g0 or redo[f] != 0:
         return
     o = offsets[rows[f, 0] : rows[f, 1]]  # (row r of the type's table is o[r])
     b0, b1 = g0 - rows[f, 0], g1 - rows[f, 0]
     for j in range(text_start[f], text_start[f + 1]):
-        if not _text_rows_at(src, o, b0, b1, texts[j], text_at[j]):
+        if text_byte[j] >= 0:
+            _text_rows_byte(b0, b1, texts[j], text_byte[j])
+        elif not _text_rows_at(src, o, b0, b1, texts[j], text_at[j]):
             redo[f] = 1
             return
     for j in range(op_start[f], op_start[f + 1]):
@@ -527,19 +544,48 @@ def _types_part(buf, offsets, p0, p1, plan, window, redo, err, stop):
         w0 = w1
 
 
-def types_plan(items):
+_READS: dict = {}  # _direct_read's answers
+_READS_MAX = 4096
+
+
+def _direct_read(ops, offs, runs, offset_at, nul):
+    """``(text, direct_plan(...))`` of one type's plan for :func:`types_plan` (None in
+    place of the second where the direct kernel does not read it, strings of another
+    width than their field's included: their values do not lie at ``row * width``).
+    Remembered by what it depends on, the ops without their addresses (which change
+    with every call's memory), the offsets table, the runs, ``offset_at`` and the NUL
+    checks: worked out each time, the 23 ITCH types' took a third of a 1 MB read."""
+    static = ops.copy()
+    static[:, [DATA, OFFSETS, TABLE, P3]] = 0
+    static[:, VALID] = static[:, VALID] != 0
+    key = (static.tobytes(), ops.shape[0], offs.tobytes(), runs.tobytes(), int(offset_at), nul.tobytes())
+    got = _READS.get(key)
+    if got is None:
+        text, _ = _texts(ops)
+        read = None
+        if not ((ops[text][:, P1] != ops[text][:, WIDTH]) | (ops[text][:, COUNT] != 1)).any():
+            read = direct_plan(ops, offs, runs, offset_at, nul, text)
+        if len(_READS) >= _READS_MAX:
+            _READS.clear()
+        got = _READS[key] = (text, read)
+    return got
+
+
+def types_plan(items, tags=None):
     """The plan of :func:`_type_rows` for the types of ``items`` that it converts:
     ``(which, plan)``, ``which`` the positions in ``items`` of those types, ``plan`` None
-    where there are none. ``items`` as :func:`aos_to_soa_types` takes them."""
+    where there are none. ``items`` as :func:`aos_to_soa_types` takes them.
+
+    ``tags``: ``(at, values)``, where the records' 1-byte tag lies in them and, per item,
+    the one tag value all its records hold (-1: not known to be one): an ``S1`` text
+    field at the tag's byte is then written as that value, not read from every record
+    (:func:`_text_rows_byte`), where the value is plain ASCII."""
     rows, op_rows, op_at, op_keep, op_start = [], [], [], [], [0]
-    text_rows, text_at, text_start, which = [], [], [0], []
+    text_rows, text_at, text_start, text_byte, which = [], [], [0], [], []
     for k, (lo, hi, ops, offs, runs, offset_at, nul, own) in enumerate(items):
         if hi <= lo:
             continue
-        text, _ = _texts(ops)
-        if ((ops[text][:, P1] != ops[text][:, WIDTH]) | (ops[text][:, COUNT] != 1)).any():
-            continue  # (strings of another width: their values do not lie at row * width)
-        read = direct_plan(ops, offs, runs, offset_at, nul, text)
+        text, read = _direct_read(ops, offs, runs, offset_at, nul)
         if read is None:
             continue
         at, keep, _ = read
@@ -556,6 +602,10 @@ def types_plan(items):
         text_rows.append(ops[text])
         text_at.append(at[m:])
         text_start.append(text_start[-1] + len(at) - m)
+        byte = np.full(len(at) - m, -1, np.int64)
+        if tags is not None and 0 < tags[1][k] < 0x80:
+            byte[(at[m:] == tags[0]) & (ops[text][:, WIDTH] == 1)] = tags[1][k]
+        text_byte.append(byte)
     if not which:
         return which, None
     ncols = items[which[0]][2].shape[1]
@@ -572,6 +622,7 @@ def types_plan(items):
         cat(text_rows, np.int64, (-1, ncols)),
         np.array(text_start, np.int64),
         cat(text_at, np.int64, -1),
+        cat(text_byte, np.int64, -1),
     )
     return which, plan
 

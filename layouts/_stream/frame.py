@@ -15,12 +15,30 @@ import stat
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 
 from .._errors import ConversionError
 from ..kernels import stream as K
 from .spec import Section, Stream, _BdwSection
 
-__all__ = ["source_bytes", "detect_order", "scan_section", "Scanned"]
+__all__ = ["source_bytes", "detect_order", "scan_section", "Scanned", "pooled"]
+
+
+def pooled(n: int, dtype=np.uint8) -> np.ndarray:
+    """An uninitialised array of ``n`` elements, its first byte 64-byte aligned, in
+    memory from pyarrow's default memory pool (mimalloc or jemalloc) rather than NumPy's
+    allocator. The pool keeps the pages of freed buffers for the next allocation, where
+    the C library gives large ones back to the system: a read after a read writes its
+    columns into memory already mapped, not pages the system must fault in and zero
+    (for a 100 MB ITCH day, 145 MiB of columns: about 0.02 of its 0.14 CPU seconds).
+    The caller writes every byte it exports, as with ``np.empty``; the bytes after the
+    array up to its next 64-byte boundary are zeroed (Arrow writers may write a buffer
+    up to there, and a pool's memory may hold an earlier table's bytes)."""
+    size = n * np.dtype(dtype).itemsize
+    raw = np.frombuffer(pa.allocate_buffer(size + 128), np.uint8)
+    skip = -raw.ctypes.data % 64
+    raw[skip + size : skip + size + (-size % 64)] = 0
+    return raw[skip : skip + size].view(dtype)
 
 
 def source_bytes(src) -> "tuple[np.ndarray, str, object]":
@@ -225,7 +243,7 @@ def scan_section(
     if grouped and stop is None and limit < 0 and s.tag is not None and s.tail != "column":
         (len_off, len_size, len_big, unit, base), (tag_off, tag_size, tag_big) = lp, tp[:3]
         fr = (len_off, len_size, len_big, base, min_len, tag_off, tag_size, tag_big, tp[5], type_min, type_min)
-        got = K.scan_grouped(buf, start, end, fr, unit, place=not defer)
+        got = K.scan_grouped(buf, start, end, fr, unit, place=not defer, empty=pooled)
         if isinstance(got, K.Counted):
             return Scanned(start, end, got.offsets, None, None, bounds=got.bounds, counted=got, frame=fr)  # type: ignore[arg-type]
         if got is not None:

@@ -21,7 +21,8 @@ from .._plan import ColumnBuffers, Span, forward_ops
 from .._soa import SoA, soa_over_arena
 from ..kernels import stream as K
 from ..kernels._memory import MappedGuard
-from .frame import Scanned, _checked, _regular, detect_order, record_size, scan_section, source_bytes
+from ..kernels.plan import DATA, OFFSETS, P2, VALID
+from .frame import Scanned, _checked, _regular, detect_order, pooled, record_size, scan_section, source_bytes
 from .spec import Record, Section, Stream, builtin, evaluate, field_dtype, load
 
 __all__ = ["read_stream", "StreamTables", "resolve"]
@@ -543,16 +544,15 @@ def _transpose_types(buf, s: Section, offsets, bounds, prefix, keep, order, got:
         a, b = int(bounds[ti + 1]), int(bounds[ti + 2])
         if b <= a:
             continue
-        layout, runs, _, offset_at = t.record.plan(order, prefix, True, keep)
-        if not len(runs) or any(f.kind == "enum" for f in layout.fields):
+        parts = _together_parts(t.record, order, prefix, keep)
+        if parts is None:
             continue
+        layout, runs, offset_at, nul = parts
         arena = Arena(layout, b - a, frozenset())
-        memory = arena.allocate()
-        ops, offs, owner = forward_ops(arena, memory.ctypes.data, {})
-        runs = np.array(runs, np.int64).reshape(-1, 3)
-        nul = np.array([(layout[name].offset, layout[name].width) for name in t.record.text], np.int64)
+        memory = pooled(arena.nbytes)
+        ops, offs, owner = _forward_ops(arena, memory.ctypes.data)
         made.append((ti, layout, arena, memory, owner, a, b))
-        items.append((a, b, ops, offs, runs, offset_at, nul.reshape(-1, 2), True))
+        items.append((a, b, ops, offs, runs, offset_at, nul, True))
         kinds.append(ti)
     if got.counted is not None:  # the offsets are placed as the types are converted, window by window
         done = K.place_grouped(buf, got.counted, got.frame, items, kinds, owners=made)
@@ -563,17 +563,62 @@ def _transpose_types(buf, s: Section, offsets, bounds, prefix, keep, order, got:
     else:
         done = K.aos_to_soa_types(buf, offsets, got.start, got.end, items, owners=made)
     tables = {}
+    host = backends.host()
     for ok, (ti, layout, arena, memory, _, a, b) in zip(done, made):
         if not ok:
             continue
-        soa = soa_over_arena(layout, b - a, arena, memory, {}, None)
+        columns = host.arena_columns(arena, memory, b - a, {})  # (soa_over_arena's, less the SoA: no enums)
         at = [f.name for f in layout.fields].index("_offset")
-        columns = list(soa._columns)
         columns[at] = ColumnBuffers(
             columns[at].type, b - a, None, None, pa.py_buffer(offsets[a:b]), 0, columns[at].kind
         )
         tables[ti] = SoA(layout, b - a, columns)
     return tables
+
+
+@functools.lru_cache(maxsize=256)
+def _together_parts(record: Record, order: str, prefix: int, keep: bool) -> "tuple | None":
+    """``(layout, runs, offset_at, nul)`` of a record type for :func:`_transpose_types`
+    (the runs and the NUL-checked ranges as arrays, read only), or None where its plan
+    has no runs or an enum (whose dictionary is made after its kernel)."""
+    layout, runs, _, offset_at = record.plan(order, prefix, True, keep)
+    if not len(runs) or any(f.kind == "enum" for f in layout.fields):
+        return None
+    runs = np.array(runs, np.int64).reshape(-1, 3)
+    nul = np.array([(layout[name].offset, layout[name].width) for name in record.text], np.int64).reshape(-1, 2)
+    runs.setflags(write=False)
+    nul.setflags(write=False)
+    return layout, runs, offset_at, nul
+
+
+def _forward_ops(arena: Arena, base: int) -> tuple:
+    """``forward_ops(arena, base, {})``, from the plan of ``arena.layout`` worked out once
+    (:func:`_ops_template`) with this arena's addresses put in: laid out anew for each
+    of a stream's types, a read's plans cost more than the kernel of a 1 MB ITCH day."""
+    got = _ops_template(arena.layout)
+    if got is None:
+        return forward_ops(arena, base, {})
+    ops = got[0].copy()
+    for i, bufs in enumerate(arena.buffers):
+        ops[i, DATA] = base + bufs["data"][0]
+        if "validity" in bufs:
+            ops[i, VALID] = base + bufs["validity"][0]
+        if "offsets" in bufs:
+            ops[i, OFFSETS] = base + bufs["offsets"][0]
+            ops[i, P2] = arena.offset_width[i]
+    return ops, got[1], []
+
+
+@functools.lru_cache(maxsize=256)
+def _ops_template(layout: Layout) -> "tuple | None":
+    """``forward_ops`` of ``layout`` with no addresses (those of an arena at 0), or None
+    where its ops point to tables (enums, code pages: :func:`_forward_ops` then lays it
+    out each time)."""
+    ops, offs, keep = forward_ops(Arena(layout, 1, frozenset()), 0, {})
+    if keep:
+        return None
+    ops[:, [DATA, VALID, OFFSETS]] = 0
+    return ops, offs  # (neither written: the ops are copied, the offsets only read)
 
 
 def _check_sizes(offsets, lengths, fixed, tails, label, what):
@@ -679,7 +724,7 @@ def _transpose_at(buf, record, order, layout, runs, offset_at, offsets, prefix, 
     n = len(offsets)
     assert not any(f.kind == "enum" for f in layout.fields)  # stream fields never are (no dictionary to fix)
     arena = _arena(layout, n)
-    memory = arena.allocate()
+    memory = pooled(arena.nbytes)
     ops, offs, keep = forward_ops(arena, memory.ctypes.data, {})
     nul = np.array([(layout[name].offset, layout[name].width) for name in record.text], np.int64).reshape(-1, 2)
     fault = K.aos_to_soa_at(
@@ -706,7 +751,7 @@ def _transpose_strided(
     names = [f.name for f in layout.fields]
     at = names.index("_offset")
     arena = _arena(layout, n)
-    memory = arena.allocate()
+    memory = pooled(arena.nbytes)
     ops, offs, keep = forward_ops(arena, memory.ctypes.data, {})
     offs = offs - shift
     if record.text and n:
