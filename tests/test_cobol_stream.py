@@ -178,3 +178,28 @@ def test_the_stream_sign_count_says_a_file_that_changed(tmp_path, capsys):
     data.write_bytes(data.read_bytes()[:15])
     with pytest.raises(lo.ConversionError, match=r"d.dat: the file ends at byte 15, inside a D record .* it changed"):
         _report_signs(str(data), _stream_of(str(spec)), str(tmp_path / "out"), "parquet", {"D": (3, 21)})
+
+
+def test_a_copybook_type_keeps_its_tail(tmp_path):
+    """attack6: tail = "column" with a copybook type was a LayoutError about a raw void
+    field (the tail's layout lost the copybook's encodings); now the bytes beyond the
+    copybook's record are its _tail column, and the way back gives the file back."""
+    import struct
+
+    (tmp_path / "seg.cob").write_text(
+        "       01 DTL.\n          05 SEG PIC X.\n          05 AMOUNT PIC S9(5)V99 COMP-3.\n"
+    )
+    (tmp_path / "s.toml").write_text(
+        'name = "s"\n[[section]]\nframing = "rdw"\ntag = { offset = 0, size = 1 }\ntail = "column"\n'
+        '[section.types.D]\ntag = "D"\ncopybook = "seg.cob"\n'
+    )
+    bodies = ["D".encode("cp037") + bytes.fromhex("0012345C") + extra for extra in (b"EXTRA", b"", b"\x00\xff")]
+    data = b"".join(struct.pack(">HH", len(b) + 4, 0) + b for b in bodies)
+    tables = lo.read_stream(data, str(tmp_path / "s.toml"))
+    rows = tables["D"].to_arrow().to_pylist()
+    assert [(r["SEG"], str(r["AMOUNT"]), r["_tail"]) for r in rows] == [
+        ("D", "123.45", b"EXTRA"),
+        ("D", "123.45", b""),
+        ("D", "123.45", b"\x00\xff"),
+    ]
+    assert lo.write_stream(tables, str(tmp_path / "s.toml")) == data

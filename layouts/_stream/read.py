@@ -1100,7 +1100,15 @@ def _tail_layout(layout: Layout, width: int) -> Layout:
     fields (remembered: a Layout is a value, and building one parses its dtype)."""
     modes = dict(layout.bytes_as)
     modes["_tail"] = "binary"
-    return Layout.from_dtype(_append(layout.dtype, width), bytes_as={k: v for k, v in modes.items() if v != "fixed"})
+    # (a copybook type's fields keep their encodings: attack6, they were read as raw void bytes and refused)
+    encodings = {f.name: f.encoding for f in layout.fields if f.encoding is not None}
+    void = "bytes" if any(f.encoding is None and f.dtype.kind == "V" for f in layout.fields) else "error"
+    return Layout.from_dtype(
+        _append(layout.dtype, width),
+        bytes_as={k: v for k, v in modes.items() if v != "fixed"},
+        encodings=encodings,
+        void_as=void,
+    )
 
 
 def _append(dtype: np.dtype, width: int) -> np.dtype:
