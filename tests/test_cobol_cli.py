@@ -515,3 +515,27 @@ def test_fill_of_a_decimal_field_is_read_as_its_arrow_type(tmp_path, capsys):
     ):
         assert main(["convert", str(table), "--copybook", str(book), "--fill", f"A={value}", "--to", str(back)]) == 2
         assert f"--fill A={value}: not a value of field 'A' (decimal128(3, 0)): {said}" in capsys.readouterr().err
+
+
+def test_a_reader_that_leaves_early_is_status_141_not_success(tmp_path):
+    """attack6: --variable-occurs and --segment going back to --to - said they wrote every
+    byte and exited 0 when standard output's reader left after 100 bytes (a pipe takes
+    part of a large write and returns its count, no error): now 141, as a closed pipe."""
+    import subprocess
+    import sys
+
+    book, data = tmp_path / "o.cob", tmp_path / "o.dat"
+    book.write_text(
+        "       01  ORDER.\n           05  N-ITEMS PIC S9(3) COMP-3.\n"
+        "           05  ITEM OCCURS 0 TO 3 TIMES DEPENDING ON N-ITEMS.\n               10  QTY PIC S9(3) COMP-3.\n"
+    )
+    data.write_bytes(bytes.fromhex("002c005c007c") * 200_000)
+    flags = ["--copybook", str(book), "--variable-occurs"]
+    assert main(["convert", str(data), *flags, "--to", str(tmp_path / "o.parquet"), "--quiet"]) == 0
+    reader = "import sys, os, time; sys.stdin.buffer.read(100); os.close(0); time.sleep(2)"
+    command = [sys.executable, "-m", "layouts", "convert", str(tmp_path / "o.parquet"), *flags, "--to", "-"]
+    writer = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    subprocess.run([sys.executable, "-c", reader], stdin=writer.stdout, timeout=120)
+    writer.stdout.close()
+    _, err = writer.communicate(timeout=120)
+    assert (writer.returncode, err) == (141, b"")

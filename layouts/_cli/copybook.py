@@ -637,7 +637,17 @@ def _write_tables(tables, args):
 def _write_whole(args, data):
     """The records file, whole or not at all, as every output of the command (see
     :func:`_write_out`)."""
-    _write_out(args, lambda f: f.write(data), lambda: (sys.stdout.buffer.write(data), sys.stdout.buffer.flush()))
+    _write_out(args, lambda f: f.write(data), lambda: (_stdout().write(data), sys.stdout.buffer.flush()))
+
+
+def _stdout():
+    """Standard output's binary file, every write() written whole: a pipe whose reader
+    went away takes part of a large write and returns its count (no error), and the
+    rest was lost while the command said it wrote everything (attack6); the next write
+    raises BrokenPipeError (status 141)."""
+    from layouts._files import _Counting
+
+    return _Counting(sys.stdout.buffer)
 
 
 def _write_out(args, write, to_stdout):
@@ -867,7 +877,7 @@ def _write_table(table, args):
             pq.write_table(table, target)
 
     def to_stdout():
-        with pa.ipc.new_stream(sys.stdout.buffer, table.schema) as writer:
+        with pa.ipc.new_stream(_stdout(), table.schema) as writer:
             writer.write_table(table)
         sys.stdout.buffer.flush()
 
