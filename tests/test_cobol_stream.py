@@ -203,3 +203,31 @@ def test_a_copybook_type_keeps_its_tail(tmp_path):
         ("D", "123.45", b"\x00\xff"),
     ]
     assert lo.write_stream(tables, str(tmp_path / "s.toml")) == data
+
+
+def test_a_copybook_that_is_no_regular_file_is_refused_at_once(tmp_path):
+    """attack6: a copybook path that is a FIFO hung (Layout.from_copybook, inspect,
+    convert), and a description's copybook = "/tmp" said "no such file"."""
+    import os
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "book.cob"
+    os.mkfifo(fifo)
+    code = f"import layouts as lo\ntry:\n    lo.Layout.from_copybook({str(fifo)!r})\nexcept lo.LayoutError as e:\n    print(e)"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (
+        run.stdout
+        == f"{str(fifo)!r} is a FIFO (named pipe), not a regular file; give the copybook file's path (or its text)\n"
+    )
+    for path, said in (
+        (tmp_path, "is a directory"),
+        ("/dev/zero", "is a character device, not a regular file"),
+        (fifo, "is a FIFO"),
+    ):
+        (tmp_path / "d.toml").write_text(
+            f'name = "s"\n[[section]]\nframing = "rdw"\ntag = {{ offset = 0, size = 1 }}\n'
+            f'[section.types.D]\ntag = "D"\ncopybook = "{path}"\n'
+        )
+        with pytest.raises(lo.LayoutError, match=f"section\\[0\\].types.D.copybook: {path}: .*{said}"):
+            lo.read_stream(b"", str(tmp_path / "d.toml"))

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 
 from .._errors import LayoutError
+from .._regular import open_regular
 
 __all__ = ["Source", "Token", "read_source", "tokenize"]
 
@@ -69,7 +70,7 @@ def read_source(src) -> Source:
                 f"the copybook's text)"
             )
         try:
-            with open(path, "rb") as f:
+            with open_regular(path, "give the copybook file's path (or its text)") as f:  # (a FIFO: never a hang)
                 raw = f.read()
         except OSError as err:
             raise LayoutError(f"cannot read the copybook {path!r}: {err.strerror}") from err

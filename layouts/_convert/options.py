@@ -215,7 +215,7 @@ def header_bytes(header, offset, fmt, time_unit=None, extra="error"):
             f"first record of the original records file)"
         )
     if isinstance(header, (str, os.PathLike)):
-        from .._cdecl.files import open_regular
+        from .._regular import open_regular
 
         where = os.fspath(header)
         try:

@@ -5,6 +5,7 @@ place of ``fields``, transposed and written back by the same stream kernels."""
 import dataclasses
 import functools
 import os
+import pathlib
 import re
 from typing import Any
 
@@ -102,13 +103,13 @@ def copybook_record(table, where, base_dir):
         options[key] = value
     path = options.pop("copybook")
     full = path if os.path.isabs(path) else os.path.join(base_dir or os.getcwd(), path)
-    if not os.path.isfile(full):
+    if not os.path.lexists(full):
         raise _err(
             f"{where}.copybook",
             f"{path!r}: no such file ({full}); the path is relative to the description file's directory",
         )
-    try:
-        layout = Layout.from_copybook(full, **options)
+    try:  # (a directory, a FIFO, a device: refused there, never read)
+        layout = Layout.from_copybook(pathlib.Path(full), **options)
     except LayoutError as err:  # (its advice in the description's syntax: record = "R", not record='R')
         said = re.sub(r"\b(%s)='([^']*)'" % "|".join(COPYBOOK_KEYS), r'\1 = "\2"', str(err))
         raise _err(f"{where}.copybook", f"{path}: {said}") from None
