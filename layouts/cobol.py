@@ -670,13 +670,15 @@ def _narrow(array, wanted):
     return array
 
 
-def write_segments(tables, types, dst=None, *, segment, framing="rdw", codepage="cp037"):
+def write_segments(tables, types, dst=None, *, segment, framing="rdw", codepage="cp037", overwrite=False):
     """The way back of :func:`read_segments`: records of every segment table, in
     ``_offset`` order, each cut to its ``_length``, framed again (lengths recomputed).
     ``types`` may keep one alternative per REDEFINES set where the tables have several
     (the others' columns are left out). Bytes no field covers (FILLER, skipped
     alternatives) are written as zeros. A table's ``_sign.FIELD`` columns
-    (``read_segments(..., signs=True)``) are put into its records (:func:`put_signs`)."""
+    (``read_segments(..., signs=True)``) are put into its records (:func:`put_signs`).
+    Returns the bytes, or writes them to ``dst`` as :func:`layouts.write_stream` does (an
+    existing file replaced only with ``overwrite=True``)."""
     from ._soa import SoA
     from ._stream import write_stream
 
@@ -744,7 +746,7 @@ def write_segments(tables, types, dst=None, *, segment, framing="rdw", codepage=
         )
     if "_blocks" in tables:
         parts["_blocks"] = tables["_blocks"]
-    return write_stream(parts, stream, dst)
+    return write_stream(parts, stream, dst, overwrite=overwrite)
 
 
 def _check_lengths(name, lengths, least, most):
@@ -1313,14 +1315,25 @@ def _source_of(src):
 
 
 def write_variable(
-    table, copybook, dst=None, *, framing=None, occurs_mappings=None, fill=None, truncate=False, **options
+    table,
+    copybook,
+    dst=None,
+    *,
+    framing=None,
+    occurs_mappings=None,
+    fill=None,
+    truncate=False,
+    overwrite=False,
+    **options,
 ):
     """The way back of :func:`read_variable`: each row written as long as its counts make
     it, back to back (or each in an RDW, in the blocks read with ``"bdw"``), byte for byte. Every list's length must be its
     count (a ConversionError names the row otherwise: an element would be lost or made
     up). ``fill`` and ``truncate`` as in :meth:`layouts.SoA.from_arrow` (a value for the nulls
     of a field, by its dotted name; cut text longer than its field). Returns the bytes, or
-    writes them to ``dst`` (a path: written whole or not at all)."""
+    writes them to ``dst``: a path (a regular file written whole or not at all, one that
+    exists replaced only with ``overwrite=True``; a FIFO or a device streamed into) or a
+    binary file object, as :func:`layouts.convert`'s destinations."""
     from ._occurs import uncut
     from ._soa import SoA
 
@@ -1407,12 +1420,15 @@ def write_variable(
         return data
     from ._files import open_output
 
-    output = open_output(dst, overwrite=True)
+    output = open_output(dst, overwrite=overwrite)
     try:
-        with output.records_file() as f:
-            f.write(data)
+        f = output.records_file()
+        f.write(data)
+        f.flush()
+        if not output.stream:
+            f.close()  # (the buffer's; the descriptor stays the output's)
+        output.commit()
     except BaseException:
         output.discard()
         raise
-    output.commit()
     return None

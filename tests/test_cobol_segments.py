@@ -141,3 +141,32 @@ def test_a_null_prefix_says_what_to_give_not_a_fill_argument():
         cobol.write_segments(nulled, TYPES, segment=(0, 1))
     fixed = {**t, "A": a.set_column(j, a.schema.field(j), pa.array([b"\0" * 4] * 2, a.schema.field(j).type))}
     assert cobol.write_segments(fixed, TYPES, segment=(0, 1)) == DATA  # (the advice works: lengths anew)
+
+
+def test_write_variable_and_write_segments_destinations(tmp_path):
+    """attack6: write_variable replaced an existing file silently and raised a raw
+    TypeError for /dev/null and file objects; write_segments advised overwrite=True,
+    which it did not take. Both now write as convert's destinations are written."""
+    import io
+
+    book = "       01 R.\n           05 N PIC S9(3) COMP-3.\n           05 X PIC S9(3) COMP-3 OCCURS 0 TO 2 TIMES DEPENDING ON N.\n"
+    data = bytes.fromhex("001c005c000c002c001c002c")
+    table = cobol.read_variable(data, book)
+    old = tmp_path / "old.dat"
+    for write in (
+        lambda dst, **kw: cobol.write_variable(table, book, dst, **kw),
+        lambda dst, **kw: cobol.write_segments(
+            cobol.read_segments(DATA, TYPES, segment=(0, 1)), TYPES, dst, segment=(0, 1), **kw
+        ),
+    ):
+        old.write_bytes(b"precious")
+        with pytest.raises(lo.LayoutError, match="old.dat exists; pass overwrite=True"):
+            write(str(old))
+        assert old.read_bytes() == b"precious"
+        assert write(str(old), overwrite=True) is None
+        expected = old.read_bytes()
+        assert expected in (data, DATA)
+        out = io.BytesIO()
+        write(out)
+        assert out.getvalue() == expected
+        write("/dev/null")
