@@ -394,8 +394,11 @@ def _check_mappings(mappings, book):
             )
         seen = {}
         for value, n in mapping.items():
-            if not isinstance(value, str) or not isinstance(n, int) or isinstance(n, bool) or n < 0:
-                raise LayoutError(f"occurs_mappings[{name!r}]: {value!r}: {n!r}: give text values and counts >= 0")
+            if not isinstance(value, str) or not isinstance(n, int) or isinstance(n, bool) or not 0 <= n < 2**31:
+                raise LayoutError(
+                    f"occurs_mappings[{name!r}]: {value!r}: {n!r}: give text values and counts >= 0 (a table's "
+                    f"maximum at most, which is below 2**31)"
+                )
             if value.rstrip(" ") in seen:  # a count's text is compared without its trailing spaces
                 raise LayoutError(
                     f"occurs_mappings[{name!r}]: {seen[value.rstrip(' ')]!r} and {value!r} are the same text (trailing "

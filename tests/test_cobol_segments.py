@@ -170,3 +170,13 @@ def test_write_variable_and_write_segments_destinations(tmp_path):
         write(out)
         assert out.getvalue() == expected
         write("/dev/null")
+
+
+def test_a_huge_occurs_mapping_count_is_a_layout_error():
+    """attack6: occurs_mappings={"X": {"A": 2**70}} raised a raw OverflowError."""
+    book = "       01 R.\n           05 N PIC X.\n           05 X PIC X OCCURS 0 TO 2 TIMES DEPENDING ON N.\n"
+    for n in (2**70, 2**31, -1):
+        with pytest.raises(
+            lo.LayoutError, match=r"occurs_mappings\['X'\]: 'A': -?\d+: give text values and counts >= 0"
+        ):
+            cobol.read_variable("A".encode("cp037") + b"\xc1", book, occurs_mappings={"X": {"A": n}})
