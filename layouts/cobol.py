@@ -43,6 +43,7 @@ __all__ = [
     "read_variable",
     "separate_sign_fields",
     "sign_counts",
+    "uncovered_count",
     "variable_sign_counts",
     "write_segments",
     "with_group_conditions",
@@ -164,6 +165,26 @@ def _with_child(array, k, new):
     children[k] = new
     fields[k] = pa.field(fields[k].name, new.type, metadata=fields[k].metadata)
     return pa.StructArray.from_arrays(children, fields=fields, mask=array.is_null() if array.null_count else None)
+
+
+def uncovered_count(records, layout) -> int:
+    """How many records hold bytes other than zero where no field of ``layout`` is: FILLER
+    (unless ``fillers="keep"``), the alternatives of a REDEFINES left out, the bytes
+    ``record_start_offset`` and ``record_end_offset`` skip. The way back writes zeros
+    there. ``records``: as :func:`sign_counts`'s."""
+    from ._cobol.signs import _records
+
+    buf, n, on_device = _records(records, layout, False)
+    covered = np.zeros(layout.itemsize, bool)
+    for f in layout.fields:
+        for at in f.element_offsets().reshape(-1).tolist():
+            covered[at : at + f.width] = True
+    gaps = np.flatnonzero(~covered)
+    if not gaps.size or not n:
+        return 0
+    rows = (buf.copy_to_host() if on_device else buf).reshape(n, layout.itemsize)
+    step = max(1, _FLOAT_BATCH // gaps.size)
+    return sum(int(np.count_nonzero(rows[r0 : r0 + step][:, gaps].any(axis=1))) for r0 in range(0, n, step))
 
 
 _FLOAT_BATCH = 1 << 20  # values of a field read and written back at a time by float_counts

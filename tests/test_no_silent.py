@@ -455,3 +455,44 @@ def test_ibm_floats_that_come_back_as_other_bytes_are_counted(tmp_path):
         "  1 value of C",
     ]
     assert "as other bytes (IBM floats are read as IEEE floats and written back normalized" in lines[0]
+
+
+def test_bytes_where_no_field_is_are_counted(tmp_path, capsys):
+    """attack6: FILLER bytes, a REDEFINES alternative left out and record start/end bytes
+    came back as zeros on the fixed-length round trip without a word; uncovered_count
+    counts the records that hold other bytes there, and the command says so."""
+    import layouts.cobol  # noqa: F401 - lo.cobol
+    from layouts._cli import main
+
+    filler = lo.Layout.from_copybook("       01 R.\n           05 A PIC X(2).\n           05 FILLER PIC X(3).\n")
+    assert lo.cobol.uncovered_count(bytes.fromhex("c1c2404040c1c2000000c1c2000001"), filler) == 2
+    kept = lo.Layout.from_copybook(
+        "       01 R.\n           05 A PIC X(2).\n           05 FILLER PIC X(3).\n", fillers="keep"
+    )
+    assert lo.cobol.uncovered_count(bytes.fromhex("c1c2404040"), kept) == 0
+    book = "       01 R.\n           05 A PIC X(2).\n           05 B REDEFINES A PIC X(4).\n"
+    assert lo.cobol.uncovered_count(bytes.fromhex("c1c2c3c4"), lo.Layout.from_copybook(book)) == 0
+    assert lo.cobol.uncovered_count(bytes.fromhex("c1c2c3c4"), lo.Layout.from_copybook(book, redefines={"A": "A"})) == 1
+    edges = lo.Layout.from_copybook(
+        "       01 R.\n           05 B PIC S9(3) COMP-3.\n", record_start_offset=2, record_end_offset=1
+    )
+    assert lo.cobol.uncovered_count(bytes.fromhex("aabb123ccc0000123c00"), edges) == 1
+    (tmp_path / "f.cob").write_text("       01 R.\n           05 A PIC X(2).\n           05 FILLER PIC X(3).\n")
+    (tmp_path / "f.dat").write_bytes(bytes.fromhex("c1c2404040") * 3)
+    assert (
+        main(
+            [
+                "convert",
+                str(tmp_path / "f.dat"),
+                "--copybook",
+                str(tmp_path / "f.cob"),
+                "--to",
+                str(tmp_path / "f.parquet"),
+            ]
+        )
+        == 0
+    )
+    assert (
+        "  3 records hold bytes other than zero where no field is (FILLER, a REDEFINES alternative left out, record "
+        "start or end bytes): the way back writes zeros there; --fillers keep keeps FILLER's"
+    ) in capsys.readouterr().out.splitlines()

@@ -22,6 +22,7 @@ from .copybook import (
     report_floats,
     report_invalid_file,
     report_signs,
+    report_uncovered,
 )
 from .errors import CommandError, command_hints, say
 from .interrupts import Interrupts
@@ -145,6 +146,7 @@ def convert(args):
             report_signs(records, layout, said)
             if has_floats(layout):
                 report_floats(records, layout, said)
+            report_uncovered(records, layout, said)
         elif args.copybook and fmt != "records" and (has_signs(layout) or has_floats(layout)):  # (read once)
             print(
                 "  signs and IBM floats not checked (the records came from standard input): a packed or zoned "

@@ -955,6 +955,21 @@ def report_floats(records, layout, out=None, suffix=""):
         )
 
 
+def report_uncovered(records, layout, out=None):
+    """A line if records hold bytes other than zero where no field is (FILLER, a REDEFINES
+    alternative left out, record start or end bytes): the way back writes zeros there."""
+    from layouts import cobol
+
+    count = cobol.uncovered_count(records, layout)
+    if count:
+        noun = "record holds" if count == 1 else "records hold"
+        print(
+            f"  {count:,} {noun} bytes other than zero where no field is (FILLER, a REDEFINES alternative left "
+            f"out, record start or end bytes): the way back writes zeros there; --fillers keep keeps FILLER's",
+            file=out or sys.stdout,
+        )
+
+
 def say_sign_counts(counts, layout, out=None, suffix="", keep="; pass --keep-signs to keep them"):
     """:func:`report_signs`'s lines of ``{field: count}`` (``layouts.cobol.sign_counts``);
     ``keep``: the advice (none where --keep-signs does not apply yet)."""
