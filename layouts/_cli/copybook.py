@@ -617,9 +617,9 @@ def _write_tables(tables, args):
     if os.path.exists(dst) and os.listdir(dst) and not overwrite:
         raise CommandError(f"{dst} is not empty; pass --overwrite to replace its tables")
     made = not os.path.exists(dst)
-    os.makedirs(dst, exist_ok=True)
     partial = {name: os.path.join(dst, f".{name}.parquet.partial-{os.getpid()}") for name in tables}
     try:
+        os.makedirs(dst, exist_ok=True)  # (in the try: a Ctrl-C right after it removes it again)
         for name, table in tables.items():
             pq.write_table(table, partial[name])
         with completing(args):  # (all renamed, or none: a Ctrl-C or SIGTERM meanwhile waits for the last)
@@ -629,7 +629,7 @@ def _write_tables(tables, args):
         for path in partial.values():
             if os.path.exists(path):
                 os.remove(path)
-        if made and not os.listdir(dst):
+        if made and os.path.isdir(dst) and not os.listdir(dst):
             os.rmdir(dst)
         raise
 

@@ -140,10 +140,17 @@ def _stream_out(args, stream, interrupts):
     interrupts.check()
     try:  # window by window: memory bounded by the window, not the file (docs/streams.md)
         written, _, counts = convert_to_dir(
-            args.src, stream, args.dst, fmt, compression=codec, overwrite=args.overwrite, check=interrupts.check
+            args.src,
+            stream,
+            args.dst,
+            fmt,
+            compression=codec,
+            overwrite=args.overwrite,
+            check=interrupts.check,
+            placed=lambda: setattr(args, "kept", args.dst),
         )
     except KeyboardInterrupt as err:  # held while the files were moved into place: they are there, whole
-        args.kept = getattr(err, "_layouts_output_kept", None)
+        args.kept = getattr(err, "_layouts_output_kept", None) or getattr(args, "kept", None)
         raise
     args.kept = args.dst
     interrupts.quiet = True  # the set is in place: done, whatever Ctrl-C comes now

@@ -256,6 +256,7 @@ def convert_to_dir(
     overwrite: bool = False,
     check: "Callable[[], None] | None" = None,
     window: int = WINDOW,
+    placed: "Callable[[], None] | None" = None,
 ) -> "tuple[list[str], str, dict[str, tuple[int, int]]]":
     """Read the stream ``src`` window by window (:func:`read_windows`) and write its
     tables into directory ``dst`` as :func:`write_dir` does, each window's records
@@ -278,7 +279,7 @@ def convert_to_dir(
                     counts[name] = (was[0] + n, was[1] + b)
             yield tables
 
-    written = _write_set(windows(), stream, lambda: seen["order"], dst, fmt, compression, overwrite, check)
+    written = _write_set(windows(), stream, lambda: seen["order"], dst, fmt, compression, overwrite, check, placed)
     return written, seen["order"], _in_order(stream, counts)
 
 
@@ -304,9 +305,13 @@ def _in_order(stream: Stream, counts: dict) -> dict:
     return {n: counts[n] for n in names if n in counts}
 
 
-def _write_set(windows, stream: Stream, order_of, dst: str, fmt: str, compression, overwrite, check) -> "list[str]":
+def _write_set(
+    windows, stream: Stream, order_of, dst: str, fmt: str, compression, overwrite, check, placed=None
+) -> "list[str]":
     """The directory set of :func:`write_dir`, its tables coming in windows (each a
-    mapping of some of the set's tables; a table in several is appended to)."""
+    mapping of some of the set's tables; a table in several is appended to). ``placed()``
+    is called once the set is in place (before a Ctrl-C held meanwhile is raised, which
+    Python may run later than the statement it came at)."""
     _check_names(stream)
     suffix = SUFFIX[fmt]
     label = dst
@@ -381,6 +386,8 @@ def _write_set(windows, stream: Stream, order_of, dst: str, fmt: str, compressio
         hold = InterruptHold()
         with hold:
             _commit(tmp, path, label, exists, written, present)
+            if placed is not None:
+                placed()
         held = hold.count
     finally:
         cleanup = InterruptHold()
