@@ -472,8 +472,13 @@ def _framing(framing):
 def _id_bytes(value, codepage):
     """A segment id's bytes: text through the code page's table (layouts' tables: EBCDIC,
     ``ascii``, ``latin-1``), or the bytes given."""
-    if not isinstance(value, str):
+    if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
+    if not isinstance(value, str):  # (bytes(200) would be 200 zero bytes)
+        raise LayoutError(
+            f"segment id {value!r}: give the id as text ('H', through the code page) or as its bytes "
+            f"(b'\\xc8'), not {type(value).__name__}"
+        )
     from ._ebcdic import check_codepage, encode_table
 
     table = encode_table(check_codepage(codepage, "codepage"))

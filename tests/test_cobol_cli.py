@@ -542,3 +542,15 @@ def test_a_reader_that_leaves_early_is_status_141_not_success(tmp_path):
     writer.stdout.close()
     _, err = writer.communicate(timeout=120)
     assert (writer.returncode, err) == (141, b"")
+
+
+def test_variable_occurs_errors_name_the_file(tmp_path, capsys):
+    """attack6: --variable-occurs errors named "the data" (the file read into memory first)."""
+    book, data = tmp_path / "o.cob", tmp_path / "o.dat"
+    book.write_text(
+        "       01  ORDER.\n           05  N PIC S9(3) COMP-3.\n           05  ITEM PIC X OCCURS 0 TO 3 TIMES DEPENDING ON N.\n"
+    )
+    data.write_bytes(bytes.fromhex("001C") + b"\xc1" + bytes.fromhex("009C"))
+    flags = ["--copybook", str(book), "--variable-occurs", "--to", str(tmp_path / "o.parquet")]
+    assert main(["convert", str(data), *flags]) == 1
+    assert f"layouts convert: error: {data}: record 1 (byte 3): the count N of ITEM" in capsys.readouterr().err

@@ -180,3 +180,11 @@ def test_a_huge_occurs_mapping_count_is_a_layout_error():
             lo.LayoutError, match=r"occurs_mappings\['X'\]: 'A': -?\d+: give text values and counts >= 0"
         ):
             cobol.read_variable("A".encode("cp037") + b"\xc1", book, occurs_mappings={"X": {"A": n}})
+
+
+def test_an_integer_segment_id_is_refused_not_read_as_zero_bytes():
+    """attack6: an int id (0xC8) became bytes(200), 200 zero bytes ("segment id 200 is 200 bytes")."""
+    with pytest.raises(lo.LayoutError, match=r"segment id 200: give the id as text \('H', through the code page\)"):
+        cobol.read_segments(DATA, {0xC8: A}, segment=(0, 1))
+    tables = cobol.read_segments(DATA, {b"\xc1": A, b"\xc2": B}, segment=(0, 1))
+    assert sorted(t.num_rows for t in tables.values()) == [1, 2]

@@ -803,6 +803,8 @@ def convert_variable(args):
         message = re.sub(
             r"occurs_mappings=\{'([^']*)': \{text: count\}\}", r"--occurs-mapping \1=TEXT:COUNT[,TEXT:COUNT]", str(err)
         )
+        if not back and message.startswith("the data: "):  # (read into memory first: named by the file here)
+            message = f"{'standard input' if args.src == '-' else args.src}: {message[len('the data: ') :]}"
         err.args = (in_flags(_variable_flags(message)).replace("occurs_mappings", "--occurs-mapping"),)
         raise
     _check_interrupts(args)
