@@ -511,6 +511,12 @@ def _segment_stream(types, segment, framing, codepage):
         raise LayoutError(
             f"segment=(offset, size) gives the segment id's bytes in the record (size 1 to 8), got {segment!r}"
         )
+    longest = max((layout.itemsize for layout in types.values()), default=0)
+    if offset + size > longest:  # (no record holds it: records are as long as their Layout, or shorter)
+        raise LayoutError(
+            f"segment=({offset}, {size}): the segment id's bytes end at {offset + size}, past every segment's "
+            f"Layout (the longest is {longest} bytes); give an offset and size inside the records"
+        )
     head = Record((("_head", f"S{offset + size}"),))
     record_types = []
     for value in types:

@@ -188,3 +188,10 @@ def test_an_integer_segment_id_is_refused_not_read_as_zero_bytes():
         cobol.read_segments(DATA, {0xC8: A}, segment=(0, 1))
     tables = cobol.read_segments(DATA, {b"\xc1": A, b"\xc2": B}, segment=(0, 1))
     assert sorted(t.num_rows for t in tables.values()) == [1, 2]
+
+
+def test_a_segment_id_past_every_record_is_named():
+    """attack6: segment=(2**62, 1) said "needs offset >= 0" (its sum overflowed)."""
+    for segment in ((2**62, 1), (9, 1)):
+        with pytest.raises(lo.LayoutError, match=r"segment=\(\d+, 1\): the segment id's bytes end at \d+, past every"):
+            cobol.read_segments(DATA, TYPES, segment=segment)
