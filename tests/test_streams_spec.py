@@ -306,3 +306,19 @@ def test_a_long_expression_is_a_layout_error_not_a_recursion_error(tmp_path, ter
     )
     with pytest.raises(lo.LayoutError, match=r"section\[0\]\.count: .* at most 200"):
         lo.read_stream(bytes(10), spec)
+
+
+def test_s0_and_datetime_types_are_told_apart_from_lists(tmp_path):
+    """attack6: an S0 field was refused "at offset 8" with no key named, and '>M8[ns]' was
+    read as a list whose length is the header field 'ns'."""
+    import layouts as lo
+
+    for spec, said in (
+        ('"S0"', r"section\[0\]\.types\.r\.fields\.a: 'S0': a string of 0 bytes holds nothing"),
+        ('">M8[ns]"', r"section\[0\]\.types\.r\.fields\.a: field type '>M8\[ns\]' is not one of"),
+    ):
+        (tmp_path / "s.toml").write_text(
+            f'[[section]]\nframing = "fixed"\n[section.types.r]\nfields = [["a", {spec}], ["b", "u1"]]\n'
+        )
+        with pytest.raises(lo.LayoutError, match=said):
+            lo.read_stream(b"\0" * 16, str(tmp_path / "s.toml"))

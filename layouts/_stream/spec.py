@@ -45,7 +45,7 @@ RESERVED = ("_offset", "_tail", "_prefix", "_header", "_gaps")
 _PRESETS = ("rdw", "bdw", "fixed")
 _UNITS = {"bytes": 1, "words": 2}
 _FIELD_TYPE = re.compile(r"^([<>=|]?)([iufSb?])(\d*)$")
-_LIST_TYPE = re.compile(r"^([^\[\]]*)\[(.*)\]$")  # a list field: '>f4[samples_per_trace]', '<u4[5]'
+_LIST_TYPE = re.compile(r"^(?![<>=|]?[Mm]8\[)([^\[\]]*)\[(.*)\]$")  # a list field: '>f4[samples_per_trace]', '<u4[5]' (not M8[ns])
 _CALLS = ("max", "min")
 
 
@@ -214,6 +214,8 @@ def field_dtype(spec: str, order: str, where: str) -> "tuple[np.dtype, int, str]
     if o == "=":
         o = ">" if order == "big" else "<"
     if kind in "S":
+        if m.group(3) and size == 0:  # (NumPy's S0 is a string of no bytes: it holds nothing)
+            raise _err(where, f"{spec!r}: a string of 0 bytes holds nothing; give its width, 'S1' or more")
         if size > _FIELD_MAX:
             raise _err(where, f"{spec!r}: a field of more than {_FIELD_MAX} bytes (2**31 - 1, NumPy's largest)")
         return np.dtype(f"S{size}"), size, "|"
