@@ -496,3 +496,14 @@ def test_bytes_where_no_field_is_are_counted(tmp_path, capsys):
         "  3 records hold bytes other than zero where no field is (FILLER, a REDEFINES alternative left out, record "
         "start or end bytes): the way back writes zeros there; --fillers keep keeps FILLER's"
     ) in capsys.readouterr().out.splitlines()
+
+
+def test_an_integer_column_for_a_decimal_field_is_checked_value_by_value():
+    """attack6: an int64 column for a PIC S9(3)V99 field was refused whatever its values
+    (pyarrow casts integers only to decimals wide enough for every integer)."""
+    layout = lo.Layout.from_copybook("       01 R.\n           05 A PIC S9(3)V99 COMP-3.\n")
+    back = lo.SoA.from_arrow(pa.table({"A": [3, -999, 0]}), layout).to_aos().array
+    assert back.tobytes().hex() == "00300c99900d00000c"
+    for bad in (1000, -1000):
+        with pytest.raises(lo.ConversionError, match=rf"row 1 holds {bad}, which does not fit it \(more than 3 digits"):
+            lo.SoA.from_arrow(pa.table({"A": [3, bad]}), layout).to_aos()
