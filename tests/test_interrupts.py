@@ -828,3 +828,27 @@ def test_a_signal_as_a_copybook_output_is_put_in_place_says_it_was_kept(
         assert pq.read_table(dst / "C.parquet").column("N").to_pylist() == [12, 12]
     else:
         assert pq.read_table(dst).equals(pq.read_table(table))
+
+
+def test_sigterm_waits_for_a_block_that_holds_ctrl_c(capsys):
+    """attack6: SIGTERM raised in the middle of a block that holds Ctrl-C (the renames that
+    put --stream's set in place), which could leave a set half moved; it now waits, as a
+    Ctrl-C does, and is raised after the block: status 143."""
+    from layouts._cli.interrupts import Interrupts
+    from layouts.kernels.threads import InterruptHold
+
+    interrupts = Interrupts()
+    interrupts.install()
+    try:
+        done = []
+        with pytest.raises(KeyboardInterrupt):
+            with InterruptHold() as hold:
+                os.kill(os.getpid(), signal.SIGTERM)
+                for _ in range(100):  # (a handler runs between bytecodes: many chances to raise here)
+                    time.sleep(0.001)
+                done.append(True)
+            hold.deliver()
+        assert done == [True] and interrupts.terminated
+    finally:
+        interrupts.finish(False)
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL

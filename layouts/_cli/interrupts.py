@@ -45,6 +45,11 @@ class Interrupts(SigintCounter):
         """SIGTERM (kill, timeout, a service stopped): as a Ctrl-C, the work undone and
         its outputs removed; status 143."""
         self.terminated = True
+        if self.installed and not self.quiet and signal.getsignal(signal.SIGINT) is not self:
+            # a block holds Ctrl-C (InterruptHold: files being put in place): the SIGTERM waits with it, as a
+            # Ctrl-C it counts, and is raised when the block is done (status 143: terminated)
+            signal.raise_signal(signal.SIGINT)
+            return
         self(signum, frame)
 
     def _unraisable(self, info):
