@@ -200,3 +200,28 @@ def test_text_of_whole_blocks_both_ways(width, count):
         values[3900] = None
         with pytest.raises(lo.ConversionError, match="3900"):
             lo.SoA.from_arrow(table.set_column(0, "x", pa.array(values)), layout).to_aos(threads=2)
+
+
+@pytest.mark.parametrize(
+    "enc", [E("packed", 7, signed=True), E("zoned", 9, 2, signed=True), E("zoned", 16)], ids=["packed", "zoned", "z16"]
+)
+def test_way_back_words_keep_the_bytes_after_the_field(enc):
+    """The way back's 8-byte stores of a field keep the record's bytes after it: those of
+    a field written before it (a layout whose fields are not in offset order), of the next
+    element of an OCCURS and of the padding; the records come back byte for byte."""
+    w = enc.width()
+    dt = np.dtype(
+        {"names": ["y", "x"], "formats": ["V16", (f"V{w}", (3,))], "offsets": [3 * w, 0], "itemsize": 3 * w + 20}
+    )
+    layout = lo.Layout.from_dtype(dt, encodings={"x": enc}, void_as="bytes")
+    n = 3000
+    rng = np.random.default_rng(3)
+    values = _values(enc, 3 * n, rng)
+    cells = [mref.encode(enc, Decimal(v).scaleb(-enc.scale), w) for v in values]
+    recs = np.zeros(n, dt)
+    raw = recs.view(np.uint8).reshape(n, -1)
+    raw[:, : 3 * w] = np.frombuffer(b"".join(cells), np.uint8).reshape(n, 3 * w)
+    raw[:, 3 * w : 3 * w + 16] = rng.integers(0, 256, (n, 16), dtype=np.uint8)
+    table = lo.AoS(recs, layout).to_soa(threads=2).to_arrow()
+    assert [v for row in table.column("x").to_pylist() for v in row] == [mref.decode(enc, c) for c in cells]
+    assert lo.SoA.from_arrow(table, layout).to_aos(threads=2).array.tobytes() == recs.tobytes()

@@ -937,14 +937,94 @@ def rev_decimal(dst, itemsize, b0, b1, op, offs, kind):
     if op[P3] == 0:
         ok = False
         if kind == K_PACKED and digits <= 15:
-            ok = _rev_decimal_short(dst, itemsize, b0, b1, op, offs, K_PACKED)
+            ok = _rev_decimal_words(dst, itemsize, b0, b1, op, offs, K_PACKED)
+            if not ok:
+                ok = _rev_decimal_short(dst, itemsize, b0, b1, op, offs, K_PACKED)
         elif kind == K_ZONED and digits <= 16 and (op[FLAGS] & F_ASCII) == 0:  # ASCII: the exact loop
-            ok = _rev_decimal_short(dst, itemsize, b0, b1, op, offs, K_ZONED)
+            if (op[FLAGS] & (F_LEADING | F_SEPARATE)) == 0:
+                ok = _rev_decimal_words(dst, itemsize, b0, b1, op, offs, K_ZONED)
+            if not ok:
+                ok = _rev_decimal_short(dst, itemsize, b0, b1, op, offs, K_ZONED)
         elif kind == K_BINARY:
             ok = _rev_decimal_short(dst, itemsize, b0, b1, op, offs, K_BINARY)
         if ok:
             return -1, 0
     return _rev_decimal_exact(dst, itemsize, b0, b1, op, offs, kind)
+
+
+@_jit
+def _rev_decimal_words(dst, itemsize, b0, b1, op, offs, kind):
+    """:func:`rev_decimal` of rows [b0, b1) of packed fields of up to 8 bytes or zoned ones
+    of up to 16 digits with the sign overpunched on the last (``kind``, a compile-time
+    constant), where every field is followed by 8 bytes of its record at least and the
+    block has no null: each field's bytes stored as one or two 8-byte words, the record's
+    bytes after them read first and kept (no branch on the width). False if that does
+    not apply or a value could not be written (the caller writes the block again)."""
+    literally(kind)
+    w, c, e0, valid = op[WIDTH], op[COUNT], op[ELEM0], op[VALID]
+    reach = 8 if kind == K_PACKED else w - min(w, 8) + 8  # bytes each field's stores span
+    for k in range(c):
+        if offs[op[OFFS] + k] + reach > itemsize:
+            return False
+    if valid != 0:
+        missing = 0
+        for i in range(e0 + b0 * c, e0 + b1 * c):
+            missing |= _get_bit(valid, i) ^ 1
+        if missing != 0:
+            return False
+    if op[P2] == 16:
+        bad = _rev_words_loop(dst, itemsize, b0, b1, op, offs, kind, 16)
+    else:
+        bad = _rev_words_loop(dst, itemsize, b0, b1, op, offs, kind, 8)
+    return bad == np.uint64(0)
+
+
+@_inline
+def _rev_words_loop(dst, itemsize, b0, b1, op, offs, kind, outw):
+    """The loop of :func:`_rev_decimal_words`: nonzero if a value could not be written."""
+    w, c, digits, e0, src = op[WIDTH], op[COUNT], op[P1], op[ELEM0], op[DATA]
+    signed = (op[FLAGS] & F_SIGNED) != 0
+    positive = np.uint64(positive_sign(op[TABLE], signed))
+    flip = positive ^ np.uint64(0xD)  # the positive nibble to D: a negative value's
+    unsigned = np.uint64(0) if signed else np.uint64(1)
+    small = digit_limit(digits)
+    n_hi = w - min(w, 8) if kind == K_ZONED else 0  # zoned: the digits before the last 8
+    n_lo = w - n_hi  # the bytes of the last word
+    sh, sh_hi = np.uint64(64 - 8 * n_lo), np.uint64(64 - 8 * n_hi if n_hi > 0 else 0)
+    ones = np.uint64(0xFFFFFFFFFFFFFFFF)
+    keep = (ones << np.uint64(8 * n_lo)) if n_lo < 8 else np.uint64(0)  # the record's bytes after the field
+    keep_hi = (ones << np.uint64(8 * n_hi)) if n_hi < 8 else np.uint64(0)
+    e8 = np.uint64(100000000)
+    bad = np.uint64(0)
+    for k in range(c):
+        base = dst + offs[op[OFFS] + k]
+        for r in range(b0, b1):
+            i = e0 + r * c + k
+            lo_s = np.uint64(load64(src + i * outw))
+            m = np.uint64(np.int64(lo_s) >> 63)
+            if outw == 16:  # (a value that fits holds its sign in the high word)
+                bad |= np.uint64(load64(src + i * 16 + 8)) ^ m
+            v = (lo_s ^ m) - m
+            neg = m & np.uint64(1)
+            out = np.uint64(v >= small)
+            bad |= out | (neg & unsigned)
+            v &= out - np.uint64(1)  # (a value out of range: 0 here; the exact loop says so)
+            sign = positive ^ (flip & m)
+            hi8 = v // e8
+            a = base + r * itemsize
+            if kind == K_PACKED:
+                y = np.uint64(
+                    bswap64((((_bcd8(hi8) << np.uint64(32)) | _bcd8(v - hi8 * e8)) << np.uint64(4) | sign) << sh)
+                )
+            else:
+                z = (_zoned8(v - hi8 * e8) & ~np.uint64(0xF0)) | (sign << np.uint64(4))
+                y = np.uint64(bswap64(z << sh))
+                if n_hi > 0:
+                    y_hi = np.uint64(bswap64(_zoned8(hi8) << sh_hi))
+                    store64(a, (np.uint64(load64(a)) & keep_hi) | y_hi)
+                    a += n_hi
+            store64(a, (np.uint64(load64(a)) & keep) | y)
+    return bad
 
 
 @_jit
