@@ -159,3 +159,69 @@ def test_text_tails_of_every_length_both_ways(width, trim):
     table = lo.AoS(recs, layout).to_soa(threads=2).to_arrow()
     assert table.column("x").to_pylist() == [mref.decode_text(enc, c) for c in cells]
     assert lo.SoA.from_arrow(table, layout).to_aos(threads=2).array.tobytes() == recs.tobytes()
+
+
+@pytest.mark.parametrize("count", [1, 3])
+@pytest.mark.parametrize("width", [8, 9, 16, 20])
+def test_text_of_whole_blocks_both_ways(width, count):
+    """Text as long as its field, in blocks of ASCII only (each value a word at a time,
+    the offsets a multiple of the width) and in blocks with one character of two UTF-8
+    bytes, one shorter value or one null (the block written again, value by value): the
+    reference decoder's strings, the same bytes back, both offset widths."""
+    enc = E("text", codepage="cp037")
+    shape = (count,) if count > 1 else ()
+    dt = np.dtype([("x", f"V{width}", shape), ("y", "u1")])
+    layout = lo.Layout.from_dtype(dt, encodings={"x": enc})
+    n = 5000  # several blocks, two chunks
+    rng = np.random.default_rng(9)
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ 0123456789abcdefghijklmnopqrstuvwxyz.,-"
+    texts = ["".join(rng.choice(list(letters), width)) for _ in range(n * count)]
+    for at in (1700, 4100):  # a character of two UTF-8 bytes in two blocks
+        texts[at] = texts[at][:3] + "é" + texts[at][4:]
+    cells = [mref.encode_text(enc, t, width) for t in texts]
+    recs = np.zeros(n, layout.dtype)
+    raw = recs.view(np.uint8).reshape(n, -1)
+    raw[:, : width * count] = np.frombuffer(b"".join(cells), np.uint8).reshape(n, width * count)
+    table = lo.AoS(recs, layout).to_soa(threads=2).to_arrow()
+    got = table.column("x").to_pylist()
+    want = [mref.decode_text(enc, c) for c in cells]
+    assert (got if count == 1 else [s for row in got for s in row]) == want
+    for large in (False, True):
+        t = table
+        if large and count == 1:
+            t = table.set_column(0, "x", table.column("x").cast(pa.large_string()))
+        assert lo.SoA.from_arrow(t, layout).to_aos(threads=2).array.tobytes() == recs.tobytes()
+    if count == 1:  # a shorter value in a block: padded with spaces; a null: an error that names its row
+        values = list(want)
+        values[2600] = values[2600][:-3]
+        back = lo.SoA.from_arrow(table.set_column(0, "x", pa.array(values)), layout).to_aos(threads=2).array
+        cell = back.view(np.uint8).reshape(n, -1)[2600, :width].tobytes()
+        assert cell == mref.encode_text(enc, values[2600], width)
+        values[3900] = None
+        with pytest.raises(lo.ConversionError, match="3900"):
+            lo.SoA.from_arrow(table.set_column(0, "x", pa.array(values)), layout).to_aos(threads=2)
+
+
+@pytest.mark.parametrize(
+    "enc", [E("packed", 7, signed=True), E("zoned", 9, 2, signed=True), E("zoned", 16)], ids=["packed", "zoned", "z16"]
+)
+def test_way_back_words_keep_the_bytes_after_the_field(enc):
+    """The way back's 8-byte stores of a field keep the record's bytes after it: those of
+    a field written before it (a layout whose fields are not in offset order), of the next
+    element of an OCCURS and of the padding; the records come back byte for byte."""
+    w = enc.width()
+    dt = np.dtype(
+        {"names": ["y", "x"], "formats": ["V16", (f"V{w}", (3,))], "offsets": [3 * w, 0], "itemsize": 3 * w + 20}
+    )
+    layout = lo.Layout.from_dtype(dt, encodings={"x": enc}, void_as="bytes")
+    n = 3000
+    rng = np.random.default_rng(3)
+    values = _values(enc, 3 * n, rng)
+    cells = [mref.encode(enc, Decimal(v).scaleb(-enc.scale), w) for v in values]
+    recs = np.zeros(n, dt)
+    raw = recs.view(np.uint8).reshape(n, -1)
+    raw[:, : 3 * w] = np.frombuffer(b"".join(cells), np.uint8).reshape(n, 3 * w)
+    raw[:, 3 * w : 3 * w + 16] = rng.integers(0, 256, (n, 16), dtype=np.uint8)
+    table = lo.AoS(recs, layout).to_soa(threads=2).to_arrow()
+    assert [v for row in table.column("x").to_pylist() for v in row] == [mref.decode(enc, c) for c in cells]
+    assert lo.SoA.from_arrow(table, layout).to_aos(threads=2).array.tobytes() == recs.tobytes()

@@ -691,6 +691,9 @@ def fwd_text(src, stride, r0, b0, b1, op, offs):
     the op's pair table (P3, made once per code page by the plan; without one, a byte
     table made here) and are stored as one word; the others character by character."""
     if op[P3] != 0:
+        if (op[FLAGS] & (F_TRIM_RIGHT | F_TRIM_LEFT)) == 0 and op[WIDTH] >= 8 and b1 > b0:
+            if _text_fixed(src, stride, r0, b0, b1, op, offs):
+                return -1, 0
         _text_rows(src, stride, r0, b0, b1, op, offs, np.uint64(0))
         return -1, 0
     table = op[TABLE]
@@ -700,6 +703,48 @@ def fwd_text(src, stride, r0, b0, b1, op, offs):
         single[b] = code & 0xFF if (code >> 24) == 1 else 0x80
     _text_rows(src, stride, r0, b0, b1, op, offs, single.ctypes.data)
     return -1, 0
+
+
+@_jit
+def _text_fixed(src, stride, r0, b0, b1, op, offs):
+    """Rows [b0, b1) of an untrimmed text column of at least 8 bytes a value, assuming
+    every character is one UTF-8 byte: each value a word at a time through the pair
+    table (its last word the value's last 8 bytes, again where they overlap the word
+    before), stored where it goes, and the offsets a multiple of the width. False if a
+    character takes more than one byte (the caller writes the block again, character by
+    character, over what this wrote: never shorter)."""
+    n, c, per, ow, pairs = op[WIDTH], op[COUNT], op[P1], op[P2], op[P3]
+    offsets = op[OFFSETS]
+    pos = 0 if b0 == r0 else _offset_at(offsets, b0 * c, ow)
+    out = op[DATA] + r0 * c * per + pos
+    last = n - 8
+    high = np.uint64(0)
+    for r in range(b0, b1):
+        row = src + r * stride
+        for k in range(c):
+            s = row + offs[op[OFFS] + k]
+            t = 0
+            while t < last:
+                word = _through_pairs(pairs, np.uint64(load64(s + t)))
+                high |= word
+                store64(out + t, word)
+                t += 8
+            word = _through_pairs(pairs, np.uint64(load64(s + last)))
+            high |= word
+            store64(out + last, word)
+            out += n
+    if high & np.uint64(0x8080808080808080):
+        return False
+    if b0 == 0:
+        _set_offset(offsets, 0, ow, 0)
+    e0 = b0 * c
+    if ow == 4:  # (one loop per offset width: LLVM vectorises each)
+        for i in range(e0 + 1, b1 * c + 1):
+            store32(offsets + i * 4, pos + (i - e0) * n)
+    else:
+        for i in range(e0 + 1, b1 * c + 1):
+            store64(offsets + i * 8, pos + (i - e0) * n)
+    return True
 
 
 @_inline
@@ -892,14 +937,94 @@ def rev_decimal(dst, itemsize, b0, b1, op, offs, kind):
     if op[P3] == 0:
         ok = False
         if kind == K_PACKED and digits <= 15:
-            ok = _rev_decimal_short(dst, itemsize, b0, b1, op, offs, K_PACKED)
+            ok = _rev_decimal_words(dst, itemsize, b0, b1, op, offs, K_PACKED)
+            if not ok:
+                ok = _rev_decimal_short(dst, itemsize, b0, b1, op, offs, K_PACKED)
         elif kind == K_ZONED and digits <= 16 and (op[FLAGS] & F_ASCII) == 0:  # ASCII: the exact loop
-            ok = _rev_decimal_short(dst, itemsize, b0, b1, op, offs, K_ZONED)
+            if (op[FLAGS] & (F_LEADING | F_SEPARATE)) == 0:
+                ok = _rev_decimal_words(dst, itemsize, b0, b1, op, offs, K_ZONED)
+            if not ok:
+                ok = _rev_decimal_short(dst, itemsize, b0, b1, op, offs, K_ZONED)
         elif kind == K_BINARY:
             ok = _rev_decimal_short(dst, itemsize, b0, b1, op, offs, K_BINARY)
         if ok:
             return -1, 0
     return _rev_decimal_exact(dst, itemsize, b0, b1, op, offs, kind)
+
+
+@_jit
+def _rev_decimal_words(dst, itemsize, b0, b1, op, offs, kind):
+    """:func:`rev_decimal` of rows [b0, b1) of packed fields of up to 8 bytes or zoned ones
+    of up to 16 digits with the sign overpunched on the last (``kind``, a compile-time
+    constant), where every field is followed by 8 bytes of its record at least and the
+    block has no null: each field's bytes stored as one or two 8-byte words, the record's
+    bytes after them read first and kept (no branch on the width). False if that does
+    not apply or a value could not be written (the caller writes the block again)."""
+    literally(kind)
+    w, c, e0, valid = op[WIDTH], op[COUNT], op[ELEM0], op[VALID]
+    reach = 8 if kind == K_PACKED else w - min(w, 8) + 8  # bytes each field's stores span
+    for k in range(c):
+        if offs[op[OFFS] + k] + reach > itemsize:
+            return False
+    if valid != 0:
+        missing = 0
+        for i in range(e0 + b0 * c, e0 + b1 * c):
+            missing |= _get_bit(valid, i) ^ 1
+        if missing != 0:
+            return False
+    if op[P2] == 16:
+        bad = _rev_words_loop(dst, itemsize, b0, b1, op, offs, kind, 16)
+    else:
+        bad = _rev_words_loop(dst, itemsize, b0, b1, op, offs, kind, 8)
+    return bad == np.uint64(0)
+
+
+@_inline
+def _rev_words_loop(dst, itemsize, b0, b1, op, offs, kind, outw):
+    """The loop of :func:`_rev_decimal_words`: nonzero if a value could not be written."""
+    w, c, digits, e0, src = op[WIDTH], op[COUNT], op[P1], op[ELEM0], op[DATA]
+    signed = (op[FLAGS] & F_SIGNED) != 0
+    positive = np.uint64(positive_sign(op[TABLE], signed))
+    flip = positive ^ np.uint64(0xD)  # the positive nibble to D: a negative value's
+    unsigned = np.uint64(0) if signed else np.uint64(1)
+    small = digit_limit(digits)
+    n_hi = w - min(w, 8) if kind == K_ZONED else 0  # zoned: the digits before the last 8
+    n_lo = w - n_hi  # the bytes of the last word
+    sh, sh_hi = np.uint64(64 - 8 * n_lo), np.uint64(64 - 8 * n_hi if n_hi > 0 else 0)
+    ones = np.uint64(0xFFFFFFFFFFFFFFFF)
+    keep = (ones << np.uint64(8 * n_lo)) if n_lo < 8 else np.uint64(0)  # the record's bytes after the field
+    keep_hi = (ones << np.uint64(8 * n_hi)) if n_hi < 8 else np.uint64(0)
+    e8 = np.uint64(100000000)
+    bad = np.uint64(0)
+    for k in range(c):
+        base = dst + offs[op[OFFS] + k]
+        for r in range(b0, b1):
+            i = e0 + r * c + k
+            lo_s = np.uint64(load64(src + i * outw))
+            m = np.uint64(np.int64(lo_s) >> 63)
+            if outw == 16:  # (a value that fits holds its sign in the high word)
+                bad |= np.uint64(load64(src + i * 16 + 8)) ^ m
+            v = (lo_s ^ m) - m
+            neg = m & np.uint64(1)
+            out = np.uint64(v >= small)
+            bad |= out | (neg & unsigned)
+            v &= out - np.uint64(1)  # (a value out of range: 0 here; the exact loop says so)
+            sign = positive ^ (flip & m)
+            hi8 = v // e8
+            a = base + r * itemsize
+            if kind == K_PACKED:
+                y = np.uint64(
+                    bswap64((((_bcd8(hi8) << np.uint64(32)) | _bcd8(v - hi8 * e8)) << np.uint64(4) | sign) << sh)
+                )
+            else:
+                z = (_zoned8(v - hi8 * e8) & ~np.uint64(0xF0)) | (sign << np.uint64(4))
+                y = np.uint64(bswap64(z << sh))
+                if n_hi > 0:
+                    y_hi = np.uint64(bswap64(_zoned8(hi8) << sh_hi))
+                    store64(a, (np.uint64(load64(a)) & keep_hi) | y_hi)
+                    a += n_hi
+            store64(a, (np.uint64(load64(a)) & keep) | y)
+    return bad
 
 
 @_jit
@@ -1127,6 +1252,8 @@ def rev_text(dst, itemsize, b0, b1, op, offs):
     (P3, made once per code page by the plan when every ASCII character has a byte in it;
     without one, a byte table made here) and are stored as one word."""
     if op[P3] != 0:  # the pair table, made once
+        if op[WIDTH] >= 8 and b1 > b0 and _rev_text_fixed(dst, itemsize, b0, b1, op, offs):
+            return -1, 0
         return _rev_text_rows(dst, itemsize, b0, b1, op, offs, np.int64(0), op[P3])
     table = op[TABLE]
     ascii = np.empty(128, dtype=np.uint8)
@@ -1138,6 +1265,49 @@ def rev_text(dst, itemsize, b0, b1, op, offs):
     # (an int64 both ways: an address and a literal 0 would unify to a float64)
     at = np.int64(ascii.ctypes.data) if every else np.int64(0)
     return _rev_text_rows(dst, itemsize, b0, b1, op, offs, at, op[P3])
+
+
+@_jit
+def _rev_text_fixed(dst, itemsize, b0, b1, op, offs):
+    """Rows [b0, b1) of a text column of at least 8 bytes a value, written if every
+    value of the block is there (no null) and is as long as the field, in ASCII: each a
+    word at a time through the pair table (its last word the value's last 8 bytes, again
+    where they overlap the word before). False if one is not (the caller writes the block
+    again, value by value, over what this wrote)."""
+    n, c, data, offsets, e0, ow = op[WIDTH], op[COUNT], op[DATA], op[OFFSETS], op[ELEM0], op[P2]
+    valid, pairs = op[VALID], op[P3]
+    i0, i1 = e0 + b0 * c, e0 + b1 * c
+    start = _offset_at(offsets, i0, ow)
+    odd = np.uint64(0)
+    if ow == 4:  # every value n bytes long: each offset where the first and the width put it
+        for i in range(i0 + 1, i1 + 1):
+            odd |= np.uint64(np.int64(np.int32(load32(offsets + i * 4))) != start + (i - i0) * n)
+    else:
+        for i in range(i0 + 1, i1 + 1):
+            odd |= np.uint64(np.int64(load64(offsets + i * 8)) != start + (i - i0) * n)
+    if valid != 0:
+        for i in range(i0, i1):
+            odd |= np.uint64(_get_bit(valid, i) ^ 1)
+    if odd != np.uint64(0):
+        return False
+    s = data + start
+    last = n - 8
+    high = np.uint64(0)
+    for r in range(b0, b1):
+        row = dst + r * itemsize
+        for k in range(c):
+            out = row + offs[op[OFFS] + k]
+            t = 0
+            while t < last:
+                x = np.uint64(load64(s + t))
+                high |= x
+                store64(out + t, _through_pairs(pairs, x))
+                t += 8
+            x = np.uint64(load64(s + last))
+            high |= x
+            store64(out + last, _through_pairs(pairs, x))
+            s += n
+    return (high & np.uint64(0x8080808080808080)) == np.uint64(0)
 
 
 @_inline
