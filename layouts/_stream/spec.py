@@ -45,7 +45,8 @@ RESERVED = ("_offset", "_tail", "_prefix", "_header", "_gaps")
 _PRESETS = ("rdw", "bdw", "fixed")
 _UNITS = {"bytes": 1, "words": 2}
 _FIELD_TYPE = re.compile(r"^([<>=|]?)([iufSb?])(\d*)$")
-_LIST_TYPE = re.compile(r"^(?![<>=|]?[Mm]8\[)([^\[\]]*)\[(.*)\]$")  # a list field: '>f4[samples_per_trace]', '<u4[5]' (not M8[ns])
+# a list field: '>f4[samples_per_trace]', '<u4[5]' (not a datetime's unit: '>M8[ns]')
+_LIST_TYPE = re.compile(r"^(?![<>=|]?[Mm]8\[)([^\[\]]*)\[(.*)\]$")
 _CALLS = ("max", "min")
 
 
