@@ -520,6 +520,7 @@ def test_fill_of_a_decimal_field_is_read_as_its_arrow_type(tmp_path, capsys):
         assert f"--fill A={value}: not a value of field 'A' (decimal128(3, 0)): {said}" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_reader_that_leaves_early_is_status_141_not_success(tmp_path):
     """attack6: --variable-occurs and --segment going back to --to - said they wrote every
     byte and exited 0 when standard output's reader left after 100 bytes (a pipe takes

@@ -301,6 +301,7 @@ def test_overwrite_rules(pcap, tmp_path, capsys):
     assert os.path.islink(tmp_path / "link") and (tmp_path / "b.pcap").read_bytes() == pcap.read_bytes()
 
 
+@pytest.mark.slow
 def test_the_way_back_streams_into_pipes_devices_and_standard_output(pcap, tmp_path):
     """attack5: the way back refused a FIFO, /dev/null and standard output (`--to -`), which
     every other output of the command writes into; now it streams into them, and
