@@ -866,11 +866,8 @@ def _cast(arr, target, name, field, cast="strict"):
             outside = pc.fill_null(pc.or_(pc.greater_equal(arr, limit), pc.less_equal(arr, -limit)), False)
             if pc.any(outside).as_py():
                 row = pc.index(outside, True).as_py()
-                raise ConversionError(
-                    f"column {name!r} has Arrow type {arr.type}; {needs}, and row "
-                    f"{row // max(getattr(field, 'count', 1), 1)} holds {_shown(arr, row)}, which does not fit it "
-                    f"(more than {target.precision - target.scale} digits before the point): change the field's "
-                    f"type or the data"
+                raise _does_not_fit(
+                    arr, name, needs, field, row, f"more than {target.precision - target.scale} digits before the point"
                 )
         arr = arr.cast(pa.decimal128(20 + target.scale, target.scale))
     try:
@@ -878,11 +875,7 @@ def _cast(arr, target, name, field, cast="strict"):
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
         row = _first_changed(arr, target)
         if row is not None:  # a value out of range: name it
-            raise ConversionError(
-                f"column {name!r} has Arrow type {arr.type}; {needs}, and row "
-                f"{row // max(getattr(field, 'count', 1), 1)} holds {_shown(arr, row)}, which does not fit it "
-                f"({err}): change the field's type or the data"
-            ) from err
+            raise _does_not_fit(arr, name, needs, field, row, str(err)) from err
         raise ConversionError(
             f"column {name!r} has Arrow type {arr.type}; {needs}, and casting would change "
             f"values or is not possible: {err}"
@@ -901,6 +894,15 @@ def _cast(arr, target, name, field, cast="strict"):
             f"{_shown(out, row)} as {target}; {needs}: change the field's type or the data"
         )
     return out
+
+
+def _does_not_fit(arr, name, needs, field, row, why):
+    """The ConversionError of element ``row`` of column ``name``, a value the field cannot hold."""
+    return ConversionError(
+        f"column {name!r} has Arrow type {arr.type}; {needs}, and row "
+        f"{row // max(getattr(field, 'count', 1), 1)} holds {_shown(arr, row)}, which does not fit it "
+        f"({why}): change the field's type or the data"
+    )
 
 
 def _first_changed(arr, target):
