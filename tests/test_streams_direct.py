@@ -8,6 +8,7 @@ plain ASCII (the checks and faults are the gathered way's)."""
 import ctypes
 import functools
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -216,10 +217,11 @@ def test_a_tag_that_is_not_plain_ascii_is_read_and_checked(monkeypatch):
     assert str(got.value) == str(want.value)
 
 
-def test_reads_into_reused_memory_are_the_same_tables():
+def test_reads_into_reused_memory_are_the_same_tables(monkeypatch):
     """Columns come from pyarrow's memory pool, which hands a freed table's memory to the
     next read: every value is written again, and the bytes after each buffer up to its
     64-byte boundary are zeros, whatever the memory held."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent))  # (benchmarks/: not installed)
     from benchmarks.itch_day import day_bytes
 
     raw = day_bytes(300_000, seed=2)
