@@ -5,6 +5,7 @@ the string compaction after a threaded run (its 32-byte moves over overlapping r
 both offset widths). Semantics only: the values are the reference decoder's
 (tests/mainframe_reference.py), the way back gives the same bytes, errors name the row."""
 
+import contextlib
 from decimal import Decimal
 
 import mainframe_reference as mref  # noqa: E402 - tests/ is on the path
@@ -13,6 +14,7 @@ import pyarrow as pa
 import pytest
 
 import layouts as lo
+from layouts.kernels import cpu
 from layouts.kernels.cpu.forward import _compact_strings
 from layouts.kernels.cpu.memory import _move_down
 from layouts.kernels.plan import COUNT, DATA, NCOLS, OFFSETS, P1, P2
@@ -33,6 +35,18 @@ ENCODINGS = [
     E("binary", 18, as_integer=True),  # 8 bytes unsigned into int64
     E("binary", 4),  # 2 bytes unsigned
 ]
+
+
+@contextlib.contextmanager
+def streaming(on):
+    """Force the CPU kernels' streaming stores (normally for outputs of STREAM_BYTES and
+    more) on or off."""
+    old = cpu.host.STREAM_BYTES
+    cpu.host.STREAM_BYTES = 0 if on else 1 << 62
+    try:
+        yield
+    finally:
+        cpu.host.STREAM_BYTES = old
 
 
 def _values(enc, n, rng):
@@ -116,12 +130,15 @@ def test_move_down_over_overlapping_ranges(shift, size):
     assert buf.tobytes() == want.tobytes()
 
 
+@pytest.mark.parametrize("full", [False, True])
 @pytest.mark.parametrize("ow", [4, 8])
-def test_compaction_of_chunks_both_offset_widths(ow):
+def test_compaction_of_chunks_both_offset_widths(ow, full):
     """Three chunks' strings, each written at its slot with chunk-local offsets, moved next
-    to each other with the offsets made global."""
+    to each other with the offsets made global: by streaming stores where a chunk's new
+    place ends before its old one starts, else by moves over the overlap (``full``: the
+    later chunks' strings as long as their slots allow)."""
     per, starts = 6, np.array([0, 5, 9, 14], np.int64)
-    strings = [bytes([65 + i % 26]) * (i % 7 if i % 7 < per else per) for i in range(14)]
+    strings = [bytes([65 + i % 26]) * (per if full and i >= 5 else min(i % 7, per)) for i in range(14)]
     data = np.full(14 * per, 0xEE, np.uint8)
     offsets = np.zeros(15, np.int32 if ow == 4 else np.int64)
     for c in range(3):
@@ -165,9 +182,10 @@ def test_text_tails_of_every_length_both_ways(width, trim):
 @pytest.mark.parametrize("width", [8, 9, 16, 20])
 def test_text_of_whole_blocks_both_ways(width, count):
     """Text as long as its field, in blocks of ASCII only (each value a word at a time,
-    the offsets a multiple of the width) and in blocks with one character of two UTF-8
-    bytes, one shorter value or one null (the block written again, value by value): the
-    reference decoder's strings, the same bytes back, both offset widths."""
+    the offsets a multiple of the width; with streaming stores, through the block's
+    stage) and in blocks with one character of two UTF-8 bytes, one shorter value or one
+    null (the block written again, value by value): the reference decoder's strings, the
+    same bytes back, both offset widths."""
     enc = E("text", codepage="cp037")
     shape = (count,) if count > 1 else ()
     dt = np.dtype([("x", f"V{width}", shape), ("y", "u1")])
@@ -185,6 +203,8 @@ def test_text_of_whole_blocks_both_ways(width, count):
     raw = recs.view(np.uint8).reshape(n, -1)
     raw[:, : width * count] = np.frombuffer(b"".join(cells), np.uint8).reshape(n, width * count)
     table = lo.AoS(recs, layout).to_soa(threads=2).to_arrow()
+    with streaming(True):
+        assert lo.AoS(recs, layout).to_soa(threads=2).to_arrow().equals(table)
     got = table.column("x").to_pylist()
     want = [c.decode("cp037") for c in cells]
     assert all(mref.decode_text(enc, cells[i]) == want[i] for i in (0, 1700, 4100))

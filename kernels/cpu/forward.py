@@ -23,6 +23,7 @@ from ..plan import (
     E_INVALID,
     E_RANGE,
     E_UTF,
+    ELEM0,
     F_DENSE,
     F_SIGNED,
     F_UTF8,
@@ -395,13 +396,19 @@ def _value_width(op):
 @_jit
 def _stage_plan(ops, block):
     """Where each op's values and validity for one block of rows go in the staging
-    buffer: ``(ops x 2)`` byte offsets (-1: not staged), and the buffer's size. Strings
-    are not staged (they are written in place; see _fwd_string)."""
-    at = np.full((ops.shape[0], 2), -1, dtype=np.int64)
+    buffer: ``(ops x 3)`` byte offsets (-1: not staged), and the buffer's size. Strings
+    are written in place (see _fwd_string), but for text that
+    :func:`kernels.cpu.mainframe.text_stages`: its third column, the block's values, which
+    the op streams to their place itself (it alone knows where they go), from the
+    address the staged plan's ELEM0 holds (unused by AoS -> SoA ops otherwise)."""
+    at = np.full((ops.shape[0], 3), -1, dtype=np.int64)
     size = 0
     for j in range(ops.shape[0]):
         w, c = _value_width(ops[j]), ops[j, COUNT]
         if w < 0:
+            if mainframe.text_stages(ops[j]):  # a block's text, staged by the op itself
+                at[j, 2] = size
+                size += -(-(block * c * ops[j, WIDTH]) // 64) * 64
             continue
         at[j, 0] = size
         size += -(-(block * c * w if w else -(-(block * c) // 8)) // 64) * 64
@@ -447,6 +454,8 @@ def _stage_block(ops, staged, at, base, b0):
             staged[j, DATA] = base + at[j, 0] - (b0 * c * w if w else b0 * c // 8)
         if at[j, 1] >= 0:
             staged[j, VALID] = base + at[j, 1] - b0 * c // 8
+        if at[j, 2] >= 0:
+            staged[j, ELEM0] = base + at[j, 2]
 
 
 @_jit
@@ -488,7 +497,9 @@ def _compact_strings(op, starts):
     for ci in range(starts.shape[0] - 1):
         i0, i1 = starts[ci] * c, starts[ci + 1] * c
         size = _offset_at(offsets, i1, ow)
-        if total != i0 * per:
+        if total + size <= i0 * per:  # apart (per above the width): past the caches
+            _stream_copy(data + total, data + i0 * per, size)
+        elif total != i0 * per:
             _move_down(data + total, data + i0 * per, size)
         if total != 0 and ow == 4:  # (one loop per offset width: LLVM vectorises each)
             for i in range(i0 + 1, i1 + 1):
@@ -497,4 +508,5 @@ def _compact_strings(op, starts):
             for i in range(i0 + 1, i1 + 1):
                 store64(offsets + i * 8, np.int64(load64(offsets + i * 8)) + total)
         total += size
+    stream_fence()
     return total

@@ -56,7 +56,9 @@ from ..plan import (
     FLAGS,
     K_BINARY,
     K_PACKED,
+    K_TEXT,
     K_ZONED,
+    KIND,
     OFFS,
     OFFSETS,
     P1,
@@ -67,7 +69,7 @@ from ..plan import (
     VALID,
     WIDTH,
 )
-from .memory import _clear_bits, _get_bit, _jit, _memcpy, _offset_at, _set_bit, _set_offset
+from .memory import _clear_bits, _get_bit, _jit, _memcpy, _offset_at, _set_bit, _set_offset, _stream_copy
 
 I64_MIN_MAG = np.uint64(2**63)
 
@@ -706,17 +708,28 @@ def fwd_text(src, stride, r0, b0, b1, op, offs):
 
 
 @_jit
+def text_stages(op):
+    """Whether a forward text op writes a block's values to a stage (ELEM0 of the staged
+    plan, see kernels.cpu.forward._stage_plan) and streams them to their place: the
+    untrimmed columns :func:`_text_fixed` writes, whose block's values lie end to end."""
+    return op[KIND] == K_TEXT and op[P3] != 0 and (op[FLAGS] & (F_TRIM_RIGHT | F_TRIM_LEFT)) == 0 and op[WIDTH] >= 8
+
+
+@_jit
 def _text_fixed(src, stride, r0, b0, b1, op, offs):
     """Rows [b0, b1) of an untrimmed text column of at least 8 bytes a value, assuming
     every character is one UTF-8 byte: each value a word at a time through the pair
     table (its last word the value's last 8 bytes, again where they overlap the word
     before), stored where it goes, and the offsets a multiple of the width. False if a
     character takes more than one byte (the caller writes the block again, character by
-    character, over what this wrote: never shorter)."""
-    n, c, per, ow, pairs = op[WIDTH], op[COUNT], op[P1], op[P2], op[P3]
+    character, over what this wrote: never shorter). With a stage (ELEM0, see
+    :func:`text_stages`) the values go there and are streamed to their place once all
+    are known to be one byte a character."""
+    n, c, per, ow, pairs, stage = op[WIDTH], op[COUNT], op[P1], op[P2], op[P3], op[ELEM0]
     offsets = op[OFFSETS]
     pos = 0 if b0 == r0 else _offset_at(offsets, b0 * c, ow)
-    out = op[DATA] + r0 * c * per + pos
+    place = op[DATA] + r0 * c * per + pos
+    out = stage if stage != 0 else place
     last = n - 8
     high = np.uint64(0)
     for r in range(b0, b1):
@@ -735,6 +748,8 @@ def _text_fixed(src, stride, r0, b0, b1, op, offs):
             out += n
     if high & np.uint64(0x8080808080808080):
         return False
+    if stage != 0:
+        _stream_copy(place, stage, (b1 - b0) * c * n)
     if b0 == 0:
         _set_offset(offsets, 0, ow, 0)
     e0 = b0 * c
