@@ -74,6 +74,7 @@ def test_an_unconsumed_capsule_releases_its_tree():
     assert live_exports() == before
 
 
+@pytest.mark.slow
 def test_nanoarrow_reads_cpu_and_gpu_exports():
     layout, a = sample()
     host = lo.AoS(a, layout).to_soa()

@@ -355,6 +355,7 @@ def test_the_commands_header_checks(arrow_in, capsys):
     )
 
 
+@pytest.mark.slow
 def test_a_fifo_header_is_refused_at_once(arrow_in):
     os.mkfifo(arrow_in / "h.fifo")
     done = subprocess.run(

@@ -32,6 +32,7 @@ def _child(code, timeout=120, env=None):
 
 @linux
 @pytest.mark.parametrize("source", ["path", "file object"])
+@pytest.mark.slow
 def test_copies_of_a_mapped_file_that_shrank_are_conversion_errors(tmp_path, source):
     """pickle.dumps (what Dask does to ship an AoS) and np.array(aos) copy the mapped
     records: guarded, they raise the ConversionError to_soa raises, never SIGBUS."""
@@ -140,6 +141,7 @@ def test_a_file_mapped_twice_is_one_buffer_to_the_claims(tmp_path):
     assert len(lo.read_records(path, DT).to_soa()) == 1000  # released
 
 
+@pytest.mark.slow
 def test_a_file_written_through_one_map_and_read_through_another_never_mixes(tmp_path):
     """The attack: one thread writes all-1 then all-2 records into a file through
     np.memmap(mode="r+"); another converts read_records of the same file. Each

@@ -125,6 +125,7 @@ def test_layouts_bench_writes_tables_json_and_png(tmp_path, capsys):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_layouts_bench_options(tmp_path):
     run = subprocess.run(
         [sys.executable, "-m", "layouts", "bench", "--itemsizes", "10,20"], cwd=tmp_path, capture_output=True, text=True
@@ -168,6 +169,7 @@ def test_convert_files_from_the_disk_needs_root(tmp_path):
     assert not list(tmp_path.glob("layouts-bench*"))
 
 
+@pytest.mark.slow
 def test_block_reservation_benchmark_runs_small(tmp_path):
     out = tmp_path / "result.json"
     run = subprocess.run(

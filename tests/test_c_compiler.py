@@ -68,7 +68,7 @@ BOTH = {
 
 
 @needs_cc
-@pytest.mark.parametrize("byteorder", ["native", "big"])
+@pytest.mark.parametrize("byteorder", ["native", pytest.param("big", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name", sorted(BOTH))
 def test_compiler_and_built_in_paths_give_the_same_layout(name, byteorder):
     options = {"pointers": "int", "byteorder": byteorder}
@@ -189,6 +189,7 @@ def test_constructs_only_the_compiler_lays_out_match_it(name):
 
 
 @needs_cc
+@pytest.mark.slow
 def test_issue_cases_have_the_compilers_sizes_and_types():
     a1 = lo.Layout.from_c("struct a1 { char c; _Alignas(16) int x; };")
     assert (a1.itemsize, a1["x"].offset, a1.alignment) == (32, 16, 16)
@@ -215,6 +216,7 @@ def test_issue_cases_have_the_compilers_sizes_and_types():
 
 
 @needs_cc
+@pytest.mark.slow
 def test_int128_keeps_the_bytes_a_c_program_wrote(tmp_path):
     src = "struct i { char c; __int128 v; unsigned __int128 u; };"
     layout = lo.Layout.from_c(src)
@@ -433,6 +435,7 @@ def _script(path, body):
     return path
 
 
+@pytest.mark.slow
 def test_the_compiler_and_the_preprocessor_run_with_a_time_limit(tmp_path, monkeypatch):
     monkeypatch.setattr(ccmod, "TIME_LIMIT", 0.5)
     slow_cc = _script(tmp_path / "slow-gcc", "sleep 30")
@@ -450,6 +453,7 @@ def test_the_compiler_and_the_preprocessor_run_with_a_time_limit(tmp_path, monke
 
 
 @needs_gcc
+@pytest.mark.slow
 def test_a_macro_bomb_is_stopped_at_the_time_limit(monkeypatch):
     monkeypatch.setattr(ccmod, "TIME_LIMIT", 1.0)
     bomb = "#define A0 x\n" + "".join(f"#define A{i} A{i - 1} A{i - 1}\n" for i in range(1, 30))
@@ -741,7 +745,7 @@ def test_random_text_never_reaches_the_compiler_as_a_path(tmp_path, monkeypatch)
 
 
 @needs_cc
-@pytest.mark.parametrize("pack", [1, 2, 4])
+@pytest.mark.parametrize("pack", [1, pytest.param(2, marks=pytest.mark.slow), 4])
 @pytest.mark.parametrize("name", sorted(DECLARATIONS))
 def test_pack_gives_the_same_layout_on_both_paths(name, pack):
     try:

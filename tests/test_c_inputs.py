@@ -123,6 +123,7 @@ def test_special_files_are_refused_at_once_as_headers_and_as_objects(tmp_path):
 
 
 @needs_fifo
+@pytest.mark.slow
 def test_inspect_of_a_fifo_or_a_device_is_one_line_and_immediate(tmp_path):
     fifo = tmp_path / "prog.o"
     os.mkfifo(fifo)

@@ -474,6 +474,7 @@ def test_inspect_prints_fields_holes_and_waste(tmp_path, capsys):
     assert [x["name"] for x in json.loads(capsys.readouterr().out)] == ["struct quote", "struct tick"]
 
 
+@pytest.mark.slow
 def test_inspect_bad_input_is_one_line_and_non_zero(tmp_path):
     import subprocess
     import sys

@@ -104,6 +104,7 @@ def test_command_page_examples_print_what_the_page_shows(page, tmp_path):
         assert matches(got, want), f"$ {command}\nprinted:\n" + "\n".join(got) + "\nthe page says:\n" + "\n".join(want)
 
 
+@pytest.mark.slow
 def test_a_terminal_as_standard_input_is_refused_and_options_come_first(tmp_path):
     """attack5: `layouts convert -` with a terminal as standard input blocked, then wrote an
     empty output (exit 0); a wrong option waited for standard input's first bytes."""

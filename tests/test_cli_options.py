@@ -295,6 +295,7 @@ def test_stdout_streams_both_ways(files):
     assert back.stdout == (files / "rec.bin").read_bytes()
 
 
+@pytest.mark.slow
 def test_closed_pipe_exits_quietly(tmp_path):
     np.arange(400_000, dtype=np.int64).tofile(tmp_path / "big.bin")
     p = subprocess.Popen(

@@ -186,6 +186,7 @@ def test_small_files_show_real_figures(tmp_path, capsys):
     assert " 0.0 MB" not in out
 
 
+@pytest.mark.slow
 def test_bench_help_is_whole_and_names_the_installed_module():
     run = subprocess.run([sys.executable, "-m", "layouts", "bench", "--help"], capture_output=True, text=True)
     text = " ".join(run.stdout.split())

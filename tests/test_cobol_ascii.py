@@ -56,6 +56,7 @@ def test_ascii_trim_and_padding_are_0x20(device):
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
+@pytest.mark.slow
 def test_ascii_invalid_zoned_bytes(device):
     raw = bytearray(RECORDS[:20])
     raw[17:20] = b" 12"  # a space is no ASCII digit

@@ -602,6 +602,7 @@ def _check_separate(enc, width, count, cells, values, zeros, device=None):
 @seed(2705)
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(data=st.data())
+@pytest.mark.slow
 def test_separate_sign_negative_zeros_are_kept_byte_for_byte(data):
     """SIGN LEADING|TRAILING SEPARATE: a '-' on zero digits was counted but not kept (the
     way back wrote +0, with --keep-signs too): its _sign. column keeps it (D)."""
@@ -680,6 +681,7 @@ def test_what_out_holds_after_a_failed_to_aos(case, threads):
         assert untouched[bad] and (untouched | written).all()
 
 
+@pytest.mark.slow
 def test_the_input_is_never_written_through_dev_stdin_nor_a_link_replaced(tmp_path):
     """attack5: `- < FILE --to /dev/stdin` appended the output to the input file itself (main
     path), and the whole-file paths renamed over /dev/stdin (a link) with --overwrite. Now

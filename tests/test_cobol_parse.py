@@ -349,6 +349,7 @@ def copybooks(draw):
 @seed(27)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(copybooks())
+@pytest.mark.slow
 def test_random_copybooks_offsets_equal_reference(case):
     text, expected, total = case
     try:

@@ -155,6 +155,7 @@ def test_an_rdw_longer_than_its_counts():
         cobol.read_variable(data, ORDERS, framing="rdw")
 
 
+@pytest.mark.slow
 def test_mutated_records_give_tables_or_conversion_errors():
     """Random bytes changed, dropped or added (fixed seed): a table whose way back is the
     bytes read, or a ConversionError; never a crash, a hang or a read past the end."""
@@ -250,6 +251,7 @@ except lo.ConversionError as e:
 """
 
 
+@pytest.mark.slow
 def test_a_file_that_shrinks_while_read_is_an_error_not_sigbus(tmp_path):
     """Finding 03: the pages gone past the new end read as zeros (no SIGBUS) and the read
     says the file shrank (a child process: a crash must not take pytest with it)."""

@@ -141,6 +141,7 @@ def test_existing_output_is_refused_and_a_failure_leaves_it_untouched(tick_file,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.bin", "out.parquet", "ticks.bin"]
 
 
+@pytest.mark.slow
 def test_a_killed_process_leaves_no_partial_output(tmp_path):
     path = tmp_path / "big.bin"
     ticks(400_000).tofile(path)
@@ -164,6 +165,7 @@ lo.convert({str(path)!r}, np.dtype({TICK.descr!r}, align=True), {str(tmp_path / 
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_FSIZE and SIGXFSZ as on Linux")
+@pytest.mark.slow
 def test_a_failed_write_names_the_destination_and_leaves_it_as_it_was(tmp_path):
     path = tmp_path / "big.bin"
     ticks(100_000).tofile(path)  # 4.8 MB
@@ -507,6 +509,7 @@ def test_a_gpu_fault_names_the_file_position_and_keeps_the_destination(tmp_path)
 
 
 @pytest.mark.parametrize("overlap", [True, False])
+@pytest.mark.slow
 def test_arrow_to_records_on_the_gpu_in_overlapped_chunks(tmp_path, overlap):
     """Parts of one large batch (each moves only its own bytes), through three slots:
     the CPU's records, byte for byte, with fills and truncation."""
@@ -547,6 +550,7 @@ def test_gpu_arrow_to_records_errors_name_the_rows(tmp_path):
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
+@pytest.mark.slow
 def test_enum_values_first_seen_in_later_chunks_extend_the_ipc_dictionary(tmp_path, device):
     """An IPC file allows one dictionary per column: values with no enumerator that show
     up in later chunks extend it (a dictionary delta), top level and in sub-arrays."""

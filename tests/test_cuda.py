@@ -145,6 +145,7 @@ def test_enums_bit_fields_and_packed_records_across_tiles():
 
 
 @pytest.mark.parametrize("itemsize", [8, 12, 13, 48, 2000])
+@pytest.mark.slow
 def test_slot_padding_and_unstaged_records(itemsize):
     """Even word counts get a spare word per slot; records too big for shared memory
     convert in global memory; both give the CPU's bytes."""
@@ -164,6 +165,7 @@ def test_slot_padding_and_unstaged_records(itemsize):
     assert records_bytes(gpu.to_aos()) == records_bytes(cpu.to_aos())
 
 
+@pytest.mark.slow
 def test_nulls_fills_and_strings():
     dtype = np.dtype(
         [("q", "<i4"), ("px", ">f8"), ("t", ">M8[us]"), ("d", "<M8[M]"), ("s", "S4"), ("u", ">U2"), ("b", "?", (3,))]
@@ -206,6 +208,7 @@ def fault(fn):
     return str(err.value)
 
 
+@pytest.mark.slow
 def test_faults_give_the_cpu_message():
     over = np.zeros(40, [("t", "<M8[D]")])
     over["t"][17] = np.datetime64(2**40, "D")
@@ -233,6 +236,7 @@ def test_faults_give_the_cpu_message():
         assert fault(lambda src=src: src.to_device("cuda").to_aos()) == fault(src.to_aos)
 
 
+@pytest.mark.slow
 def test_scaled_times_match_the_cpu_and_fault_alike():
     """K_SCALE both ways: counts of minutes, hours, weeks and 10 ms scaled to Arrow's
     units and back (NaT as null), an overflow going out and an inexact value coming back
@@ -590,6 +594,7 @@ def test_a_slice_of_a_large_batch_moves_only_its_own_bytes():
     seed=st.integers(0, 2**32 - 1),
     bytes_as=st.sampled_from(["fixed", "binary"]),
 )
+@pytest.mark.slow
 def test_any_slice_of_arrow_columns_goes_to_the_device_and_back(dtype, n, cut, seed, bytes_as):
     """Any slice (validity and booleans at any bit offset, strings at any row) is packed
     for the device with its own bytes only, and writes the records the CPU writes."""

@@ -159,6 +159,7 @@ def test_reductions_and_filters_through_dask(files, client):
     assert client.compute(df.loc[4000]).result()["ts"].iloc[0] == whole["ts"][4000].as_py()
 
 
+@pytest.mark.slow
 def test_to_parquet_is_readable_by_pyarrow_polars_and_duckdb(files, client, tmp_path):
     pl = pytest.importorskip("polars")
     duckdb = pytest.importorskip("duckdb")
@@ -244,6 +245,7 @@ def test_partitions_are_arrow_buffers_from_one_pass(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_a_file_cut_short_after_planning_is_an_error():
     import io
 

@@ -211,6 +211,7 @@ def test_file_objects_take_every_format_without_seeking(tick_file, tmp_path, fmt
     assert pa.ipc.open_stream(tmp_path / "suffix.arrows").read_all().equals(table_of(a))
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_is_a_broken_pipe_error_naming_the_output(tick_file, tmp_path):
     path, _ = tick_file
     big = tmp_path / "big.bin"
@@ -260,6 +261,7 @@ def test_a_closed_pipe_is_a_broken_pipe_error_naming_the_output(tick_file, tmp_p
 
 @linux
 @pytest.mark.parametrize("unnamed", [True, False], ids=["unnamed", "named"])
+@pytest.mark.slow
 def test_after_a_write_error_the_output_is_closed_and_freed_at_once(tmp_path, unnamed):
     """With the garbage collector off, no descriptor of the output (or of its temporary
     file) is left open once convert has raised, and nothing is left in the directory."""

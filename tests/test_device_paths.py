@@ -464,6 +464,7 @@ def test_from_cudf_takes_device_buffers_and_matches_the_cpu_path(fake, monkeypat
     assert back.column("qty").null_count == 3 and back.column("ts").null_count == 1
 
 
+@pytest.mark.slow
 def test_from_cudf_round_trips_to_cudf_without_the_host(fake):
     """SoA -> cuDF (wrapping the arena) -> SoA (device copies) -> records: bit-exact."""
     layout = lo.Layout.from_dtype(TICK, bytes_as="string")

@@ -82,6 +82,7 @@ def test_sizes_that_do_not_add_up_are_named(c_file):
         lo.read_records(path.parent / "nope.bin", layout)
 
 
+@pytest.mark.slow
 def test_streams_and_empty_files(tmp_path):
     dtype = np.dtype([("a", "<i4"), ("b", "<f4")])
     data = np.array([(1, 0.5), (2, 1.5)], dtype).tobytes()

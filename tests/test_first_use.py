@@ -62,6 +62,7 @@ def _stats(kernel):
     return sum(kernel.stats.cache_hits.values()), sum(kernel.stats.cache_misses.values())
 
 
+@pytest.mark.slow
 def test_kernels_found_again_after_a_reinstall(tmp_path):
     """A reinstall writes the same kernel sources with new mtimes (which threw Numba's own
     cache away): a copy of the kernels package with new mtimes loads every kernel from

@@ -6,6 +6,8 @@ import ast
 import sys
 from pathlib import Path
 
+import pytest
+
 TESTS = Path(__file__).parent
 # what the GPU machines' image holds (docs/gpu.md), and layouts' own dependencies that are
 # carried there as wheels (pyelftools, cffi, pycparser, ebcdic)
@@ -41,6 +43,7 @@ def top_level_imports(path):
     return names
 
 
+@pytest.mark.slow
 def test_test_modules_import_only_what_the_gpu_image_has():
     stdlib = set(sys.stdlib_module_names)
     found = {}

@@ -657,6 +657,7 @@ def test_interrupted_pool_start_does_not_hang(packed_ticks):
     assert not dst.exists()
 
 
+@pytest.mark.slow
 def test_sigint_while_the_kernel_pool_starts_its_threads():
     """A Ctrl-C as the kernels' pool starts its threads: raised once the pool is whole
     (a KeyboardInterrupt inside ``Thread.start`` after the thread began could leave a

@@ -515,6 +515,7 @@ print("ok", laid_out)
 
 
 @pytest.mark.parametrize("seed_", [27, 2727])
+@pytest.mark.slow
 def test_mutated_hostile_copybooks_give_layout_errors_only(tmp_path, seed_):
     """Copybooks with the constructs this file fixes, mutated (fixed seeds), in a child
     process: a LayoutError or a Layout whose size holds every field, never a crash."""

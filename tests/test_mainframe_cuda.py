@@ -68,6 +68,7 @@ def test_cuda_invalid_as_null_and_fault():
         lo.AoS(_records(strict, [[b"\xf1\xf2\xc3"], [b"\x40\x40\x40"]]), strict).to_soa(device="cuda")
 
 
+@pytest.mark.slow
 def test_cuda_text_both_ways():
     cells = [[("Grüße € ".encode("cp1141"))], [b"\x40" * 8], [("  ab    ").encode("cp1141")]]
     for trim in ("none", "right", "both"):

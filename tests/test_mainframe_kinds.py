@@ -257,6 +257,7 @@ def _check_forward(enc, width, cells, count=1):
 @seed(27)
 @FAST
 @given(data=st.data())
+@pytest.mark.slow
 def test_forward_matches_reference(data):
     enc, width = data.draw(encodings())
     cells = data.draw(st.lists(valid_cell(enc, width), min_size=0, max_size=20))
@@ -267,6 +268,7 @@ def test_forward_matches_reference(data):
 @seed(2727)
 @FAST
 @given(data=st.data())
+@pytest.mark.slow
 def test_round_trip_matches_reference(data):
     """Valid values written back give the bytes the reference encoder writes, and the
     bytes the data had where they use the preferred sign (see docs/mainframe.md)."""

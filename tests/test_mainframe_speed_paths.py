@@ -158,6 +158,7 @@ def test_compaction_of_chunks_both_offset_widths(ow, full):
 
 @pytest.mark.parametrize("trim", ["none", "right"])
 @pytest.mark.parametrize("width", [9, 12, 20])
+@pytest.mark.slow
 def test_text_tails_of_every_length_both_ways(width, trim):
     """Text of every length up to the field's, with a character of two UTF-8 bytes (or
     none) at every position: the last 1-7 bytes are translated again as 4 or 8 (the
@@ -180,6 +181,7 @@ def test_text_tails_of_every_length_both_ways(width, trim):
 
 @pytest.mark.parametrize("count", [1, 3])
 @pytest.mark.parametrize("width", [8, 9, 16, 20])
+@pytest.mark.slow
 def test_text_of_whole_blocks_both_ways(width, count):
     """Text as long as its field, in blocks of ASCII only (each value a word at a time,
     the offsets a multiple of the width; with streaming stores, through the block's

@@ -27,6 +27,7 @@ def _child(code, timeout=90):
     return run.stdout
 
 
+@pytest.mark.slow
 def test_a_file_truncated_between_chunks_is_a_clear_error(tmp_path):
     out = _child(f"""
         import os, re, numpy as np, layouts as lo
@@ -131,6 +132,7 @@ def test_truncation_at_random_moments_never_crashes(tmp_path):
     assert "'error'" in out, out
 
 
+@pytest.mark.slow
 def test_the_guard_works_when_its_handler_was_imported_first(tmp_path):
     """The handler finds the table through a linker symbol (kernels/_sigbus.py): bound
     before the handler is loaded, even where its module is imported first."""

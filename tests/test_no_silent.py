@@ -404,6 +404,7 @@ def test_a_negative_offset_back_to_records_is_refused(headed):
         lo.convert(headed / "h.parquet", TICK, headed / "back.bin", offset=-3, header=headed / "h.bin")
 
 
+@pytest.mark.slow
 def test_ibm_floats_that_come_back_as_other_bytes_are_counted(tmp_path):
     """attack6: COMP-1/COMP-2 values that the way back writes otherwise (a value below
     float32's normal range, a zero fraction with an exponent, unnormalized values) came

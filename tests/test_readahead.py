@@ -87,6 +87,7 @@ def test_an_iterator_never_used_starts_no_thread():
     assert ahead.handoff.thread is None
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_the_consumer_waits_is_raised_and_the_thread_joined():
     def slow():
         yield 0

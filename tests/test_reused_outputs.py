@@ -52,6 +52,7 @@ def test_reuse_is_refused_while_an_export_is_alive_and_the_export_stays_valid():
 
 
 @pytest.mark.parametrize("export", ["column", "capsule", "batch", "polars"])
+@pytest.mark.slow
 def test_every_kind_of_arrow_export_is_tracked(export):
     soa = lo.AoS(records(100, b"xy", 3), LAYOUT).to_soa(nulls=NULLS)
     if export == "column":

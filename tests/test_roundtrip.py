@@ -68,6 +68,7 @@ def check_against_oracle(arr, layout, soa):
     bytes_as=st.sampled_from(["fixed", "binary"]),
     stream=st.booleans(),
 )
+@pytest.mark.slow
 def test_roundtrip_and_oracle(dtype, n, seed, flatten, bytes_as, stream):
     layout = lo.Layout.from_dtype(dtype, flatten=flatten, bytes_as=bytes_as)
     arr = random_records(dtype, layout, n, seed)
@@ -171,6 +172,7 @@ def test_records_too_big_to_stage(stream):
     assert np.array_equal(out, zero_holes(arr, layout).ravel())
 
 
+@pytest.mark.slow
 def test_tick_records_roundtrip(device):
     a = ticks(10_000 if device == "cpu" else 330)  # the CUDA simulator is slow (330: two tiles)
     soa = lo.AoS(a).to_soa(device=device)

@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import layouts as lo
 from layouts import _backends, _cli
@@ -22,6 +23,7 @@ def _convert_in_a_child(tmp_path, how, imported):
     return run.stdout + run.stderr
 
 
+@pytest.mark.slow
 def test_no_driver_no_numba_cuda_import(tmp_path):
     """Without a driver, --device auto decides on the CPU without importing Numba CUDA
     (about half a second of a small conversion's time)."""
@@ -32,6 +34,7 @@ def test_no_driver_no_numba_cuda_import(tmp_path):
     assert out == "0 []\n"
 
 
+@pytest.mark.slow
 def test_a_conversion_with_enums_and_a_mapped_file_imports_no_pandas(tmp_path):
     """pyarrow imports pandas (0.5-0.7 s) the first time it converts Python objects: the
     command's own path builds its few small arrays from buffers instead (an enum's

@@ -958,6 +958,7 @@ def test_read_stream_on_the_gpu_equals_the_cpu():
         assert gpu[name].to_device("cpu").to_arrow().equals(cpu[name].to_arrow()), name
 
 
+@pytest.mark.slow
 def test_gpu_read_errors_are_the_cpu_ones():
     raw, _ = itch_file(np.random.default_rng(23), ["A"], 3)
     size = 2 + ITCH_LENGTHS["A"]

@@ -152,6 +152,7 @@ def test_windows_together_are_read_streams_tables(tmp_path, window):
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "feather", "arrow", "arrows"])
+@pytest.mark.slow
 def test_the_directory_equals_the_whole_file_conversion(tmp_path, fmt):
     for what, (raw, spec) in cases(tmp_path).items():
         src = tmp_path / "src.bin"
@@ -178,6 +179,7 @@ def test_a_record_larger_than_the_window_gets_a_window_of_its_own():
     assert windows[0]["_header"].to_arrow().num_rows == 1 and all("_header" not in w for w in windows[1:])
 
 
+@pytest.mark.slow
 def test_a_damaged_stream_gives_read_streams_error_and_no_directory(tmp_path):
     raw = bytearray(itch_day.day_bytes(150_000, seed=1, slice_messages=2_000).tobytes())
     offsets = lo.read_stream(bytes(raw), "itch50")["order_delete"]["_offset"].to_numpy()
@@ -306,6 +308,7 @@ def test_peak_memory_is_bounded_by_the_window_not_the_file(tmp_path):
 
 
 # ------------------------------------------------------------------ the way back
+@pytest.mark.slow
 def test_the_way_back_goes_window_by_window(tmp_path, monkeypatch):
     import layouts._stream.write as W
 
@@ -367,6 +370,7 @@ def test_the_way_back_keeps_the_order_of_out_of_order_files_and_the_errors(tmp_p
 
 
 @pytest.mark.parametrize("window", [50, 700])
+@pytest.mark.slow
 def test_windows_of_the_builtin_formats(tmp_path, window):
     """LAS (a header that sizes itself, select, gaps before and after), SEG-Y (lists as
     long as a header field, an extended textual header) and DBN (a metadata section,

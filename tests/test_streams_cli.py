@@ -540,6 +540,7 @@ sys.exit(main(["convert", {src!r}, "--stream", "itch50", "--to", {dst!r}]))
 
 
 @pytest.mark.parametrize("where", ["_append", "_commit"])
+@pytest.mark.slow
 def test_ctrl_c_in_a_child(itch, tmp_path, where):
     dst = str(tmp_path / "d")
     code = CHILD.format(tests=os.path.dirname(__file__), where=where, src=str(itch), dst=dst)

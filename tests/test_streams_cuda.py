@@ -53,6 +53,7 @@ def test_pcap_on_the_gpu_equals_the_cpu_both_ways():
 
 
 @pytest.mark.parametrize("seed", [40, 163, 260])
+@pytest.mark.slow
 def test_random_descriptions_through_the_index_equal_the_cpu_both_ways(seed):
     # odd widths widened, either byte order, text checked, floats from random bytes
     spec, raw, _ = _random_stream(np.random.default_rng(seed))
@@ -60,6 +61,7 @@ def test_random_descriptions_through_the_index_equal_the_cpu_both_ways(seed):
     _same_both_ways(raw, spec)
 
 
+@pytest.mark.slow
 def test_records_too_large_to_stage_are_gathered_first():
     # a 1,700-byte record: a tile of 32 is over the shared-memory limit, so the records
     # are gathered into packed records, then the unstaged transpose; same tables

@@ -81,6 +81,7 @@ def check_frames(frames, paths, spec):
     return computed
 
 
+@pytest.mark.slow
 def test_itch_files_one_frame_per_message_type(itch_files):
     folder, paths = itch_files
     frames = ld.read_stream(str(folder / "day*.itch"), "itch50")
@@ -317,6 +318,7 @@ def audited(paths, log):
     return reads
 
 
+@pytest.mark.slow
 def test_each_task_reads_its_own_file_once_and_nothing_else(itch_files, tmp_path):
     folder, paths = itch_files
     log = tmp_path / "reads.log"

@@ -193,6 +193,7 @@ for at in (5000, 3800, 0):
 """
 
 
+@pytest.mark.slow
 def test_a_file_shrinking_while_it_is_read_says_so(tmp_path):
     """The bytes past the file's new end in its last page read as zeros (no SIGBUS): a
     scan meeting them is the file shrinking, not a damaged stream (in a child: a

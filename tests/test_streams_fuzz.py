@@ -75,6 +75,7 @@ def _fuzz(n, timeout):
     return ast.literal_eval(line[3:])  # [(parsed, errors) per file]
 
 
+@pytest.mark.slow
 def test_fuzz_small():
     totals = _fuzz(15, 300)
     assert [sum(t) for t in totals] == [15, 15, 30]
@@ -89,6 +90,7 @@ def test_fuzz_hundreds_of_mutations():
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SIGBUS on a truncated mapping, Linux")
+@pytest.mark.slow
 def test_a_file_that_shrinks_while_mapped_is_a_clear_error(tmp_path):
     path = tmp_path / "day.itch"
     code = textwrap.dedent(f"""

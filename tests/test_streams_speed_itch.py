@@ -164,6 +164,7 @@ def test_bytes_changed_in_any_lane_send_the_section_to_the_usual_scan(monkeypatc
 def test_walk_tables_of_other_layouts_give_the_same_index(monkeypatch):
     # the lanes read the tag table (int32) and the sizes (int64) through addresses; tables
     # of another dtype or with gaps leave the walk to the single walk, with the same index
+    # (both at once: each other signature is a compile of the walk, 20 s on a fresh machine)
     from layouts._stream import frame as F
 
     monkeypatch.setattr(K, "SPLIT_BYTES", 0)
@@ -172,9 +173,6 @@ def test_walk_tables_of_other_layouts_give_the_same_index(monkeypatch):
     fr = (lp[0], lp[1], lp[2], lp[4], min_len, *tp[:3], tp[5], type_min, type_min)
     want = K.scan_grouped(buf, 0, len(buf), fr, lp[3], threads=1)
     spaced = np.repeat(type_min, 2)[::2]
-    for other in (
-        (*fr[:8], fr[8].astype(np.int64), fr[9], fr[10]),
-        (*fr[:8], fr[8], spaced, spaced),
-    ):
-        got = K.scan_grouped(buf, 0, len(buf), other, lp[3], threads=1)
-        assert (got[0] == want[0]).all() and (got[1] == want[1]).all()
+    other = (*fr[:8], fr[8].astype(np.int64), spaced, spaced)
+    got = K.scan_grouped(buf, 0, len(buf), other, lp[3], threads=1)
+    assert (got[0] == want[0]).all() and (got[1] == want[1]).all()

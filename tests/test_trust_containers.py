@@ -244,6 +244,7 @@ RACE = textwrap.dedent(r"""
 """)
 
 
+@pytest.mark.slow
 def test_two_threads_reusing_one_arena_never_mix_their_records():
     """The attack as reported, with real threads, in a child process (a mix could crash
     pyarrow): every call either is refused or returns its own records whole; the same

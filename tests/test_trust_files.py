@@ -285,6 +285,7 @@ def _child(code, timeout=120):
 
 
 @pytest.mark.skipif(not LINUX, reason="SIGBUS on a truncated mapping, Linux")
+@pytest.mark.slow
 def test_read_records_then_truncated_is_an_error_not_sigbus(tmp_path):
     """The file shrinks after read_records mapped it: before to_soa (the size says so),
     and while the kernel reads it (the guard: SIGBUS there used to kill the process)."""
@@ -606,6 +607,7 @@ def test_the_command_with_its_standard_streams_closed(tmp_path):
     assert run.returncode == 0 and (tmp_path / "d.arrow").exists()
 
 
+@pytest.mark.slow
 def test_the_guard_benchmark_runs_small(tmp_path):
     from layouts.benchmarks.mapped_guard import run
 
