@@ -98,11 +98,26 @@ def utf8_lead(b):
     return -1, 0, 0
 
 
+def utf8_whole(cp, need):
+    """Whether code point ``cp``, read from a lead byte and ``need`` continuation bytes, is
+    one UTF-8 allows: in its shortest form (not C0 81 for "A"), not a surrogate
+    (U+D800-U+DFFF), at most U+10FFFF."""
+    if need == 1:
+        return cp >= 0x80
+    if need == 2:
+        return cp >= 0x800 and (cp < 0xD800 or cp > 0xDFFF)
+    if need == 3:
+        return 0x10000 <= cp <= 0x10FFFF
+    return True
+
+
 def utf8_start(b):
     """(code point bits a UTF-8 lead byte carries, continuation bytes after it); the
     count is -1 for a byte that cannot lead (a continuation byte)."""
     if b < 0x80:
         return b, 0
+    if b >= 0xF8:
+        return b, -1
     if b >= 0xF0:
         return b & 0x07, 3
     if b >= 0xE0:

@@ -114,8 +114,12 @@ def columns_from_arrow(obj, layout, fill, cast="strict", time_unit=None, extra="
             f"extra names {kept}, which the layout has: only columns the layout does not have are dropped"
         )
     check.extras([c for c in table.column_names if c not in names], "the Arrow data", [f.name for f in tops])
+    marked = _encoding_marked(table.schema)
+    _check_floats(table.schema, layout, check)
     for top in tops:
         group = [next(leaves) for _ in range(_leaf_count(top.type))]
+        if top.name in present and marked:
+            _check_encodings(table.schema.field(top.name), group, check)
         if top.name not in present:
             check.problems.add(
                 top.name,
@@ -400,6 +404,100 @@ def _descend(arr, arrow_type, name, leaves, columns, fill, fills, cast, check=No
     else:
         field = next(leaves)
         columns.append(_leaf(arr, field, fill, fills, cast, check))
+
+
+_ENCODING = b"layouts.encoding"
+
+
+def _schema_leaves(field, name=None):
+    """``(name, field)`` of each leaf of an Arrow field, in the layout's order (structs'
+    children in turn; a list's metadata is its field's)."""
+    name = name or field.name
+    t = field.type
+    while pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        t = t.value_type
+    if not pa.types.is_struct(t):
+        yield name, field
+        return
+    for child in t:
+        yield from _schema_leaves(child, f"{name}.{child.name}")
+
+
+def _encoding_marked(schema):
+    """Whether any column of the Arrow data says how it was read (the ``layouts.encoding``
+    metadata that ``to_arrow`` writes for a mainframe field): data a mainframe layout made."""
+    return any(_ENCODING in (f.metadata or {}) for top in schema for _, f in _schema_leaves(top))
+
+
+def _check_floats(schema, layout, check):
+    """A problem if the data's COMP-1/COMP-2 columns were read as one float format (the
+    schema's ``cobol.floating_point``, from the copybook layout that read them) and the
+    layout writes the other."""
+    stored = (schema.metadata or {}).get(b"cobol.floating_point", b"").decode(errors="replace")
+    check.floats_told = bool(stored)  # (then the columns' own metadata is not looked at for it)
+    writes = layout.cobol_floats
+    if stored and writes and stored != writes:
+        names = [f.name for f in layout.fields if f.dtype.kind == "f" or (f.encoding and f.encoding.kind == "hfloat")]
+        formats = {"ibm": "IBM hexadecimal", "ieee": "IEEE"}
+        check.problems.add(
+            names[0] if names else None,
+            ConversionError(
+                f"the Arrow data's COMP-1/COMP-2 columns {names} were read as {formats.get(stored, stored)} "
+                f"floating point (its cobol.floating_point metadata), but the layout writes "
+                f"{formats.get(writes, writes)}: every value's bytes would change; make the layout with "
+                f"floating_point={stored!r} (Layout.from_copybook), or drop the schema's metadata to write "
+                f"{formats.get(writes, writes)} on purpose"
+            ),
+        )
+
+
+def _check_encodings(top, group, check):
+    """A problem for each leaf whose bytes the layout would write in another code page or
+    float format than the one its column says it was read with (its ``layouts.encoding``
+    metadata): the defaults of ``Layout.from_copybook`` would otherwise change every such
+    byte without a word. Only where the data carries that metadata (``_encoding_marked``)."""
+    import json
+
+    leaves = list(_schema_leaves(top))
+    if len(leaves) != len(group):
+        return  # (not the layout's shape: the column's own check says so)
+    for (name, arrow_field), field in zip(leaves, group):
+        text = (arrow_field.metadata or {}).get(_ENCODING)
+        try:
+            read = json.loads(text) if text is not None else None
+        except ValueError:
+            continue  # (damaged metadata says nothing)
+        if not isinstance(read, dict):
+            read = None
+        enc = field.encoding
+        was_ibm = read is not None and read.get("kind") == "hfloat"
+        writes_ibm = enc is not None and enc.kind == "hfloat"
+        if (field.dtype.kind == "f" or writes_ibm) and not getattr(check, "floats_told", False):
+            if was_ibm != writes_ibm:
+                read_as, write_as = ("IBM hexadecimal", "IEEE") if was_ibm else ("IEEE", "IBM hexadecimal")
+                fix = "ibm" if was_ibm else "ieee"
+                check.problems.add(
+                    name,
+                    ConversionError(
+                        f"column {name!r} holds floats read from {read_as} floating point (its "
+                        f"{_ENCODING.decode()} metadata says how it was read), but the layout writes "
+                        f"{write_as}: every value's bytes would change; make the layout with "
+                        f"floating_point={fix!r} (Layout.from_copybook), or drop the column's metadata to "
+                        f"write {write_as} on purpose"
+                    ),
+                )
+        elif enc is not None and enc.kind == "text" and read is not None and read.get("kind") == "text":
+            if read.get("codepage") != enc.codepage:
+                check.problems.add(
+                    name,
+                    ConversionError(
+                        f"column {name!r} holds text read from code page {read.get('codepage')} (its "
+                        f"{_ENCODING.decode()} metadata), but the layout writes code page {enc.codepage}: "
+                        f"characters would come back as other bytes; make the layout with "
+                        f"codepage={read.get('codepage')!r} (Layout.from_copybook), or drop the column's "
+                        f"metadata to write {enc.codepage} on purpose"
+                    ),
+                )
 
 
 def _mismatch(arr, arrow_type, name):
@@ -881,7 +979,8 @@ def _cast(arr, target, name, field, cast="strict"):
             f"values or is not possible: {err}"
         ) from err
     try:
-        back = out.cast(arr.type, safe=False)
+        back = _decimals_as_floats(out, arr.type) if pa.types.is_floating(arr.type) else None
+        back = out.cast(arr.type, safe=False) if back is None else back
         same = pc.fill_null(pc.equal(back, arr), True)
         if pa.types.is_floating(arr.type):
             same = pc.or_(same, pc.and_(pc.is_nan(arr), pc.is_nan(back)))
@@ -894,6 +993,26 @@ def _cast(arr, target, name, field, cast="strict"):
             f"{_shown(out, row)} as {target}; {needs}: change the field's type or the data"
         )
     return out
+
+
+def _decimals_as_floats(dec, float_type):
+    """The values of decimal128 array ``dec`` as floats of ``float_type``, each the nearest
+    float (through float64: the unscaled integer and the power of ten both exact doubles,
+    one division); None where that cannot be done exactly here (not decimal128, more than
+    18 digits, a negative scale or one above 22) or for float16. pyarrow's own cast is not
+    the nearest (73805.04 becomes 73805.04000000001), which made a float column whose values
+    a decimal field holds exactly look as if they changed."""
+    t = dec.type
+    if not pa.types.is_decimal128(t) or t.precision > 18 or not 0 <= t.scale <= 22 or pa.types.is_float16(float_type):
+        return None
+    n, offset = len(dec), dec.offset
+    words = np.frombuffer(dec.buffers()[1], dtype="<i8", count=2 * (offset + n))[2 * offset :: 2]
+    valid = np.ones(n, bool) if dec.null_count == 0 else np.asarray(dec.is_valid())
+    words = np.where(valid, words, 0)
+    if n and np.abs(words).max() >= 2**53:
+        return None
+    values = (words.astype(np.float64) / 10.0**t.scale).astype(float_type.to_pandas_dtype())
+    return pa.array(values, type=float_type, mask=None if dec.null_count == 0 else ~valid)
 
 
 def _does_not_fit(arr, name, needs, field, row, why):

@@ -382,6 +382,10 @@ class Layout:
     # FILLERs; set by from_copybook), as the JSON text of the schema's ``cobol.88.groups``
     # metadata; "" for none. Part of equality, as files carry them (as Encoding.conditions).
     cobol_groups: str = field(default="", repr=False)
+    # "ibm" or "ieee": how a copybook's COMP-1/COMP-2 items are stored (from_copybook's
+    # floating_point), kept in the schema's ``cobol.floating_point`` metadata so that data
+    # read one way is not written back the other way without a word; "" for none
+    cobol_floats: str = field(default="", repr=False, compare=False)
 
     def __init__(
         self,
@@ -660,12 +664,14 @@ class Layout:
             )
         opts.update(changes)
         layout = Layout._assemble(self.dtype, opts["bytes_as"], opts["flatten"], opts["void_as"], c, opts["encodings"])
-        return layout._with_groups(self.cobol_groups)
+        return layout._with_groups(self.cobol_groups, self.cobol_floats)
 
-    def _with_groups(self, rows_json: str) -> "Layout":
-        """This Layout with ``cobol_groups`` set (what ``from_copybook`` calls)."""
+    def _with_groups(self, rows_json: str, floats: str = "") -> "Layout":
+        """This Layout with ``cobol_groups`` and ``cobol_floats`` set (what ``from_copybook`` calls)."""
         if rows_json:
             object.__setattr__(self, "cobol_groups", rows_json)
+        if floats:
+            object.__setattr__(self, "cobol_floats", floats)
         return self
 
     # ------------------------------------------------------------------ views
@@ -736,6 +742,10 @@ class Layout:
             from ._cobol.metadata import with_groups
 
             schema = with_groups(schema, self.cobol_groups)
+        if self.cobol_floats:
+            schema = schema.with_metadata(
+                {**(schema.metadata or {}), b"cobol.floating_point": self.cobol_floats.encode()}
+            )
         return schema
 
     def __arrow_c_schema__(self) -> object:

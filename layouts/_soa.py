@@ -18,6 +18,20 @@ from ._plan import ALIGN, ColumnBuffers, claimed, native_dtype, without_views
 __all__ = ["SoA", "Column", "SoAParts", "soa_over_arena"]
 
 
+def aliases_error(layout):
+    """The LayoutError of writing records of a layout whose fields share bytes (every
+    member of a union, every REDEFINES alternative): which to keep, and the columns of
+    the others to drop, in one message."""
+    a, b = layout.aliases[0]
+    others = sorted({y for x, y in layout.aliases if x == a})
+    return LayoutError(
+        f"fields {a!r} and {b!r} share bytes of the record (union members), so writing "
+        f"records back would write those bytes twice; keep one member per union, e.g. "
+        f"Layout.from_c(..., unions={{{a.rpartition('.')[0] or a!r}: {a.rpartition('.')[2]!r}}}), "
+        f"and drop the other members' columns, extra={others!r}"
+    )
+
+
 class SoAParts(NamedTuple):
     """What an SoA is made of (:meth:`SoA.parts`), for the converter and the GPU slots:
     read them, never change them."""
@@ -492,12 +506,7 @@ class SoA:
         threads = check_threads(threads)
         n = self._length
         if self.layout.aliases:
-            a, b = self.layout.aliases[0]
-            raise LayoutError(
-                f"fields {a!r} and {b!r} share bytes of the record (union members), so writing "
-                f"records back would write those bytes twice; keep one member per union, e.g. "
-                f"Layout.from_c(..., unions={{{a.rpartition('.')[0] or a!r}: {a.rpartition('.')[2]!r}}})"
-            )
+            raise aliases_error(self.layout)
         if out is not None and not backend.host:
             raise LayoutError("out= is for records on the CPU; on the GPU to_aos allocates from the pool")
         if backend is not self._backend:  # columns elsewhere go there first, in one transfer

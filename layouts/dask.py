@@ -24,7 +24,7 @@ import numpy as np
 from . import _backends as backends
 from ._aos import AoS, as_layout, checked_nulls
 from ._errors import ConversionError, LayoutError
-from ._faults import guarded_reads, shrunk_error
+from ._faults import forward_error, guarded_reads, shrunk_error
 from ._files import check_count, check_offset, check_trailing, maps, too_few, whole_records
 from ._soa import SoA
 
@@ -241,14 +241,22 @@ class _Task:
     def __call__(self, part):
         name, start, stop, first_row = part
         layout, nulls, _, offsets = self.options
-        if not _is_local(self.fs):
-            with self.fs.open(name, "rb") as f:
-                return self._convert(AoS(read_range(f, start, stop), layout), first_row)
-        # map just this range: the kernel reads the page cache directly, guarded against the file shrinking
         base = offsets.get(name, start)
-        records = _map(name, start, stop, layout, base)
-        with guarded_reads(records, layout.itemsize, base=base, doing=_DOING, fix=_FIX_SHRUNK):
-            return self._convert(AoS(records.view(np.ndarray), layout), first_row)
+        try:
+            if not _is_local(self.fs):
+                with self.fs.open(name, "rb") as f:
+                    return self._convert(AoS(read_range(f, start, stop), layout), first_row)
+            # map just this range: the kernel reads the page cache directly, guarded against the file shrinking
+            records = _map(name, start, stop, layout, base)
+            with guarded_reads(records, layout.itemsize, base=base, doing=_DOING, fix=_FIX_SHRUNK):
+                return self._convert(AoS(records.view(np.ndarray), layout), first_row)
+        except ConversionError as err:
+            fault = getattr(err, "fault", None)
+            if fault is None or getattr(err, "records", None) is None:
+                raise
+            # a value's error: the file, and the record and byte in it (not in this partition)
+            first = (start - base) // layout.itemsize
+            raise forward_error(layout, err.records, fault, first=first, source=name, offset=base) from None
 
     def _convert(self, aos, first_row):
         layout, nulls, backend, _ = self.options

@@ -295,3 +295,30 @@ def test_invalid_code_points_in_records_are_described(order):
         r"units 0x110000 0x0' holds a value that is not a Unicode code",
     ):
         lo.AoS(records).to_soa()
+
+
+# UTF-8 that pyarrow's full validation refuses but a decoder that only checks the
+# continuation bytes would take: overlong forms, a surrogate, above U+10FFFF, F8 on (attack7)
+NOT_UTF8 = [
+    b"\xc1\x81",
+    b"\xe0\x80\x81",
+    b"\xf0\x80\x81\x81",
+    b"\xed\xa0\x80",
+    b"\xf4\x90\x80\x80",
+    b"\xf8\x88\x80\x80",
+]
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+@pytest.mark.parametrize("bad", NOT_UTF8, ids=lambda b: b.hex())
+def test_utf8_that_is_not_utf8_is_refused_for_unicode_and_ebcdic_fields(bad, device):
+    """Never written as the character it would decode to ("A" for C1 81), nor as a code
+    point no UTF-8 holds: the error of any other invalid UTF-8, naming column and row."""
+    text = pa.array([b"ok", bad], pa.binary()).view(pa.string())
+    for layout in (
+        lo.Layout.from_dtype(np.dtype([("u", "<U4")])),
+        lo.Layout.from_dtype(np.dtype([("u", "V6")]), encodings={"u": lo.Encoding("text", codepage="cp037")}),
+    ):
+        soa = lo.SoA.from_arrow(pa.table({"u": text}), layout).to_device(device)
+        with pytest.raises(lo.ConversionError, match=r"column 'u', row 1: .* is not valid UTF-8"):
+            soa.to_aos()

@@ -69,7 +69,18 @@ from ..plan import (
     VALID,
     WIDTH,
 )
-from .memory import _clear_bits, _get_bit, _jit, _memcpy, _offset_at, _set_bit, _set_offset, _stream_copy
+from .memory import (
+    _clear_bits,
+    _get_bit,
+    _jit,
+    _memcpy,
+    _offset_at,
+    _set_bit,
+    _set_offset,
+    _stream_copy,
+    _utf8_start,
+    _utf8_whole,
+)
 
 I64_MIN_MAG = np.uint64(2**63)
 
@@ -1382,23 +1393,16 @@ def _rev_text_rows(dst, itemsize, b0, b1, op, offs, ascii, pairs):
                             store64(out + length - 8, _back8(ascii, pairs, x))
                             t = m = length
             while t < length:
-                cp = np.int64(load8(s + t))
-                need = 0
-                if cp >= 0xF0:
-                    need, cp = 3, cp & 0x07
-                elif cp >= 0xE0:
-                    need, cp = 2, cp & 0x0F
-                elif cp >= 0xC0:
-                    need, cp = 1, cp & 0x1F
-                elif cp >= 0x80:
-                    return r, E_UTF
-                if need > 0 and t + need >= length:
+                cp, need = _utf8_start(np.int64(load8(s + t)))
+                if need < 0 or t + need >= length:
                     return r, E_UTF
                 for u in range(1, need + 1):
                     cb = np.int64(load8(s + t + u))
                     if cb & 0xC0 != 0x80:
                         return r, E_UTF
                     cp = (cp << 6) | (cb & 0x3F)
+                if not _utf8_whole(cp, need):
+                    return r, E_UTF
                 t += need + 1
                 if m >= n:
                     if not truncate:

@@ -180,6 +180,7 @@ _days_from_civil = _jit(values.days_from_civil)
 _civil_from_days = _jit(values.civil_from_days)
 _utf8_lead = _jit(values.utf8_lead)
 _utf8_start = _jit(values.utf8_start)
+_utf8_whole = _jit(values.utf8_whole)
 
 
 @_jit

@@ -79,6 +79,7 @@ from .memory import (
     _stream_copy,
     _swap,
     _utf8_start,
+    _utf8_whole,
 )
 
 # --------------------------------------------------------------- SoA -> AoS, per op
@@ -324,6 +325,8 @@ def _rev_string(dst, itemsize, b0, b1, op, offs):
                     if cb & 0xC0 != 0x80:
                         return r, E_UTF
                     cp = (cp << 6) | (cb & 0x3F)
+                if not _utf8_whole(cp, need):
+                    return r, E_UTF
                 t += need + 1
                 if ncp * 4 >= n:
                     if not truncate:

@@ -146,6 +146,7 @@ _days_from_civil = _dev(values.days_from_civil)
 _civil_from_days = _dev(values.civil_from_days)
 _utf8_lead = _dev(values.utf8_lead)
 _utf8_start = _dev(values.utf8_start)
+_utf8_whole = _dev(values.utf8_whole)
 
 
 @_dev

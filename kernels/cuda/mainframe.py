@@ -63,7 +63,7 @@ from ..plan import (
     TABLE,
     WIDTH,
 )
-from .device import _dev, _fault, _get, _load, _offset_at, _put, _store
+from .device import _dev, _fault, _get, _load, _offset_at, _put, _store, _utf8_start, _utf8_whole
 from .tile import _divmod32, _element
 
 MAINFRAME_KINDS = (1 << K_PACKED) | (1 << K_ZONED) | (1 << K_BINARY) | (1 << K_HFLOAT)
@@ -327,18 +327,8 @@ def rev_text(a8, a16, a32, a64, words, wb, op, i, p, r, err, j, nops, tables):
     length = _offset_at(a32, a64, op[OFFSETS], i + 1, ow) - start
     t, m = int64(0), int64(0)
     while t < length:
-        cp = int64(a8[uint64(data + start + t)])
-        need = 0
-        if cp >= 0xF0:
-            need, cp = 3, cp & 0x07
-        elif cp >= 0xE0:
-            need, cp = 2, cp & 0x0F
-        elif cp >= 0xC0:
-            need, cp = 1, cp & 0x1F
-        elif cp >= 0x80:
-            _fault(err, r, j, E_UTF, nops)
-            return
-        if need > 0 and t + need >= length:
+        cp, need = _utf8_start(int64(a8[uint64(data + start + t)]))
+        if need < 0 or t + need >= length:
             _fault(err, r, j, E_UTF, nops)
             return
         for u in range(1, need + 1):
@@ -347,6 +337,9 @@ def rev_text(a8, a16, a32, a64, words, wb, op, i, p, r, err, j, nops, tables):
                 _fault(err, r, j, E_UTF, nops)
                 return
             cp = (cp << 6) | (cb & 0x3F)
+        if not _utf8_whole(cp, need):
+            _fault(err, r, j, E_UTF, nops)
+            return
         t += need + 1
         if m >= n:
             if (op[FLAGS] & F_TRUNCATE) == 0:

@@ -59,6 +59,7 @@ from .device import (
     _utf8_lead,
     _utf8_length,
     _utf8_start,
+    _utf8_whole,
 )
 
 # ------------------------------------------------------------- AoS -> SoA, one tile
@@ -268,6 +269,9 @@ def _rev_string(a8, a16, a32, a64, words, wb, op, i, p, r, err, j, nops):
                 return
             cp = (cp << 6) | (cb & 0x3F)
             u = int32(u + 1)
+        if not _utf8_whole(cp, need):
+            _fault(err, r, j, E_UTF, nops)
+            return
         s += need + 1
         if out - p >= op[WIDTH]:  # no room for another code point
             if (op[FLAGS] & F_TRUNCATE) == 0:

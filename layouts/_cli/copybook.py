@@ -107,7 +107,8 @@ def add_copybook_options(p, *, convert):
             "--trim",
             choices=("none", "right", "both"),
             default="none",
-            help="text: keep every character (default: the way back is exact), or drop EBCDIC spaces",
+            help="text: keep every character (default: the way back is exact), or drop EBCDIC spaces "
+            "(the way back pads after the text: leading spaces that 'both' dropped do not come back)",
         )
         g.add_argument(
             "--as-integer",
@@ -171,10 +172,12 @@ def in_flags(message):
         r"read the field with invalid='null' \(Encoding\(\.\.\., invalid='null'\)\)", "pass --invalid null", message
     )
     message = re.sub(r"Encoding\('\w+'\): code page", "--codepage: code page", message)
+    message = re.sub(r"\b(codepage|floating_point)='([^']*)' \(Layout\.from_copybook\)", r"\1=\2", message)
     message = (
         message.replace("(union members)", "(REDEFINES alternatives)")
         .replace("keep one member per union", "keep one alternative per REDEFINES set")
         .replace("--unions ", "--redefines ")
+        .replace("drop the other members' columns", "drop the other alternatives' columns")
     )
     message = re.sub(r"Layout\.from_c\(\.\.\., unions=\{'([^']*)': '([^']*)'\}\)", r"--redefines \1=\2", message)
     if "'_sign." in message and "extra" in message:  # columns of layouts.cobol.keep_signs

@@ -48,6 +48,8 @@ _FLAGS = {
     "count": "--count",
     "time_unit": "--time-unit",
     "header": "--header",
+    "codepage": "--codepage",
+    "floating_point": "--floating-point",
 }
 
 
@@ -133,10 +135,21 @@ def parser_class():
                 message = f"unrecognized arguments: {' '.join(unknown)}"  # the cause, not what it left missing
             elif unknown and not message.startswith("unrecognized arguments"):
                 message = f"unrecognized arguments: {' '.join(unknown)}; and {message}"  # the unknown one first
-            print(f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)", file=sys.stderr)
+            prog = self.prog
+            argv = getattr(self, "_argv", [])
+            if argv and argv[0] in _subcommands(self):  # the command's extra arguments come back to the top
+                prog = f"{self.prog} {argv[0]}"
+            print(f"{prog}: error: {one_line(message)} (see {prog} --help)", file=sys.stderr)
             raise SystemExit(USAGE)
 
     return _Parser
+
+
+def _subcommands(parser):
+    """The names of ``parser``'s subcommands (none for a subcommand's own parser)."""
+    import argparse
+
+    return {name for a in parser._actions if isinstance(a, argparse._SubParsersAction) for name in a.choices}
 
 
 def _unknown_options(parser, argv):

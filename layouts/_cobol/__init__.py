@@ -125,4 +125,8 @@ def layout_from_copybook(
     layout = from_dtype(
         copybook.dtype, encodings=encodings, flatten=flatten, void_as="bytes" if fillers == "keep" else "error"
     )
-    return layout._with_groups(json.dumps(group_rows(copybook.group_conditions)) if copybook.group_conditions else "")
+    floats = any(f.dtype.kind == "f" or (f.encoding is not None and f.encoding.kind == "hfloat") for f in layout.fields)
+    return layout._with_groups(
+        json.dumps(group_rows(copybook.group_conditions)) if copybook.group_conditions else "",
+        floating_point if floats else "",
+    )

@@ -223,6 +223,10 @@ def convert(
         extra=extra,
         header=header,
     )
+    if options.format == "records" and layout.aliases:
+        from .._soa import aliases_error
+
+        raise aliases_error(layout)  # (before a record is read or an output made)
     out = open_output(dst, overwrite=options.overwrite, src=src)  # checks dst; an unnamed or temporary file
     t0 = time.perf_counter()
     try:
