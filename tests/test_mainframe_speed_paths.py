@@ -5,16 +5,15 @@ the string compaction after a threaded run (its 32-byte moves over overlapping r
 both offset widths). Semantics only: the values are the reference decoder's
 (tests/mainframe_reference.py), the way back gives the same bytes, errors name the row."""
 
-import contextlib
 from decimal import Decimal
 
 import mainframe_reference as mref  # noqa: E402 - tests/ is on the path
 import numpy as np
 import pyarrow as pa
 import pytest
+from test_roundtrip import streaming  # (forces the streaming stores on or off)
 
 import layouts as lo
-from layouts.kernels import cpu
 from layouts.kernels.cpu.forward import _compact_strings
 from layouts.kernels.cpu.memory import _move_down
 from layouts.kernels.plan import COUNT, DATA, NCOLS, OFFSETS, P1, P2
@@ -35,18 +34,6 @@ ENCODINGS = [
     E("binary", 18, as_integer=True),  # 8 bytes unsigned into int64
     E("binary", 4),  # 2 bytes unsigned
 ]
-
-
-@contextlib.contextmanager
-def streaming(on):
-    """Force the CPU kernels' streaming stores (normally for outputs of STREAM_BYTES and
-    more) on or off."""
-    old = cpu.host.STREAM_BYTES
-    cpu.host.STREAM_BYTES = 0 if on else 1 << 62
-    try:
-        yield
-    finally:
-        cpu.host.STREAM_BYTES = old
 
 
 def _values(enc, n, rng):

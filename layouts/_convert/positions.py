@@ -51,7 +51,7 @@ def whole_input(err, parts, first, check):
     converted, so that one error names every problem and every option the input needs."""
     from .._arrow_in import Problems
 
-    if getattr(err, "problems", None) is None:
+    if not getattr(err, "problems", None):  # (an error found converting a value has none)
         return err
     found = Problems()
     found.items = list(err.problems)
@@ -67,7 +67,7 @@ def whole_input(err, parts, first, check):
             break
         except (ConversionError, LayoutError) as later:
             problems = getattr(later, "problems", None)
-            if problems is None:  # not a column problem (a damaged part): said once, and no further reading
+            if not problems:  # not a column problem (a damaged part): said once, and no further reading
                 found.add(
                     None,
                     later
