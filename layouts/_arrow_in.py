@@ -115,11 +115,11 @@ def columns_from_arrow(obj, layout, fill, cast="strict", time_unit=None, extra="
         )
     check.extras([c for c in table.column_names if c not in names], "the Arrow data", [f.name for f in tops])
     marked = _encoding_marked(table.schema)
-    _check_floats(table.schema, layout, check)
+    floats_told = _check_floats(table.schema, layout, check)
     for top in tops:
         group = [next(leaves) for _ in range(_leaf_count(top.type))]
         if top.name in present and marked:
-            _check_encodings(table.schema.field(top.name), group, check)
+            _check_encodings(table.schema.field(top.name), group, check, floats=not floats_told)
         if top.name not in present:
             check.problems.add(
                 top.name,
@@ -432,9 +432,9 @@ def _encoding_marked(schema):
 def _check_floats(schema, layout, check):
     """A problem if the data's COMP-1/COMP-2 columns were read as one float format (the
     schema's ``cobol.floating_point``, from the copybook layout that read them) and the
-    layout writes the other."""
+    layout writes the other. Returns whether the schema says the format (then the columns'
+    own metadata is not looked at for it)."""
     stored = (schema.metadata or {}).get(b"cobol.floating_point", b"").decode(errors="replace")
-    check.floats_told = bool(stored)  # (then the columns' own metadata is not looked at for it)
     writes = layout.cobol_floats
     if stored and writes and stored != writes:
         names = [f.name for f in layout.fields if f.dtype.kind == "f" or (f.encoding and f.encoding.kind == "hfloat")]
@@ -449,13 +449,15 @@ def _check_floats(schema, layout, check):
                 f"{formats.get(writes, writes)} on purpose"
             ),
         )
+    return bool(stored)
 
 
-def _check_encodings(top, group, check):
+def _check_encodings(top, group, check, floats=True):
     """A problem for each leaf whose bytes the layout would write in another code page or
     float format than the one its column says it was read with (its ``layouts.encoding``
     metadata): the defaults of ``Layout.from_copybook`` would otherwise change every such
-    byte without a word. Only where the data carries that metadata (``_encoding_marked``)."""
+    byte without a word. Only where the data carries that metadata (``_encoding_marked``);
+    the float format only with ``floats`` (the schema does not say it)."""
     import json
 
     leaves = list(_schema_leaves(top))
@@ -472,7 +474,7 @@ def _check_encodings(top, group, check):
         enc = field.encoding
         was_ibm = read is not None and read.get("kind") == "hfloat"
         writes_ibm = enc is not None and enc.kind == "hfloat"
-        if (field.dtype.kind == "f" or writes_ibm) and not getattr(check, "floats_told", False):
+        if (field.dtype.kind == "f" or writes_ibm) and floats:
             if was_ibm != writes_ibm:
                 read_as, write_as = ("IBM hexadecimal", "IEEE") if was_ibm else ("IEEE", "IBM hexadecimal")
                 fix = "ibm" if was_ibm else "ieee"

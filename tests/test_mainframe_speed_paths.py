@@ -117,13 +117,14 @@ def test_move_down_over_overlapping_ranges(shift, size):
     assert buf.tobytes() == want.tobytes()
 
 
+@pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize("full", [False, True])
 @pytest.mark.parametrize("ow", [4, 8])
-def test_compaction_of_chunks_both_offset_widths(ow, full):
+def test_compaction_of_chunks_both_offset_widths(ow, full, stream):
     """Three chunks' strings, each written at its slot with chunk-local offsets, moved next
     to each other with the offsets made global: by streaming stores where a chunk's new
-    place ends before its old one starts, else by moves over the overlap (``full``: the
-    later chunks' strings as long as their slots allow)."""
+    place ends before its old one starts (``stream``: an output past the caches), else by
+    moves over the overlap (``full``: the later chunks' strings as long as their slots allow)."""
     per, starts = 6, np.array([0, 5, 9, 14], np.int64)
     strings = [bytes([65 + i % 26]) * (per if full and i >= 5 else min(i % 7, per)) for i in range(14)]
     data = np.full(14 * per, 0xEE, np.uint8)
@@ -137,7 +138,7 @@ def test_compaction_of_chunks_both_offset_widths(ow, full):
             offsets[i + 1] = pos
     op = np.zeros(NCOLS, np.int64)
     op[COUNT], op[P1], op[P2], op[DATA], op[OFFSETS] = 1, per, ow, data.ctypes.data, offsets.ctypes.data
-    total = _compact_strings(op, starts)
+    total = _compact_strings(op, starts, stream)
     joined = b"".join(strings)
     assert total == len(joined) and data[:total].tobytes() == joined
     assert offsets.tolist() == np.cumsum([0] + [len(s) for s in strings]).tolist()

@@ -489,15 +489,17 @@ def _forward_blocks(src, stride, r0, r1, ops, offs, block, stream, at, stage, st
 
 
 @_jit
-def _compact_strings(op, starts):
-    """Move each chunk's strings next to the previous chunk's and fix the offsets."""
+def _compact_strings(op, starts, stream):
+    """Move each chunk's strings next to the previous chunk's and fix the offsets; with
+    ``stream`` (an output past the caches), by streaming stores where a chunk's new place
+    ends before its old one starts."""
     c, per, ow = op[COUNT], op[P1], op[P2]
     data, offsets = op[DATA], op[OFFSETS]
     total = 0
     for ci in range(starts.shape[0] - 1):
         i0, i1 = starts[ci] * c, starts[ci + 1] * c
         size = _offset_at(offsets, i1, ow)
-        if total + size <= i0 * per:  # apart (per above the width): past the caches
+        if stream and total + size <= i0 * per:  # apart (per above the width)
             _stream_copy(data + total, data + i0 * per, size)
         elif total != i0 * per:
             _move_down(data + total, data + i0 * per, size)
@@ -508,5 +510,6 @@ def _compact_strings(op, starts):
             for i in range(i0 + 1, i1 + 1):
                 store64(offsets + i * 8, np.int64(load64(offsets + i * 8)) + total)
         total += size
-    stream_fence()
+    if stream:
+        stream_fence()
     return total

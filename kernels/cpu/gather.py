@@ -804,7 +804,7 @@ def aos_to_soa_at(buf, offsets, itemsize, runs, offset_at, nul, ops, offs, *, th
         for j in range(ops.shape[0]):
             if ops[j, KIND] in STRING_KINDS:
                 if n:
-                    _compact_strings(ops[j], starts)
+                    _compact_strings(ops[j], starts, stream)
                 else:  # no row wrote it: an empty column's one offset is 0
                     _set_offset(ops[j, OFFSETS], 0, ops[j, P2], 0)
     return fault

@@ -50,7 +50,7 @@ def aos_to_soa(src, stride, n, ops, offs, *, threads=None, owners=None):
         for j in range(ops.shape[0]):
             if ops[j, KIND] in STRING_KINDS:
                 if n:
-                    _compact_strings(ops[j], starts)
+                    _compact_strings(ops[j], starts, stream)
                 else:  # no row wrote it: an empty column's one offset is 0
                     _set_offset(ops[j, OFFSETS], 0, ops[j, P2], 0)
     return fault
@@ -79,7 +79,7 @@ def _entries():
     err, stop, starts = np.full(3, -1, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
     return [
         ("records -> columns", _forward_rows, (0, 1, starts[0], starts[0], ops, offs, False, err, stop)),
-        ("strings", _compact_strings, (ops[0], starts)),
+        ("strings", _compact_strings, (ops[0], starts, False)),
         ("columns -> records", _reverse_rows, (0, 1, starts[0], starts[0], ops, offs, True, False, err, stop)),
     ]
 
