@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._errors import ConversionError, LayoutError
+from ._errors import ConversionError, LayoutError, Problems, merge_fixes
 from ._plan import ColumnBuffers
 
 _FILLED = ("copy", "bits", "enum")  # kinds whose kernels write a fill value under a null
@@ -207,75 +207,6 @@ def time_units(time_unit, layout):
             )
         out[name] = unit
     return out
-
-
-class Problems:
-    """Every column's problem, raised as one ConversionError: one problem as it is, more
-    as one message listing each with its fix and, at the end, every option they need.
-
-    Each problem is a ConversionError whose ``fix`` (if any) is the keyword arguments
-    that fix it: ``{"fill": {"qty": "value"}}``, ``{"cast": "parse"}``, ``{"truncate":
-    True}``, ``{"time_unit": {"ts_ns": "ns"}}``, ``{"extra": ["idx"]}``. The one raised
-    has ``problems`` (column, error) and ``fixes`` (all of them merged)."""
-
-    def __init__(self):
-        self.items = []
-
-    def add(self, column, err):
-        self.items.append((column, err))
-
-    def raise_all(self):
-        if self.items:
-            raise self.error()
-
-    def error(self):
-        """The one ConversionError for every problem (there is at least one)."""
-        fixes = merge_fixes([getattr(err, "fix", None) or {} for _, err in self.items])
-        if len(self.items) == 1:
-            err = self.items[0][1]
-        else:
-            listed = "; ".join(f"({k}) {err}" for k, (_, err) in enumerate(self.items, 1))
-            unfixed = sorted({column for column, err in self.items if not getattr(err, "fix", None)} - {None})
-            tail = f"to convert, pass {fix_text(fixes)}" if fixes else ""
-            if unfixed:
-                tail += (" and " if tail else "") + (
-                    f"change the data or the layout of {', '.join(map(repr, unfixed))}"
-                    f" (no option fixes {'it' if len(unfixed) == 1 else 'them'})"
-                )
-            err = ConversionError(
-                f"{len(self.items)} problems with the Arrow data's columns, all of them: {listed}; {tail}"
-            )
-        err.problems, err.fixes = list(self.items), fixes
-        return err
-
-
-def merge_fixes(fixes):
-    """One dict of keyword arguments from several (dicts and lists merged, in order)."""
-    out = {}
-    for fix in fixes:
-        for key, value in fix.items():
-            if isinstance(value, dict):
-                out.setdefault(key, {}).update(value)
-            elif isinstance(value, list):
-                out[key] = list(dict.fromkeys(out.get(key, []) + value))
-            else:
-                out[key] = value
-    return out
-
-
-def fix_text(fixes):
-    """``fill={'qty': value}, cast='parse'``: the keyword arguments of ``fixes`` as text."""
-
-    def one(key, value):
-        if isinstance(value, dict):
-            return (
-                f"{key}={{"
-                + ", ".join(f"{k!r}: {'value' if v == 'value' else repr(v)}" for k, v in value.items())
-                + "}"
-            )
-        return f"{key}={value!r}"
-
-    return ", ".join(one(k, v) for k, v in fixes.items())
 
 
 def _problem(text, **fix):

@@ -207,7 +207,12 @@ def reverse_error(layout, columns, fault):
         msg = f"{where}: {value!r} does not fit {target}"
     else:
         msg = f"{where}: {value!r} is not valid UTF-8 and cannot be written to {target}"
-    return ConversionError(msg)
+    err = ConversionError(msg)
+    if code == P.E_NULL:
+        err.fix = {"fill": {f.name: "value"}}  # (the keyword arguments that fix it: layouts._errors.Problems)
+    elif code == P.E_TOO_LONG:
+        err.fix = {"truncate": True}
+    return err
 
 
 # ------------------------------------------------------------ mapped files that shrink

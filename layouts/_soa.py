@@ -10,7 +10,7 @@ from . import _backends as backends
 from ._aos import AoS, as_layout, overlaps
 from ._arena import Arena, ArenaUse
 from ._backends import Backend, check_threads
-from ._errors import ConversionError, LayoutError
+from ._errors import ConversionError, LayoutError, Problems
 from ._faults import reverse_error
 from ._layout import Layout
 from ._plan import ALIGN, ColumnBuffers, claimed, native_dtype, without_views
@@ -523,8 +523,37 @@ class SoA:
                 target, self.layout, n, self._columns, self._memory, self._fills, self._truncate, threads=threads
             )
             if fault is not None:
-                raise reverse_error(self.layout, backend.columns_to_host(self._memory, self._columns)[1], fault)
+                columns = backend.columns_to_host(self._memory, self._columns)[1]
+                scratch = target if backend.host and out is None else None  # (out= stays as the failed run left it)
+                raise every_reverse_error(self.layout, columns, self._fills, self._truncate, n, fault, scratch)
         return AoS(records, self.layout)
+
+
+RERUNS = 16  # the most columns an error of the way back looks for a problem in, after the first
+
+
+def every_reverse_error(layout, columns, fills, truncate, n, fault, scratch=None):
+    """The ConversionError of ``fault``, a value that one of the (host) ``columns`` could not
+    write into its field (:func:`layouts._faults.reverse_error`), with a value of each other
+    column that cannot be written either: the CPU kernel runs again with the columns found
+    so far left out (into ``scratch``, new records memory of the run that failed that no
+    caller sees, or new memory), so that one error names every column to fix (each column's ``problems``
+    entry; ``fixes``: the options that fix them). Up to :data:`RERUNS` more runs: an error
+    path, each as long as the conversion."""
+    found = Problems()
+    cpu = backends.host()
+    scratch = np.empty(n * layout.itemsize, np.uint8) if scratch is None else scratch
+    skip: list = []
+    while fault is not None:
+        skip.append(fault[1])
+        found.add(layout.fields[fault[1]].name, reverse_error(layout, columns, fault))
+        if len(skip) == len(layout.fields):
+            break
+        if len(skip) > RERUNS:
+            found.partial = True
+            break
+        fault = cpu.soa_to_aos(scratch, layout, n, columns, None, fills, truncate, skip=tuple(skip))
+    return found.error()
 
 
 def soa_over_arena(layout, n, arena, memory, nulls, records, use=None, backend=None):

@@ -104,8 +104,13 @@ class CpuBackend:
         del keep
         return fault
 
-    def soa_to_aos(self, target, layout, n, columns, memory, fills, truncate, *, threads=None):
+    def soa_to_aos(self, target, layout, n, columns, memory, fills, truncate, *, threads=None, skip=()):
+        """The records of the columns written into ``target``; None, or the first fault
+        ``(row, field, code)`` found. The fields in ``skip`` are left out (not written)."""
         ops, offs, keep = reverse_ops(layout, columns, fills, truncate)
+        rows = [i for i in range(len(ops)) if i not in skip]
+        if skip:
+            ops = ops[rows]
         zero = bool(layout.holes) or any(f.kind == "bits" for f in layout.fields)
         fault = self.kernels().soa_to_aos(
             target.ctypes.data,
@@ -118,7 +123,7 @@ class CpuBackend:
             owners=(target, columns, memory, ops, offs, keep),
         )
         del keep
-        return fault
+        return None if fault is None else (fault[0], rows[fault[1]], fault[2])
 
     def arena_columns(self, arena, memory, n, dictionaries):
         """Each buffer cut to the bytes the n records use (:meth:`Arena.used`), so that no

@@ -172,6 +172,7 @@ def in_flags(message):
         r"read the field with invalid='null' \(Encoding\(\.\.\., invalid='null'\)\)", "pass --invalid null", message
     )
     message = re.sub(r"Encoding\('\w+'\): code page", "--codepage: code page", message)
+    message = message.replace("(Encoding(codepage=...))", "(--codepage NAME)")
     message = re.sub(r"\b(codepage|floating_point)='([^']*)' \(Layout\.from_copybook\)", r"\1=\2", message)
     message = (
         message.replace("(union members)", "(REDEFINES alternatives)")

@@ -88,7 +88,7 @@ def error_line(err):
     text = command_hints(one_line(err))
     fixes = getattr(err, "fixes", None)
     if fixes and len(getattr(err, "problems", ())) > 1:  # every flag the conversion needs, as one list
-        from .._arrow_in import fix_text
+        from .._errors import fix_text
 
         flags = " ".join(command_hints(fix_text({key: value})) for key, value in fixes.items())
         text = text.replace(f"to convert, pass {command_hints(fix_text(fixes))}", f"to convert, add {flags}")

@@ -41,15 +41,15 @@ def rows_named(name, first, n, where=None):
     except (LayoutError, ConversionError) as err:
         where = f"{where}, " if where else ""
         named = type(err)(f"{name}, {where}rows {first} to {first + n}: {_input_rows(err, first)}")
-        named.__dict__.update(err.__dict__)  # problems and fixes (layouts._arrow_in.Problems)
+        named.__dict__.update(err.__dict__)  # problems and fixes (layouts._errors.Problems)
         raise named from err
 
 
 def whole_input(err, parts, first, check):
-    """``err``, a part's column problems (:class:`layouts._arrow_in.Problems`), with those of
+    """``err``, a part's column problems (:class:`layouts._errors.Problems`), with those of
     the rest of the input that it does not have: the other parts are checked, not
     converted, so that one error names every problem and every option the input needs."""
-    from .._arrow_in import Problems
+    from .._errors import Problems
 
     if not getattr(err, "problems", None):  # (an error found converting a value has none)
         return err

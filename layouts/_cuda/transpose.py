@@ -13,9 +13,9 @@ to a GPU.
 import numpy as np
 
 from .._arena import Arena
-from .._faults import forward_error, reverse_error
+from .._faults import forward_error
 from .._plan import forward_ops, reverse_ops
-from .._soa import soa_over_arena
+from .._soa import every_reverse_error, soa_over_arena
 from . import device as _device
 from .arena import HEAD, Span, device_tables, packing, word_bytes
 
@@ -126,5 +126,6 @@ class ReverseSlot:
         fault, self.pending = self.pending.fault(), None
         soa, self.soa, self.plan = self.soa, None, None
         if fault is not None:
-            raise reverse_error(self.layout, soa.parts().columns, fault)
+            parts = soa.parts()
+            raise every_reverse_error(self.layout, parts.columns, parts.fills, parts.truncate, len(soa), fault)
         return self.records_out[: len(soa) * self.layout.itemsize]

@@ -9,10 +9,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._errors import ConversionError, LayoutError
-from .._faults import reverse_error
 from .._files import open_output
 from .._plan import reverse_ops
-from .._soa import SoA
+from .._soa import SoA, every_reverse_error
 from ..kernels import stream as K
 from .frame import _checked, selected
 from .read import _keep_prefix, header_values, resolve
@@ -145,6 +144,7 @@ def _stream_advice(text):
     import re
 
     text = re.sub(r" at offset \d+(, )?", lambda m: ", " if m.group(1) else "", text)
+    text = re.sub(r"pass truncate=True to cut it to (\d+ \w+)", r"shorten it to \1 (write_stream cuts nothing)", text)
     text = re.sub(
         r"pass truncate=True to cut such values to (\d+ \w+), or change the field's width",
         r"shorten such values to \1 (the record type's field: write_stream cuts nothing)",
@@ -252,8 +252,15 @@ def _place(
             f"each row holds (as read_stream gave them); give each row its {width} bytes"
         )
     if code != K.E_WIDE:
-        said = reverse_error(soa.layout, soa._columns, fault)
-        raise ConversionError(f"{what}: {_stream_advice(str(said))}") from None
+        said = every_reverse_error(soa.layout, soa._columns, soa._fills, soa._truncate, len(soa), fault)
+        listed = [str(e) for _, e in said.problems]  # (without the options of SoA.from_arrow that fix them)
+        text = (
+            listed[0]
+            if len(listed) == 1
+            else f"{len(listed)} columns hold values their fields cannot: "
+            + "; ".join(f"({k}) {e}" for k, e in enumerate(listed, 1))
+        )
+        raise ConversionError(f"{what}: {_stream_advice(text)}") from None
     row = soa.to_arrow().slice(bad, 1)
     for name, t in record.fields:
         from .spec import field_dtype

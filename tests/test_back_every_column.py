@@ -1,0 +1,138 @@
+"""The way back to records names every column that holds a value its field cannot take, in
+one error (the kernel stops at the first; it runs again over the columns not yet named),
+as the column checks before a conversion do: ``to_aos``, ``convert`` (CPU and the GPU's
+slots), ``write_stream`` and the command."""
+
+import decimal
+import struct
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import layouts as lo
+import layouts._soa as soa_module
+from layouts._cli import main
+
+BOOK = """\
+       01  REC.
+           05  NAME      PIC X(4).
+           05  AMT       PIC S9(3)V99 COMP-3.
+           05  CITY      PIC X(3).
+           05  QTY       PIC S9(3) COMP.
+"""
+D = decimal.Decimal
+
+
+def _table(name=("ABCD", "AB", "A"), amt=("1.00", "2.00", "3.00"), city=("ABC", "DE", "F"), qty=(1, 2, 3)):
+    return pa.table(
+        {
+            "NAME": list(name),
+            "AMT": pa.array([D(v) for v in amt], pa.decimal128(9, 2)),
+            "CITY": list(city),
+            "QTY": pa.array(qty, pa.int64()),
+        }
+    )
+
+
+BAD = dict(name=("ABCD", "A\u0100", "A"), amt=("1.00", "1234.50", "3.00"), city=("ABC", "DE", "X€"))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_every_bad_column_is_named_once_with_its_row(device, threads):
+    layout = lo.Layout.from_copybook(BOOK)
+    soa = lo.SoA.from_arrow(_table(**BAD), layout)
+    with pytest.raises(lo.ConversionError) as got:
+        soa.to_aos(threads=threads, device=device)
+    err = got.value
+    said = {c: str(e) for c, e in err.problems}
+    assert len(err.problems) == 3 and set(said) == {"NAME", "AMT", "CITY"}
+    assert "row 1: Decimal('1234.50') does not fit field 'AMT'" in said["AMT"]
+    assert "row 2: 'X€' holds '€' (U+20AC), which code page cp037 has no byte for" in said["CITY"]
+    assert "row 1: 'A\u0100' holds '\u0100' (U+0100)" in said["NAME"]
+    assert str(err).startswith("3 problems with the Arrow data's columns, all of them: (1) column ")
+    assert "no option fixes them" in str(err) and dict(err.fixes) == {}
+
+
+def test_one_bad_column_is_the_same_error_as_before():
+    layout = lo.Layout.from_copybook(BOOK)
+    with pytest.raises(lo.ConversionError) as got:
+        lo.SoA.from_arrow(_table(amt=BAD["amt"]), layout).to_aos()
+    assert str(got.value).startswith("column 'AMT', row 1: Decimal('1234.50') does not fit field 'AMT'")
+    assert [c for c, _ in got.value.problems] == ["AMT"]
+
+
+def test_good_columns_still_convert_and_each_rerun_leaves_out_what_was_found(monkeypatch):
+    layout = lo.Layout.from_copybook(BOOK)
+    good = lo.SoA.from_arrow(_table(), layout).to_aos().to_numpy()
+    assert lo.AoS(good, layout=layout).to_soa().to_arrow().column("CITY").to_pylist() == ["ABC", "DE ", "F  "]
+    monkeypatch.setattr(soa_module, "RERUNS", 1)  # the cap: two columns named, and it says there may be more
+    with pytest.raises(lo.ConversionError) as got:
+        lo.SoA.from_arrow(_table(**BAD), layout).to_aos(threads=1)
+    assert len(got.value.problems) == 2
+    assert str(got.value).startswith("2 problems with the Arrow data's columns, the first of them: ")
+
+
+def test_numpy_layouts_too():
+    """A NUL inside C-string columns (bytes_as='string'): each column named by the kernel."""
+    dt = np.dtype([("a", "S4"), ("n", "<i4"), ("b", "S4"), ("c", "S4")])
+    table = pa.table({"a": ["ok", "x\0y"], "n": pa.array([1, 2], pa.int32()), "b": ["z\0", "ok"], "c": ["\0", "\0"]})
+    with pytest.raises(lo.ConversionError) as got:
+        lo.SoA.from_arrow(table, dt).to_aos()
+    said = {c: str(e) for c, e in got.value.problems}
+    assert set(said) == {"a", "b", "c"}, str(got.value)
+    assert all("holds a NUL byte" in text for text in said.values())
+
+
+def test_the_command_names_every_column_and_writes_nothing(tmp_path, capsys):
+    book = tmp_path / "rec.cob"
+    book.write_text(BOOK)
+    table = tmp_path / "bad.parquet"
+    pq.write_table(_table(**BAD), table)
+    out = tmp_path / "out.dat"
+    assert main(["convert", str(table), "--copybook", str(book), "--to", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "3 problems" in err, err
+    assert "'AMT'" in err and "'CITY'" in err and "'NAME'" in err
+    assert "(--codepage NAME)" in err and "Encoding(" not in err
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["bad.parquet", "rec.cob"]
+
+
+def test_write_stream_names_every_column():
+    rec = np.dtype([("id", ">u4"), ("a", "S4"), ("b", "S4")])
+    data = b"".join(struct.pack(">HH", 16, 0) + struct.pack(">I", i) + b"AAAA" + b"BBBB" for i in range(2))
+    spec = lo.Stream.rdw(rec)
+    t = lo.read_stream(data, spec)["record"].to_arrow()
+    for name, values in (("a", [b"AA\0A", b"AAAA"]), ("b", [b"BBBB", b"\0BBB"])):
+        t = t.set_column(t.schema.get_field_index(name), name, pa.array(values, pa.binary()))
+    with pytest.raises(lo.ConversionError) as got:
+        lo.write_stream({"record": t}, spec)
+    text = str(got.value)
+    assert "2 columns hold values their fields cannot: (1) column " in text, text
+    assert "column 'a', row 0" in text and "column 'b', row 1" in text
+    assert "truncate" not in text and "at offset" not in text
+
+
+def test_convert_to_records_names_every_column_on_either_device(device, tmp_path):
+    """``convert`` to records, on the CPU and in the GPU's slots (the CUDA simulator here)."""
+    layout = lo.Layout.from_copybook(BOOK)
+    table = tmp_path / "bad.parquet"
+    pq.write_table(_table(**BAD), table)
+    out = tmp_path / "out.dat"
+    with pytest.raises(lo.ConversionError) as got:
+        lo.convert(table, layout, out, format="records", device=device)
+    assert {c for c, _ in got.value.problems} == {"NAME", "AMT", "CITY"}, str(got.value)
+    assert str(got.value).startswith(f"{table}, ") and "3 problems" in str(got.value)
+    assert not out.exists()
+
+
+def test_out_is_left_as_the_failed_run_left_it():
+    """The runs that look for more problems write elsewhere: ``out`` keeps what the first
+    (failed) run wrote, each record as it was or whole (docs/python-api.md)."""
+    layout = lo.Layout.from_copybook(BOOK)
+    out = np.full(3 * layout.itemsize, 0xAA, np.uint8)
+    with pytest.raises(lo.ConversionError) as got:
+        lo.SoA.from_arrow(_table(**BAD), layout).to_aos(out=out, threads=1)
+    assert len(got.value.problems) == 3
+    assert (out == 0xAA).all()  # (the three records are one block: none written)
