@@ -366,6 +366,24 @@ def test_segy_extended_headers_changed_samples_and_the_write_back(tmp_path):
         )
 
 
+def test_segy_larger_than_a_window_through_the_command(tmp_path):
+    """attack8: every window after the first counted its traces without the header's
+    samples per trace (a KeyError for any SEG-Y file over 16 MB); here windows of 2 KB."""
+    from layouts._stream import files as F
+    from layouts._stream.read import resolve
+
+    raw = _segy(tmp_path / "w.sgy", 5, ilines=range(1, 6), xlines=range(10, 16), ns=100)
+    stream, whole = resolve("segy"), lo.read_stream(raw, "segy")
+    written, order, counts = F.convert_to_dir(raw, stream, str(tmp_path / "d"), "parquet", window=2048)
+    assert counts == F.table_bytes(stream, whole, whole.order) and counts["float32"] == (30, 30 * 640)
+    assert F.count_stream(raw, stream, window=2048)[2] == counts
+    tables, order, _ = F.read_dir(str(tmp_path / "d"), stream)
+    assert lo.write_stream(tables, stream, order=order) == raw
+    back = tmp_path / "back.sgy"
+    assert F.write_back(F.scan_dir(str(tmp_path / "d"), stream), stream, str(back), order=order, window=2048) == 30
+    assert back.read_bytes() == raw
+
+
 def test_segy_damaged_binary_headers_are_errors(tmp_path):
     raw = _segy(tmp_path / "d.sgy", 5)
     with pytest.raises(

@@ -271,7 +271,8 @@ def convert_to_dir(
     def windows():
         for tables in read_windows(src, stream, window):
             seen["order"] = tables.order
-            for name, (n, b) in table_bytes(stream, tables, tables.order).items():
+            seen["header"] = tables.get("_header", seen.get("header"))  # (the first window's)
+            for name, (n, b) in table_bytes(stream, tables, tables.order, seen["header"]).items():
                 if name == "_header":
                     counts[name] = (n, b)
                 else:
@@ -293,7 +294,7 @@ def count_stream(src: Any, stream: Stream, window: int = WINDOW) -> "tuple[str, 
         order = tables.order
         if "_header" in tables:
             header = tables["_header"]
-        for name, (n, b) in table_bytes(stream, tables, tables.order).items():
+        for name, (n, b) in table_bytes(stream, tables, tables.order, header).items():
             was = counts.get(name, (0, 0)) if name != "_header" else (0, 0)
             counts[name] = (was[0] + n, was[1] + b)
     return order, header, _in_order(stream, counts)
@@ -833,8 +834,12 @@ def _fits(found: pa.DataType, need: pa.DataType) -> bool:
     return any(any(k(found) for k in pair) and any(k(need) for k in pair) for pair in kinds)
 
 
-def table_bytes(stream: Stream, tables: Mapping[str, Any], order: str) -> "dict[str, tuple[int, int]]":
-    """``{table: (records, bytes of the stream)}`` of every table present (framing included)."""
+def table_bytes(
+    stream: Stream, tables: Mapping[str, Any], order: str, header: Any = None
+) -> "dict[str, tuple[int, int]]":
+    """``{table: (records, bytes of the stream)}`` of every table present (framing included).
+    ``header``: the stream's ``_header`` table where ``tables`` has none (a window after the
+    first), whose values give the sizes of records with header-sized lists (SEG-Y's traces)."""
     import pyarrow.compute as pc
 
     def arrow(v):
@@ -849,8 +854,10 @@ def table_bytes(stream: Stream, tables: Mapping[str, Any], order: str) -> "dict[
 
     out: "dict[str, tuple[int, int]]" = {}
     values = {}
+    header = tables.get("_header", header)
+    if header is not None and stream.header is not None:
+        values = header_values(stream, header, order)
     if "_header" in tables and stream.header is not None:
-        values = header_values(stream, tables["_header"], order)
         size = stream.header.size(order) if stream.header_size is None else evaluate(stream.header_size, values, "")
         out["_header"] = (1, int(size))
     for s in _with_lengths(stream, values).sections:
