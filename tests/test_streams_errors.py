@@ -368,3 +368,38 @@ def test_a_boolean_byte_other_than_0_and_1_in_a_stream_is_an_error(tmp_path):
         lo.ConversionError, match=r"field 'flag' .* record at byte 4: byte 02: a boolean is byte 00 or 01"
     ):
         lo.read_stream(b"\x00\x00\x01\x01\x02\x02", spec)
+
+
+def test_unknown_records_are_written_only_as_whole_records_of_no_type():
+    """attack8: an _unknown record whose length field no longer says its size, with no room
+    for its framing, or with a known type's tag was written, and the stream did not read
+    back (or read back with one more record of that type)."""
+    S = lo.Stream
+    spec = S(
+        [
+            S.Section(
+                S.Framing(length=S.Length(offset=0, size=2, order="big")),
+                [S.RecordType("buy", S.Record([("side", "S1"), ("qty", ">u4")]), tag="B")],
+                tag=S.Tag(offset=0, size=1),
+                unknown="keep",
+            )
+        ]
+    )
+
+    def msg(body):
+        return struct.pack(">H", len(body)) + body
+
+    data = msg(b"B" + struct.pack(">I", 7)) + msg(b"Zzz") + msg(b"B" + struct.pack(">I", 9))
+    t = lo.read_stream(data, spec)
+    u = t["_unknown"].to_arrow()
+    for rec, said in (
+        (b"\x00\x09Zzz", r"row 0 \(_tail b'\\x00\\tZzz', 5 bytes\): its length field \(bytes 0..1\) says a record of 11"),
+        (b"\x00", r"needs at least 3 bytes \(its framing and tag\)"),
+        (b"\x00\x05B\x00\x00\x00\x01", r"its tag 66 is the tag of record type 'buy', so it would read back as one"),
+    ):
+        with pytest.raises(lo.ConversionError, match=said):
+            lo.write_stream(dict(t, _unknown=u.set_column(1, "_tail", pa.array([rec]))), spec)
+    edited = msg(b"Zq!")  # a whole record of no type, its bytes changed: written, and read back
+    out = lo.write_stream(dict(t, _unknown=u.set_column(1, "_tail", pa.array([edited]))), spec)
+    assert out == data.replace(msg(b"Zzz"), edited)
+    assert lo.read_stream(out, spec)["_unknown"].to_arrow().column("_tail").to_pylist() == [edited]

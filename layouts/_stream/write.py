@@ -524,6 +524,7 @@ def _section(tables, stream, s: Section, order, start, where, values, fill=None)
     if "_unknown" in tables and s.unknown == "keep":
         table = _arrow(tables["_unknown"], "_unknown")
         toffs, tdata = _tails(table, table.num_rows, "table '_unknown'")
+        _check_unknown(s, toffs, tdata, order, where)
         parts.append(["raw", toffs, tdata, None])
         entries.append((_offsets(table, "table '_unknown'"), np.diff(toffs)))
     if isinstance(s, _BdwSection):
@@ -590,6 +591,54 @@ def _section(tables, stream, s: Section, order, start, where, values, fill=None)
         parts[bk][-1] = (bpos, lens)
     _check_fixed_size(s, values, where, sizes)
     return end, parts
+
+
+def _field_values(toffs, tdata, at, size, big):
+    """The unsigned integer of ``size`` bytes at ``at`` in each record (records long enough)."""
+    raw = tdata[toffs[:-1, None] + at + np.arange(size)].astype(np.uint64)
+    weights = np.uint64(256) ** (np.arange(size)[::-1] if big else np.arange(size)).astype(np.uint64)
+    return (raw * weights).sum(axis=1, dtype=np.uint64)
+
+
+def _check_unknown(s: Section, toffs, tdata, order, where):
+    """Each ``_unknown`` record (its bytes, framing included) is still one record of the
+    section that read_stream would keep as unknown: room for its framing and tag, a length
+    field that says its size, and a tag that is no type's (else the stream written would
+    not read back, or would read back as another type's records)."""
+    sizes = np.diff(toffs)
+    if not len(sizes):
+        return
+    ln, tag = s.framing.length, s.tag
+    need = 0 if ln is None else ln.offset + ln.size
+    if tag is not None:
+        need = max(need, s.framing.prefix + tag.offset + tag.size)
+
+    def refuse(k, why):
+        raise ConversionError(
+            f"{where}: table '_unknown', row {k} (_tail {bytes(tdata[toffs[k] : toffs[k] + min(int(sizes[k]), 16)])!r}"
+            f"{'...' if sizes[k] > 16 else ''}, {int(sizes[k])} bytes): {why}; an _unknown record is written as its "
+            f"bytes, framing included: give it its whole record, or move it to its type's table"
+        )
+
+    short = np.flatnonzero(sizes < max(need, 1))
+    if len(short):
+        refuse(int(short[0]), f"a record of this section needs at least {max(need, 1)} bytes (its framing and tag)")
+    if ln is not None:
+        said = _field_values(toffs, tdata, ln.offset, ln.size, ln.big(order)).astype(np.int64) * ln.unit + ln.base()
+        wrong = np.flatnonzero(said != sizes)
+        if len(wrong):
+            k = int(wrong[0])
+            refuse(
+                k,
+                f"its length field (bytes {ln.offset}..{ln.offset + ln.size - 1}) says a record of {int(said[k])} bytes",
+            )
+    if tag is not None and s.types:
+        known = {t.tag_value(tag, where): t.name for t in s.types if t.tag is not None}
+        tags = _field_values(toffs, tdata, s.framing.prefix + tag.offset, tag.size, tag.order == "big")
+        hit = np.flatnonzero(np.isin(tags, np.array(sorted(known), np.uint64)))
+        if len(hit):
+            k = int(hit[0])
+            refuse(k, f"its tag {int(tags[k])} is the tag of record type {known[int(tags[k])]!r}, so it would read back as one")
 
 
 def _check_fixed_size(s, values, where, sizes):
