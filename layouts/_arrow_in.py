@@ -116,8 +116,11 @@ def columns_from_arrow(obj, layout, fill, cast="strict", time_unit=None, extra="
     check.extras([c for c in table.column_names if c not in names], "the Arrow data", [f.name for f in tops])
     marked = _encoding_marked(table.schema)
     floats_told = _check_floats(table.schema, layout, check)
+    by_field: list = []  # per leaf, its column, or None where its top-level column has a problem
     for top in tops:
         group = [next(leaves) for _ in range(_leaf_count(top.type))]
+        had, first = len(check.problems.items), len(columns)
+        by_field += [None] * len(group)
         if top.name in present and marked:
             _check_encodings(table.schema.field(top.name), group, check, floats=not floats_told)
         if top.name not in present:
@@ -143,7 +146,12 @@ def columns_from_arrow(obj, layout, fill, cast="strict", time_unit=None, extra="
             _descend(arr, top.type, top.name, iter(group), columns, fill, fills, cast, check)
         except ConversionError as err:
             check.problems.add(top.name, err)
-    check.problems.raise_all()
+        if len(check.problems.items) == had and len(columns) - first == len(group):
+            by_field[len(by_field) - len(group) :] = columns[first:]
+    if check.problems.items:
+        said = check.problems.error()
+        said.prepared = (table.num_rows, by_field, fills)  # (what the columns without a problem became)
+        raise said
     return table.num_rows, columns, fills
 
 

@@ -402,6 +402,8 @@ def reverse_ops(layout, columns, fills, truncate):
     columns = without_views(columns)  # (binary columns made of views: theirs are the addresses below)
     keep: list = []  # the enum and text tables, in op order (device_tables reads them so), then the columns
     for i, (f, col) in enumerate(zip(layout.fields, columns)):
+        if col is None:  # a column with a problem of its own (SoA.from_arrow): its row left out of the run
+            continue
         if (col.offsets is not None) != (col.kind in _VAR):  # (the kernel would read the one as the other)
             raise LayoutError(
                 f"field {f.name!r}: its column is {col.type} read as kind {col.kind!r}, which "
@@ -443,11 +445,11 @@ def without_views(columns):
     """``columns`` with each host ``binary_view`` column as a binary one over a copy of its
     values (``large_binary`` past 2 GiB): the kernels, pickling and the GPU read variable-
     width values through offsets, not 16-byte views. The same tuple when there are none."""
-    if not any(is_view(c.type) for c in columns):
+    if not any(c is not None and is_view(c.type) for c in columns):
         return columns
     out = []
     for c in columns:
-        if is_view(c.type):
+        if c is not None and is_view(c.type):
             arr = c.to_array()
             lengths = np.frombuffer(arr.buffers()[1], "<i4").reshape(-1, 4)[arr.offset : arr.offset + len(arr), 0]
             total = int(lengths.astype(np.int64).clip(0).sum())  # (a view's first 4 bytes: its length)

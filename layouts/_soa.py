@@ -218,9 +218,16 @@ class SoA:
         layout = as_layout(layout)
         table = as_table(obj)
         _unique_names(layout._arrow_fields(), list(table.schema))
-        length, columns, fills = columns_from_arrow(
-            table, layout, dict(fill or {}), cast, time_unit, extra, truncate=truncate
-        )
+        try:
+            length, columns, fills = columns_from_arrow(
+                table, layout, dict(fill or {}), cast, time_unit, extra, truncate=truncate
+            )
+        except ConversionError as err:
+            prepared = err.__dict__.pop("prepared", None)
+            if prepared is None:
+                raise
+            n, checked, filled = prepared
+            raise _with_value_problems(layout, err, n, checked, filled, truncate) from None
         return cls(layout, length, columns, fills=fills, truncate=truncate)
 
     def __reduce__(self) -> "tuple[Any, ...]":
@@ -537,21 +544,48 @@ def every_reverse_error(layout, columns, fills, truncate, n, fault, scratch=None
     write into its field (:func:`layouts._faults.reverse_error`), with a value of each other
     column that cannot be written either: the CPU kernel runs again with the columns found
     so far left out (into ``scratch``, new records memory of the run that failed that no
-    caller sees, or new memory), so that one error names every column to fix (each column's ``problems``
-    entry; ``fixes``: the options that fix them). Up to :data:`RERUNS` more runs: an error
-    path, each as long as the conversion."""
+    caller sees, or new memory), so that one error names every column to fix (each column's
+    ``problems`` entry; ``fixes``: the options that fix them). Up to :data:`RERUNS` more
+    runs: an error path, each as long as the conversion."""
+    return _value_problems(layout, columns, fills, truncate, n, fault, Problems(), [], scratch)
+
+
+def _with_value_problems(layout, err, n, columns, fills, truncate):
+    """``err``, the problems of some Arrow columns (``SoA.from_arrow``'s checks), with those
+    of the values of the other ``columns`` (None: a column with a problem): the CPU kernel
+    writes them into scratch records, as :func:`every_reverse_error` does, so that the
+    first error names the values that would fail next too."""
+    skip = [i for i, c in enumerate(columns) if c is None]
+    if len(skip) == len(layout.fields) or n == 0:
+        return err
     found = Problems()
+    found.items = list(err.problems)
+    try:
+        fault = backends.host().soa_to_aos(
+            np.empty(n * layout.itemsize, np.uint8), layout, n, columns, None, fills, bool(truncate), skip=tuple(skip)
+        )
+    except (ConversionError, LayoutError):  # (a fill value its field cannot hold: said when the rest is fixed)
+        return err
+    if fault is None:
+        return err
+    return _value_problems(layout, columns, fills, bool(truncate), n, fault, found, skip)
+
+
+def _value_problems(layout, columns, fills, truncate, n, fault, found, skip, scratch=None):
+    """``found`` with the problem of ``fault`` and of every column the kernel finds one in
+    when it runs again without the columns in ``skip`` and those found: one error."""
     cpu = backends.host()
     scratch = np.empty(n * layout.itemsize, np.uint8) if scratch is None else scratch
-    skip: list = []
+    runs = 0
     while fault is not None:
         skip.append(fault[1])
         found.add(layout.fields[fault[1]].name, reverse_error(layout, columns, fault))
         if len(skip) == len(layout.fields):
             break
-        if len(skip) > RERUNS:
+        if runs == RERUNS:
             found.partial = True
             break
+        runs += 1
         fault = cpu.soa_to_aos(scratch, layout, n, columns, None, fills, truncate, skip=tuple(skip))
     return found.error()
 

@@ -136,3 +136,51 @@ def test_out_is_left_as_the_failed_run_left_it():
         lo.SoA.from_arrow(_table(**BAD), layout).to_aos(out=out, threads=1)
     assert len(got.value.problems) == 3
     assert (out == 0xAA).all()  # (the three records are one block: none written)
+
+
+def test_column_problems_and_value_problems_in_one_error(tmp_path, capsys):
+    """attack8: an extra column and a null (the column checks) hid a decimal too large for
+    its PICTURE and a NaN for a COMP-2 until those were fixed: now one error names all four,
+    and the options for the two that have one."""
+    book = "       01  ACCOUNT.\n           05  NAME  PIC X(10).\n           05  BALANCE  PIC S9(7)V99 COMP-3.\n"
+    book += "           05  RATE  COMP-2.\n"
+    layout = lo.Layout.from_copybook(book)
+    table = pa.table(
+        {
+            "NAME": pa.array(["ALICE", None]),
+            "NOTE": pa.array(["x", "y"]),
+            "BALANCE": pa.array([D("123456789.00"), D("1.00")], pa.decimal128(12, 2)),
+            "RATE": pa.array([float("nan"), 1.0]),
+        }
+    )
+    with pytest.raises(lo.ConversionError) as got:
+        lo.SoA.from_arrow(table, layout)
+    assert [c for c, _ in got.value.problems] == [None, "NAME", "BALANCE", "RATE"] or {
+        c for c, _ in got.value.problems
+    } >= {"NAME", "BALANCE", "RATE"}
+    assert dict(got.value.fixes) == {"extra": ["NOTE"], "fill": {"NAME": "value"}}
+    assert "prepared" not in vars(got.value)  # (the columns are not kept alive by the error)
+    fixed = lo.SoA.from_arrow(table, layout, extra=["NOTE"], fill={"NAME": " "})  # the column checks pass
+    with pytest.raises(lo.ConversionError) as again:
+        fixed.to_aos()
+    assert {c for c, _ in again.value.problems} == {"BALANCE", "RATE"}
+    (tmp_path / "a.cob").write_text(book)
+    pq.write_table(table, tmp_path / "t.parquet")
+    args = [
+        "convert",
+        str(tmp_path / "t.parquet"),
+        "--copybook",
+        str(tmp_path / "a.cob"),
+        "--to",
+        str(tmp_path / "t.dat"),
+    ]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "4 problems" in err and "add --drop-extra NOTE --fill NAME=VALUE and change the data or the layout" in err
+
+
+def test_a_column_problem_alone_is_said_as_before():
+    layout = lo.Layout.from_copybook(BOOK)
+    with pytest.raises(lo.ConversionError, match=r"^the Arrow data has no column 'QTY'") as got:
+        lo.SoA.from_arrow(_table().drop_columns(["QTY"]), layout)
+    assert len(got.value.problems) == 1

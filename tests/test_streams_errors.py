@@ -393,7 +393,10 @@ def test_unknown_records_are_written_only_as_whole_records_of_no_type():
     t = lo.read_stream(data, spec)
     u = t["_unknown"].to_arrow()
     for rec, said in (
-        (b"\x00\x09Zzz", r"row 0 \(_tail b'\\x00\\tZzz', 5 bytes\): its length field \(bytes 0..1\) says a record of 11"),
+        (
+            b"\x00\x09Zzz",
+            r"row 0 \(_tail b'\\x00\\tZzz', 5 bytes\): its length field \(bytes 0..1\) says a record of 11",
+        ),
         (b"\x00", r"needs at least 3 bytes \(its framing and tag\)"),
         (b"\x00\x05B\x00\x00\x00\x01", r"its tag 66 is the tag of record type 'buy', so it would read back as one"),
     ):

@@ -611,7 +611,7 @@ def _check_unknown(s: Section, toffs, tdata, order, where):
     ln, tag = s.framing.length, s.tag
     need = 0 if ln is None else ln.offset + ln.size
     if tag is not None:
-        need = max(need, s.framing.prefix + tag.offset + tag.size)
+        need = max(need, int(s.framing.prefix or 0) + tag.offset + tag.size)
 
     def refuse(k, why):
         raise ConversionError(
@@ -634,11 +634,14 @@ def _check_unknown(s: Section, toffs, tdata, order, where):
             )
     if tag is not None and s.types:
         known = {t.tag_value(tag, where): t.name for t in s.types if t.tag is not None}
-        tags = _field_values(toffs, tdata, s.framing.prefix + tag.offset, tag.size, tag.order == "big")
+        tags = _field_values(toffs, tdata, int(s.framing.prefix or 0) + tag.offset, tag.size, tag.order == "big")
         hit = np.flatnonzero(np.isin(tags, np.array(sorted(known), np.uint64)))
         if len(hit):
             k = int(hit[0])
-            refuse(k, f"its tag {int(tags[k])} is the tag of record type {known[int(tags[k])]!r}, so it would read back as one")
+            refuse(
+                k,
+                f"its tag {int(tags[k])} is the tag of record type {known[int(tags[k])]!r}, so it would read back as one",
+            )
 
 
 def _check_fixed_size(s, values, where, sizes):
