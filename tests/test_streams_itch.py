@@ -237,3 +237,29 @@ def test_itch_book_prints_the_same_trades(day, tmp_path):
             np.testing.assert_array_equal(tr["price"][sel], ours["price"].to_numpy())
         if kind == "Q":
             np.testing.assert_array_equal(tr["price"][sel], ours["cross_price"].to_numpy())
+
+
+def test_text_shorter_than_its_field_is_written_space_padded():
+    """attack8: a stock symbol with its trailing spaces stripped ('AMZN') was written NUL
+    padded, a stream read_stream refuses; it is written as ITCH pads Alpha fields (and as
+    read_stream reads them), so stripped symbols give back the original bytes."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from layouts.benchmarks import itch_day
+
+    raw = itch_day.day_bytes(20_000, seed=5, slice_messages=500).tobytes()
+    t = lo.read_stream(raw, "itch50")
+    a = t["add_order"].to_arrow()
+    stripped = a.set_column(a.schema.get_field_index("stock"), "stock", pc.utf8_rtrim_whitespace(a.column("stock")))
+    assert stripped.column("stock").to_pylist()[0].strip() == stripped.column("stock").to_pylist()[0]
+    assert lo.write_stream(dict(t, add_order=stripped), "itch50") == raw
+    sliced = stripped.slice(1)  # (an Arrow offset: the values found through it)
+    kept = {k: v for k, v in t.items() if k != "add_order"} | {"add_order": sliced}
+    back = lo.read_stream(lo.write_stream(kept, "itch50"), "itch50")["add_order"].to_arrow()
+    assert back.column("stock").to_pylist() == a.column("stock").to_pylist()[1:]
+    long = stripped.set_column(
+        stripped.schema.get_field_index("stock"), "stock", pa.array(["TOOLONGSYM"] * stripped.num_rows)
+    )
+    with pytest.raises(lo.ConversionError, match=r"column 'stock', row 0: 'TOOLONGSYM'"):
+        lo.write_stream(dict(t, add_order=long), "itch50")

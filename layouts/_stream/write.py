@@ -120,6 +120,7 @@ def _dense(table: pa.Table, record: Record, order, prefix, keep, what, type_name
         return None, layout, runs, zeros
     fill = dict(fill or {})
     _check_nulls(table, record, layout, runs, prefix, what, type_name, fill)
+    table = _space_padded(table, record, layout)
     try:
         soa = SoA.from_arrow(table.select(layout.names), layout, fill=fill)
     except ConversionError as err:
@@ -135,6 +136,42 @@ def _dense(table: pa.Table, record: Record, order, prefix, keep, what, type_name
             f"set the header field to the lists' length, or the lists to the header's"
         ) from err
     return soa, layout, runs, zeros
+
+
+def _space_padded(table: pa.Table, record: Record, layout) -> pa.Table:
+    """``table`` with each value of a text field (``S<n>`` shown as a string) shorter than
+    its field padded with spaces to the field's bytes, as read_stream reads such a field
+    (trailing spaces kept; a NUL would be refused there), not with NULs. Longer values are
+    left as they are (the conversion says so, naming the row)."""
+    widths = {f.name: f.width for f in layout.fields}
+    for name in getattr(record, "text", ()):
+        if name not in table.column_names or name not in widths:
+            continue
+        col = table.column(name).combine_chunks()
+        if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)) or not len(col):
+            continue
+        width, n = widths[name], len(col)
+        lengths = pc.fill_null(pc.binary_length(col), width).to_numpy(zero_copy_only=False).astype(np.int64)
+        if lengths.min() >= width or lengths.max() > width:
+            continue
+        bufs = col.buffers()
+        offs = np.frombuffer(bufs[1], np.int64 if pa.types.is_large_string(col.type) else np.int32)
+        offs = offs[col.offset : col.offset + n + 1].astype(np.int64)
+        data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+        valid = col.is_valid().to_numpy(zero_copy_only=False)
+        lengths = np.where(valid, np.diff(offs), 0)
+        padded = np.full((n, width), 0x20, np.uint8)
+        rows = np.repeat(np.arange(n), lengths)
+        starts = np.repeat(offs[:-1], lengths)
+        within = np.arange(len(rows)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        padded[rows, within] = data[starts + within]
+        offsets = pa.py_buffer(np.arange(0, (n + 1) * width, width, dtype=np.int64))
+        new = pa.Array.from_buffers(pa.large_string(), n, [None, offsets, pa.py_buffer(padded)])
+        if col.null_count:
+            new = pc.if_else(col.is_valid(), new, pa.scalar(None, pa.large_string()))
+        new = new.cast(col.type)
+        table = table.set_column(table.column_names.index(name), table.schema.field(name), new)
+    return table
 
 
 def _stream_advice(text):
