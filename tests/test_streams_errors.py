@@ -406,3 +406,20 @@ def test_unknown_records_are_written_only_as_whole_records_of_no_type():
     out = lo.write_stream(dict(t, _unknown=u.set_column(1, "_tail", pa.array([edited]))), spec)
     assert out == data.replace(msg(b"Zzz"), edited)
     assert lo.read_stream(out, spec)["_unknown"].to_arrow().column("_tail").to_pylist() == [edited]
+
+
+def test_a_column_the_record_type_does_not_have_is_refused_not_dropped():
+    """attack8: write_stream wrote a table with a column its type does not have (a misspelt
+    field: the old value written) without a word; the command refused the same table."""
+    from test_streams import pcap_bytes
+
+    raw = pcap_bytes(5)
+    t = lo.read_stream(raw, "pcap")
+    p = t["packet"].to_arrow()
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"table 'packet' has a column 'note' that record type 'packet' does not have \(its columns: "
+        r"_offset, ts_sec, ts_frac, incl_len, orig_len, _tail\): it would not be written; drop it",
+    ):
+        lo.write_stream(dict(t, packet=p.append_column("note", pa.array(["x"] * len(p)))), "pcap", order=t.order)
+    assert lo.write_stream(t, "pcap", order=t.order) == raw

@@ -116,6 +116,14 @@ def _dense(table: pa.Table, record: Record, order, prefix, keep, what, type_name
     missing = [n for n in layout.names if n not in have]
     if missing:
         raise ConversionError(f"{what} has no column {missing[0]!r}; its columns must include {layout.names}")
+    extra = [n for n in table.column_names if n not in layout.names and n not in ("_offset", "_tail")]
+    if extra:
+        raise ConversionError(
+            f"{what} has {'a column' if len(extra) == 1 else 'columns'} {', '.join(map(repr, extra))} that record "
+            f"type {type_name!r} does not have (its columns: {', '.join(dict.fromkeys([*layout.names, '_offset', '_tail']))}): "
+            f"{'it' if len(extra) == 1 else 'they'} would not be written; drop {'it' if len(extra) == 1 else 'them'} "
+            f"(table.drop_columns({extra!r})), or correct the name"
+        )
     if not table.num_rows:  # nothing to write (its columns' types are not checked: no value can be lost)
         return None, layout, runs, zeros
     fill = dict(fill or {})
