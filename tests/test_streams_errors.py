@@ -411,7 +411,7 @@ def test_unknown_records_are_written_only_as_whole_records_of_no_type():
 def test_a_column_the_record_type_does_not_have_is_refused_not_dropped():
     """attack8: write_stream wrote a table with a column its type does not have (a misspelt
     field: the old value written) without a word; the command refused the same table."""
-    from test_streams import pcap_bytes
+    from layouts.benchmarks.streams import pcap_bytes
 
     raw = pcap_bytes(5)
     t = lo.read_stream(raw, "pcap")
