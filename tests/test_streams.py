@@ -711,7 +711,7 @@ def test_two_sections_fixed_tags_and_word_lengths(tmp_path):
     with pytest.raises(
         lo.ConversionError,
         match=r"table 'note', row 0: a record of 5 bytes cannot be framed: its "
-        r"length field \(2 bytes, unit 2",
+        r"length field \(2 bytes, unit 2, counting from 0\) cannot say it; cut or pad its _tail to a record of 4 or 6 bytes",
     ):
         lo.write_stream(t2, spec)
     # a record too short for its type stops the scan there (not at the garbage after it)

@@ -105,7 +105,11 @@ def test_write_tail_errors():
     fixed = S([S.Section(S.Framing(size=3), [S.RecordType("r", S.Record([("v", "u1")]))], tail="column")])
     t = lo.read_stream(b"\x01ab\x02cd", fixed)
     assert t["r"].to_arrow().column("_tail").to_pylist() == [b"ab", b"cd"]
-    with pytest.raises(lo.ConversionError, match=r"fixed-size records are 3 bytes, a record here would be 2"):
+    with pytest.raises(
+        lo.ConversionError,
+        match=r"fixed-size records are 3 bytes, a record here \(table 'r', row 0\) would be 2: its _tail is 1 "
+        r"bytes too short; pad it$",
+    ):
         lo.write_stream({"r": pa.table(dict(base, _tail=[b"a"]))}, fixed)
 
 
@@ -406,6 +410,19 @@ def test_unknown_records_are_written_only_as_whole_records_of_no_type():
     out = lo.write_stream(dict(t, _unknown=u.set_column(1, "_tail", pa.array([edited]))), spec)
     assert out == data.replace(msg(b"Zzz"), edited)
     assert lo.read_stream(out, spec)["_unknown"].to_arrow().column("_tail").to_pylist() == [edited]
+
+
+def test_write_streams_arguments_are_checked():
+    """attack8: a list of tables was a raw TypeError, order='middle' went unnamed."""
+    from layouts.benchmarks.streams import pcap_bytes
+
+    t = lo.read_stream(pcap_bytes(3), "pcap")
+    with pytest.raises(lo.LayoutError, match=r"tables must be a dict of record type name -> table .* got list"):
+        lo.write_stream(list(t.values()), "pcap", order="little")
+    with pytest.raises(lo.LayoutError, match=r"order='middle'; expected \"big\" or \"little\""):
+        lo.write_stream(t, "pcap", order="middle")
+    with pytest.raises(lo.LayoutError, match=r"order='little', but itch50 is big-endian"):
+        lo.write_stream({}, "itch50", order="little")
 
 
 def test_a_column_the_record_type_does_not_have_is_refused_not_dropped():

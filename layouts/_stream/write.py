@@ -412,6 +412,13 @@ def write_stream(
     b'\\x02\\x00\\x07\\x04\\x00\\x08hi'
     """
     stream = resolve(spec)
+    if not isinstance(tables, Mapping):
+        raise LayoutError(
+            f"write_stream: tables must be a dict of record type name -> table (what read_stream returns), "
+            f"got {type(tables).__name__}; e.g. write_stream({{'packet': table, '_header': header}}, spec)"
+        )
+    if order is not None and order not in ("big", "little"):
+        raise LayoutError(f'write_stream: order={order!r}; expected "big" or "little" (or None)')
     if stream.byteorder is not None:
         order = order or getattr(tables, "order", None)
         if order not in ("big", "little"):
@@ -419,6 +426,11 @@ def write_stream(
                 f'{stream.name}: the byte order comes from the file\'s magic number; pass order="big" '
                 f'or "little" (read_stream\'s result carries it as .order)'
             )
+    elif order is not None and order != stream.order and stream.order in ("big", "little"):
+        raise LayoutError(
+            f"write_stream: order={order!r}, but {stream.name} is {stream.order}-endian (its description's order); "
+            f"leave order out"
+        )
     else:
         order = stream.order
     names = {t.name for s in stream.sections for t in s.types}
@@ -600,7 +612,7 @@ def _section(tables, stream, s: Section, order, start, where, values, fill=None)
         end = start + int(sizes.sum())
         for k, p in enumerate(parts):
             p[5 if p[0] == "fixed" else -1] = keys[cut[k] : cut[k + 1]]
-        _check_fixed_size(s, values, where, sizes)
+        _check_fixed_size(s, values, where, sizes, cut, _labels(parts))
         return end, parts
     idx = np.argsort(keys, kind="stable")
     if len(idx) > 1 and np.any(np.diff(keys[idx]) == 0):
@@ -631,10 +643,15 @@ def _section(tables, stream, s: Section, order, start, where, values, fill=None)
             k = int(np.flatnonzero((lens > 0xFFFF) | (lens < 8))[0])
             raise ConversionError(
                 f"{where}: block {k} (byte {int(bpos[k])}) would be {int(lens[k])} bytes; a VB "
-                f"block holds 8..65535 (a BDW and at least one record)"
+                f"block holds 8..65535 (a BDW and at least one record): "
+                + (
+                    "split it: add a row to _blocks whose _offset is that of the record to start the next block"
+                    if lens[k] > 0xFFFF
+                    else "drop that _blocks row, or give the block its records"
+                )
             )
         parts[bk][-1] = (bpos, lens)
-    _check_fixed_size(s, values, where, sizes)
+    _check_fixed_size(s, values, where, sizes, cut, _labels(parts))
     return end, parts
 
 
@@ -689,13 +706,30 @@ def _check_unknown(s: Section, toffs, tdata, order, where):
             )
 
 
-def _check_fixed_size(s, values, where, sizes):
+def _labels(parts):
+    """The table each part of a section comes from, as errors name it."""
+    return [p[6] if p[0] == "fixed" else "table '_unknown'" if p[0] == "raw" else "table '_blocks'" for p in parts]
+
+
+def _check_fixed_size(s, values, where, sizes, cut, labels):
+    """The records of a fixed-size section are all its size; ``cut`` and ``labels`` say which
+    table (``labels[k]``: rows ``cut[k]..cut[k + 1]`` of ``sizes``) a wrong one is in."""
     if s.framing.size is not None:
         fs = _checked(lambda: evaluate(s.framing.size, values, f"{where}.framing.size"), where)
-        if np.any(sizes != fs):
+        wrong = np.flatnonzero(sizes != fs)
+        if len(wrong):
+            k = int(wrong[0])
+            part = int(np.searchsorted(cut, k, side="right")) - 1
+            named = f" ({labels[part]}, row {k - int(cut[part])})" if part < len(labels) else ""
+            size = s.framing.size
+            d = int(sizes[k]) - fs
+            header = f" (or set the header's {size} to {int(sizes[k])} if every record is that size)"
             raise ConversionError(
-                f"{where}: fixed-size records are {fs} bytes, a record here would be "
-                f"{int(sizes[sizes != fs][0])} (its _tail has the wrong length)"
+                f"{where}: fixed-size records are {fs} bytes"
+                + (f" (the header's {size})" if isinstance(size, str) else "")
+                + f", a record here{named} would be {int(sizes[k])}: its _tail is {abs(d)} bytes too "
+                + ("long; cut it" if d > 0 else "short; pad it")
+                + (header if isinstance(size, str) else "")
             )
 
 
@@ -738,10 +772,13 @@ def _frame(s, t, order, positions, fixed, toffs, what):
         )
         if len(bad):
             k = int(bad[0])
+            fix = "shorten its _tail"
+            if ln.unit != 1 and raw[k] % ln.unit:
+                down, up = int(sizes[k] - raw[k] % ln.unit), int(sizes[k] + ln.unit - raw[k] % ln.unit)
+                fix = f"cut or pad its _tail to a record of {down} or {up} bytes (a multiple of the unit from {ln.base()})"
             raise ConversionError(
                 f"{what}, row {k}: a record of {int(sizes[k])} bytes cannot be framed: its length "
-                f"field ({ln.size} bytes, unit {ln.unit}, counting from {ln.base()}) cannot say it; "
-                f"shorten its _tail"
+                f"field ({ln.size} bytes, unit {ln.unit}, counting from {ln.base()}) cannot say it; {fix}"
             )
         frame[0:3] = ln.offset, ln.size, ln.big(order)
         # a field under the length field (pcap's incl_len) must say what the framing stores
