@@ -531,51 +531,46 @@ class SoA:
             )
             if fault is not None:
                 columns = backend.columns_to_host(self._memory, self._columns)[1]
-                scratch = target if backend.host and out is None else None  # (out= stays as the failed run left it)
-                raise every_reverse_error(self.layout, columns, self._fills, self._truncate, n, fault, scratch)
+                raise every_reverse_error(self.layout, columns, self._fills, self._truncate, n, fault)
         return AoS(records, self.layout)
 
 
 RERUNS = 16  # the most columns an error of the way back looks for a problem in, after the first
+CHECK_BYTES = 64 << 20  # the records those runs write at a time (scratch memory, reused)
 
 
-def every_reverse_error(layout, columns, fills, truncate, n, fault, scratch=None):
+def every_reverse_error(layout, columns, fills, truncate, n, fault):
     """The ConversionError of ``fault``, a value that one of the (host) ``columns`` could not
     write into its field (:func:`layouts._faults.reverse_error`), with a value of each other
     column that cannot be written either: the CPU kernel runs again with the columns found
-    so far left out (into ``scratch``, new records memory of the run that failed that no
-    caller sees, or new memory), so that one error names every column to fix (each column's
-    ``problems`` entry; ``fixes``: the options that fix them). Up to :data:`RERUNS` more
-    runs: an error path, each as long as the conversion."""
-    return _value_problems(layout, columns, fills, truncate, n, fault, Problems(), [], scratch)
+    so far left out (:func:`_first_fault`), so that one error names every column to fix (each
+    column's ``problems`` entry; ``fixes``: the options that fix them). Up to :data:`RERUNS`
+    more runs, each stopping at the block of rows where it finds one: an error path."""
+    return _value_problems(layout, columns, fills, truncate, n, fault, Problems(), [])
 
 
 def _with_value_problems(layout, err, n, columns, fills, truncate):
     """``err``, the problems of some Arrow columns (``SoA.from_arrow``'s checks), with those
-    of the values of the other ``columns`` (None: a column with a problem): the CPU kernel
-    writes them into scratch records, as :func:`every_reverse_error` does, so that the
-    first error names the values that would fail next too."""
+    of the values of the other ``columns`` (None: a column with a problem), found as
+    :func:`every_reverse_error` finds them, so that the first error names the values that
+    would fail next too."""
     skip = [i for i, c in enumerate(columns) if c is None]
     if len(skip) == len(layout.fields) or n == 0:
         return err
-    found = Problems()
-    found.items = list(err.problems)
     try:
-        fault = backends.host().soa_to_aos(
-            np.empty(n * layout.itemsize, np.uint8), layout, n, columns, None, fills, bool(truncate), skip=tuple(skip)
-        )
+        fault = _first_fault(layout, columns, fills, bool(truncate), n, skip)
     except (ConversionError, LayoutError):  # (a fill value its field cannot hold: said when the rest is fixed)
         return err
     if fault is None:
         return err
+    found = Problems()
+    found.items = list(err.problems)
     return _value_problems(layout, columns, fills, bool(truncate), n, fault, found, skip)
 
 
-def _value_problems(layout, columns, fills, truncate, n, fault, found, skip, scratch=None):
+def _value_problems(layout, columns, fills, truncate, n, fault, found, skip):
     """``found`` with the problem of ``fault`` and of every column the kernel finds one in
     when it runs again without the columns in ``skip`` and those found: one error."""
-    cpu = backends.host()
-    scratch = np.empty(n * layout.itemsize, np.uint8) if scratch is None else scratch
     runs = 0
     while fault is not None:
         skip.append(fault[1])
@@ -586,8 +581,30 @@ def _value_problems(layout, columns, fills, truncate, n, fault, found, skip, scr
             found.partial = True
             break
         runs += 1
-        fault = cpu.soa_to_aos(scratch, layout, n, columns, None, fills, truncate, skip=tuple(skip))
+        fault = _first_fault(layout, columns, fills, truncate, n, skip)
     return found.error()
+
+
+def _first_fault(layout, columns, fills, truncate, n, skip):
+    """The first ``(row, field, code)`` that the CPU kernel finds writing the (host)
+    ``columns`` but those of the fields in ``skip`` (None there) as records, a block of
+    rows at a time into scratch memory of at most :data:`CHECK_BYTES`; None if none."""
+    cpu, block = backends.host(), max(1, CHECK_BYTES // max(layout.itemsize, 1))
+    scratch = np.empty(min(n, block) * layout.itemsize, np.uint8)
+    for first in range(0, n, block):
+        rows = min(block, n - first)
+        part = [
+            None
+            if c is None
+            else ColumnBuffers(
+                c.type, rows * f.count, c.validity, c.offsets, c.data, c.offset + first * f.count, c.kind, c.dictionary
+            )
+            for c, f in zip(columns, layout.fields)
+        ]
+        fault = cpu.soa_to_aos(scratch, layout, rows, part, None, fills, truncate, skip=tuple(skip))
+        if fault is not None:
+            return (first + fault[0], fault[1], fault[2])
+    return None
 
 
 def soa_over_arena(layout, n, arena, memory, nulls, records, use=None, backend=None):

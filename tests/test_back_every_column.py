@@ -184,3 +184,29 @@ def test_a_column_problem_alone_is_said_as_before():
     with pytest.raises(lo.ConversionError, match=r"^the Arrow data has no column 'QTY'") as got:
         lo.SoA.from_arrow(_table().drop_columns(["QTY"]), layout)
     assert len(got.value.problems) == 1
+
+
+def test_the_search_goes_a_block_of_rows_at_a_time_and_names_the_right_rows(monkeypatch):
+    """The runs that look for more problems write a block of rows at a time into bounded
+    scratch memory and stop at the first block with one: rows are counted from the table's
+    first, in every block (text, decimals, nulls with fills, an Arrow offset)."""
+    monkeypatch.setattr(soa_module, "CHECK_BYTES", 7 * 16)  # 7 records of 16 bytes a block
+    layout = lo.Layout.from_copybook(BOOK)
+    n = 50
+    names, amts, cities = ["ABCD"] * n, ["1.00"] * n, ["ABC"] * n
+    names[23], amts[37], cities[41] = "A\u0100", "9999.00", "X€"
+    table = _table(name=names, amt=amts, city=cities, qty=[1] * n)
+    table = pa.concat_tables([_table(), table]).combine_chunks().slice(3)  # (the rows after an offset of 3)
+    with pytest.raises(lo.ConversionError) as got:
+        lo.SoA.from_arrow(table, layout).to_aos(threads=2)
+    said = {c: str(e) for c, e in got.value.problems}
+    assert set(said) == {"NAME", "AMT", "CITY"}
+    assert "row 23:" in said["NAME"] and "row 37:" in said["AMT"] and "row 41:" in said["CITY"], said
+    extra = table.append_column("X", pa.array([1] * n))  # a column problem: the others found by blocks
+    with pytest.raises(lo.ConversionError) as got:
+        lo.SoA.from_arrow(extra, layout)
+    assert {c: str(e).split(":")[0] for c, e in got.value.problems if c != "X"} == {
+        "NAME": "column 'NAME', row 23",
+        "AMT": "column 'AMT', row 37",
+        "CITY": "column 'CITY', row 41",
+    }
