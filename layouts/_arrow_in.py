@@ -2,6 +2,7 @@
 
 import re
 import warnings
+from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
@@ -9,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._errors import ConversionError, LayoutError, Problems, merge_fixes
-from ._plan import ColumnBuffers
+from ._plan import ColumnBuffers, null_bits
 
 _FILLED = ("copy", "bits", "enum")  # kinds whose kernels write a fill value under a null
 _STRINGISH = (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_string, pa.types.is_large_string)
@@ -454,6 +455,15 @@ def _no_parent_nulls(arr, name, what):
         )
 
 
+def _exactly(scalar, value, name, arrow_type):
+    """Refuse a fill value that pyarrow made another one (1.5 into int64 is 1)."""
+    if isinstance(value, (bool, str, bytes)) or not isinstance(value, (int, float, Decimal, np.number)):
+        return
+    got = scalar.as_py()
+    if got != value and not (value != value and got != got):  # (NaN is NaN)
+        raise ValueError(f"it would be written as {got!r}; give a value the field holds exactly")
+
+
 def _leaf(arr, field, fill, fills, cast, check=None):
     """Check and, only where needed, cast one leaf column; returns its ColumnBuffers.
 
@@ -494,6 +504,11 @@ def _leaf(arr, field, fill, fills, cast, check=None):
             problems.add(name, too_long)
     if nulls and not problems.items:
         nulls = arr.null_count  # (a cast keeps the nulls it was given)
+    if name in fill and kind in _FILLED and not problems.items:
+        try:  # (the value the kernel writes under a null: checked here, with the other columns' problems)
+            null_bits(field, fill[name], "fill")
+        except ConversionError as err:
+            problems.add(name, err)
     if nulls:
         if name in fill and kind in _FILLED:
             fills[name] = fill[name]
@@ -502,11 +517,13 @@ def _leaf(arr, field, fill, fills, cast, check=None):
                 try:
                     value = _time_fill(field, fill[name], arr.type)
                     if value is not None:
-                        arr = pc.fill_null(
-                            arr, value if isinstance(value, pa.Scalar) else pa.scalar(value, type=arr.type)
-                        )
+                        scalar = value if isinstance(value, pa.Scalar) else pa.scalar(value, type=arr.type)
+                        _exactly(scalar, value, name, arr.type)
+                        arr = pc.fill_null(arr, scalar)
                 except (pa.ArrowException, TypeError, ValueError, OverflowError) as err:
-                    raise ConversionError(f"fill[{name!r}]={fill[name]!r} is not a {arr.type} value: {err}") from err
+                    problems.add(
+                        name, ConversionError(f"fill[{name!r}]={fill[name]!r} is not a {arr.type} value: {err}")
+                    )
         elif field.dtype.kind not in "mM":
             first = pc.index(pc.is_null(arr), True).as_py()
             problems.add(

@@ -591,6 +591,7 @@ def _first_fault(layout, columns, fills, truncate, n, skip):
     rows at a time into scratch memory of at most :data:`CHECK_BYTES`; None if none."""
     cpu, block = backends.host(), max(1, CHECK_BYTES // max(layout.itemsize, 1))
     scratch = np.empty(min(n, block) * layout.itemsize, np.uint8)
+    columns = without_views(columns)  # (binary_view columns as plain ones: a row range of those is cut below)
     for first in range(0, n, block):
         rows = min(block, n - first)
         part = [

@@ -210,3 +210,24 @@ def test_the_search_goes_a_block_of_rows_at_a_time_and_names_the_right_rows(monk
         "AMT": "column 'AMT', row 37",
         "CITY": "column 'CITY', row 41",
     }
+
+
+def test_fill_values_are_exact_and_every_bad_one_is_named():
+    """attack9: fill=1.5 for an integer mainframe field was written as 1; several bad fill
+    values were said one at a time, with no ``problems``."""
+    E = lo.Encoding
+    layout = lo.Layout.from_dtype(
+        np.dtype([("B", "V2"), ("J", "<i4")]), encodings={"B": E("binary", 4, signed=True, as_integer=True)}
+    )
+    t = pa.table({"B": pa.array([1, None], pa.int64()), "J": pa.array([1, 2], pa.int32())})
+    for bad in (1.5, -1.5, D("2.5")):
+        with pytest.raises(lo.ConversionError, match=r"fill\['B'\]=.* it would be written as -?[12]"):
+            lo.SoA.from_arrow(t, layout, fill={"B": bad})
+    back = lo.SoA.from_arrow(t, layout, fill={"B": -7}).to_aos().to_numpy()
+    assert bytes(back[1]["B"]) == (-7).to_bytes(2, "big", signed=True)
+    plain = lo.Layout.from_dtype(np.dtype([("I", "<u1"), ("J", "<i4"), ("K", "<i2")]))
+    nulls = pa.table({n: pa.array([1, None], t) for n, t in (("I", pa.uint8()), ("J", pa.int32()), ("K", pa.int16()))})
+    with pytest.raises(lo.ConversionError) as got:
+        lo.SoA.from_arrow(nulls, plain, fill={"I": 300, "J": 2**40, "K": 1.5})
+    assert [c for c, _ in got.value.problems] == ["I", "J", "K"]
+    assert str(got.value).startswith("3 problems with the Arrow data's columns, all of them: (1) fill['I']=300")
