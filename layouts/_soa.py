@@ -549,6 +549,21 @@ def every_reverse_error(layout, columns, fills, truncate, n, fault):
     return _value_problems(layout, columns, fills, truncate, n, fault, Problems(), [])
 
 
+def value_problems(soa, named=()):
+    """``(column, ConversionError)`` of each column of ``soa`` not in ``named`` that holds a
+    value its field cannot take (the first the search finds in each), found as
+    :func:`every_reverse_error` finds them; rows counted from the SoA's first."""
+    layout, n = soa.layout, len(soa)
+    columns = soa._backend.columns_to_host(soa._memory, soa._columns)[1]
+    skip = [i for i, f in enumerate(layout.fields) if f.name in named]
+    if n == 0 or len(skip) == len(layout.fields):
+        return []
+    fault = _first_fault(layout, columns, soa._fills, soa._truncate, n, skip)
+    if fault is None:
+        return []
+    return list(_value_problems(layout, columns, soa._fills, soa._truncate, n, fault, Problems(), skip).problems)
+
+
 def _with_value_problems(layout, err, n, columns, fills, truncate):
     """``err``, the problems of some Arrow columns (``SoA.from_arrow``'s checks), with those
     of the values of the other ``columns`` (None: a column with a problem), found as

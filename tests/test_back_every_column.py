@@ -231,3 +231,23 @@ def test_fill_values_are_exact_and_every_bad_one_is_named():
         lo.SoA.from_arrow(nulls, plain, fill={"I": 300, "J": 2**40, "K": 1.5})
     assert [c for c, _ in got.value.problems] == ["I", "J", "K"]
     assert str(got.value).startswith("3 problems with the Arrow data's columns, all of them: (1) fill['I']=300")
+
+
+def test_convert_names_the_values_of_later_row_groups_too(device, tmp_path):
+    """attack9: a NUL in a C string in row group 0 stopped the conversion there; one in
+    another column in row group 2 went unnamed (nulls of later parts were named)."""
+    layout = lo.Layout.from_dtype(np.dtype([("A", "<i2"), ("CS", "S6"), ("CT", "S6")]), bytes_as="string")
+    n = 3000
+    cs, ct = ["x"] * n, ["y"] * n
+    cs[20], ct[2500] = "b\0c", "d\0e"
+    src, out = tmp_path / "in.parquet", tmp_path / "out.bin"
+    pq.write_table(
+        pa.table({"A": pa.array([1] * n, pa.int16()), "CS": pa.array(cs), "CT": pa.array(ct)}), src, row_group_size=1000
+    )
+    with pytest.raises(lo.ConversionError) as got:
+        lo.convert(src, layout, out, format="records", device=device)
+    said = {c: str(e) for c, e in got.value.problems}
+    assert set(said) == {"CS", "CT"}, str(got.value)
+    assert said["CS"].startswith("rows 0 to 1000: column 'CS', row 20: ")
+    assert said["CT"].startswith("rows 2000 to 3000: column 'CT', row 2500: ")
+    assert str(got.value).startswith(f"{src}: 2 problems") and not out.exists()

@@ -6,7 +6,10 @@ on the GPU (:func:`chosen`); nothing else of it names a device. The CUDA modules
 imported only when it does.
 """
 
-from .positions import record_position, rows_named
+import itertools
+
+from .._errors import ConversionError
+from .positions import later_values, record_position, rows_named
 
 __all__ = ["chosen", "slots", "forward", "reverse"]
 
@@ -45,28 +48,35 @@ def forward(chunks, layout, options, pipe, name, total):
 
 def reverse(parts, layout, options, pipe, name, report):
     """Arrow -> records on the GPU, overlapped (:func:`through_gpu`, with
-    :class:`layouts._cuda.transpose.ReverseSlot`); ``report()`` after each chunk."""
+    :class:`layouts._cuda.transpose.ReverseSlot`); ``report()`` after each chunk.
+    ``parts``: an iterator (a failed chunk's error takes the parts not yet queued from it)."""
     from .._cuda import transpose as _gpu
 
     slots = [_gpu.ReverseSlot(layout) for _ in range(pipe.nslots)]
+    queued: list = []
 
     def finished(i):
         n = len(slots[i].soa)
-        with rows_named(name, pipe.records, n):
-            records = slots[i].finish()
+        try:
+            with rows_named(name, pipe.records, n):
+                records = slots[i].finish()
+        except ConversionError as err:  # the chunks queued after it and the parts not yet read searched too
+            later = itertools.chain([slots[j].soa for j in queued], parts)
+            raise later_values(err, later, name, pipe.records, n) from None
         pipe.put(i, records, n)
         report()
 
-    through_gpu(parts, slots, pipe, options.overlap, finished)
+    through_gpu(parts, slots, pipe, options.overlap, finished, queued)
 
 
-def through_gpu(items, slots, pipe, overlap, finished):
+def through_gpu(items, slots, pipe, overlap, finished, queued=None):
     """Drive chunks through GPU slots, each with its own CUDA stream and buffers: chunk
     k+1 is queued on its slot (host copy into pinned memory, host-to-device copy,
     kernels, device-to-host copy) before chunk k is waited for and handed to
     ``finished(slot index)``, so one chunk's transfers overlap another's kernels while
-    the writer thread writes a third. ``overlap=False`` waits for each chunk at once."""
-    queued = []
+    the writer thread writes a third. ``overlap=False`` waits for each chunk at once.
+    ``queued``: the list of the slots queued and not yet finished, in order (to read)."""
+    queued = [] if queued is None else queued
     try:
         for item in items:
             i = pipe.take()

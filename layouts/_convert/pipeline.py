@@ -17,7 +17,7 @@ from .._errors import ConversionError
 from .._files import input_name
 from .._soa import SoA
 from . import gpu
-from .positions import record_position, rows_named, whole_input
+from .positions import later_values, record_position, rows_named, whole_input
 from .readahead import Handoff, ReadAhead, closing_after, wait_out
 from .sinks import ArrowSink, RecordsSink
 from .sources import arrow_batches, cut_batches, records_chunks, touch_columns
@@ -91,16 +91,20 @@ def arrow_to_records(src, layout, out, options):
 
     with Pipeline(RecordsSink(out), overlap, slots=gpu.slots(options)) as pipe, closing_after(parts.close):
         if gpu.chosen(options):
-            gpu.reverse(parts, layout, options, pipe, name, report)
+            gpu.reverse(iter(parts), layout, options, pipe, name, report)
         else:
             buffers = [None] * pipe.nslots
-            for soa in parts:
+            each = iter(parts)  # (one iterator: later_values takes the parts after a failed one from it)
+            for soa in each:
                 n, slot = len(soa), pipe.take()
                 if buffers[slot] is None:
                     buffers[slot] = np.empty(rows, dtype=layout.dtype)
                 records = buffers[slot][:n]
-                with rows_named(name, pipe.records, n):
-                    soa.to_aos(out=records, threads=options.threads, device=options.device)
+                try:
+                    with rows_named(name, pipe.records, n):
+                        soa.to_aos(out=records, threads=options.threads, device=options.device)
+                except ConversionError as err:
+                    raise later_values(err, each, name, pipe.records, n) from None
                 pipe.put(slot, memoryview(records.view(np.uint8)).cast("B")[: n * layout.itemsize], n)
                 report()
     return pipe.records, pipe.records * layout.itemsize

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from .._errors import ConversionError, LayoutError
 from .._faults import forward_error
 
-__all__ = ["record_position", "rows_named", "whole_input"]
+__all__ = ["record_position", "rows_named", "whole_input", "later_values"]
 
 
 @contextmanager
@@ -84,3 +84,37 @@ def whole_input(err, parts, first, check):
                     found.add(column, at)
         first += part.num_rows
     return err if len(found.items) == len(err.problems) else found.error()
+
+
+def later_values(err, parts, name, first, n):
+    """``err``, raised writing the part of rows ``first..first + n`` of the Arrow input
+    ``name`` as records (values its fields cannot take), with the value problems of the
+    parts after it (``parts``: their SoAs) in the columns it does not name yet: one error
+    for the whole input, each problem with its rows counted from the input's first."""
+    from .._errors import Problems
+    from .._soa import value_problems
+
+    if not getattr(err, "problems", None):
+        return err
+    found = Problems()
+    found.items = [
+        (c, ConversionError(f"rows {first} to {first + n}: {_input_rows(e, first)}")) for c, e in err.problems
+    ]
+    named = {c for c, _ in err.problems}
+    at = first + n
+    try:
+        for soa in parts:
+            for column, e in value_problems(soa, named):
+                found.add(column, ConversionError(f"rows {at} to {at + len(soa)}: {_input_rows(e, at)}"))
+                named.add(column)
+            at += len(soa)
+            if len(named) >= len(soa.layout.fields):
+                break
+    except (ConversionError, LayoutError) as later:  # a later part that does not fit at all: said once
+        found.add(None, later)
+    if len(found.items) == len(err.problems):
+        return err
+    said = found.error()
+    combined = ConversionError(f"{name}: {said}")
+    combined.problems, combined.fixes = said.problems, said.fixes
+    return combined
