@@ -440,3 +440,18 @@ def test_a_column_the_record_type_does_not_have_is_refused_not_dropped():
     ):
         lo.write_stream(dict(t, packet=p.append_column("note", pa.array(["x"] * len(p)))), "pcap", order=t.order)
     assert lo.write_stream(t, "pcap", order=t.order) == raw
+
+
+def test_write_stream_names_the_problems_of_every_table():
+    """attack9: a value too large in one table and a NUL in the header's text field: only
+    the first table was named."""
+    from layouts.benchmarks.streams import pcap_bytes
+
+    t = lo.read_stream(pcap_bytes(4), "pcap")
+    p, h = t["packet"].to_arrow(), t["_header"].to_arrow()
+    p = p.set_column(p.schema.get_field_index("ts_sec"), "ts_sec", pa.array([2**40] + [1] * (len(p) - 1)))
+    h = h.set_column(h.schema.get_field_index("snaplen"), "snaplen", pa.array([2**40]))
+    with pytest.raises(lo.ConversionError) as got:
+        lo.write_stream(dict(t, packet=p, _header=h), "pcap", order=t.order)
+    text = str(got.value)
+    assert text.startswith("2 problems in the tables: (1) ") and "'snaplen'" in text and "'ts_sec'" in text, text

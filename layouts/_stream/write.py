@@ -449,6 +449,7 @@ def write_stream(
     pieces: list = []  # (start, end, writer)
     values: dict = {}
     pos = 0
+    found = _Found()  # each table's problems: the tables after a failed one are checked too
     if stream.header is not None:
         if "_header" not in tables:
             raise ConversionError(f"{stream.name} has a header: tables need '_header' (one row of its fields)")
@@ -466,14 +467,19 @@ def write_stream(
                 f"{stream.header_size!r} ({h} bytes); drop the column, or set the size field so "
                 f"the header holds it"
             )
-        soa, layout, runs, zeros = _dense(ht, hrec, order, 0, False, "_header", "_header", fill.get("_header"))
-        pieces.append((0, h, ("fixed", soa, layout, runs, zeros, np.zeros(1, np.int64), "_header", hrec)))
+        got = found.run(lambda: _dense(ht, hrec, order, 0, False, "_header", "_header", fill.get("_header")))
+        if got is not None:
+            soa, layout, runs, zeros = got
+            found.converted.append(("'_header'", soa))
+            pieces.append((0, h, ("fixed", soa, layout, runs, zeros, np.zeros(1, np.int64), "_header", hrec)))
         pos = h
     for i, s in enumerate(stream.sections):
         where = f"{stream.name} section[{i}]"
         s = _checked(lambda: s.resolve(values, where, 2**62), where)  # list lengths from the header
         start = pos if s.offset is None else _checked(lambda: evaluate(s.offset, values, f"{where}.offset"), where)
-        end, parts = _section(tables, stream, s, order, start, where, values, fill)
+        end, parts = _section(tables, stream, s, order, start, where, values, fill, found)
+        if found.errors:  # (tables missing from the placement: only their problems are said)
+            continue
         # records of every type and, kept with unknown = "keep", those of no type: read_stream
         # counts both against the header's count
         nrec = sum(len(p[5]) for p in parts if p[0] == "fixed") + sum(len(p[-1]) for p in parts if p[0] == "raw")
@@ -493,6 +499,7 @@ def write_stream(
                 )
         pieces.append((start, end, ("many", parts)))
         pos = end
+    found.raise_all()
     if "_gaps" in tables:
         gt = _arrow(tables["_gaps"], "_gaps")
         goffs = _offsets(gt, "'_gaps'")
@@ -516,11 +523,45 @@ def write_stream(
             out[a:b] = w[1]
         elif w[0] == "fixed":
             _, soa, layout, runs, zeros, positions, what, rec = w
-            _place(out, soa, layout, runs, zeros, positions + a, what, rec, order)
+            found.run(lambda: _place(out, soa, layout, runs, zeros, positions + a, what, rec, order))
         else:
             for p in w[1]:
-                _write_part(out, p, order)
+                found.run(lambda: _write_part(out, p, order))
+    found.raise_all(searched=False)
     return _emit(out, dst, overwrite)
+
+
+class _Found:
+    """The problems of write_stream's tables, gathered so that one error names each table's:
+    ``run(fn)`` returns ``fn()``, or None after noting its ConversionError; ``converted``:
+    ``(table, SoA)`` of the tables that converted (searched for value problems when another
+    did not, as the way back to records does)."""
+
+    def __init__(self):
+        self.errors: list = []
+        self.converted: list = []
+
+    def run(self, fn):
+        try:
+            return fn()
+        except ConversionError as err:
+            self.errors.append(err)
+            return None
+
+    def raise_all(self, searched=True):
+        if not self.errors:
+            return
+        said = [str(e) for e in self.errors]
+        if searched:
+            from .._soa import value_problems
+
+            for what, soa in self.converted:
+                said += [f"{what}: {_stream_advice(str(e))}" for _, e in value_problems(soa)]
+        if len(said) == 1:
+            raise self.errors[0]
+        raise ConversionError(
+            f"{len(said)} problems in the tables: " + "; ".join(f"({k}) {t}" for k, t in enumerate(said, 1))
+        )
 
 
 def _fills(fill, stream, names) -> dict:
@@ -547,7 +588,7 @@ def _fills(fill, stream, names) -> dict:
     return {k: dict(v) for k, v in fill.items()}
 
 
-def _section(tables, stream, s: Section, order, start, where, values, fill=None):
+def _section(tables, stream, s: Section, order, start, where, values, fill=None, found=None):
     """(end, parts) of one section: each type's records at their new positions."""
     keep = _keep_prefix(s)
     prefix = s.framing.prefix
@@ -573,7 +614,13 @@ def _section(tables, stream, s: Section, order, start, where, values, fill=None)
                 f'{what} has a _tail with bytes, but {where} keeps no tails (tail = "error"); '
                 f'drop the column or set tail = "column"'
             )
-        soa, layout, runs, zeros = _dense(table, t.record, order, prefix, keep, what, t.name, (fill or {}).get(t.name))
+        dense = lambda: _dense(table, t.record, order, prefix, keep, what, t.name, (fill or {}).get(t.name))  # noqa: E731
+        got = dense() if found is None else found.run(dense)
+        if got is None:
+            continue
+        soa, layout, runs, zeros = got
+        if found is not None and soa is not None:
+            found.converted.append((what, soa))
         fixed = prefix + t.record.size(order)
         sizes = fixed + np.diff(toffs)
         parts.append(["fixed", soa, layout, runs, zeros, None, what, t.record, fixed, toffs, tdata, t, s])
@@ -581,9 +628,12 @@ def _section(tables, stream, s: Section, order, start, where, values, fill=None)
     if "_unknown" in tables and s.unknown == "keep":
         table = _arrow(tables["_unknown"], "_unknown")
         toffs, tdata = _tails(table, table.num_rows, "table '_unknown'")
-        _check_unknown(s, toffs, tdata, order, where)
+        check = lambda: _check_unknown(s, toffs, tdata, order, where)  # noqa: E731
+        check() if found is None else found.run(check)
         parts.append(["raw", toffs, tdata, None])
         entries.append((_offsets(table, "table '_unknown'"), np.diff(toffs)))
+    if found is not None and found.errors:  # (a table that did not convert: no placement to check)
+        return start, []
     if isinstance(s, _BdwSection):
         table = _arrow(
             tables.get(
